@@ -1,0 +1,222 @@
+//! Typed jobs: what the webhook hands to the workers.
+//!
+//! A job carries everything the worker needs from the payload and nothing else, so the
+//! queue message stays small (GitHub payloads run to 30 kB; SQS messages cap at 256 kB)
+//! and the worker never re-parses a webhook.
+
+use crate::ports::QueueName;
+use serde::{Deserialize, Serialize};
+
+/// The repository an event concerns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoRef {
+    pub id: u64,
+    pub owner: String,
+    pub name: String,
+}
+
+impl RepoRef {
+    /// `owner/name`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+/// Who wrote something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub login: String,
+    /// GitHub's account type: `User`, `Bot`, `Organization`.
+    pub kind: String,
+}
+
+impl Actor {
+    /// Bots never get answers (no bot-to-bot loops).
+    pub fn is_bot(&self) -> bool {
+        self.kind.eq_ignore_ascii_case("bot") || self.login.ends_with("[bot]")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Job {
+    Review(ReviewJob),
+    Conversation(ConversationJob),
+    Bookkeeping(BookkeepingJob),
+}
+
+impl Job {
+    pub fn delivery_id(&self) -> &str {
+        match self {
+            Job::Review(j) => &j.delivery_id,
+            Job::Conversation(j) => &j.delivery_id,
+            Job::Bookkeeping(j) => &j.delivery_id,
+        }
+    }
+
+    /// Which queue the job goes to. Bookkeeping rides the conversation queue: it is light,
+    /// and the learning work that consumes it lives beside the conversations.
+    pub fn queue(&self) -> QueueName {
+        match self {
+            Job::Review(_) => QueueName::Review,
+            Job::Conversation(_) | Job::Bookkeeping(_) => QueueName::Conversation,
+        }
+    }
+
+    /// FIFO message group: `owner/repo#number` serialises work on one PR; installation
+    /// events group by installation.
+    pub fn group_id(&self) -> String {
+        match self {
+            Job::Review(j) => format!("{}#{}", j.repo.full_name(), j.number),
+            Job::Conversation(j) => format!("{}#{}", j.repo.full_name(), j.number),
+            Job::Bookkeeping(j) => match &j.event {
+                BookkeepingEvent::Installation { installation_id, .. } => {
+                    format!("installation#{installation_id}")
+                }
+                BookkeepingEvent::ReviewThread { repo, number, .. }
+                | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
+                    format!("{}#{}", repo.full_name(), number)
+                }
+            },
+        }
+    }
+
+    /// Short description for log lines.
+    pub fn describe(&self) -> String {
+        match self {
+            Job::Review(j) => format!(
+                "review {}#{} ({:?} @ {})",
+                j.repo.full_name(),
+                j.number,
+                j.trigger,
+                j.head_sha
+            ),
+            Job::Conversation(j) => format!(
+                "conversation {}#{} ({:?} comment {} by {})",
+                j.repo.full_name(),
+                j.number,
+                j.surface,
+                j.comment.id,
+                j.comment.author.login
+            ),
+            Job::Bookkeeping(j) => format!("bookkeeping {:?}", j.event),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewTrigger {
+    Opened,
+    Reopened,
+    ReadyForReview,
+    /// New commits were pushed; `before` in the job says what was there.
+    Synchronize,
+    /// `@parley review` (incremental) from a comment.
+    ManualIncremental,
+    /// `@parley full review`.
+    ManualFull,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewJob {
+    pub delivery_id: String,
+    pub installation_id: Option<u64>,
+    pub repo: RepoRef,
+    pub number: u64,
+    pub trigger: ReviewTrigger,
+    pub head_sha: String,
+    pub base_sha: String,
+    pub base_ref: String,
+    /// Head before a `synchronize` push, when GitHub sent it.
+    pub before_sha: Option<String>,
+    pub author: Actor,
+    pub title: String,
+}
+
+/// Where a comment was written; decides where the answer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// Top-level comment on a PR or an issue.
+    IssueComment,
+    /// Inline comment on a diff line, or a reply in such a thread.
+    ReviewComment,
+    /// The body of a submitted review.
+    ReviewBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    pub author: Actor,
+    pub body: String,
+    pub html_url: String,
+    pub created_at: String,
+}
+
+/// Inline position of a review comment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlinePosition {
+    pub path: String,
+    pub line: Option<u64>,
+    pub start_line: Option<u64>,
+    pub side: Option<String>,
+    pub diff_hunk: Option<String>,
+    pub commit_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationJob {
+    pub delivery_id: String,
+    pub installation_id: Option<u64>,
+    pub repo: RepoRef,
+    /// PR or issue number.
+    pub number: u64,
+    pub is_pull_request: bool,
+    pub surface: Surface,
+    pub comment: Comment,
+    /// Set for a reply in a review-comment thread: the comment it answers.
+    pub in_reply_to_id: Option<u64>,
+    pub position: Option<InlinePosition>,
+    /// Review id for `ReviewBody` and for review comments that belong to a review.
+    pub review_id: Option<u64>,
+    /// The webhook saw a mention of the bot (false when it could not tell because the
+    /// bot's handle was not configured; the worker then decides).
+    pub mentions_bot: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BookkeepingJob {
+    pub delivery_id: String,
+    pub installation_id: Option<u64>,
+    pub event: BookkeepingEvent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum BookkeepingEvent {
+    /// `installation` and `installation_repositories`: record what the App is installed on.
+    Installation {
+        action: String,
+        installation_id: u64,
+        account: String,
+        repositories_added: Vec<String>,
+        repositories_removed: Vec<String>,
+    },
+    /// A review thread was resolved or unresolved (feeds learning later).
+    ReviewThread {
+        repo: RepoRef,
+        number: u64,
+        resolved: bool,
+        /// Ids of the thread's comments, root first.
+        comment_ids: Vec<u64>,
+        actor: String,
+    },
+    /// A PR was closed, merged or not (feeds acceptance statistics later).
+    PullRequestClosed {
+        repo: RepoRef,
+        number: u64,
+        merged: bool,
+    },
+}

@@ -1,0 +1,17 @@
+//! Parley's domain: everything that decides what Parley does, with no I/O of its own.
+//!
+//! Adapters in `infra/` implement the [`ports`]; entrypoints in `functions/` wire them up.
+//! Keeping this crate free of network and storage code is what lets the Lambda functions
+//! and the local `parley serve` run the very same logic.
+
+pub mod bookkeeping;
+pub mod conversation;
+pub mod job;
+pub mod llm;
+pub mod mention;
+pub mod ports;
+pub mod review;
+pub mod webhook;
+pub mod worker;
+
+pub use job::Job;

@@ -1,0 +1,286 @@
+//! What a call cost, estimated from its token counts.
+//!
+//! Providers do not return a price, so we keep a table of list prices (USD per million
+//! tokens) keyed by model-id prefix. The same Claude model has many spellings (Anthropic's
+//! dated ids, Bedrock's `us.anthropic.…-v1:0` inference profiles, OpenRouter's
+//! `anthropic/…`), so ids are normalised before the look-up, and the longest matching
+//! prefix wins. A model we have no price for costs `None`, never zero: a review summary
+//! must not claim a local or new model was free.
+//!
+//! The table is an estimate (no prompt-caching discounts, no long-context or regional
+//! surcharges, no batch rates). Operators correct or extend it with `PARLEY_LLM_PRICES`.
+
+use crate::ports::llm::Usage;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Environment variable holding price overrides as JSON:
+/// `{"model-prefix": {"input": 3.0, "output": 15.0}}` in USD per million tokens.
+/// Read by the entrypoints (core does no I/O) and passed to [`PriceTable::with_overrides_json`].
+pub const PRICES_ENV: &str = "PARLEY_LLM_PRICES";
+
+/// List prices, USD per million tokens, as of early 2026. Keys are normalised prefixes.
+const BUILTIN: &[(&str, f64, f64)] = &[
+    // Anthropic (same list price on the Anthropic API and Bedrock on-demand).
+    ("claude-opus-4-6", 5.0, 25.0),
+    ("claude-opus-4-5", 5.0, 25.0),
+    ("claude-opus-4", 15.0, 75.0),
+    ("claude-sonnet-4", 3.0, 15.0),
+    ("claude-haiku-4", 1.0, 5.0),
+    ("claude-3-7-sonnet", 3.0, 15.0),
+    ("claude-3-5-sonnet", 3.0, 15.0),
+    ("claude-3-5-haiku", 0.8, 4.0),
+    ("claude-3-opus", 15.0, 75.0),
+    ("claude-3-haiku", 0.25, 1.25),
+    // OpenAI.
+    ("gpt-4o", 2.5, 10.0),
+    ("gpt-4o-mini", 0.15, 0.6),
+    ("gpt-4.1", 2.0, 8.0),
+    ("gpt-4.1-mini", 0.4, 1.6),
+    ("gpt-4.1-nano", 0.1, 0.4),
+    ("gpt-5", 1.25, 10.0),
+    ("gpt-5-mini", 0.25, 2.0),
+    ("gpt-5-nano", 0.05, 0.4),
+    ("o1", 15.0, 60.0),
+    ("o1-mini", 1.1, 4.4),
+    ("o1-pro", 150.0, 600.0),
+    ("o3", 2.0, 8.0),
+    ("o3-mini", 1.1, 4.4),
+    ("o3-pro", 20.0, 80.0),
+    ("o4-mini", 1.1, 4.4),
+];
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PricingError {
+    #[error("invalid {PRICES_ENV}: {0}")]
+    Invalid(String),
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl Price {
+    pub fn cost_usd(&self, usage: Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriceTable {
+    /// Normalised prefix → price.
+    entries: BTreeMap<String, Price>,
+}
+
+impl Default for PriceTable {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl PriceTable {
+    pub fn builtin() -> Self {
+        let entries = BUILTIN
+            .iter()
+            .map(|&(prefix, input, output)| (prefix.to_owned(), Price { input, output }))
+            .collect();
+        Self { entries }
+    }
+
+    pub fn empty() -> Self {
+        Self {
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Add or replace entries from the `PARLEY_LLM_PRICES` JSON. An entry replaces a
+    /// built-in one with the same (normalised) key; otherwise the longest prefix still
+    /// wins, so `{"claude": …}` prices only Claude models the table does not know.
+    /// A typo must not silently fall back to wrong prices, hence the strict parse.
+    pub fn with_overrides_json(mut self, json: &str) -> Result<Self, PricingError> {
+        let overrides: BTreeMap<String, Price> =
+            serde_json::from_str(json).map_err(|e| PricingError::Invalid(e.to_string()))?;
+        for (prefix, price) in overrides {
+            let valid = |v: f64| v.is_finite() && v >= 0.0;
+            if !valid(price.input) || !valid(price.output) {
+                return Err(PricingError::Invalid(format!(
+                    "price for {prefix:?} must be finite and not negative"
+                )));
+            }
+            let key = normalise_model_id(&prefix);
+            if key.is_empty() {
+                return Err(PricingError::Invalid("empty model prefix".to_owned()));
+            }
+            self.entries.insert(key, price);
+        }
+        Ok(self)
+    }
+
+    /// The price of `model`, by the longest matching prefix of its normalised id. A
+    /// prefix matches only at a boundary (`gpt-4.1` prices `gpt-4.1-2025-04-14` but not
+    /// `gpt-4.10`).
+    pub fn price(&self, model: &str) -> Option<Price> {
+        let id = normalise_model_id(model);
+        self.entries
+            .iter()
+            .filter(|(prefix, _)| {
+                id.strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_alphanumeric()))
+            })
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, price)| *price)
+    }
+
+    /// Estimated cost of `usage` on `model`; `None` when the model has no price.
+    pub fn cost_usd(&self, model: &str, usage: Usage) -> Option<f64> {
+        self.price(model).map(|price| price.cost_usd(usage))
+    }
+}
+
+/// The provider-independent core of a model id: lower case, without an ARN or
+/// `vendor/` path, Bedrock's geography (`us.`, `eu.`, `global.`, …) and vendor
+/// (`anthropic.`) prefixes. `us.anthropic.claude-sonnet-4-5-20250929-v1:0` becomes
+/// `claude-sonnet-4-5-20250929-v1:0`.
+pub fn normalise_model_id(model: &str) -> String {
+    let lower = model.trim().to_ascii_lowercase();
+    let mut id = lower.rsplit('/').next().unwrap_or_default();
+    // Bedrock prefixes are purely alphabetic dotted segments; a model's own name always
+    // carries a digit before any dot (`gpt-4.1`), so it is never stripped.
+    while let Some((head, rest)) = id.split_once('.') {
+        if !head.is_empty() && head.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+            id = rest;
+        } else {
+            break;
+        }
+    }
+    id.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn price(model: &str) -> Option<(f64, f64)> {
+        PriceTable::builtin()
+            .price(model)
+            .map(|p| (p.input, p.output))
+    }
+
+    #[test]
+    fn normalisation_strips_provider_spellings() {
+        let cases = [
+            (
+                "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                "claude-sonnet-4-5-20250929-v1:0",
+            ),
+            (
+                "global.anthropic.claude-opus-4-5-20251101-v1:0",
+                "claude-opus-4-5-20251101-v1:0",
+            ),
+            (
+                "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+                "claude-haiku-4-5-20251001-v1:0",
+            ),
+            (
+                "us-gov.anthropic.claude-3-5-sonnet-20240620-v1:0",
+                "claude-3-5-sonnet-20240620-v1:0",
+            ),
+            ("anthropic/claude-sonnet-4", "claude-sonnet-4"),
+            ("GPT-4.1-mini", "gpt-4.1-mini"),
+            ("o3", "o3"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(normalise_model_id(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn claude_ids_on_every_provider_get_the_same_price() {
+        for model in [
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5-20250929",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "anthropic.claude-sonnet-4-20250514-v1:0",
+            "anthropic/claude-sonnet-4",
+        ] {
+            assert_eq!(price(model), Some((3.0, 15.0)), "{model}");
+        }
+    }
+
+    #[test]
+    fn the_longest_prefix_wins() {
+        assert_eq!(price("claude-opus-4-1-20250805"), Some((15.0, 75.0)));
+        assert_eq!(price("claude-opus-4-5-20251101"), Some((5.0, 25.0)));
+        assert_eq!(price("gpt-4o-mini-2024-07-18"), Some((0.15, 0.6)));
+        assert_eq!(price("gpt-4o-2024-08-06"), Some((2.5, 10.0)));
+        assert_eq!(price("gpt-4.1-nano"), Some((0.1, 0.4)));
+        assert_eq!(price("o3-mini"), Some((1.1, 4.4)));
+        assert_eq!(price("o3"), Some((2.0, 8.0)));
+    }
+
+    #[test]
+    fn prefixes_match_only_at_a_boundary() {
+        assert_eq!(price("gpt-4.10"), None);
+        assert_eq!(price("o30"), None);
+        assert_eq!(price("claude-sonnet-40"), None);
+    }
+
+    #[test]
+    fn unknown_models_have_no_cost_rather_than_zero() {
+        let table = PriceTable::builtin();
+        assert_eq!(table.cost_usd("llama3.1:8b", Usage::new(1000, 1000)), None);
+        assert_eq!(table.cost_usd("", Usage::new(1, 1)), None);
+    }
+
+    #[test]
+    fn cost_is_per_million_tokens() {
+        let cost = PriceTable::builtin()
+            .cost_usd("claude-sonnet-4-5", Usage::new(1_000_000, 100_000))
+            .unwrap();
+        assert!((cost - 4.5).abs() < 1e-9, "{cost}");
+    }
+
+    #[test]
+    fn overrides_replace_and_extend_the_table() {
+        let table = PriceTable::builtin()
+            .with_overrides_json(
+                r#"{"claude-sonnet-4": {"input": 6, "output": 22.5},
+                    "llama3": {"input": 0, "output": 0}}"#,
+            )
+            .unwrap();
+        let sonnet = table.price("us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+        assert_eq!(
+            sonnet,
+            Some(Price {
+                input: 6.0,
+                output: 22.5
+            })
+        );
+        // A local model an operator declares free really costs zero, not "unknown".
+        assert_eq!(table.cost_usd("llama3.1:8b", Usage::new(5, 5)), Some(0.0));
+        // Untouched entries keep their built-in price.
+        assert_eq!(table.price("gpt-4o").map(|p| p.input), Some(2.5));
+    }
+
+    #[test]
+    fn bad_overrides_are_rejected_not_ignored() {
+        for bad in [
+            "not json",
+            r#"{"m": {"input": 1}}"#,
+            r#"{"m": {"input": 1, "output": 2, "inptu": 3}}"#,
+            r#"{"m": {"input": -1, "output": 2}}"#,
+            r#"{"": {"input": 1, "output": 2}}"#,
+            r#"["m"]"#,
+        ] {
+            assert!(
+                PriceTable::builtin().with_overrides_json(bad).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Adding up what a job spent on the LLM.
+//!
+//! A review runs several passes (in parallel, some retried for bad JSON) and a reply may
+//! make more than one call; the summary reports the total. Wrapping the job's LLM in a
+//! [`MeteredLlm`] counts every call that returned, including attempts whose output was
+//! later rejected, without each caller threading usage through by hand.
+
+use crate::llm::pricing::PriceTable;
+use crate::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Usage};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Tokens and estimated cost of a number of calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageTally {
+    pub calls: u32,
+    pub usage: Usage,
+    /// Sum over the calls whose model has a price.
+    pub priced_usd: f64,
+    /// Calls to models without a price; while there are any, the total is unknown.
+    pub unpriced_calls: u32,
+}
+
+impl UsageTally {
+    /// Count one call; returns its estimated cost.
+    pub fn record(&mut self, prices: &PriceTable, model: &str, usage: Usage) -> Option<f64> {
+        let cost = prices.cost_usd(model, usage);
+        self.calls = self.calls.saturating_add(1);
+        self.usage += usage;
+        match cost {
+            Some(usd) => self.priced_usd += usd,
+            None => self.unpriced_calls = self.unpriced_calls.saturating_add(1),
+        }
+        cost
+    }
+
+    pub fn merge(&mut self, other: &UsageTally) {
+        self.calls = self.calls.saturating_add(other.calls);
+        self.usage += other.usage;
+        self.priced_usd += other.priced_usd;
+        self.unpriced_calls = self.unpriced_calls.saturating_add(other.unpriced_calls);
+    }
+
+    /// The estimated total, or `None` if any call's model has no price: a partial sum
+    /// would understate the spend. [`priced_usd`](Self::priced_usd) is then a lower bound.
+    pub fn cost_usd(&self) -> Option<f64> {
+        (self.unpriced_calls == 0).then_some(self.priced_usd)
+    }
+}
+
+/// An [`Llm`] that records every successful call into a tally. Make one per job around
+/// the shared adapter, so tallies of concurrent jobs never mix.
+pub struct MeteredLlm {
+    inner: Arc<dyn Llm>,
+    prices: Arc<PriceTable>,
+    tally: Mutex<UsageTally>,
+}
+
+impl MeteredLlm {
+    pub fn new(inner: Arc<dyn Llm>, prices: Arc<PriceTable>) -> Self {
+        Self {
+            inner,
+            prices,
+            tally: Mutex::new(UsageTally::default()),
+        }
+    }
+
+    /// What has been spent so far.
+    pub fn tally(&self) -> UsageTally {
+        self.tally
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Llm for MeteredLlm {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let response = self.inner.complete(request).await?;
+        let cost = self
+            .tally
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(&self.prices, &response.model, response.usage);
+        tracing::info!(
+            model = %response.model,
+            input_tokens = response.usage.input_tokens,
+            output_tokens = response.usage.output_tokens,
+            cost_usd = cost,
+            "LLM call"
+        );
+        Ok(response)
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::llm::Message;
+
+    struct EchoModel(&'static str);
+
+    #[async_trait]
+    impl Llm for EchoModel {
+        async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+            if request.system == "fail" {
+                return Err(LlmError::Network("down".into()));
+            }
+            Ok(LlmResponse {
+                text: "ok".into(),
+                usage: Usage::new(1_000_000, 0),
+                model: self.0.to_owned(),
+                truncated: false,
+            })
+        }
+
+        fn model(&self) -> &str {
+            self.0
+        }
+    }
+
+    fn ask(system: &str) -> LlmRequest {
+        LlmRequest::new(system, vec![Message::user("hi")])
+    }
+
+    #[tokio::test]
+    async fn every_successful_call_is_counted_and_priced() {
+        let metered = MeteredLlm::new(
+            Arc::new(EchoModel("claude-sonnet-4-5-20250929")),
+            Arc::new(PriceTable::builtin()),
+        );
+        metered.complete(&ask("a")).await.unwrap();
+        metered.complete(&ask("b")).await.unwrap();
+        assert!(metered.complete(&ask("fail")).await.is_err());
+
+        let tally = metered.tally();
+        assert_eq!(tally.calls, 2);
+        assert_eq!(tally.usage, Usage::new(2_000_000, 0));
+        assert_eq!(tally.cost_usd(), Some(6.0));
+        assert_eq!(metered.model(), "claude-sonnet-4-5-20250929");
+    }
+
+    #[tokio::test]
+    async fn one_unpriced_call_makes_the_total_unknown() {
+        let prices = Arc::new(PriceTable::builtin());
+        let local = MeteredLlm::new(Arc::new(EchoModel("qwen2.5-coder:7b")), prices.clone());
+        local.complete(&ask("a")).await.unwrap();
+
+        let mut total = UsageTally::default();
+        total.record(&prices, "gpt-4o", Usage::new(1_000_000, 0));
+        total.merge(&local.tally());
+        assert_eq!(total.calls, 2);
+        assert_eq!(total.cost_usd(), None);
+        assert_eq!(total.priced_usd, 2.5);
+        assert_eq!(total.unpriced_calls, 1);
+    }
+}

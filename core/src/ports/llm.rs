@@ -1,0 +1,295 @@
+//! The LLM provider port (issue 3).
+//!
+//! Everything Parley says goes through [`Llm::complete`]: one system prompt, a short
+//! conversation, and back comes text plus what it cost in tokens. The shape is the common
+//! denominator of Anthropic Messages, OpenAI Chat Completions and Bedrock Converse, so the
+//! workers never know which provider answers, and tests can script a fake in a few lines.
+//!
+//! Errors are typed by what a caller can *do* about them: retry later (rate limit,
+//! overload, server trouble), fix the configuration (auth, unknown model), shrink the
+//! prompt (invalid request), or give up on this output (invalid structured output).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::ops::{Add, AddAssign};
+use std::time::Duration;
+
+/// Default cap on the reply length. Review passes return a JSON list of findings with
+/// bodies and suggestions, which fits comfortably; a caller that needs more says so.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// Send one request and wait for the whole reply. Adapters retry transient failures
+    /// (rate limits, overload, 5xx) themselves, so an error here is final for this call.
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError>;
+
+    /// The configured model id, for logs and price look-ups before any call is made.
+    fn model(&self) -> &str;
+}
+
+/// Who said a message. The system prompt is separate ([`LlmRequest::system`]) because
+/// every provider treats it separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub text: String,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            text: text.into(),
+        }
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            text: text.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmRequest {
+    /// May be empty; adapters then send no system prompt at all (some providers reject an
+    /// empty one).
+    pub system: String,
+    /// Alternating user/assistant turns, starting and ending with the user.
+    pub messages: Vec<Message>,
+    pub options: LlmOptions,
+}
+
+impl LlmRequest {
+    pub fn new(system: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            system: system.into(),
+            messages,
+            options: LlmOptions::default(),
+        }
+    }
+
+    pub fn with_options(mut self, options: LlmOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmOptions {
+    pub max_tokens: u32,
+    /// `None` leaves the provider's default (and is required for reasoning models that
+    /// reject the parameter).
+    pub temperature: Option<f32>,
+    /// Ask the provider for a JSON-only reply where it has such a mode (OpenAI-compatible
+    /// `response_format: json_object`). Others ignore it; the structured-output helper
+    /// extracts JSON from prose either way.
+    pub json: bool,
+    /// Overrides the adapter's per-attempt timeout, for calls known to be short or long.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for LlmOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: DEFAULT_MAX_TOKENS,
+            temperature: None,
+            json: false,
+            timeout: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmResponse {
+    pub text: String,
+    pub usage: Usage,
+    /// The model that actually answered, as the provider reports it (an alias such as
+    /// `claude-sonnet-4-5` comes back dated); the configured id when the provider is silent.
+    pub model: String,
+    /// The reply stopped at `max_tokens`: JSON in it is probably cut off, and a caller
+    /// should say so rather than blame the model's formatting.
+    pub truncated: bool,
+}
+
+/// Tokens one or more calls consumed; summed across calls for a review or a reply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+
+    fn add(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        *self = *self + other;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// Bad or missing credentials, or no access to the model (401/403). A human must fix
+    /// the configuration; retrying cannot help.
+    #[error("LLM authentication failed: {0}")]
+    Auth(String),
+    /// The provider does not know the model id (or this account cannot see it).
+    #[error("unknown LLM model: {0}")]
+    UnknownModel(String),
+    /// Still rate limited after the adapter's retries.
+    #[error("LLM rate limited: {message}")]
+    RateLimited {
+        message: String,
+        /// What the provider asked us to wait, when it said.
+        retry_after: Option<Duration>,
+    },
+    /// The provider is overloaded (Anthropic 529, HTTP 503, Bedrock ServiceUnavailable).
+    #[error("LLM provider overloaded: {message}")]
+    Overloaded {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// No complete reply within the per-call timeout.
+    #[error("LLM call timed out after {0:?}")]
+    Timeout(Duration),
+    /// The provider failed on its side (5xx other than overload).
+    #[error("LLM provider error (HTTP {status}): {message}")]
+    Server { status: u16, message: String },
+    /// The provider could not be reached, or the connection broke.
+    #[error("network error talking to the LLM: {0}")]
+    Network(String),
+    /// A success status with a body that is not the provider's reply format.
+    #[error("LLM reply could not be decoded: {0}")]
+    Decode(String),
+    /// Parley's own LLM settings are missing or invalid.
+    #[error("LLM misconfigured: {0}")]
+    Config(String),
+    /// The provider refused this request as malformed or too large (400/413/422): the
+    /// caller may shrink the prompt, but sending it again unchanged will fail again.
+    #[error("LLM request rejected: {0}")]
+    InvalidRequest(String),
+    /// The account is out of credit or quota; a human must act (OpenAI `insufficient_quota`).
+    #[error("LLM quota exhausted: {0}")]
+    QuotaExceeded(String),
+    /// The model's reply did not match the expected structure, even after being told what
+    /// was wrong. Carries the tokens spent so the cost is still accounted for.
+    #[error("LLM output invalid after {attempts} attempts: {reason}")]
+    InvalidOutput {
+        reason: String,
+        attempts: u32,
+        usage: Usage,
+    },
+}
+
+impl LlmError {
+    /// Worth trying again later (for a worker: a transient job failure, so the queue
+    /// redelivers). Everything else needs a human or a different request.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Overloaded { .. }
+                | LlmError::Timeout(_)
+                | LlmError::Server { .. }
+                | LlmError::Network(_)
+        )
+    }
+
+    /// How long the provider asked us to wait before the next attempt, if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after, .. }
+            | LlmError::Overloaded { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_adds_up_and_saturates() {
+        let mut total = Usage::new(10, 5);
+        total += Usage::new(1, 2);
+        assert_eq!(total, Usage::new(11, 7));
+        assert_eq!(total.total(), 18);
+        assert_eq!(
+            Usage::new(u64::MAX, 0) + Usage::new(1, 0),
+            Usage::new(u64::MAX, 0)
+        );
+    }
+
+    #[test]
+    fn only_provider_trouble_is_transient() {
+        let transient = [
+            LlmError::RateLimited {
+                message: String::new(),
+                retry_after: None,
+            },
+            LlmError::Overloaded {
+                message: String::new(),
+                retry_after: None,
+            },
+            LlmError::Timeout(Duration::from_secs(1)),
+            LlmError::Server {
+                status: 500,
+                message: String::new(),
+            },
+            LlmError::Network(String::new()),
+        ];
+        let permanent = [
+            LlmError::Auth(String::new()),
+            LlmError::UnknownModel(String::new()),
+            LlmError::Decode(String::new()),
+            LlmError::Config(String::new()),
+            LlmError::InvalidRequest(String::new()),
+            LlmError::QuotaExceeded(String::new()),
+            LlmError::InvalidOutput {
+                reason: String::new(),
+                attempts: 2,
+                usage: Usage::default(),
+            },
+        ];
+        assert!(transient.iter().all(LlmError::is_transient));
+        assert!(!permanent.iter().any(LlmError::is_transient));
+    }
+
+    #[test]
+    fn message_roles_serialise_as_the_providers_spell_them() {
+        let json = serde_json::to_string(&Message::assistant("hi")).unwrap();
+        assert_eq!(json, r#"{"role":"assistant","text":"hi"}"#);
+    }
+}

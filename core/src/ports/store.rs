@@ -1,0 +1,182 @@
+//! The store port: everything that must outlive one process.
+//!
+//! Lambdas are stateless and SQS delivers at least once, so every "do this only once"
+//! decision is a conditional write here: delivery dedup, claimed replies, turn counters.
+//! The methods are deliberately few and typed; each adapter maps them onto its own
+//! conditional-write primitive (DynamoDB condition expressions, SQLite transactions).
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use time::OffsetDateTime;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend could not be reached or refused the call (throttling, network, I/O).
+    #[error("store backend unavailable: {0}")]
+    Unavailable(String),
+    /// A record in the store could not be decoded into its type.
+    #[error("corrupt record {key}: {reason}")]
+    Corrupt { key: String, reason: String },
+    #[error("store misconfigured: {0}")]
+    Config(String),
+}
+
+/// Outcome of an idempotency claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This caller now owns the key until it expires.
+    Won,
+    /// Someone else holds an unexpired claim on the key.
+    AlreadyClaimed,
+}
+
+/// A GitHub App installation, recorded from `installation` / `installation_repositories`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installation {
+    pub id: u64,
+    /// Login of the user or organisation the App is installed on.
+    pub account: String,
+    /// `owner/name` of the repositories the installation covers, when GitHub listed them.
+    pub repositories: Vec<String>,
+    pub suspended: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Nit,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingState {
+    Open,
+    Resolved,
+    WontFix,
+}
+
+/// One review finding, as posted inline on a pull request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// `owner/name`.
+    pub repo: String,
+    pub pr: u64,
+    /// Stable id, also carried in the comment's hidden marker.
+    pub id: String,
+    /// path + normalised title + code context: survives line shifts across pushes.
+    pub fingerprint: String,
+    pub severity: Severity,
+    pub category: String,
+    /// 0-100.
+    pub confidence: u8,
+    pub path: String,
+    pub start_line: Option<u32>,
+    pub line: u32,
+    pub title: String,
+    pub body: String,
+    pub head_sha: String,
+    pub review_id: Option<u64>,
+    /// The GitHub review comment id the finding got, once posted.
+    pub comment_id: Option<u64>,
+    pub state: FindingState,
+    /// Who last changed the state and when, for disputes and learning.
+    pub state_changed_by: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub state_changed_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A learned repository rule ("we allow unwrap in tests").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryRule {
+    /// `owner/name` for a repository rule, or `org:<login>` for an organisation-wide one.
+    pub scope: String,
+    pub id: String,
+    pub text: String,
+    pub author: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// Everything Parley keeps between invocations.
+///
+/// Keys passed as `&str` are opaque to the store; callers build them with the helpers in
+/// [`keys`] so the same key always means the same thing in both adapters.
+#[async_trait]
+pub trait Store: Send + Sync {
+    // --- idempotency -----------------------------------------------------------------
+
+    /// Claim `key` for `ttl`. Exactly one of several concurrent callers wins; an expired
+    /// claim counts as absent (TTL deletion in DynamoDB is lazy, so expiry is checked on
+    /// every read and write, never trusted to have happened).
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError>;
+
+    /// Give up a claim, so a retry after a failed side effect can claim it again.
+    async fn release(&self, key: &str) -> Result<(), StoreError>;
+
+    /// Whether an unexpired claim on `key` exists.
+    async fn is_claimed(&self, key: &str) -> Result<bool, StoreError>;
+
+    // --- counters --------------------------------------------------------------------
+
+    /// Atomically add one to `counter` under `scope` unless it has reached `ceiling`.
+    /// Returns the new value, or `None` when the ceiling was already reached: two callers
+    /// racing for the last unit cannot both get it.
+    async fn increment_within(
+        &self,
+        scope: &str,
+        counter: &str,
+        ceiling: u64,
+    ) -> Result<Option<u64>, StoreError>;
+
+    /// Current value of a counter (0 when never incremented).
+    async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError>;
+
+    // --- installations ---------------------------------------------------------------
+
+    async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError>;
+    async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError>;
+    async fn delete_installation(&self, id: u64) -> Result<(), StoreError>;
+
+    // --- findings --------------------------------------------------------------------
+
+    /// Insert or replace a finding (keyed by repo, PR and finding id).
+    async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError>;
+    /// Look a finding up by the GitHub comment it was posted as: how a reply in a thread
+    /// finds what it is talking about.
+    async fn finding_by_comment(
+        &self,
+        repo: &str,
+        comment_id: u64,
+    ) -> Result<Option<Finding>, StoreError>;
+    /// All findings on one PR, oldest first.
+    async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError>;
+
+    // --- memory ----------------------------------------------------------------------
+
+    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError>;
+    /// Rules for a scope, oldest first.
+    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError>;
+    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError>;
+}
+
+/// Key builders, so adapters and callers agree on what a key means.
+pub mod keys {
+    /// Delivery dedup: one GitHub delivery is enqueued at most once.
+    pub fn delivery(delivery_id: &str) -> String {
+        format!("delivery#{delivery_id}")
+    }
+
+    /// Scope for per-PR state (turn counters, review runs): `owner/name#number`.
+    pub fn pr_scope(repo: &str, number: u64) -> String {
+        format!("{repo}#{number}")
+    }
+}

@@ -1,0 +1,13 @@
+//! The webhook path: verify a delivery, turn it into a job, dedupe it, enqueue it.
+//!
+//! Everything here answers within GitHub's 10 s deadline because nothing here calls GitHub
+//! or an LLM: one store write (delivery dedup) and one queue send.
+
+pub mod ingest;
+mod payload;
+pub mod normalise;
+pub mod signature;
+
+pub use ingest::{Ingest, IngestSettings, Outcome, Rejection, WebhookRequest};
+pub use normalise::{Normalised, NormaliseContext};
+pub use signature::{SignatureError, WebhookSecrets};

@@ -1,0 +1,87 @@
+//! `parley serve`: the whole stack in one process.
+//!
+//! The same webhook handler as the Lambda, both workers polling the durable queue, and one
+//! SQLite file for queue and store. Started by `main.rs`, and in-process by the end-to-end
+//! tests.
+
+pub mod poller;
+pub mod server;
+
+use anyhow::Context;
+use parley_core::conversation::ConversationHandler;
+use parley_core::ports::{JobHandler, QueueName};
+use parley_core::review::ReviewHandler;
+use parley_runtime::{Settings, build_adapters, secrets};
+use poller::PollerOptions;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub struct ServeOptions {
+    pub addr: SocketAddr,
+    pub settings: Settings,
+    pub poller: PollerOptions,
+}
+
+/// A started server. Cancel the token given to [`start`] to stop; then [`Running::wait`].
+pub struct Running {
+    pub local_addr: SocketAddr,
+    tasks: JoinSet<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Wait until the server and every worker have finished their in-flight work.
+    pub async fn wait(mut self) -> anyhow::Result<()> {
+        while let Some(joined) = self.tasks.join_next().await {
+            joined.context("a serve task panicked")??;
+        }
+        Ok(())
+    }
+}
+
+pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow::Result<Running> {
+    let settings = options.settings;
+    let adapters = build_adapters(&settings)
+        .await
+        .with_context(|| format!("opening the local database at {}", settings.db_path.display()))?;
+    let secret = match settings.webhook_secret.clone() {
+        Some(value) => Some(secrets::resolve(value).await?),
+        None => None,
+    };
+    let ingest = parley_webhook::ingest(
+        secret.as_deref(),
+        settings.handles(),
+        adapters.store.clone(),
+        adapters.queue.clone(),
+    );
+
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("binding {}", options.addr))?;
+    let local_addr = listener.local_addr()?;
+    let mut tasks = JoinSet::new();
+    tasks.spawn(server::run(listener, ingest, shutdown.clone()));
+
+    let handlers: [(QueueName, Arc<dyn JobHandler>); 2] = [
+        (
+            QueueName::Conversation,
+            Arc::new(ConversationHandler::new(adapters.store.clone())),
+        ),
+        (QueueName::Review, Arc::new(ReviewHandler)),
+    ];
+    for (queue, handler) in handlers {
+        for worker in 0..options.poller.workers_per_queue {
+            tasks.spawn(poller::run(
+                adapters.polling.clone(),
+                queue,
+                handler.clone(),
+                options.poller.clone(),
+                shutdown.clone(),
+                worker,
+            ));
+        }
+    }
+    tracing::info!(%local_addr, db = %settings.db_path.display(), "parley serve: POST /webhook");
+    Ok(Running { local_addr, tasks })
+}

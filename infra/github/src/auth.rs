@@ -1,0 +1,80 @@
+//! App authentication: the short-lived RS256 JWT that identifies Parley as the GitHub App.
+//!
+//! The JWT is only used for App-level calls (`GET /app`) and to mint installation tokens;
+//! every repository call uses an installation token (see `token_cache`).
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use parley_core::ports::github::GitHubError;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// GitHub rejects a JWT issued "in the future"; backdating `iat` absorbs clock drift
+/// between a Lambda host and GitHub.
+const ISSUED_AT_BACKDATE_SECS: i64 = 60;
+
+/// GitHub refuses a JWT whose `exp` is more than 10 minutes ahead; stay clearly under it.
+const LIFETIME_SECS: i64 = 9 * 60;
+
+/// Signs App JWTs. Holds the parsed key so each call only signs.
+pub(crate) struct AppSigner {
+    issuer: Issuer,
+    key: EncodingKey,
+}
+
+/// The `iss` claim: the numeric App id as a number, as GitHub's examples send it, or a
+/// client id (`Iv1.…`) as a string; GitHub accepts either.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum Issuer {
+    AppId(u64),
+    ClientId(String),
+}
+
+#[derive(Serialize)]
+struct Claims<'a> {
+    iat: i64,
+    exp: i64,
+    iss: &'a Issuer,
+}
+
+impl AppSigner {
+    /// Parses the key and signs once, so a malformed or non-RSA key is a configuration
+    /// error when the client is built, not a surprise on the first webhook.
+    pub(crate) fn new(app_id: &str, private_key_pem: &str) -> Result<Self, GitHubError> {
+        select_crypto_provider();
+        let key = EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|err| {
+            GitHubError::Config(format!("GitHub App private key is not a usable RSA PEM: {err}"))
+        })?;
+        let issuer = match app_id.trim().parse::<u64>() {
+            Ok(id) => Issuer::AppId(id),
+            Err(_) => Issuer::ClientId(app_id.trim().to_owned()),
+        };
+        let signer = AppSigner { issuer, key };
+        signer.jwt(OffsetDateTime::now_utc()).map_err(|err| {
+            GitHubError::Config(format!("GitHub App private key cannot sign: {err}"))
+        })?;
+        Ok(signer)
+    }
+
+    /// A JWT valid from a minute before `now` until nine minutes after it.
+    pub(crate) fn jwt(&self, now: OffsetDateTime) -> Result<String, GitHubError> {
+        let now = now.unix_timestamp();
+        let claims = Claims {
+            iat: now - ISSUED_AT_BACKDATE_SECS,
+            exp: now + LIFETIME_SECS,
+            iss: &self.issuer,
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &self.key)
+            .map_err(|err| GitHubError::Config(format!("cannot sign the App JWT: {err}")))
+    }
+}
+
+/// jsonwebtoken picks its crypto backend from crate features and panics on first use when
+/// feature unification in the workspace enables two. Installing ours explicitly turns that
+/// latent panic into a no-op; a provider someone else installed first is kept.
+fn select_crypto_provider() {
+    let _already_installed =
+        jsonwebtoken::crypto::CryptoProvider::install_default(
+            &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+        );
+}

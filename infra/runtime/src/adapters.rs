@@ -1,0 +1,49 @@
+//! Pick and build the store and queue adapters the settings ask for.
+
+use crate::settings::{Backend, Settings};
+use parley_core::ports::{JobQueue, PollingQueue, Store};
+use parley_queue::sqlite::{QueueSettings, SqliteQueue};
+use parley_queue::sqs::SqsQueue;
+use parley_store::dynamo::DynamoStore;
+use parley_store::sqlite::SqliteStore;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    #[error("cannot open the store: {0}")]
+    Store(#[from] parley_core::ports::StoreError),
+    #[error("cannot open the queue: {0}")]
+    Queue(#[from] parley_core::ports::QueueError),
+}
+
+/// The adapters an entrypoint runs on. `polling` is set when the queue can be polled by
+/// this process (SQLite, or SQS for the local runtime against a real queue).
+#[derive(Clone)]
+pub struct Adapters {
+    pub store: Arc<dyn Store>,
+    pub queue: Arc<dyn JobQueue>,
+    pub polling: Arc<dyn PollingQueue>,
+}
+
+pub async fn build_adapters(settings: &Settings) -> Result<Adapters, AdapterError> {
+    let store: Arc<dyn Store> = match settings.store {
+        Backend::Aws => Arc::new(DynamoStore::from_env().await),
+        Backend::Sqlite => Arc::new(SqliteStore::open(&settings.db_path)?),
+    };
+    let polling: Arc<dyn PollingQueue> = match settings.queue {
+        Backend::Aws => Arc::new(SqsQueue::from_env().await?),
+        Backend::Sqlite => Arc::new(SqliteQueue::open(
+            &settings.db_path,
+            QueueSettings {
+                max_receive_count: settings.max_receive_count,
+                ..QueueSettings::default()
+            },
+        )?),
+    };
+    let queue: Arc<dyn JobQueue> = polling.clone();
+    Ok(Adapters {
+        store,
+        queue,
+        polling,
+    })
+}

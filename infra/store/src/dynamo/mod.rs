@@ -1,0 +1,382 @@
+//! The DynamoDB store, used by the Lambda functions.
+//!
+//! Every "only once" decision is a single conditional write, so it holds across any
+//! number of concurrent Lambdas without locks. Reads that guard a decision use strongly
+//! consistent reads; the one exception is the `by_comment` index, which DynamoDB only
+//! reads eventually consistently (a comment posted a moment ago may not be found yet;
+//! callers treat "not found" as "not ours", which is safe).
+
+mod items;
+mod tables;
+
+pub use tables::{TableNames, create_tables};
+
+use async_trait::async_trait;
+use aws_config::BehaviorVersion;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::ReturnValue;
+use items::{Item, decode, encode, n, number, s, unavailable};
+use parley_core::ports::store::keys;
+use parley_core::ports::{Claim, Finding, Installation, MemoryRule, Store, StoreError};
+use std::time::Duration;
+use tables::{BY_COMMENT_INDEX, TTL_ATTRIBUTE};
+use time::OffsetDateTime;
+
+use crate::{expiry, ordering};
+
+const FINDING_PREFIX: &str = "finding#";
+const RULE_PREFIX: &str = "rule#";
+const COUNTER_PREFIX: &str = "counter#";
+/// `value` is a DynamoDB reserved word, hence the `#v` placeholder wherever it appears.
+const COUNTER_ATTRIBUTE: &str = "value";
+
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    tables: TableNames,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, tables: TableNames) -> Self {
+        Self { client, tables }
+    }
+
+    /// A store from the ambient AWS configuration and `PARLEY_*_TABLE` names. The SDK
+    /// reads `AWS_ENDPOINT_URL` itself, which is how local runs reach an emulator.
+    pub async fn from_env() -> Self {
+        let config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+        Self::new(Client::new(&config), TableNames::from_env())
+    }
+
+    pub fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+
+    /// One item by key, strongly consistent: these reads guard decisions.
+    async fn get(
+        &self,
+        table: &str,
+        keys: &[(&str, &str)],
+        operation: &str,
+    ) -> Result<Option<Item>, StoreError> {
+        let mut request = self
+            .client
+            .get_item()
+            .table_name(table)
+            .consistent_read(true);
+        for (name, value) in keys {
+            request = request.key(*name, s(value));
+        }
+        let output = request
+            .send()
+            .await
+            .map_err(|e| unavailable(operation, &e))?;
+        Ok(output.item)
+    }
+
+    /// Every item in one partition whose sort key starts with `prefix`, across pages.
+    async fn query_partition(
+        &self,
+        table: &str,
+        pk: &str,
+        prefix: &str,
+        operation: &str,
+    ) -> Result<Vec<Item>, StoreError> {
+        let pages = self
+            .client
+            .query()
+            .table_name(table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":prefix", s(prefix))
+            .into_paginator()
+            .items()
+            .send();
+        pages
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(|e| unavailable(operation, &e))
+    }
+}
+
+fn installation_key(id: u64) -> String {
+    format!("installation#{id}")
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let now = OffsetDateTime::now_utc();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.idempotency)
+            .item("pk", s(key))
+            .item(TTL_ATTRIBUTE, n(expiry::expires_at(now, ttl)))
+            // TTL deletion can lag by days, so a lapsed claim still in the table is
+            // overwritten here rather than trusted to be gone.
+            .condition_expression("attribute_not_exists(pk) OR #exp <= :now")
+            .expression_attribute_names("#exp", TTL_ATTRIBUTE)
+            .expression_attribute_values(":now", n(expiry::now_secs(now)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Claim::Won),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(Claim::AlreadyClaimed)
+            }
+            Err(e) => Err(unavailable("claim", &e)),
+        }
+    }
+
+    async fn release(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.idempotency)
+            .key("pk", s(key))
+            .send()
+            .await
+            .map_err(|e| unavailable("release", &e))?;
+        Ok(())
+    }
+
+    async fn is_claimed(&self, key: &str) -> Result<bool, StoreError> {
+        let Some(item) = self
+            .get(&self.tables.idempotency, &[("pk", key)], "is_claimed")
+            .await?
+        else {
+            return Ok(false);
+        };
+        let location = format!("{}/{key}", self.tables.idempotency);
+        let expires_at: i64 =
+            number(&item, TTL_ATTRIBUTE, &location)?.ok_or_else(|| StoreError::Corrupt {
+                key: location.clone(),
+                reason: format!("claim without `{TTL_ATTRIBUTE}`"),
+            })?;
+        Ok(expiry::is_live(
+            expires_at,
+            expiry::now_secs(OffsetDateTime::now_utc()),
+        ))
+    }
+
+    async fn increment_within(
+        &self,
+        scope: &str,
+        counter: &str,
+        ceiling: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        // `attribute_not_exists` would let a first increment through a zero ceiling.
+        if ceiling == 0 {
+            return Ok(None);
+        }
+        let sk = format!("{COUNTER_PREFIX}{counter}");
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.conversations)
+            .key("pk", s(scope))
+            .key("sk", s(&sk))
+            .update_expression("ADD #v :one")
+            .condition_expression("attribute_not_exists(#v) OR #v < :ceiling")
+            .expression_attribute_names("#v", COUNTER_ATTRIBUTE)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":ceiling", n(ceiling))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        let output = match result {
+            Ok(output) => output,
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(unavailable("increment_within", &e)),
+        };
+        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
+        let attributes = output.attributes.unwrap_or_default();
+        let value = number(&attributes, COUNTER_ATTRIBUTE, &location)?.ok_or_else(|| {
+            StoreError::Corrupt {
+                key: location.clone(),
+                reason: "update returned no counter value".into(),
+            }
+        })?;
+        Ok(Some(value))
+    }
+
+    async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
+        let sk = format!("{COUNTER_PREFIX}{counter}");
+        let item = self
+            .get(
+                &self.tables.conversations,
+                &[("pk", scope), ("sk", &sk)],
+                "counter",
+            )
+            .await?;
+        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
+        match item {
+            Some(item) => Ok(number(&item, COUNTER_ATTRIBUTE, &location)?.unwrap_or(0)),
+            None => Ok(0),
+        }
+    }
+
+    async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
+        let pk = installation_key(installation.id);
+        let item = encode(installation, &[("pk", &pk)], "installation")?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.installations)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("put_installation", &e))?;
+        Ok(())
+    }
+
+    async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError> {
+        let pk = installation_key(id);
+        let item = self
+            .get(&self.tables.installations, &[("pk", &pk)], "installation")
+            .await?;
+        item.map(|item| decode(item, &format!("{}/{pk}", self.tables.installations)))
+            .transpose()
+    }
+
+    async fn delete_installation(&self, id: u64) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.installations)
+            .key("pk", s(&installation_key(id)))
+            .send()
+            .await
+            .map_err(|e| unavailable("delete_installation", &e))?;
+        Ok(())
+    }
+
+    async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
+        let pk = keys::pr_scope(&finding.repo, finding.pr);
+        let sk = format!("{FINDING_PREFIX}{}", finding.id);
+        // `repo` and `comment_id` are top-level fields of the record already, which is
+        // what the `by_comment` index keys on.
+        let item = encode(finding, &[("pk", &pk), ("sk", &sk)], "finding")?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.findings)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("put_finding", &e))?;
+        Ok(())
+    }
+
+    async fn finding_by_comment(
+        &self,
+        repo: &str,
+        comment_id: u64,
+    ) -> Result<Option<Finding>, StoreError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.tables.findings)
+            .index_name(BY_COMMENT_INDEX)
+            .key_condition_expression("#repo = :repo AND #comment = :comment")
+            .expression_attribute_names("#repo", "repo")
+            .expression_attribute_names("#comment", "comment_id")
+            .expression_attribute_values(":repo", s(repo))
+            .expression_attribute_values(":comment", n(comment_id))
+            .send()
+            .await
+            .map_err(|e| unavailable("finding_by_comment", &e))?;
+        let mut items = output.items.unwrap_or_default().into_iter();
+        let Some(first) = items.next() else {
+            return Ok(None);
+        };
+        if items.next().is_some() {
+            tracing::warn!(
+                repo,
+                comment_id,
+                "several findings claim one review comment; using the first"
+            );
+        }
+        let location = format!(
+            "{}/{BY_COMMENT_INDEX}/{repo}/{comment_id}",
+            self.tables.findings
+        );
+        decode(first, &location).map(Some)
+    }
+
+    async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError> {
+        let pk = keys::pr_scope(repo, pr);
+        let items = self
+            .query_partition(
+                &self.tables.findings,
+                &pk,
+                FINDING_PREFIX,
+                "findings_for_pr",
+            )
+            .await?;
+        let mut findings = items
+            .into_iter()
+            .map(|item| {
+                let location = item_location(&self.tables.findings, &pk, &item);
+                decode(item, &location)
+            })
+            .collect::<Result<Vec<Finding>, _>>()?;
+        ordering::findings_oldest_first(&mut findings);
+        Ok(findings)
+    }
+
+    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError> {
+        let sk = format!("{RULE_PREFIX}{}", rule.id);
+        let item = encode(rule, &[("pk", &rule.scope), ("sk", &sk)], "memory rule")?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.memory)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("put_memory_rule", &e))?;
+        Ok(())
+    }
+
+    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError> {
+        let items = self
+            .query_partition(&self.tables.memory, scope, RULE_PREFIX, "memory_rules")
+            .await?;
+        let mut rules = items
+            .into_iter()
+            .map(|item| {
+                let location = item_location(&self.tables.memory, scope, &item);
+                decode(item, &location)
+            })
+            .collect::<Result<Vec<MemoryRule>, _>>()?;
+        ordering::rules_oldest_first(&mut rules);
+        Ok(rules)
+    }
+
+    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.memory)
+            .key("pk", s(scope))
+            .key("sk", s(&format!("{RULE_PREFIX}{id}")))
+            .send()
+            .await
+            .map_err(|e| unavailable("delete_memory_rule", &e))?;
+        Ok(())
+    }
+}
+
+/// `table/pk/sk` of an item, for error messages.
+fn item_location(table: &str, pk: &str, item: &Item) -> String {
+    let sk = item
+        .get("sk")
+        .and_then(|v| v.as_s().ok())
+        .map_or("?", String::as_str);
+    format!("{table}/{pk}/{sk}")
+}

@@ -1,0 +1,19 @@
+//! Store adapters for [`parley_core::ports::Store`].
+//!
+//! Two backends, one behaviour: [`dynamo::DynamoStore`] for Lambda and
+//! [`sqlite::SqliteStore`] for `parley serve` on a laptop. Both pass the contract suite
+//! in `tests/contract.rs`, so a behaviour seen locally is the behaviour seen in AWS.
+//!
+//! The rules both adapters share live here rather than in each adapter, because a
+//! subtle difference between them (when a claim lapses, how findings are ordered) would
+//! only show up in production:
+//! - [`expiry`]: claim lapse time, rounded to DynamoDB's whole-second TTL.
+//! - [`ordering`]: "oldest first" for findings and memory rules.
+
+pub mod dynamo;
+mod expiry;
+mod ordering;
+pub mod sqlite;
+
+pub use dynamo::{DynamoStore, TableNames, create_tables};
+pub use sqlite::SqliteStore;

@@ -1,0 +1,389 @@
+//! The SQLite store, used by `parley serve` on one machine.
+//!
+//! Same decisions as DynamoDB, made the same way: each "only once" rule is one statement
+//! (an upsert whose `DO UPDATE … WHERE` is the condition), so it stays atomic even when
+//! another process, such as a second `parley serve` or an operator command, writes the same
+//! file through its own connection. Records are stored as JSON next to the columns that
+//! are looked up, so adding a field to a record needs no migration.
+
+mod schema;
+
+use async_trait::async_trait;
+use parley_core::ports::{Claim, Finding, Installation, MemoryRule, Store, StoreError};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use time::OffsetDateTime;
+
+use crate::{expiry, ordering};
+
+/// How long a statement waits for another connection's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    /// rusqlite is blocking and a `Connection` is not `Sync`: calls run on the blocking
+    /// pool, one at a time per store.
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Open (or create) the store in the database file at `path`, creating its parent
+    /// directories, switching to WAL so readers never block the writer, and migrating.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                StoreError::Unavailable(format!("creating {}: {e}", parent.display()))
+            })?;
+        }
+        let conn = Connection::open(path)
+            .map_err(|e| unavailable(&format!("opening {}", path.display()), &e))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| unavailable("setting busy_timeout", &e))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(|e| unavailable("enabling WAL", &e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            // Still correct, only slower under concurrent readers (e.g. on a network
+            // file system that cannot do WAL).
+            tracing::warn!(path = %path.display(), mode, "SQLite store is not in WAL mode");
+        }
+        Self::from_connection(conn)
+    }
+
+    /// A private, throwaway store: for tests and one-shot commands.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory()
+            .map_err(|e| unavailable("opening in-memory database", &e))?;
+        Self::from_connection(conn)
+    }
+
+    fn from_connection(mut conn: Connection) -> Result<Self, StoreError> {
+        schema::migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Run `f` on the connection off the async runtime.
+    async fn run<T, F>(&self, operation: &'static str, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock cannot leave a half-applied write behind:
+            // every write is one statement or a transaction that rolls back on drop.
+            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("sqlite {operation}: worker failed: {e}")))?
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let key = key.to_owned();
+        let now = OffsetDateTime::now_utc();
+        let expires_at = expiry::expires_at(now, ttl);
+        let now = expiry::now_secs(now);
+        self.run("claim", move |conn| {
+            // Inserts a new claim, or takes over a lapsed one; a live claim makes the
+            // WHERE false, so nothing changes and the caller lost.
+            let changed = conn
+                .execute(
+                    "INSERT INTO store_claims (key, expires_at) VALUES (?1, ?2)
+                     ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at
+                     WHERE store_claims.expires_at <= ?3",
+                    params![key, expires_at, now],
+                )
+                .map_err(|e| unavailable("claim", &e))?;
+            Ok(if changed == 1 {
+                Claim::Won
+            } else {
+                Claim::AlreadyClaimed
+            })
+        })
+        .await
+    }
+
+    async fn release(&self, key: &str) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        self.run("release", move |conn| {
+            conn.execute("DELETE FROM store_claims WHERE key = ?1", [key])
+                .map_err(|e| unavailable("release", &e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn is_claimed(&self, key: &str) -> Result<bool, StoreError> {
+        let key = key.to_owned();
+        let now = expiry::now_secs(OffsetDateTime::now_utc());
+        self.run("is_claimed", move |conn| {
+            let expires_at: Option<i64> = conn
+                .query_row(
+                    "SELECT expires_at FROM store_claims WHERE key = ?1",
+                    [key],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("is_claimed", &e))?;
+            Ok(expires_at.is_some_and(|exp| expiry::is_live(exp, now)))
+        })
+        .await
+    }
+
+    async fn increment_within(
+        &self,
+        scope: &str,
+        counter: &str,
+        ceiling: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        if ceiling == 0 {
+            return Ok(None);
+        }
+        let (scope, counter) = (scope.to_owned(), counter.to_owned());
+        // A ceiling beyond i64 cannot be reached by a stored value anyway.
+        let ceiling = i64::try_from(ceiling).unwrap_or(i64::MAX);
+        self.run("increment_within", move |conn| {
+            let value: Option<i64> = conn
+                .query_row(
+                    "INSERT INTO store_counters (scope, name, value) VALUES (?1, ?2, 1)
+                     ON CONFLICT (scope, name) DO UPDATE SET value = value + 1
+                     WHERE store_counters.value < ?3
+                     RETURNING value",
+                    params![scope, counter, ceiling],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("increment_within", &e))?;
+            value
+                .map(|v| counter_value(v, &scope, &counter))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
+        let (scope, counter) = (scope.to_owned(), counter.to_owned());
+        self.run("counter", move |conn| {
+            let value: Option<i64> = conn
+                .query_row(
+                    "SELECT value FROM store_counters WHERE scope = ?1 AND name = ?2",
+                    [&scope, &counter],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("counter", &e))?;
+            value.map_or(Ok(0), |v| counter_value(v, &scope, &counter))
+        })
+        .await
+    }
+
+    async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
+        let id = id_column(installation.id);
+        let record = encode(installation, "installation")?;
+        self.run("put_installation", move |conn| {
+            conn.execute(
+                "INSERT INTO store_installations (id, record) VALUES (?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+                params![id, record],
+            )
+            .map_err(|e| unavailable("put_installation", &e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError> {
+        self.run("installation", move |conn| {
+            let record: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM store_installations WHERE id = ?1",
+                    [id_column(id)],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("installation", &e))?;
+            record
+                .map(|r| decode(&r, format!("store_installations/{id}")))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn delete_installation(&self, id: u64) -> Result<(), StoreError> {
+        self.run("delete_installation", move |conn| {
+            conn.execute(
+                "DELETE FROM store_installations WHERE id = ?1",
+                [id_column(id)],
+            )
+            .map_err(|e| unavailable("delete_installation", &e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
+        let record = encode(finding, "finding")?;
+        let (repo, pr, id) = (finding.repo.clone(), id_column(finding.pr), finding.id.clone());
+        let comment_id = finding.comment_id.map(id_column);
+        self.run("put_finding", move |conn| {
+            conn.execute(
+                "INSERT INTO store_findings (repo, pr, id, comment_id, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (repo, pr, id) DO UPDATE
+                 SET comment_id = excluded.comment_id, record = excluded.record",
+                params![repo, pr, id, comment_id, record],
+            )
+            .map_err(|e| unavailable("put_finding", &e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn finding_by_comment(
+        &self,
+        repo: &str,
+        comment_id: u64,
+    ) -> Result<Option<Finding>, StoreError> {
+        let repo = repo.to_owned();
+        self.run("finding_by_comment", move |conn| {
+            let mut statement = conn
+                .prepare_cached(
+                    "SELECT record FROM store_findings WHERE repo = ?1 AND comment_id = ?2
+                     LIMIT 2",
+                )
+                .map_err(|e| unavailable("finding_by_comment", &e))?;
+            let records = statement
+                .query_map(params![repo, id_column(comment_id)], |row| {
+                    row.get::<_, String>(0)
+                })
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| unavailable("finding_by_comment", &e))?;
+            if records.len() > 1 {
+                tracing::warn!(
+                    repo,
+                    comment_id,
+                    "several findings claim one review comment; using the first"
+                );
+            }
+            records
+                .first()
+                .map(|r| decode(r, format!("store_findings/{repo}/comment/{comment_id}")))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError> {
+        let repo = repo.to_owned();
+        self.run("findings_for_pr", move |conn| {
+            let mut statement = conn
+                .prepare_cached("SELECT id, record FROM store_findings WHERE repo = ?1 AND pr = ?2")
+                .map_err(|e| unavailable("findings_for_pr", &e))?;
+            let rows = statement
+                .query_map(params![repo, id_column(pr)], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| unavailable("findings_for_pr", &e))?;
+            let mut findings = rows
+                .iter()
+                .map(|(id, record)| decode(record, format!("store_findings/{repo}#{pr}/{id}")))
+                .collect::<Result<Vec<Finding>, _>>()?;
+            ordering::findings_oldest_first(&mut findings);
+            Ok(findings)
+        })
+        .await
+    }
+
+    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError> {
+        let record = encode(rule, "memory rule")?;
+        let (scope, id) = (rule.scope.clone(), rule.id.clone());
+        self.run("put_memory_rule", move |conn| {
+            conn.execute(
+                "INSERT INTO store_memory_rules (scope, id, record) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (scope, id) DO UPDATE SET record = excluded.record",
+                params![scope, id, record],
+            )
+            .map_err(|e| unavailable("put_memory_rule", &e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError> {
+        let scope = scope.to_owned();
+        self.run("memory_rules", move |conn| {
+            let mut statement = conn
+                .prepare_cached("SELECT id, record FROM store_memory_rules WHERE scope = ?1")
+                .map_err(|e| unavailable("memory_rules", &e))?;
+            let rows = statement
+                .query_map([&scope], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| unavailable("memory_rules", &e))?;
+            let mut rules = rows
+                .iter()
+                .map(|(id, record)| decode(record, format!("store_memory_rules/{scope}/{id}")))
+                .collect::<Result<Vec<MemoryRule>, _>>()?;
+            ordering::rules_oldest_first(&mut rules);
+            Ok(rules)
+        })
+        .await
+    }
+
+    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError> {
+        let (scope, id) = (scope.to_owned(), id.to_owned());
+        self.run("delete_memory_rule", move |conn| {
+            conn.execute(
+                "DELETE FROM store_memory_rules WHERE scope = ?1 AND id = ?2",
+                [scope, id],
+            )
+            .map_err(|e| unavailable("delete_memory_rule", &e))?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// GitHub ids are `u64` but SQLite integers are `i64`. The ids are only ever compared
+/// for equality, so reinterpreting the bits is a lossless one-to-one mapping, and ids
+/// above `i64::MAX` (none exist today) still round-trip.
+fn id_column(id: u64) -> i64 {
+    i64::from_ne_bytes(id.to_ne_bytes())
+}
+
+fn counter_value(value: i64, scope: &str, counter: &str) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt {
+        key: format!("store_counters/{scope}/{counter}"),
+        reason: format!("negative counter value {value}"),
+    })
+}
+
+fn encode<T: Serialize>(record: &T, what: &str) -> Result<String, StoreError> {
+    // Our own types always serialise; reaching this means a type changed shape.
+    serde_json::to_string(record)
+        .map_err(|e| StoreError::Config(format!("encoding {what} as JSON: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(record: &str, location: String) -> Result<T, StoreError> {
+    serde_json::from_str(record).map_err(|e| StoreError::Corrupt {
+        key: location,
+        reason: e.to_string(),
+    })
+}
+
+pub(crate) fn unavailable(what: &str, error: &rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(format!("sqlite {what}: {error}"))
+}

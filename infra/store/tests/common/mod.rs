@@ -1,0 +1,187 @@
+//! Fixtures shared by the store tests: one store per backend, each isolated, and sample
+//! records.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use async_trait::async_trait;
+use aws_config::BehaviorVersion;
+use aws_config::meta::region::RegionProviderChain;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::AttributeValue;
+use parley_core::ports::{
+    Finding, FindingState, Installation, MemoryRule, Severity, Store,
+};
+use parley_store::{DynamoStore, SqliteStore, TableNames, create_tables};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tempfile::TempDir;
+use time::OffsetDateTime;
+use time::macros::datetime;
+
+/// Writes records the store's own API would never write, to see how reads cope.
+#[async_trait]
+pub trait Vandal: Send + Sync {
+    /// Replace installation `id` with something that does not decode.
+    async fn corrupt_installation(&self, id: u64);
+}
+
+/// A store under test plus whatever keeps it alive.
+pub struct Fixture {
+    pub store: Arc<dyn Store>,
+    pub vandal: Box<dyn Vandal>,
+    /// Held so the temporary directory outlives the test.
+    _dir: Option<TempDir>,
+}
+
+// --- SQLite ---------------------------------------------------------------------------
+
+pub fn sqlite() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A nested path also checks that `open` creates missing parent directories.
+    let path = dir.path().join("state").join("parley.db");
+    let store = SqliteStore::open(&path).expect("open sqlite store");
+    Fixture {
+        store: Arc::new(store),
+        vandal: Box::new(SqliteVandal { path }),
+        _dir: Some(dir),
+    }
+}
+
+struct SqliteVandal {
+    path: PathBuf,
+}
+
+#[async_trait]
+impl Vandal for SqliteVandal {
+    async fn corrupt_installation(&self, id: u64) {
+        // A second connection, as another process would have.
+        let conn = rusqlite::Connection::open(&self.path).expect("open raw connection");
+        conn.execute(
+            "INSERT OR REPLACE INTO store_installations (id, record) VALUES (?1, ?2)",
+            rusqlite::params![i64::try_from(id).expect("small id"), "{not json"],
+        )
+        .expect("write corrupt installation");
+    }
+}
+
+// --- DynamoDB (moto) ------------------------------------------------------------------
+
+/// A client for the emulator named by `AWS_ENDPOINT_URL`.
+///
+/// Panics when the variable is unset: a DynamoDB test that silently skipped would
+/// report a pass for code that never ran, and one that fell through to real AWS would
+/// touch an actual account.
+pub async fn dynamo_client() -> Client {
+    match std::env::var("AWS_ENDPOINT_URL") {
+        Ok(url) if !url.trim().is_empty() => {}
+        _ => panic!(
+            "AWS_ENDPOINT_URL is not set, so the DynamoDB contract tests have nothing to \
+             run against: start moto: scripts/test.sh does it (or run \
+             `moto_server -p 5001` and export AWS_ENDPOINT_URL=http://127.0.0.1:5001 \
+             AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1)"
+        ),
+    }
+    let region = RegionProviderChain::default_provider().or_else("us-east-1");
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .region(region)
+        .load()
+        .await;
+    Client::new(&config)
+}
+
+/// Fresh tables with a unique suffix, so tests can run in parallel against one moto.
+pub async fn dynamo_tables(client: &Client) -> TableNames {
+    let suffix = format!("-{}", uuid::Uuid::new_v4().simple());
+    let tables = TableNames::default().with_suffix(&suffix);
+    create_tables(client, &tables).await.expect("create tables");
+    tables
+}
+
+pub async fn dynamo() -> Fixture {
+    let client = dynamo_client().await;
+    let tables = dynamo_tables(&client).await;
+    Fixture {
+        store: Arc::new(DynamoStore::new(client.clone(), tables.clone())),
+        vandal: Box::new(DynamoVandal { client, tables }),
+        _dir: None,
+    }
+}
+
+struct DynamoVandal {
+    client: Client,
+    tables: TableNames,
+}
+
+#[async_trait]
+impl Vandal for DynamoVandal {
+    async fn corrupt_installation(&self, id: u64) {
+        self.client
+            .put_item()
+            .table_name(&self.tables.installations)
+            .item("pk", AttributeValue::S(format!("installation#{id}")))
+            .item("id", AttributeValue::S("not a number".into()))
+            .send()
+            .await
+            .expect("write corrupt installation");
+    }
+}
+
+// --- sample records -------------------------------------------------------------------
+
+pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Finding {
+    Finding {
+        repo: repo.into(),
+        pr,
+        id: id.into(),
+        fingerprint: format!("src/lib.rs:{id}"),
+        severity: Severity::Medium,
+        category: "correctness".into(),
+        confidence: 80,
+        path: "src/lib.rs".into(),
+        start_line: None,
+        line: 42,
+        title: format!("finding {id}"),
+        body: "The error is swallowed here.".into(),
+        head_sha: "0123456789abcdef0123456789abcdef01234567".into(),
+        review_id: None,
+        comment_id: None,
+        state: FindingState::Open,
+        state_changed_by: None,
+        state_changed_at: None,
+        created_at,
+    }
+}
+
+/// A finding with every optional field set, to check nothing is lost on the way.
+pub fn posted_finding(repo: &str, pr: u64, id: &str, comment_id: u64) -> Finding {
+    Finding {
+        start_line: Some(40),
+        review_id: Some(9_000_000_001),
+        comment_id: Some(comment_id),
+        state: FindingState::WontFix,
+        state_changed_by: Some("octocat".into()),
+        state_changed_at: Some(datetime!(2024-05-02 10:00:00.123456789 UTC)),
+        severity: Severity::Critical,
+        ..finding(repo, pr, id, datetime!(2024-05-01 09:30:00 UTC))
+    }
+}
+
+pub fn rule(scope: &str, id: &str, created_at: OffsetDateTime) -> MemoryRule {
+    MemoryRule {
+        scope: scope.into(),
+        id: id.into(),
+        text: format!("rule {id}: unwrap is fine in tests"),
+        author: "octocat".into(),
+        created_at,
+    }
+}
+
+pub fn installation(id: u64) -> Installation {
+    Installation {
+        id,
+        account: "octo-org".into(),
+        repositories: vec!["octo-org/a".into(), "octo-org/b".into()],
+        suspended: false,
+        updated_at: datetime!(2024-05-01 12:00:00 UTC),
+    }
+}

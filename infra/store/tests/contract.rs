@@ -1,0 +1,452 @@
+//! The store contract: what every `Store` adapter must do, run against each of them.
+//!
+//! Each `check_*` function states one part of the contract against `Arc<dyn Store>`;
+//! `contract_tests!` runs it once on SQLite (a temp file) and once on DynamoDB (moto,
+//! via `AWS_ENDPOINT_URL`; those tests fail, never skip, when it is unset).
+
+mod common;
+
+use parley_core::ports::store::keys;
+use parley_core::ports::{Claim, FindingState, Store, StoreError};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use time::macros::datetime;
+use tokio::sync::Barrier;
+
+/// Long enough that no claim in a test lapses by accident.
+const HOUR: Duration = Duration::from_secs(3600);
+/// How many callers race in the concurrency checks.
+const RACERS: usize = 16;
+
+macro_rules! contract_tests {
+    ($($check:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $check() {
+                    let fixture = crate::common::sqlite();
+                    super::$check(fixture.store.clone()).await;
+                }
+            )+
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $check() {
+                    let fixture = crate::common::dynamo().await;
+                    super::$check(fixture.store.clone()).await;
+                }
+            )+
+        }
+    };
+}
+
+contract_tests!(
+    check_claim_release_is_claimed,
+    check_claims_expire,
+    check_concurrent_claims_have_one_winner,
+    check_counters_stop_at_ceiling,
+    check_concurrent_increments_respect_ceiling,
+    check_installations,
+    check_findings_upsert_and_lookup_by_comment,
+    check_findings_for_pr_order_and_isolation,
+    check_memory_rules,
+);
+
+// --- idempotency ----------------------------------------------------------------------
+
+async fn check_claim_release_is_claimed(store: Arc<dyn Store>) {
+    let key = keys::delivery("d-1");
+    assert!(!store.is_claimed(&key).await.unwrap(), "fresh key is free");
+
+    assert_eq!(store.claim(&key, HOUR).await.unwrap(), Claim::Won);
+    assert!(store.is_claimed(&key).await.unwrap());
+    assert_eq!(store.claim(&key, HOUR).await.unwrap(), Claim::AlreadyClaimed);
+    assert!(store.is_claimed(&key).await.unwrap(), "a lost claim keeps it");
+
+    let other = keys::delivery("d-2");
+    assert!(!store.is_claimed(&other).await.unwrap(), "keys are independent");
+    assert_eq!(store.claim(&other, HOUR).await.unwrap(), Claim::Won);
+
+    store.release(&key).await.unwrap();
+    assert!(!store.is_claimed(&key).await.unwrap(), "released");
+    assert!(store.is_claimed(&other).await.unwrap(), "release is per key");
+    assert_eq!(
+        store.claim(&key, HOUR).await.unwrap(),
+        Claim::Won,
+        "a released key can be claimed again"
+    );
+
+    store
+        .release("never-claimed")
+        .await
+        .expect("releasing an unclaimed key is not an error");
+}
+
+async fn check_claims_expire(store: Arc<dyn Store>) {
+    let short = "reply#short";
+    let long = "reply#long";
+    assert_eq!(
+        store.claim(short, Duration::from_secs(1)).await.unwrap(),
+        Claim::Won
+    );
+    assert_eq!(store.claim(long, HOUR).await.unwrap(), Claim::Won);
+    assert_eq!(
+        store.claim(short, Duration::from_secs(1)).await.unwrap(),
+        Claim::AlreadyClaimed,
+        "a short claim holds while it lasts"
+    );
+    assert!(store.is_claimed(short).await.unwrap());
+
+    // Claims lapse on whole seconds, rounded up: a 1 s claim is gone within 2 s.
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+
+    assert!(
+        !store.is_claimed(short).await.unwrap(),
+        "a lapsed claim reads as absent although its record is still there"
+    );
+    assert!(store.is_claimed(long).await.unwrap(), "only the short one lapsed");
+    assert_eq!(
+        store.claim(long, HOUR).await.unwrap(),
+        Claim::AlreadyClaimed
+    );
+
+    // Several callers retrying the same lapsed work: still exactly one wins.
+    let outcomes = race(&store, |store| async move {
+        store.claim("reply#short", HOUR).await.unwrap()
+    })
+    .await;
+    assert_eq!(won(&outcomes), 1, "one winner takes over a lapsed claim");
+    assert!(store.is_claimed(short).await.unwrap(), "the new claim holds");
+}
+
+async fn check_concurrent_claims_have_one_winner(store: Arc<dyn Store>) {
+    for round in 0..3 {
+        let key = format!("delivery#race-{round}");
+        let outcomes = race(&store, move |store| {
+            let key = key.clone();
+            async move { store.claim(&key, HOUR).await.unwrap() }
+        })
+        .await;
+        assert_eq!(won(&outcomes), 1, "round {round}: {outcomes:?}");
+    }
+}
+
+// --- counters -------------------------------------------------------------------------
+
+async fn check_counters_stop_at_ceiling(store: Arc<dyn Store>) {
+    let scope = keys::pr_scope("octo/app", 12);
+    assert_eq!(store.counter(&scope, "turns").await.unwrap(), 0, "never incremented");
+
+    for expected in 1..=3 {
+        assert_eq!(
+            store.increment_within(&scope, "turns", 3).await.unwrap(),
+            Some(expected)
+        );
+    }
+    assert_eq!(store.increment_within(&scope, "turns", 3).await.unwrap(), None);
+    assert_eq!(store.increment_within(&scope, "turns", 3).await.unwrap(), None);
+    assert_eq!(store.counter(&scope, "turns").await.unwrap(), 3, "refusals add nothing");
+
+    assert_eq!(
+        store.increment_within(&scope, "turns", 5).await.unwrap(),
+        Some(4),
+        "a higher ceiling lets it go on"
+    );
+
+    assert_eq!(
+        store.increment_within(&scope, "reviews", 10).await.unwrap(),
+        Some(1),
+        "counters in one scope are independent"
+    );
+    let other_pr = keys::pr_scope("octo/app", 13);
+    assert_eq!(store.counter(&other_pr, "turns").await.unwrap(), 0);
+    assert_eq!(
+        store.increment_within(&other_pr, "turns", 10).await.unwrap(),
+        Some(1),
+        "scopes are independent"
+    );
+
+    assert_eq!(
+        store.increment_within(&scope, "zero", 0).await.unwrap(),
+        None,
+        "a zero ceiling admits nothing, not even the first"
+    );
+    assert_eq!(store.counter(&scope, "zero").await.unwrap(), 0);
+    assert_eq!(store.counter(&scope, "turns").await.unwrap(), 4);
+}
+
+async fn check_concurrent_increments_respect_ceiling(store: Arc<dyn Store>) {
+    let scope = keys::pr_scope("octo/app", 7);
+    let outcomes = race(&store, |store| async move {
+        store
+            .increment_within(&keys::pr_scope("octo/app", 7), "turns", 5)
+            .await
+            .unwrap()
+    })
+    .await;
+    let granted: BTreeSet<u64> = outcomes.iter().flatten().copied().collect();
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_some()).count(),
+        5,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        granted,
+        (1..=5).collect(),
+        "each unit handed out once: {outcomes:?}"
+    );
+    assert_eq!(store.counter(&scope, "turns").await.unwrap(), 5);
+}
+
+// --- installations --------------------------------------------------------------------
+
+async fn check_installations(store: Arc<dyn Store>) {
+    assert_eq!(store.installation(1).await.unwrap(), None);
+
+    let mut first = common::installation(1);
+    // Beyond i64: the SQLite adapter must not lose or confuse it.
+    let big = common::installation(u64::MAX - 7);
+    store.put_installation(&first).await.unwrap();
+    store.put_installation(&big).await.unwrap();
+    assert_eq!(store.installation(1).await.unwrap(), Some(first.clone()));
+    assert_eq!(store.installation(u64::MAX - 7).await.unwrap(), Some(big.clone()));
+
+    first.suspended = true;
+    first.repositories = vec![];
+    first.updated_at = datetime!(2024-06-01 08:00:00.5 UTC);
+    store.put_installation(&first).await.unwrap();
+    assert_eq!(
+        store.installation(1).await.unwrap(),
+        Some(first),
+        "put replaces"
+    );
+
+    store.delete_installation(1).await.unwrap();
+    assert_eq!(store.installation(1).await.unwrap(), None);
+    assert_eq!(
+        store.installation(u64::MAX - 7).await.unwrap(),
+        Some(big),
+        "delete is per id"
+    );
+    store
+        .delete_installation(1)
+        .await
+        .expect("deleting an absent installation is not an error");
+}
+
+// --- findings -------------------------------------------------------------------------
+
+async fn check_findings_upsert_and_lookup_by_comment(store: Arc<dyn Store>) {
+    let posted = common::posted_finding("octo/app", 12, "f-posted", 111);
+    let pending = common::finding("octo/app", 12, "f-pending", datetime!(2024-05-01 09:00 UTC));
+    // Same comment id in another repository: comment ids are only unique per repo here.
+    let elsewhere = common::posted_finding("octo/other", 12, "f-elsewhere", 111);
+    store.put_finding(&posted).await.unwrap();
+    store.put_finding(&pending).await.unwrap();
+    store.put_finding(&elsewhere).await.unwrap();
+
+    assert_eq!(
+        store.finding_by_comment("octo/app", 111).await.unwrap(),
+        Some(posted.clone()),
+        "every field survives the round trip"
+    );
+    assert_eq!(
+        store.finding_by_comment("octo/other", 111).await.unwrap(),
+        Some(elsewhere)
+    );
+    assert_eq!(store.finding_by_comment("octo/app", 999).await.unwrap(), None);
+    assert_eq!(store.finding_by_comment("octo/none", 111).await.unwrap(), None);
+
+    // Posting the pending finding later gives it a comment id: an upsert, not a copy.
+    let mut now_posted = pending.clone();
+    now_posted.comment_id = Some(222);
+    now_posted.review_id = Some(5);
+    store.put_finding(&now_posted).await.unwrap();
+    assert_eq!(
+        store.finding_by_comment("octo/app", 222).await.unwrap(),
+        Some(now_posted.clone())
+    );
+
+    // A resolved finding moved to a new comment: the old comment no longer finds it.
+    let mut moved = posted.clone();
+    moved.comment_id = Some(333);
+    moved.state = FindingState::Resolved;
+    store.put_finding(&moved).await.unwrap();
+    assert_eq!(store.finding_by_comment("octo/app", 111).await.unwrap(), None);
+    assert_eq!(
+        store.finding_by_comment("octo/app", 333).await.unwrap(),
+        Some(moved.clone())
+    );
+
+    let on_pr = store.findings_for_pr("octo/app", 12).await.unwrap();
+    assert_eq!(on_pr.len(), 2, "upserts did not add records: {on_pr:?}");
+    assert!(on_pr.contains(&moved) && on_pr.contains(&now_posted));
+}
+
+async fn check_findings_for_pr_order_and_isolation(store: Arc<dyn Store>) {
+    assert!(store.findings_for_pr("octo/app", 12).await.unwrap().is_empty());
+
+    // Ids sort the other way from creation time, so id order would fail.
+    let oldest = common::finding("octo/app", 12, "c", datetime!(2024-05-01 09:00:00 UTC));
+    let middle = common::finding("octo/app", 12, "b", datetime!(2024-05-01 09:00:00.5 UTC));
+    let newest = common::finding("octo/app", 12, "a", datetime!(2024-05-02 00:00:00 UTC));
+    let same_instant = common::finding("octo/app", 12, "d", datetime!(2024-05-02 00:00:00 UTC));
+    for f in [&newest, &same_instant, &oldest, &middle] {
+        store.put_finding(f).await.unwrap();
+    }
+    // Neighbours that must not leak in: another PR (whose scope shares a prefix), the
+    // same PR number in another repository.
+    for f in [
+        common::finding("octo/app", 1, "x", datetime!(2024-01-01 00:00 UTC)),
+        common::finding("octo/app", 123, "y", datetime!(2024-01-01 00:00 UTC)),
+        common::finding("octo/app-2", 12, "z", datetime!(2024-01-01 00:00 UTC)),
+    ] {
+        store.put_finding(&f).await.unwrap();
+    }
+
+    let ids: Vec<String> = store
+        .findings_for_pr("octo/app", 12)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    assert_eq!(ids, ["c", "b", "a", "d"], "oldest first, id breaks ties");
+
+    let only = |repo: &'static str, pr: u64| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .findings_for_pr(repo, pr)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|f| f.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(only("octo/app", 1).await, ["x"]);
+    assert_eq!(only("octo/app", 123).await, ["y"]);
+    assert_eq!(only("octo/app-2", 12).await, ["z"]);
+    assert!(only("octo/app-2", 1).await.is_empty());
+}
+
+// --- memory ---------------------------------------------------------------------------
+
+async fn check_memory_rules(store: Arc<dyn Store>) {
+    let repo = "octo/app";
+    let org = "org:octo";
+    assert!(store.memory_rules(repo).await.unwrap().is_empty());
+
+    let second = common::rule(repo, "a", datetime!(2024-05-02 00:00 UTC));
+    let first = common::rule(repo, "b", datetime!(2024-05-01 00:00 UTC));
+    let third = common::rule(repo, "c", datetime!(2024-05-03 00:00 UTC));
+    let org_rule = common::rule(org, "a", datetime!(2024-04-01 00:00 UTC));
+    let lookalike = common::rule("octo/app-2", "z", datetime!(2024-04-01 00:00 UTC));
+    for r in [&third, &second, &first, &org_rule, &lookalike] {
+        store.put_memory_rule(r).await.unwrap();
+    }
+
+    assert_eq!(
+        store.memory_rules(repo).await.unwrap(),
+        vec![first.clone(), second.clone(), third.clone()],
+        "oldest first"
+    );
+    assert_eq!(
+        store.memory_rules(org).await.unwrap(),
+        vec![org_rule.clone()],
+        "same id in another scope is another rule"
+    );
+
+    let mut edited = second.clone();
+    edited.text = "unwrap is fine in tests and benches".into();
+    store.put_memory_rule(&edited).await.unwrap();
+    assert_eq!(
+        store.memory_rules(repo).await.unwrap(),
+        vec![first.clone(), edited.clone(), third.clone()],
+        "put replaces"
+    );
+
+    store.delete_memory_rule(repo, "b").await.unwrap();
+    assert_eq!(
+        store.memory_rules(repo).await.unwrap(),
+        vec![edited, third]
+    );
+    store
+        .delete_memory_rule(repo, "b")
+        .await
+        .expect("deleting an absent rule is not an error");
+    store.delete_memory_rule(repo, "a").await.unwrap();
+    assert_eq!(
+        store.memory_rules(org).await.unwrap(),
+        vec![org_rule],
+        "delete is per scope"
+    );
+    assert_eq!(store.memory_rules("octo/app-2").await.unwrap(), vec![lookalike]);
+}
+
+// --- corrupt records (needs a backend-specific way to write garbage) ------------------
+
+async fn check_corrupt_record_is_reported(fixture: common::Fixture) {
+    fixture
+        .store
+        .put_installation(&common::installation(77))
+        .await
+        .unwrap();
+    fixture.vandal.corrupt_installation(77).await;
+    match fixture.store.installation(77).await {
+        Err(StoreError::Corrupt { key, reason }) => {
+            assert!(key.contains("77"), "the error names the record: {key}");
+            assert!(!reason.is_empty());
+        }
+        other => panic!("expected a Corrupt error, got {other:?}"),
+    }
+    assert_eq!(
+        fixture.store.installation(78).await.unwrap(),
+        None,
+        "one bad record does not poison the others"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_corrupt_record_is_reported() {
+    check_corrupt_record_is_reported(common::sqlite()).await;
+}
+
+#[tokio::test]
+async fn dynamodb_corrupt_record_is_reported() {
+    check_corrupt_record_is_reported(common::dynamo().await).await;
+}
+
+// --- helpers --------------------------------------------------------------------------
+
+/// Run `RACERS` copies of `attempt` at the same instant and collect what each got.
+async fn race<T, F, Fut>(store: &Arc<dyn Store>, attempt: F) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(Arc<dyn Store>) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+{
+    let start = Arc::new(Barrier::new(RACERS));
+    let tasks: Vec<_> = (0..RACERS)
+        .map(|_| {
+            let start = Arc::clone(&start);
+            let attempt = attempt(Arc::clone(store));
+            tokio::spawn(async move {
+                start.wait().await;
+                attempt.await
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::with_capacity(RACERS);
+    for task in tasks {
+        outcomes.push(task.await.expect("racer panicked"));
+    }
+    outcomes
+}
+
+fn won(outcomes: &[Claim]) -> usize {
+    outcomes.iter().filter(|c| **c == Claim::Won).count()
+}

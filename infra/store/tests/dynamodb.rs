@@ -1,0 +1,102 @@
+//! DynamoDB-only behaviour: the tables `create_tables` makes are the ones the SAM
+//! template declares, and making them twice is harmless.
+
+mod common;
+
+use aws_sdk_dynamodb::types::{
+    BillingMode, KeyType, ProjectionType, ScalarAttributeType, TimeToLiveStatus,
+};
+use parley_store::create_tables;
+
+#[tokio::test]
+async fn create_tables_builds_the_documented_schema_and_is_idempotent() {
+    let client = common::dynamo_client().await;
+    let tables = common::dynamo_tables(&client).await;
+    create_tables(&client, &tables)
+        .await
+        .expect("second call ignores existing tables");
+
+    let expect = [
+        (&tables.idempotency, None),
+        (&tables.conversations, Some("sk")),
+        (&tables.findings, Some("sk")),
+        (&tables.memory, Some("sk")),
+        (&tables.installations, None),
+    ];
+    for (name, sort_key) in expect {
+        let table = client
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .unwrap()
+            .table
+            .unwrap();
+        let keys: Vec<(String, KeyType)> = table
+            .key_schema()
+            .iter()
+            .map(|k| (k.attribute_name().to_owned(), k.key_type().clone()))
+            .collect();
+        let mut want = vec![("pk".to_owned(), KeyType::Hash)];
+        if let Some(sk) = sort_key {
+            want.push((sk.to_owned(), KeyType::Range));
+        }
+        assert_eq!(keys, want, "{name}");
+        assert_eq!(
+            table
+                .billing_mode_summary()
+                .and_then(|b| b.billing_mode()),
+            Some(&BillingMode::PayPerRequest),
+            "{name}"
+        );
+
+        let ttl = client
+            .describe_time_to_live()
+            .table_name(name)
+            .send()
+            .await
+            .unwrap();
+        let ttl = ttl.time_to_live_description().unwrap();
+        assert_eq!(ttl.attribute_name(), Some("expires_at"), "{name}");
+        assert!(
+            matches!(
+                ttl.time_to_live_status(),
+                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+            ),
+            "{name}: {ttl:?}"
+        );
+    }
+
+    let findings = client
+        .describe_table()
+        .table_name(&tables.findings)
+        .send()
+        .await
+        .unwrap()
+        .table
+        .unwrap();
+    let index = findings
+        .global_secondary_indexes()
+        .iter()
+        .find(|i| i.index_name() == Some("by_comment"))
+        .expect("by_comment index");
+    let keys: Vec<(&str, &KeyType)> = index
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name(), k.key_type()))
+        .collect();
+    assert_eq!(
+        keys,
+        [("repo", &KeyType::Hash), ("comment_id", &KeyType::Range)]
+    );
+    assert_eq!(
+        index.projection().and_then(|p| p.projection_type()),
+        Some(&ProjectionType::All)
+    );
+    let comment_id_type = findings
+        .attribute_definitions()
+        .iter()
+        .find(|a| a.attribute_name() == "comment_id")
+        .map(|a| a.attribute_type().clone());
+    assert_eq!(comment_id_type, Some(ScalarAttributeType::N));
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The test command: everything CI runs, runnable on a fresh clone.
+#
+#   scripts/test.sh
+#
+# 1. Python tooling in .venv (moto[server], cfn-lint, aws-sam-cli; installed once, reused).
+# 2. moto_server on a free 127.0.0.1 port, stopped on exit; the AWS SDKs reach it through
+#    AWS_ENDPOINT_URL with fake credentials, so no AWS account is touched.
+# 3. cargo fmt --check, cargo clippy -D warnings.
+# 4. cfn-lint and `sam validate` (plain and --lint) on template.yaml, offline.
+# 5. The tests: cargo nextest (installed if missing, unless PARLEY_NO_NEXTEST_INSTALL=1,
+#    then `cargo test`), plus doctests, which nextest does not run.
+#
+# Knobs (all optional; the default runs everything):
+#   SKIP_CARGO=1                  only the venv, moto and template checks (for script work)
+#   PARLEY_NO_NEXTEST_INSTALL=1   use `cargo test` when cargo-nextest is missing
+#   MOTO_PORT=NNNN                use a fixed port instead of a free one
+#   PYTHON=/path/to/python3       interpreter for creating .venv (>= 3.10)
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$PARLEY_ROOT"
+
+started=$SECONDS
+step() { log "$* [$((SECONDS - started))s]"; }
+
+trap stop_moto EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "python tooling"
+ensure_venv
+
+step "starting moto"
+start_moto
+
+export SAM_CLI_TELEMETRY=0
+export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
+
+if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
+  if command -v rustup >/dev/null 2>&1 && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+    step "installing rustfmt and clippy"
+    rustup component add rustfmt clippy
+  fi
+
+  step "cargo fmt --all --check"
+  cargo fmt --all --check
+
+  step "cargo clippy --workspace --all-targets -- -D warnings"
+  cargo clippy --workspace --all-targets -- -D warnings
+fi
+
+step "cfn-lint template.yaml"
+"$VENV/bin/cfn-lint" template.yaml
+
+# Plain `sam validate` runs the SAM translator (needs a region, never calls AWS for this
+# template); --lint runs cfn-lint through SAM. Both work offline with the fake credentials.
+step "sam validate --template template.yaml"
+"$VENV/bin/sam" validate --template template.yaml --region "$AWS_REGION"
+step "sam validate --lint --template template.yaml"
+"$VENV/bin/sam" validate --lint --template template.yaml --region "$AWS_REGION"
+
+if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
+  if ! cargo nextest --version >/dev/null 2>&1 && [[ "${PARLEY_NO_NEXTEST_INSTALL:-0}" != 1 ]]; then
+    step "installing cargo-nextest"
+    cargo install cargo-nextest --locked || log "could not install cargo-nextest; falling back to cargo test"
+  fi
+  if cargo nextest --version >/dev/null 2>&1; then
+    step "cargo nextest run --workspace"
+    cargo nextest run --workspace --no-fail-fast --no-tests=warn
+    step "cargo test --workspace --doc"
+    cargo test --workspace --doc
+  else
+    step "cargo test --workspace"
+    cargo test --workspace --no-fail-fast
+  fi
+fi
+
+step "all checks passed"

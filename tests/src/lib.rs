@@ -1,0 +1,51 @@
+//! Shared helpers for the end-to-end tests: the corpora, signing, local adapters.
+
+use std::path::PathBuf;
+
+/// `../shared/corpora`, the test corpora shipped beside the repository.
+pub fn corpora() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpora");
+    assert!(
+        dir.is_dir(),
+        "test corpora not found at {} (expected ../shared/corpora beside the repository)",
+        dir.display()
+    );
+    dir
+}
+
+/// Every webhook payload example: `(event, file name, bytes)`.
+pub fn webhook_examples() -> Vec<(String, String, Vec<u8>)> {
+    let root = corpora().join("webhooks");
+    let mut examples = Vec::new();
+    let mut events: Vec<_> = std::fs::read_dir(&root)
+        .expect("read webhooks corpus")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir() && e.file_name() != "schema")
+        .collect();
+    events.sort_by_key(|e| e.file_name());
+    for event in events {
+        let name = event.file_name().to_string_lossy().to_string();
+        let mut files: Vec<_> = std::fs::read_dir(event.path())
+            .expect("read event dir")
+            .filter_map(Result::ok)
+            .filter(|f| f.path().extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort_by_key(|f| f.file_name());
+        for file in files {
+            let bytes = std::fs::read(file.path()).expect("read example");
+            examples.push((name.clone(), file.file_name().to_string_lossy().to_string(), bytes));
+        }
+    }
+    examples
+}
+
+pub fn webhook_example(event: &str, file: &str) -> serde_json::Value {
+    let path = corpora().join("webhooks").join(event).join(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).expect("example is JSON")
+}
+
+/// `sha256=<hex>` as GitHub computes it.
+pub fn sign(secret: &str, body: &[u8]) -> String {
+    parley_core::webhook::signature::sign(secret.as_bytes(), body)
+}
