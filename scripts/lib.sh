@@ -77,9 +77,9 @@ PY
 
 start_moto() {
   local attempt port
-  MOTO_LOG="$(mktemp "${TMPDIR:-/tmp}/parley-moto.XXXXXX.log")"
   # The port is free when we pick it but could be taken before moto binds it: retry.
   for attempt in 1 2 3; do
+    MOTO_LOG="$(mktemp "${TMPDIR:-/tmp}/parley-moto.XXXXXX.log")"
     port="${MOTO_PORT:-$(free_port)}"
     "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$MOTO_LOG" 2>&1 &
     MOTO_PID=$!
@@ -106,5 +106,9 @@ stop_moto() {
     kill "$MOTO_PID" 2>/dev/null || true
     wait "$MOTO_PID" 2>/dev/null || true
     MOTO_PID=""
+  fi
+  if [[ -n "$MOTO_LOG" ]]; then
+    rm -f "$MOTO_LOG"
+    MOTO_LOG=""
   fi
 }

@@ -6,10 +6,11 @@
 # 1. Python tooling in .venv (moto[server], cfn-lint, aws-sam-cli; installed once, reused).
 # 2. moto_server on a free 127.0.0.1 port, stopped on exit; the AWS SDKs reach it through
 #    AWS_ENDPOINT_URL with fake credentials, so no AWS account is touched.
-# 3. cargo fmt --check, cargo clippy -D warnings.
-# 4. cfn-lint and `sam validate` (plain and --lint) on template.yaml, offline.
-# 5. The tests: cargo nextest (installed if missing, unless PARLEY_NO_NEXTEST_INSTALL=1,
-#    then `cargo test`), plus doctests, which nextest does not run.
+# 3. cfn-lint and `sam validate` (plain and --lint) on template.yaml, offline; the
+#    template's tables and queues created in moto (scripts/provision_moto.py).
+# 4. cargo fmt --check, cargo clippy -D warnings.
+# 5. The tests: doctests, then cargo nextest (installed if missing; with
+#    PARLEY_NO_NEXTEST_INSTALL=1 or a failed install, `cargo test` runs everything instead).
 #
 # Knobs (all optional; the default runs everything):
 #   SKIP_CARGO=1                  only the venv, moto and template checks (for script work)
@@ -38,19 +39,6 @@ start_moto
 export SAM_CLI_TELEMETRY=0
 export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
 
-if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
-  if command -v rustup >/dev/null 2>&1 && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
-    step "installing rustfmt and clippy"
-    rustup component add rustfmt clippy
-  fi
-
-  step "cargo fmt --all --check"
-  cargo fmt --all --check
-
-  step "cargo clippy --workspace --all-targets -- -D warnings"
-  cargo clippy --workspace --all-targets -- -D warnings
-fi
-
 step "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
 
@@ -61,20 +49,38 @@ step "sam validate --template template.yaml"
 step "sam validate --lint --template template.yaml"
 "$VENV/bin/sam" validate --lint --template template.yaml --region "$AWS_REGION"
 
-if [[ "${SKIP_CARGO:-0}" != 1 ]]; then
-  if ! cargo nextest --version >/dev/null 2>&1 && [[ "${PARLEY_NO_NEXTEST_INSTALL:-0}" != 1 ]]; then
-    step "installing cargo-nextest"
-    cargo install cargo-nextest --locked || log "could not install cargo-nextest; falling back to cargo test"
-  fi
-  if cargo nextest --version >/dev/null 2>&1; then
-    step "cargo nextest run --workspace"
-    cargo nextest run --workspace --no-fail-fast --no-tests=warn
-    step "cargo test --workspace --doc"
-    cargo test --workspace --doc
-  else
-    step "cargo test --workspace"
-    cargo test --workspace --no-fail-fast
-  fi
+# The template's tables and queues, created in moto exactly as declared (key schemas, GSI,
+# TTL, FIFO and redrive settings): a check that DynamoDB and SQS accept them.
+step "provisioning template.yaml's tables and queues in moto"
+"$VENV/bin/python" scripts/provision_moto.py --stack-name parley-template-check >/dev/null
+
+if [[ "${SKIP_CARGO:-0}" == 1 ]]; then
+  step "all checks passed (SKIP_CARGO=1: no cargo steps)"
+  exit 0
 fi
 
-step "all checks passed"
+if command -v rustup >/dev/null 2>&1 && ! { cargo fmt --version && cargo clippy --version; } >/dev/null 2>&1; then
+  step "installing rustfmt and clippy"
+  rustup component add rustfmt clippy
+fi
+
+step "cargo fmt --all --check"
+cargo fmt --all --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+if ! cargo nextest --version >/dev/null 2>&1 && [[ "${PARLEY_NO_NEXTEST_INSTALL:-0}" != 1 ]]; then
+  step "installing cargo-nextest"
+  cargo install cargo-nextest --locked || log "could not install cargo-nextest; falling back to cargo test"
+fi
+# The test runner's summary stays the last thing printed: CI reads the closing lines.
+if cargo nextest --version >/dev/null 2>&1; then
+  step "cargo test --workspace --doc (nextest does not run doctests)"
+  cargo test --workspace --doc
+  step "cargo nextest run --workspace"
+  cargo nextest run --workspace --no-fail-fast --no-tests=warn
+else
+  step "cargo test --workspace"
+  cargo test --workspace --no-fail-fast
+fi

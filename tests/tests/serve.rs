@@ -85,7 +85,7 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
     assert_eq!(recorded.account, "Codertocat");
 
     // Both jobs were taken off the queue: nothing left to receive, nothing dead-lettered.
-    let queue = SqliteQueue::open(&db, QueueSettings::default()).expect("open queue");
+    let queue = SqliteQueue::open(&db, QueueSettings::default()).await.expect("open queue");
     let mut left = Vec::new();
     for _ in 0..100 {
         left = queue.receive(QueueName::Conversation, 10, Duration::from_secs(1)).await.expect("receive");

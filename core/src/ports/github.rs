@@ -283,17 +283,37 @@ impl App {
 }
 
 /// Repository access levels, ordered so `level >= Permission::Write` reads as intended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Permission {
-    /// Also what any unrecognised value decodes to: an access gate must fail closed.
-    #[serde(other)]
     None,
     Read,
     Triage,
     Write,
     Maintain,
     Admin,
+}
+
+impl Permission {
+    /// A built-in level by name; anything else is `None`, because an access gate must
+    /// fail closed on a value it does not understand.
+    pub fn from_name(name: &str) -> Permission {
+        match name {
+            "admin" => Permission::Admin,
+            "maintain" => Permission::Maintain,
+            "write" => Permission::Write,
+            "triage" => Permission::Triage,
+            "read" => Permission::Read,
+            _ => Permission::None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Permission {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = Option::<String>::deserialize(deserializer)?;
+        Ok(name.map_or(Permission::None, |name| Permission::from_name(&name)))
+    }
 }
 
 /// `GET /repos/{owner}/{repo}/collaborators/{username}/permission`.
@@ -314,15 +334,10 @@ impl CollaboratorPermission {
     /// maintain from write, triage from read), the legacy `permission` otherwise. Custom
     /// roles fall back to `permission`, which GitHub maps to their base level.
     pub fn level(&self) -> Permission {
-        let from_role = match self.role_name.as_deref() {
-            Some("admin") => Some(Permission::Admin),
-            Some("maintain") => Some(Permission::Maintain),
-            Some("write") => Some(Permission::Write),
-            Some("triage") => Some(Permission::Triage),
-            Some("read") => Some(Permission::Read),
-            _ => None,
-        };
-        from_role.unwrap_or(self.permission)
+        match self.role_name.as_deref().map(Permission::from_name) {
+            Some(Permission::None) | None => self.permission,
+            Some(role) => role,
+        }
     }
 }
 

@@ -17,24 +17,17 @@ const LIFETIME_SECS: i64 = 9 * 60;
 
 /// Signs App JWTs. Holds the parsed key so each call only signs.
 pub(crate) struct AppSigner {
-    issuer: Issuer,
+    /// The App id (`12345`) or client id (`Iv1.…`). Sent as a string either way: RFC 7519
+    /// makes `iss` a string, and GitHub accepts both ids in that form.
+    issuer: String,
     key: EncodingKey,
-}
-
-/// The `iss` claim: the numeric App id as a number, as GitHub's examples send it, or a
-/// client id (`Iv1.…`) as a string; GitHub accepts either.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-enum Issuer {
-    AppId(u64),
-    ClientId(String),
 }
 
 #[derive(Serialize)]
 struct Claims<'a> {
     iat: i64,
     exp: i64,
-    iss: &'a Issuer,
+    iss: &'a str,
 }
 
 impl AppSigner {
@@ -45,11 +38,10 @@ impl AppSigner {
         let key = EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|err| {
             GitHubError::Config(format!("GitHub App private key is not a usable RSA PEM: {err}"))
         })?;
-        let issuer = match app_id.trim().parse::<u64>() {
-            Ok(id) => Issuer::AppId(id),
-            Err(_) => Issuer::ClientId(app_id.trim().to_owned()),
+        let signer = AppSigner {
+            issuer: app_id.trim().to_owned(),
+            key,
         };
-        let signer = AppSigner { issuer, key };
         signer.jwt(OffsetDateTime::now_utc()).map_err(|err| {
             GitHubError::Config(format!("GitHub App private key cannot sign: {err}"))
         })?;

@@ -1,1 +1,100 @@
+//! LLM providers behind [`parley_core::ports::llm::Llm`]: Anthropic Messages,
+//! OpenAI-compatible Chat Completions, and Amazon Bedrock Converse.
+//!
+//! Entrypoints call [`from_env`] once per process (a warm Lambda reuses the client and its
+//! connection pool) and wrap the result per job in
+//! [`MeteredLlm`](parley_core::llm::MeteredLlm) with [`prices_from_env`] to account for
+//! cost. See `docs/llm.md` for the settings.
 
+pub mod anthropic;
+pub mod bedrock;
+pub mod config;
+mod http;
+pub mod openai;
+pub mod retry;
+
+pub use anthropic::AnthropicLlm;
+pub use bedrock::BedrockLlm;
+pub use config::{LlmConfig, Provider};
+pub use openai::OpenAiLlm;
+pub use retry::RetryPolicy;
+
+use parley_core::llm::{PRICES_ENV, PriceTable, PricingError};
+use parley_core::ports::llm::{Llm, LlmError};
+use std::sync::Arc;
+
+/// The provider the environment asks for. See [`LlmConfig::from_env`].
+pub async fn from_env() -> Result<Arc<dyn Llm>, LlmError> {
+    build(LlmConfig::from_env()?).await
+}
+
+/// The adapter for `config`. Async because Bedrock loads the AWS configuration (region,
+/// role credentials, endpoint override).
+pub async fn build(config: LlmConfig) -> Result<Arc<dyn Llm>, LlmError> {
+    let llm: Arc<dyn Llm> = match config.provider {
+        Provider::Anthropic => Arc::new(AnthropicLlm::new(
+            config
+                .base_url
+                .as_deref()
+                .unwrap_or(config::DEFAULT_ANTHROPIC_BASE_URL),
+            config
+                .api_key
+                .ok_or_else(|| LlmError::Config("anthropic needs LLM_API_KEY".into()))?,
+            required_model(config.model)?,
+            config.timeout,
+            config.retry,
+        )?),
+        Provider::OpenAi => Arc::new(OpenAiLlm::new(
+            config
+                .base_url
+                .as_deref()
+                .unwrap_or(config::DEFAULT_OPENAI_BASE_URL),
+            config.api_key,
+            required_model(config.model)?,
+            config.timeout,
+            config.retry,
+        )?),
+        Provider::Bedrock => {
+            let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+            if let Some(url) = &config.base_url {
+                loader = loader.endpoint_url(url);
+            }
+            let sdk_config = loader.load().await;
+            let Some(region) = sdk_config.region().map(|r| r.to_string()) else {
+                return Err(LlmError::Config(
+                    "LLM_PROVIDER=bedrock needs an AWS region (set AWS_REGION)".into(),
+                ));
+            };
+            let model = config
+                .model
+                .unwrap_or_else(|| config::default_bedrock_model(Some(&region)));
+            Arc::new(BedrockLlm::new(
+                &sdk_config,
+                model,
+                config.timeout,
+                config.retry,
+            ))
+        }
+    };
+    tracing::info!(
+        provider = config.provider.as_str(),
+        model = llm.model(),
+        timeout_secs = config.timeout.as_secs(),
+        max_retries = config.retry.max_retries,
+        "LLM provider configured"
+    );
+    Ok(llm)
+}
+
+fn required_model(model: Option<String>) -> Result<String, LlmError> {
+    model.ok_or_else(|| LlmError::Config("set LLM_MODEL".into()))
+}
+
+/// The built-in price table with `PARLEY_LLM_PRICES` applied. A malformed override is an
+/// error rather than silently wrong cost figures.
+pub fn prices_from_env() -> Result<PriceTable, PricingError> {
+    match std::env::var(PRICES_ENV) {
+        Ok(json) if !json.trim().is_empty() => PriceTable::builtin().with_overrides_json(&json),
+        _ => Ok(PriceTable::builtin()),
+    }
+}

@@ -387,7 +387,7 @@ mod sqlite_queue {
         let dir = tempfile::tempdir().unwrap();
         let window = Duration::from_millis(500);
         let settings = QueueSettings { dedup_window: window, ..settings() };
-        let q = SqliteQueue::open(dir.path().join("q.db"), settings).await.unwrap();
+        let q: Queue = Arc::new(SqliteQueue::open(dir.path().join("q.db"), settings).await.unwrap());
         q.send(msg(C, "g", "d", "first")).await.unwrap();
         q.send(msg(C, "g", "d", "inside the window")).await.unwrap();
         tokio::time::sleep(window + Duration::from_millis(100)).await;

@@ -38,7 +38,8 @@ pub async fn build_adapters(settings: &Settings) -> Result<Adapters, AdapterErro
                 max_receive_count: settings.max_receive_count,
                 ..QueueSettings::default()
             },
-        )?),
+        )
+        .await?),
     };
     let queue: Arc<dyn JobQueue> = polling.clone();
     Ok(Adapters {

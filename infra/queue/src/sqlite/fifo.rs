@@ -91,9 +91,12 @@ pub(super) fn receive(
     loop {
         let heads = visible_heads(&tx, queue, now_ms)?;
         let mut dead_lettered = false;
-        for head in heads.into_iter().filter(|head| !delivered.contains(&head.seq)) {
+        for head in heads {
             if received.len() >= max {
                 break;
+            }
+            if delivered.contains(&head.seq) {
+                continue;
             }
             if head.receive_count >= max_receive_count {
                 dead_letter(&tx, &head, now_ms)?;

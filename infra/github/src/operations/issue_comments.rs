@@ -1,0 +1,71 @@
+//! Top-level comments on PRs and issues.
+
+use super::pulls::auth;
+use super::with_since;
+use crate::client::GitHubClient;
+use crate::retry::Replay;
+use parley_core::ports::github::{GitHubError, IssueComment, Listing, PageLimit, RepoScope};
+use reqwest::Method;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+#[derive(Serialize)]
+struct BodyOnly<'a> {
+    body: &'a str,
+}
+
+/// GitHub lists issue comments oldest first (this endpoint has no sort parameter).
+pub(crate) async fn list(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    number: u64,
+    since: Option<OffsetDateTime>,
+    limit: PageLimit,
+) -> Result<Listing<IssueComment>, GitHubError> {
+    let number = number.to_string();
+    let url = client.base.repo_url(repo, &["issues", &number, "comments"])?;
+    let url = with_since(url, since)?;
+    client.get_paged(auth(repo), url, limit).await
+}
+
+pub(crate) async fn get(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+) -> Result<IssueComment, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["issues", "comments", &comment_id])?;
+    client.get_json(auth(repo), url).await
+}
+
+/// Creates a comment: not replayed once GitHub may have it.
+pub(crate) async fn create(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    number: u64,
+    body: &str,
+) -> Result<IssueComment, GitHubError> {
+    let number = number.to_string();
+    let url = client.base.repo_url(repo, &["issues", &number, "comments"])?;
+    client
+        .send_json(Method::POST, auth(repo), url, &BodyOnly { body }, Replay::NotAfterSend)
+        .await
+}
+
+/// An edit is idempotent, so it is replayed.
+pub(crate) async fn update(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+    body: &str,
+) -> Result<IssueComment, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["issues", "comments", &comment_id])?;
+    client
+        .send_json(Method::PATCH, auth(repo), url, &BodyOnly { body }, Replay::Safe)
+        .await
+}

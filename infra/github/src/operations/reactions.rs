@@ -1,0 +1,46 @@
+//! Reactions (the `eyes` acknowledgement).
+
+use super::pulls::auth;
+use crate::client::GitHubClient;
+use crate::retry::Replay;
+use parley_core::ports::github::{GitHubError, Reaction, ReactionContent, RepoScope};
+use reqwest::Method;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct NewReaction {
+    content: ReactionContent,
+}
+
+/// GitHub answers 200 with the existing reaction when the same one is added again, so
+/// replaying cannot duplicate it.
+pub(crate) async fn on_issue_comment(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+    content: ReactionContent,
+) -> Result<Reaction, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["issues", "comments", &comment_id, "reactions"])?;
+    client
+        .send_json(Method::POST, auth(repo), url, &NewReaction { content }, Replay::Safe)
+        .await
+}
+
+/// Same idempotence as [`on_issue_comment`].
+pub(crate) async fn on_review_comment(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+    content: ReactionContent,
+) -> Result<Reaction, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["pulls", "comments", &comment_id, "reactions"])?;
+    client
+        .send_json(Method::POST, auth(repo), url, &NewReaction { content }, Replay::Safe)
+        .await
+}

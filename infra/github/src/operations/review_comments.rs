@@ -1,0 +1,104 @@
+//! Inline review comments and replies in their threads.
+
+use super::pulls::auth;
+use super::with_since;
+use crate::client::GitHubClient;
+use crate::retry::Replay;
+use parley_core::ports::github::{
+    GitHubError, Listing, NewReviewComment, PageLimit, RepoScope, ReviewComment,
+};
+use reqwest::Method;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// Oldest first, explicitly: thread reconstruction walks comments in creation order.
+pub(crate) async fn list(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    number: u64,
+    since: Option<OffsetDateTime>,
+    limit: PageLimit,
+) -> Result<Listing<ReviewComment>, GitHubError> {
+    let number = number.to_string();
+    let mut url = client.base.repo_url(repo, &["pulls", &number, "comments"])?;
+    url.query_pairs_mut()
+        .append_pair("sort", "created")
+        .append_pair("direction", "asc");
+    let url = with_since(url, since)?;
+    client.get_paged(auth(repo), url, limit).await
+}
+
+pub(crate) async fn get(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+) -> Result<ReviewComment, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["pulls", "comments", &comment_id])?;
+    client.get_json(auth(repo), url).await
+}
+
+#[derive(Serialize)]
+struct NewCommentBody<'a> {
+    commit_id: &'a str,
+    #[serde(flatten)]
+    comment: &'a NewReviewComment,
+}
+
+/// Creates a comment: not replayed once GitHub may have it.
+pub(crate) async fn create(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    number: u64,
+    commit_id: &str,
+    comment: &NewReviewComment,
+) -> Result<ReviewComment, GitHubError> {
+    let number = number.to_string();
+    let url = client.base.repo_url(repo, &["pulls", &number, "comments"])?;
+    let body = NewCommentBody { commit_id, comment };
+    client
+        .send_json(Method::POST, auth(repo), url, &body, Replay::NotAfterSend)
+        .await
+}
+
+#[derive(Serialize)]
+struct BodyOnly<'a> {
+    body: &'a str,
+}
+
+/// Creates a reply: not replayed once GitHub may have it (a double answer in a thread is
+/// exactly what the hidden markers exist to prevent).
+pub(crate) async fn reply(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    number: u64,
+    comment_id: u64,
+    body: &str,
+) -> Result<ReviewComment, GitHubError> {
+    let number = number.to_string();
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["pulls", &number, "comments", &comment_id, "replies"])?;
+    client
+        .send_json(Method::POST, auth(repo), url, &BodyOnly { body }, Replay::NotAfterSend)
+        .await
+}
+
+/// An edit sets the body to the same text however often it runs, so it is replayed.
+pub(crate) async fn update(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+    body: &str,
+) -> Result<ReviewComment, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["pulls", "comments", &comment_id])?;
+    client
+        .send_json(Method::PATCH, auth(repo), url, &BodyOnly { body }, Replay::Safe)
+        .await
+}

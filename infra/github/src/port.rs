@@ -1,0 +1,237 @@
+//! The [`GitHub`] port, implemented by mapping each method onto its operation.
+
+use crate::client::GitHubClient;
+use crate::operations::{
+    app, check_runs, contents, issue_comments, permissions, pulls, reactions, review_comments,
+    review_threads, reviews,
+};
+use async_trait::async_trait;
+use parley_core::ports::github::{
+    App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, FileContent,
+    GitHub, GitHubError, IssueComment, Listing, NewCheckRun, NewReview, NewReviewComment,
+    PageLimit, PullRequest, Reaction, ReactionContent, RepoScope, Review, ReviewComment,
+    ReviewThread, ReviewerRequest,
+};
+use time::OffsetDateTime;
+
+#[async_trait]
+impl GitHub for GitHubClient {
+    async fn get_app(&self) -> Result<App, GitHubError> {
+        app::get(self).await
+    }
+
+    async fn get_pull_request(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+    ) -> Result<PullRequest, GitHubError> {
+        pulls::get(self, repo, number).await
+    }
+
+    async fn list_pull_request_files(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        limit: PageLimit,
+    ) -> Result<Listing<ChangedFile>, GitHubError> {
+        pulls::list_files(self, repo, number, limit).await
+    }
+
+    async fn compare_commits(
+        &self,
+        repo: &RepoScope,
+        base: &str,
+        head: &str,
+    ) -> Result<Comparison, GitHubError> {
+        pulls::compare(self, repo, base, head).await
+    }
+
+    async fn request_reviewers(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        request: &ReviewerRequest,
+    ) -> Result<PullRequest, GitHubError> {
+        pulls::request_reviewers(self, repo, number, request).await
+    }
+
+    async fn list_reviews(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        limit: PageLimit,
+    ) -> Result<Listing<Review>, GitHubError> {
+        reviews::list(self, repo, number, limit).await
+    }
+
+    async fn create_review(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        review: &NewReview,
+    ) -> Result<Review, GitHubError> {
+        reviews::create(self, repo, number, review).await
+    }
+
+    async fn list_review_comments_for_review(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        review_id: u64,
+        limit: PageLimit,
+    ) -> Result<Listing<ReviewComment>, GitHubError> {
+        reviews::list_comments(self, repo, number, review_id, limit).await
+    }
+
+    async fn list_review_comments(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        since: Option<OffsetDateTime>,
+        limit: PageLimit,
+    ) -> Result<Listing<ReviewComment>, GitHubError> {
+        review_comments::list(self, repo, number, since, limit).await
+    }
+
+    async fn get_review_comment(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+    ) -> Result<ReviewComment, GitHubError> {
+        review_comments::get(self, repo, comment_id).await
+    }
+
+    async fn create_review_comment(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        commit_id: &str,
+        comment: &NewReviewComment,
+    ) -> Result<ReviewComment, GitHubError> {
+        review_comments::create(self, repo, number, commit_id, comment).await
+    }
+
+    async fn reply_to_review_comment(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        comment_id: u64,
+        body: &str,
+    ) -> Result<ReviewComment, GitHubError> {
+        review_comments::reply(self, repo, number, comment_id, body).await
+    }
+
+    async fn update_review_comment(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+        body: &str,
+    ) -> Result<ReviewComment, GitHubError> {
+        review_comments::update(self, repo, comment_id, body).await
+    }
+
+    async fn find_review_thread(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        root_comment_id: u64,
+    ) -> Result<Option<ReviewThread>, GitHubError> {
+        review_threads::find(self, repo, number, root_comment_id).await
+    }
+
+    async fn resolve_review_thread(
+        &self,
+        repo: &RepoScope,
+        thread_id: &str,
+    ) -> Result<ReviewThread, GitHubError> {
+        review_threads::resolve(self, repo, thread_id).await
+    }
+
+    async fn list_issue_comments(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        since: Option<OffsetDateTime>,
+        limit: PageLimit,
+    ) -> Result<Listing<IssueComment>, GitHubError> {
+        issue_comments::list(self, repo, number, since, limit).await
+    }
+
+    async fn get_issue_comment(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+    ) -> Result<IssueComment, GitHubError> {
+        issue_comments::get(self, repo, comment_id).await
+    }
+
+    async fn create_issue_comment(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+        body: &str,
+    ) -> Result<IssueComment, GitHubError> {
+        issue_comments::create(self, repo, number, body).await
+    }
+
+    async fn update_issue_comment(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+        body: &str,
+    ) -> Result<IssueComment, GitHubError> {
+        issue_comments::update(self, repo, comment_id, body).await
+    }
+
+    async fn get_file_contents(
+        &self,
+        repo: &RepoScope,
+        path: &str,
+        git_ref: &str,
+    ) -> Result<Option<FileContent>, GitHubError> {
+        contents::get_file(self, repo, path, git_ref).await
+    }
+
+    async fn get_collaborator_permission(
+        &self,
+        repo: &RepoScope,
+        username: &str,
+    ) -> Result<CollaboratorPermission, GitHubError> {
+        permissions::collaborator(self, repo, username).await
+    }
+
+    async fn create_check_run(
+        &self,
+        repo: &RepoScope,
+        check_run: &NewCheckRun,
+    ) -> Result<CheckRun, GitHubError> {
+        check_runs::create(self, repo, check_run).await
+    }
+
+    async fn update_check_run(
+        &self,
+        repo: &RepoScope,
+        check_run_id: u64,
+        update: &CheckRunUpdate,
+    ) -> Result<CheckRun, GitHubError> {
+        check_runs::update(self, repo, check_run_id, update).await
+    }
+
+    async fn add_issue_comment_reaction(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+        content: ReactionContent,
+    ) -> Result<Reaction, GitHubError> {
+        reactions::on_issue_comment(self, repo, comment_id, content).await
+    }
+
+    async fn add_review_comment_reaction(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+        content: ReactionContent,
+    ) -> Result<Reaction, GitHubError> {
+        reactions::on_review_comment(self, repo, comment_id, content).await
+    }
+}

@@ -1,0 +1,202 @@
+//! Anthropic Messages API: `POST {base}/v1/messages`.
+//!
+//! Anthropic has no JSON mode; the `json` option is ignored and the structured-output
+//! helper's instructions and extraction do the work.
+
+use crate::http::{self, ErrorInfo, RawResponse};
+use crate::retry::{RetryPolicy, with_retries};
+use async_trait::async_trait;
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usage};
+use reqwest::Client;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+const API_VERSION: &str = "2023-06-01";
+const PROVIDER: &str = "anthropic";
+
+pub struct AnthropicLlm {
+    client: Client,
+    url: String,
+    api_key: String,
+    model: String,
+    timeout: Duration,
+    retry: RetryPolicy,
+}
+
+impl fmt::Debug for AnthropicLlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicLlm")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicLlm {
+    /// `base_url` is the API root (`https://api.anthropic.com`), without `/v1`.
+    pub fn new(
+        base_url: &str,
+        api_key: impl Into<String>,
+        model: impl Into<String>,
+        timeout: Duration,
+        retry: RetryPolicy,
+    ) -> Result<Self, LlmError> {
+        Ok(Self {
+            client: http::client()?,
+            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
+            api_key: api_key.into(),
+            model: model.into(),
+            timeout,
+            retry,
+        })
+    }
+
+    async fn attempt(
+        &self,
+        body: &MessagesRequest<'_>,
+        timeout: Duration,
+    ) -> Result<LlmResponse, LlmError> {
+        let request = self
+            .client
+            .post(&self.url)
+            .header("x-api-key", &self.api_key)
+            .header("anthropic-version", API_VERSION)
+            .json(body);
+        let response = http::send(request, timeout).await?;
+        if !response.status.is_success() {
+            return Err(http::classify(
+                response.status,
+                &response.headers,
+                error_info(&response),
+                &self.url,
+            ));
+        }
+        let reply: MessagesResponse = http::decode(PROVIDER, &response)?;
+        let text = reply
+            .content
+            .iter()
+            .filter(|block| block.kind == "text")
+            .filter_map(|block| block.text.as_deref())
+            .collect::<String>();
+        let usage = reply.usage;
+        Ok(LlmResponse {
+            text,
+            // Cache reads and writes are input too; counting them keeps the estimate an
+            // upper bound rather than missing tokens.
+            usage: Usage::new(
+                usage.input_tokens
+                    + usage.cache_creation_input_tokens.unwrap_or(0)
+                    + usage.cache_read_input_tokens.unwrap_or(0),
+                usage.output_tokens,
+            ),
+            model: reply.model.unwrap_or_else(|| self.model.clone()),
+            truncated: reply.stop_reason.as_deref() == Some("max_tokens"),
+        })
+    }
+}
+
+#[async_trait]
+impl Llm for AnthropicLlm {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let body = MessagesRequest {
+            model: &self.model,
+            max_tokens: request.options.max_tokens,
+            system: Some(request.system.as_str()).filter(|s| !s.trim().is_empty()),
+            messages: request
+                .messages
+                .iter()
+                .map(|m| WireMessage {
+                    role: match m.role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                    },
+                    content: &m.text,
+                })
+                .collect(),
+            temperature: request.options.temperature,
+        };
+        let timeout = request.options.timeout.unwrap_or(self.timeout);
+        tracing::debug!(
+            provider = PROVIDER,
+            model = %self.model,
+            messages = request.messages.len(),
+            system_chars = request.system.len(),
+            "LLM request"
+        );
+        with_retries(&self.retry, PROVIDER, &self.model, || {
+            self.attempt(&body, timeout)
+        })
+        .await
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+fn error_info(response: &RawResponse) -> ErrorInfo {
+    #[derive(Deserialize)]
+    struct Envelope {
+        error: Detail,
+    }
+    #[derive(Deserialize)]
+    struct Detail {
+        #[serde(rename = "type", default)]
+        kind: String,
+        #[serde(default)]
+        message: String,
+    }
+    match serde_json::from_slice::<Envelope>(&response.body) {
+        Ok(Envelope { error }) => ErrorInfo {
+            kind: error.kind,
+            message: http::truncate(&error.message),
+        },
+        Err(_) => ErrorInfo::from_raw(&response.body),
+    }
+}
+
+#[derive(Serialize)]
+struct MessagesRequest<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Deserialize)]
+struct MessagesResponse {
+    #[serde(default)]
+    model: Option<String>,
+    content: Vec<ContentBlock>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    usage: WireUsage,
+}
+
+#[derive(Deserialize)]
+struct ContentBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}

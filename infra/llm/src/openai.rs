@@ -1,0 +1,289 @@
+//! OpenAI-compatible Chat Completions: `POST {base}/chat/completions`.
+//!
+//! One adapter for OpenAI, OpenRouter, vLLM, Ollama and the llama.cpp server, so it only
+//! relies on what they all share. The key is optional because local servers take none.
+
+use crate::http::{self, ErrorInfo, RawResponse};
+use crate::retry::{RetryPolicy, with_retries};
+use async_trait::async_trait;
+use parley_core::llm::normalise_model_id;
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usage};
+use reqwest::Client;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+const PROVIDER: &str = "openai";
+
+pub struct OpenAiLlm {
+    client: Client,
+    url: String,
+    api_key: Option<String>,
+    model: String,
+    /// OpenAI's reasoning models reject `max_tokens` and `temperature`.
+    reasoning: bool,
+    timeout: Duration,
+    retry: RetryPolicy,
+}
+
+impl fmt::Debug for OpenAiLlm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiLlm")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiLlm {
+    /// `base_url` includes the version path (`https://api.openai.com/v1`,
+    /// `http://localhost:11434/v1`).
+    pub fn new(
+        base_url: &str,
+        api_key: Option<String>,
+        model: impl Into<String>,
+        timeout: Duration,
+        retry: RetryPolicy,
+    ) -> Result<Self, LlmError> {
+        let model = model.into();
+        Ok(Self {
+            client: http::client()?,
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            api_key,
+            reasoning: is_reasoning_model(&model),
+            model,
+            timeout,
+            retry,
+        })
+    }
+
+    async fn attempt(
+        &self,
+        body: &ChatRequest<'_>,
+        timeout: Duration,
+    ) -> Result<LlmResponse, LlmError> {
+        let mut request = self.client.post(&self.url).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = http::send(request, timeout).await?;
+        if !response.status.is_success() {
+            return Err(http::classify(
+                response.status,
+                &response.headers,
+                error_info(&response),
+                &self.url,
+            ));
+        }
+        let reply: ChatResponse = http::decode(PROVIDER, &response)?;
+        let Some(choice) = reply.choices.into_iter().next() else {
+            return Err(LlmError::Decode(format!("{PROVIDER} reply has no choices")));
+        };
+        let usage = reply.usage.map_or_else(
+            || {
+                // Some local servers omit usage; the cost then reads as zero tokens.
+                tracing::debug!(model = %self.model, "LLM reply carries no usage");
+                Usage::default()
+            },
+            |u| Usage::new(u.prompt_tokens, u.completion_tokens),
+        );
+        Ok(LlmResponse {
+            text: choice.message.content.unwrap_or_default(),
+            usage,
+            model: reply
+                .model
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| self.model.clone()),
+            truncated: choice.finish_reason.as_deref() == Some("length"),
+        })
+    }
+}
+
+#[async_trait]
+impl Llm for OpenAiLlm {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let system = Some(request.system.as_str())
+            .filter(|s| !s.trim().is_empty())
+            .map(|content| ChatMessage {
+                role: "system",
+                content,
+            });
+        let messages = system
+            .into_iter()
+            .chain(request.messages.iter().map(|m| ChatMessage {
+                role: match m.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                },
+                content: &m.text,
+            }))
+            .collect();
+        let max_tokens = request.options.max_tokens;
+        let body = ChatRequest {
+            model: &self.model,
+            messages,
+            max_tokens: (!self.reasoning).then_some(max_tokens),
+            max_completion_tokens: self.reasoning.then_some(max_tokens),
+            temperature: request.options.temperature.filter(|_| !self.reasoning),
+            response_format: request.options.json.then_some(ResponseFormat {
+                kind: "json_object",
+            }),
+        };
+        let timeout = request.options.timeout.unwrap_or(self.timeout);
+        tracing::debug!(
+            provider = PROVIDER,
+            model = %self.model,
+            messages = request.messages.len(),
+            system_chars = request.system.len(),
+            "LLM request"
+        );
+        with_retries(&self.retry, PROVIDER, &self.model, || {
+            self.attempt(&body, timeout)
+        })
+        .await
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+}
+
+/// o-series and GPT-5 models take `max_completion_tokens` and only the default
+/// temperature. Other servers (Ollama, vLLM) still expect `max_tokens`.
+fn is_reasoning_model(model: &str) -> bool {
+    let id = normalise_model_id(model);
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|family| {
+        id.strip_prefix(family)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', ':']))
+    })
+}
+
+fn error_info(response: &RawResponse) -> ErrorInfo {
+    #[derive(Deserialize)]
+    struct Envelope {
+        error: Detail,
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Detail {
+        Object {
+            #[serde(default)]
+            message: String,
+            #[serde(rename = "type", default)]
+            kind: Option<String>,
+            /// A string on OpenAI, a number on some compatible servers.
+            #[serde(default)]
+            code: Option<serde_json::Value>,
+        },
+        /// Some servers (older Ollama) send `{"error": "message"}`.
+        Text(String),
+    }
+    match serde_json::from_slice::<Envelope>(&response.body) {
+        Ok(Envelope {
+            error:
+                Detail::Object {
+                    message,
+                    kind,
+                    code,
+                },
+        }) => {
+            let code = match code {
+                Some(serde_json::Value::String(code)) => Some(code),
+                _ => None,
+            };
+            ErrorInfo {
+                // The code is the more specific of the two (`insufficient_quota` comes with
+                // type `insufficient_quota`, `model_not_found` with `invalid_request_error`).
+                kind: code.or(kind).unwrap_or_default(),
+                message: http::truncate(&message),
+            }
+        }
+        Ok(Envelope {
+            error: Detail::Text(message),
+        }) => ErrorInfo {
+            kind: String::new(),
+            message: http::truncate(&message),
+        },
+        Err(_) => ErrorInfo::from_raw(&response.body),
+    }
+}
+
+#[derive(Serialize)]
+struct ChatRequest<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat>,
+}
+
+#[derive(Serialize)]
+struct ChatMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Deserialize)]
+struct ChatResponse {
+    #[serde(default)]
+    model: Option<String>,
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: ChoiceMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    /// `null` when the model refused or only called tools.
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_models_are_recognised_by_family() {
+        for model in [
+            "o1",
+            "o3-mini",
+            "o4-mini-2025-04-16",
+            "gpt-5",
+            "gpt-5.1",
+            "openai/o3",
+        ] {
+            assert!(is_reasoning_model(model), "{model}");
+        }
+        for model in ["gpt-4o", "gpt-4.1-mini", "llama3.1:8b", "o10", "qwen3:32b"] {
+            assert!(!is_reasoning_model(model), "{model}");
+        }
+    }
+}

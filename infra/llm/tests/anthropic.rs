@@ -1,0 +1,340 @@
+//! The Anthropic adapter against a fake Messages API on 127.0.0.1.
+
+mod common;
+
+use common::{Canned, FakeServer, fast_retries};
+use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
+use parley_llm::AnthropicLlm;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const MODEL: &str = "claude-sonnet-4-5";
+
+fn adapter(server: &FakeServer, timeout: Duration) -> AnthropicLlm {
+    AnthropicLlm::new(
+        &server.base_url,
+        "sk-ant-test",
+        MODEL,
+        timeout,
+        fast_retries(),
+    )
+    .unwrap()
+}
+
+fn request() -> LlmRequest {
+    LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![
+            Message::user("Is this a bug?"),
+            Message::assistant("Which line?"),
+            Message::user("Line 3."),
+        ],
+    )
+    .with_options(LlmOptions {
+        max_tokens: 512,
+        temperature: Some(0.2),
+        ..LlmOptions::default()
+    })
+}
+
+fn success(text: &str) -> Canned {
+    Canned::json(
+        200,
+        json!({
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": null,
+            "usage": {"input_tokens": 25, "output_tokens": 9}
+        }),
+    )
+}
+
+fn error(status: u16, kind: &str, message: &str) -> Canned {
+    Canned::json(
+        status,
+        json!({"type": "error", "error": {"type": kind, "message": message}}),
+    )
+}
+
+#[tokio::test]
+async fn success_sends_the_documented_request_and_parses_text_and_usage() {
+    let server = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "x"},
+                {"type": "text", "text": "Yes, "},
+                {"type": "text", "text": "it is."}
+            ],
+            "stop_reason": "end_turn",
+            "usage": {
+                "input_tokens": 100,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 5,
+                "cache_read_input_tokens": 7
+            }
+        }),
+    )])
+    .await;
+
+    let reply = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "Yes, it is.");
+    assert_eq!(reply.usage, Usage::new(112, 20));
+    assert_eq!(reply.model, "claude-sonnet-4-5-20250929");
+    assert!(!reply.truncated);
+
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1);
+    let sent = &seen[0];
+    assert_eq!(sent.method, "POST");
+    assert_eq!(sent.path, "/v1/messages");
+    assert_eq!(sent.header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent.header("content-type"), Some("application/json"));
+    assert_eq!(
+        sent.body,
+        json!({
+            "model": MODEL,
+            "max_tokens": 512,
+            "system": "You are a careful reviewer.",
+            "messages": [
+                {"role": "user", "content": "Is this a bug?"},
+                {"role": "assistant", "content": "Which line?"},
+                {"role": "user", "content": "Line 3."}
+            ],
+            "temperature": 0.2
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_empty_system_prompt_is_left_out_and_max_tokens_marks_truncation() {
+    let server = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "content": [{"type": "text", "text": "{\"partial\": "}],
+            "stop_reason": "max_tokens",
+            "usage": {"input_tokens": 1, "output_tokens": 512}
+        }),
+    )])
+    .await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .complete(&LlmRequest::new("", vec![Message::user("hi")]))
+        .await
+        .unwrap();
+    assert!(reply.truncated);
+    // No model in the reply: the configured one is reported.
+    assert_eq!(reply.model, MODEL);
+    let body = &server.requests()[0].body;
+    assert!(body.get("system").is_none(), "{body}");
+    assert!(body.get("temperature").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn rate_limit_then_success_is_retried() {
+    let server = FakeServer::start(vec![
+        error(
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your rate limit",
+        ),
+        success("ok"),
+    ])
+    .await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "ok");
+    assert_eq!(reply.usage, Usage::new(25, 9));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn overload_529_and_server_errors_are_retried() {
+    let server = FakeServer::start(vec![
+        error(529, "overloaded_error", "Overloaded"),
+        error(500, "api_error", "Internal server error"),
+        success("finally"),
+    ])
+    .await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "finally");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured() {
+    let server = FakeServer::start(vec![
+        error(429, "rate_limit_error", "slow down").header("retry-after", "0.4"),
+        success("ok"),
+    ])
+    .await;
+    let started = Instant::now();
+    adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    // The policy's own backoff is a millisecond; only the header explains the wait.
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn persistent_overload_gives_up_after_the_configured_retries() {
+    let server = FakeServer::start(vec![error(529, "overloaded_error", "Overloaded"); 10]).await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await;
+    assert!(
+        matches!(&result, Err(LlmError::Overloaded { message, .. }) if message == "Overloaded"),
+        "{result:?}"
+    );
+    assert_eq!(server.requests().len(), 4, "one attempt and three retries");
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out_without_a_retry() {
+    let server = FakeServer::start(vec![
+        success("too late").after(Duration::from_secs(3)),
+        success("never asked"),
+    ])
+    .await;
+    let started = Instant::now();
+    let result = adapter(&server, Duration::from_millis(200))
+        .complete(&request())
+        .await;
+    assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(200))));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn the_per_call_timeout_overrides_the_adapters() {
+    let server = FakeServer::start(vec![success("late").after(Duration::from_secs(3))]).await;
+    let mut request = request();
+    request.options.timeout = Some(Duration::from_millis(150));
+    let result = adapter(&server, Duration::from_secs(30))
+        .complete(&request)
+        .await;
+    assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(150))));
+}
+
+#[tokio::test]
+async fn a_malformed_body_is_a_decode_error() {
+    for body in [
+        "<html>502 Bad Gateway</html>",
+        r#"{"content": "not a list"}"#,
+        "",
+    ] {
+        let server = FakeServer::start(vec![Canned::raw(200, body)]).await;
+        let result = adapter(&server, Duration::from_secs(5))
+            .complete(&request())
+            .await;
+        assert!(
+            matches!(result, Err(LlmError::Decode(_))),
+            "{body:?}: {result:?}"
+        );
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_bad_key_is_an_auth_error_without_retries() {
+    let server = FakeServer::start(vec![
+        error(401, "authentication_error", "invalid x-api-key"),
+        success("never"),
+    ])
+    .await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await;
+    assert_eq!(result, Err(LlmError::Auth("invalid x-api-key".into())));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_model_is_reported_as_such() {
+    let server = FakeServer::start(vec![error(404, "not_found_error", "model: claude-nope")]).await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await;
+    assert_eq!(
+        result,
+        Err(LlmError::UnknownModel("model: claude-nope".into()))
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_base_url_is_a_config_error() {
+    let server = FakeServer::start(vec![error(404, "not_found_error", "Not Found")]).await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await;
+    assert!(
+        matches!(&result, Err(LlmError::Config(m)) if m.contains("/v1/messages")),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_prompt_is_rejected_without_retries() {
+    let server = FakeServer::start(vec![error(
+        400,
+        "invalid_request_error",
+        "prompt is too long: 250000 tokens > 200000 maximum",
+    )])
+    .await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await;
+    assert!(
+        matches!(&result, Err(LlmError::InvalidRequest(m)) if m.contains("prompt is too long")),
+        "{result:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_network_error() {
+    // Bind and drop to find a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let llm = AnthropicLlm::new(
+        &format!("http://127.0.0.1:{port}"),
+        "k",
+        MODEL,
+        Duration::from_secs(5),
+        parley_llm::RetryPolicy {
+            max_retries: 1,
+            ..fast_retries()
+        },
+    )
+    .unwrap();
+    let result = llm.complete(&request()).await;
+    assert!(matches!(result, Err(LlmError::Network(_))), "{result:?}");
+}

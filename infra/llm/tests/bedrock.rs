@@ -1,0 +1,271 @@
+//! The Bedrock adapter: the real AWS SDK pointed at a fake Converse endpoint on
+//! 127.0.0.1, with dummy credentials, so signing, serialisation and error parsing are
+//! the SDK's own.
+
+mod common;
+
+use aws_sdk_bedrockruntime::config::{Credentials, Region};
+use common::{Canned, FakeServer, fast_retries};
+use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
+use parley_llm::BedrockLlm;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+
+async fn adapter(server: &FakeServer, timeout: Duration) -> BedrockLlm {
+    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("AKIDTEST", "secret", None, None, "test"))
+        .endpoint_url(&server.base_url)
+        .load()
+        .await;
+    BedrockLlm::new(&sdk_config, MODEL, timeout, fast_retries())
+}
+
+fn request() -> LlmRequest {
+    LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![
+            Message::user("Is this a bug?"),
+            Message::assistant("Which line?"),
+            Message::user("Line 3."),
+        ],
+    )
+    .with_options(LlmOptions {
+        max_tokens: 700,
+        temperature: Some(0.5),
+        ..LlmOptions::default()
+    })
+}
+
+fn converse(text: &str, stop_reason: &str) -> Canned {
+    Canned::json(
+        200,
+        json!({
+            "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+            "stopReason": stop_reason,
+            "usage": {"inputTokens": 31, "outputTokens": 12, "totalTokens": 43},
+            "metrics": {"latencyMs": 120}
+        }),
+    )
+}
+
+/// Bedrock's restJson1 errors: the type in `x-amzn-errortype`, the message in the body.
+fn aws_error(status: u16, kind: &str, message: &str) -> Canned {
+    Canned::json(status, json!({"message": message})).header("x-amzn-errortype", kind)
+}
+
+#[tokio::test]
+async fn success_signs_a_converse_call_and_parses_text_and_usage() {
+    let server = FakeServer::start(vec![converse("Yes, it is.", "end_turn")]).await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "Yes, it is.");
+    assert_eq!(reply.usage, Usage::new(31, 12));
+    assert_eq!(reply.model, MODEL);
+    assert!(!reply.truncated);
+
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1);
+    let sent = &seen[0];
+    assert_eq!(sent.method, "POST");
+    assert_eq!(
+        sent.path,
+        "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
+    );
+    let authorization = sent.header("authorization").unwrap_or_default();
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDTEST/"),
+        "{authorization}"
+    );
+    assert!(
+        authorization.contains("/us-east-1/bedrock/aws4_request"),
+        "{authorization}"
+    );
+    assert_eq!(
+        sent.body,
+        json!({
+            "messages": [
+                {"role": "user", "content": [{"text": "Is this a bug?"}]},
+                {"role": "assistant", "content": [{"text": "Which line?"}]},
+                {"role": "user", "content": [{"text": "Line 3."}]}
+            ],
+            "system": [{"text": "You are a careful reviewer."}],
+            "inferenceConfig": {"maxTokens": 700, "temperature": 0.5}
+        })
+    );
+}
+
+#[tokio::test]
+async fn max_tokens_marks_the_reply_truncated_and_an_empty_system_is_omitted() {
+    let server = FakeServer::start(vec![converse("{\"cut\": ", "max_tokens")]).await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&LlmRequest::new(" ", vec![Message::user("hi")]))
+        .await
+        .unwrap();
+    assert!(reply.truncated);
+    assert!(server.requests()[0].body.get("system").is_none());
+}
+
+#[tokio::test]
+async fn throttling_then_success_is_retried_by_us() {
+    let server = FakeServer::start(vec![
+        aws_error(429, "ThrottlingException", "Too many requests, please wait"),
+        aws_error(503, "ServiceUnavailableException", "Service unavailable"),
+        converse("ok", "end_turn"),
+    ])
+    .await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "ok");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn persistent_throttling_ends_as_rate_limited_after_our_retries() {
+    let server = FakeServer::start(vec![
+        aws_error(
+            429,
+            "ThrottlingException",
+            "Too many requests"
+        );
+        10
+    ])
+    .await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await;
+    assert!(
+        matches!(&result, Err(LlmError::RateLimited { message, .. }) if message == "Too many requests"),
+        "{result:?}"
+    );
+    // The SDK's own retries are off: exactly our one attempt plus three retries.
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn access_denied_is_an_auth_error() {
+    let server = FakeServer::start(vec![aws_error(
+        403,
+        "AccessDeniedException",
+        "You don't have access to the model with the specified model ID.",
+    )])
+    .await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await;
+    assert!(matches!(result, Err(LlmError::Auth(_))), "{result:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn unknown_models_are_reported_as_such() {
+    for canned in [
+        aws_error(404, "ResourceNotFoundException", "Model not found."),
+        aws_error(
+            400,
+            "ValidationException",
+            "The provided model identifier is invalid.",
+        ),
+    ] {
+        let server = FakeServer::start(vec![canned.clone()]).await;
+        let result = adapter(&server, Duration::from_secs(5))
+            .await
+            .complete(&request())
+            .await;
+        assert!(
+            matches!(&result, Err(LlmError::UnknownModel(m)) if m.starts_with(MODEL)),
+            "{canned:?}: {result:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn other_validation_errors_are_invalid_requests() {
+    let server = FakeServer::start(vec![aws_error(
+        400,
+        "ValidationException",
+        "Input is too long for requested model.",
+    )])
+    .await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await;
+    assert_eq!(
+        result,
+        Err(LlmError::InvalidRequest(
+            "Input is too long for requested model.".into()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_body_is_a_decode_error() {
+    let server = FakeServer::start(vec![
+        Canned::raw(200, "<html>not json</html>").header("content-type", "application/json"),
+    ])
+    .await;
+    let result = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await;
+    assert!(matches!(&result, Err(LlmError::Decode(_))), "{result:?}");
+    // The body is the model's reply: described, never quoted into logs.
+    assert!(!format!("{result:?}").contains("not json"), "{result:?}");
+}
+
+#[tokio::test]
+async fn a_slow_endpoint_times_out() {
+    let server = FakeServer::start(vec![
+        converse("late", "end_turn").after(Duration::from_secs(3)),
+    ])
+    .await;
+    let started = Instant::now();
+    let result = adapter(&server, Duration::from_millis(200))
+        .await
+        .complete(&request())
+        .await;
+    assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(200))));
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_a_network_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("AKIDTEST", "secret", None, None, "test"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .load()
+        .await;
+    let llm = BedrockLlm::new(
+        &sdk_config,
+        MODEL,
+        Duration::from_secs(5),
+        parley_llm::RetryPolicy {
+            max_retries: 1,
+            ..fast_retries()
+        },
+    );
+    let result = llm.complete(&request()).await;
+    assert!(
+        matches!(&result, Err(LlmError::Network(m)) if m.contains("onnect")),
+        "{result:?}"
+    );
+}

@@ -1,0 +1,312 @@
+//! The OpenAI-compatible adapter against a fake Chat Completions API on 127.0.0.1.
+
+mod common;
+
+use common::{Canned, FakeServer, fast_retries};
+use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
+use parley_llm::OpenAiLlm;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn adapter(server: &FakeServer, key: Option<&str>, model: &str, timeout: Duration) -> OpenAiLlm {
+    OpenAiLlm::new(
+        &format!("{}/v1", server.base_url),
+        key.map(str::to_owned),
+        model,
+        timeout,
+        fast_retries(),
+    )
+    .unwrap()
+}
+
+fn gpt(server: &FakeServer) -> OpenAiLlm {
+    adapter(server, Some("sk-test"), "gpt-4.1", Duration::from_secs(5))
+}
+
+fn request() -> LlmRequest {
+    LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![Message::user("Is this a bug?")],
+    )
+    .with_options(LlmOptions {
+        max_tokens: 300,
+        temperature: Some(0.0),
+        json: false,
+        timeout: None,
+    })
+}
+
+fn completion(text: &str, finish_reason: &str) -> Canned {
+    Canned::json(
+        200,
+        json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "gpt-4.1-2025-04-14",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": null},
+                "logprobs": null,
+                "finish_reason": finish_reason
+            }],
+            "usage": {
+                "prompt_tokens": 42,
+                "completion_tokens": 7,
+                "total_tokens": 49,
+                "prompt_tokens_details": {"cached_tokens": 0}
+            }
+        }),
+    )
+}
+
+fn error(status: u16, kind: &str, code: Option<&str>, message: &str) -> Canned {
+    Canned::json(
+        status,
+        json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+    )
+}
+
+#[tokio::test]
+async fn success_sends_chat_completions_and_parses_text_and_usage() {
+    let server = FakeServer::start(vec![completion("Yes.", "stop")]).await;
+    let reply = gpt(&server).complete(&request()).await.unwrap();
+    assert_eq!(reply.text, "Yes.");
+    assert_eq!(reply.usage, Usage::new(42, 7));
+    assert_eq!(reply.model, "gpt-4.1-2025-04-14");
+    assert!(!reply.truncated);
+
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(
+        seen[0].body,
+        json!({
+            "model": "gpt-4.1",
+            "messages": [
+                {"role": "system", "content": "You are a careful reviewer."},
+                {"role": "user", "content": "Is this a bug?"}
+            ],
+            "max_tokens": 300,
+            "temperature": 0.0
+        })
+    );
+}
+
+#[tokio::test]
+async fn json_mode_asks_for_a_json_object() {
+    let server = FakeServer::start(vec![completion("{\"a\": 1}", "stop")]).await;
+    let mut request = request();
+    request.options.json = true;
+    gpt(&server).complete(&request).await.unwrap();
+    assert_eq!(
+        server.requests()[0].body["response_format"],
+        json!({"type": "json_object"})
+    );
+}
+
+#[tokio::test]
+async fn a_local_server_gets_no_key_and_may_omit_usage() {
+    let server = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "model": "llama3.1:8b",
+            "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "length"}]
+        }),
+    )])
+    .await;
+    let reply = adapter(&server, None, "llama3.1:8b", Duration::from_secs(5))
+        .complete(&LlmRequest::new("", vec![Message::user("hello")]))
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "hi");
+    assert_eq!(reply.usage, Usage::default());
+    assert!(reply.truncated);
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("authorization"), None);
+    // No empty system message.
+    assert_eq!(
+        sent.body["messages"],
+        json!([{"role": "user", "content": "hello"}])
+    );
+}
+
+#[tokio::test]
+async fn reasoning_models_get_max_completion_tokens_and_no_temperature() {
+    let server = FakeServer::start(vec![completion("ok", "stop")]).await;
+    adapter(&server, Some("k"), "o4-mini", Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    let body = &server.requests()[0].body;
+    assert_eq!(body["max_completion_tokens"], json!(300));
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    assert!(body.get("temperature").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn rate_limit_then_success_is_retried() {
+    let server = FakeServer::start(vec![
+        error(
+            429,
+            "requests",
+            Some("rate_limit_exceeded"),
+            "Rate limit reached",
+        )
+        .header("retry-after-ms", "5"),
+        error(
+            503,
+            "server_error",
+            None,
+            "The engine is currently overloaded",
+        ),
+        completion("ok", "stop"),
+    ])
+    .await;
+    let reply = gpt(&server).complete(&request()).await.unwrap();
+    assert_eq!(reply.text, "ok");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn exhausted_retries_return_the_rate_limit_with_its_hint() {
+    let server = FakeServer::start(vec![
+        error(
+            429,
+            "requests",
+            Some("rate_limit_exceeded"),
+            "Rate limit reached"
+        )
+        .header("retry-after", "0");
+        6
+    ])
+    .await;
+    let result = gpt(&server).complete(&request()).await;
+    assert_eq!(
+        result,
+        Err(LlmError::RateLimited {
+            message: "Rate limit reached".into(),
+            retry_after: Some(Duration::ZERO),
+        })
+    );
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn an_exhausted_quota_is_not_retried() {
+    let server = FakeServer::start(vec![
+        error(
+            429,
+            "insufficient_quota",
+            Some("insufficient_quota"),
+            "You exceeded your current quota",
+        ),
+        completion("never", "stop"),
+    ])
+    .await;
+    let result = gpt(&server).complete(&request()).await;
+    assert!(
+        matches!(result, Err(LlmError::QuotaExceeded(_))),
+        "{result:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out() {
+    let server = FakeServer::start(vec![
+        completion("late", "stop").after(Duration::from_secs(3)),
+    ])
+    .await;
+    let started = Instant::now();
+    let result = adapter(&server, Some("k"), "gpt-4.1", Duration::from_millis(200))
+        .complete(&request())
+        .await;
+    assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(200))));
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_malformed_body_is_a_decode_error() {
+    for canned in [
+        Canned::raw(200, "data: {\"choices\": []}\n\n"),
+        Canned::json(200, json!({"choices": []})),
+        Canned::json(
+            200,
+            json!({"choices": [{"text": "legacy completions shape"}]}),
+        ),
+    ] {
+        let server = FakeServer::start(vec![canned.clone()]).await;
+        let result = gpt(&server).complete(&request()).await;
+        assert!(
+            matches!(result, Err(LlmError::Decode(_))),
+            "{canned:?}: {result:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_bad_key_is_an_auth_error() {
+    let server = FakeServer::start(vec![error(
+        401,
+        "invalid_request_error",
+        Some("invalid_api_key"),
+        "Incorrect API key provided",
+    )])
+    .await;
+    let result = gpt(&server).complete(&request()).await;
+    assert_eq!(
+        result,
+        Err(LlmError::Auth("Incorrect API key provided".into()))
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn unknown_models_are_recognised_across_servers() {
+    let cases = [
+        // OpenAI
+        error(
+            404,
+            "invalid_request_error",
+            Some("model_not_found"),
+            "The model `gpt-9` does not exist or you do not have access to it.",
+        ),
+        // Ollama
+        Canned::json(
+            404,
+            json!({"error": {"message": "model \"gpt-9\" not found, try pulling it first", "type": "api_error", "param": null, "code": null}}),
+        ),
+        // vLLM (numeric code)
+        Canned::json(
+            404,
+            json!({"object": "error", "error": {"message": "The model `gpt-9` does not exist.", "type": "NotFoundError", "code": 404}}),
+        ),
+        // vLLM, older: the error fields at the top level
+        Canned::json(
+            404,
+            json!({"object": "error", "message": "The model `gpt-9` does not exist.", "type": "NotFoundError", "param": null, "code": 404}),
+        ),
+        // older servers: a bare string
+        Canned::json(404, json!({"error": "model 'gpt-9' not found"})),
+    ];
+    for canned in cases {
+        let server = FakeServer::start(vec![canned.clone()]).await;
+        let result = gpt(&server).complete(&request()).await;
+        assert!(
+            matches!(result, Err(LlmError::UnknownModel(_))),
+            "{canned:?}: {result:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_404_that_is_not_about_the_model_points_at_the_base_url() {
+    let server = FakeServer::start(vec![Canned::raw(404, "404 page not found")]).await;
+    let result = gpt(&server).complete(&request()).await;
+    assert!(
+        matches!(&result, Err(LlmError::Config(m)) if m.contains("LLM_BASE_URL")),
+        "{result:?}"
+    );
+}
