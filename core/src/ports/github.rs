@@ -207,11 +207,14 @@ impl PageLimit {
     /// GitHub's largest page; asking for more per page is silently capped by GitHub.
     pub const MAX_PER_PAGE: usize = 100;
 
-    /// At most `max_items` items (and so at most `ceil(max_items / 100)` pages).
+    /// At most `max_items` items. Pages are requested `min(max_items, 100)` at a time, so
+    /// GitHub normally needs `ceil(max_items / 100)` of them; should it return short pages,
+    /// paging goes on, but never past `max_items` pages (each page must add an item, an
+    /// empty page ends the listing).
     pub const fn items(max_items: usize) -> Self {
         PageLimit {
             max_items,
-            max_pages: max_items.div_ceil(Self::MAX_PER_PAGE),
+            max_pages: max_items,
         }
     }
 
@@ -1025,7 +1028,7 @@ mod tests {
     #[test]
     fn page_limit_never_unbounded() {
         let by_items = PageLimit::items(250);
-        assert_eq!((by_items.max_items, by_items.max_pages), (250, 3));
+        assert_eq!((by_items.max_items, by_items.max_pages), (250, 250));
         assert_eq!(by_items.per_page(), 100);
         assert_eq!(PageLimit::items(20).per_page(), 20);
         let by_pages = PageLimit::pages(2);

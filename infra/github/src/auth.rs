@@ -36,7 +36,9 @@ impl AppSigner {
     pub(crate) fn new(app_id: &str, private_key_pem: &str) -> Result<Self, GitHubError> {
         select_crypto_provider();
         let key = EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|err| {
-            GitHubError::Config(format!("GitHub App private key is not a usable RSA PEM: {err}"))
+            GitHubError::Config(format!(
+                "GitHub App private key is not a usable RSA PEM: {err}"
+            ))
         })?;
         let signer = AppSigner {
             issuer: app_id.trim().to_owned(),
@@ -65,8 +67,7 @@ impl AppSigner {
 /// feature unification in the workspace enables two. Installing ours explicitly turns that
 /// latent panic into a no-op; a provider someone else installed first is kept.
 fn select_crypto_provider() {
-    let _already_installed =
-        jsonwebtoken::crypto::CryptoProvider::install_default(
-            &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
-        );
+    let _already_installed = jsonwebtoken::crypto::CryptoProvider::install_default(
+        &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+    );
 }

@@ -102,9 +102,12 @@ impl GitHubClient {
         let installation = installation_id.to_string();
         let call = Call {
             method: Method::POST,
-            url: self
-                .base
-                .url(&["app", "installations", installation.as_str(), "access_tokens"])?,
+            url: self.base.url(&[
+                "app",
+                "installations",
+                installation.as_str(),
+                "access_tokens",
+            ])?,
             auth: Auth::App,
             body: None,
             replay: Replay::Safe,
@@ -112,7 +115,8 @@ impl GitHubClient {
         // Minting happens inside `send` (via `credential`), so the future must be boxed and
         // type-erased to break the cycle in its type.
         let reply = self.send_boxed(call).await?;
-        let wire: AccessTokenWire = decode(&reply.body, "POST /app/installations/{id}/access_tokens")?;
+        let wire: AccessTokenWire =
+            decode(&reply.body, "POST /app/installations/{id}/access_tokens")?;
         tracing::debug!(installation_id, expires_at = %wire.expires_at, "minted installation token");
         Ok(InstallationToken {
             secret: wire.token,

@@ -89,7 +89,11 @@ impl GitHubConfig {
     /// resolves a Secrets Manager ARN in `GITHUB_PRIVATE_KEY` first and answers that name
     /// with the PEM it fetched; tests use it to avoid mutating the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, GitHubError> {
-        let var = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let var = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
 
         let app_id = var(ENV_APP_ID);
         let private_key_pem = match (var(ENV_PRIVATE_KEY), var(ENV_PRIVATE_KEY_FILE)) {
@@ -234,7 +238,10 @@ mod tests {
             ),
         ]))
         .unwrap_err();
-        assert!(matches!(&err, GitHubError::Config(m) if m.contains("ARN")), "{err}");
+        assert!(
+            matches!(&err, GitHubError::Config(m) if m.contains("ARN")),
+            "{err}"
+        );
     }
 
     #[test]
@@ -243,7 +250,10 @@ mod tests {
             vec![(ENV_APP_ID, "42")],
             vec![(ENV_PRIVATE_KEY, PEM)],
             vec![(ENV_APP_ID, "42"), (ENV_PRIVATE_KEY, "not a key")],
-            vec![(ENV_APP_ID, "42"), (ENV_PRIVATE_KEY_FILE, "/nonexistent/parley.pem")],
+            vec![
+                (ENV_APP_ID, "42"),
+                (ENV_PRIVATE_KEY_FILE, "/nonexistent/parley.pem"),
+            ],
             vec![(ENV_API_URL, "ftp://example.com")],
             vec![(ENV_API_URL, "not a url")],
         ];

@@ -97,8 +97,14 @@ mod tests {
         let cases = [
             ("https://api.github.com", "https://api.github.com/graphql"),
             ("https://api.github.com/", "https://api.github.com/graphql"),
-            ("https://ghe.example.com/api/v3", "https://ghe.example.com/api/graphql"),
-            ("https://ghe.example.com/api/v3/", "https://ghe.example.com/api/graphql"),
+            (
+                "https://ghe.example.com/api/v3",
+                "https://ghe.example.com/api/graphql",
+            ),
+            (
+                "https://ghe.example.com/api/v3/",
+                "https://ghe.example.com/api/graphql",
+            ),
             ("http://127.0.0.1:8080", "http://127.0.0.1:8080/graphql"),
         ];
         for (rest, graphql) in cases {
@@ -115,13 +121,18 @@ mod tests {
             url.as_str(),
             "https://ghe.example.com/api/v3/repos/octo/hello%20world/contents/a%3Fb%23c"
         );
-        let slashed = base.repo_url(&repo, &["compare", "main...feature/x"]).unwrap();
+        let slashed = base
+            .repo_url(&repo, &["compare", "main...feature/x"])
+            .unwrap();
         assert!(slashed.path().ends_with("/compare/main...feature%2Fx"));
         let climbing = RepoScope::new(1, "..", "x");
         assert!(matches!(
             base.repo_url(&climbing, &["pulls"]),
             Err(GitHubError::InvalidRequest(_))
         ));
-        assert!(base.repo_url(&RepoScope::new(1, "o", ""), &["pulls"]).is_err());
+        assert!(
+            base.repo_url(&RepoScope::new(1, "o", ""), &["pulls"])
+                .is_err()
+        );
     }
 }

@@ -34,7 +34,9 @@ impl ErrorBody {
 /// The typed error for a non-success status that is not retried (or no longer).
 /// `context` names the request (`GET /repos/o/r/pulls/1`) so the log says what failed.
 pub(crate) fn status_error(status: u16, body: ErrorBody, context: &str) -> GitHubError {
-    let message = format!("{context}: {}", body.message()).trim_end_matches(": ").to_owned();
+    let message = format!("{context}: {}", body.message())
+        .trim_end_matches(": ")
+        .to_owned();
     match status {
         401 => GitHubError::Unauthorized(message),
         403 => GitHubError::Forbidden(message),
@@ -69,10 +71,21 @@ mod tests {
     #[test]
     fn maps_statuses_callers_act_on() {
         let body = || ErrorBody::parse(br#"{"message":"Not Found"}"#);
-        assert!(matches!(status_error(404, body(), "GET /x"), GitHubError::NotFound(m) if m == "GET /x: Not Found"));
-        assert!(matches!(status_error(410, body(), "x"), GitHubError::Gone(_)));
-        assert!(matches!(status_error(409, body(), "x"), GitHubError::Rejected { status: 409, .. }));
-        assert!(matches!(status_error(502, body(), "x"), GitHubError::Server { status: 502, .. }));
+        assert!(
+            matches!(status_error(404, body(), "GET /x"), GitHubError::NotFound(m) if m == "GET /x: Not Found")
+        );
+        assert!(matches!(
+            status_error(410, body(), "x"),
+            GitHubError::Gone(_)
+        ));
+        assert!(matches!(
+            status_error(409, body(), "x"),
+            GitHubError::Rejected { status: 409, .. }
+        ));
+        assert!(matches!(
+            status_error(502, body(), "x"),
+            GitHubError::Server { status: 502, .. }
+        ));
     }
 
     #[test]

@@ -193,7 +193,10 @@ mod tests {
             rate_limit_wait(403, &h, "Resource not accessible by integration", now),
             None
         );
-        assert_eq!(rate_limit_wait(500, &HeaderMap::new(), "rate limit", now), None);
+        assert_eq!(
+            rate_limit_wait(500, &HeaderMap::new(), "rate limit", now),
+            None
+        );
     }
 
     #[test]

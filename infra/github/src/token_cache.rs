@@ -83,7 +83,10 @@ impl TokenCache {
     pub(crate) async fn invalidate(&self, installation_id: u64, rejected: &str) {
         let slot = self.slot(installation_id);
         let mut cached = slot.lock().await;
-        if cached.as_ref().is_some_and(|token| token.secret == rejected) {
+        if cached
+            .as_ref()
+            .is_some_and(|token| token.secret == rejected)
+        {
             *cached = None;
         }
     }
@@ -114,9 +117,18 @@ mod tests {
 
         assert_eq!(cache.get_or_mint(1, now, || mint("a")).await.unwrap(), "a");
         let later = now + Duration::minutes(54);
-        assert_eq!(cache.get_or_mint(1, later, || mint("b")).await.unwrap(), "a");
+        assert_eq!(
+            cache.get_or_mint(1, later, || mint("b")).await.unwrap(),
+            "a"
+        );
         let inside_margin = now + Duration::minutes(55) + Duration::seconds(1);
-        assert_eq!(cache.get_or_mint(1, inside_margin, || mint("c")).await.unwrap(), "c");
+        assert_eq!(
+            cache
+                .get_or_mint(1, inside_margin, || mint("c"))
+                .await
+                .unwrap(),
+            "c"
+        );
         assert_eq!(mints.load(Ordering::SeqCst), 2);
     }
 
@@ -125,8 +137,13 @@ mod tests {
         let cache = TokenCache::default();
         let now = OffsetDateTime::now_utc();
         let expires = now + Duration::minutes(60);
-        cache.get_or_mint(1, now, || async { Ok(token("one", expires)) }).await.unwrap();
-        let second = cache.get_or_mint(2, now, || async { Ok(token("two", expires)) }).await;
+        cache
+            .get_or_mint(1, now, || async { Ok(token("one", expires)) })
+            .await
+            .unwrap();
+        let second = cache
+            .get_or_mint(2, now, || async { Ok(token("two", expires)) })
+            .await;
         assert_eq!(second.unwrap(), "two");
     }
 
@@ -135,12 +152,19 @@ mod tests {
         let cache = TokenCache::default();
         let now = OffsetDateTime::now_utc();
         let expires = now + Duration::minutes(60);
-        cache.get_or_mint(1, now, || async { Ok(token("new", expires)) }).await.unwrap();
+        cache
+            .get_or_mint(1, now, || async { Ok(token("new", expires)) })
+            .await
+            .unwrap();
         cache.invalidate(1, "old").await;
-        let kept = cache.get_or_mint(1, now, || async { Ok(token("other", expires)) }).await;
+        let kept = cache
+            .get_or_mint(1, now, || async { Ok(token("other", expires)) })
+            .await;
         assert_eq!(kept.unwrap(), "new");
         cache.invalidate(1, "new").await;
-        let replaced = cache.get_or_mint(1, now, || async { Ok(token("fresh", expires)) }).await;
+        let replaced = cache
+            .get_or_mint(1, now, || async { Ok(token("fresh", expires)) })
+            .await;
         assert_eq!(replaced.unwrap(), "fresh");
     }
 
@@ -149,11 +173,15 @@ mod tests {
         let cache = TokenCache::default();
         let now = OffsetDateTime::now_utc();
         let failed = cache
-            .get_or_mint(1, now, || async { Err(GitHubError::Network("down".into())) })
+            .get_or_mint(1, now, || async {
+                Err(GitHubError::Network("down".into()))
+            })
             .await;
         assert!(failed.is_err());
         let expires = now + Duration::minutes(60);
-        let next = cache.get_or_mint(1, now, || async { Ok(token("ok", expires)) }).await;
+        let next = cache
+            .get_or_mint(1, now, || async { Ok(token("ok", expires)) })
+            .await;
         assert_eq!(next.unwrap(), "ok");
     }
 }

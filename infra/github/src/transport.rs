@@ -69,7 +69,9 @@ impl GitHubClient {
             };
 
             match failure {
-                Failure::Status { status: 401, body, .. } => {
+                Failure::Status {
+                    status: 401, body, ..
+                } => {
                     // A cached token can be revoked early (App permissions changed,
                     // installation re-authorised): mint a new one once. A 401 with a fresh
                     // token or the JWT means the credentials themselves are wrong.
@@ -84,7 +86,11 @@ impl GitHubClient {
                     }
                     return Err(status_error(401, body, &context));
                 }
-                Failure::Status { status, headers, body } => {
+                Failure::Status {
+                    status,
+                    headers,
+                    body,
+                } => {
                     if let Some(wait) =
                         rate_limit_wait(status, &headers, body.message(), SystemTime::now())
                     {
@@ -268,8 +274,17 @@ impl GitHubClient {
                 .await?;
             pages += 1;
             let page: Vec<T> = decode(&reply.body, &context)?;
+            let page_was_empty = page.is_empty();
             items.extend(page);
             let next = next_link(&reply.headers);
+            if page_was_empty {
+                // An empty page with a `next` link would otherwise page forever (up to the
+                // cap) for nothing; GitHub never means that.
+                return Ok(Listing {
+                    items,
+                    truncated: false,
+                });
+            }
 
             if items.len() >= limit.max_items {
                 let truncated = items.len() > limit.max_items || next.is_some();

@@ -31,6 +31,19 @@ pub async fn from_env() -> Result<Arc<dyn Llm>, LlmError> {
 /// The adapter for `config`. Async because Bedrock loads the AWS configuration (region,
 /// role credentials, endpoint override).
 pub async fn build(config: LlmConfig) -> Result<Arc<dyn Llm>, LlmError> {
+    // In Lambda the template passes the key as a Secrets Manager ARN; sending the ARN as
+    // a key would fail later as a confusing 401.
+    if config
+        .api_key
+        .as_deref()
+        .is_some_and(|key| key.starts_with("arn:") && key.contains(":secretsmanager:"))
+    {
+        return Err(LlmError::Config(
+            "LLM_API_KEY is a Secrets Manager ARN; resolve it to the secret's value before \
+             building the LLM client"
+                .into(),
+        ));
+    }
     let llm: Arc<dyn Llm> = match config.provider {
         Provider::Anthropic => Arc::new(AnthropicLlm::new(
             config

@@ -1,6 +1,8 @@
 //! `from_env()` as a deployed Lambda sees it: nothing LLM-specific set, so Bedrock with
 //! the region's default Claude profile, reached through `AWS_ENDPOINT_URL`.
 //!
+//! `PARLEY_LLM_PRICES` is read here too.
+//!
 //! This binary holds a single test because it sets process environment variables, which
 //! is only sound while no other thread reads them.
 
@@ -26,6 +28,10 @@ fn deployed_with_nothing_set_uses_bedrock_through_aws_endpoint_url() {
             "/nonexistent/parley-test-credentials",
         ),
         ("LLM_RETRY_BASE_DELAY_MS", "1"),
+        (
+            "PARLEY_LLM_PRICES",
+            r#"{"claude-sonnet-4-5": {"input": 3.3, "output": 16.5}}"#,
+        ),
     ];
     let unset = [
         "LLM_PROVIDER",
@@ -88,5 +94,10 @@ fn deployed_with_nothing_set_uses_bedrock_through_aws_endpoint_url() {
         );
         let authorization = seen[1].header("authorization").unwrap_or_default();
         assert!(authorization.contains("/eu-west-1/bedrock/"), "{authorization}");
+
+        // The regional profile's premium, declared by the operator, prices this model.
+        let prices = parley_llm::prices_from_env().unwrap();
+        let cost = prices.cost_usd(llm.model(), Usage::new(1_000_000, 0));
+        assert_eq!(cost, Some(3.3));
     });
 }

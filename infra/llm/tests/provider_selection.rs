@@ -65,3 +65,21 @@ async fn an_openai_config_builds_an_openai_compatible_adapter() {
     assert_eq!(sent.path, "/v1/chat/completions");
     assert_eq!(sent.body["model"], "qwen2.5-coder:7b");
 }
+
+#[tokio::test]
+async fn an_unresolved_secret_arn_is_refused_before_any_call() {
+    let server = FakeServer::start(vec![]).await;
+    let result = parley_llm::build(config(
+        Provider::Anthropic,
+        server.base_url.clone(),
+        Some("arn:aws:secretsmanager:eu-west-1:123456789012:secret:parley-llm-AbCdEf"),
+        "claude-sonnet-4-5",
+    ))
+    .await;
+    assert!(
+        matches!(&result, Err(parley_core::ports::llm::LlmError::Config(m)) if m.contains("Secrets Manager")),
+        "{:?}",
+        result.err()
+    );
+    assert!(server.requests().is_empty());
+}

@@ -28,7 +28,12 @@ const MAX_RECEIVES: u32 = 2;
 type Queue = Arc<dyn PollingQueue>;
 
 fn msg(queue: QueueName, group: &str, dedup: &str, body: &str) -> OutgoingMessage {
-    OutgoingMessage { queue, group_id: group.into(), dedup_id: dedup.into(), body: body.into() }
+    OutgoingMessage {
+        queue,
+        group_id: group.into(),
+        dedup_id: dedup.into(),
+        body: body.into(),
+    }
 }
 
 fn bodies(messages: &[ReceivedMessage]) -> Vec<&str> {
@@ -43,7 +48,10 @@ fn sorted_bodies(messages: &[ReceivedMessage]) -> Vec<&str> {
 }
 
 fn by_body<'a>(messages: &'a [ReceivedMessage], body: &str) -> &'a ReceivedMessage {
-    messages.iter().find(|m| m.body == body).unwrap_or_else(|| panic!("{body} not among {messages:?}"))
+    messages
+        .iter()
+        .find(|m| m.body == body)
+        .unwrap_or_else(|| panic!("{body} not among {messages:?}"))
 }
 
 /// Receive until something arrives or PATIENCE runs out.
@@ -65,7 +73,10 @@ async fn poll(q: &Queue, queue: QueueName, visibility: Duration) -> Vec<Received
 async fn check_send_receive_ack(q: Queue) {
     q.send(msg(C, "octo/repo#1", "d1", "hello")).await.unwrap();
 
-    assert!(q.receive(R, 10, HOLD).await.unwrap().is_empty(), "the review queue is a different queue");
+    assert!(
+        q.receive(R, 10, HOLD).await.unwrap().is_empty(),
+        "the review queue is a different queue"
+    );
     let got = q.receive(C, 10, SHORT).await.unwrap();
     assert_eq!(bodies(&got), ["hello"]);
     assert_eq!(got[0].group_id, "octo/repo#1");
@@ -75,7 +86,10 @@ async fn check_send_receive_ack(q: Queue) {
     q.ack(C, &got[0].receipt).await.unwrap();
     // Past the visibility timeout, so an ack that did nothing would show the message again.
     tokio::time::sleep(SHORT + Duration::from_millis(1200)).await;
-    assert!(q.receive(C, 10, HOLD).await.unwrap().is_empty(), "an acked message is gone");
+    assert!(
+        q.receive(C, 10, HOLD).await.unwrap().is_empty(),
+        "an acked message is gone"
+    );
 }
 
 async fn check_dedup_id_drops_a_duplicate(q: Queue) {
@@ -94,8 +108,15 @@ async fn check_dedup_id_drops_a_duplicate(q: Queue) {
         }
         seen.extend(got.into_iter().map(|m| m.body));
     }
-    assert_eq!(seen, ["first", "first"], "the second send of `same` is dropped");
-    assert_eq!(bodies(&q.receive(C, 10, HOLD).await.unwrap()), ["elsewhere"]);
+    assert_eq!(
+        seen,
+        ["first", "first"],
+        "the second send of `same` is dropped"
+    );
+    assert_eq!(
+        bodies(&q.receive(C, 10, HOLD).await.unwrap()),
+        ["elsewhere"]
+    );
 }
 
 /// Ids SQS refuses as they are (too long, spaces, non-ASCII) still work, keep their
@@ -103,11 +124,19 @@ async fn check_dedup_id_drops_a_duplicate(q: Queue) {
 async fn check_ids_sqs_refuses_as_they_are(q: Queue) {
     let long_group = format!("{}/{}#{}", "o".repeat(39), "r".repeat(100), 123);
     let long_dedup = "δ".repeat(100);
-    q.send(msg(C, &long_group, &long_dedup, "one")).await.unwrap();
-    q.send(msg(C, &long_group, &long_dedup, "duplicate")).await.unwrap();
+    q.send(msg(C, &long_group, &long_dedup, "one"))
+        .await
+        .unwrap();
+    q.send(msg(C, &long_group, &long_dedup, "duplicate"))
+        .await
+        .unwrap();
     // Shares the first 128 bytes with long_dedup: truncating would call it a duplicate.
-    q.send(msg(C, &long_group, &format!("{long_dedup}!"), "two")).await.unwrap();
-    q.send(msg(C, "with space", "with space", "three")).await.unwrap();
+    q.send(msg(C, &long_group, &format!("{long_dedup}!"), "two"))
+        .await
+        .unwrap();
+    q.send(msg(C, "with space", "with space", "three"))
+        .await
+        .unwrap();
 
     let first = q.receive(C, 10, HOLD).await.unwrap();
     assert_eq!(sorted_bodies(&first), ["one", "three"]);
@@ -116,7 +145,11 @@ async fn check_ids_sqs_refuses_as_they_are(q: Queue) {
     q.ack(C, &by_body(&first, "one").receipt).await.unwrap();
 
     let second = q.receive(C, 10, HOLD).await.unwrap();
-    assert_eq!(bodies(&second), ["two"], "one group: `two` follows `one`, and `duplicate` is dropped");
+    assert_eq!(
+        bodies(&second),
+        ["two"],
+        "one group: `two` follows `one`, and `duplicate` is dropped"
+    );
 }
 
 async fn check_per_group_order(q: Queue) {
@@ -125,11 +158,21 @@ async fn check_per_group_order(q: Queue) {
     q.send(msg(R, "B", "b1", "B1")).await.unwrap();
 
     let first = q.receive(R, 10, HOLD).await.unwrap();
-    assert_eq!(sorted_bodies(&first), ["A1", "B1"], "one message per group at a time, in send order");
-    assert!(q.receive(R, 10, HOLD).await.unwrap().is_empty(), "A2 waits while A1 is in flight");
+    assert_eq!(
+        sorted_bodies(&first),
+        ["A1", "B1"],
+        "one message per group at a time, in send order"
+    );
+    assert!(
+        q.receive(R, 10, HOLD).await.unwrap().is_empty(),
+        "A2 waits while A1 is in flight"
+    );
 
     q.ack(R, &by_body(&first, "B1").receipt).await.unwrap();
-    assert!(q.receive(R, 10, HOLD).await.unwrap().is_empty(), "acking B1 does not free group A");
+    assert!(
+        q.receive(R, 10, HOLD).await.unwrap().is_empty(),
+        "acking B1 does not free group A"
+    );
 
     q.ack(R, &by_body(&first, "A1").receipt).await.unwrap();
     let next = q.receive(R, 10, HOLD).await.unwrap();
@@ -141,13 +184,23 @@ async fn check_visibility_timeout_redelivers(q: Queue) {
     q.send(msg(C, "g", "d", "slow job")).await.unwrap();
     let first = q.receive(C, 10, SHORT).await.unwrap();
     assert_eq!(first.len(), 1);
-    assert!(q.receive(C, 10, SHORT).await.unwrap().is_empty(), "hidden while in flight");
+    assert!(
+        q.receive(C, 10, SHORT).await.unwrap().is_empty(),
+        "hidden while in flight"
+    );
 
     let again = poll(&q, C, HOLD).await;
-    assert_eq!(bodies(&again), ["slow job"], "back after its visibility timeout");
+    assert_eq!(
+        bodies(&again),
+        ["slow job"],
+        "back after its visibility timeout"
+    );
     assert_eq!(again[0].message_id, first[0].message_id);
     assert_eq!(again[0].receive_count, 2);
-    assert_ne!(again[0].receipt, first[0].receipt, "each receive gets its own receipt");
+    assert_ne!(
+        again[0].receipt, first[0].receipt,
+        "each receive gets its own receipt"
+    );
     q.ack(C, &again[0].receipt).await.unwrap();
 }
 
@@ -161,10 +214,17 @@ async fn check_crashed_consumer(crashing: Queue, survivor: Queue) {
     drop(crashing);
 
     let recovered = poll(&survivor, R, HOLD).await;
-    assert_eq!(bodies(&recovered), ["job 1"], "job 2 must not overtake the crashed job 1");
+    assert_eq!(
+        bodies(&recovered),
+        ["job 1"],
+        "job 2 must not overtake the crashed job 1"
+    );
     assert_eq!(recovered[0].receive_count, 2);
     survivor.ack(R, &recovered[0].receipt).await.unwrap();
-    assert_eq!(bodies(&survivor.receive(R, 10, HOLD).await.unwrap()), ["job 2"]);
+    assert_eq!(
+        bodies(&survivor.receive(R, 10, HOLD).await.unwrap()),
+        ["job 2"]
+    );
 }
 
 async fn check_nack_makes_visible_at_once(q: Queue) {
@@ -175,7 +235,11 @@ async fn check_nack_makes_visible_at_once(q: Queue) {
     q.nack(C, &first[0].receipt).await.unwrap();
 
     let again = q.receive(C, 10, HOLD).await.unwrap();
-    assert_eq!(bodies(&again), ["retry me"], "retried at once, still ahead of its group");
+    assert_eq!(
+        bodies(&again),
+        ["retry me"],
+        "retried at once, still ahead of its group"
+    );
     assert_eq!(again[0].receive_count, 2);
 }
 
@@ -194,11 +258,19 @@ async fn check_dead_letter_after_max_receives(q: Queue) {
     // The receive after the last allowed one moves it to the dead letters; the next message
     // of its group is then free (at once here, or on a later receive: either is fine).
     let next = poll(&q, R, HOLD).await;
-    assert_eq!(bodies(&next), ["next"], "poison is not delivered a third time");
+    assert_eq!(
+        bodies(&next),
+        ["next"],
+        "poison is not delivered a third time"
+    );
     assert_eq!(next[0].receive_count, 1);
 
     assert_eq!(q.dead_letters(R).await.unwrap(), ["poison"]);
-    assert_eq!(q.dead_letters(R).await.unwrap(), ["poison"], "reading dead letters leaves them there");
+    assert_eq!(
+        q.dead_letters(R).await.unwrap(),
+        ["poison"],
+        "reading dead letters leaves them there"
+    );
     assert!(q.dead_letters(C).await.unwrap().is_empty());
 }
 
@@ -206,9 +278,14 @@ async fn check_dead_letter_after_max_receives(q: Queue) {
 async fn check_competing_consumers(a: Queue, b: Queue) {
     for group in 0..4 {
         for n in 0..3 {
-            a.send(msg(C, &format!("g{group}"), &format!("{group}-{n}"), &format!("{group}-{n}")))
-                .await
-                .unwrap();
+            a.send(msg(
+                C,
+                &format!("g{group}"),
+                &format!("{group}-{n}"),
+                &format!("{group}-{n}"),
+            ))
+            .await
+            .unwrap();
         }
     }
     let mut order: HashMap<String, Vec<String>> = HashMap::new();
@@ -218,10 +295,21 @@ async fn check_competing_consumers(a: Queue, b: Queue) {
         let (got_a, got_b) = tokio::join!(a.receive(C, 10, HOLD), b.receive(C, 10, HOLD));
         let (got_a, got_b) = (got_a.unwrap(), got_b.unwrap());
         let mut groups = HashSet::new();
-        for (q, m) in got_a.iter().map(|m| (&a, m)).chain(got_b.iter().map(|m| (&b, m))) {
-            assert!(groups.insert(m.group_id.clone()), "two consumers hold group {} at once", m.group_id);
+        for (q, m) in got_a
+            .iter()
+            .map(|m| (&a, m))
+            .chain(got_b.iter().map(|m| (&b, m)))
+        {
+            assert!(
+                groups.insert(m.group_id.clone()),
+                "two consumers hold group {} at once",
+                m.group_id
+            );
             assert!(seen.insert(m.body.clone()), "{} delivered twice", m.body);
-            order.entry(m.group_id.clone()).or_default().push(m.body.clone());
+            order
+                .entry(m.group_id.clone())
+                .or_default()
+                .push(m.body.clone());
             q.ack(C, &m.receipt).await.unwrap();
         }
     }
@@ -238,14 +326,44 @@ async fn check_stale_receipts(q: Queue) {
     q.send(msg(C, "g", "d", "job")).await.unwrap();
     let first = q.receive(C, 10, SHORT).await.unwrap().remove(0);
     tokio::time::sleep(SHORT + Duration::from_millis(200)).await;
-    assert!(matches!(q.ack(C, &first.receipt).await, Err(QueueError::StaleReceipt(_))), "expired");
+    assert!(
+        matches!(
+            q.ack(C, &first.receipt).await,
+            Err(QueueError::StaleReceipt(_))
+        ),
+        "expired"
+    );
 
     let second = poll(&q, C, HOLD).await.remove(0);
-    assert!(matches!(q.ack(C, &first.receipt).await, Err(QueueError::StaleReceipt(_))), "redelivered");
-    assert!(matches!(q.nack(C, &first.receipt).await, Err(QueueError::StaleReceipt(_))), "redelivered");
+    assert!(
+        matches!(
+            q.ack(C, &first.receipt).await,
+            Err(QueueError::StaleReceipt(_))
+        ),
+        "redelivered"
+    );
+    assert!(
+        matches!(
+            q.nack(C, &first.receipt).await,
+            Err(QueueError::StaleReceipt(_))
+        ),
+        "redelivered"
+    );
     q.ack(C, &second.receipt).await.unwrap();
-    assert!(matches!(q.ack(C, &second.receipt).await, Err(QueueError::StaleReceipt(_))), "acked twice");
-    assert!(matches!(q.ack(C, "no-such-receipt").await, Err(QueueError::StaleReceipt(_))), "unknown");
+    assert!(
+        matches!(
+            q.ack(C, &second.receipt).await,
+            Err(QueueError::StaleReceipt(_))
+        ),
+        "acked twice"
+    );
+    assert!(
+        matches!(
+            q.ack(C, "no-such-receipt").await,
+            Err(QueueError::StaleReceipt(_))
+        ),
+        "unknown"
+    );
 }
 
 /// SQS remembers a dedup id for five minutes after the send, even once the message is
@@ -254,7 +372,9 @@ async fn check_dedup_outlives_the_message(q: Queue) {
     q.send(msg(R, "g", "delivery-1", "job")).await.unwrap();
     let got = q.receive(R, 10, HOLD).await.unwrap();
     q.ack(R, &got[0].receipt).await.unwrap();
-    q.send(msg(R, "g", "delivery-1", "job again")).await.unwrap();
+    q.send(msg(R, "g", "delivery-1", "job again"))
+        .await
+        .unwrap();
     assert!(q.receive(R, 10, HOLD).await.unwrap().is_empty());
 }
 
@@ -263,7 +383,10 @@ async fn check_dedup_outlives_the_message(q: Queue) {
 // ---------------------------------------------------------------------------------------
 
 fn settings() -> QueueSettings {
-    QueueSettings { max_receive_count: MAX_RECEIVES, ..QueueSettings::default() }
+    QueueSettings {
+        max_receive_count: MAX_RECEIVES,
+        ..QueueSettings::default()
+    }
 }
 
 async fn sqlite_file() -> (tempfile::TempDir, std::path::PathBuf, Queue) {
@@ -364,16 +487,24 @@ mod sqlite_queue {
         q.send(msg(R, "g", "1", "in flight")).await.unwrap();
         q.send(msg(R, "g", "2", "waiting")).await.unwrap();
         q.send(msg(C, "h", "3", "dead")).await.unwrap();
-        assert_eq!(bodies(&q.receive(R, 10, SHORT).await.unwrap()), ["in flight"]);
+        assert_eq!(
+            bodies(&q.receive(R, 10, SHORT).await.unwrap()),
+            ["in flight"]
+        );
         for _ in 0..MAX_RECEIVES {
             let got = q.receive(C, 10, HOLD).await.unwrap();
             q.nack(C, &got[0].receipt).await.unwrap();
         }
-        assert!(q.receive(C, 10, HOLD).await.unwrap().is_empty(), "dead-lettered");
+        assert!(
+            q.receive(C, 10, HOLD).await.unwrap().is_empty(),
+            "dead-lettered"
+        );
         drop(q);
 
         let q: Queue = Arc::new(SqliteQueue::open(&path, settings()).await.unwrap());
-        q.send(msg(R, "g", "2", "duplicate after restart")).await.unwrap();
+        q.send(msg(R, "g", "2", "duplicate after restart"))
+            .await
+            .unwrap();
         let back = poll(&q, R, HOLD).await;
         assert_eq!(bodies(&back), ["in flight"]);
         assert_eq!(back[0].receive_count, 2);
@@ -386,8 +517,15 @@ mod sqlite_queue {
     async fn a_dedup_id_is_accepted_again_after_the_window() {
         let dir = tempfile::tempdir().unwrap();
         let window = Duration::from_millis(500);
-        let settings = QueueSettings { dedup_window: window, ..settings() };
-        let q: Queue = Arc::new(SqliteQueue::open(dir.path().join("q.db"), settings).await.unwrap());
+        let settings = QueueSettings {
+            dedup_window: window,
+            ..settings()
+        };
+        let q: Queue = Arc::new(
+            SqliteQueue::open(dir.path().join("q.db"), settings)
+                .await
+                .unwrap(),
+        );
         q.send(msg(C, "g", "d", "first")).await.unwrap();
         q.send(msg(C, "g", "d", "inside the window")).await.unwrap();
         tokio::time::sleep(window + Duration::from_millis(100)).await;
@@ -395,7 +533,10 @@ mod sqlite_queue {
         let first = q.receive(C, 10, HOLD).await.unwrap();
         q.ack(C, &first[0].receipt).await.unwrap();
         let second = q.receive(C, 10, HOLD).await.unwrap();
-        assert_eq!((bodies(&first), bodies(&second)), (vec!["first"], vec!["after the window"]));
+        assert_eq!(
+            (bodies(&first), bodies(&second)),
+            (vec!["first"], vec!["after the window"])
+        );
     }
 
     /// The store adapter opens the same file on its own connection.
@@ -404,11 +545,17 @@ mod sqlite_queue {
         let (_dir, path, q) = sqlite_file().await;
         let other = rusqlite::Connection::open(&path).unwrap();
         other.busy_timeout(Duration::from_secs(5)).unwrap();
-        other.execute_batch("CREATE TABLE findings (id INTEGER PRIMARY KEY, title TEXT)").unwrap();
-        other.execute("INSERT INTO findings (title) VALUES ('x')", []).unwrap();
+        other
+            .execute_batch("CREATE TABLE findings (id INTEGER PRIMARY KEY, title TEXT)")
+            .unwrap();
+        other
+            .execute("INSERT INTO findings (title) VALUES ('x')", [])
+            .unwrap();
         q.send(msg(C, "g", "d", "job")).await.unwrap();
         assert_eq!(bodies(&q.receive(C, 10, HOLD).await.unwrap()), ["job"]);
-        let mode: String = other.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        let mode: String = other
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(mode, "wal");
         let tables: Vec<String> = other
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -418,15 +565,23 @@ mod sqlite_queue {
             .collect::<Result<_, _>>()
             .unwrap();
         assert!(
-            tables.iter().all(|t| t == "findings" || t.starts_with("queue_")),
+            tables
+                .iter()
+                .all(|t| t == "findings" || t.starts_with("queue_")),
             "the queue only creates queue_ tables: {tables:?}"
         );
     }
 
     #[tokio::test]
     async fn refuses_a_max_receive_count_of_zero() {
-        let settings = QueueSettings { max_receive_count: 0, ..QueueSettings::default() };
-        assert!(matches!(SqliteQueue::open_in_memory(settings), Err(QueueError::Config(_))));
+        let settings = QueueSettings {
+            max_receive_count: 0,
+            ..QueueSettings::default()
+        };
+        assert!(matches!(
+            SqliteQueue::open_in_memory(settings),
+            Err(QueueError::Config(_))
+        ));
     }
 }
 
@@ -452,7 +607,10 @@ async fn sqs_pair() -> (Queue, Queue) {
         .unwrap_or_else(|err| panic!("creating queues on {endpoint} (is moto running?): {err}"));
     // A second client stands for a second worker process.
     let second = aws_sdk_sqs::Client::new(&config);
-    (Arc::new(SqsQueue::new(client, urls.clone())), Arc::new(SqsQueue::new(second, urls)))
+    (
+        Arc::new(SqsQueue::new(client, urls.clone())),
+        Arc::new(SqsQueue::new(second, urls)),
+    )
 }
 
 async fn sqs() -> Queue {

@@ -60,6 +60,14 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_lapses_at_its_expiry_second_matching_the_writers_condition() {
+        // Writers take over when `expires_at <= now`; readers must agree on the boundary.
+        assert!(is_live(11, 10));
+        assert!(!is_live(10, 10));
+        assert!(!is_live(9, 10));
+    }
+
+    #[test]
     fn a_huge_ttl_saturates_instead_of_overflowing() {
         let now = datetime!(2024-01-01 00:00:00 UTC);
         assert_eq!(expires_at(now, Duration::MAX), i64::MAX);

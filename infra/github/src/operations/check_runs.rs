@@ -15,7 +15,13 @@ pub(crate) async fn create(
 ) -> Result<CheckRun, GitHubError> {
     let url = client.base.repo_url(repo, &["check-runs"])?;
     client
-        .send_json(Method::POST, auth(repo), url, check_run, Replay::NotAfterSend)
+        .send_json(
+            Method::POST,
+            auth(repo),
+            url,
+            check_run,
+            Replay::NotAfterSend,
+        )
         .await
 }
 

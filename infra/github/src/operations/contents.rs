@@ -55,7 +55,11 @@ pub(crate) async fn get_file(
             return Ok(None);
         }
         ContentsWire::Directory(entries) => {
-            tracing::debug!(path, entries = entries.len(), "a directory; treating as absent");
+            tracing::debug!(
+                path,
+                entries = entries.len(),
+                "a directory; treating as absent"
+            );
             return Ok(None);
         }
     };
@@ -71,7 +75,11 @@ pub(crate) async fn get_file(
         }
     };
     Ok(Some(FileContent {
-        path: if entry.path.is_empty() { path.to_owned() } else { entry.path },
+        path: if entry.path.is_empty() {
+            path.to_owned()
+        } else {
+            entry.path
+        },
         sha: entry.sha,
         bytes,
     }))
@@ -95,8 +103,14 @@ mod tests {
 
     #[test]
     fn decodes_wrapped_base64() {
-        assert_eq!(decode_base64("aGVs\nbG8g\nd29y\nbGQ=\n").unwrap(), b"hello world");
-        assert_eq!(decode_base64("aGVs\\nbG8g\\nd29ybGQ=\\n").unwrap(), b"hello world");
+        assert_eq!(
+            decode_base64("aGVs\nbG8g\nd29y\nbGQ=\n").unwrap(),
+            b"hello world"
+        );
+        assert_eq!(
+            decode_base64("aGVs\\nbG8g\\nd29ybGQ=\\n").unwrap(),
+            b"hello world"
+        );
         assert!(decode_base64("not base64!").is_err());
     }
 }

@@ -23,7 +23,9 @@ pub(crate) async fn list(
     limit: PageLimit,
 ) -> Result<Listing<IssueComment>, GitHubError> {
     let number = number.to_string();
-    let url = client.base.repo_url(repo, &["issues", &number, "comments"])?;
+    let url = client
+        .base
+        .repo_url(repo, &["issues", &number, "comments"])?;
     let url = with_since(url, since)?;
     client.get_paged(auth(repo), url, limit).await
 }
@@ -48,9 +50,17 @@ pub(crate) async fn create(
     body: &str,
 ) -> Result<IssueComment, GitHubError> {
     let number = number.to_string();
-    let url = client.base.repo_url(repo, &["issues", &number, "comments"])?;
+    let url = client
+        .base
+        .repo_url(repo, &["issues", &number, "comments"])?;
     client
-        .send_json(Method::POST, auth(repo), url, &BodyOnly { body }, Replay::NotAfterSend)
+        .send_json(
+            Method::POST,
+            auth(repo),
+            url,
+            &BodyOnly { body },
+            Replay::NotAfterSend,
+        )
         .await
 }
 
@@ -66,6 +76,12 @@ pub(crate) async fn update(
         .base
         .repo_url(repo, &["issues", "comments", &comment_id])?;
     client
-        .send_json(Method::PATCH, auth(repo), url, &BodyOnly { body }, Replay::Safe)
+        .send_json(
+            Method::PATCH,
+            auth(repo),
+            url,
+            &BodyOnly { body },
+            Replay::Safe,
+        )
         .await
 }

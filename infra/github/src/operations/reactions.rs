@@ -25,7 +25,13 @@ pub(crate) async fn on_issue_comment(
         .base
         .repo_url(repo, &["issues", "comments", &comment_id, "reactions"])?;
     client
-        .send_json(Method::POST, auth(repo), url, &NewReaction { content }, Replay::Safe)
+        .send_json(
+            Method::POST,
+            auth(repo),
+            url,
+            &NewReaction { content },
+            Replay::Safe,
+        )
         .await
 }
 
@@ -41,6 +47,12 @@ pub(crate) async fn on_review_comment(
         .base
         .repo_url(repo, &["pulls", "comments", &comment_id, "reactions"])?;
     client
-        .send_json(Method::POST, auth(repo), url, &NewReaction { content }, Replay::Safe)
+        .send_json(
+            Method::POST,
+            auth(repo),
+            url,
+            &NewReaction { content },
+            Replay::Safe,
+        )
         .await
 }

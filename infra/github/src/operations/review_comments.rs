@@ -20,7 +20,9 @@ pub(crate) async fn list(
     limit: PageLimit,
 ) -> Result<Listing<ReviewComment>, GitHubError> {
     let number = number.to_string();
-    let mut url = client.base.repo_url(repo, &["pulls", &number, "comments"])?;
+    let mut url = client
+        .base
+        .repo_url(repo, &["pulls", &number, "comments"])?;
     url.query_pairs_mut()
         .append_pair("sort", "created")
         .append_pair("direction", "asc");
@@ -56,7 +58,9 @@ pub(crate) async fn create(
     comment: &NewReviewComment,
 ) -> Result<ReviewComment, GitHubError> {
     let number = number.to_string();
-    let url = client.base.repo_url(repo, &["pulls", &number, "comments"])?;
+    let url = client
+        .base
+        .repo_url(repo, &["pulls", &number, "comments"])?;
     let body = NewCommentBody { commit_id, comment };
     client
         .send_json(Method::POST, auth(repo), url, &body, Replay::NotAfterSend)
@@ -79,11 +83,18 @@ pub(crate) async fn reply(
 ) -> Result<ReviewComment, GitHubError> {
     let number = number.to_string();
     let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["pulls", &number, "comments", &comment_id, "replies"])?;
+    let url = client.base.repo_url(
+        repo,
+        &["pulls", &number, "comments", &comment_id, "replies"],
+    )?;
     client
-        .send_json(Method::POST, auth(repo), url, &BodyOnly { body }, Replay::NotAfterSend)
+        .send_json(
+            Method::POST,
+            auth(repo),
+            url,
+            &BodyOnly { body },
+            Replay::NotAfterSend,
+        )
         .await
 }
 
@@ -99,6 +110,12 @@ pub(crate) async fn update(
         .base
         .repo_url(repo, &["pulls", "comments", &comment_id])?;
     client
-        .send_json(Method::PATCH, auth(repo), url, &BodyOnly { body }, Replay::Safe)
+        .send_json(
+            Method::PATCH,
+            auth(repo),
+            url,
+            &BodyOnly { body },
+            Replay::Safe,
+        )
         .await
 }

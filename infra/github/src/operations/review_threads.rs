@@ -11,7 +11,8 @@ const MAX_THREAD_PAGES: usize = 10;
 
 /// Only each thread's first comment is fetched: a finding is always a thread's root.
 /// `fullDatabaseId` is the REST id as a string; `databaseId` overflows 32 bits on new ids.
-const FIND_THREAD_QUERY: &str = "query($owner: String!, $name: String!, $number: Int!, $after: String) {
+const FIND_THREAD_QUERY: &str =
+    "query($owner: String!, $name: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
       reviewThreads(first: 100, after: $after) {
@@ -123,7 +124,10 @@ pub(crate) async fn find(
             .repository
             .and_then(|repository| repository.pull_request)
             .ok_or_else(|| {
-                GitHubError::NotFound(format!("GraphQL: pull request {}#{number}", repo.full_name()))
+                GitHubError::NotFound(format!(
+                    "GraphQL: pull request {}#{number}",
+                    repo.full_name()
+                ))
             })?
             .review_threads;
         let found = threads.nodes.into_iter().flatten().find(|thread| {

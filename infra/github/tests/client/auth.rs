@@ -30,7 +30,10 @@ async fn app_jwt_has_github_claims_and_verifies_with_the_public_key() {
     let iat = claims["iat"].as_i64().unwrap();
     let exp = claims["exp"].as_i64().unwrap();
     assert_eq!(claims["iss"], Value::from(APP_ID.to_string()));
-    assert!((started - 65..=started - 55).contains(&iat), "iat {iat} not ~60 s back from {started}");
+    assert!(
+        (started - 65..=started - 55).contains(&iat),
+        "iat {iat} not ~60 s back from {started}"
+    );
     assert!(exp > started + 60, "exp {exp} already close to now");
     assert!(exp - started < 600, "exp must be under 10 minutes ahead");
 }
@@ -44,7 +47,10 @@ async fn every_call_carries_user_agent_accept_and_api_version() {
     let requests = fake.requests();
     assert_eq!(requests.len(), 2, "token + pull request");
     for request in requests {
-        assert_eq!(request.header("accept"), Some("application/vnd.github+json"));
+        assert_eq!(
+            request.header("accept"),
+            Some("application/vnd.github+json")
+        );
         assert_eq!(request.header("x-github-api-version"), Some("2022-11-28"));
         assert!(request.header("user-agent").unwrap().starts_with("parley/"));
     }
@@ -57,7 +63,11 @@ async fn token_is_minted_with_the_jwt_and_used_on_repository_calls() {
     client(&fake).get_pull_request(&repo(), 42).await.unwrap();
 
     let mint = &fake.requests_to(Method::POST, TOKEN_PATH)[0];
-    assert_eq!(mint.bearer().split('.').count(), 3, "minting uses the App JWT");
+    assert_eq!(
+        mint.bearer().split('.').count(),
+        3,
+        "minting uses the App JWT"
+    );
     let call = &fake.requests_to(Method::GET, "/repos/octo-org/hello-world/pulls/42")[0];
     assert_eq!(call.bearer(), TOKEN);
 }
@@ -149,7 +159,11 @@ async fn a_401_drops_the_token_and_retries_once_with_a_new_one() {
         pr_path,
         Canned::json(401, &serde_json::json!({"message": "Bad credentials"})),
     );
-    fake.on(Method::GET, pr_path, Canned::of(&example("pulls__get.200.default")));
+    fake.on(
+        Method::GET,
+        pr_path,
+        Canned::of(&example("pulls__get.200.default")),
+    );
 
     let github = client(&fake);
     let pr = github.get_pull_request(&repo(), 42).await.unwrap();
@@ -174,7 +188,10 @@ async fn a_second_401_is_unauthorized() {
         pr_path,
         Canned::json(401, &serde_json::json!({"message": "Bad credentials"})),
     );
-    let err = client(&fake).get_pull_request(&repo(), 42).await.unwrap_err();
+    let err = client(&fake)
+        .get_pull_request(&repo(), 42)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, parley_core::ports::github::GitHubError::Unauthorized(m) if m.contains("Bad credentials")),
         "{err:?}"

@@ -4,4 +4,7 @@
 mod support;
 
 mod auth;
+mod errors;
 mod operations;
+mod pagination;
+mod retries;

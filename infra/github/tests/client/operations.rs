@@ -20,7 +20,10 @@ async fn get_pull_request() {
     assert_eq!(pr.head.ref_name, "new-topic");
     assert_eq!(pr.head.sha, "6dcb09b5b57875f334f61aebed695e2e4193db5e");
     assert_eq!(pr.base.ref_name, "master");
-    assert_eq!(pr.head.repo.as_ref().unwrap().full_name, "octocat/Hello-World");
+    assert_eq!(
+        pr.head.repo.as_ref().unwrap().full_name,
+        "octocat/Hello-World"
+    );
     assert_eq!(pr.user.as_ref().unwrap().login, "octocat");
     assert_eq!(pr.requested_reviewers[0].login, "other_user");
     assert_eq!(pr.labels[0].name, "bug");
@@ -40,10 +43,22 @@ async fn list_pull_request_files() {
     let file = &files.items[0];
     assert_eq!(file.filename, "file1.txt");
     assert_eq!(file.status, FileStatus::Added);
-    assert_eq!((file.additions, file.deletions, file.changes), (103, 21, 124));
-    assert!(file.patch.as_deref().unwrap().starts_with("@@ -132,7 +132,7 @@"));
+    assert_eq!(
+        (file.additions, file.deletions, file.changes),
+        (103, 21, 124)
+    );
+    assert!(
+        file.patch
+            .as_deref()
+            .unwrap()
+            .starts_with("@@ -132,7 +132,7 @@")
+    );
     let request = &fake.requests_to(Method::GET, &format!("{PR}/files"))[0];
-    assert!(request.query_pairs().contains(&("per_page".into(), "100".into())));
+    assert!(
+        request
+            .query_pairs()
+            .contains(&("per_page".into(), "100".into()))
+    );
 }
 
 #[tokio::test]
@@ -75,7 +90,10 @@ async fn compare_commits() {
     assert_eq!(comparison.status, "ahead");
     assert_eq!(comparison.total_commits, 2);
     assert_eq!(comparison.commits[1].sha, "bbb");
-    assert_eq!(comparison.commits[0].commit.as_ref().unwrap().message, "first");
+    assert_eq!(
+        comparison.commits[0].commit.as_ref().unwrap().message,
+        "first"
+    );
     assert_eq!(comparison.merge_base_commit.unwrap().sha, "aaa");
     assert_eq!(comparison.files[0].filename, "file1.txt");
 }
@@ -218,10 +236,7 @@ async fn list_review_comments_oldest_first_since() {
 async fn get_review_comment() {
     let fake = FakeGitHub::with_token().await;
     fake.serve_example("pulls__get-review-comment.200.default");
-    let comment = client(&fake)
-        .get_review_comment(&repo(), 7)
-        .await
-        .unwrap();
+    let comment = client(&fake).get_review_comment(&repo(), 7).await.unwrap();
     assert_eq!((comment.id, comment.in_reply_to_id), (10, Some(8)));
     assert!(comment.diff_hunk.starts_with("@@ -16,33 +16,40 @@"));
 }
@@ -274,7 +289,10 @@ async fn update_review_comment() {
         .unwrap();
     assert_eq!(updated.id, 10);
     let path = "/repos/octo-org/hello-world/pulls/comments/7";
-    assert_eq!(fake.requests_to(Method::PATCH, path)[0].json(), json!({"body": "edited"}));
+    assert_eq!(
+        fake.requests_to(Method::PATCH, path)[0].json(),
+        json!({"body": "edited"})
+    );
 }
 
 #[tokio::test]
@@ -294,20 +312,41 @@ async fn issue_comments_list_get_create_update() {
     let first = &listed.items[0];
     assert_eq!((first.id, first.body.as_str()), (1, "Me too"));
     assert_eq!(first.author_association.as_deref(), Some("COLLABORATOR"));
-    let list_request = &fake.requests_to(Method::GET, "/repos/octo-org/hello-world/issues/42/comments")[0];
-    assert!(list_request.query_pairs().contains(&("per_page".into(), "50".into())));
+    let list_request = &fake.requests_to(
+        Method::GET,
+        "/repos/octo-org/hello-world/issues/42/comments",
+    )[0];
+    assert!(
+        list_request
+            .query_pairs()
+            .contains(&("per_page".into(), "50".into()))
+    );
 
     let got = github.get_issue_comment(&scope, 7).await.unwrap();
     assert_eq!(got.user.unwrap().to_actor().login, "octocat");
 
-    let created = github.create_issue_comment(&scope, 42, "Me too").await.unwrap();
+    let created = github
+        .create_issue_comment(&scope, 42, "Me too")
+        .await
+        .unwrap();
     assert_eq!(created.id, 1);
-    let sent = fake.requests_to(Method::POST, "/repos/octo-org/hello-world/issues/42/comments")[0].json();
+    let sent = fake.requests_to(
+        Method::POST,
+        "/repos/octo-org/hello-world/issues/42/comments",
+    )[0]
+    .json();
     assert_eq!(sent, json!({"body": "Me too"}));
 
-    let updated = github.update_issue_comment(&scope, 7, "Me too!").await.unwrap();
+    let updated = github
+        .update_issue_comment(&scope, 7, "Me too!")
+        .await
+        .unwrap();
     assert_eq!(updated.id, 1);
-    let sent = fake.requests_to(Method::PATCH, "/repos/octo-org/hello-world/issues/comments/7")[0].json();
+    let sent = fake.requests_to(
+        Method::PATCH,
+        "/repos/octo-org/hello-world/issues/comments/7",
+    )[0]
+    .json();
     assert_eq!(sent, json!({"body": "Me too!"}));
 }
 
@@ -320,7 +359,11 @@ fn serve_content(fake: &FakeGitHub, name: &str, path: &str) {
 #[tokio::test]
 async fn file_contents_are_base64_decoded() {
     let fake = FakeGitHub::with_token().await;
-    serve_content(&fake, "repos__get-content.200.response-if-content-is-a-file", "docs/README.md");
+    serve_content(
+        &fake,
+        "repos__get-content.200.response-if-content-is-a-file",
+        "docs/README.md",
+    );
     serve_content(
         &fake,
         "repos__get-content.200.response-if-content-is-a-file-github-object",
@@ -339,10 +382,19 @@ async fn file_contents_are_base64_decoded() {
     let text = String::from_utf8_lossy(&file.bytes);
     assert!(text.starts_with("# Yoga Bo"));
     assert!(text.contains("A web app that leads you through a yoga session."));
-    assert!(file.text().is_none(), "invalid UTF-8 is not offered as text");
+    assert!(
+        file.text().is_none(),
+        "invalid UTF-8 is not offered as text"
+    );
 
-    let request = &fake.requests_to(Method::GET, "/repos/octo-org/hello-world/contents/docs/README.md")[0];
-    assert_eq!(request.query_pairs(), vec![("ref".to_owned(), "main".to_owned())]);
+    let request = &fake.requests_to(
+        Method::GET,
+        "/repos/octo-org/hello-world/contents/docs/README.md",
+    )[0];
+    assert_eq!(
+        request.query_pairs(),
+        vec![("ref".to_owned(), "main".to_owned())]
+    );
 
     let object_form = github
         .get_file_contents(&repo(), "other/README.md", "main")
@@ -356,10 +408,22 @@ async fn file_contents_are_base64_decoded() {
 async fn file_contents_absent_or_not_a_file_is_none() {
     let fake = FakeGitHub::with_token().await;
     for (name, path) in [
-        ("repos__get-content.200.response-if-content-is-a-directory", "dir"),
-        ("repos__get-content.200.response-if-content-is-a-directory-github-object", "dir-object"),
-        ("repos__get-content.200.response-if-content-is-a-symlink", "link"),
-        ("repos__get-content.200.response-if-content-is-a-submodule", "sub"),
+        (
+            "repos__get-content.200.response-if-content-is-a-directory",
+            "dir",
+        ),
+        (
+            "repos__get-content.200.response-if-content-is-a-directory-github-object",
+            "dir-object",
+        ),
+        (
+            "repos__get-content.200.response-if-content-is-a-symlink",
+            "link",
+        ),
+        (
+            "repos__get-content.200.response-if-content-is-a-submodule",
+            "sub",
+        ),
     ] {
         serve_content(&fake, name, path);
     }
@@ -371,8 +435,18 @@ async fn file_contents_absent_or_not_a_file_is_none() {
         Canned::json(200, &recorded_listing),
     );
     let github = client(&fake);
-    for path in ["dir", "dir-object", "link", "sub", "recorded", "missing/CLAUDE.md"] {
-        let found = github.get_file_contents(&repo(), path, "main").await.unwrap();
+    for path in [
+        "dir",
+        "dir-object",
+        "link",
+        "sub",
+        "recorded",
+        "missing/CLAUDE.md",
+    ] {
+        let found = github
+            .get_file_contents(&repo(), path, "main")
+            .await
+            .unwrap();
         assert!(found.is_none(), "{path} should be absent, got {found:?}");
     }
     // Each path was actually asked for (a 404 from a wrong URL would also read as None).
@@ -385,7 +459,9 @@ async fn file_contents_absent_or_not_a_file_is_none() {
 #[tokio::test]
 async fn collaborator_permission() {
     let fake = FakeGitHub::with_token().await;
-    fake.serve_example("repos__get-collaborator-permission-level.200.response-if-user-has-admin-permissions");
+    fake.serve_example(
+        "repos__get-collaborator-permission-level.200.response-if-user-has-admin-permissions",
+    );
     let permission = client(&fake)
         .get_collaborator_permission(&repo(), "hubot")
         .await
@@ -412,9 +488,18 @@ async fn check_runs_create_and_update() {
         output: None,
     };
 
-    fake.on(Method::POST, runs, Canned::of(&example("checks__create.201.example-of-in-progress-conclusion")));
+    fake.on(
+        Method::POST,
+        runs,
+        Canned::of(&example(
+            "checks__create.201.example-of-in-progress-conclusion",
+        )),
+    );
     let run = github.create_check_run(&repo(), &new_run).await.unwrap();
-    assert_eq!((run.id, run.status, run.conclusion), (4, CheckStatus::InProgress, None));
+    assert_eq!(
+        (run.id, run.status, run.conclusion),
+        (4, CheckStatus::InProgress, None)
+    );
     assert_eq!(run.external_id.as_deref(), Some("42"));
     assert_eq!(
         fake.requests_to(Method::POST, runs)[0].json(),
@@ -441,7 +526,10 @@ async fn check_runs_create_and_update() {
         ..CheckRunUpdate::default()
     };
     let run = github.update_check_run(&repo(), 4, &update).await.unwrap();
-    assert_eq!((run.status, run.conclusion), (CheckStatus::Completed, Some(CheckConclusion::Neutral)));
+    assert_eq!(
+        (run.status, run.conclusion),
+        (CheckStatus::Completed, Some(CheckConclusion::Neutral))
+    );
     assert_eq!(
         fake.requests_to(Method::PATCH, &format!("{runs}/4"))[0].json(),
         json!({"status": "completed", "conclusion": "neutral",
@@ -478,8 +566,14 @@ async fn reactions_on_both_comment_kinds_new_or_existing() {
 
         let issue_path = "/repos/octo-org/hello-world/issues/comments/7/reactions";
         let review_path = "/repos/octo-org/hello-world/pulls/comments/7/reactions";
-        assert_eq!(fake.requests_to(Method::POST, issue_path)[0].json(), json!({"content": "eyes"}));
-        assert_eq!(fake.requests_to(Method::POST, review_path)[0].json(), json!({"content": "+1"}));
+        assert_eq!(
+            fake.requests_to(Method::POST, issue_path)[0].json(),
+            json!({"content": "eyes"})
+        );
+        assert_eq!(
+            fake.requests_to(Method::POST, review_path)[0].json(),
+            json!({"content": "+1"})
+        );
     }
 }
 
@@ -511,17 +605,36 @@ fn threads_page(threads: &[(&str, bool, &str)], next: Option<&str>) -> serde_jso
 #[tokio::test]
 async fn find_review_thread_pages_until_the_root_comment() {
     let fake = FakeGitHub::with_token().await;
-    fake.on(Method::POST, "/graphql", Canned::json(200, &threads_page(&[("PRRT_a", false, "1")], Some("cursor1"))));
     fake.on(
         Method::POST,
         "/graphql",
-        Canned::json(200, &threads_page(&[("PRRT_b", true, "2"), ("PRRT_c", false, "3000000000")], None)),
+        Canned::json(
+            200,
+            &threads_page(&[("PRRT_a", false, "1")], Some("cursor1")),
+        ),
+    );
+    fake.on(
+        Method::POST,
+        "/graphql",
+        Canned::json(
+            200,
+            &threads_page(
+                &[("PRRT_b", true, "2"), ("PRRT_c", false, "3000000000")],
+                None,
+            ),
+        ),
     );
     let thread = client(&fake)
         .find_review_thread(&repo(), 42, 3_000_000_000)
         .await
         .unwrap();
-    assert_eq!(thread, Some(ReviewThread { id: "PRRT_c".into(), is_resolved: false }));
+    assert_eq!(
+        thread,
+        Some(ReviewThread {
+            id: "PRRT_c".into(),
+            is_resolved: false
+        })
+    );
 
     let requests = fake.requests_to(Method::POST, "/graphql");
     assert_eq!(requests.len(), 2);
@@ -538,8 +651,15 @@ async fn find_review_thread_pages_until_the_root_comment() {
 #[tokio::test]
 async fn find_review_thread_absent_is_none() {
     let fake = FakeGitHub::with_token().await;
-    fake.on(Method::POST, "/graphql", Canned::json(200, &threads_page(&[("PRRT_a", false, "1")], None)));
-    let thread = client(&fake).find_review_thread(&repo(), 42, 99).await.unwrap();
+    fake.on(
+        Method::POST,
+        "/graphql",
+        Canned::json(200, &threads_page(&[("PRRT_a", false, "1")], None)),
+    );
+    let thread = client(&fake)
+        .find_review_thread(&repo(), 42, 99)
+        .await
+        .unwrap();
     assert_eq!(thread, None);
 }
 
@@ -551,9 +671,17 @@ async fn resolve_review_thread() {
         "/graphql",
         Canned::json(200, &json!({"data": {"resolveReviewThread": {"thread": {"id": "PRRT_c", "isResolved": true}}}})),
     );
-    let thread = client(&fake).resolve_review_thread(&repo(), "PRRT_c").await.unwrap();
+    let thread = client(&fake)
+        .resolve_review_thread(&repo(), "PRRT_c")
+        .await
+        .unwrap();
     assert!(thread.is_resolved);
     let sent = fake.requests_to(Method::POST, "/graphql")[0].json();
-    assert!(sent["query"].as_str().unwrap().contains("resolveReviewThread"));
+    assert!(
+        sent["query"]
+            .as_str()
+            .unwrap()
+            .contains("resolveReviewThread")
+    );
     assert_eq!(sent["variables"], json!({"threadId": "PRRT_c"}));
 }

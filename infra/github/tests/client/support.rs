@@ -161,7 +161,10 @@ impl Canned {
     pub fn json(status: u16, body: &Value) -> Self {
         Canned {
             status,
-            headers: vec![("content-type".into(), "application/json; charset=utf-8".into())],
+            headers: vec![(
+                "content-type".into(),
+                "application/json; charset=utf-8".into(),
+            )],
             body: serde_json::to_vec(body).unwrap(),
             delay: Duration::ZERO,
         }
@@ -298,7 +301,11 @@ impl FakeGitHub {
     /// Serve a documented example at its documented method and path.
     pub fn serve_example(&self, name: &str) -> Example {
         let example = example(name);
-        self.on(example.method.clone(), &fill(&example.path), Canned::of(&example));
+        self.on(
+            example.method.clone(),
+            &fill(&example.path),
+            Canned::of(&example),
+        );
         example
     }
 
@@ -329,7 +336,9 @@ pub fn token_response(token: &str, minutes: i64) -> Canned {
 
 async fn handle(State(state): State<Arc<FakeState>>, request: Request<Body>) -> Response {
     let (parts, body) = request.into_parts();
-    let body: Bytes = axum::body::to_bytes(body, 10 << 20).await.unwrap_or_default();
+    let body: Bytes = axum::body::to_bytes(body, 10 << 20)
+        .await
+        .unwrap_or_default();
     let uri: &Uri = &parts.uri;
     let path = uri.path().to_owned();
     let query = uri.query().map(str::to_owned);
@@ -344,9 +353,7 @@ async fn handle(State(state): State<Arc<FakeState>>, request: Request<Body>) -> 
     let canned = {
         let mut routes = state.routes.lock().unwrap();
         let route = routes.iter_mut().find(|r| {
-            r.method == parts.method
-                && r.path == path
-                && (r.query.is_none() || r.query == query)
+            r.method == parts.method && r.path == path && (r.query.is_none() || r.query == query)
         });
         match route {
             Some(route) if route.responses.len() > 1 => route.responses.pop_front(),

@@ -38,11 +38,18 @@ pub(super) fn send(
     now_ms: i64,
 ) -> rusqlite::Result<Sent> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute("DELETE FROM queue_dedup WHERE expires_at_ms <= ?1", [now_ms])?;
+    tx.execute(
+        "DELETE FROM queue_dedup WHERE expires_at_ms <= ?1",
+        [now_ms],
+    )?;
     let claimed = tx.execute(
         "INSERT INTO queue_dedup (queue, dedup_id, expires_at_ms) VALUES (?1, ?2, ?3)
          ON CONFLICT DO NOTHING",
-        params![message.queue.as_str(), message.dedup_id, now_ms.saturating_add(millis(dedup_window))],
+        params![
+            message.queue.as_str(),
+            message.dedup_id,
+            now_ms.saturating_add(millis(dedup_window))
+        ],
     )?;
     if claimed == 0 {
         tx.commit()?;
@@ -164,7 +171,12 @@ fn dead_letter(conn: &Connection, head: &Head, now_ms: i64) -> rusqlite::Result<
 /// receipt whose visibility timeout has passed no longer counts, even before anyone else
 /// received the message: whoever holds it cannot know whether someone else is at work.
 /// Returns whether the receipt was current.
-pub(super) fn ack(conn: &Connection, queue: QueueName, receipt: &str, now_ms: i64) -> rusqlite::Result<bool> {
+pub(super) fn ack(
+    conn: &Connection,
+    queue: QueueName,
+    receipt: &str,
+    now_ms: i64,
+) -> rusqlite::Result<bool> {
     let deleted = conn.execute(
         "DELETE FROM queue_messages WHERE queue = ?1 AND receipt = ?2 AND visible_at_ms > ?3",
         params![queue.as_str(), receipt, now_ms],
@@ -173,7 +185,12 @@ pub(super) fn ack(conn: &Connection, queue: QueueName, receipt: &str, now_ms: i6
 }
 
 /// Make the message `receipt` holds visible now. Returns whether the receipt was current.
-pub(super) fn nack(conn: &Connection, queue: QueueName, receipt: &str, now_ms: i64) -> rusqlite::Result<bool> {
+pub(super) fn nack(
+    conn: &Connection,
+    queue: QueueName,
+    receipt: &str,
+    now_ms: i64,
+) -> rusqlite::Result<bool> {
     let released = conn.execute(
         "UPDATE queue_messages SET visible_at_ms = ?3
          WHERE queue = ?1 AND receipt = ?2 AND visible_at_ms > ?3",
@@ -183,7 +200,8 @@ pub(super) fn nack(conn: &Connection, queue: QueueName, receipt: &str, now_ms: i
 }
 
 pub(super) fn dead_letters(conn: &Connection, queue: QueueName) -> rusqlite::Result<Vec<String>> {
-    let mut statement = conn.prepare_cached("SELECT body FROM queue_dead_letters WHERE queue = ?1 ORDER BY seq")?;
+    let mut statement =
+        conn.prepare_cached("SELECT body FROM queue_dead_letters WHERE queue = ?1 ORDER BY seq")?;
     let bodies = statement.query_map([queue.as_str()], |row| row.get(0))?;
     bodies.collect()
 }
@@ -222,10 +240,19 @@ mod tests {
         let mut conn = conn();
         let m = message("g", "d");
         assert_eq!(send(&mut conn, &m, WINDOW, 0).unwrap(), Sent::Stored);
-        assert_eq!(send(&mut conn, &m, WINDOW, 299_999).unwrap(), Sent::Duplicate);
+        assert_eq!(
+            send(&mut conn, &m, WINDOW, 299_999).unwrap(),
+            Sent::Duplicate
+        );
         assert_eq!(send(&mut conn, &m, WINDOW, 300_000).unwrap(), Sent::Stored);
-        let other_queue = OutgoingMessage { queue: QueueName::Conversation, ..m };
-        assert_eq!(send(&mut conn, &other_queue, WINDOW, 300_001).unwrap(), Sent::Stored);
+        let other_queue = OutgoingMessage {
+            queue: QueueName::Conversation,
+            ..m
+        };
+        assert_eq!(
+            send(&mut conn, &other_queue, WINDOW, 300_001).unwrap(),
+            Sent::Stored
+        );
     }
 
     #[test]
@@ -268,20 +295,34 @@ mod tests {
         let mut now = 0;
         for count in 1..=2 {
             let got = receive(&mut conn, QueueName::Review, 10, VISIBILITY, 2, now);
-            assert_eq!((got.len(), got[0].body.as_str(), got[0].receive_count), (1, "g/1", count));
+            assert_eq!(
+                (got.len(), got[0].body.as_str(), got[0].receive_count),
+                (1, "g/1", count)
+            );
             now += 30_000;
         }
         let got = receive(&mut conn, QueueName::Review, 10, VISIBILITY, 2, now);
-        assert_eq!(got.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(), ["g/2"]);
+        assert_eq!(
+            got.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+            ["g/2"]
+        );
         assert_eq!(dead_letters(&conn, QueueName::Review).unwrap(), ["g/1"]);
-        assert!(dead_letters(&conn, QueueName::Conversation).unwrap().is_empty());
+        assert!(
+            dead_letters(&conn, QueueName::Conversation)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     /// Whether a message is still stored, waiting or in flight.
     fn stored(conn: &Connection, message_id: &str) -> rusqlite::Result<bool> {
-        conn.query_row("SELECT 1 FROM queue_messages WHERE message_id = ?1", [message_id], |_| Ok(()))
-            .optional()
-            .map(|row| row.is_some())
+        conn.query_row(
+            "SELECT 1 FROM queue_messages WHERE message_id = ?1",
+            [message_id],
+            |_| Ok(()),
+        )
+        .optional()
+        .map(|row| row.is_some())
     }
 
     /// `receive` here unwraps for brevity.

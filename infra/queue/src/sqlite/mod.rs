@@ -11,7 +11,9 @@ mod fifo;
 mod schema;
 
 use async_trait::async_trait;
-use parley_core::ports::{JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage};
+use parley_core::ports::{
+    JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
+};
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,7 +32,10 @@ pub struct QueueSettings {
 
 impl Default for QueueSettings {
     fn default() -> Self {
-        Self { max_receive_count: 5, dedup_window: Duration::from_secs(5 * 60) }
+        Self {
+            max_receive_count: 5,
+            dedup_window: Duration::from_secs(5 * 60),
+        }
     }
 }
 
@@ -54,8 +59,12 @@ impl SqliteQueue {
             Ok(conn)
         })
         .await
-        .map_err(|err| QueueError::Unavailable(format!("opening the queue database {shown}: {err}")))?
-        .map_err(|err| QueueError::Unavailable(format!("opening the queue database {shown}: {err}")))?;
+        .map_err(|err| {
+            QueueError::Unavailable(format!("opening the queue database {shown}: {err}"))
+        })?
+        .map_err(|err| {
+            QueueError::Unavailable(format!("opening the queue database {shown}: {err}"))
+        })?;
         Self::with_connection(conn, settings)
     }
 
@@ -69,9 +78,14 @@ impl SqliteQueue {
 
     fn with_connection(conn: Connection, settings: QueueSettings) -> Result<Self, QueueError> {
         if settings.max_receive_count == 0 {
-            return Err(QueueError::Config("max_receive_count must be at least 1".into()));
+            return Err(QueueError::Config(
+                "max_receive_count must be at least 1".into(),
+            ));
         }
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), settings })
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            settings,
+        })
     }
 
     /// Run `operation` on the connection on the blocking pool: SQLite calls block, and may
@@ -137,18 +151,29 @@ impl PollingQueue for SqliteQueue {
 
     async fn ack(&self, queue: QueueName, receipt: &str) -> Result<(), QueueError> {
         let owned = receipt.to_string();
-        let current = self.run("queue ack", move |conn| fifo::ack(conn, queue, &owned, now_ms())).await?;
+        let current = self
+            .run("queue ack", move |conn| {
+                fifo::ack(conn, queue, &owned, now_ms())
+            })
+            .await?;
         current.then_some(()).ok_or_else(|| stale(queue, receipt))
     }
 
     async fn nack(&self, queue: QueueName, receipt: &str) -> Result<(), QueueError> {
         let owned = receipt.to_string();
-        let current = self.run("queue nack", move |conn| fifo::nack(conn, queue, &owned, now_ms())).await?;
+        let current = self
+            .run("queue nack", move |conn| {
+                fifo::nack(conn, queue, &owned, now_ms())
+            })
+            .await?;
         current.then_some(()).ok_or_else(|| stale(queue, receipt))
     }
 
     async fn dead_letters(&self, queue: QueueName) -> Result<Vec<String>, QueueError> {
-        self.run("queue dead letters", move |conn| fifo::dead_letters(conn, queue)).await
+        self.run("queue dead letters", move |conn| {
+            fifo::dead_letters(conn, queue)
+        })
+        .await
     }
 }
 
@@ -162,6 +187,8 @@ fn stale(queue: QueueName, receipt: &str) -> QueueError {
 /// Wall-clock milliseconds: visibility and dedup deadlines are stored in the file and must
 /// mean the same after a restart, which a monotonic clock cannot give.
 fn now_ms() -> i64 {
-    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }

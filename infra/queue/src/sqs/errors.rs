@@ -8,7 +8,11 @@ use parley_core::ports::QueueError;
 /// Error codes meaning "this receipt no longer holds the message". FIFO queues reject an
 /// expired handle with `InvalidParameterValue` ("The receipt handle has expired"), so that
 /// code counts when its message is about the receipt handle.
-const STALE_RECEIPT_CODES: &[&str] = &["ReceiptHandleIsInvalid", "InvalidIdFormat", "MessageNotInflight"];
+const STALE_RECEIPT_CODES: &[&str] = &[
+    "ReceiptHandleIsInvalid",
+    "InvalidIdFormat",
+    "MessageNotInflight",
+];
 
 const CONFIG_CODES: &[&str] = &[
     "QueueDoesNotExist",
@@ -27,9 +31,9 @@ where
     let code = err.code().unwrap_or_default().to_string();
     let message = err.message().unwrap_or_default().to_string();
     let detail = format!("{operation} on {queue_url}: {}", DisplayErrorContext(&err));
+    let about_receipt = message.contains("ReceiptHandle") || message.contains("receipt handle");
     if STALE_RECEIPT_CODES.contains(&code.as_str())
-        || (code == "InvalidParameterValue" && message.contains("ReceiptHandle"))
-        || (code == "InvalidParameterValue" && message.contains("receipt handle"))
+        || (code == "InvalidParameterValue" && about_receipt)
     {
         QueueError::StaleReceipt(detail)
     } else if CONFIG_CODES.contains(&code.as_str()) {

@@ -47,7 +47,10 @@ mod tests {
         let too_long = "y".repeat(MAX_LEN + 1);
         for id in ["", "has space", "tab\there", "ünïcode", too_long.as_str()] {
             let safe = sqs_safe_id(id);
-            assert!(is_valid(&safe), "{safe:?} from {id:?} is not a valid SQS id");
+            assert!(
+                is_valid(&safe),
+                "{safe:?} from {id:?} is not a valid SQS id"
+            );
             assert!(safe.starts_with(HASHED_PREFIX));
             assert_eq!(safe, sqs_safe_id(id), "hashing must be deterministic");
         }
@@ -56,6 +59,9 @@ mod tests {
     #[test]
     fn long_ids_sharing_a_prefix_stay_distinct() {
         let base = "z".repeat(MAX_LEN);
-        assert_ne!(sqs_safe_id(&format!("{base}1")), sqs_safe_id(&format!("{base}2")));
+        assert_ne!(
+            sqs_safe_id(&format!("{base}1")),
+            sqs_safe_id(&format!("{base}2"))
+        );
     }
 }

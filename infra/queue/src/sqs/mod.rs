@@ -11,13 +11,20 @@ mod urls;
 
 pub use fifo_id::sqs_safe_id;
 pub use provision::create_fifo_queues;
-pub use urls::{CONVERSATION_DLQ_URL, CONVERSATION_QUEUE_URL, QueueUrls, REVIEW_DLQ_URL, REVIEW_QUEUE_URL};
+pub use urls::{
+    CONVERSATION_DLQ_URL, CONVERSATION_QUEUE_URL, QueueUrls, REVIEW_DLQ_URL, REVIEW_QUEUE_URL,
+};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, Message, MessageAttributeValue, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, Message, MessageAttributeValue,
+    MessageSystemAttributeName,
+};
 use errors::queue_error;
-use parley_core::ports::{JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage};
+use parley_core::ports::{
+    JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
+};
 use std::time::Duration;
 
 /// Message attribute carrying the caller's group id when SQS needed a hashed one, so that
@@ -62,7 +69,11 @@ impl SqsQueue {
     }
 
     /// One `ReceiveMessage` for one message. See [`PollingQueue::receive`] for why one.
-    async fn receive_one(&self, url: &str, visibility_seconds: i32) -> Result<Option<ReceivedMessage>, QueueError> {
+    async fn receive_one(
+        &self,
+        url: &str,
+        visibility_seconds: i32,
+    ) -> Result<Option<ReceivedMessage>, QueueError> {
         let output = self
             .client
             .receive_message()
@@ -76,7 +87,13 @@ impl SqsQueue {
             .send()
             .await
             .map_err(|err| queue_error("ReceiveMessage", url, err))?;
-        output.messages.unwrap_or_default().into_iter().next().map(|m| received(url, m)).transpose()
+        output
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .next()
+            .map(|m| received(url, m))
+            .transpose()
     }
 
     /// Make messages read by `dead_letters` visible again; if this fails they come back on
@@ -136,7 +153,10 @@ impl JobQueue for SqsQueue {
                 .map_err(|err| QueueError::Unavailable(format!("group id attribute: {err}")))?;
             request = request.message_attributes(GROUP_ID_ATTRIBUTE, original);
         }
-        let output = request.send().await.map_err(|err| queue_error("SendMessage", url, err))?;
+        let output = request
+            .send()
+            .await
+            .map_err(|err| queue_error("SendMessage", url, err))?;
         tracing::debug!(
             queue = url,
             group_id = %message.group_id,
@@ -213,7 +233,7 @@ impl PollingQueue for SqsQueue {
     /// only its first batch.
     async fn dead_letters(&self, queue: QueueName) -> Result<Vec<String>, QueueError> {
         let url = self.urls.dead_letter_queue(queue)?;
-        let mut bodies = Vec::new(); return Ok(bodies);
+        let mut bodies = Vec::new();
         let mut receipts = Vec::new();
         let mut outcome = Ok(());
         while bodies.len() < MAX_DEAD_LETTERS_READ {
@@ -243,7 +263,11 @@ impl PollingQueue for SqsQueue {
             }
         }
         if bodies.len() >= MAX_DEAD_LETTERS_READ {
-            tracing::warn!(queue = url, limit = MAX_DEAD_LETTERS_READ, "dead-letter read stopped at its limit");
+            tracing::warn!(
+                queue = url,
+                limit = MAX_DEAD_LETTERS_READ,
+                "dead-letter read stopped at its limit"
+            );
         }
         self.release(url, &receipts).await;
         outcome.map(|()| bodies)
@@ -264,7 +288,11 @@ fn visibility_seconds(visibility: Duration) -> Result<i32, QueueError> {
 }
 
 fn received(url: &str, message: Message) -> Result<ReceivedMessage, QueueError> {
-    let missing = |what: &str| QueueError::Unavailable(format!("ReceiveMessage on {url} returned a message without {what}"));
+    let missing = |what: &str| {
+        QueueError::Unavailable(format!(
+            "ReceiveMessage on {url} returned a message without {what}"
+        ))
+    };
     let system = message.attributes.unwrap_or_default();
     let receive_count = system
         .get(&MessageSystemAttributeName::ApproximateReceiveCount)
@@ -276,11 +304,17 @@ fn received(url: &str, message: Message) -> Result<ReceivedMessage, QueueError> 
         .remove(GROUP_ID_ATTRIBUTE)
         .and_then(|value| value.string_value);
     let group_id = original_group
-        .or_else(|| system.get(&MessageSystemAttributeName::MessageGroupId).cloned())
+        .or_else(|| {
+            system
+                .get(&MessageSystemAttributeName::MessageGroupId)
+                .cloned()
+        })
         .ok_or_else(|| missing("a MessageGroupId"))?;
     Ok(ReceivedMessage {
         message_id: message.message_id.ok_or_else(|| missing("a MessageId"))?,
-        receipt: message.receipt_handle.ok_or_else(|| missing("a ReceiptHandle"))?,
+        receipt: message
+            .receipt_handle
+            .ok_or_else(|| missing("a ReceiptHandle"))?,
         group_id,
         body: message.body.unwrap_or_default(),
         receive_count,
@@ -304,7 +338,10 @@ mod tests {
         };
         let q = SqsQueue::new(Client::from_conf(config), urls);
         let err = q.dead_letters(QueueName::Review).await.unwrap_err();
-        assert!(matches!(&err, QueueError::Config(m) if m.contains(REVIEW_DLQ_URL)), "{err}");
+        assert!(
+            matches!(&err, QueueError::Config(m) if m.contains(REVIEW_DLQ_URL)),
+            "{err}"
+        );
     }
 
     #[test]
@@ -313,7 +350,10 @@ mod tests {
         assert_eq!(visibility_seconds(Duration::from_millis(1)).unwrap(), 1);
         assert_eq!(visibility_seconds(Duration::from_millis(1500)).unwrap(), 2);
         assert_eq!(visibility_seconds(Duration::from_secs(30)).unwrap(), 30);
-        assert_eq!(visibility_seconds(Duration::from_secs(MAX_VISIBILITY_SECONDS)).unwrap(), 43_200);
+        assert_eq!(
+            visibility_seconds(Duration::from_secs(MAX_VISIBILITY_SECONDS)).unwrap(),
+            43_200
+        );
         assert!(matches!(
             visibility_seconds(Duration::from_secs(MAX_VISIBILITY_SECONDS + 1)),
             Err(QueueError::Config(_))

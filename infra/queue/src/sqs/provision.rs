@@ -29,13 +29,22 @@ pub async fn create_fifo_queues(
     validate(prefix, max_receive_count)?;
     let (conversation, conversation_dlq) =
         create_pair(client, prefix, QueueName::Conversation, max_receive_count).await?;
-    let (review, review_dlq) = create_pair(client, prefix, QueueName::Review, max_receive_count).await?;
-    Ok(QueueUrls { conversation, review, conversation_dlq: Some(conversation_dlq), review_dlq: Some(review_dlq) })
+    let (review, review_dlq) =
+        create_pair(client, prefix, QueueName::Review, max_receive_count).await?;
+    Ok(QueueUrls {
+        conversation,
+        review,
+        conversation_dlq: Some(conversation_dlq),
+        review_dlq: Some(review_dlq),
+    })
 }
 
 fn validate(prefix: &str, max_receive_count: u32) -> Result<(), QueueError> {
-    let valid_chars = prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if prefix.is_empty() || !valid_chars || prefix.len() + LONGEST_SUFFIX.len() > MAX_QUEUE_NAME_LEN {
+    let valid_chars = prefix
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if prefix.is_empty() || !valid_chars || prefix.len() + LONGEST_SUFFIX.len() > MAX_QUEUE_NAME_LEN
+    {
         return Err(QueueError::Config(format!(
             "queue prefix {prefix:?} must be 1 to {} characters of A-Z, a-z, 0-9, '-' and '_'",
             MAX_QUEUE_NAME_LEN - LONGEST_SUFFIX.len()
@@ -60,11 +69,15 @@ async fn create_pair(
     let dlq_url = create_fifo(
         client,
         &format!("{base}-dlq.fifo"),
-        &[(QueueAttributeName::MessageRetentionPeriod, DLQ_RETENTION_SECONDS.to_string())],
+        &[(
+            QueueAttributeName::MessageRetentionPeriod,
+            DLQ_RETENTION_SECONDS.to_string(),
+        )],
     )
     .await?;
     let dlq_arn = queue_arn(client, &dlq_url).await?;
-    let redrive = serde_json::json!({ "deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count });
+    let redrive =
+        serde_json::json!({ "deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count });
     let url = create_fifo(
         client,
         &format!("{base}.fifo"),
@@ -88,7 +101,10 @@ async fn create_fifo(
     for (key, value) in attributes {
         request = request.attributes(key.clone(), value);
     }
-    let output = request.send().await.map_err(|err| queue_error("CreateQueue", name, err))?;
+    let output = request
+        .send()
+        .await
+        .map_err(|err| queue_error("CreateQueue", name, err))?;
     output
         .queue_url
         .ok_or_else(|| QueueError::Unavailable(format!("CreateQueue {name} returned no queue URL")))
@@ -105,7 +121,9 @@ async fn queue_arn(client: &Client, url: &str) -> Result<String, QueueError> {
     output
         .attributes
         .and_then(|mut attributes| attributes.remove(&QueueAttributeName::QueueArn))
-        .ok_or_else(|| QueueError::Unavailable(format!("GetQueueAttributes {url} returned no QueueArn")))
+        .ok_or_else(|| {
+            QueueError::Unavailable(format!("GetQueueAttributes {url} returned no QueueArn"))
+        })
 }
 
 #[cfg(test)]
@@ -116,8 +134,16 @@ mod tests {
     fn rejects_prefixes_sqs_would_refuse() {
         assert!(validate("parley-dev_1", 5).is_ok());
         assert!(validate(&"p".repeat(MAX_QUEUE_NAME_LEN - LONGEST_SUFFIX.len()), 5).is_ok());
-        for bad in ["", "has space", "dots.not.allowed", &"p".repeat(MAX_QUEUE_NAME_LEN)] {
-            assert!(matches!(validate(bad, 5), Err(QueueError::Config(_))), "{bad:?} accepted");
+        for bad in [
+            "",
+            "has space",
+            "dots.not.allowed",
+            &"p".repeat(MAX_QUEUE_NAME_LEN),
+        ] {
+            assert!(
+                matches!(validate(bad, 5), Err(QueueError::Config(_))),
+                "{bad:?} accepted"
+            );
         }
     }
 

@@ -28,7 +28,11 @@ impl QueueUrls {
     /// Like [`from_env`](Self::from_env) with any source of variables, so tests need not
     /// mutate the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, QueueError> {
-        let optional = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let optional = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
         let required = |name: &str| {
             optional(name).ok_or_else(|| QueueError::Config(format!("{name} is not set")))
         };
@@ -54,7 +58,10 @@ impl QueueUrls {
             QueueName::Review => (&self.review_dlq, REVIEW_DLQ_URL),
         };
         url.as_deref().ok_or_else(|| {
-            QueueError::Config(format!("{variable} is not set, so the {} dead letters cannot be read", queue.as_str()))
+            QueueError::Config(format!(
+                "{variable} is not set, so the {} dead letters cannot be read",
+                queue.as_str()
+            ))
         })
     }
 }
@@ -65,8 +72,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let vars: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |name| vars.get(name).cloned()
     }
 
@@ -80,21 +89,31 @@ mod tests {
         .unwrap();
         assert_eq!(urls.queue(QueueName::Conversation), "http://q/c.fifo");
         assert_eq!(urls.queue(QueueName::Review), "http://q/r.fifo");
-        assert_eq!(urls.dead_letter_queue(QueueName::Review).unwrap(), "http://q/r-dlq.fifo");
+        assert_eq!(
+            urls.dead_letter_queue(QueueName::Review).unwrap(),
+            "http://q/r-dlq.fifo"
+        );
         let err = urls.dead_letter_queue(QueueName::Conversation).unwrap_err();
         assert!(err.to_string().contains(CONVERSATION_DLQ_URL), "{err}");
     }
 
     #[test]
     fn a_missing_or_blank_required_url_names_its_variable() {
-        let err = QueueUrls::from_lookup(lookup(&[(CONVERSATION_QUEUE_URL, "http://q/c.fifo")])).unwrap_err();
-        assert!(matches!(&err, QueueError::Config(m) if m.contains(REVIEW_QUEUE_URL)), "{err}");
+        let err = QueueUrls::from_lookup(lookup(&[(CONVERSATION_QUEUE_URL, "http://q/c.fifo")]))
+            .unwrap_err();
+        assert!(
+            matches!(&err, QueueError::Config(m) if m.contains(REVIEW_QUEUE_URL)),
+            "{err}"
+        );
 
         let err = QueueUrls::from_lookup(lookup(&[
             (CONVERSATION_QUEUE_URL, "  "),
             (REVIEW_QUEUE_URL, "http://q/r.fifo"),
         ]))
         .unwrap_err();
-        assert!(matches!(&err, QueueError::Config(m) if m.contains(CONVERSATION_QUEUE_URL)), "{err}");
+        assert!(
+            matches!(&err, QueueError::Config(m) if m.contains(CONVERSATION_QUEUE_URL)),
+            "{err}"
+        );
     }
 }
