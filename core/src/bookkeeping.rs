@@ -15,11 +15,17 @@ pub async fn record(store: &dyn Store, job: &BookkeepingJob) -> Result<(), JobEr
             repositories_removed,
         } => {
             if action == "deleted" {
-                store.delete_installation(*installation_id).await.map_err(transient)?;
+                store
+                    .delete_installation(*installation_id)
+                    .await
+                    .map_err(transient)?;
                 tracing::info!(installation_id, account, "installation removed");
                 return Ok(());
             }
-            let existing = store.installation(*installation_id).await.map_err(transient)?;
+            let existing = store
+                .installation(*installation_id)
+                .await
+                .map_err(transient)?;
             let mut installation = existing.unwrap_or_else(|| Installation {
                 id: *installation_id,
                 account: account.clone(),
@@ -27,8 +33,16 @@ pub async fn record(store: &dyn Store, job: &BookkeepingJob) -> Result<(), JobEr
                 suspended: false,
                 updated_at: OffsetDateTime::now_utc(),
             });
-            apply(&mut installation, action, repositories_added, repositories_removed);
-            store.put_installation(&installation).await.map_err(transient)?;
+            apply(
+                &mut installation,
+                action,
+                repositories_added,
+                repositories_removed,
+            );
+            store
+                .put_installation(&installation)
+                .await
+                .map_err(transient)?;
             tracing::info!(
                 installation_id,
                 account,
@@ -68,7 +82,9 @@ fn apply(installation: &mut Installation, action: &str, added: &[String], remove
             installation.repositories.push(repo.clone());
         }
     }
-    installation.repositories.retain(|repo| !removed.contains(repo));
+    installation
+        .repositories
+        .retain(|repo| !removed.contains(repo));
     installation.repositories.sort();
     installation.updated_at = OffsetDateTime::now_utc();
 }

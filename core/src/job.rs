@@ -70,7 +70,9 @@ impl Job {
             Job::Review(j) => format!("{}#{}", j.repo.full_name(), j.number),
             Job::Conversation(j) => format!("{}#{}", j.repo.full_name(), j.number),
             Job::Bookkeeping(j) => match &j.event {
-                BookkeepingEvent::Installation { installation_id, .. } => {
+                BookkeepingEvent::Installation {
+                    installation_id, ..
+                } => {
                     format!("installation#{installation_id}")
                 }
                 BookkeepingEvent::ReviewThread { repo, number, .. }

@@ -5,12 +5,15 @@
 //! and the local `parley serve` run the very same logic.
 
 pub mod bookkeeping;
+pub mod config;
 pub mod conversation;
 pub mod job;
 pub mod llm;
+pub mod markers;
 pub mod mention;
 pub mod ports;
 pub mod review;
+pub mod sanitize;
 pub mod webhook;
 pub mod worker;
 

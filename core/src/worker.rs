@@ -20,7 +20,10 @@ pub async fn process_fifo_batch(items: &[BatchItem<'_>], handler: &dyn JobHandle
     let mut failed = Vec::new();
     for item in items {
         if !failed.is_empty() {
-            tracing::warn!(message_id = item.message_id, "skipped to keep FIFO order after an earlier failure");
+            tracing::warn!(
+                message_id = item.message_id,
+                "skipped to keep FIFO order after an earlier failure"
+            );
             failed.push(item.message_id.to_string());
             continue;
         }

@@ -20,8 +20,9 @@ const SECRET: &str = "cold-start-secret";
 
 fn main() {
     let binary = release_binary();
-    let body = std::fs::read(parley_tests::corpora().join("webhooks/pull_request/opened.payload.json"))
-        .expect("read payload");
+    let body =
+        std::fs::read(parley_tests::corpora().join("webhooks/pull_request/opened.payload.json"))
+            .expect("read payload");
     let signature = parley_tests::sign(SECRET, &body);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let client = reqwest::Client::new();
@@ -58,7 +59,10 @@ fn main() {
                     assert_eq!(response.status().as_u16(), 202, "unexpected answer");
                     return start.elapsed();
                 }
-                assert!(start.elapsed() < Duration::from_secs(30), "parley serve did not answer in 30 s");
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "parley serve did not answer in 30 s"
+                );
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         });

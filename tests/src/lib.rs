@@ -33,7 +33,11 @@ pub fn webhook_examples() -> Vec<(String, String, Vec<u8>)> {
         files.sort_by_key(|f| f.file_name());
         for file in files {
             let bytes = std::fs::read(file.path()).expect("read example");
-            examples.push((name.clone(), file.file_name().to_string_lossy().to_string(), bytes));
+            examples.push((
+                name.clone(),
+                file.file_name().to_string_lossy().to_string(),
+                bytes,
+            ));
         }
     }
     examples

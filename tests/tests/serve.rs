@@ -23,7 +23,13 @@ fn settings(db: &std::path::Path) -> Settings {
     Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings")
 }
 
-async fn send(client: &reqwest::Client, url: &str, event: &str, delivery: &str, payload: &serde_json::Value) -> (u16, String) {
+async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    event: &str,
+    delivery: &str,
+    payload: &serde_json::Value,
+) -> (u16, String) {
     let body = serde_json::to_vec(payload).expect("encode");
     let response = client
         .post(url)
@@ -85,20 +91,34 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
     assert_eq!(recorded.account, "Codertocat");
 
     // Both jobs were taken off the queue: nothing left to receive, nothing dead-lettered.
-    let queue = SqliteQueue::open(&db, QueueSettings::default()).await.expect("open queue");
+    let queue = SqliteQueue::open(&db, QueueSettings::default())
+        .await
+        .expect("open queue");
     let mut left = Vec::new();
     for _ in 0..100 {
-        left = queue.receive(QueueName::Conversation, 10, Duration::from_secs(1)).await.expect("receive");
+        left = queue
+            .receive(QueueName::Conversation, 10, Duration::from_secs(1))
+            .await
+            .expect("receive");
         if left.is_empty() {
             break;
         }
         for m in &left {
-            queue.nack(QueueName::Conversation, &m.receipt).await.expect("nack");
+            queue
+                .nack(QueueName::Conversation, &m.receipt)
+                .await
+                .expect("nack");
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(left.is_empty(), "jobs still queued: {left:?}");
-    assert!(queue.dead_letters(QueueName::Conversation).await.expect("dlq").is_empty());
+    assert!(
+        queue
+            .dead_letters(QueueName::Conversation)
+            .await
+            .expect("dlq")
+            .is_empty()
+    );
 
     // A bad signature over real HTTP is a 401.
     let response = client

@@ -46,7 +46,12 @@ fn headers(event: Option<&str>, delivery: Option<&str>, signature: Option<&str>)
 
 async fn post(h: &Harness, event: &str, delivery: &str, body: &[u8]) -> (u16, serde_json::Value) {
     let sig = sign(SECRET, body);
-    let response = parley_webhook::respond(&h.ingest, &headers(Some(event), Some(delivery), Some(&sig)), body).await;
+    let response = parley_webhook::respond(
+        &h.ingest,
+        &headers(Some(event), Some(delivery), Some(&sig)),
+        body,
+    )
+    .await;
     let json = serde_json::from_str(response.body()).expect("json body");
     (response.status().as_u16(), json)
 }
@@ -54,7 +59,10 @@ async fn post(h: &Harness, event: &str, delivery: &str, body: &[u8]) -> (u16, se
 async fn drain(queue: &SqliteQueue, name: QueueName) -> Vec<Job> {
     let mut jobs = Vec::new();
     loop {
-        let batch = queue.receive(name, 10, Duration::from_secs(60)).await.expect("receive");
+        let batch = queue
+            .receive(name, 10, Duration::from_secs(60))
+            .await
+            .expect("receive");
         if batch.is_empty() {
             return jobs;
         }
@@ -81,7 +89,11 @@ async fn every_corpus_payload_is_answered_without_a_server_error() {
     for slug in [None, Some("parley")] {
         let h = harness(slug);
         let examples = webhook_examples();
-        assert!(examples.len() >= 70, "corpus has {} payloads", examples.len());
+        assert!(
+            examples.len() >= 70,
+            "corpus has {} payloads",
+            examples.len()
+        );
         for (i, (event, file, body)) in examples.iter().enumerate() {
             let (status, json) = post(&h, event, &format!("d-{i}"), body).await;
             let expected = if event == "ping" { 200 } else { 202 };
@@ -110,8 +122,20 @@ async fn corpus_events_route_to_the_right_queue() {
         })
         .collect();
     // With no slug configured every created comment is forwarded; reviews only with a body.
-    assert_eq!(surfaces.iter().filter(|s| **s == Surface::IssueComment).count(), 4);
-    assert_eq!(surfaces.iter().filter(|s| **s == Surface::ReviewComment).count(), 2);
+    assert_eq!(
+        surfaces
+            .iter()
+            .filter(|s| **s == Surface::IssueComment)
+            .count(),
+        4
+    );
+    assert_eq!(
+        surfaces
+            .iter()
+            .filter(|s| **s == Surface::ReviewComment)
+            .count(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -125,7 +149,10 @@ async fn synchronize_becomes_a_review_job_with_its_range() {
     assert_eq!(job.repo.full_name(), "Codertocat/Hello-World");
     assert_eq!(job.number, 2);
     assert_eq!(job.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
-    assert_eq!(job.before_sha.as_deref(), Some("f95f852bd8fca8fcc58a9a2d6c842781e32a215e"));
+    assert_eq!(
+        job.before_sha.as_deref(),
+        Some("f95f852bd8fca8fcc58a9a2d6c842781e32a215e")
+    );
     assert_eq!(job.base_ref, "master");
     assert_eq!(job.installation_id, Some(1));
     assert_eq!(job.author.login, "Codertocat");
@@ -140,7 +167,10 @@ async fn drafts_are_skipped_with_a_reason() {
     let (status, json) = post(&h, "pull_request", "draft-1", &body).await;
     assert_eq!(status, 202);
     assert_eq!(json["status"], "ignored");
-    assert!(json["reason"].as_str().unwrap_or("").contains("draft"), "{json}");
+    assert!(
+        json["reason"].as_str().unwrap_or("").contains("draft"),
+        "{json}"
+    );
     assert!(drain(&h.queue, QueueName::Review).await.is_empty());
 }
 
@@ -173,10 +203,14 @@ async fn review_comment_replies_are_candidates_without_a_mention() {
     let mut payload = webhook_example("pull_request_review_comment", "created.payload.json");
     let body = serde_json::to_vec(&payload).expect("encode");
     let (_, json) = post(&h, "pull_request_review_comment", "rc-1", &body).await;
-    assert_eq!(json["status"], "ignored", "a new thread without a mention: {json}");
+    assert_eq!(
+        json["status"], "ignored",
+        "a new thread without a mention: {json}"
+    );
 
     payload["comment"]["in_reply_to_id"] = 111.into();
-    let Job::Conversation(job) = single_job(&h, "pull_request_review_comment", &payload).await else {
+    let Job::Conversation(job) = single_job(&h, "pull_request_review_comment", &payload).await
+    else {
         panic!("expected a conversation job");
     };
     assert_eq!(job.surface, Surface::ReviewComment);
@@ -188,8 +222,14 @@ async fn review_comment_replies_are_candidates_without_a_mention() {
     assert_eq!(position.path, "README.md");
     assert_eq!(position.line, Some(265));
     assert_eq!(position.side.as_deref(), Some("RIGHT"));
-    assert_eq!(position.diff_hunk.as_deref(), Some("@@ -1 +1 @@\n-# Hello-World"));
-    assert_eq!(position.commit_id.as_deref(), Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821"));
+    assert_eq!(
+        position.diff_hunk.as_deref(),
+        Some("@@ -1 +1 @@\n-# Hello-World")
+    );
+    assert_eq!(
+        position.commit_id.as_deref(),
+        Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+    );
 }
 
 #[tokio::test]
@@ -215,14 +255,32 @@ async fn events_from_parley_itself_and_other_bots_are_ignored() {
     let mut payload = webhook_example("issue_comment", "created.payload.json");
     payload["comment"]["body"] = "@parley hello".into();
     payload["sender"]["login"] = "parley[bot]".into();
-    let (_, json) = post(&h, "issue_comment", "self-1", &serde_json::to_vec(&payload).expect("encode")).await;
+    let (_, json) = post(
+        &h,
+        "issue_comment",
+        "self-1",
+        &serde_json::to_vec(&payload).expect("encode"),
+    )
+    .await;
     assert_eq!(json["status"], "ignored");
-    assert!(json["reason"].as_str().unwrap_or("").contains("Parley itself"), "{json}");
+    assert!(
+        json["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Parley itself"),
+        "{json}"
+    );
 
     payload["sender"]["login"] = "dependabot[bot]".into();
     payload["comment"]["user"]["login"] = "dependabot[bot]".into();
     payload["comment"]["user"]["type"] = "Bot".into();
-    let (_, json) = post(&h, "issue_comment", "bot-1", &serde_json::to_vec(&payload).expect("encode")).await;
+    let (_, json) = post(
+        &h,
+        "issue_comment",
+        "bot-1",
+        &serde_json::to_vec(&payload).expect("encode"),
+    )
+    .await;
     assert_eq!(json["status"], "ignored", "{json}");
     assert!(drain(&h.queue, QueueName::Conversation).await.is_empty());
 }
@@ -230,35 +288,70 @@ async fn events_from_parley_itself_and_other_bots_are_ignored() {
 #[tokio::test]
 async fn bookkeeping_events_become_jobs() {
     let h = harness(Some("parley"));
-    let installation = single_job(&h, "installation", &webhook_example("installation", "created.payload.json")).await;
-    let Job::Bookkeeping(job) = installation else { panic!("bookkeeping") };
-    let BookkeepingEvent::Installation { installation_id, account, repositories_added, .. } = job.event else {
+    let installation = single_job(
+        &h,
+        "installation",
+        &webhook_example("installation", "created.payload.json"),
+    )
+    .await;
+    let Job::Bookkeeping(job) = installation else {
+        panic!("bookkeeping")
+    };
+    let BookkeepingEvent::Installation {
+        installation_id,
+        account,
+        repositories_added,
+        ..
+    } = job.event
+    else {
         panic!("installation event");
     };
     assert_eq!(installation_id, 957387);
     assert_eq!(account, "Codertocat");
     assert!(repositories_added.contains(&"Codertocat/Hello-World".to_string()));
 
-    let thread = single_job(&h, "pull_request_review_thread", &webhook_example("pull_request_review_thread", "resolved.payload.json")).await;
-    let Job::Bookkeeping(job) = thread else { panic!("bookkeeping") };
-    let BookkeepingEvent::ReviewThread { resolved, comment_ids, number, .. } = job.event else {
+    let thread = single_job(
+        &h,
+        "pull_request_review_thread",
+        &webhook_example("pull_request_review_thread", "resolved.payload.json"),
+    )
+    .await;
+    let Job::Bookkeeping(job) = thread else {
+        panic!("bookkeeping")
+    };
+    let BookkeepingEvent::ReviewThread {
+        resolved,
+        comment_ids,
+        number,
+        ..
+    } = job.event
+    else {
         panic!("thread event");
     };
     assert!(resolved);
     assert_eq!(number, 2);
     assert!(!comment_ids.is_empty());
 
-    let closed = single_job(&h, "pull_request", &webhook_example("pull_request", "closed.payload.json")).await;
-    assert!(matches!(
-        closed,
-        Job::Bookkeeping(ref j) if matches!(j.event, BookkeepingEvent::PullRequestClosed { merged: false, .. })
-    ), "{closed:?}");
+    let closed = single_job(
+        &h,
+        "pull_request",
+        &webhook_example("pull_request", "closed.payload.json"),
+    )
+    .await;
+    assert!(
+        matches!(
+            closed,
+            Job::Bookkeeping(ref j) if matches!(j.event, BookkeepingEvent::PullRequestClosed { merged: false, .. })
+        ),
+        "{closed:?}"
+    );
 }
 
 #[tokio::test]
 async fn redelivery_is_enqueued_once() {
     let h = harness(None);
-    let body = serde_json::to_vec(&webhook_example("pull_request", "opened.payload.json")).expect("encode");
+    let body = serde_json::to_vec(&webhook_example("pull_request", "opened.payload.json"))
+        .expect("encode");
     let (s1, j1) = post(&h, "pull_request", "same-delivery", &body).await;
     let (s2, j2) = post(&h, "pull_request", "same-delivery", &body).await;
     assert_eq!((s1, s2), (202, 202));
@@ -273,31 +366,97 @@ async fn bad_requests_get_their_codes() {
     let body = br#"{"action":"opened"}"#;
     let good = sign(SECRET, body);
     let cases: Vec<(HeaderMap, Vec<u8>, u16, &str)> = vec![
-        (headers(Some("pull_request"), Some("d"), None), body.to_vec(), 401, "missing signature"),
-        (headers(Some("pull_request"), Some("d"), Some(&sign("wrong", body))), body.to_vec(), 401, "wrong secret"),
-        (headers(Some("pull_request"), Some("d"), Some("sha256=nothex")), body.to_vec(), 401, "malformed signature"),
-        (headers(Some("pull_request"), Some("d"), Some(&good)), br#"{"action":"opened""#.to_vec(), 401, "body changed after signing"),
-        (headers(None, Some("d"), Some(&good)), body.to_vec(), 400, "missing event"),
-        (headers(Some("pull_request"), None, Some(&good)), body.to_vec(), 400, "missing delivery"),
+        (
+            headers(Some("pull_request"), Some("d"), None),
+            body.to_vec(),
+            401,
+            "missing signature",
+        ),
+        (
+            headers(Some("pull_request"), Some("d"), Some(&sign("wrong", body))),
+            body.to_vec(),
+            401,
+            "wrong secret",
+        ),
+        (
+            headers(Some("pull_request"), Some("d"), Some("sha256=nothex")),
+            body.to_vec(),
+            401,
+            "malformed signature",
+        ),
+        (
+            headers(Some("pull_request"), Some("d"), Some(&good)),
+            br#"{"action":"opened""#.to_vec(),
+            401,
+            "body changed after signing",
+        ),
+        (
+            headers(None, Some("d"), Some(&good)),
+            body.to_vec(),
+            400,
+            "missing event",
+        ),
+        (
+            headers(Some("pull_request"), None, Some(&good)),
+            body.to_vec(),
+            400,
+            "missing delivery",
+        ),
     ];
     for (headers, body, status, what) in cases {
         let response = parley_webhook::respond(&h.ingest, &headers, &body).await;
-        assert_eq!(response.status().as_u16(), status, "{what}: {}", response.body());
+        assert_eq!(
+            response.status().as_u16(),
+            status,
+            "{what}: {}",
+            response.body()
+        );
     }
 
     let truncated = br#"{"action":"opened","pull_request":{"#;
-    let response = parley_webhook::respond(&h.ingest, &headers(Some("pull_request"), Some("t"), Some(&sign(SECRET, truncated))), truncated).await;
+    let response = parley_webhook::respond(
+        &h.ingest,
+        &headers(
+            Some("pull_request"),
+            Some("t"),
+            Some(&sign(SECRET, truncated)),
+        ),
+        truncated,
+    )
+    .await;
     assert_eq!(response.status().as_u16(), 400);
-    assert!(response.body().contains("invalid JSON"), "{}", response.body());
+    assert!(
+        response.body().contains("invalid JSON"),
+        "{}",
+        response.body()
+    );
 
     // Valid JSON that is not the event it claims to be: 400 with the reason.
     let wrong_shape = br#"{"action":"opened","pull_request":{"number":"seven"}}"#;
-    let response = parley_webhook::respond(&h.ingest, &headers(Some("pull_request"), Some("w"), Some(&sign(SECRET, wrong_shape))), wrong_shape).await;
+    let response = parley_webhook::respond(
+        &h.ingest,
+        &headers(
+            Some("pull_request"),
+            Some("w"),
+            Some(&sign(SECRET, wrong_shape)),
+        ),
+        wrong_shape,
+    )
+    .await;
     assert_eq!(response.status().as_u16(), 400);
-    assert!(response.body().contains("payload does not match"), "{}", response.body());
+    assert!(
+        response.body().contains("payload does not match"),
+        "{}",
+        response.body()
+    );
 
     let huge = vec![b' '; 10 * 1024 * 1024 + 1];
-    let response = parley_webhook::respond(&h.ingest, &headers(Some("pull_request"), Some("h"), Some(&sign(SECRET, &huge))), &huge).await;
+    let response = parley_webhook::respond(
+        &h.ingest,
+        &headers(Some("pull_request"), Some("h"), Some(&sign(SECRET, &huge))),
+        &huge,
+    )
+    .await;
     assert_eq!(response.status().as_u16(), 413);
 
     assert!(drain(&h.queue, QueueName::Review).await.is_empty());
@@ -309,26 +468,46 @@ async fn no_secret_configured_refuses_everything() {
     let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
     let ingest = parley_webhook::ingest(None, None, store, queue);
     let body = b"{}";
-    let response = parley_webhook::respond(&ingest, &headers(Some("ping"), Some("p"), Some(&sign("", body))), body).await;
+    let response = parley_webhook::respond(
+        &ingest,
+        &headers(Some("ping"), Some("p"), Some(&sign("", body))),
+        body,
+    )
+    .await;
     assert_eq!(response.status().as_u16(), 401);
-    assert!(response.body().contains("GITHUB_WEBHOOK_SECRET"), "{}", response.body());
+    assert!(
+        response.body().contains("GITHUB_WEBHOOK_SECRET"),
+        "{}",
+        response.body()
+    );
 }
 
 #[tokio::test]
 async fn signature_vectors_from_github_docs_verify() {
     let path = parley_tests::corpora().join("signature-vector.json");
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json");
     let vectors = doc["vectors"].as_array().expect("vectors");
     assert_eq!(vectors.len(), 5);
     for v in vectors {
         let secret = v["secret"].as_str().expect("secret");
         let payload = hex::decode(v["payload_hex"].as_str().expect("hex")).expect("payload");
-        let expected = v["expected_header_X-Hub-Signature-256"].as_str().expect("header");
+        let expected = v["expected_header_X-Hub-Signature-256"]
+            .as_str()
+            .expect("header");
         assert_eq!(sign(secret, &payload), expected, "{}", v["name"]);
         let secrets = parley_core::webhook::WebhookSecrets::parse(&format!("other,{secret}"));
-        assert!(secrets.verify(Some(expected), &payload).is_ok(), "{}", v["name"]);
+        assert!(
+            secrets.verify(Some(expected), &payload).is_ok(),
+            "{}",
+            v["name"]
+        );
         let mut tampered = payload.clone();
         tampered.push(b' ');
-        assert!(secrets.verify(Some(expected), &tampered).is_err(), "{}", v["name"]);
+        assert!(
+            secrets.verify(Some(expected), &tampered).is_err(),
+            "{}",
+            v["name"]
+        );
     }
 }

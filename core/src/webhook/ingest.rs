@@ -42,7 +42,9 @@ pub enum Outcome {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
-    TooLarge { bytes: usize },
+    TooLarge {
+        bytes: usize,
+    },
     Unauthorized(SignatureError),
     MissingHeader(&'static str),
     Malformed(String),
@@ -90,7 +92,10 @@ impl std::fmt::Display for Rejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Rejection::TooLarge { bytes } => {
-                write!(f, "body of {bytes} bytes exceeds the {MAX_BODY_BYTES}-byte limit")
+                write!(
+                    f,
+                    "body of {bytes} bytes exceeds the {MAX_BODY_BYTES}-byte limit"
+                )
             }
             Rejection::Unauthorized(err) => write!(f, "{err}"),
             Rejection::MissingHeader(name) => write!(f, "missing {name} header"),
@@ -136,7 +141,11 @@ impl Ingest {
                 bytes: request.body.len(),
             });
         }
-        if let Err(err) = self.settings.secrets.verify(request.signature, request.body) {
+        if let Err(err) = self
+            .settings
+            .secrets
+            .verify(request.signature, request.body)
+        {
             return reject(Rejection::Unauthorized(err));
         }
         let Some(event) = request.event.filter(|e| !e.is_empty()) else {

@@ -4,10 +4,10 @@
 //! or an LLM: one store write (delivery dedup) and one queue send.
 
 pub mod ingest;
-mod payload;
 pub mod normalise;
+mod payload;
 pub mod signature;
 
 pub use ingest::{Ingest, IngestSettings, Outcome, Rejection, WebhookRequest};
-pub use normalise::{Normalised, NormaliseContext};
+pub use normalise::{NormaliseContext, Normalised};
 pub use signature::{SignatureError, WebhookSecrets};

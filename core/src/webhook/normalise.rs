@@ -6,8 +6,8 @@
 //! worker's call.
 
 use super::payload::{
-    Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository, ReviewCommentEvent,
-    ReviewEvent, ReviewThreadEvent, User,
+    Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository,
+    ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, User,
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
@@ -58,7 +58,11 @@ pub fn normalise(
     let meta = Meta {
         delivery_id,
         installation_id: envelope.installation.as_ref().map(|i| i.id),
-        sender: envelope.sender.as_ref().map(|s| s.login.as_str()).unwrap_or(""),
+        sender: envelope
+            .sender
+            .as_ref()
+            .map(|s| s.login.as_str())
+            .unwrap_or(""),
     };
     let result = match (event, action) {
         ("pull_request", "opened" | "reopened" | "ready_for_review" | "synchronize") => {
@@ -73,10 +77,15 @@ pub fn normalise(
         }
         ("installation" | "installation_repositories", _) => installation(&meta, action, payload),
         (
-            "pull_request" | "issue_comment" | "pull_request_review_comment"
-            | "pull_request_review" | "pull_request_review_thread",
+            "pull_request"
+            | "issue_comment"
+            | "pull_request_review_comment"
+            | "pull_request_review"
+            | "pull_request_review_thread",
             _,
-        ) => Ok(Normalised::Ignored(format!("{event}.{action} is not handled"))),
+        ) => Ok(Normalised::Ignored(format!(
+            "{event}.{action} is not handled"
+        ))),
         _ => Ok(Normalised::Ignored(format!("event {event} is not handled"))),
     };
     result.unwrap_or_else(Normalised::Malformed)
@@ -114,7 +123,9 @@ fn review(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
         head_sha: pr.head.sha,
         base_sha: pr.base.sha,
         base_ref: pr.base.name,
-        before_sha: event.before.filter(|_| trigger == ReviewTrigger::Synchronize),
+        before_sha: event
+            .before
+            .filter(|_| trigger == ReviewTrigger::Synchronize),
         author: actor(&pr.user),
         title: pr.title,
     })))
@@ -253,7 +264,10 @@ fn review_thread(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> 
 fn installation(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
     let event: InstallationEvent = decode(payload)?;
     let names = |repos: &[super::payload::RepositoryName]| {
-        repos.iter().map(|r| r.full_name.clone()).collect::<Vec<_>>()
+        repos
+            .iter()
+            .map(|r| r.full_name.clone())
+            .collect::<Vec<_>>()
     };
     let mut added = names(&event.repositories_added);
     if let Some(repos) = &event.repositories {

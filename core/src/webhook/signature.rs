@@ -98,8 +98,16 @@ mod tests {
     fn rotation_accepts_any_configured_secret() {
         let secrets = WebhookSecrets::parse("old-secret, new-secret");
         let body = b"{\"zen\":\"hi\"}";
-        assert!(secrets.verify(Some(&sign(b"old-secret", body)), body).is_ok());
-        assert!(secrets.verify(Some(&sign(b"new-secret", body)), body).is_ok());
+        assert!(
+            secrets
+                .verify(Some(&sign(b"old-secret", body)), body)
+                .is_ok()
+        );
+        assert!(
+            secrets
+                .verify(Some(&sign(b"new-secret", body)), body)
+                .is_ok()
+        );
         assert_eq!(
             secrets.verify(Some(&sign(b"other", body)), body),
             Err(SignatureError::Mismatch)
@@ -111,7 +119,11 @@ mod tests {
         let secrets = WebhookSecrets::parse("s");
         assert_eq!(secrets.verify(None, b"x"), Err(SignatureError::Missing));
         for bad in ["sha1=abcd", "sha256=zz", "sha256=abcd", ""] {
-            assert_eq!(secrets.verify(Some(bad), b"x"), Err(SignatureError::Malformed), "{bad}");
+            assert_eq!(
+                secrets.verify(Some(bad), b"x"),
+                Err(SignatureError::Malformed),
+                "{bad}"
+            );
         }
     }
 

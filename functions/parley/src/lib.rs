@@ -42,9 +42,12 @@ impl Running {
 
 pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow::Result<Running> {
     let settings = options.settings;
-    let adapters = build_adapters(&settings)
-        .await
-        .with_context(|| format!("opening the local database at {}", settings.db_path.display()))?;
+    let adapters = build_adapters(&settings).await.with_context(|| {
+        format!(
+            "opening the local database at {}",
+            settings.db_path.display()
+        )
+    })?;
     let secret = match settings.webhook_secret.clone() {
         Some(value) => Some(secrets::resolve(value).await?),
         None => None,

@@ -34,11 +34,15 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve() -> anyhow::Result<()> {
     let port: u16 = match std::env::var("PORT") {
-        Ok(port) => port.parse().with_context(|| format!("PORT must be a port number, got {port:?}"))?,
+        Ok(port) => port
+            .parse()
+            .with_context(|| format!("PORT must be a port number, got {port:?}"))?,
         Err(_) => 3000,
     };
     let host: std::net::IpAddr = match std::env::var("HOST") {
-        Ok(host) => host.parse().with_context(|| format!("HOST must be an IP address, got {host:?}"))?,
+        Ok(host) => host
+            .parse()
+            .with_context(|| format!("HOST must be an IP address, got {host:?}"))?,
         Err(_) => [127, 0, 0, 1].into(),
     };
     let options = ServeOptions {
@@ -50,7 +54,9 @@ async fn serve() -> anyhow::Result<()> {
     let running = start(options, shutdown.clone()).await?;
     println!("parley listening on http://{}/webhook", running.local_addr);
 
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     tracing::info!("shutting down: finishing in-flight jobs");
     shutdown.cancel();
     running.wait().await

@@ -32,6 +32,10 @@ pub async fn run(
     Ok(())
 }
 
-async fn webhook(State(ingest): State<Ingest>, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+async fn webhook(
+    State(ingest): State<Ingest>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
     parley_webhook::respond(&ingest, &headers, &body).await
 }

@@ -15,7 +15,8 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let handler = handler.clone();
         async move {
-            let response: SqsBatchResponse = sqs_batch::respond(event.payload, handler.as_ref()).await?;
+            let response: SqsBatchResponse =
+                sqs_batch::respond(event.payload, handler.as_ref()).await?;
             Ok::<_, Error>(response)
         }
     }))

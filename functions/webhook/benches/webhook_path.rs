@@ -24,7 +24,10 @@ struct MemoryQueue(Mutex<Vec<OutgoingMessage>>);
 #[async_trait]
 impl JobQueue for MemoryQueue {
     async fn send(&self, message: OutgoingMessage) -> Result<(), QueueError> {
-        let mut queue = self.0.lock().map_err(|_| QueueError::Unavailable("poisoned".into()))?;
+        let mut queue = self
+            .0
+            .lock()
+            .map_err(|_| QueueError::Unavailable("poisoned".into()))?;
         if queue.len() > 10_000 {
             queue.clear();
         }
@@ -34,7 +37,9 @@ impl JobQueue for MemoryQueue {
 }
 
 fn example(path: &str) -> Vec<u8> {
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora/webhooks").join(path);
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpora/webhooks")
+        .join(path);
     std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
 }
 
@@ -54,8 +59,16 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("webhook_path");
     for (name, event, path) in [
-        ("largest_payload_ignored", "pull_request", "pull_request/labeled.with-organization.payload.json"),
-        ("largest_job_enqueued", "pull_request", "pull_request/opened.with-organization.payload.json"),
+        (
+            "largest_payload_ignored",
+            "pull_request",
+            "pull_request/labeled.with-organization.payload.json",
+        ),
+        (
+            "largest_job_enqueued",
+            "pull_request",
+            "pull_request/opened.with-organization.payload.json",
+        ),
     ] {
         let body = example(path);
         let signature = sign("bench-secret", &body);
@@ -65,8 +78,14 @@ fn bench(c: &mut Criterion) {
                 let mut headers = HeaderMap::new();
                 headers.insert("x-github-event", HeaderValue::from_static(event));
                 let delivery = format!("bench-{}", deliveries.fetch_add(1, Ordering::Relaxed));
-                headers.insert("x-github-delivery", HeaderValue::from_str(&delivery).expect("header"));
-                headers.insert("x-hub-signature-256", HeaderValue::from_str(&signature).expect("header"));
+                headers.insert(
+                    "x-github-delivery",
+                    HeaderValue::from_str(&delivery).expect("header"),
+                );
+                headers.insert(
+                    "x-hub-signature-256",
+                    HeaderValue::from_str(&signature).expect("header"),
+                );
                 let response = parley_webhook::respond(&ingest, &headers, &body).await;
                 assert_eq!(response.status().as_u16(), 202, "{}", response.body());
             });

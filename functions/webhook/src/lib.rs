@@ -6,7 +6,9 @@
 use http::{HeaderMap, Response, StatusCode};
 use parley_core::mention::Handles;
 use parley_core::ports::{JobQueue, Store};
-use parley_core::webhook::{Ingest, IngestSettings, NormaliseContext, WebhookRequest, WebhookSecrets};
+use parley_core::webhook::{
+    Ingest, IngestSettings, NormaliseContext, WebhookRequest, WebhookSecrets,
+};
 use std::sync::Arc;
 
 /// Build the framework-free handler from resolved settings.
@@ -24,7 +26,9 @@ pub fn ingest(
         tracing::warn!("GITHUB_WEBHOOK_SECRET is not set: every delivery will be refused with 401");
     }
     if handles.is_none() {
-        tracing::info!("GITHUB_APP_SLUG is not set: forwarding every comment event; workers learn the handle from GET /app");
+        tracing::info!(
+            "GITHUB_APP_SLUG is not set: forwarding every comment event; workers learn the handle from GET /app"
+        );
     }
     let settings = IngestSettings {
         secrets,
@@ -44,7 +48,8 @@ pub async fn respond(ingest: &Ingest, headers: &HeaderMap, body: &[u8]) -> Respo
             body,
         })
         .await;
-    let status = StatusCode::from_u16(outcome.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status =
+        StatusCode::from_u16(outcome.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = Response::new(outcome.body());
     *response.status_mut() = status;
     response.headers_mut().insert(

@@ -22,7 +22,8 @@ async fn main() -> Result<(), Error> {
     lambda_http::run(service_fn(move |request: Request| {
         let ingest = ingest.clone();
         async move {
-            let response = parley_webhook::respond(&ingest, request.headers(), request.body()).await;
+            let response =
+                parley_webhook::respond(&ingest, request.headers(), request.body()).await;
             Ok::<Response<Body>, Error>(response.map(Body::from))
         }
     }))

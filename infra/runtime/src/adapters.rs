@@ -32,14 +32,16 @@ pub async fn build_adapters(settings: &Settings) -> Result<Adapters, AdapterErro
     };
     let polling: Arc<dyn PollingQueue> = match settings.queue {
         Backend::Aws => Arc::new(SqsQueue::from_env().await?),
-        Backend::Sqlite => Arc::new(SqliteQueue::open(
-            &settings.db_path,
-            QueueSettings {
-                max_receive_count: settings.max_receive_count,
-                ..QueueSettings::default()
-            },
-        )
-        .await?),
+        Backend::Sqlite => Arc::new(
+            SqliteQueue::open(
+                &settings.db_path,
+                QueueSettings {
+                    max_receive_count: settings.max_receive_count,
+                    ..QueueSettings::default()
+                },
+            )
+            .await?,
+        ),
     };
     let queue: Arc<dyn JobQueue> = polling.clone();
     Ok(Adapters {

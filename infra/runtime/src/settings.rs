@@ -46,24 +46,53 @@ impl Settings {
 
     /// Testable core of [`Settings::from_env`].
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
-        let non_empty = |name: &str| get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let non_empty = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
         let in_lambda = non_empty("AWS_LAMBDA_FUNCTION_NAME").is_some();
-        let default_backend = if in_lambda { Backend::Aws } else { Backend::Sqlite };
-        let store = backend(non_empty("PARLEY_STORE"), "PARLEY_STORE", "dynamodb", default_backend)?;
-        let queue = backend(non_empty("PARLEY_QUEUE"), "PARLEY_QUEUE", "sqs", default_backend)?;
+        let default_backend = if in_lambda {
+            Backend::Aws
+        } else {
+            Backend::Sqlite
+        };
+        let store = backend(
+            non_empty("PARLEY_STORE"),
+            "PARLEY_STORE",
+            "dynamodb",
+            default_backend,
+        )?;
+        let queue = backend(
+            non_empty("PARLEY_QUEUE"),
+            "PARLEY_QUEUE",
+            "sqs",
+            default_backend,
+        )?;
         let max_receive_count = match non_empty("PARLEY_MAX_RECEIVE") {
             None => 5,
-            Some(value) => value.parse().ok().filter(|n| *n >= 1).ok_or(SettingsError::Invalid {
-                name: "PARLEY_MAX_RECEIVE",
-                allowed: "a positive integer",
-                value,
-            })?,
+            Some(value) => {
+                value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or(SettingsError::Invalid {
+                        name: "PARLEY_MAX_RECEIVE",
+                        allowed: "a positive integer",
+                        value,
+                    })?
+            }
         };
         Ok(Settings {
             webhook_secret: non_empty("GITHUB_WEBHOOK_SECRET"),
             app_slug: non_empty("GITHUB_APP_SLUG"),
             mention_aliases: non_empty("PARLEY_MENTION_ALIASES")
-                .map(|v| v.split(',').map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect())
+                .map(|v| {
+                    v.split(',')
+                        .map(|a| a.trim().to_string())
+                        .filter(|a| !a.is_empty())
+                        .collect()
+                })
                 .unwrap_or_default(),
             store,
             queue,
@@ -94,7 +123,11 @@ fn backend(
         Some(v) if v == aws_name => Ok(Backend::Aws),
         Some(_) => Err(SettingsError::Invalid {
             name,
-            allowed: if aws_name == "sqs" { "sqlite, sqs" } else { "sqlite, dynamodb" },
+            allowed: if aws_name == "sqs" {
+                "sqlite, sqs"
+            } else {
+                "sqlite, dynamodb"
+            },
             value: value.unwrap_or_default(),
         }),
     }
@@ -106,8 +139,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn settings(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
-        let map: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Settings::from_lookup(|k| map.get(k).cloned())
     }
 

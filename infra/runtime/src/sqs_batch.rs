@@ -9,7 +9,10 @@ use parley_core::worker::{BatchItem, process_fifo_batch};
 /// A record without a message id cannot be reported; with `ReportBatchItemFailures` an
 /// unreportable failure would be deleted, so such a record fails the whole invocation
 /// instead (SQS then retries the batch).
-pub async fn respond(event: SqsEvent, handler: &dyn JobHandler) -> Result<SqsBatchResponse, String> {
+pub async fn respond(
+    event: SqsEvent,
+    handler: &dyn JobHandler,
+) -> Result<SqsBatchResponse, String> {
     let mut items = Vec::with_capacity(event.records.len());
     for record in &event.records {
         let Some(message_id) = record.message_id.as_deref() else {

@@ -44,32 +44,60 @@ fn event(bodies: &[(&str, String)]) -> SqsEvent {
 }
 
 fn failures(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<&str> {
-    response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect()
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect()
 }
 
 #[tokio::test]
 async fn after_the_first_failure_the_rest_of_the_batch_fails_unrun() {
-    let handler = Scripted { fail_on: "d2", seen: Mutex::new(Vec::new()) };
-    let batch = event(&[("m1", job_body("d1")), ("m2", job_body("d2")), ("m3", job_body("d3")), ("m4", job_body("d4"))]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler).await.expect("response");
+    let handler = Scripted {
+        fail_on: "d2",
+        seen: Mutex::new(Vec::new()),
+    };
+    let batch = event(&[
+        ("m1", job_body("d1")),
+        ("m2", job_body("d2")),
+        ("m3", job_body("d3")),
+        ("m4", job_body("d4")),
+    ]);
+    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+        .await
+        .expect("response");
     assert_eq!(failures(&response), vec!["m2", "m3", "m4"]);
-    assert_eq!(*handler.seen.lock().expect("lock"), vec!["d1", "d2"], "m3 and m4 must not run before m2 succeeds");
+    assert_eq!(
+        *handler.seen.lock().expect("lock"),
+        vec!["d1", "d2"],
+        "m3 and m4 must not run before m2 succeeds"
+    );
 }
 
 #[tokio::test]
 async fn a_clean_batch_reports_no_failures() {
-    let handler = Scripted { fail_on: "none", seen: Mutex::new(Vec::new()) };
+    let handler = Scripted {
+        fail_on: "none",
+        seen: Mutex::new(Vec::new()),
+    };
     let batch = event(&[("m1", job_body("d1")), ("m2", job_body("d2"))]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler).await.expect("response");
+    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+        .await
+        .expect("response");
     assert!(failures(&response).is_empty());
     assert_eq!(handler.seen.lock().expect("lock").len(), 2);
 }
 
 #[tokio::test]
 async fn an_undecodable_message_is_retried_not_dropped() {
-    let handler = Scripted { fail_on: "none", seen: Mutex::new(Vec::new()) };
+    let handler = Scripted {
+        fail_on: "none",
+        seen: Mutex::new(Vec::new()),
+    };
     let batch = event(&[("m1", "{not a job".to_string()), ("m2", job_body("d2"))]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler).await.expect("response");
+    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+        .await
+        .expect("response");
     // Reported failed, so SQS retries it and dead-letters it after maxReceiveCount.
     assert_eq!(failures(&response), vec!["m1", "m2"]);
     assert!(handler.seen.lock().expect("lock").is_empty());
@@ -77,8 +105,16 @@ async fn an_undecodable_message_is_retried_not_dropped() {
 
 #[tokio::test]
 async fn the_response_serialises_as_lambda_expects() {
-    let handler = Scripted { fail_on: "d1", seen: Mutex::new(Vec::new()) };
-    let response = parley_runtime::sqs_batch::respond(event(&[("m1", job_body("d1"))]), &handler).await.expect("response");
+    let handler = Scripted {
+        fail_on: "d1",
+        seen: Mutex::new(Vec::new()),
+    };
+    let response = parley_runtime::sqs_batch::respond(event(&[("m1", job_body("d1"))]), &handler)
+        .await
+        .expect("response");
     let json = serde_json::to_value(&response).expect("json");
-    assert_eq!(json, serde_json::json!({ "batchItemFailures": [ { "itemIdentifier": "m1" } ] }));
+    assert_eq!(
+        json,
+        serde_json::json!({ "batchItemFailures": [ { "itemIdentifier": "m1" } ] })
+    );
 }

@@ -1,0 +1,283 @@
+//! `.parley.yml`: per-repository settings, read from the default branch only.
+//!
+//! Every key has a default, so an absent file is a complete configuration. A bad value
+//! never makes Parley ignore the file silently or fail the job: that one key falls back to
+//! its default and a [`ConfigWarning`] says why, for the reply footer or the review summary.
+
+mod read;
+
+use crate::ports::Severity;
+use read::Reader;
+
+pub const FILE_NAME: &str = ".parley.yml";
+
+/// A value that was rejected, with the default used instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigWarning {
+    /// Dotted key, e.g. `mention.conversation.maxTurnsPerPr`.
+    pub key: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RepoConfig {
+    pub mention: MentionConfig,
+    pub dispute: DisputeConfig,
+    pub review: ReviewConfig,
+    pub gate: GateConfig,
+}
+
+/// Repository permission levels, lowest first, so `>=` reads as "at least".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PermissionLevel {
+    Read,
+    Triage,
+    Write,
+    Maintain,
+    Admin,
+}
+
+impl PermissionLevel {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.to_ascii_lowercase().as_str() {
+            "read" => Some(Self::Read),
+            "triage" => Some(Self::Triage),
+            "write" => Some(Self::Write),
+            "maintain" => Some(Self::Maintain),
+            "admin" => Some(Self::Admin),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MentionConfig {
+    /// When non-empty, only these logins may talk to Parley.
+    pub allowed_users: Vec<String>,
+    /// Otherwise: the PR author, and anyone with at least this permission.
+    pub min_permission: PermissionLevel,
+    /// Whether `@claude` also summons Parley.
+    pub claude_alias: bool,
+    pub reply_without_mention: bool,
+    pub max_turns_per_pr: u32,
+    pub context_budget_chars: u32,
+}
+
+impl Default for MentionConfig {
+    fn default() -> Self {
+        MentionConfig {
+            allowed_users: Vec::new(),
+            min_permission: PermissionLevel::Write,
+            claude_alias: false,
+            reply_without_mention: true,
+            max_turns_per_pr: 10,
+            context_budget_chars: 8000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DisputeConfig {
+    /// Logins asked to weigh in when Parley escalates a dispute.
+    pub human_reviewers: Vec<String>,
+    pub resolve_thread_on_concede: bool,
+}
+
+impl Default for DisputeConfig {
+    fn default() -> Self {
+        DisputeConfig {
+            human_reviewers: Vec::new(),
+            resolve_thread_on_concede: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewTriggers {
+    pub opened: bool,
+    pub reopened: bool,
+    pub ready_for_review: bool,
+    pub synchronize: bool,
+}
+
+impl Default for ReviewTriggers {
+    fn default() -> Self {
+        ReviewTriggers {
+            opened: true,
+            reopened: true,
+            ready_for_review: true,
+            synchronize: true,
+        }
+    }
+}
+
+pub const SPECIALISTS: [&str; 5] = ["security", "correctness", "tests", "style", "guidelines"];
+
+/// Paths skipped by default: generated, vendored, lock and binary files.
+pub const DEFAULT_SKIP_PATHS: &[&str] = &[
+    "**/*.lock",
+    "**/package-lock.json",
+    "**/pnpm-lock.yaml",
+    "**/go.sum",
+    "**/vendor/**",
+    "**/node_modules/**",
+    "**/third_party/**",
+    "**/dist/**",
+    "**/*.min.js",
+    "**/*.min.css",
+    "**/*.map",
+    "**/*.pb.go",
+    "**/*_pb2.py",
+    "**/*.generated.*",
+    "**/generated/**",
+    "**/*.{png,jpg,jpeg,gif,ico,webp,pdf,zip,gz,tgz,jar,woff,woff2,ttf,eot,so,dylib,dll,exe,bin}",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewConfig {
+    pub triggers: ReviewTriggers,
+    pub skip_authors: Vec<String>,
+    /// Globs of paths never reviewed; replaces the defaults when set.
+    pub skip_paths: Vec<String>,
+    pub specialists: Vec<String>,
+    pub min_confidence: u8,
+    pub max_inline_comments: u32,
+    /// Budget for the patches sent to each specialist, in estimated tokens.
+    pub max_patch_tokens: u32,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            triggers: ReviewTriggers::default(),
+            skip_authors: Vec::new(),
+            skip_paths: DEFAULT_SKIP_PATHS.iter().map(|s| s.to_string()).collect(),
+            specialists: SPECIALISTS.iter().map(|s| s.to_string()).collect(),
+            min_confidence: 75,
+            max_inline_comments: 15,
+            max_patch_tokens: 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateConfig {
+    pub block_on: Vec<Severity>,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            block_on: vec![Severity::Critical, Severity::High],
+        }
+    }
+}
+
+/// Parse `.parley.yml` text. Never fails: see the module docs.
+pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
+    let defaults = RepoConfig::default();
+    let value: serde_json::Value = if text.trim().is_empty() {
+        serde_json::Value::Null
+    } else {
+        match serde_norway::from_str(text) {
+            Ok(value) => value,
+            Err(err) => {
+                let warning = ConfigWarning {
+                    key: FILE_NAME.to_string(),
+                    message: format!("is not valid YAML ({err}); using defaults for everything"),
+                };
+                return (defaults, vec![warning]);
+            }
+        }
+    };
+    let mut r = Reader::new(&value);
+    let d = &defaults;
+    let config = RepoConfig {
+        mention: MentionConfig {
+            allowed_users: r.strings("mention.allowedUsers", &d.mention.allowed_users),
+            min_permission: r.parsed(
+                "mention.minPermission",
+                d.mention.min_permission,
+                "read, triage, write, maintain or admin",
+                PermissionLevel::parse,
+            ),
+            claude_alias: r.bool("mention.claudeAlias", d.mention.claude_alias),
+            reply_without_mention: r.bool(
+                "mention.conversation.replyWithoutMention",
+                d.mention.reply_without_mention,
+            ),
+            max_turns_per_pr: r.number(
+                "mention.conversation.maxTurnsPerPr",
+                d.mention.max_turns_per_pr,
+                1..=50,
+            ),
+            context_budget_chars: r.number(
+                "mention.conversation.contextBudgetChars",
+                d.mention.context_budget_chars,
+                1000..=50_000,
+            ),
+        },
+        dispute: DisputeConfig {
+            human_reviewers: r.strings("dispute.humanReviewers", &d.dispute.human_reviewers),
+            resolve_thread_on_concede: r.bool(
+                "dispute.resolveThreadOnConcede",
+                d.dispute.resolve_thread_on_concede,
+            ),
+        },
+        review: ReviewConfig {
+            triggers: ReviewTriggers {
+                opened: r.bool("review.triggers.opened", d.review.triggers.opened),
+                reopened: r.bool("review.triggers.reopened", d.review.triggers.reopened),
+                ready_for_review: r.bool(
+                    "review.triggers.readyForReview",
+                    d.review.triggers.ready_for_review,
+                ),
+                synchronize: r.bool("review.triggers.synchronize", d.review.triggers.synchronize),
+            },
+            skip_authors: r.strings("review.skipAuthors", &d.review.skip_authors),
+            skip_paths: r.globs("review.skipPaths", &d.review.skip_paths),
+            specialists: r.subset("review.specialists", &d.review.specialists, &SPECIALISTS),
+            min_confidence: r.number("review.minConfidence", d.review.min_confidence, 0..=100),
+            max_inline_comments: r.number(
+                "review.maxInlineComments",
+                d.review.max_inline_comments,
+                0..=100,
+            ),
+            max_patch_tokens: r.number(
+                "review.maxPatchTokens",
+                d.review.max_patch_tokens,
+                1000..=500_000,
+            ),
+        },
+        gate: GateConfig {
+            block_on: r.list_of(
+                "gate.blockOn",
+                &d.gate.block_on,
+                "critical, high, medium, low or nit",
+                parse_severity,
+            ),
+        },
+    };
+    let warnings = r.finish();
+    (config, warnings)
+}
+
+fn parse_severity(value: &str) -> Option<Severity> {
+    match value.to_ascii_lowercase().as_str() {
+        "critical" => Some(Severity::Critical),
+        "high" => Some(Severity::High),
+        "medium" => Some(Severity::Medium),
+        "low" => Some(Severity::Low),
+        "nit" => Some(Severity::Nit),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+use super::*;
+
+#[test]
+fn absent_or_empty_file_is_all_defaults() {
+    assert_eq!(parse(""), (RepoConfig::default(), vec![]));
+    assert_eq!(parse("# nothing\n"), (RepoConfig::default(), vec![]));
+}
+
+#[test]
+fn valid_values_are_read() {
+    let (config, warnings) = parse(
+        r#"
+mention:
+  allowedUsers: [alice, bob]
+  minPermission: maintain
+  claudeAlias: true
+  conversation:
+    replyWithoutMention: false
+    maxTurnsPerPr: 3
+    contextBudgetChars: 2000
+dispute:
+  humanReviewers: [carol]
+  resolveThreadOnConcede: false
+review:
+  triggers: { synchronize: false }
+  skipAuthors: ["renovate[bot]"]
+  skipPaths: ["docs/**"]
+  specialists: [security, correctness]
+  minConfidence: 60
+  maxInlineComments: 5
+gate:
+  blockOn: [critical]
+"#,
+    );
+    assert_eq!(warnings, vec![]);
+    assert_eq!(config.mention.allowed_users, vec!["alice", "bob"]);
+    assert_eq!(config.mention.min_permission, PermissionLevel::Maintain);
+    assert!(config.mention.claude_alias);
+    assert!(!config.mention.reply_without_mention);
+    assert_eq!(config.mention.max_turns_per_pr, 3);
+    assert_eq!(config.mention.context_budget_chars, 2000);
+    assert_eq!(config.dispute.human_reviewers, vec!["carol"]);
+    assert!(!config.dispute.resolve_thread_on_concede);
+    assert!(!config.review.triggers.synchronize);
+    assert!(config.review.triggers.opened);
+    assert_eq!(config.review.skip_paths, vec!["docs/**"]);
+    assert_eq!(config.review.specialists, vec!["security", "correctness"]);
+    assert_eq!(config.review.min_confidence, 60);
+    assert_eq!(config.gate.block_on, vec![Severity::Critical]);
+}
+
+#[test]
+fn bad_values_fall_back_one_by_one_with_reasons() {
+    let (config, warnings) = parse(
+        r#"
+mention:
+  minPermission: superuser
+  conversation:
+    maxTurnsPerPr: 99
+    contextBudgetChars: lots
+review:
+  minConfidence: 80
+  specialists: [security, vibes]
+  skipPaths: ["src/[oops"]
+gate:
+  blockOn: [urgent]
+revew:
+  typo: 1
+"#,
+    );
+    let d = RepoConfig::default();
+    assert_eq!(config.mention.min_permission, d.mention.min_permission);
+    assert_eq!(config.mention.max_turns_per_pr, 10);
+    assert_eq!(config.mention.context_budget_chars, 8000);
+    assert_eq!(
+        config.review.min_confidence, 80,
+        "good keys beside bad ones still apply"
+    );
+    assert_eq!(config.review.specialists, d.review.specialists);
+    assert_eq!(config.review.skip_paths, d.review.skip_paths);
+    assert_eq!(config.gate.block_on, d.gate.block_on);
+    let keys: Vec<_> = warnings.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "mention.minPermission",
+            "mention.conversation.maxTurnsPerPr",
+            "mention.conversation.contextBudgetChars",
+            "review.skipPaths",
+            "review.specialists",
+            "gate.blockOn",
+            "revew.typo",
+        ]
+    );
+    assert!(
+        warnings[1].to_string().contains("from 1 to 50"),
+        "{}",
+        warnings[1]
+    );
+}
+
+#[test]
+fn invalid_yaml_is_reported_not_ignored() {
+    let (config, warnings) = parse("mention: [unclosed");
+    assert_eq!(config, RepoConfig::default());
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].message.contains("not valid YAML"));
+}

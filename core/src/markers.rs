@@ -1,0 +1,143 @@
+//! Hidden markers in Parley's own comments.
+//!
+//! Every comment Parley posts ends with an HTML comment carrying its structured state:
+//! `<!-- parley:<kind> {json} -->`. GitHub renders nothing for it, and it makes GitHub
+//! itself the record of what Parley said and to whom: after a crash, a worker finds its
+//! earlier reply by the marker instead of trusting memory. State is only ever read back
+//! from markers, never from prose.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+const OPEN: &str = "<!-- parley:";
+const CLOSE: &str = "-->";
+
+/// Kinds of marker Parley writes.
+pub mod kind {
+    /// An inline review finding.
+    pub const FINDING: &str = "finding";
+    /// A conversational reply.
+    pub const REPLY: &str = "reply";
+    /// A review summary.
+    pub const REVIEW: &str = "review";
+    /// The one-per-PR "conversation limit reached" note.
+    pub const LIMIT: &str = "limit";
+    /// A short error note for a question Parley could not answer.
+    pub const ERROR: &str = "error";
+}
+
+/// One marker found in a comment body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub kind: String,
+    pub data: serde_json::Value,
+}
+
+impl Marker {
+    pub fn decode<T: DeserializeOwned>(&self) -> Option<T> {
+        T::deserialize(&self.data).ok()
+    }
+}
+
+/// Render a marker for `data`. The JSON is made safe inside an HTML comment: `>` and
+/// `--` can only occur inside JSON strings, where `\u003e` and `-\u002d` mean the same.
+pub fn render<T: Serialize>(kind: &str, data: &T) -> String {
+    let json = serde_json::to_string(data).unwrap_or_else(|_| "{}".to_string());
+    let safe = json.replace('>', "\\u003e").replace("--", "-\\u002d");
+    format!("{OPEN}{kind} {safe} {CLOSE}")
+}
+
+/// Append a marker to a comment body, on its own line.
+pub fn append<T: Serialize>(body: &str, kind: &str, data: &T) -> String {
+    format!("{}\n\n{}", body.trim_end(), render(kind, data))
+}
+
+/// Every well-formed marker in `body`, in order. Malformed ones are skipped: a user can
+/// type `<!-- parley:` too, and must not be able to break the parser.
+pub fn parse_all(body: &str) -> Vec<Marker> {
+    let mut markers = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find(OPEN) {
+        let after = &rest[start + OPEN.len()..];
+        let Some(end) = after.find(CLOSE) else { break };
+        let inner = after[..end].trim();
+        let (kind, json) = inner.split_once(' ').unwrap_or((inner, "null"));
+        if let Ok(data) = serde_json::from_str(json.trim())
+            && !kind.is_empty()
+        {
+            markers.push(Marker {
+                kind: kind.to_string(),
+                data,
+            });
+        }
+        rest = &after[end + CLOSE.len()..];
+    }
+    markers
+}
+
+/// The first marker of `kind` in `body`, decoded.
+pub fn find<T: DeserializeOwned>(body: &str, kind: &str) -> Option<T> {
+    parse_all(body)
+        .into_iter()
+        .find(|m| m.kind == kind)
+        .and_then(|m| m.decode())
+}
+
+/// Whether `body` carries any Parley marker.
+pub fn has_marker(body: &str) -> bool {
+    !parse_all(body).is_empty()
+}
+
+/// Remove every Parley marker from `body` (for quoting user text that copied one).
+pub fn strip(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + OPEN.len()..];
+        match after.find(CLOSE) {
+            Some(end) => rest = &after[end + CLOSE.len()..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    struct Data {
+        id: String,
+        title: String,
+        line: u32,
+    }
+
+    #[test]
+    fn round_trips_hostile_text() {
+        let data = Data {
+            id: "f1".into(),
+            title: "closes --> the comment <!-- early > and \\-- too".into(),
+            line: 7,
+        };
+        let body = append("Looks wrong.", kind::FINDING, &data);
+        let rendered = body.split("<!-- parley:").nth(1).expect("marker");
+        assert_eq!(rendered.matches("-->").count(), 1, "{body}");
+        assert_eq!(find::<Data>(&body, kind::FINDING), Some(data));
+        assert_eq!(strip(&body).trim(), "Looks wrong.");
+    }
+
+    #[test]
+    fn malformed_markers_are_skipped() {
+        let body = "<!-- parley:finding {not json} --> text <!-- parley:reply {\"a\":1} --> <!-- parley:reply";
+        let markers = parse_all(body);
+        assert_eq!(markers.len(), 1);
+        assert_eq!(markers[0].kind, "reply");
+        assert_eq!(strip(body), " text  ");
+    }
+}
