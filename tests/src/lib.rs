@@ -53,3 +53,6 @@ pub fn webhook_example(event: &str, file: &str) -> serde_json::Value {
 pub fn sign(secret: &str, body: &[u8]) -> String {
     parley_core::webhook::signature::sign(secret.as_bytes(), body)
 }
+
+pub mod fake_github;
+pub mod fake_llm;

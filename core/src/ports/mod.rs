@@ -1,14 +1,15 @@
 //! The traits adapters implement. Each is object-safe so entrypoints can pick an adapter at
 //! run time (DynamoDB in Lambda, SQLite locally) behind an `Arc<dyn …>`.
 
+pub mod github;
 pub mod handler;
+pub mod llm;
 pub mod queue;
 pub mod store;
 
+pub use github::{GitHub, GitHubError, RepoScope};
 pub use handler::{JobError, JobHandler};
 pub use queue::{JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage};
 pub use store::{
     Claim, Finding, FindingState, Installation, MemoryRule, Severity, Store, StoreError,
 };
-pub mod github;
-pub mod llm;

@@ -62,16 +62,28 @@ async fn check_claim_release_is_claimed(store: Arc<dyn Store>) {
 
     assert_eq!(store.claim(&key, HOUR).await.unwrap(), Claim::Won);
     assert!(store.is_claimed(&key).await.unwrap());
-    assert_eq!(store.claim(&key, HOUR).await.unwrap(), Claim::AlreadyClaimed);
-    assert!(store.is_claimed(&key).await.unwrap(), "a lost claim keeps it");
+    assert_eq!(
+        store.claim(&key, HOUR).await.unwrap(),
+        Claim::AlreadyClaimed
+    );
+    assert!(
+        store.is_claimed(&key).await.unwrap(),
+        "a lost claim keeps it"
+    );
 
     let other = keys::delivery("d-2");
-    assert!(!store.is_claimed(&other).await.unwrap(), "keys are independent");
+    assert!(
+        !store.is_claimed(&other).await.unwrap(),
+        "keys are independent"
+    );
     assert_eq!(store.claim(&other, HOUR).await.unwrap(), Claim::Won);
 
     store.release(&key).await.unwrap();
     assert!(!store.is_claimed(&key).await.unwrap(), "released");
-    assert!(store.is_claimed(&other).await.unwrap(), "release is per key");
+    assert!(
+        store.is_claimed(&other).await.unwrap(),
+        "release is per key"
+    );
     assert_eq!(
         store.claim(&key, HOUR).await.unwrap(),
         Claim::Won,
@@ -106,7 +118,10 @@ async fn check_claims_expire(store: Arc<dyn Store>) {
         !store.is_claimed(short).await.unwrap(),
         "a lapsed claim reads as absent although its record is still there"
     );
-    assert!(store.is_claimed(long).await.unwrap(), "only the short one lapsed");
+    assert!(
+        store.is_claimed(long).await.unwrap(),
+        "only the short one lapsed"
+    );
     assert_eq!(
         store.claim(long, HOUR).await.unwrap(),
         Claim::AlreadyClaimed
@@ -118,7 +133,10 @@ async fn check_claims_expire(store: Arc<dyn Store>) {
     })
     .await;
     assert_eq!(won(&outcomes), 1, "one winner takes over a lapsed claim");
-    assert!(store.is_claimed(short).await.unwrap(), "the new claim holds");
+    assert!(
+        store.is_claimed(short).await.unwrap(),
+        "the new claim holds"
+    );
 }
 
 async fn check_concurrent_claims_have_one_winner(store: Arc<dyn Store>) {
@@ -137,7 +155,11 @@ async fn check_concurrent_claims_have_one_winner(store: Arc<dyn Store>) {
 
 async fn check_counters_stop_at_ceiling(store: Arc<dyn Store>) {
     let scope = keys::pr_scope("octo/app", 12);
-    assert_eq!(store.counter(&scope, "turns").await.unwrap(), 0, "never incremented");
+    assert_eq!(
+        store.counter(&scope, "turns").await.unwrap(),
+        0,
+        "never incremented"
+    );
 
     for expected in 1..=3 {
         assert_eq!(
@@ -145,9 +167,19 @@ async fn check_counters_stop_at_ceiling(store: Arc<dyn Store>) {
             Some(expected)
         );
     }
-    assert_eq!(store.increment_within(&scope, "turns", 3).await.unwrap(), None);
-    assert_eq!(store.increment_within(&scope, "turns", 3).await.unwrap(), None);
-    assert_eq!(store.counter(&scope, "turns").await.unwrap(), 3, "refusals add nothing");
+    assert_eq!(
+        store.increment_within(&scope, "turns", 3).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.increment_within(&scope, "turns", 3).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.counter(&scope, "turns").await.unwrap(),
+        3,
+        "refusals add nothing"
+    );
 
     assert_eq!(
         store.increment_within(&scope, "turns", 5).await.unwrap(),
@@ -163,7 +195,10 @@ async fn check_counters_stop_at_ceiling(store: Arc<dyn Store>) {
     let other_pr = keys::pr_scope("octo/app", 13);
     assert_eq!(store.counter(&other_pr, "turns").await.unwrap(), 0);
     assert_eq!(
-        store.increment_within(&other_pr, "turns", 10).await.unwrap(),
+        store
+            .increment_within(&other_pr, "turns", 10)
+            .await
+            .unwrap(),
         Some(1),
         "scopes are independent"
     );
@@ -211,7 +246,10 @@ async fn check_installations(store: Arc<dyn Store>) {
     store.put_installation(&first).await.unwrap();
     store.put_installation(&big).await.unwrap();
     assert_eq!(store.installation(1).await.unwrap(), Some(first.clone()));
-    assert_eq!(store.installation(u64::MAX - 7).await.unwrap(), Some(big.clone()));
+    assert_eq!(
+        store.installation(u64::MAX - 7).await.unwrap(),
+        Some(big.clone())
+    );
 
     first.suspended = true;
     first.repositories = vec![];
@@ -256,8 +294,14 @@ async fn check_findings_upsert_and_lookup_by_comment(store: Arc<dyn Store>) {
         store.finding_by_comment("octo/other", 111).await.unwrap(),
         Some(elsewhere)
     );
-    assert_eq!(store.finding_by_comment("octo/app", 999).await.unwrap(), None);
-    assert_eq!(store.finding_by_comment("octo/none", 111).await.unwrap(), None);
+    assert_eq!(
+        store.finding_by_comment("octo/app", 999).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.finding_by_comment("octo/none", 111).await.unwrap(),
+        None
+    );
 
     // Posting the pending finding later gives it a comment id: an upsert, not a copy.
     let mut now_posted = pending.clone();
@@ -274,7 +318,10 @@ async fn check_findings_upsert_and_lookup_by_comment(store: Arc<dyn Store>) {
     moved.comment_id = Some(333);
     moved.state = FindingState::Resolved;
     store.put_finding(&moved).await.unwrap();
-    assert_eq!(store.finding_by_comment("octo/app", 111).await.unwrap(), None);
+    assert_eq!(
+        store.finding_by_comment("octo/app", 111).await.unwrap(),
+        None
+    );
     assert_eq!(
         store.finding_by_comment("octo/app", 333).await.unwrap(),
         Some(moved.clone())
@@ -286,7 +333,13 @@ async fn check_findings_upsert_and_lookup_by_comment(store: Arc<dyn Store>) {
 }
 
 async fn check_findings_for_pr_order_and_isolation(store: Arc<dyn Store>) {
-    assert!(store.findings_for_pr("octo/app", 12).await.unwrap().is_empty());
+    assert!(
+        store
+            .findings_for_pr("octo/app", 12)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // Ids sort the other way from creation time, so id order would fail.
     let oldest = common::finding("octo/app", 12, "c", datetime!(2024-05-01 09:00:00 UTC));
@@ -370,10 +423,7 @@ async fn check_memory_rules(store: Arc<dyn Store>) {
     );
 
     store.delete_memory_rule(repo, "b").await.unwrap();
-    assert_eq!(
-        store.memory_rules(repo).await.unwrap(),
-        vec![edited, third]
-    );
+    assert_eq!(store.memory_rules(repo).await.unwrap(), vec![edited, third]);
     store
         .delete_memory_rule(repo, "b")
         .await
@@ -384,7 +434,10 @@ async fn check_memory_rules(store: Arc<dyn Store>) {
         vec![org_rule],
         "delete is per scope"
     );
-    assert_eq!(store.memory_rules("octo/app-2").await.unwrap(), vec![lookalike]);
+    assert_eq!(
+        store.memory_rules("octo/app-2").await.unwrap(),
+        vec![lookalike]
+    );
 }
 
 // --- corrupt records (needs a backend-specific way to write garbage) ------------------

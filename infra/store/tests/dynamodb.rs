@@ -43,9 +43,7 @@ async fn create_tables_builds_the_documented_schema_and_is_idempotent() {
         }
         assert_eq!(keys, want, "{name}");
         assert_eq!(
-            table
-                .billing_mode_summary()
-                .and_then(|b| b.billing_mode()),
+            table.billing_mode_summary().and_then(|b| b.billing_mode()),
             Some(&BillingMode::PayPerRequest),
             "{name}"
         );

@@ -9,8 +9,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification, TimeToLiveStatus,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification, TimeToLiveStatus,
 };
 use parley_core::ports::StoreError;
 use std::time::Duration;
@@ -56,7 +56,9 @@ impl TableNames {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let defaults = Self::default();
         let pick = |var: &str, default: String| {
-            lookup(var).filter(|v| !v.trim().is_empty()).unwrap_or(default)
+            lookup(var)
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or(default)
         };
         Self {
             findings: pick("PARLEY_FINDINGS_TABLE", defaults.findings),

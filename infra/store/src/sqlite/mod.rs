@@ -234,7 +234,11 @@ impl Store for SqliteStore {
 
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
         let record = encode(finding, "finding")?;
-        let (repo, pr, id) = (finding.repo.clone(), id_column(finding.pr), finding.id.clone());
+        let (repo, pr, id) = (
+            finding.repo.clone(),
+            id_column(finding.pr),
+            finding.id.clone(),
+        );
         let comment_id = finding.comment_id.map(id_column);
         self.run("put_finding", move |conn| {
             conn.execute(

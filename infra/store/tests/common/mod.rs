@@ -3,14 +3,14 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+mod one_at_a_time;
+
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_config::meta::region::RegionProviderChain;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use parley_core::ports::{
-    Finding, FindingState, Installation, MemoryRule, Severity, Store,
-};
+use parley_core::ports::{Finding, FindingState, Installation, MemoryRule, Severity, Store};
 use parley_store::{DynamoStore, SqliteStore, TableNames, create_tables};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,7 +66,8 @@ impl Vandal for SqliteVandal {
 
 // --- DynamoDB (moto) ------------------------------------------------------------------
 
-/// A client for the emulator named by `AWS_ENDPOINT_URL`.
+/// A client for the emulator named by `AWS_ENDPOINT_URL`, sending one request at a time
+/// (see [`one_at_a_time`] for why).
 ///
 /// Panics when the variable is unset: a DynamoDB test that silently skipped would
 /// report a pass for code that never ran, and one that fell through to real AWS would
@@ -86,6 +87,13 @@ pub async fn dynamo_client() -> Client {
         .region(region)
         .load()
         .await;
+    let http = config
+        .http_client()
+        .expect("aws-config provides a default HTTP client");
+    let config = config
+        .into_builder()
+        .http_client(one_at_a_time::OneAtATime::new(http))
+        .build();
     Client::new(&config)
 }
 

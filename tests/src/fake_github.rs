@@ -1,0 +1,891 @@
+//! A stateful fake GitHub on 127.0.0.1, speaking GitHub's REST and GraphQL shapes.
+//!
+//! Responses are built from GitHub's documented examples in `../shared/corpora/github-rest`
+//! with the fields a test cares about overwritten, so a client that parses the fake parses
+//! GitHub. State lives in memory: comments created through the API show up in later
+//! listings, which is what conversation and review tests need to observe. Every request is
+//! recorded; failures and latency can be injected.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// One request the fake received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub body: Value,
+}
+
+/// A scripted failure: the next `times` requests matching `method` and containing
+/// `path_contains` get `status` with `body` (and `headers`).
+#[derive(Debug, Clone)]
+pub struct Injected {
+    pub method: &'static str,
+    pub path_contains: String,
+    pub status: u16,
+    pub body: Value,
+    pub headers: Vec<(&'static str, String)>,
+    pub times: usize,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    latency: Duration,
+    requests: Vec<Recorded>,
+    injected: Vec<Injected>,
+    pulls: HashMap<(String, u64), Value>,
+    files: HashMap<(String, u64), Vec<Value>>,
+    compares: HashMap<(String, String), Value>,
+    review_comments: Vec<(String, u64, Value)>,
+    issue_comments: Vec<(String, u64, Value)>,
+    reviews: Vec<(String, u64, Value)>,
+    contents: HashMap<(String, String, String), String>,
+    permissions: HashMap<(String, String), String>,
+    check_runs: Vec<(String, Value)>,
+    reactions: Vec<(String, u64, String)>,
+    requested_reviewers: Vec<(String, u64, Vec<String>)>,
+    resolved_threads: Vec<String>,
+    app_slug: String,
+}
+
+#[derive(Clone)]
+pub struct FakeGitHub {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeGitHub {
+    pub async fn start() -> Self {
+        let state = Arc::new(Mutex::new(State {
+            next_id: 1000,
+            app_slug: "parley".to_string(),
+            ..State::default()
+        }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind fake github");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let app = Router::new().fallback(handle).with_state(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeGitHub { url, state }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // --- arranging -------------------------------------------------------------------
+
+    pub fn set_latency(&self, latency: Duration) {
+        self.state().latency = latency;
+    }
+
+    pub fn set_app_slug(&self, slug: &str) {
+        self.state().app_slug = slug.to_string();
+    }
+
+    pub fn inject(&self, failure: Injected) {
+        self.state().injected.push(failure);
+    }
+
+    /// A pull request built from the documented example.
+    pub fn add_pull(&self, repo: &str, number: u64, author: &str, head_sha: &str, base_sha: &str) {
+        let mut pr = example("pulls__get.200.default.json");
+        pr["number"] = number.into();
+        pr["user"]["login"] = author.into();
+        pr["head"]["sha"] = head_sha.into();
+        pr["base"]["sha"] = base_sha.into();
+        pr["base"]["ref"] = "main".into();
+        pr["title"] = format!("PR #{number}").into();
+        pr["body"] = "Please review.".into();
+        pr["draft"] = false.into();
+        pr["state"] = "open".into();
+        self.state().pulls.insert((repo.to_string(), number), pr);
+    }
+
+    pub fn update_pull(&self, repo: &str, number: u64, change: impl FnOnce(&mut Value)) {
+        if let Some(pr) = self.state().pulls.get_mut(&(repo.to_string(), number)) {
+            change(pr);
+        }
+    }
+
+    /// Changed files: `(filename, status, patch)`.
+    pub fn set_files(&self, repo: &str, number: u64, files: &[(&str, &str, &str)]) {
+        let template = example("pulls__list-files.200.default.json")[0].clone();
+        let files = files
+            .iter()
+            .map(|(name, status, patch)| {
+                let mut f = template.clone();
+                f["filename"] = (*name).into();
+                f["status"] = (*status).into();
+                f["patch"] = (*patch).into();
+                let additions = patch.lines().filter(|l| l.starts_with('+')).count();
+                let deletions = patch.lines().filter(|l| l.starts_with('-')).count();
+                f["additions"] = additions.into();
+                f["deletions"] = deletions.into();
+                f["changes"] = (additions + deletions).into();
+                f
+            })
+            .collect();
+        self.state().files.insert((repo.to_string(), number), files);
+    }
+
+    /// The answer to `GET /repos/{repo}/compare/{base}...{head}`: `(filename, status, patch)`.
+    pub fn set_compare(&self, repo: &str, base: &str, head: &str, files: &[(&str, &str, &str)]) {
+        let files: Vec<Value> = files
+            .iter()
+            .map(|(name, status, patch)| json!({ "filename": name, "status": status, "patch": patch, "additions": 1, "deletions": 0, "changes": 1, "sha": "0", "blob_url": "", "raw_url": "", "contents_url": "" }))
+            .collect();
+        let body = json!({
+            "status": "ahead", "ahead_by": 1, "behind_by": 0, "total_commits": 1,
+            "base_commit": { "sha": base }, "merge_base_commit": { "sha": base },
+            "commits": [ { "sha": head, "commit": { "message": "change" } } ],
+            "files": files,
+        });
+        self.state()
+            .compares
+            .insert((repo.to_string(), format!("{base}...{head}")), body);
+    }
+
+    /// A file at a ref, served by the contents API (base64, as GitHub does).
+    pub fn set_file(&self, repo: &str, git_ref: &str, path: &str, content: &str) {
+        self.state().contents.insert(
+            (repo.to_string(), git_ref.to_string(), path.to_string()),
+            content.to_string(),
+        );
+    }
+
+    pub fn set_permission(&self, repo: &str, user: &str, permission: &str) {
+        self.state()
+            .permissions
+            .insert((repo.to_string(), user.to_string()), permission.to_string());
+    }
+
+    /// Seed a review comment as if a user (or Parley) had written it. Returns its id.
+    #[allow(clippy::too_many_arguments)] // mirrors the fields of a review comment one to one
+    pub fn add_review_comment(
+        &self,
+        repo: &str,
+        pr: u64,
+        author: &str,
+        body: &str,
+        in_reply_to: Option<u64>,
+        path: &str,
+        line: u64,
+    ) -> u64 {
+        let mut state = self.state();
+        let id = state.next_id();
+        let comment = review_comment_json(id, repo, pr, author, body, in_reply_to, path, line);
+        state.review_comments.push((repo.to_string(), pr, comment));
+        id
+    }
+
+    /// Seed an issue comment. Returns its id.
+    pub fn add_issue_comment(&self, repo: &str, number: u64, author: &str, body: &str) -> u64 {
+        let mut state = self.state();
+        let id = state.next_id();
+        let comment = issue_comment_json(id, repo, number, author, body);
+        state
+            .issue_comments
+            .push((repo.to_string(), number, comment));
+        id
+    }
+
+    pub fn delete_review_comment(&self, id: u64) {
+        self.state()
+            .review_comments
+            .retain(|(_, _, c)| c["id"] != id);
+    }
+
+    // --- observing -------------------------------------------------------------------
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state().requests.clone()
+    }
+
+    /// Requests whose method matches and whose path contains `fragment`.
+    pub fn requests_to(&self, method: &str, fragment: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.path.contains(fragment))
+            .collect()
+    }
+
+    pub fn review_comments(&self, repo: &str, pr: u64) -> Vec<Value> {
+        self.state()
+            .review_comments
+            .iter()
+            .filter(|(r, n, _)| r == repo && *n == pr)
+            .map(|(_, _, c)| c.clone())
+            .collect()
+    }
+
+    pub fn issue_comments(&self, repo: &str, number: u64) -> Vec<Value> {
+        self.state()
+            .issue_comments
+            .iter()
+            .filter(|(r, n, _)| r == repo && *n == number)
+            .map(|(_, _, c)| c.clone())
+            .collect()
+    }
+
+    pub fn reviews(&self, repo: &str, pr: u64) -> Vec<Value> {
+        self.state()
+            .reviews
+            .iter()
+            .filter(|(r, n, _)| r == repo && *n == pr)
+            .map(|(_, _, c)| c.clone())
+            .collect()
+    }
+
+    pub fn check_runs(&self, repo: &str) -> Vec<Value> {
+        self.state()
+            .check_runs
+            .iter()
+            .filter(|(r, _)| r == repo)
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
+    /// `(kind, comment id, content)`: kind is `issue` or `review`.
+    pub fn reactions(&self) -> Vec<(String, u64, String)> {
+        self.state().reactions.clone()
+    }
+
+    pub fn requested_reviewers(&self) -> Vec<(String, u64, Vec<String>)> {
+        self.state().requested_reviewers.clone()
+    }
+
+    pub fn resolved_threads(&self) -> Vec<String> {
+        self.state().resolved_threads.clone()
+    }
+}
+
+impl State {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn take_injected(&mut self, method: &str, path: &str) -> Option<Injected> {
+        let index = self
+            .injected
+            .iter()
+            .position(|f| f.times > 0 && f.method == method && path.contains(&f.path_contains))?;
+        self.injected[index].times -= 1;
+        Some(self.injected[index].clone())
+    }
+}
+
+/// The body of a documented example from the REST corpus.
+pub fn example(file: &str) -> Value {
+    let path = crate::corpora().join("github-rest").join(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc: Value = serde_json::from_slice(&bytes).expect("example json");
+    doc["body"].clone()
+}
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn user_json(login: &str) -> Value {
+    let kind = if login.ends_with("[bot]") {
+        "Bot"
+    } else {
+        "User"
+    };
+    json!({ "login": login, "id": 1, "type": kind, "site_admin": false })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn review_comment_json(
+    id: u64,
+    repo: &str,
+    pr: u64,
+    author: &str,
+    body: &str,
+    in_reply_to: Option<u64>,
+    path: &str,
+    line: u64,
+) -> Value {
+    let mut c = example("pulls__get-review-comment.200.default.json");
+    c["id"] = id.into();
+    c["node_id"] = format!("PRRC_{id}").into();
+    c["body"] = body.into();
+    c["user"] = user_json(author);
+    c["path"] = path.into();
+    c["line"] = line.into();
+    c["original_line"] = line.into();
+    c["start_line"] = Value::Null;
+    c["side"] = "RIGHT".into();
+    c["created_at"] = now().into();
+    c["updated_at"] = now().into();
+    c["html_url"] = format!("https://github.com/{repo}/pull/{pr}#discussion_r{id}").into();
+    c["pull_request_url"] = format!("https://api.github.com/repos/{repo}/pulls/{pr}").into();
+    match in_reply_to {
+        Some(parent) => c["in_reply_to_id"] = parent.into(),
+        None => {
+            if let Some(map) = c.as_object_mut() {
+                map.remove("in_reply_to_id");
+            }
+        }
+    }
+    c
+}
+
+fn issue_comment_json(id: u64, repo: &str, number: u64, author: &str, body: &str) -> Value {
+    let mut c = example("issues__get-comment.200.default.json");
+    c["id"] = id.into();
+    c["body"] = body.into();
+    c["user"] = user_json(author);
+    c["created_at"] = now().into();
+    c["updated_at"] = now().into();
+    c["html_url"] = format!("https://github.com/{repo}/pull/{number}#issuecomment-{id}").into();
+    c["issue_url"] = format!("https://api.github.com/repos/{repo}/issues/{number}").into();
+    c
+}
+
+type Shared = axum::extract::State<Arc<Mutex<State>>>;
+
+async fn handle(
+    axum::extract::State(state): Shared,
+    method: Method,
+    uri: Uri,
+    _headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_string();
+    let query = uri.query().unwrap_or("").to_string();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (latency, injected) = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.requests.push(Recorded {
+            method: method.to_string(),
+            path: path.clone(),
+            query: query.clone(),
+            body: body.clone(),
+        });
+        (s.latency, s.take_injected(method.as_str(), &path))
+    };
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if let Some(failure) = injected {
+        let mut response = (status(failure.status), axum::Json(failure.body)).into_response();
+        for (name, value) in failure.headers {
+            if let Ok(value) = value.parse() {
+                response.headers_mut().insert(name, value);
+            }
+        }
+        return response;
+    }
+    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+    route(&mut s, method.as_str(), &path, &query, body)
+}
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+fn ok(value: Value) -> Response {
+    (StatusCode::OK, axum::Json(value)).into_response()
+}
+
+fn created(value: Value) -> Response {
+    (StatusCode::CREATED, axum::Json(value)).into_response()
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(
+            json!({ "message": "Not Found", "documentation_url": "https://docs.github.com/rest" }),
+        ),
+    )
+        .into_response()
+}
+
+fn unprocessable(message: &str) -> Response {
+    (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({ "message": "Validation Failed", "errors": [ { "message": message, "code": "custom" } ] }))).into_response()
+}
+
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}
+
+/// Serve one page of `items` with GitHub's `Link` header.
+fn paginated(path: &str, query: &str, items: Vec<Value>) -> Response {
+    let per_page: usize = query_param(query, "per_page")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30)
+        .clamp(1, 100);
+    let page: usize = query_param(query, "page")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let start = (page - 1) * per_page;
+    let slice: Vec<Value> = items.iter().skip(start).take(per_page).cloned().collect();
+    let mut response = ok(Value::Array(slice));
+    if start + per_page < items.len() {
+        let link = format!(
+            "<http://fake{path}?per_page={per_page}&page={}>; rel=\"next\"",
+            page + 1
+        );
+        if let Ok(value) = link.parse() {
+            response.headers_mut().insert("link", value);
+        }
+    }
+    response
+}
+
+fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> Response {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, parts.as_slice()) {
+        ("GET", ["app"]) => {
+            let mut app = example("apps__get-authenticated.200.default.json");
+            app["slug"] = s.app_slug.clone().into();
+            app["name"] = s.app_slug.clone().into();
+            ok(app)
+        }
+        ("POST", ["app", "installations", _, "access_tokens"]) => {
+            let mut token = example("apps__create-installation-access-token.201.default.json");
+            let expires = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+            token["expires_at"] = expires
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+                .into();
+            token["token"] = format!("ghs_fake{}", s.next_id()).into();
+            created(token)
+        }
+        ("POST", ["graphql"]) => graphql(s, body),
+        ("GET", ["repos", owner, name, rest @ ..]) => {
+            get_repo(s, &format!("{owner}/{name}"), rest, path, query)
+        }
+        (m, ["repos", owner, name, rest @ ..]) => {
+            write_repo(s, m, &format!("{owner}/{name}"), rest, body)
+        }
+        _ => not_found(),
+    }
+}
+
+fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -> Response {
+    match rest {
+        ["pulls", n] => match n
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| s.pulls.get(&(repo.to_string(), n)))
+        {
+            Some(pr) => ok(pr.clone()),
+            None => not_found(),
+        },
+        ["pulls", n, "files"] => {
+            let files = n
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| s.files.get(&(repo.to_string(), n)).cloned())
+                .unwrap_or_default();
+            paginated(path, query, files)
+        }
+        ["pulls", n, "comments"] => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let items = s
+                .review_comments
+                .iter()
+                .filter(|(r, p, _)| r == repo && *p == n)
+                .map(|(_, _, c)| c.clone())
+                .collect();
+            paginated(path, query, items)
+        }
+        ["pulls", "comments", id] => {
+            let id: u64 = id.parse().unwrap_or(0);
+            match s
+                .review_comments
+                .iter()
+                .find(|(r, _, c)| r == repo && c["id"] == id)
+            {
+                Some((_, _, c)) => ok(c.clone()),
+                None => not_found(),
+            }
+        }
+        ["pulls", n, "reviews"] => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let items = s
+                .reviews
+                .iter()
+                .filter(|(r, p, _)| r == repo && *p == n)
+                .map(|(_, _, c)| c.clone())
+                .collect();
+            paginated(path, query, items)
+        }
+        ["pulls", n, "reviews", review, "comments"] => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let review: u64 = review.parse().unwrap_or(0);
+            let items = s
+                .review_comments
+                .iter()
+                .filter(|(r, p, c)| r == repo && *p == n && c["pull_request_review_id"] == review)
+                .map(|(_, _, c)| c.clone())
+                .collect();
+            paginated(path, query, items)
+        }
+        ["compare", basehead] => match s.compares.get(&(repo.to_string(), basehead.to_string())) {
+            Some(body) => ok(body.clone()),
+            None => not_found(),
+        },
+        ["issues", n, "comments"] => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let items = s
+                .issue_comments
+                .iter()
+                .filter(|(r, p, _)| r == repo && *p == n)
+                .map(|(_, _, c)| c.clone())
+                .collect();
+            paginated(path, query, items)
+        }
+        ["issues", "comments", id] => {
+            let id: u64 = id.parse().unwrap_or(0);
+            match s
+                .issue_comments
+                .iter()
+                .find(|(r, _, c)| r == repo && c["id"] == id)
+            {
+                Some((_, _, c)) => ok(c.clone()),
+                None => not_found(),
+            }
+        }
+        ["contents", file @ ..] => {
+            let file = file.join("/");
+            let git_ref = query_param(query, "ref").unwrap_or_else(|| "main".to_string());
+            match s.contents.get(&(repo.to_string(), git_ref, file.clone())) {
+                Some(content) => {
+                    use base64::Engine as _;
+                    let mut body =
+                        example("repos__get-content.200.response-if-content-is-a-file.json");
+                    body["path"] = file.clone().into();
+                    body["name"] = file.rsplit('/').next().unwrap_or("").into();
+                    body["encoding"] = "base64".into();
+                    body["size"] = content.len().into();
+                    body["content"] = base64::engine::general_purpose::STANDARD
+                        .encode(content)
+                        .into();
+                    ok(body)
+                }
+                None => not_found(),
+            }
+        }
+        ["collaborators", user, "permission"] => {
+            let permission = s
+                .permissions
+                .get(&(repo.to_string(), user.to_string()))
+                .cloned()
+                .unwrap_or_else(|| "read".to_string());
+            let mut body = example(
+                "repos__get-collaborator-permission-level.200.response-if-user-has-admin-permissions.json",
+            );
+            body["permission"] = permission.clone().into();
+            body["role_name"] = permission.into();
+            body["user"]["login"] = (*user).into();
+            ok(body)
+        }
+        _ => not_found(),
+    }
+}
+
+fn write_repo(s: &mut State, method: &str, repo: &str, rest: &[&str], body: Value) -> Response {
+    match (method, rest) {
+        ("POST", ["pulls", n, "comments", parent, "replies"]) => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let parent: u64 = parent.parse().unwrap_or(0);
+            let Some(root) = s
+                .review_comments
+                .iter()
+                .find(|(r, _, c)| r == repo && c["id"] == parent)
+                .map(|(_, _, c)| c.clone())
+            else {
+                return not_found();
+            };
+            let id = s.next_id();
+            let line = root["line"].as_u64().unwrap_or(1);
+            let mut c = review_comment_json(
+                id,
+                repo,
+                n,
+                &format!("{}[bot]", s.app_slug),
+                body["body"].as_str().unwrap_or(""),
+                Some(parent),
+                root["path"].as_str().unwrap_or(""),
+                line,
+            );
+            c["pull_request_review_id"] = root["pull_request_review_id"].clone();
+            s.review_comments.push((repo.to_string(), n, c.clone()));
+            created(c)
+        }
+        ("POST", ["pulls", n, "comments"]) => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let id = s.next_id();
+            let c = review_comment_json(
+                id,
+                repo,
+                n,
+                &format!("{}[bot]", s.app_slug),
+                body["body"].as_str().unwrap_or(""),
+                body["in_reply_to"].as_u64(),
+                body["path"].as_str().unwrap_or(""),
+                body["line"].as_u64().unwrap_or(1),
+            );
+            s.review_comments.push((repo.to_string(), n, c.clone()));
+            created(c)
+        }
+        ("POST", ["pulls", n, "reviews"]) => create_review(s, repo, n.parse().unwrap_or(0), body),
+        ("POST", ["pulls", n, "requested_reviewers"]) => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let reviewers: Vec<String> = body["reviewers"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            s.requested_reviewers.push((repo.to_string(), n, reviewers));
+            let mut pr = s
+                .pulls
+                .get(&(repo.to_string(), n))
+                .cloned()
+                .unwrap_or_else(|| example("pulls__get.200.default.json"));
+            pr["number"] = n.into();
+            created(pr)
+        }
+        ("PATCH", ["pulls", "comments", id]) => {
+            let id: u64 = id.parse().unwrap_or(0);
+            match s
+                .review_comments
+                .iter_mut()
+                .find(|(r, _, c)| r == repo && c["id"] == id)
+            {
+                Some((_, _, c)) => {
+                    c["body"] = body["body"].clone();
+                    ok(c.clone())
+                }
+                None => not_found(),
+            }
+        }
+        ("POST", ["issues", n, "comments"]) => {
+            let n: u64 = n.parse().unwrap_or(0);
+            let id = s.next_id();
+            let c = issue_comment_json(
+                id,
+                repo,
+                n,
+                &format!("{}[bot]", s.app_slug),
+                body["body"].as_str().unwrap_or(""),
+            );
+            s.issue_comments.push((repo.to_string(), n, c.clone()));
+            created(c)
+        }
+        ("PATCH", ["issues", "comments", id]) => {
+            let id: u64 = id.parse().unwrap_or(0);
+            match s
+                .issue_comments
+                .iter_mut()
+                .find(|(r, _, c)| r == repo && c["id"] == id)
+            {
+                Some((_, _, c)) => {
+                    c["body"] = body["body"].clone();
+                    ok(c.clone())
+                }
+                None => not_found(),
+            }
+        }
+        ("POST", ["issues", "comments", id, "reactions"]) => reaction(s, "issue", id, body),
+        ("POST", ["pulls", "comments", id, "reactions"]) => reaction(s, "review", id, body),
+        ("POST", ["check-runs"]) => {
+            let id = s.next_id();
+            let mut run = example("checks__create.201.example-of-in-progress-conclusion.json");
+            merge(&mut run, &body);
+            run["id"] = id.into();
+            run["html_url"] = format!("https://github.com/{repo}/runs/{id}").into();
+            s.check_runs.push((repo.to_string(), run.clone()));
+            created(run)
+        }
+        ("PATCH", ["check-runs", id]) => {
+            let id: u64 = id.parse().unwrap_or(0);
+            match s
+                .check_runs
+                .iter_mut()
+                .find(|(r, c)| r == repo && c["id"] == id)
+            {
+                Some((_, run)) => {
+                    merge(run, &body);
+                    ok(run.clone())
+                }
+                None => not_found(),
+            }
+        }
+        _ => not_found(),
+    }
+}
+
+fn create_review(s: &mut State, repo: &str, n: u64, body: Value) -> Response {
+    let review_id = s.next_id();
+    let head = s
+        .pulls
+        .get(&(repo.to_string(), n))
+        .map(|pr| pr["head"]["sha"].clone())
+        .unwrap_or(Value::Null);
+    // Like GitHub, reject the whole review when one inline comment is not on the diff.
+    let files = s
+        .files
+        .get(&(repo.to_string(), n))
+        .cloned()
+        .unwrap_or_default();
+    let comments = body["comments"].as_array().cloned().unwrap_or_default();
+    for comment in &comments {
+        let path = comment["path"].as_str().unwrap_or("");
+        let line = comment["line"].as_u64().unwrap_or(0);
+        let on_diff = files.iter().any(|f| {
+            f["filename"] == path
+                && crate::fake_github::right_side_lines(f["patch"].as_str().unwrap_or(""))
+                    .contains(&line)
+        });
+        if !on_diff {
+            return unprocessable("Line could not be resolved");
+        }
+    }
+    let author = format!("{}[bot]", s.app_slug);
+    for comment in &comments {
+        let id = s.next_id();
+        let mut c = review_comment_json(
+            id,
+            repo,
+            n,
+            &author,
+            comment["body"].as_str().unwrap_or(""),
+            None,
+            comment["path"].as_str().unwrap_or(""),
+            comment["line"].as_u64().unwrap_or(1),
+        );
+        c["pull_request_review_id"] = review_id.into();
+        c["start_line"] = comment["start_line"].clone();
+        c["commit_id"] = head.clone();
+        s.review_comments.push((repo.to_string(), n, c));
+    }
+    let mut review = example("pulls__create-review.200.default.json");
+    review["id"] = review_id.into();
+    review["body"] = body["body"].clone();
+    review["user"] = user_json(&author);
+    review["state"] = match body["event"].as_str() {
+        Some("APPROVE") => "APPROVED",
+        Some("REQUEST_CHANGES") => "CHANGES_REQUESTED",
+        _ => "COMMENTED",
+    }
+    .into();
+    review["commit_id"] = body.get("commit_id").cloned().unwrap_or(head);
+    review["html_url"] =
+        format!("https://github.com/{repo}/pull/{n}#pullrequestreview-{review_id}").into();
+    s.reviews.push((repo.to_string(), n, review.clone()));
+    ok(review)
+}
+
+fn reaction(s: &mut State, kind: &str, id: &str, body: Value) -> Response {
+    let id: u64 = id.parse().unwrap_or(0);
+    let exists = match kind {
+        "issue" => s.issue_comments.iter().any(|(_, _, c)| c["id"] == id),
+        _ => s.review_comments.iter().any(|(_, _, c)| c["id"] == id),
+    };
+    if !exists {
+        return not_found();
+    }
+    let content = body["content"].as_str().unwrap_or("").to_string();
+    s.reactions.push((kind.to_string(), id, content.clone()));
+    let mut reaction = example("reactions__create-for-issue-comment.201.default.json");
+    reaction["content"] = content.into();
+    created(reaction)
+}
+
+fn graphql(s: &mut State, body: Value) -> Response {
+    let query = body["query"].as_str().unwrap_or("");
+    if query.contains("resolveReviewThread") {
+        let id = body["variables"]["threadId"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        s.resolved_threads.push(id.clone());
+        return ok(
+            json!({ "data": { "resolveReviewThread": { "thread": { "id": id, "isResolved": true } } } }),
+        );
+    }
+    if query.contains("reviewThreads") {
+        let number = body["variables"]["number"].as_u64().unwrap_or(0);
+        let owner = body["variables"]["owner"].as_str().unwrap_or("");
+        let name = body["variables"]["name"].as_str().unwrap_or("");
+        let repo = format!("{owner}/{name}");
+        let nodes: Vec<Value> = s
+            .review_comments
+            .iter()
+            .filter(|(r, n, c)| *r == repo && *n == number && c.get("in_reply_to_id").is_none_or(Value::is_null))
+            .map(|(_, _, c)| {
+                let id = c["id"].as_u64().unwrap_or(0);
+                let thread = format!("PRRT_{id}");
+                json!({ "id": thread, "isResolved": s.resolved_threads.contains(&thread), "comments": { "nodes": [ { "fullDatabaseId": id.to_string() } ] } })
+            })
+            .collect();
+        return ok(
+            json!({ "data": { "repository": { "pullRequest": { "reviewThreads": { "pageInfo": { "hasNextPage": false, "endCursor": null }, "nodes": nodes } } } } }),
+        );
+    }
+    ok(json!({ "errors": [ { "message": "unsupported query in fake", "type": "INTERNAL" } ] }))
+}
+
+fn merge(target: &mut Value, patch: &Value) {
+    if let (Some(target), Some(patch)) = (target.as_object_mut(), patch.as_object()) {
+        for (k, v) in patch {
+            target.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Line numbers on the right side of a unified-diff patch (added and context lines): the
+/// lines GitHub accepts inline comments on.
+pub fn right_side_lines(patch: &str) -> Vec<u64> {
+    let mut lines = Vec::new();
+    let mut current = 0u64;
+    for line in patch.lines() {
+        if let Some(header) = line.strip_prefix("@@") {
+            // @@ -a,b +c,d @@
+            current = header
+                .split_whitespace()
+                .find_map(|part| part.strip_prefix('+'))
+                .and_then(|spec| spec.split(',').next())
+                .and_then(|start| start.parse().ok())
+                .unwrap_or(0);
+            continue;
+        }
+        if line.starts_with('-') {
+            continue;
+        }
+        if line.starts_with('+') || line.starts_with(' ') || line.is_empty() {
+            lines.push(current);
+            current += 1;
+        }
+    }
+    lines
+}

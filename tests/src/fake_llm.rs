@@ -1,0 +1,225 @@
+//! A fake LLM on 127.0.0.1 speaking the Anthropic Messages API (`POST /v1/messages`).
+//!
+//! Tests script replies by what the prompt contains (a specialist's name in the system
+//! prompt, a phrase in the question), add latency, or make it fail, and then read back the
+//! prompts it received. Point Parley at it with `LLM_PROVIDER=anthropic`,
+//! `LLM_BASE_URL=<url>`, `LLM_API_KEY=test`.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// What one request carried.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub system: String,
+    /// `(role, text)` in order.
+    pub messages: Vec<(String, String)>,
+}
+
+impl Prompt {
+    /// Everything the model was shown, for `contains` assertions.
+    pub fn text(&self) -> String {
+        let mut all = self.system.clone();
+        for (_, text) in &self.messages {
+            all.push('\n');
+            all.push_str(text);
+        }
+        all
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Reply {
+    Text(String),
+    Status(u16, String),
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    contains: String,
+    replies: Vec<Reply>,
+    /// When the queue runs dry, keep answering with the last reply.
+    sticky: bool,
+}
+
+#[derive(Default)]
+struct State {
+    rules: Vec<Rule>,
+    default_reply: Option<String>,
+    latency: Duration,
+    prompts: Vec<Prompt>,
+}
+
+#[derive(Clone)]
+pub struct FakeLlm {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeLlm {
+    pub async fn start() -> Self {
+        let state = Arc::new(Mutex::new(State::default()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind fake llm");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let app = Router::new().fallback(handle).with_state(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeLlm { url, state }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Always answer `reply` when the prompt contains `contains`.
+    pub fn answer(&self, contains: &str, reply: &str) {
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies: vec![Reply::Text(reply.into())],
+            sticky: true,
+        });
+    }
+
+    /// Answer these replies in turn when the prompt contains `contains`.
+    pub fn answer_in_turn(&self, contains: &str, replies: &[&str]) {
+        let replies = replies.iter().map(|r| Reply::Text((*r).into())).collect();
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies,
+            sticky: false,
+        });
+    }
+
+    /// Fail with `status` (e.g. 500, 529) when the prompt contains `contains` (`""` = all).
+    pub fn fail(&self, contains: &str, status: u16) {
+        let body = json!({ "type": "error", "error": { "type": if status == 529 { "overloaded_error" } else { "api_error" }, "message": "fake failure" } }).to_string();
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies: vec![Reply::Status(status, body)],
+            sticky: true,
+        });
+    }
+
+    /// Answer anything no rule matched with `reply`.
+    pub fn default_reply(&self, reply: &str) {
+        self.state().default_reply = Some(reply.into());
+    }
+
+    pub fn set_latency(&self, latency: Duration) {
+        self.state().latency = latency;
+    }
+
+    pub fn prompts(&self) -> Vec<Prompt> {
+        self.state().prompts.clone()
+    }
+}
+
+type Shared = axum::extract::State<Arc<Mutex<State>>>;
+
+async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => return (StatusCode::BAD_REQUEST, "not json").into_response(),
+    };
+    let prompt = Prompt {
+        system: system_text(&request["system"]),
+        messages: request["messages"]
+            .as_array()
+            .map(|messages| {
+                messages
+                    .iter()
+                    .map(|m| {
+                        (
+                            m["role"].as_str().unwrap_or("").to_string(),
+                            content_text(&m["content"]),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    let text = prompt.text();
+    let (latency, reply, model) = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.prompts.push(prompt);
+        let reply = next_reply(&mut s, &text);
+        (
+            s.latency,
+            reply,
+            request["model"]
+                .as_str()
+                .unwrap_or("claude-fake")
+                .to_string(),
+        )
+    };
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    match reply {
+        Reply::Status(status, body) => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body,
+        )
+            .into_response(),
+        Reply::Text(text) => {
+            let input_tokens = (body.len() / 4) as u64;
+            let output_tokens = (text.len() / 4) as u64 + 1;
+            axum::Json(json!({
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [ { "type": "text", "text": text } ],
+                "stop_reason": "end_turn",
+                "stop_sequence": null,
+                "usage": { "input_tokens": input_tokens, "output_tokens": output_tokens }
+            }))
+            .into_response()
+        }
+    }
+}
+
+fn next_reply(s: &mut State, text: &str) -> Reply {
+    // Later rules win, so a test can override an earlier default.
+    for rule in s.rules.iter_mut().rev() {
+        if !text.contains(&rule.contains) || rule.replies.is_empty() {
+            continue;
+        }
+        if rule.replies.len() == 1 && rule.sticky {
+            return rule.replies[0].clone();
+        }
+        return rule.replies.remove(0);
+    }
+    Reply::Text(
+        s.default_reply
+            .clone()
+            .unwrap_or_else(|| "I have nothing to add.".to_string()),
+    )
+}
+
+fn system_text(system: &Value) -> String {
+    match system {
+        Value::String(s) => s.clone(),
+        other => content_text(other),
+    }
+}
+
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
