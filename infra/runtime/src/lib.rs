@@ -4,6 +4,7 @@
 //! defaults differ (DynamoDB + SQS inside Lambda, SQLite elsewhere).
 
 pub mod adapters;
+pub mod clients;
 pub mod secrets;
 pub mod settings;
 pub mod sqs_batch;

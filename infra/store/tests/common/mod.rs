@@ -87,12 +87,9 @@ pub async fn dynamo_client() -> Client {
         .region(region)
         .load()
         .await;
-    let http = config
-        .http_client()
-        .expect("aws-config provides a default HTTP client");
     let config = config
         .into_builder()
-        .http_client(one_at_a_time::OneAtATime::new(http))
+        .http_client(one_at_a_time::OneAtATime::new())
         .build();
     Client::new(&config)
 }

@@ -12,6 +12,7 @@
 //! "only once" with a read followed by a write (two requests) would still be caught.
 
 use aws_sdk_dynamodb::config::{HttpClient, RuntimeComponents, SharedHttpClient};
+use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
 use aws_smithy_runtime_api::client::http::{
     HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
 };
@@ -26,7 +27,11 @@ pub struct OneAtATime {
 }
 
 impl OneAtATime {
-    pub fn new(inner: SharedHttpClient) -> Self {
+    /// The SDK's default client (hyper with rustls), behind the gate.
+    pub fn new() -> Self {
+        let inner = aws_smithy_http_client::Builder::new()
+            .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+            .build_https();
         Self {
             inner,
             gate: Arc::new(Mutex::new(())),

@@ -1,0 +1,85 @@
+//! The GitHub and LLM clients for the workers, built once per process.
+//!
+//! Secrets given as Secrets Manager ARNs (Lambda) are resolved here, before the clients
+//! see them. Missing credentials never stop a process from starting: the local server must
+//! run on a fresh machine. Instead, each call on a client without credentials fails with a
+//! configuration error that names the variable to set, and the job fails with that line.
+
+use crate::secrets;
+use async_trait::async_trait;
+use parley_core::ports::GitHub;
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse};
+use parley_github::{GitHubClient, GitHubConfig};
+use parley_llm::LlmConfig;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Secret(#[from] secrets::SecretError),
+    #[error("GitHub client: {0}")]
+    GitHub(#[from] parley_core::ports::GitHubError),
+}
+
+/// The GitHub App client from `GITHUB_APP_ID`, `GITHUB_PRIVATE_KEY[_FILE]`, `GITHUB_API_URL`.
+pub async fn github_from_env() -> Result<Arc<dyn GitHub>, ClientError> {
+    let lookup = resolved_env(&["GITHUB_PRIVATE_KEY"]).await?;
+    let config = GitHubConfig::from_lookup(|name| lookup(name))?;
+    if !config.has_credentials() {
+        tracing::warn!("GITHUB_APP_ID / GITHUB_PRIVATE_KEY are not set: jobs that need GitHub will fail until they are");
+    }
+    Ok(Arc::new(GitHubClient::new(config)?))
+}
+
+/// The LLM provider from `LLM_PROVIDER`, `LLM_MODEL`, `LLM_BASE_URL`, `LLM_API_KEY`, ….
+/// Never fails: a provider that cannot be built becomes one that explains why on each call.
+pub async fn llm_from_env() -> Result<Arc<dyn Llm>, ClientError> {
+    let lookup = resolved_env(&["LLM_API_KEY"]).await?;
+    let built = match LlmConfig::from_lookup(|name| lookup(name)) {
+        Ok(config) => parley_llm::build(config).await,
+        Err(err) => Err(err),
+    };
+    Ok(match built {
+        Ok(llm) => llm,
+        Err(err) => {
+            tracing::warn!(error = %err, "no LLM provider: jobs that need one will fail until it is configured");
+            Arc::new(Unconfigured(err.to_string()))
+        }
+    })
+}
+
+/// An environment lookup in which the named variables, when they hold a Secrets Manager
+/// ARN, are replaced by the secret's value.
+async fn resolved_env(
+    secret_names: &[&str],
+) -> Result<impl Fn(&str) -> Option<String> + use<>, ClientError> {
+    let mut resolved = HashMap::new();
+    for name in secret_names {
+        if let Ok(value) = std::env::var(name)
+            && secrets::is_secret_arn(&value)
+        {
+            resolved.insert(name.to_string(), secrets::resolve(value).await?);
+        }
+    }
+    Ok(move |name: &str| {
+        resolved
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+    })
+}
+
+/// The LLM slot when no provider is configured: every call says what to set.
+struct Unconfigured(String);
+
+#[async_trait]
+impl Llm for Unconfigured {
+    async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        Err(LlmError::Config(self.0.clone()))
+    }
+
+    fn model(&self) -> &str {
+        "unconfigured"
+    }
+}
