@@ -12,6 +12,7 @@ pub mod llm;
 pub mod markers;
 pub mod mention;
 pub mod ports;
+pub mod repo;
 pub mod review;
 pub mod sanitize;
 pub mod webhook;

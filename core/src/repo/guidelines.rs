@@ -1,0 +1,112 @@
+//! Guideline files (CLAUDE.md, AGENTS.md, …) from the base ref: the repository's own words
+//! on how code there should be written, for the review and conversation prompts.
+
+use crate::ports::github::{GitHub, RepoScope};
+
+/// Names looked for at the root and in each directory a change touches.
+pub const GUIDELINE_FILES: [&str; 3] = ["CLAUDE.md", ".claude/CLAUDE.md", "AGENTS.md"];
+
+/// Directories deeper than this are not searched, and at most this many directories are:
+/// a PR touching 500 folders must not cost 1 500 contents calls.
+const MAX_DIRECTORIES: usize = 8;
+
+/// Per-file cap; guideline files are meant to be short, and the prompt budget is shared.
+const MAX_CHARS: usize = 12_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guideline {
+    pub path: String,
+    pub text: String,
+}
+
+/// The candidate paths for `touched` files: the root files, then each touched directory's
+/// own, nearest the root first, deduplicated and bounded.
+pub fn guideline_paths(touched: &[String]) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    for path in touched {
+        let mut parts: Vec<&str> = path.split('/').collect();
+        parts.pop();
+        let mut prefix = String::new();
+        for part in parts {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            if !dirs.contains(&prefix) {
+                dirs.push(prefix.clone());
+            }
+        }
+    }
+    dirs.sort_by_key(|d| (d.matches('/').count(), d.clone()));
+    dirs.truncate(MAX_DIRECTORIES);
+    let mut paths: Vec<String> = GUIDELINE_FILES.iter().map(|f| f.to_string()).collect();
+    for dir in dirs {
+        for name in ["CLAUDE.md", "AGENTS.md"] {
+            paths.push(format!("{dir}/{name}"));
+        }
+    }
+    paths
+}
+
+/// Read whichever guideline files exist at `base_ref`. Failures are logged and skipped:
+/// guidelines improve an answer but never block one.
+pub async fn load_guidelines(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    base_ref: &str,
+    touched: &[String],
+) -> Vec<Guideline> {
+    let mut found = Vec::new();
+    for path in guideline_paths(touched) {
+        match github.get_file_contents(scope, &path, base_ref).await {
+            Ok(Some(file)) => {
+                if let Some(text) = file.text() {
+                    found.push(Guideline {
+                        path,
+                        text: crate::sanitize::truncate(
+                            &crate::sanitize::user_text(text),
+                            MAX_CHARS,
+                        ),
+                    });
+                }
+            }
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(repo = %scope.full_name(), path, error = %err, "could not read a guideline file; going on without it");
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_then_touched_directories() {
+        let paths = guideline_paths(&[
+            "src/api/handler.rs".into(),
+            "src/lib.rs".into(),
+            "README.md".into(),
+        ]);
+        assert_eq!(
+            paths,
+            vec![
+                "CLAUDE.md",
+                ".claude/CLAUDE.md",
+                "AGENTS.md",
+                "src/CLAUDE.md",
+                "src/AGENTS.md",
+                "src/api/CLAUDE.md",
+                "src/api/AGENTS.md",
+            ]
+        );
+    }
+
+    #[test]
+    fn directory_count_is_bounded() {
+        let touched: Vec<String> = (0..50).map(|i| format!("d{i}/f.rs")).collect();
+        assert_eq!(guideline_paths(&touched).len(), 3 + 2 * MAX_DIRECTORIES);
+    }
+}
