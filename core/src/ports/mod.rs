@@ -11,5 +11,6 @@ pub use github::{GitHub, GitHubError, RepoScope};
 pub use handler::{JobError, JobHandler};
 pub use queue::{JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage};
 pub use store::{
-    Claim, Finding, FindingState, Installation, MemoryRule, Severity, Store, StoreError,
+    Claim, Finding, FindingState, Installation, MemoryRule, ReviewRun, RunState, Severity, Store,
+    StoreError,
 };

@@ -106,6 +106,41 @@ pub struct MemoryRule {
     pub created_at: OffsetDateTime,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// Claimed and in progress (or died; the queue will retry it).
+    Running,
+    /// The review was posted.
+    Published,
+    /// A newer head SHA arrived first; nothing was posted for this one.
+    Superseded,
+    /// Parley could not do its job (LLM down, GitHub errors after retries).
+    Failed,
+}
+
+/// One review of one head SHA of a PR: how re-reviews know what was already covered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewRun {
+    /// `owner/name`.
+    pub repo: String,
+    pub pr: u64,
+    pub head_sha: String,
+    /// Start of the reviewed range: the previous reviewed head for an incremental review,
+    /// the PR base for a full one.
+    pub base_sha: String,
+    /// What asked for it: `opened`, `synchronize`, `manual`, `manual_full`, ….
+    pub trigger: String,
+    pub state: RunState,
+    pub check_run_id: Option<u64>,
+    pub review_id: Option<u64>,
+    pub review_url: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub started_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
 /// Everything Parley keeps between invocations.
 ///
 /// Keys passed as `&str` are opaque to the store; callers build them with the helpers in
@@ -125,6 +160,11 @@ pub trait Store: Send + Sync {
     /// Whether an unexpired claim on `key` exists.
     async fn is_claimed(&self, key: &str) -> Result<bool, StoreError>;
 
+    /// Claim `key` on behalf of `owner`. Like [`Store::claim`], except that the same owner
+    /// claiming again wins (and extends the claim): a queue retry of the very job that
+    /// holds a claim resumes its work instead of being locked out by itself.
+    async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError>;
+
     // --- counters --------------------------------------------------------------------
 
     /// Atomically add one to `counter` under `scope` unless it has reached `ceiling`.
@@ -139,6 +179,28 @@ pub trait Store: Send + Sync {
 
     /// Current value of a counter (0 when never incremented).
     async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError>;
+
+    /// Atomically add `delta` to `counter` (no ceiling), returning the new value: usage
+    /// accounting such as tokens and cost per PR.
+    async fn add_to_counter(
+        &self,
+        scope: &str,
+        counter: &str,
+        delta: u64,
+    ) -> Result<u64, StoreError>;
+
+    // --- review runs -----------------------------------------------------------------
+
+    /// Insert or replace the record of a run (keyed by repo, PR and head SHA).
+    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError>;
+    async fn review_run(
+        &self,
+        repo: &str,
+        pr: u64,
+        head_sha: &str,
+    ) -> Result<Option<ReviewRun>, StoreError>;
+    /// Every run of a PR, oldest first (by `started_at`).
+    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError>;
 
     // --- installations ---------------------------------------------------------------
 

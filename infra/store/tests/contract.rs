@@ -7,7 +7,7 @@
 mod common;
 
 use parley_core::ports::store::keys;
-use parley_core::ports::{Claim, FindingState, Store, StoreError};
+use parley_core::ports::{Claim, FindingState, ReviewRun, RunState, Store, StoreError};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +52,10 @@ contract_tests!(
     check_findings_upsert_and_lookup_by_comment,
     check_findings_for_pr_order_and_isolation,
     check_memory_rules,
+    check_owned_claims,
+    check_concurrent_owned_claims_have_one_winner,
+    check_added_counters,
+    check_review_runs,
 );
 
 // --- idempotency ----------------------------------------------------------------------
@@ -471,6 +475,147 @@ async fn sqlite_corrupt_record_is_reported() {
 #[tokio::test]
 async fn dynamodb_corrupt_record_is_reported() {
     check_corrupt_record_is_reported(common::dynamo().await).await;
+}
+
+// --- owned claims, added counters, review runs ------------------------------------------
+
+async fn check_owned_claims(store: Arc<dyn Store>) {
+    let key = "run#octo/app#5#abc";
+    assert_eq!(
+        store.claim_as(key, "delivery-1", HOUR).await.unwrap(),
+        Claim::Won
+    );
+    assert_eq!(
+        store.claim_as(key, "delivery-1", HOUR).await.unwrap(),
+        Claim::Won,
+        "the owner's retry resumes its own claim"
+    );
+    assert_eq!(
+        store.claim_as(key, "delivery-2", HOUR).await.unwrap(),
+        Claim::AlreadyClaimed,
+        "another owner is locked out"
+    );
+    assert_eq!(
+        store.claim(key, HOUR).await.unwrap(),
+        Claim::AlreadyClaimed,
+        "an owned claim also blocks a plain claim"
+    );
+    assert!(store.is_claimed(key).await.unwrap());
+
+    // A lapsed owned claim goes to whoever asks next.
+    let short = "run#octo/app#5#def";
+    assert_eq!(
+        store
+            .claim_as(short, "delivery-1", Duration::from_secs(1))
+            .await
+            .unwrap(),
+        Claim::Won
+    );
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(
+        store.claim_as(short, "delivery-2", HOUR).await.unwrap(),
+        Claim::Won
+    );
+    assert_eq!(
+        store.claim_as(short, "delivery-1", HOUR).await.unwrap(),
+        Claim::AlreadyClaimed,
+        "the old owner lost it once it lapsed and was taken"
+    );
+}
+
+async fn check_concurrent_owned_claims_have_one_winner(store: Arc<dyn Store>) {
+    let outcomes = race(&store, |store| async move {
+        let owner = uuid::Uuid::new_v4().to_string();
+        store.claim_as("run#race", &owner, HOUR).await.unwrap()
+    })
+    .await;
+    assert_eq!(won(&outcomes), 1, "{outcomes:?}");
+}
+
+async fn check_added_counters(store: Arc<dyn Store>) {
+    let scope = keys::pr_scope("octo/app", 9);
+    assert_eq!(
+        store
+            .add_to_counter(&scope, "tokens_in", 1200)
+            .await
+            .unwrap(),
+        1200
+    );
+    assert_eq!(
+        store.add_to_counter(&scope, "tokens_in", 34).await.unwrap(),
+        1234
+    );
+    assert_eq!(
+        store.add_to_counter(&scope, "tokens_out", 0).await.unwrap(),
+        0
+    );
+    assert_eq!(store.counter(&scope, "tokens_in").await.unwrap(), 1234);
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("octo/app", 10), "tokens_in")
+            .await
+            .unwrap(),
+        0
+    );
+    let totals = race(&store, |store| async move {
+        store
+            .add_to_counter(&keys::pr_scope("octo/app", 11), "cost", 5)
+            .await
+            .unwrap()
+    })
+    .await;
+    let distinct: BTreeSet<u64> = totals.into_iter().collect();
+    assert_eq!(distinct.len(), RACERS, "every add saw its own total");
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("octo/app", 11), "cost")
+            .await
+            .unwrap(),
+        5 * RACERS as u64
+    );
+}
+
+async fn check_review_runs(store: Arc<dyn Store>) {
+    let run = |sha: &str, minute: u8, state: RunState| ReviewRun {
+        repo: "octo/app".into(),
+        pr: 3,
+        head_sha: sha.into(),
+        base_sha: "base".into(),
+        trigger: "synchronize".into(),
+        state,
+        check_run_id: Some(77),
+        review_id: None,
+        review_url: None,
+        started_at: datetime!(2026-01-01 10:00 UTC) + time::Duration::minutes(minute.into()),
+        finished_at: None,
+    };
+    assert_eq!(store.review_run("octo/app", 3, "aaa").await.unwrap(), None);
+    // Inserted out of order; read back oldest first.
+    store
+        .put_review_run(&run("bbb", 5, RunState::Running))
+        .await
+        .unwrap();
+    store
+        .put_review_run(&run("aaa", 1, RunState::Published))
+        .await
+        .unwrap();
+    let mut other_pr = run("ccc", 0, RunState::Running);
+    other_pr.pr = 30;
+    store.put_review_run(&other_pr).await.unwrap();
+
+    let mut finished = run("bbb", 5, RunState::Published);
+    finished.review_id = Some(9001);
+    finished.finished_at = Some(datetime!(2026-01-01 10:07 UTC));
+    store.put_review_run(&finished).await.unwrap();
+
+    assert_eq!(
+        store.review_run("octo/app", 3, "bbb").await.unwrap(),
+        Some(finished.clone())
+    );
+    let runs = store.review_runs("octo/app", 3).await.unwrap();
+    let shas: Vec<_> = runs.iter().map(|r| r.head_sha.as_str()).collect();
+    assert_eq!(shas, vec!["aaa", "bbb"], "oldest first, other PRs excluded");
+    assert_eq!(runs[1], finished, "upsert replaced the running record");
 }
 
 // --- helpers --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::ReturnValue;
 use items::{Item, decode, encode, n, number, s, unavailable};
 use parley_core::ports::store::keys;
-use parley_core::ports::{Claim, Finding, Installation, MemoryRule, Store, StoreError};
+use parley_core::ports::{Claim, Finding, Installation, MemoryRule, ReviewRun, Store, StoreError};
 use std::time::Duration;
 use tables::{BY_COMMENT_INDEX, TTL_ATTRIBUTE};
 use time::OffsetDateTime;
@@ -27,6 +27,9 @@ use crate::{expiry, ordering};
 const FINDING_PREFIX: &str = "finding#";
 const RULE_PREFIX: &str = "rule#";
 const COUNTER_PREFIX: &str = "counter#";
+const RUN_PREFIX: &str = "run#";
+/// Owner of a claim taken with `claim_as`.
+const OWNER_ATTRIBUTE: &str = "owner";
 /// `value` is a DynamoDB reserved word, hence the `#v` placeholder wherever it appears.
 const COUNTER_ATTRIBUTE: &str = "value";
 
@@ -163,6 +166,34 @@ impl Store for DynamoStore {
         ))
     }
 
+    async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let now = OffsetDateTime::now_utc();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.idempotency)
+            .item("pk", s(key))
+            .item(TTL_ATTRIBUTE, n(expiry::expires_at(now, ttl)))
+            .item(OWNER_ATTRIBUTE, s(owner))
+            .condition_expression("attribute_not_exists(pk) OR #exp <= :now OR #owner = :owner")
+            .expression_attribute_names("#exp", TTL_ATTRIBUTE)
+            .expression_attribute_names("#owner", OWNER_ATTRIBUTE)
+            .expression_attribute_values(":now", n(expiry::now_secs(now)))
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Claim::Won),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(Claim::AlreadyClaimed)
+            }
+            Err(e) => Err(unavailable("claim_as", &e)),
+        }
+    }
+
     async fn increment_within(
         &self,
         scope: &str,
@@ -223,6 +254,83 @@ impl Store for DynamoStore {
             Some(item) => Ok(number(&item, COUNTER_ATTRIBUTE, &location)?.unwrap_or(0)),
             None => Ok(0),
         }
+    }
+
+    async fn add_to_counter(
+        &self,
+        scope: &str,
+        counter: &str,
+        delta: u64,
+    ) -> Result<u64, StoreError> {
+        let sk = format!("{COUNTER_PREFIX}{counter}");
+        let output = self
+            .client
+            .update_item()
+            .table_name(&self.tables.conversations)
+            .key("pk", s(scope))
+            .key("sk", s(&sk))
+            .update_expression("ADD #v :delta")
+            .expression_attribute_names("#v", COUNTER_ATTRIBUTE)
+            .expression_attribute_values(":delta", n(delta))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(|e| unavailable("add_to_counter", &e))?;
+        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
+        let attributes = output.attributes.unwrap_or_default();
+        number(&attributes, COUNTER_ATTRIBUTE, &location)?.ok_or_else(|| StoreError::Corrupt {
+            key: location.clone(),
+            reason: "update returned no counter value".into(),
+        })
+    }
+
+    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
+        let pk = keys::pr_scope(&run.repo, run.pr);
+        let sk = format!("{RUN_PREFIX}{}", run.head_sha);
+        let item = encode(run, &[("pk", &pk), ("sk", &sk)], "review run")?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.conversations)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable("put_review_run", &e))?;
+        Ok(())
+    }
+
+    async fn review_run(
+        &self,
+        repo: &str,
+        pr: u64,
+        head_sha: &str,
+    ) -> Result<Option<ReviewRun>, StoreError> {
+        let pk = keys::pr_scope(repo, pr);
+        let sk = format!("{RUN_PREFIX}{head_sha}");
+        let item = self
+            .get(
+                &self.tables.conversations,
+                &[("pk", &pk), ("sk", &sk)],
+                "review_run",
+            )
+            .await?;
+        let location = format!("{}/{pk}/{sk}", self.tables.conversations);
+        item.map(|item| decode(item, &location)).transpose()
+    }
+
+    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
+        let pk = keys::pr_scope(repo, pr);
+        let items = self
+            .query_partition(&self.tables.conversations, &pk, RUN_PREFIX, "review_runs")
+            .await?;
+        let mut runs = items
+            .into_iter()
+            .map(|item| {
+                let location = item_location(&self.tables.conversations, &pk, &item);
+                decode(item, &location)
+            })
+            .collect::<Result<Vec<ReviewRun>, _>>()?;
+        ordering::runs_oldest_first(&mut runs);
+        Ok(runs)
     }
 
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {

@@ -9,7 +9,7 @@
 mod schema;
 
 use async_trait::async_trait;
-use parley_core::ports::{Claim, Finding, Installation, MemoryRule, Store, StoreError};
+use parley_core::ports::{Claim, Finding, Installation, MemoryRule, ReviewRun, Store, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -141,6 +141,31 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        let (key, owner) = (key.to_owned(), owner.to_owned());
+        let now = OffsetDateTime::now_utc();
+        let expires_at = expiry::expires_at(now, ttl);
+        let now = expiry::now_secs(now);
+        self.run("claim_as", move |conn| {
+            // As `claim`, plus: the current owner may take it again (a retried job).
+            let changed = conn
+                .execute(
+                    "INSERT INTO store_claims (key, expires_at, owner) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (key) DO UPDATE
+                     SET expires_at = excluded.expires_at, owner = excluded.owner
+                     WHERE store_claims.expires_at <= ?4 OR store_claims.owner = ?3",
+                    params![key, expires_at, owner, now],
+                )
+                .map_err(|e| unavailable("claim_as", &e))?;
+            Ok(if changed == 1 {
+                Claim::Won
+            } else {
+                Claim::AlreadyClaimed
+            })
+        })
+        .await
+    }
+
     async fn increment_within(
         &self,
         scope: &str,
@@ -186,6 +211,94 @@ impl Store for SqliteStore {
             value.map_or(Ok(0), |v| counter_value(v, &scope, &counter))
         })
         .await
+    }
+
+    async fn add_to_counter(
+        &self,
+        scope: &str,
+        counter: &str,
+        delta: u64,
+    ) -> Result<u64, StoreError> {
+        let (scope, counter) = (scope.to_owned(), counter.to_owned());
+        let delta = i64::try_from(delta).map_err(|_| {
+            StoreError::Config(format!("counter delta {delta} exceeds the SQLite range"))
+        })?;
+        self.run("add_to_counter", move |conn| {
+            let value: i64 = conn
+                .query_row(
+                    "INSERT INTO store_counters (scope, name, value) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (scope, name) DO UPDATE SET value = value + excluded.value
+                     RETURNING value",
+                    params![scope, counter, delta],
+                    |row| row.get(0),
+                )
+                .map_err(|e| unavailable("add_to_counter", &e))?;
+            counter_value(value, &scope, &counter)
+        })
+        .await
+    }
+
+    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
+        let record = encode(run, "review run")?;
+        let (repo, pr, sha) = (run.repo.clone(), id_column(run.pr), run.head_sha.clone());
+        self.run("put_review_run", move |conn| {
+            conn.execute(
+                "INSERT INTO store_review_runs (repo, pr, head_sha, record) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (repo, pr, head_sha) DO UPDATE SET record = excluded.record",
+                params![repo, pr, sha, record],
+            )
+            .map_err(|e| unavailable("put_review_run", &e))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn review_run(
+        &self,
+        repo: &str,
+        pr: u64,
+        head_sha: &str,
+    ) -> Result<Option<ReviewRun>, StoreError> {
+        let (repo, sha) = (repo.to_owned(), head_sha.to_owned());
+        self.run("review_run", move |conn| {
+            let record: Option<String> = conn
+                .query_row(
+                    "SELECT record FROM store_review_runs
+                     WHERE repo = ?1 AND pr = ?2 AND head_sha = ?3",
+                    params![repo, id_column(pr), sha],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("review_run", &e))?;
+            record
+                .map(|r| decode(&r, format!("store_review_runs/{repo}#{pr}/{sha}")))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
+        let repo = repo.to_owned();
+        let mut runs: Vec<ReviewRun> = self
+            .run("review_runs", move |conn| {
+                let mut statement = conn
+                    .prepare("SELECT head_sha, record FROM store_review_runs WHERE repo = ?1 AND pr = ?2")
+                    .map_err(|e| unavailable("review_runs", &e))?;
+                let rows = statement
+                    .query_map(params![repo, id_column(pr)], |row| {
+                        Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                    })
+                    .map_err(|e| unavailable("review_runs", &e))?;
+                let mut runs = Vec::new();
+                for row in rows {
+                    let (sha, record) = row.map_err(|e| unavailable("review_runs", &e))?;
+                    runs.push(decode(&record, format!("store_review_runs/{repo}#{pr}/{sha}"))?);
+                }
+                Ok(runs)
+            })
+            .await?;
+        ordering::runs_oldest_first(&mut runs);
+        Ok(runs)
     }
 
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {

@@ -9,9 +9,10 @@ use parley_core::ports::StoreError;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 /// Each entry moves the schema from the previous version to its own number. Append only.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "
     CREATE TABLE IF NOT EXISTS store_claims (
         key        TEXT PRIMARY KEY NOT NULL,
         -- epoch seconds, same rounding as the DynamoDB TTL attribute
@@ -44,10 +45,25 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         PRIMARY KEY (scope, id)
     );
     ",
-)];
+    ),
+    (
+        2,
+        "
+    -- Owned claims (claim_as): the same owner may claim again.
+    ALTER TABLE store_claims ADD COLUMN owner TEXT;
+    CREATE TABLE IF NOT EXISTS store_review_runs (
+        repo     TEXT NOT NULL,
+        pr       INTEGER NOT NULL,
+        head_sha TEXT NOT NULL,
+        record   TEXT NOT NULL,
+        PRIMARY KEY (repo, pr, head_sha)
+    );
+    ",
+    ),
+];
 
 /// The version this build writes and understands.
-pub(crate) const CURRENT_VERSION: i64 = 1;
+pub(crate) const CURRENT_VERSION: i64 = 2;
 
 /// Bring the schema up to [`CURRENT_VERSION`].
 ///
