@@ -15,6 +15,7 @@ pub mod ports;
 pub mod repo;
 pub mod review;
 pub mod sanitize;
+pub mod services;
 pub mod webhook;
 pub mod worker;
 

@@ -5,17 +5,17 @@
 
 use crate::bookkeeping;
 use crate::job::Job;
-use crate::ports::{JobError, JobHandler, Store};
+use crate::ports::{JobError, JobHandler};
+use crate::services::Services;
 use async_trait::async_trait;
-use std::sync::Arc;
 
 pub struct ConversationHandler {
-    store: Arc<dyn Store>,
+    services: Services,
 }
 
 impl ConversationHandler {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        ConversationHandler { store }
+    pub fn new(services: Services) -> Self {
+        ConversationHandler { services }
     }
 }
 
@@ -23,7 +23,7 @@ impl ConversationHandler {
 impl JobHandler for ConversationHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
         match job {
-            Job::Bookkeeping(job) => bookkeeping::record(self.store.as_ref(), &job).await,
+            Job::Bookkeeping(job) => bookkeeping::record(self.services.store.as_ref(), &job).await,
             Job::Conversation(job) => {
                 tracing::info!(
                     repo = %job.repo.full_name(),

@@ -3,10 +3,19 @@
 
 use crate::job::Job;
 use crate::ports::{JobError, JobHandler};
+use crate::services::Services;
 use async_trait::async_trait;
 
-#[derive(Default)]
-pub struct ReviewHandler;
+pub struct ReviewHandler {
+    #[allow(dead_code)] // used once reviewing lands (issue 5)
+    services: Services,
+}
+
+impl ReviewHandler {
+    pub fn new(services: Services) -> Self {
+        ReviewHandler { services }
+    }
+}
 
 #[async_trait]
 impl JobHandler for ReviewHandler {

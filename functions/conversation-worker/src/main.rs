@@ -4,7 +4,7 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use parley_core::conversation::ConversationHandler;
-use parley_runtime::{Settings, build_adapters, sqs_batch, telemetry};
+use parley_runtime::{Settings, build_adapters, clients, sqs_batch, telemetry};
 use std::sync::Arc;
 
 #[tokio::main]
@@ -12,7 +12,8 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let settings = Settings::from_env()?;
     let adapters = build_adapters(&settings).await?;
-    let handler = Arc::new(ConversationHandler::new(adapters.store));
+    let services = clients::services_from_env(&settings, &adapters).await?;
+    let handler = Arc::new(ConversationHandler::new(services));
 
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let handler = handler.clone();

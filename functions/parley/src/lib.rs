@@ -11,7 +11,7 @@ use anyhow::Context;
 use parley_core::conversation::ConversationHandler;
 use parley_core::ports::{JobHandler, QueueName};
 use parley_core::review::ReviewHandler;
-use parley_runtime::{Settings, build_adapters, secrets};
+use parley_runtime::{Settings, build_adapters, clients, secrets};
 use poller::PollerOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,12 +66,13 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
     let mut tasks = JoinSet::new();
     tasks.spawn(server::run(listener, ingest, shutdown.clone()));
 
+    let services = clients::services_from_env(&settings, &adapters).await?;
     let handlers: [(QueueName, Arc<dyn JobHandler>); 2] = [
         (
             QueueName::Conversation,
-            Arc::new(ConversationHandler::new(adapters.store.clone())),
+            Arc::new(ConversationHandler::new(services.clone())),
         ),
-        (QueueName::Review, Arc::new(ReviewHandler)),
+        (QueueName::Review, Arc::new(ReviewHandler::new(services))),
     ];
     for (queue, handler) in handlers {
         for worker in 0..options.poller.workers_per_queue {

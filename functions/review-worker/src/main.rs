@@ -4,13 +4,16 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use parley_core::review::ReviewHandler;
-use parley_runtime::{sqs_batch, telemetry};
+use parley_runtime::{Settings, build_adapters, clients, sqs_batch, telemetry};
 use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     telemetry::init();
-    let handler = Arc::new(ReviewHandler);
+    let settings = Settings::from_env()?;
+    let adapters = build_adapters(&settings).await?;
+    let services = clients::services_from_env(&settings, &adapters).await?;
+    let handler = Arc::new(ReviewHandler::new(services));
 
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let handler = handler.clone();

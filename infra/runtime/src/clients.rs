@@ -27,7 +27,9 @@ pub async fn github_from_env() -> Result<Arc<dyn GitHub>, ClientError> {
     let lookup = resolved_env(&["GITHUB_PRIVATE_KEY"]).await?;
     let config = GitHubConfig::from_lookup(|name| lookup(name))?;
     if !config.has_credentials() {
-        tracing::warn!("GITHUB_APP_ID / GITHUB_PRIVATE_KEY are not set: jobs that need GitHub will fail until they are");
+        tracing::warn!(
+            "GITHUB_APP_ID / GITHUB_PRIVATE_KEY are not set: jobs that need GitHub will fail until they are"
+        );
     }
     Ok(Arc::new(GitHubClient::new(config)?))
 }
@@ -82,4 +84,35 @@ impl Llm for Unconfigured {
     fn model(&self) -> &str {
         "unconfigured"
     }
+}
+
+/// Every service a worker needs, from the settings, the adapters and the environment.
+pub async fn services_from_env(
+    settings: &crate::Settings,
+    adapters: &crate::Adapters,
+) -> Result<parley_core::services::Services, ClientError> {
+    let github = github_from_env().await?;
+    let llm = llm_from_env().await?;
+    let prices = match parley_llm::prices_from_env() {
+        Ok(prices) => prices,
+        Err(err) => {
+            tracing::warn!(error = %err, "PARLEY_LLM_PRICES is invalid; using the built-in price table");
+            parley_core::llm::PriceTable::builtin()
+        }
+    };
+    Ok(parley_core::services::Services {
+        store: adapters.store.clone(),
+        queue: adapters.queue.clone(),
+        github: github.clone(),
+        llm,
+        prices: Arc::new(prices),
+        identity: Arc::new(parley_core::repo::BotIdentity::new(
+            settings.app_slug.clone(),
+            settings.mention_aliases.clone(),
+        )),
+        config: Arc::new(parley_core::repo::ConfigLoader::new(
+            github,
+            parley_core::repo::ConfigLoader::DEFAULT_TTL,
+        )),
+    })
 }
