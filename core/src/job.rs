@@ -134,6 +134,18 @@ pub struct ReviewJob {
     pub before_sha: Option<String>,
     pub author: Actor,
     pub title: String,
+    /// Set for `@parley review` / `@parley full review`: the comment that asked.
+    #[serde(default)]
+    pub request: Option<ReviewRequest>,
+}
+
+/// The comment behind a manual review request, so the review can answer it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewRequest {
+    pub comment_id: u64,
+    pub surface: Surface,
+    pub author: Actor,
+    pub html_url: String,
 }
 
 /// Where a comment was written; decides where the answer goes.

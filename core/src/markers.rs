@@ -26,6 +26,40 @@ pub mod kind {
     pub const ERROR: &str = "error";
 }
 
+/// What an inline finding comment carries: enough to discuss the finding even when the
+/// store has no record of it (an older finding, or a store that was reset).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FindingMarker {
+    pub id: String,
+    pub fingerprint: String,
+    pub severity: crate::ports::Severity,
+    pub category: String,
+    pub confidence: u8,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    pub line: u32,
+    pub title: String,
+}
+
+/// What every other Parley comment carries: which comment it answers and how. Read back
+/// to know what was already answered; never inferred from prose.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReplyMarker {
+    /// `reply`, `limit`, `error`, `dismissed`, `review`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The comment (or review) this answers.
+    pub reply_to: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finding: Option<String>,
+    /// `concede`, `maintain` or `escalate` when the reply settled a dispute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<String>,
+    /// RFC 3339.
+    pub at: String,
+}
+
 /// One marker found in a comment body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Marker {

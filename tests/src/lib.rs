@@ -56,3 +56,35 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
 
 pub mod fake_github;
 pub mod fake_llm;
+
+pub mod stores {
+    //! Both store adapters, for end-to-end tests that must pass on each.
+    use parley_core::ports::Store;
+    use parley_store::dynamo::{DynamoStore, TableNames, create_tables};
+    use parley_store::sqlite::SqliteStore;
+    use std::sync::Arc;
+
+    /// A fresh SQLite store in a temp dir (kept alive by the returned guard).
+    pub fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteStore::open(dir.path().join("parley.db")).expect("sqlite store");
+        (Arc::new(store), dir)
+    }
+
+    /// A DynamoDB store on moto with its own freshly created tables. Fails (never skips)
+    /// when moto is not running: `scripts/test.sh` starts it and sets AWS_ENDPOINT_URL.
+    pub async fn dynamodb() -> Arc<dyn Store> {
+        assert!(
+            std::env::var_os("AWS_ENDPOINT_URL").is_some(),
+            "AWS_ENDPOINT_URL is not set: start moto (scripts/test.sh does it, or scripts/moto.sh for one run)"
+        );
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let client = aws_sdk_dynamodb::Client::new(&config);
+        let tables =
+            TableNames::default().with_suffix(&uuid::Uuid::new_v4().simple().to_string()[..12]);
+        create_tables(&client, &tables)
+            .await
+            .expect("create tables in moto");
+        Arc::new(DynamoStore::new(client, tables))
+    }
+}

@@ -128,6 +128,7 @@ fn review(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
             .filter(|_| trigger == ReviewTrigger::Synchronize),
         author: actor(&pr.user),
         title: pr.title,
+        request: None,
     })))
 }
 
