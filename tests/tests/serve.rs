@@ -5,22 +5,23 @@ use parley_cli::poller::PollerOptions;
 use parley_cli::{ServeOptions, start};
 use parley_core::ports::{PollingQueue, QueueName, Store};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
-use parley_runtime::Settings;
+use parley_runtime::clients::Env;
 use parley_store::sqlite::SqliteStore;
 use parley_tests::{sign, webhook_example};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "serve-secret";
 
-fn settings(db: &std::path::Path) -> Settings {
-    let vars: HashMap<&str, String> = HashMap::from([
-        ("GITHUB_WEBHOOK_SECRET", SECRET.to_string()),
-        ("GITHUB_APP_SLUG", "parley".to_string()),
-        ("PARLEY_DB_PATH", db.display().to_string()),
+fn env(db: &std::path::Path) -> Env {
+    let vars: HashMap<String, String> = HashMap::from([
+        ("GITHUB_WEBHOOK_SECRET".to_string(), SECRET.to_string()),
+        ("GITHUB_APP_SLUG".to_string(), "parley".to_string()),
+        ("PARLEY_DB_PATH".to_string(), db.display().to_string()),
     ]);
-    Settings::from_lookup(|k| vars.get(k).cloned()).expect("settings")
+    Arc::new(move |k: &str| vars.get(k).cloned())
 }
 
 async fn send(
@@ -53,7 +54,7 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
     let running = start(
         ServeOptions {
             addr: "127.0.0.1:0".parse().expect("addr"),
-            settings: settings(&db),
+            env: env(&db),
             poller: PollerOptions {
                 idle_wait: Duration::from_millis(20),
                 ..PollerOptions::default()

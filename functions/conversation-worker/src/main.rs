@@ -12,7 +12,8 @@ async fn main() -> Result<(), Error> {
     telemetry::init();
     let settings = Settings::from_env()?;
     let adapters = build_adapters(&settings).await?;
-    let services = clients::services_from_env(&settings, &adapters).await?;
+    let services =
+        clients::services_from_env(&clients::process_env(), &settings, &adapters).await?;
     let handler = Arc::new(ConversationHandler::new(services));
 
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {

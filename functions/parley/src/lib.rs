@@ -11,7 +11,8 @@ use anyhow::Context;
 use parley_core::conversation::ConversationHandler;
 use parley_core::ports::{JobHandler, QueueName};
 use parley_core::review::ReviewHandler;
-use parley_runtime::{Settings, build_adapters, clients, secrets};
+use parley_runtime::clients::{self, Env};
+use parley_runtime::{Settings, build_adapters, secrets};
 use poller::PollerOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 pub struct ServeOptions {
     pub addr: SocketAddr,
-    pub settings: Settings,
+    /// Where settings and credentials are read from (the process environment, or a map in
+    /// tests).
+    pub env: Env,
     pub poller: PollerOptions,
 }
 
@@ -41,7 +44,8 @@ impl Running {
 }
 
 pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow::Result<Running> {
-    let settings = options.settings;
+    let env = options.env;
+    let settings = Settings::from_lookup(|name| env(name))?;
     let adapters = build_adapters(&settings).await.with_context(|| {
         format!(
             "opening the local database at {}",
@@ -66,7 +70,7 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
     let mut tasks = JoinSet::new();
     tasks.spawn(server::run(listener, ingest, shutdown.clone()));
 
-    let services = clients::services_from_env(&settings, &adapters).await?;
+    let services = clients::services_from_env(&env, &settings, &adapters).await?;
     let handlers: [(QueueName, Arc<dyn JobHandler>); 2] = [
         (
             QueueName::Conversation,

@@ -7,7 +7,7 @@
 use anyhow::{Context, bail};
 use parley_cli::poller::PollerOptions;
 use parley_cli::{ServeOptions, start};
-use parley_runtime::{Settings, telemetry};
+use parley_runtime::{clients, telemetry};
 use std::net::SocketAddr;
 use tokio_util::sync::CancellationToken;
 
@@ -47,7 +47,7 @@ async fn serve() -> anyhow::Result<()> {
     };
     let options = ServeOptions {
         addr: SocketAddr::new(host, port),
-        settings: Settings::from_env()?,
+        env: clients::process_env(),
         poller: PollerOptions::default(),
     };
     let shutdown = CancellationToken::new();

@@ -16,15 +16,26 @@ use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Wrong prices would make every cost report wrong; refuse to start instead.
+    #[error("PARLEY_LLM_PRICES: {0}")]
+    Prices(#[from] parley_core::llm::PricingError),
     #[error(transparent)]
     Secret(#[from] secrets::SecretError),
     #[error("GitHub client: {0}")]
     GitHub(#[from] parley_core::ports::GitHubError),
 }
 
+/// An environment: `std::env::var` in production, a map in tests.
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment.
+pub fn process_env() -> Env {
+    Arc::new(|name: &str| std::env::var(name).ok())
+}
+
 /// The GitHub App client from `GITHUB_APP_ID`, `GITHUB_PRIVATE_KEY[_FILE]`, `GITHUB_API_URL`.
-pub async fn github_from_env() -> Result<Arc<dyn GitHub>, ClientError> {
-    let lookup = resolved_env(&["GITHUB_PRIVATE_KEY"]).await?;
+pub async fn github_from_env(env: &Env) -> Result<Arc<dyn GitHub>, ClientError> {
+    let lookup = resolved_env(env, &["GITHUB_PRIVATE_KEY"]).await?;
     let config = GitHubConfig::from_lookup(|name| lookup(name))?;
     if !config.has_credentials() {
         tracing::warn!(
@@ -36,8 +47,8 @@ pub async fn github_from_env() -> Result<Arc<dyn GitHub>, ClientError> {
 
 /// The LLM provider from `LLM_PROVIDER`, `LLM_MODEL`, `LLM_BASE_URL`, `LLM_API_KEY`, ….
 /// Never fails: a provider that cannot be built becomes one that explains why on each call.
-pub async fn llm_from_env() -> Result<Arc<dyn Llm>, ClientError> {
-    let lookup = resolved_env(&["LLM_API_KEY"]).await?;
+pub async fn llm_from_env(env: &Env) -> Result<Arc<dyn Llm>, ClientError> {
+    let lookup = resolved_env(env, &["LLM_API_KEY"]).await?;
     let built = match LlmConfig::from_lookup(|name| lookup(name)) {
         Ok(config) => parley_llm::build(config).await,
         Err(err) => Err(err),
@@ -54,22 +65,19 @@ pub async fn llm_from_env() -> Result<Arc<dyn Llm>, ClientError> {
 /// An environment lookup in which the named variables, when they hold a Secrets Manager
 /// ARN, are replaced by the secret's value.
 async fn resolved_env(
+    env: &Env,
     secret_names: &[&str],
 ) -> Result<impl Fn(&str) -> Option<String> + use<>, ClientError> {
     let mut resolved = HashMap::new();
     for name in secret_names {
-        if let Ok(value) = std::env::var(name)
+        if let Some(value) = env(name)
             && secrets::is_secret_arn(&value)
         {
             resolved.insert(name.to_string(), secrets::resolve(value).await?);
         }
     }
-    Ok(move |name: &str| {
-        resolved
-            .get(name)
-            .cloned()
-            .or_else(|| std::env::var(name).ok())
-    })
+    let env = env.clone();
+    Ok(move |name: &str| resolved.get(name).cloned().or_else(|| env(name)))
 }
 
 /// The LLM slot when no provider is configured: every call says what to set.
@@ -88,18 +96,13 @@ impl Llm for Unconfigured {
 
 /// Every service a worker needs, from the settings, the adapters and the environment.
 pub async fn services_from_env(
+    env: &Env,
     settings: &crate::Settings,
     adapters: &crate::Adapters,
 ) -> Result<parley_core::services::Services, ClientError> {
-    let github = github_from_env().await?;
-    let llm = llm_from_env().await?;
-    let prices = match parley_llm::prices_from_env() {
-        Ok(prices) => prices,
-        Err(err) => {
-            tracing::warn!(error = %err, "PARLEY_LLM_PRICES is invalid; using the built-in price table");
-            parley_core::llm::PriceTable::builtin()
-        }
-    };
+    let github = github_from_env(env).await?;
+    let llm = llm_from_env(env).await?;
+    let prices = prices(env)?;
     Ok(parley_core::services::Services {
         store: adapters.store.clone(),
         queue: adapters.queue.clone(),
@@ -114,5 +117,14 @@ pub async fn services_from_env(
             github,
             parley_core::repo::ConfigLoader::DEFAULT_TTL,
         )),
+    })
+}
+
+/// The price table, with `PARLEY_LLM_PRICES` overrides.
+fn prices(env: &Env) -> Result<parley_core::llm::PriceTable, ClientError> {
+    let table = parley_core::llm::PriceTable::builtin();
+    Ok(match env(parley_core::llm::PRICES_ENV) {
+        Some(json) if !json.trim().is_empty() => table.with_overrides_json(&json)?,
+        _ => table,
     })
 }

@@ -1,0 +1,45 @@
+//! What can stop a conversation turn, split the way the queue needs it: worth a retry, or
+//! not.
+
+use crate::ports::github::GitHubError;
+use crate::ports::llm::LlmError;
+use crate::ports::{JobError, QueueError, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    #[error("GitHub: {0}")]
+    GitHub(#[from] GitHubError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("LLM: {0}")]
+    Llm(#[from] LlmError),
+    #[error("queue: {0}")]
+    Queue(#[from] QueueError),
+    /// The job names no installation, so there is no token to act with.
+    #[error("job has no installation id")]
+    NoInstallation,
+}
+
+impl ConversationError {
+    /// Transient failures go back to the queue for another attempt; everything else still
+    /// takes the retry/DLQ path, but is reported as permanent so an operator sees why.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ConversationError::GitHub(err) => err.is_transient(),
+            ConversationError::Store(err) => matches!(err, StoreError::Unavailable(_)),
+            ConversationError::Llm(err) => err.is_transient(),
+            ConversationError::Queue(err) => matches!(err, QueueError::Unavailable(_)),
+            ConversationError::NoInstallation => false,
+        }
+    }
+}
+
+impl From<ConversationError> for JobError {
+    fn from(err: ConversationError) -> Self {
+        if err.is_transient() {
+            JobError::Transient(err.to_string())
+        } else {
+            JobError::Permanent(err.to_string())
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! What a specialist pass returns: a JSON list of findings, parsed and checked with the
+//! structured-output helper so a malformed reply gets one corrective retry and then fails
+//! only that pass.
+
+use crate::llm::JsonOutput;
+use crate::ports::Severity;
+use serde::Deserialize;
+
+/// The top level is an object because OpenAI's JSON mode can only produce objects.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PassOutput {
+    pub findings: Vec<RawFinding>,
+}
+
+/// One finding as the model reports it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RawFinding {
+    pub path: String,
+    pub line: u32,
+    #[serde(default)]
+    pub start_line: Option<u32>,
+    /// `RIGHT` (the new code) unless the model says `LEFT`; Parley comments on the right
+    /// side only, so a left-side finding goes to the summary.
+    #[serde(default)]
+    pub side: Option<String>,
+    pub severity: Severity,
+    pub category: String,
+    pub confidence: u8,
+    pub title: String,
+    pub body: String,
+    /// Replacement text for the lines `start_line..=line`, shown as a suggestion block.
+    #[serde(default)]
+    pub suggestion: Option<String>,
+}
+
+impl RawFinding {
+    pub fn on_right_side(&self) -> bool {
+        self.side
+            .as_deref()
+            .is_none_or(|side| side.eq_ignore_ascii_case("right"))
+    }
+}
+
+/// Described by example rather than JSON Schema: shorter in every prompt, and the
+/// validator below catches what the example cannot say.
+const SHAPE: &str = r#"{"findings": [
+  {"path": "src/lib.rs", "line": 42, "start_line": 40, "side": "RIGHT",
+   "severity": "critical|high|medium|low|nit", "category": "security",
+   "confidence": 0-100, "title": "One-line summary",
+   "body": "Why it is a problem and how to fix it (Markdown).",
+   "suggestion": "optional replacement code for lines start_line..line"}
+]}
+Use {"findings": []} when there is nothing worth reporting. `line` and `start_line` are
+line numbers in the NEW file, as shown in the left column of the diff; omit start_line for
+a single line."#;
+
+/// The expected output of every specialist pass.
+pub fn pass_output() -> JsonOutput<PassOutput> {
+    JsonOutput::described(SHAPE).with_validator(validate)
+}
+
+fn validate(output: &PassOutput) -> Result<(), String> {
+    for (index, finding) in output.findings.iter().enumerate() {
+        let at = |problem: &str| format!("findings[{index}]: {problem}");
+        if finding.path.trim().is_empty() {
+            return Err(at("path is empty"));
+        }
+        if finding.line == 0 {
+            return Err(at("line must be a 1-based line number"));
+        }
+        if finding.start_line.is_some_and(|start| start == 0 || start > finding.line) {
+            return Err(at("start_line must be between 1 and line"));
+        }
+        if finding.confidence > 100 {
+            return Err(at("confidence must be between 0 and 100"));
+        }
+        if finding.title.trim().is_empty() {
+            return Err(at("title is empty"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_finding_and_rejects_bad_numbers() {
+        let output = pass_output();
+        let good = r#"{"findings":[{"path":"a.rs","line":3,"severity":"high","category":"bug","confidence":90,"title":"t","body":"b"}]}"#;
+        let parsed = output.parse(good).unwrap();
+        assert_eq!(parsed.findings[0].severity, Severity::High);
+        assert!(parsed.findings[0].on_right_side());
+
+        let bad = r#"{"findings":[{"path":"a.rs","line":3,"start_line":5,"severity":"high","category":"bug","confidence":90,"title":"t","body":"b"}]}"#;
+        assert!(output.parse(bad).is_err());
+        let bad_severity = r#"{"findings":[{"path":"a.rs","line":3,"severity":"urgent","category":"bug","confidence":90,"title":"t","body":"b"}]}"#;
+        assert!(output.parse(bad_severity).is_err());
+    }
+}
