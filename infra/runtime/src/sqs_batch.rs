@@ -1,8 +1,32 @@
 //! The Lambda side of a worker: an SQS event in, a partial-batch response out.
 
+use crate::clients::{process_env, services_from_env};
+use crate::{Settings, build_adapters, telemetry};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::{Error, LambdaEvent, service_fn};
 use parley_core::ports::JobHandler;
+use parley_core::services::Services;
 use parley_core::worker::{BatchItem, process_fifo_batch};
+use std::sync::Arc;
+
+/// The whole life of a worker Lambda: build the services once per container, then hand
+/// every SQS batch to the handler `make` builds from them.
+pub async fn run_worker<H, F>(make: F) -> Result<(), Error>
+where
+    H: JobHandler + 'static,
+    F: FnOnce(Services) -> H,
+{
+    telemetry::init();
+    let settings = Settings::from_env()?;
+    let adapters = build_adapters(&settings).await?;
+    let services = services_from_env(&process_env(), &settings, &adapters).await?;
+    let handler = Arc::new(make(services));
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let handler = handler.clone();
+        async move { Ok::<_, Error>(respond(event.payload, handler.as_ref()).await?) }
+    }))
+    .await
+}
 
 /// Run a batch through `handler` and report which messages SQS must redeliver.
 ///

@@ -1,0 +1,121 @@
+//! One job's view of a pull request: fetched once, shared by the triggering comment and
+//! every comment the sweep picks up, so a job never asks GitHub the same thing twice.
+
+use super::error::ConversationError;
+use crate::job::RepoRef;
+use crate::mention::Handles;
+use crate::ports::github::{
+    GitHub, IssueComment, Listing, PageLimit, PullRequest, RepoScope, ReviewComment,
+};
+use crate::repo::LoadedConfig;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// GitHub's largest page. One page of each listing is what a turn reads: the thread
+/// of a finding and the PR's top-level conversation fit in it on all but the busiest PRs,
+/// where the newest comments beyond it are still answered, with less history.
+pub const LISTING: PageLimit = PageLimit::items(100);
+
+pub struct PrSnapshot {
+    pub scope: RepoScope,
+    pub repo_ref: RepoRef,
+    /// `owner/name`.
+    pub repo: String,
+    pub number: u64,
+    pub pr: PullRequest,
+    pub config: Arc<LoadedConfig>,
+    /// The handles that summon Parley here (slug, global aliases, `claude` if opted in).
+    pub handles: Handles,
+    /// What outgoing text must never mention: the summoning handles plus `@claude`
+    /// always, so a reply cannot wake another bot that answers to it.
+    pub silenced: Handles,
+    review_comments: Mutex<Option<Arc<Listing<ReviewComment>>>>,
+    issue_comments: Mutex<Option<Arc<Listing<IssueComment>>>>,
+    /// Comments answered during this job, which the listings (read before) cannot show.
+    answered: Mutex<HashSet<u64>>,
+}
+
+impl PrSnapshot {
+    pub fn new(
+        scope: RepoScope,
+        repo_ref: RepoRef,
+        pr: PullRequest,
+        config: Arc<LoadedConfig>,
+        handles: Handles,
+        silenced: Handles,
+    ) -> Self {
+        PrSnapshot {
+            repo: scope.full_name(),
+            number: pr.number,
+            scope,
+            repo_ref,
+            pr,
+            config,
+            handles,
+            silenced,
+            review_comments: Mutex::new(None),
+            issue_comments: Mutex::new(None),
+            answered: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The PR author's login, when GitHub still knows the account.
+    pub fn author(&self) -> Option<&str> {
+        self.pr.user.as_ref().map(|u| u.login.as_str())
+    }
+
+    /// The PR's inline comments, oldest first (one page), listed once per job.
+    pub async fn review_comments(
+        &self,
+        github: &dyn GitHub,
+    ) -> Result<Arc<Listing<ReviewComment>>, ConversationError> {
+        if let Some(listing) = lock(&self.review_comments).clone() {
+            return Ok(listing);
+        }
+        let listing = Arc::new(
+            github
+                .list_review_comments(&self.scope, self.number, None, LISTING)
+                .await?,
+        );
+        *lock(&self.review_comments) = Some(listing.clone());
+        Ok(listing)
+    }
+
+    /// The PR's top-level comments, oldest first (one page), listed once per job.
+    pub async fn issue_comments(
+        &self,
+        github: &dyn GitHub,
+    ) -> Result<Arc<Listing<IssueComment>>, ConversationError> {
+        if let Some(listing) = lock(&self.issue_comments).clone() {
+            return Ok(listing);
+        }
+        let listing = Arc::new(
+            github
+                .list_issue_comments(&self.scope, self.number, None, LISTING)
+                .await?,
+        );
+        *lock(&self.issue_comments) = Some(listing.clone());
+        Ok(listing)
+    }
+
+    /// Pre-load a listing fetched concurrently with the PR.
+    pub fn preload_review_comments(&self, listing: Listing<ReviewComment>) {
+        *lock(&self.review_comments) = Some(Arc::new(listing));
+    }
+
+    pub fn preload_issue_comments(&self, listing: Listing<IssueComment>) {
+        *lock(&self.issue_comments) = Some(Arc::new(listing));
+    }
+
+    pub fn mark_answered(&self, comment_id: u64) {
+        lock(&self.answered).insert(comment_id);
+    }
+
+    pub fn was_answered(&self, comment_id: u64) -> bool {
+        lock(&self.answered).contains(&comment_id)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,105 @@
+//! Few, right findings: a confidence threshold, then a cap on inline comments.
+//!
+//! Nothing is dropped silently. The summary states how many findings fell under
+//! `review.minConfidence` and which setting would show them, and findings over
+//! `review.maxInlineComments` are listed in the summary instead of inline.
+
+use crate::review::merge::Candidate;
+
+#[derive(Debug, Clone, Default)]
+pub struct Filtered {
+    /// Posted as inline comments, most important first.
+    pub inline: Vec<Candidate>,
+    /// Reported in the summary: off the diff, or over the inline cap.
+    pub in_summary: Vec<Candidate>,
+    /// Below the confidence threshold: counted, not shown.
+    pub below_threshold: Vec<Candidate>,
+    pub min_confidence: u8,
+}
+
+impl Filtered {
+    /// Every finding that is reported, inline or in the summary.
+    pub fn reported(&self) -> impl Iterator<Item = &Candidate> {
+        self.inline.iter().chain(self.in_summary.iter())
+    }
+
+    /// The `review.minConfidence` that would have included every filtered finding.
+    pub fn threshold_to_include_all(&self) -> Option<u8> {
+        self.below_threshold.iter().map(|c| c.confidence).min()
+    }
+}
+
+pub fn apply(candidates: Vec<Candidate>, min_confidence: u8, max_inline: u32) -> Filtered {
+    let mut filtered = Filtered {
+        min_confidence,
+        ..Filtered::default()
+    };
+    let mut kept: Vec<Candidate> = Vec::new();
+    for candidate in candidates {
+        if candidate.confidence < min_confidence {
+            filtered.below_threshold.push(candidate);
+        } else {
+            kept.push(candidate);
+        }
+    }
+    // Highest severity first, then most confident; stable, so equal findings keep the
+    // order the passes reported them in.
+    kept.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.confidence.cmp(&a.confidence))
+    });
+    let cap = usize::try_from(max_inline).unwrap_or(usize::MAX);
+    for candidate in kept {
+        if candidate.on_diff && filtered.inline.len() < cap {
+            filtered.inline.push(candidate);
+        } else {
+            filtered.in_summary.push(candidate);
+        }
+    }
+    filtered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::Severity;
+
+    fn candidate(title: &str, severity: Severity, confidence: u8, on_diff: bool) -> Candidate {
+        Candidate {
+            path: "a.rs".into(),
+            line: 1,
+            start_line: None,
+            severity,
+            category: "bug".into(),
+            confidence,
+            title: title.into(),
+            body: String::new(),
+            suggestion: None,
+            passes: vec!["correctness".into()],
+            fingerprint: title.into(),
+            on_diff,
+        }
+    }
+
+    #[test]
+    fn threshold_then_cap_by_severity_and_confidence() {
+        let filtered = apply(
+            vec![
+                candidate("low", Severity::Low, 99, true),
+                candidate("unsure", Severity::Critical, 60, true),
+                candidate("high-80", Severity::High, 80, true),
+                candidate("high-95", Severity::High, 95, true),
+                candidate("off", Severity::Critical, 90, false),
+            ],
+            75,
+            2,
+        );
+        let titles = |list: &[Candidate]| list.iter().map(|c| c.title.clone()).collect::<Vec<_>>();
+        assert_eq!(titles(&filtered.inline), ["high-95", "high-80"]);
+        assert_eq!(titles(&filtered.in_summary), ["off", "low"]);
+        assert_eq!(titles(&filtered.below_threshold), ["unsure"]);
+        assert_eq!(filtered.threshold_to_include_all(), Some(60));
+        assert_eq!(filtered.reported().count(), 4);
+    }
+}

@@ -1,0 +1,168 @@
+//! Which changed files a review looks at, and which it says it did not.
+//!
+//! Every file the PR changes ends up either reviewed or in the "not reviewed" list with a
+//! reason: skipped by pattern, no patch from GitHub (binary or too large), an unreadable
+//! patch, over the token budget, or beyond GitHub's listing cap. A silent partial review
+//! would let a reader believe the whole PR was checked.
+
+use crate::config::ReviewConfig;
+use crate::ports::github::{ChangedFile, FileStatus};
+use crate::review::diff::{self, Patch};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// A file whose patch goes to the specialists.
+#[derive(Debug, Clone)]
+pub struct InputFile {
+    pub path: String,
+    pub status: FileStatus,
+    pub raw_patch: String,
+    pub patch: Patch,
+    pub tokens: usize,
+}
+
+/// A changed file left out of the review, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReviewed {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReviewInputs {
+    pub files: Vec<InputFile>,
+    pub not_reviewed: Vec<NotReviewed>,
+    /// GitHub had more files than the listing cap: the ones beyond it are unknown by name.
+    pub listing_truncated: bool,
+    pub tokens: usize,
+}
+
+/// Rough token estimate for prompt budgets: about four characters per token for code.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+/// Choose the files to review from `changed`, in GitHub's order, within the config's
+/// token budget.
+pub fn select(changed: Vec<ChangedFile>, listing_truncated: bool, config: &ReviewConfig) -> ReviewInputs {
+    let skip = skip_set(&config.skip_paths);
+    let budget = usize::try_from(config.max_patch_tokens).unwrap_or(usize::MAX);
+    let mut inputs = ReviewInputs {
+        listing_truncated,
+        ..ReviewInputs::default()
+    };
+    for file in changed {
+        let leave_out = |reason: &str| NotReviewed {
+            path: file.filename.clone(),
+            reason: reason.to_string(),
+        };
+        if file.status == FileStatus::Removed {
+            // Nothing is left to comment on; a deletion is seen in the files that used it.
+            continue;
+        }
+        if skip.is_match(&file.filename) {
+            inputs.not_reviewed.push(leave_out("matches `review.skipPaths`"));
+            continue;
+        }
+        let Some(raw_patch) = file.patch.clone().filter(|p| !p.trim().is_empty()) else {
+            if file.status == FileStatus::Renamed && file.changes == 0 {
+                continue; // a pure rename changes no line
+            }
+            inputs
+                .not_reviewed
+                .push(leave_out("GitHub sent no patch (binary or too large)"));
+            continue;
+        };
+        let patch = match diff::parse_hunks(&raw_patch) {
+            Ok(patch) => patch,
+            Err(err) => {
+                inputs
+                    .not_reviewed
+                    .push(leave_out(&format!("patch could not be read ({err})")));
+                continue;
+            }
+        };
+        let tokens = estimate_tokens(&raw_patch);
+        if inputs.tokens + tokens > budget {
+            inputs
+                .not_reviewed
+                .push(leave_out("over the patch token budget (`review.maxPatchTokens`)"));
+            continue;
+        }
+        inputs.tokens += tokens;
+        inputs.files.push(InputFile {
+            path: file.filename,
+            status: file.status,
+            raw_patch,
+            patch,
+            tokens,
+        });
+    }
+    inputs
+}
+
+/// The configured globs; ones that do not compile were already reported by the config
+/// parser and are left out here.
+fn skip_set(globs: &[String]) -> GlobSet {
+    let mut builder = GlobSetBuilder::new();
+    for glob in globs {
+        if let Ok(glob) = Glob::new(glob) {
+            builder.add(glob);
+        }
+        // `**/x` does not match a root-level `x` in every glob flavour; add the root form.
+        if let Some(root) = glob.strip_prefix("**/")
+            && let Ok(glob) = Glob::new(root)
+        {
+            builder.add(glob);
+        }
+    }
+    builder.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed(name: &str, patch: Option<&str>) -> ChangedFile {
+        ChangedFile {
+            filename: name.into(),
+            status: FileStatus::Modified,
+            additions: 1,
+            deletions: 0,
+            changes: 1,
+            patch: patch.map(String::from),
+            previous_filename: None,
+            sha: None,
+        }
+    }
+
+    #[test]
+    fn skips_defaults_and_reports_why() {
+        let config = ReviewConfig {
+            max_patch_tokens: 8,
+            ..ReviewConfig::default()
+        };
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let inputs = select(
+            vec![
+                changed("Cargo.lock", Some(patch)),
+                changed("src/a.rs", Some(patch)),
+                changed("img/logo.png", None),
+                changed("src/b.rs", Some(patch)),
+                changed("src/c.rs", Some("@@ -1,2 +1,2 @@\n+x\n")),
+            ],
+            false,
+            &config,
+        );
+        assert_eq!(inputs.files.len(), 1);
+        assert_eq!(inputs.files[0].path, "src/a.rs");
+        let reasons: Vec<(&str, &str)> = inputs
+            .not_reviewed
+            .iter()
+            .map(|n| (n.path.as_str(), n.reason.as_str()))
+            .collect();
+        assert_eq!(reasons[0], ("Cargo.lock", "matches `review.skipPaths`"));
+        assert_eq!(reasons[1].0, "img/logo.png");
+        assert!(reasons[2].1.contains("budget"), "{reasons:?}");
+        assert!(reasons[3].1.contains("could not be read"), "{reasons:?}");
+    }
+}

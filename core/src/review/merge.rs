@@ -1,0 +1,289 @@
+//! From every pass's raw findings to one list worth posting.
+//!
+//! - A finding whose line is not on the right side of the PR's diff cannot be an inline
+//!   comment (GitHub would refuse the whole review); it is kept for the summary instead.
+//! - Passes overlap (a SQL injection is both a security and a correctness problem), so
+//!   findings on the same path, overlapping lines and with similar titles are merged: the
+//!   higher severity, the best-supported body, and more confidence when independent passes
+//!   agree.
+//! - A finding already posted on this PR (same fingerprint) is dropped, so a re-review
+//!   after a push does not repeat itself.
+
+use crate::ports::Severity;
+use crate::review::diff::Patch;
+use crate::review::findings::RawFinding;
+use crate::review::specialists::PassResult;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// How many lines apart two findings may be and still count as overlapping: models are
+/// often one line off about where a problem "is".
+const LINE_SLACK: u32 = 2;
+
+/// Confidence added per extra independent pass that reported the same finding.
+const AGREEMENT_BONUS: u8 = 10;
+
+/// A finding after merging, ready for filtering and publishing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub path: String,
+    pub line: u32,
+    pub start_line: Option<u32>,
+    pub severity: Severity,
+    pub category: String,
+    pub confidence: u8,
+    pub title: String,
+    pub body: String,
+    pub suggestion: Option<String>,
+    /// Specialists that reported it.
+    pub passes: Vec<String>,
+    pub fingerprint: String,
+    /// On the right side of the PR's diff: may be posted inline.
+    pub on_diff: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    pub candidates: Vec<Candidate>,
+    /// Findings folded into another one.
+    pub duplicates: usize,
+    /// Findings dropped because this PR already has them.
+    pub already_posted: usize,
+}
+
+/// Merge the passes' findings. `patches` are the PR's patches by path (the whole PR, also
+/// for an incremental review: GitHub places comments on the PR's diff); `posted` are the
+/// fingerprints of findings already on the PR.
+pub fn merge(
+    results: &[PassResult],
+    patches: &HashMap<String, Patch>,
+    posted: &HashSet<String>,
+) -> Merged {
+    let mut merged = Merged::default();
+    for result in results {
+        let Ok(findings) = &result.outcome else {
+            continue;
+        };
+        for raw in findings {
+            let candidate = candidate(result.specialist, raw, patches);
+            match merged
+                .candidates
+                .iter_mut()
+                .find(|existing| same_finding(existing, &candidate))
+            {
+                Some(existing) => {
+                    absorb(existing, candidate);
+                    merged.duplicates += 1;
+                }
+                None => merged.candidates.push(candidate),
+            }
+        }
+    }
+    let before = merged.candidates.len();
+    merged
+        .candidates
+        .retain(|c| !posted.contains(&c.fingerprint));
+    merged.already_posted = before - merged.candidates.len();
+    merged
+}
+
+fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> Candidate {
+    let patch = patches.get(&raw.path);
+    let right: BTreeSet<u32> = patch.map(Patch::right_lines).unwrap_or_default();
+    let on_diff = raw.on_right_side() && right.contains(&raw.line);
+    // A multi-line comment must lie within one hunk of the diff; otherwise comment on the
+    // last line alone rather than lose the inline comment.
+    let start_line = raw.start_line.filter(|start| {
+        *start < raw.line
+            && patch.is_some_and(|p| {
+                p.hunks.iter().any(|h| {
+                    let lines: BTreeSet<u32> = h.lines.iter().filter_map(|l| l.new).collect();
+                    lines.contains(start) && lines.contains(&raw.line)
+                })
+            })
+    });
+    let code = patch
+        .and_then(|p| code_at(p, start_line.unwrap_or(raw.line), raw.line))
+        .unwrap_or_default();
+    Candidate {
+        path: raw.path.clone(),
+        line: raw.line,
+        start_line: if on_diff { start_line } else { raw.start_line },
+        severity: raw.severity,
+        category: raw.category.trim().to_string(),
+        confidence: raw.confidence.min(100),
+        title: raw.title.trim().to_string(),
+        body: raw.body.trim().to_string(),
+        suggestion: raw.suggestion.clone().filter(|s| !s.trim().is_empty()),
+        passes: vec![pass.to_string()],
+        fingerprint: fingerprint(&raw.path, &raw.title, &code),
+        on_diff,
+    }
+}
+
+/// The new file's text of `start..=end`, from the patch.
+fn code_at(patch: &Patch, start: u32, end: u32) -> Option<String> {
+    let lines: Vec<&str> = patch
+        .lines()
+        .filter(|l| l.new.is_some_and(|n| n >= start && n <= end))
+        .map(|l| l.text.as_str())
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// path + normalised title + the code the finding is on, hashed. Line numbers are left
+/// out on purpose: after a push above the finding, the same problem on the same code
+/// must produce the same fingerprint.
+pub fn fingerprint(path: &str, title: &str, code: &str) -> String {
+    let code: Vec<String> = code
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut hasher = Sha256::new();
+    hasher.update(path.as_bytes());
+    hasher.update([0]);
+    hasher.update(normalise_title(title).as_bytes());
+    hasher.update([0]);
+    hasher.update(code.join("\n").as_bytes());
+    hex::encode(&hasher.finalize()[..8])
+}
+
+/// Lower case, letters only (numbers are often line numbers), single spaces.
+pub fn normalise_title(title: &str) -> String {
+    title
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphabetic() { c } else { ' ' })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn same_finding(a: &Candidate, b: &Candidate) -> bool {
+    if a.path != b.path {
+        return false;
+    }
+    if a.fingerprint == b.fingerprint {
+        return true;
+    }
+    let (a_start, b_start) = (a.start_line.unwrap_or(a.line), b.start_line.unwrap_or(b.line));
+    let overlap = a_start <= b.line.saturating_add(LINE_SLACK) && b_start <= a.line.saturating_add(LINE_SLACK);
+    overlap && similar_titles(&a.title, &b.title)
+}
+
+/// Word overlap of the significant words (Jaccard ≥ 0.3), or one title's words all in
+/// the other's. Loose on purpose: passes phrase the same problem differently, and
+/// overlapping lines on the same file already narrow it down.
+fn similar_titles(a: &str, b: &str) -> bool {
+    let words = |t: &str| -> HashSet<String> {
+        normalise_title(t)
+            .split(' ')
+            .filter(|w| w.len() >= 3)
+            .map(String::from)
+            .collect()
+    };
+    let (a, b) = (words(a), words(b));
+    if a.is_empty() || b.is_empty() {
+        return false;
+    }
+    let shared = a.intersection(&b).count();
+    let union = a.union(&b).count();
+    shared * 10 >= union * 3 || shared == a.len().min(b.len())
+}
+
+fn absorb(keep: &mut Candidate, other: Candidate) {
+    let independent = !keep.passes.iter().any(|p| other.passes.contains(p));
+    // The body of the more confident report (the longer one on a tie) explains it best.
+    if (other.confidence, other.body.len()) > (keep.confidence, keep.body.len()) {
+        keep.body = other.body;
+        keep.title = other.title;
+        keep.category = other.category;
+        if other.suggestion.is_some() {
+            keep.suggestion = other.suggestion;
+        }
+    } else if keep.suggestion.is_none() {
+        keep.suggestion = other.suggestion;
+    }
+    keep.severity = keep.severity.max(other.severity);
+    let best = keep.confidence.max(other.confidence);
+    keep.confidence = if independent {
+        best.saturating_add(AGREEMENT_BONUS).min(100)
+    } else {
+        best
+    };
+    keep.on_diff = keep.on_diff || other.on_diff;
+    for pass in other.passes {
+        if !keep.passes.contains(&pass) {
+            keep.passes.push(pass);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::diff::parse_hunks;
+    use std::time::Duration;
+
+    fn raw(line: u32, title: &str, severity: Severity, confidence: u8) -> RawFinding {
+        RawFinding {
+            path: "src/db.rs".into(),
+            line,
+            start_line: None,
+            side: None,
+            severity,
+            category: "x".into(),
+            confidence,
+            title: title.into(),
+            body: format!("body of {title}"),
+            suggestion: None,
+        }
+    }
+
+    fn pass(name: &'static str, findings: Vec<RawFinding>) -> PassResult {
+        PassResult {
+            specialist: name,
+            outcome: Ok(findings),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    fn patches() -> HashMap<String, Patch> {
+        let patch = parse_hunks("@@ -1,2 +1,4 @@\n a\n+let q = format!(\"{}\", id);\n+run(q);\n b\n").unwrap();
+        HashMap::from([("src/db.rs".to_string(), patch)])
+    }
+
+    #[test]
+    fn duplicates_across_passes_merge_up() {
+        let results = [
+            pass("security", vec![raw(2, "SQL injection in query", Severity::Critical, 80)]),
+            pass("correctness", vec![raw(3, "Query built by SQL string formatting: injection", Severity::High, 85)]),
+            pass("style", vec![raw(40, "Long function", Severity::Nit, 90)]),
+        ];
+        let merged = merge(&results, &patches(), &HashSet::new());
+        assert_eq!(merged.duplicates, 1);
+        assert_eq!(merged.candidates.len(), 2);
+        let sql = &merged.candidates[0];
+        assert_eq!(sql.severity, Severity::Critical);
+        assert_eq!(sql.confidence, 95);
+        assert_eq!(sql.passes, ["security", "correctness"]);
+        assert!(sql.body.contains("formatting"));
+        assert!(sql.on_diff);
+        assert!(!merged.candidates[1].on_diff, "line 40 is off the diff");
+    }
+
+    #[test]
+    fn fingerprint_ignores_line_numbers_and_drops_posted() {
+        let a = fingerprint("a.rs", "Unchecked index at line 12", "  v[i]  ");
+        assert_eq!(a, fingerprint("a.rs", "unchecked index at line 30", "v[i]"));
+        assert_ne!(a, fingerprint("b.rs", "unchecked index", "v[i]"));
+        let results = [pass("security", vec![raw(2, "SQL injection", Severity::High, 90)])];
+        let first = merge(&results, &patches(), &HashSet::new());
+        let posted: HashSet<String> = [first.candidates[0].fingerprint.clone()].into();
+        let again = merge(&results, &patches(), &posted);
+        assert!(again.candidates.is_empty());
+        assert_eq!(again.already_posted, 1);
+    }
+}

@@ -1,0 +1,222 @@
+//! The review's summary body: what was found, what was reviewed and what was not, what
+//! was filtered, and what it cost. A reader must be able to tell from it alone how much
+//! of the PR Parley actually looked at.
+
+use crate::config::ConfigWarning;
+use crate::llm::UsageTally;
+use crate::markers;
+use crate::ports::Severity;
+use crate::review::filter::Filtered;
+use crate::review::inputs::NotReviewed;
+use crate::review::merge::Candidate;
+use serde::{Deserialize, Serialize};
+
+/// The hidden marker on a review summary: which head it covers, so a redelivered job (or
+/// a worker that died after posting) finds the review on GitHub and does not post again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewMarker {
+    pub head_sha: String,
+    pub base_sha: String,
+    pub trigger: String,
+}
+
+/// Everything the summary reports.
+pub struct Summary<'a> {
+    /// Web root of the repository (`https://github.com/owner/name`), for links.
+    pub repo_url: &'a str,
+    pub head_sha: &'a str,
+    pub base_sha: &'a str,
+    pub incremental: bool,
+    pub trigger: &'a str,
+    pub files_reviewed: Vec<&'a str>,
+    pub not_reviewed: &'a [NotReviewed],
+    pub listing_truncated: bool,
+    pub passes_ok: Vec<&'a str>,
+    /// `(specialist, reason)`.
+    pub passes_failed: Vec<(&'a str, String)>,
+    pub filtered: &'a Filtered,
+    pub duplicates: usize,
+    pub already_posted: usize,
+    pub guidelines: Vec<&'a str>,
+    pub config_warnings: &'a [ConfigWarning],
+    pub usage: &'a UsageTally,
+}
+
+impl Summary<'_> {
+    /// The body for a review whose findings are inline, or, with `fallback`, for the
+    /// summary-only review posted when GitHub refused the inline comments: every finding
+    /// is then listed here with a link to its line, so none is lost.
+    pub fn render(&self, fallback: bool) -> String {
+        let mut out = String::from("## Parley review\n\n");
+        out.push_str(&self.headline());
+        if fallback && !self.filtered.inline.is_empty() {
+            out.push_str("\n\nGitHub did not accept these as inline comments, so they are listed here:\n\n");
+            for finding in &self.filtered.inline {
+                out.push_str(&self.finding_with_body(finding));
+            }
+        }
+        if !self.filtered.in_summary.is_empty() {
+            out.push_str("\n\n### Findings outside the diff or over the inline limit\n\n");
+            for finding in &self.filtered.in_summary {
+                out.push_str(&self.finding_with_body(finding));
+            }
+        }
+        out.push_str("\n\n### What was reviewed\n\n");
+        out.push_str(&self.scope());
+        out.push_str(&self.filter_notes());
+        out.push_str(&self.cost());
+        markers::append(
+            &out,
+            markers::kind::REVIEW,
+            &ReviewMarker {
+                head_sha: self.head_sha.to_string(),
+                base_sha: self.base_sha.to_string(),
+                trigger: self.trigger.to_string(),
+            },
+        )
+    }
+
+    fn headline(&self) -> String {
+        let reported: Vec<&Candidate> = self.filtered.reported().collect();
+        if reported.is_empty() {
+            return "No findings at or above the confidence threshold.".to_string();
+        }
+        let counts: Vec<String> = [
+            Severity::Critical,
+            Severity::High,
+            Severity::Medium,
+            Severity::Low,
+            Severity::Nit,
+        ]
+        .into_iter()
+        .filter_map(|severity| {
+            let n = reported.iter().filter(|c| c.severity == severity).count();
+            (n > 0).then(|| format!("{n} {}", severity_name(severity)))
+        })
+        .collect();
+        format!(
+            "**{} finding{}**: {}.",
+            reported.len(),
+            if reported.len() == 1 { "" } else { "s" },
+            counts.join(", ")
+        )
+    }
+
+    fn finding_with_body(&self, finding: &Candidate) -> String {
+        format!(
+            "- **[{}] {}** ({}, confidence {}%) — [{}]({})\n  {}\n",
+            severity_name(finding.severity).to_uppercase(),
+            finding.title,
+            finding.category,
+            finding.confidence,
+            location(finding),
+            line_link(self.repo_url, self.head_sha, finding),
+            finding.body.replace('\n', "\n  ")
+        )
+    }
+
+    fn scope(&self) -> String {
+        let mut out = format!(
+            "- {} review of `{}`…`{}`\n",
+            if self.incremental { "Incremental" } else { "Full" },
+            short(self.base_sha),
+            short(self.head_sha)
+        );
+        out.push_str(&format!(
+            "- Files reviewed: {}\n",
+            if self.files_reviewed.is_empty() {
+                "none".to_string()
+            } else {
+                self.files_reviewed.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+            }
+        ));
+        out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));
+        for (pass, reason) in &self.passes_failed {
+            out.push_str(&format!("- ⚠️ The **{pass}** pass failed ({reason}); its area was not reviewed.\n"));
+        }
+        if self.guidelines.is_empty() {
+            out.push_str("- Guideline files applied: none found on the base branch\n");
+        } else {
+            out.push_str(&format!(
+                "- Guideline files applied (base branch): {}\n",
+                self.guidelines.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if !self.not_reviewed.is_empty() || self.listing_truncated {
+            out.push_str("\n**Not reviewed:**\n\n");
+            for file in self.not_reviewed {
+                out.push_str(&format!("- `{}`: {}\n", file.path, file.reason));
+            }
+            if self.listing_truncated {
+                out.push_str("- GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.\n");
+            }
+        }
+        for warning in self.config_warnings {
+            out.push_str(&format!("- ⚠️ `.parley.yml`: {warning}\n"));
+        }
+        out
+    }
+
+    fn filter_notes(&self) -> String {
+        let mut out = String::new();
+        let below = self.filtered.below_threshold.len();
+        if below > 0 {
+            out.push_str(&format!(
+                "- {below} finding{} below the confidence threshold ({}) not shown; set `review.minConfidence: {}` to include {}.\n",
+                if below == 1 { "" } else { "s" },
+                self.filtered.min_confidence,
+                self.filtered.threshold_to_include_all().unwrap_or(0),
+                if below == 1 { "it" } else { "them" }
+            ));
+        }
+        if self.duplicates > 0 {
+            out.push_str(&format!("- {} duplicate finding(s) across specialists merged.\n", self.duplicates));
+        }
+        if self.already_posted > 0 {
+            out.push_str(&format!("- {} finding(s) already reported on this PR not repeated.\n", self.already_posted));
+        }
+        out
+    }
+
+    fn cost(&self) -> String {
+        let usage = self.usage.usage;
+        let dollars = match self.usage.cost_usd() {
+            Some(usd) => format!("≈ ${usd:.4}"),
+            None => format!("≥ ${:.4} (some models have no price)", self.usage.priced_usd),
+        };
+        format!(
+            "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}\n",
+            self.usage.calls, usage.input_tokens, usage.output_tokens
+        )
+    }
+}
+
+pub fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "critical",
+        Severity::High => "high",
+        Severity::Medium => "medium",
+        Severity::Low => "low",
+        Severity::Nit => "nit",
+    }
+}
+
+fn location(finding: &Candidate) -> String {
+    match finding.start_line {
+        Some(start) => format!("{}:{}-{}", finding.path, start, finding.line),
+        None => format!("{}:{}", finding.path, finding.line),
+    }
+}
+
+/// A link to the finding's lines in the file at the reviewed head.
+pub fn line_link(repo_url: &str, head_sha: &str, finding: &Candidate) -> String {
+    let anchor = match finding.start_line {
+        Some(start) => format!("L{start}-L{}", finding.line),
+        None => format!("L{}", finding.line),
+    };
+    format!("{repo_url}/blob/{head_sha}/{}#{anchor}", finding.path)
+}
+
+pub fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
