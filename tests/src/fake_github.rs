@@ -55,6 +55,8 @@ struct State {
     requested_reviewers: Vec<(String, u64, Vec<String>)>,
     resolved_threads: Vec<String>,
     app_slug: String,
+    /// `http://127.0.0.1:<port>`, for pagination links.
+    base_url: String,
 }
 
 #[derive(Clone)]
@@ -74,6 +76,7 @@ impl FakeGitHub {
             .await
             .expect("bind fake github");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
+        state.lock().unwrap_or_else(|e| e.into_inner()).base_url = url.clone();
         let app = Router::new().fallback(handle).with_state(state.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -394,7 +397,16 @@ async fn handle(
         return response;
     }
     let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-    route(&mut s, method.as_str(), &path, &query, body)
+    let mut response = route(&mut s, method.as_str(), &path, &query, body);
+    // Pagination links name this server, as GitHub's name GitHub: a client that checks
+    // the link's origin against its configured API URL must accept them.
+    if !s.base_url.is_empty()
+        && let Some(link) = response.headers().get("link").and_then(|v| v.to_str().ok())
+        && let Ok(value) = link.replace("http://fake", &s.base_url).parse()
+    {
+        response.headers_mut().insert("link", value);
+    }
+    response
 }
 
 fn status(code: u16) -> StatusCode {

@@ -54,8 +54,10 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
     parley_core::webhook::signature::sign(secret.as_bytes(), body)
 }
 
+pub mod conversation_harness;
 pub mod fake_github;
 pub mod fake_llm;
+pub mod review_harness;
 
 pub mod stores {
     //! Both store adapters, for end-to-end tests that must pass on each.

@@ -70,9 +70,12 @@ impl Fitted {
     }
 }
 
-/// Each comment's cap for a given budget.
+/// Each comment's cap for a given budget: a quarter, less room for the author's handle
+/// and the truncation mark, so the finding and three whole turns fit together.
 pub fn per_comment_cap(budget: usize) -> usize {
-    (budget / 4).clamp(200, MAX_COMMENT_CHARS)
+    (budget / 4)
+        .saturating_sub(60)
+        .clamp(150, MAX_COMMENT_CHARS)
 }
 
 /// Fit `turns` (oldest first) into `budget` characters, of which `reserved` are already
@@ -188,7 +191,12 @@ mod tests {
             .map(|(a, b)| a.text == b.text)
             .collect();
         assert!(whole.windows(2).all(|w| !w[0] || w[1]), "{whole:?}");
-        assert!(fitted.note().unwrap().contains(&format!("{} older", fitted.shortened)));
+        assert!(
+            fitted
+                .note()
+                .unwrap()
+                .contains(&format!("{} older", fitted.shortened))
+        );
     }
 
     #[test]

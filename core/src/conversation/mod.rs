@@ -1,21 +1,379 @@
-//! The conversation worker's job handler.
+//! The conversation worker: Parley answers mentions and holds threads about its findings.
 //!
-//! Today it records bookkeeping and acknowledges conversation jobs; answering mentions and
-//! holding threads about findings is issue 4 and lands here.
+//! One job is one comment. The story of a turn, top-down:
+//! 1. [`snapshot`]: fetch the PR, the comment listing and `.parley.yml` once per job;
+//! 2. [`thread`]: rebuild the conversation the comment belongs to, from GitHub;
+//! 3. [`gates`]: addressed to Parley? not a bot? allowed? not answered before? within the
+//!    PR's turn limit? then acknowledge with `eyes`;
+//! 4. [`commands`]: `@parley review` / `@parley full review` queue a review instead;
+//! 5. [`context`] and [`budget`]: the finding, the code, the guidelines and the history,
+//!    fitted to the context budget; [`prompt`] words it;
+//! 6. [`answer`]: ask the model (JSON: reply + resolution), post in the thread or the PR
+//!    conversation with a hidden marker; [`dispute`] settles an argued finding;
+//! 7. [`sweep`]: answer questions on the same PR that were missed.
+//!
+//! Failures after the gates post one short note ([`notes`]) and go back to the queue.
+
+mod answer;
+mod budget;
+mod caches;
+mod commands;
+mod concurrent;
+mod context;
+mod dispute;
+mod error;
+mod gates;
+mod notes;
+mod prompt;
+mod snapshot;
+mod sweep;
+mod thread;
+mod trigger;
+
+pub use answer::Resolution;
+pub use budget::{Fitted, Turn, fit, per_comment_cap};
+pub use commands::{Command, parse as parse_command};
+pub use error::ConversationError;
+pub use gates::key as keys;
 
 use crate::bookkeeping;
-use crate::job::Job;
-use crate::ports::{JobError, JobHandler};
+use crate::job::{ConversationJob, Job};
+use crate::llm::MeteredLlm;
+use crate::markers;
+use crate::ports::github::{GitHub, RepoScope};
+use crate::ports::store::keys::pr_scope;
+use crate::ports::{JobError, JobHandler, Store};
 use crate::services::Services;
+use answer::Destination;
 use async_trait::async_trait;
+use context::GuidelineCache;
+use snapshot::PrSnapshot;
+use thread::Conversation;
+use trigger::Trigger;
 
 pub struct ConversationHandler {
     services: Services,
+    permissions: gates::Permissions,
+    guidelines: GuidelineCache,
+}
+
+/// What became of one comment, for the log (and the tests' reading of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Answered { comment_id: u64, reply_id: u64 },
+    ReviewRequested(Command),
+    LimitReached,
+    Skipped(String),
 }
 
 impl ConversationHandler {
     pub fn new(services: Services) -> Self {
-        ConversationHandler { services }
+        ConversationHandler {
+            services,
+            permissions: gates::Permissions::default(),
+            guidelines: GuidelineCache::new(context::GUIDELINE_TTL),
+        }
+    }
+
+    fn github(&self) -> &dyn GitHub {
+        self.services.github.as_ref()
+    }
+
+    fn store(&self) -> &dyn Store {
+        self.services.store.as_ref()
+    }
+
+    /// One conversation job: the comment it carries, then the sweep for missed ones.
+    async fn converse(&self, job: &ConversationJob) -> Result<(), ConversationError> {
+        if !job.is_pull_request {
+            tracing::info!(repo = %job.repo.full_name(), number = job.number, "comment on an issue, not a pull request; Parley only talks on pull requests");
+            return Ok(());
+        }
+        let installation = job
+            .installation_id
+            .ok_or(ConversationError::NoInstallation)?;
+        let scope = RepoScope::for_repo(installation, &job.repo);
+        let trigger = Trigger::from_job(job);
+        let snap = self.snapshot(job, scope, &trigger).await?;
+        let llm = MeteredLlm::new(self.services.llm.clone(), self.services.prices.clone());
+
+        let result = self.take(&snap, &llm, &trigger, &job.delivery_id).await;
+        if let Ok(outcome) = &result {
+            tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, ?outcome, "conversation turn done");
+            self.sweep(&snap, &llm, trigger.id, &job.delivery_id).await;
+        }
+        self.record_usage(&snap, &llm).await;
+        result.map(|_| ())
+    }
+
+    /// The PR, the listing for the comment's surface, the bot's identity and the repo's
+    /// settings. The first three are independent and fetched concurrently.
+    async fn snapshot(
+        &self,
+        job: &ConversationJob,
+        scope: RepoScope,
+        trigger: &Trigger,
+    ) -> Result<PrSnapshot, ConversationError> {
+        let github = self.github();
+        let identity = &self.services.identity;
+        // Both listings: the comment's own surface for its thread, the other for the
+        // pending-work sweep that follows every turn.
+        let listings = concurrent::join2(
+            github.list_review_comments(&scope, job.number, None, snapshot::LISTING),
+            github.list_issue_comments(&scope, job.number, None, snapshot::LISTING),
+        );
+        let ((pr, (review_comments, issue_comments)), slug) = concurrent::join2(
+            concurrent::join2(github.get_pull_request(&scope, job.number), listings),
+            identity.slug(github),
+        )
+        .await;
+        let (pr, _slug) = (pr?, slug?);
+        let config = self.services.config.for_pull(&scope, &pr).await;
+        for warning in &config.warnings {
+            tracing::warn!(repo = %scope.full_name(), %warning, ".parley.yml problem; default used");
+        }
+        let claude_alias = config.config.mention.claude_alias;
+        let handles = identity.handles(github, claude_alias).await?;
+        let silenced = identity.handles(github, true).await?;
+        let snap = PrSnapshot::new(scope, job.repo.clone(), pr, config, handles, silenced);
+        // A listing that failed here is fetched again when needed (and fails the turn
+        // then only if that comment's surface needs it).
+        match review_comments {
+            Ok(listing) => snap.preload_review_comments(listing),
+            Err(err) if trigger.is_inline() => return Err(err.into()),
+            Err(_) => {}
+        }
+        match issue_comments {
+            Ok(listing) => snap.preload_issue_comments(listing),
+            Err(err) if !trigger.is_inline() => return Err(err.into()),
+            Err(_) => {}
+        }
+        Ok(snap)
+    }
+
+    /// One comment through the gates and, if it passes them all, an answer.
+    async fn take(
+        &self,
+        snap: &PrSnapshot,
+        llm: &MeteredLlm,
+        trigger: &Trigger,
+        owner: &str,
+    ) -> Result<Outcome, ConversationError> {
+        let conversation = thread::reconstruct(self.github(), snap, trigger).await?;
+        if conversation.trigger_deleted {
+            return Ok(skipped(snap, trigger, "the comment was deleted"));
+        }
+        // Gate 1: addressed to Parley.
+        if gates::addressed(trigger, &conversation, snap).is_none() {
+            return Ok(skipped(
+                snap,
+                trigger,
+                "neither a mention nor a reply to a finding",
+            ));
+        }
+        // Gate 2: never a bot.
+        if gates::is_bot(trigger, snap) {
+            return Ok(skipped(snap, trigger, "written by a bot"));
+        }
+        // Gate 3: only people allowed to spend this repository's budget.
+        if let Err(why) = self
+            .permissions
+            .allows(self.github(), snap, &trigger.author.login)
+            .await?
+        {
+            return Ok(skipped(snap, trigger, &why));
+        }
+        // Gate 4: answered once. The store's claim first, then GitHub's record.
+        if !gates::claim_reply(self.store(), snap, trigger.id, owner).await? {
+            return Ok(skipped(snap, trigger, "another job claimed this comment"));
+        }
+        if conversation.already_answered {
+            return Ok(skipped(
+                snap,
+                trigger,
+                "Parley's reply is already on GitHub",
+            ));
+        }
+        let result = self
+            .after_claim(snap, llm, trigger, &conversation, owner)
+            .await;
+        if result.is_err() {
+            // Let the queue's retry claim it again and post.
+            let claim = gates::key::reply(&snap.repo, trigger.id);
+            if let Err(err) = self.store().release(&claim).await {
+                tracing::warn!(key = %claim, error = %err, "could not release the reply claim");
+            }
+        }
+        result
+    }
+
+    async fn after_claim(
+        &self,
+        snap: &PrSnapshot,
+        llm: &MeteredLlm,
+        trigger: &Trigger,
+        conversation: &Conversation,
+        owner: &str,
+    ) -> Result<Outcome, ConversationError> {
+        let destination = answer::destination(trigger, conversation);
+        if let Some(command) = commands::parse(&trigger.body, &snap.handles) {
+            commands::request_review(self.services.queue.as_ref(), snap, trigger, command, owner)
+                .await?;
+            gates::acknowledge(self.github(), snap, trigger).await;
+            snap.mark_answered(trigger.id);
+            return Ok(Outcome::ReviewRequested(command));
+        }
+        // Gate 5: the PR's turn limit.
+        if gates::take_turn(self.store(), snap, trigger.id).await? == gates::TurnGate::LimitReached
+        {
+            notes::limit_reached(self.github(), self.store(), snap, trigger, &destination).await?;
+            return Ok(Outcome::LimitReached);
+        }
+        // Gate 6: acknowledge.
+        gates::acknowledge(self.github(), snap, trigger).await;
+
+        match self
+            .reply(snap, llm, trigger, conversation, &destination)
+            .await
+        {
+            Ok(outcome) => Ok(outcome),
+            Err(Failed::BeforePosting(err)) => {
+                notes::could_not_answer(
+                    self.github(),
+                    self.store(),
+                    snap,
+                    trigger,
+                    &destination,
+                    &err,
+                )
+                .await;
+                Err(err)
+            }
+            // The post may have gone through (GitHub does not say on a 5xx): no error
+            // note; the retry looks for the reply's marker first.
+            Err(Failed::Posting(err)) => Err(err),
+        }
+    }
+
+    /// Read the context, ask the model, post the answer, settle a dispute.
+    async fn reply(
+        &self,
+        snap: &PrSnapshot,
+        llm: &MeteredLlm,
+        trigger: &Trigger,
+        conversation: &Conversation,
+        destination: &Destination,
+    ) -> Result<Outcome, Failed> {
+        let sources = context::Sources {
+            github: self.github(),
+            store: self.store(),
+            guidelines: &self.guidelines,
+        };
+        let ctx = context::assemble(&sources, snap, trigger, conversation)
+            .await
+            .map_err(Failed::BeforePosting)?;
+        let budget_chars = snap.config.config.mention.context_budget_chars as usize;
+        let model_answer = answer::ask(llm, &ctx, budget_chars)
+            .await
+            .map_err(|err| Failed::BeforePosting(err.into()))?;
+
+        // A resolution means something only when a finding is in play.
+        let resolution = model_answer.resolution.filter(|_| ctx.finding.is_some());
+        let mut extras = Vec::new();
+        if resolution == Some(Resolution::Escalate) {
+            extras.push(dispute::escalate(self.github(), snap, trigger).await);
+        }
+        extras.extend(config_footer(snap));
+        let mut marker = answer::marker(markers::kind::REPLY, trigger.id);
+        marker.finding = ctx.finding.as_ref().map(|f| f.finding.id.clone());
+        marker.resolution = resolution.map(|r| r.as_str().to_string());
+        let body = answer::compose(
+            &model_answer.reply,
+            &extras,
+            destination,
+            markers::kind::REPLY,
+            &marker,
+            &snap.silenced,
+        );
+        let reply_id = answer::post(self.github(), snap, destination, &body)
+            .await
+            .map_err(Failed::Posting)?;
+        snap.mark_answered(trigger.id);
+
+        if let (Some(resolution), Some(in_play), Some(root)) =
+            (resolution, &ctx.finding, &conversation.root)
+        {
+            dispute::settle(
+                self.github(),
+                self.store(),
+                snap,
+                in_play,
+                resolution,
+                &trigger.author.login,
+                root.id,
+            )
+            .await;
+        }
+        Ok(Outcome::Answered {
+            comment_id: trigger.id,
+            reply_id,
+        })
+    }
+
+    /// Answer missed questions on the same PR. Best effort: a failure stops the sweep
+    /// (the next job sweeps again) but never fails the job that ran it.
+    async fn sweep(&self, snap: &PrSnapshot, llm: &MeteredLlm, handled: u64, delivery: &str) {
+        let listings = concurrent::join2(
+            snap.review_comments(self.github()),
+            snap.issue_comments(self.github()),
+        )
+        .await;
+        let (review_comments, issue_comments) = match listings {
+            (Ok(r), Ok(i)) => (r, i),
+            (Err(err), _) | (_, Err(err)) => {
+                tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not list comments for the pending-work sweep");
+                return;
+            }
+        };
+        let owner = format!("sweep:{delivery}");
+        for pending in sweep::pending(snap, &review_comments.items, &issue_comments.items, handled)
+        {
+            match self.take(snap, llm, &pending, &owner).await {
+                Ok(outcome) => {
+                    tracing::info!(repo = %snap.repo, pr = snap.number, comment = pending.id, ?outcome, "pending comment swept");
+                    if outcome == Outcome::LimitReached {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(repo = %snap.repo, pr = snap.number, comment = pending.id, error = %err, "sweep stopped");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Tokens and estimated cost on the PR's record. Accounting must not fail a turn
+    /// whose answer is already posted, so errors are logged.
+    async fn record_usage(&self, snap: &PrSnapshot, llm: &MeteredLlm) {
+        let tally = llm.tally();
+        if tally.calls == 0 {
+            return;
+        }
+        let scope = pr_scope(&snap.repo, snap.number);
+        let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
+        for (counter, delta) in [
+            ("tokens_in", tally.usage.input_tokens),
+            ("tokens_out", tally.usage.output_tokens),
+            ("cost_microusd", micro_usd),
+        ] {
+            if delta == 0 {
+                continue;
+            }
+            if let Err(err) = self.store().add_to_counter(&scope, counter, delta).await {
+                tracing::warn!(repo = %snap.repo, pr = snap.number, counter, error = %err, "could not record usage");
+            }
+        }
     }
 }
 
@@ -24,17 +382,10 @@ impl JobHandler for ConversationHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
         match job {
             Job::Bookkeeping(job) => bookkeeping::record(self.services.store.as_ref(), &job).await,
-            Job::Conversation(job) => {
-                tracing::info!(
-                    repo = %job.repo.full_name(),
-                    number = job.number,
-                    comment_id = job.comment.id,
-                    author = %job.comment.author.login,
-                    mentions_bot = job.mentions_bot,
-                    "conversation job received; answering is not built yet"
-                );
-                Ok(())
-            }
+            Job::Conversation(job) => self.converse(&job).await.map_err(|err| {
+                tracing::warn!(repo = %job.repo.full_name(), number = job.number, comment = job.comment.id, error = %err, "conversation turn failed");
+                JobError::from(err)
+            }),
             Job::Review(job) => Err(JobError::Permanent(format!(
                 "review job for {}#{} reached the conversation worker",
                 job.repo.full_name(),
@@ -42,4 +393,37 @@ impl JobHandler for ConversationHandler {
             ))),
         }
     }
+}
+
+/// Where a turn failed decides whether the asker gets an error note.
+enum Failed {
+    BeforePosting(ConversationError),
+    Posting(ConversationError),
+}
+
+fn skipped(snap: &PrSnapshot, trigger: &Trigger, why: &str) -> Outcome {
+    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, author = %trigger.author.login, why, "comment not answered");
+    Outcome::Skipped(why.to_string())
+}
+
+/// `.parley.yml` problems with the keys this worker reads, for the reply's footer: a bad
+/// value falls back to its default, and the people talking to Parley should know.
+fn config_footer(snap: &PrSnapshot) -> Option<String> {
+    let relevant: Vec<String> = snap
+        .config
+        .warnings
+        .iter()
+        .filter(|w| {
+            w.key.starts_with("mention")
+                || w.key.starts_with("dispute")
+                || w.key == crate::config::FILE_NAME
+        })
+        .map(|w| w.to_string())
+        .collect();
+    (!relevant.is_empty()).then(|| {
+        format!(
+            "<sub>Configuration: {}; defaults used.</sub>",
+            relevant.join("; ")
+        )
+    })
 }

@@ -149,8 +149,10 @@ impl HunkParser {
         let rest = line.strip_prefix("@@ ").ok_or_else(bad)?;
         let (ranges, section) = rest.split_once(" @@").ok_or_else(bad)?;
         let (old, new) = ranges.split_once(' ').ok_or_else(bad)?;
-        let (old_start, old_lines) = range(old.strip_prefix('-').ok_or_else(bad)?).ok_or_else(bad)?;
-        let (new_start, new_lines) = range(new.strip_prefix('+').ok_or_else(bad)?).ok_or_else(bad)?;
+        let (old_start, old_lines) =
+            range(old.strip_prefix('-').ok_or_else(bad)?).ok_or_else(bad)?;
+        let (new_start, new_lines) =
+            range(new.strip_prefix('+').ok_or_else(bad)?).ok_or_else(bad)?;
         self.hunks.push(Hunk {
             old_start,
             old_lines,
@@ -331,16 +333,20 @@ pub fn parse_unified(text: &str) -> Result<Vec<FileDiff>, DiffError> {
             file.new_mode = Some(mode.trim().to_string());
         } else if let Some(path) = line.strip_prefix("rename from ") {
             file.is_rename = true;
-            file.old_path = Some(unquote(path));
+            // The `diff --git` line's path is complete; these lines are the fallback.
+            file.old_path.get_or_insert_with(|| unquote(path));
         } else if let Some(path) = line.strip_prefix("rename to ") {
             file.is_rename = true;
-            file.new_path = Some(unquote(path));
+            // The `diff --git` line's path is complete; these lines are the fallback.
+            file.new_path.get_or_insert_with(|| unquote(path));
         } else if let Some(path) = line.strip_prefix("copy from ") {
             file.is_copy = true;
-            file.old_path = Some(unquote(path));
+            // The `diff --git` line's path is complete; these lines are the fallback.
+            file.old_path.get_or_insert_with(|| unquote(path));
         } else if let Some(path) = line.strip_prefix("copy to ") {
             file.is_copy = true;
-            file.new_path = Some(unquote(path));
+            // The `diff --git` line's path is complete; these lines are the fallback.
+            file.new_path.get_or_insert_with(|| unquote(path));
         } else if line.starts_with("Binary files ") || line == "GIT binary patch" {
             file.is_binary = true;
         } else if line.starts_with('-') && !hunks.hunks.is_empty() && line != "-- " {
@@ -479,8 +485,14 @@ mod tests {
     #[test]
     fn right_side_lines_and_context() {
         let patch = parse_hunks("@@ -1,3 +1,4 @@ fn main\n a\n-b\n+c\n+d\n e\n").unwrap();
-        assert_eq!(patch.right_lines().into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
-        assert_eq!(patch.added_lines().into_iter().collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(
+            patch.right_lines().into_iter().collect::<Vec<_>>(),
+            vec![1, 2, 3, 4]
+        );
+        assert_eq!(
+            patch.added_lines().into_iter().collect::<Vec<_>>(),
+            vec![2, 3]
+        );
         assert_eq!(patch.right_context(2, 1).as_deref(), Some("a\nc\nd"));
         assert_eq!(patch.hunks[0].section, "fn main");
         assert!(patch.right_context(9, 1).is_none());

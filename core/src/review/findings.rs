@@ -68,7 +68,10 @@ fn validate(output: &PassOutput) -> Result<(), String> {
         if finding.line == 0 {
             return Err(at("line must be a 1-based line number"));
         }
-        if finding.start_line.is_some_and(|start| start == 0 || start > finding.line) {
+        if finding
+            .start_line
+            .is_some_and(|start| start == 0 || start > finding.line)
+        {
             return Err(at("start_line must be between 1 and line"));
         }
         if finding.confidence > 100 {

@@ -43,7 +43,11 @@ pub fn estimate_tokens(text: &str) -> usize {
 
 /// Choose the files to review from `changed`, in GitHub's order, within the config's
 /// token budget.
-pub fn select(changed: Vec<ChangedFile>, listing_truncated: bool, config: &ReviewConfig) -> ReviewInputs {
+pub fn select(
+    changed: Vec<ChangedFile>,
+    listing_truncated: bool,
+    config: &ReviewConfig,
+) -> ReviewInputs {
     let skip = skip_set(&config.skip_paths);
     let budget = usize::try_from(config.max_patch_tokens).unwrap_or(usize::MAX);
     let mut inputs = ReviewInputs {
@@ -60,7 +64,9 @@ pub fn select(changed: Vec<ChangedFile>, listing_truncated: bool, config: &Revie
             continue;
         }
         if skip.is_match(&file.filename) {
-            inputs.not_reviewed.push(leave_out("matches `review.skipPaths`"));
+            inputs
+                .not_reviewed
+                .push(leave_out("matches `review.skipPaths`"));
             continue;
         }
         let Some(raw_patch) = file.patch.clone().filter(|p| !p.trim().is_empty()) else {
@@ -83,9 +89,9 @@ pub fn select(changed: Vec<ChangedFile>, listing_truncated: bool, config: &Revie
         };
         let tokens = estimate_tokens(&raw_patch);
         if inputs.tokens + tokens > budget {
-            inputs
-                .not_reviewed
-                .push(leave_out("over the patch token budget (`review.maxPatchTokens`)"));
+            inputs.not_reviewed.push(leave_out(
+                "over the patch token budget (`review.maxPatchTokens`)",
+            ));
             continue;
         }
         inputs.tokens += tokens;

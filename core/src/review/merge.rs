@@ -168,8 +168,12 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     if a.fingerprint == b.fingerprint {
         return true;
     }
-    let (a_start, b_start) = (a.start_line.unwrap_or(a.line), b.start_line.unwrap_or(b.line));
-    let overlap = a_start <= b.line.saturating_add(LINE_SLACK) && b_start <= a.line.saturating_add(LINE_SLACK);
+    let (a_start, b_start) = (
+        a.start_line.unwrap_or(a.line),
+        b.start_line.unwrap_or(b.line),
+    );
+    let overlap = a_start <= b.line.saturating_add(LINE_SLACK)
+        && b_start <= a.line.saturating_add(LINE_SLACK);
     overlap && similar_titles(&a.title, &b.title)
 }
 
@@ -251,15 +255,28 @@ mod tests {
     }
 
     fn patches() -> HashMap<String, Patch> {
-        let patch = parse_hunks("@@ -1,2 +1,4 @@\n a\n+let q = format!(\"{}\", id);\n+run(q);\n b\n").unwrap();
+        let patch =
+            parse_hunks("@@ -1,2 +1,4 @@\n a\n+let q = format!(\"{}\", id);\n+run(q);\n b\n")
+                .unwrap();
         HashMap::from([("src/db.rs".to_string(), patch)])
     }
 
     #[test]
     fn duplicates_across_passes_merge_up() {
         let results = [
-            pass("security", vec![raw(2, "SQL injection in query", Severity::Critical, 80)]),
-            pass("correctness", vec![raw(3, "Query built by SQL string formatting: injection", Severity::High, 85)]),
+            pass(
+                "security",
+                vec![raw(2, "SQL injection in query", Severity::Critical, 80)],
+            ),
+            pass(
+                "correctness",
+                vec![raw(
+                    3,
+                    "Query built by SQL string formatting: injection",
+                    Severity::High,
+                    85,
+                )],
+            ),
             pass("style", vec![raw(40, "Long function", Severity::Nit, 90)]),
         ];
         let merged = merge(&results, &patches(), &HashSet::new());
@@ -279,7 +296,10 @@ mod tests {
         let a = fingerprint("a.rs", "Unchecked index at line 12", "  v[i]  ");
         assert_eq!(a, fingerprint("a.rs", "unchecked index at line 30", "v[i]"));
         assert_ne!(a, fingerprint("b.rs", "unchecked index", "v[i]"));
-        let results = [pass("security", vec![raw(2, "SQL injection", Severity::High, 90)])];
+        let results = [pass(
+            "security",
+            vec![raw(2, "SQL injection", Severity::High, 90)],
+        )];
         let first = merge(&results, &patches(), &HashSet::new());
         let posted: HashSet<String> = [first.candidates[0].fingerprint.clone()].into();
         let again = merge(&results, &patches(), &posted);

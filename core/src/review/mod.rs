@@ -1,13 +1,92 @@
-//! The review worker's job handler. Reviewing is issue 5 and lands here; until then it
-//! acknowledges review jobs so the pipeline can be exercised end to end.
+//! The review worker: every PR gets a review worth reading, and a check a team can require.
+//!
+//! A job goes through, in order:
+//! 1. gates: open PR, trigger enabled, not a draft, author not skipped ([`skip_reason`]);
+//! 2. the run: claimed per (repo, PR, head SHA), never redone once published, recovered
+//!    from GitHub's own markers if a worker died after posting ([`runs`]);
+//! 3. inputs: the changed files within the token budget, incremental since the last
+//!    reviewed head on `synchronize` ([`inputs`]), guidelines and config from the base;
+//! 4. specialist passes in parallel ([`specialists`]), merged and deduplicated
+//!    ([`merge`]), filtered by confidence and capped ([`filter`]);
+//! 5. a last look at the PR's head (a newer push supersedes this run), then one review
+//!    with inline comments and a summary ([`publish`], [`summary`]), findings stored with
+//!    their comment ids, and the check run concluded ([`gate`]).
 
-use crate::job::Job;
-use crate::ports::{JobError, JobHandler};
+pub mod diff;
+pub mod filter;
+pub mod findings;
+pub mod gate;
+pub mod inputs;
+pub mod merge;
+pub mod prompts;
+pub mod publish;
+pub mod runs;
+pub mod specialists;
+pub mod summary;
+
+use crate::config::RepoConfig;
+use crate::job::{Job, ReviewJob, ReviewTrigger};
+use crate::llm::MeteredLlm;
+use crate::markers::{self, FindingMarker};
+use crate::ports::github::{GitHubError, PageLimit, PullRequest, RepoScope, Review};
+use crate::ports::llm::LlmError;
+use crate::ports::store::keys;
+use crate::ports::{Finding, FindingState, JobError, JobHandler, ReviewRun, RunState, StoreError};
+use crate::repo::{LoadedConfig, load_guidelines};
 use crate::services::Services;
 use async_trait::async_trait;
+use diff::Patch;
+use merge::Candidate;
+use publish::Identified;
+use std::collections::{HashMap, HashSet};
+use time::OffsetDateTime;
+
+/// GitHub lists at most 3 000 files per PR; past this many, the rest are "not reviewed".
+const MAX_FILES: usize = 300;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error("the job names no installation, so Parley cannot act on the repository")]
+    NoInstallation,
+    #[error("GitHub: {0}")]
+    GitHub(#[from] GitHubError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("every specialist pass failed; first error: {0}")]
+    AllPassesFailed(LlmError),
+}
+
+impl From<publish::RecordError> for ReviewError {
+    fn from(err: publish::RecordError) -> Self {
+        match err {
+            publish::RecordError::GitHub(e) => ReviewError::GitHub(e),
+            publish::RecordError::Store(e) => ReviewError::Store(e),
+        }
+    }
+}
+
+impl ReviewError {
+    fn is_transient(&self) -> bool {
+        match self {
+            ReviewError::NoInstallation => false,
+            ReviewError::GitHub(e) => e.is_transient(),
+            ReviewError::Store(e) => matches!(e, StoreError::Unavailable(_)),
+            ReviewError::AllPassesFailed(e) => e.is_transient(),
+        }
+    }
+}
+
+impl From<ReviewError> for JobError {
+    fn from(err: ReviewError) -> Self {
+        if err.is_transient() {
+            JobError::Transient(err.to_string())
+        } else {
+            JobError::Permanent(err.to_string())
+        }
+    }
+}
 
 pub struct ReviewHandler {
-    #[allow(dead_code)] // used once reviewing lands (issue 5)
     services: Services,
 }
 
@@ -21,20 +100,581 @@ impl ReviewHandler {
 impl JobHandler for ReviewHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
         match job {
-            Job::Review(job) => {
-                tracing::info!(
-                    repo = %job.repo.full_name(),
-                    number = job.number,
-                    trigger = ?job.trigger,
-                    head_sha = %job.head_sha,
-                    "review job received; reviewing is not built yet"
-                );
-                Ok(())
-            }
+            Job::Review(job) => self.review(&job).await.map_err(JobError::from),
             other => Err(JobError::Permanent(format!(
                 "{} reached the review worker",
                 other.describe()
             ))),
         }
+    }
+}
+
+/// Why an automatic review is not wanted, if it is not. Manual requests pass: someone
+/// asked explicitly, on a draft or not.
+pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Option<String> {
+    if pr.state != "open" {
+        return Some(format!("the PR is {}", pr.state));
+    }
+    if runs::is_manual(job.trigger) {
+        return None;
+    }
+    let triggers = &config.review.triggers;
+    let enabled = match job.trigger {
+        ReviewTrigger::Opened => triggers.opened,
+        ReviewTrigger::Reopened => triggers.reopened,
+        ReviewTrigger::ReadyForReview => triggers.ready_for_review,
+        ReviewTrigger::Synchronize => triggers.synchronize,
+        ReviewTrigger::ManualIncremental | ReviewTrigger::ManualFull => true,
+    };
+    if !enabled {
+        return Some(format!("review.triggers turns {:?} off", job.trigger));
+    }
+    if pr.draft {
+        return Some("the PR is a draft".to_string());
+    }
+    let author = &job.author.login;
+    if config
+        .review
+        .skip_authors
+        .iter()
+        .any(|skipped| skipped.eq_ignore_ascii_case(author))
+    {
+        return Some(format!("{author} is in review.skipAuthors"));
+    }
+    None
+}
+
+impl ReviewHandler {
+    async fn review(&self, job: &ReviewJob) -> Result<(), ReviewError> {
+        let github = self.services.github.as_ref();
+        let store = self.services.store.as_ref();
+        let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
+        let scope = RepoScope::for_repo(installation, &job.repo);
+        let repo = job.repo.full_name();
+        let manual = runs::is_manual(job.trigger);
+
+        let pr = github.get_pull_request(&scope, job.number).await?;
+        let loaded = self.services.config.for_pull(&scope, &pr).await;
+        if let Some(reason) = skip_reason(job, &pr, &loaded.config) {
+            tracing::info!(%repo, number = job.number, %reason, "review skipped");
+            return Ok(());
+        }
+        // A manual request reviews whatever the head is now; an automatic job for a head
+        // that has moved on is superseded before it starts (the newer push has its own).
+        let head_sha = if manual {
+            pr.head.sha.clone()
+        } else {
+            job.head_sha.clone()
+        };
+        if pr.head.sha != head_sha {
+            tracing::info!(%repo, number = job.number, job_head = %head_sha, pr_head = %pr.head.sha, "review skipped: the PR head has moved on");
+            return Ok(());
+        }
+
+        // A published run is never redone, whoever asks; checked before the claim too,
+        // because the claim of the delivery that published outlives the run.
+        if self.settled(&scope, job, &head_sha).await? {
+            return Ok(());
+        }
+        if !runs::claim(store, job, &head_sha).await? {
+            tracing::info!(%repo, number = job.number, %head_sha, "review skipped: another delivery holds this head");
+            return Ok(());
+        }
+        if self.settled(&scope, job, &head_sha).await? {
+            return Ok(());
+        }
+        let existing = store.review_run(&repo, job.number, &head_sha).await?;
+        let mut run = existing.unwrap_or_else(|| ReviewRun {
+            repo: repo.clone(),
+            pr: job.number,
+            head_sha: head_sha.clone(),
+            base_sha: pr.base.sha.clone(),
+            trigger: runs::trigger_name(job.trigger).to_string(),
+            state: RunState::Running,
+            check_run_id: None,
+            review_id: None,
+            review_url: None,
+            started_at: OffsetDateTime::now_utc(),
+            finished_at: None,
+        });
+        // GitHub is the source of truth when a worker died between posting and recording.
+        if let Some(review) = runs::review_on_github(github, &scope, job.number, &head_sha).await? {
+            return self
+                .recover(&scope, job, &pr, &loaded.config, &mut run, review)
+                .await;
+        }
+
+        run.state = RunState::Running;
+        if run.check_run_id.is_none() {
+            let key = runs::claim_key(&repo, job.number, &head_sha);
+            run.check_run_id = gate::start(github, &scope, &head_sha, &key).await;
+        }
+        store.put_review_run(&run).await?;
+
+        match self.review_head(&scope, job, &pr, &loaded, &mut run).await {
+            Ok(()) => Ok(()),
+            Err(err) => {
+                tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
+                let (conclusion, output) = gate::conclude(
+                    &gate::Verdict::Trouble {
+                        reason: format!("Parley could not finish the review: {err}."),
+                    },
+                    &loaded.config.gate,
+                );
+                gate::finish(github, &scope, run.check_run_id, conclusion, output).await;
+                if let Err(store_err) = runs::finish(store, &mut run, RunState::Failed).await {
+                    tracing::warn!(error = %store_err, "could not record the failed run");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Whether this head needs no review: published already (a manual request then gets
+    /// "already reviewed"), or superseded.
+    async fn settled(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        head_sha: &str,
+    ) -> Result<bool, ReviewError> {
+        let repo = job.repo.full_name();
+        let Some(run) = self
+            .services
+            .store
+            .review_run(&repo, job.number, head_sha)
+            .await?
+        else {
+            return Ok(false);
+        };
+        match run.state {
+            RunState::Published => {
+                if runs::is_manual(job.trigger) {
+                    runs::answer_already_reviewed(self.services.github.as_ref(), scope, job, &run)
+                        .await?;
+                }
+                tracing::info!(%repo, number = job.number, %head_sha, "already reviewed");
+                Ok(true)
+            }
+            RunState::Superseded => Ok(true),
+            RunState::Running | RunState::Failed => Ok(false),
+        }
+    }
+
+    /// Review the claimed head and publish, unless a newer head supersedes it first.
+    async fn review_head(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        loaded: &LoadedConfig,
+        run: &mut ReviewRun,
+    ) -> Result<(), ReviewError> {
+        let github = self.services.github.as_ref();
+        let store = self.services.store.as_ref();
+        let config = &loaded.config;
+        let repo = job.repo.full_name();
+        let head_sha = run.head_sha.clone();
+
+        // The whole PR: its patches decide where inline comments may go, even for an
+        // incremental review (GitHub places comments on the PR's diff).
+        let listing = github
+            .list_pull_request_files(scope, job.number, PageLimit::items(MAX_FILES))
+            .await?;
+        let pr_patches: HashMap<String, Patch> = listing
+            .items
+            .iter()
+            .filter_map(|f| {
+                Some((
+                    f.filename.clone(),
+                    diff::parse_hunks(f.patch.as_deref()?).ok()?,
+                ))
+            })
+            .collect();
+        let pr_paths: Vec<String> = listing.items.iter().map(|f| f.filename.clone()).collect();
+
+        let scope_of_review = self
+            .changes_to_review(scope, job, pr, &listing.items, listing.truncated, &head_sha)
+            .await?;
+        run.base_sha = scope_of_review.base_sha.clone();
+        let inputs = inputs::select(
+            scope_of_review.files,
+            scope_of_review.truncated,
+            &config.review,
+        );
+
+        let guidelines = load_guidelines(github, scope, &pr.base.ref_name, &pr_paths).await;
+        let memory = self.memory(&repo, &job.repo.owner).await;
+        let earlier = store.findings_for_pr(&repo, job.number).await?;
+        let posted: HashSet<String> = earlier.iter().map(|f| f.fingerprint.clone()).collect();
+        let earlier_lines: Vec<String> = earlier
+            .iter()
+            .map(|f| format!("{}:{} {}", f.path, f.line, f.title))
+            .collect();
+
+        let specialists = specialists::select(&config.review, !guidelines.is_empty());
+        let context = prompts::ReviewContext {
+            repo: &repo,
+            title: &pr.title,
+            description: &pr.body,
+            range: format!(
+                "{}..{}",
+                summary::short(&run.base_sha),
+                summary::short(&head_sha)
+            ),
+            whole_pr: scope_of_review.incremental.then(|| pr_paths.clone()),
+            guidelines: &guidelines,
+            memory: &memory,
+            earlier: &earlier_lines,
+            files: &inputs.files,
+        };
+        let metered = MeteredLlm::new(self.services.llm.clone(), self.services.prices.clone());
+        let results = if inputs.files.is_empty() {
+            Vec::new()
+        } else {
+            specialists::run_all(&metered, &specialists, &prompts::user_message(&context)).await
+        };
+        if let Some(first) = all_failed(&results) {
+            return Err(ReviewError::AllPassesFailed(first.clone()));
+        }
+
+        let merged = merge::merge(&results, &pr_patches, &posted);
+        let filtered = filter::apply(
+            merged.candidates.clone(),
+            config.review.min_confidence,
+            config.review.max_inline_comments,
+        );
+
+        // Last look before publishing: a newer push makes this review stale.
+        let current = github.get_pull_request(scope, job.number).await?;
+        if current.head.sha != head_sha {
+            return self.supersede(scope, config, run, &current.head.sha).await;
+        }
+
+        let usage = metered.tally();
+        let passes_failed: Vec<(&str, String)> = results
+            .iter()
+            .filter_map(|r| {
+                r.outcome
+                    .as_ref()
+                    .err()
+                    .map(|e| (r.specialist, e.to_string()))
+            })
+            .collect();
+        let repo_url = repo_url(pr, &repo);
+        let report = summary::Summary {
+            repo_url: &repo_url,
+            head_sha: &head_sha,
+            base_sha: &run.base_sha,
+            incremental: scope_of_review.incremental,
+            trigger: &run.trigger,
+            files_reviewed: inputs.files.iter().map(|f| f.path.as_str()).collect(),
+            not_reviewed: &inputs.not_reviewed,
+            listing_truncated: inputs.listing_truncated,
+            passes_ok: results
+                .iter()
+                .filter(|r| r.outcome.is_ok())
+                .map(|r| r.specialist)
+                .collect(),
+            passes_failed: passes_failed.clone(),
+            filtered: &filtered,
+            duplicates: merged.duplicates,
+            already_posted: merged.already_posted,
+            guidelines: guidelines.iter().map(|g| g.path.as_str()).collect(),
+            config_warnings: &loaded.warnings,
+            usage: &usage,
+        };
+        let inline: Vec<Identified> = filtered
+            .inline
+            .iter()
+            .map(|c| Identified::new(c.clone(), &head_sha))
+            .collect();
+        let in_summary: Vec<Identified> = filtered
+            .in_summary
+            .iter()
+            .map(|c| Identified::new(c.clone(), &head_sha))
+            .collect();
+        let posted_review = publish::post_review(
+            github,
+            scope,
+            job.number,
+            &head_sha,
+            &inline,
+            &report.render(false),
+            &report.render(true),
+        )
+        .await?;
+        let review = &posted_review.review;
+        let linked = publish::record_findings(
+            github,
+            store,
+            scope,
+            job.number,
+            &head_sha,
+            review.id,
+            &inline,
+            &in_summary,
+        )
+        .await?;
+        tracing::info!(
+            %repo, number = job.number, %head_sha,
+            inline = inline.len(), in_summary = in_summary.len(), linked,
+            fallback = posted_review.fallback,
+            filtered = filtered.below_threshold.len(),
+            input_tokens = usage.usage.input_tokens, output_tokens = usage.usage.output_tokens,
+            "review published"
+        );
+        self.count_usage(&repo, job.number, &usage).await;
+
+        run.review_id = Some(review.id);
+        run.review_url = Some(review.html_url.clone());
+        runs::finish(store, run, RunState::Published).await?;
+
+        let partial = !passes_failed.is_empty()
+            || inputs.listing_truncated
+            || inputs
+                .not_reviewed
+                .iter()
+                .any(|n| n.reason.contains("budget"));
+        let verdict = gate::Verdict::Reviewed {
+            automatic: !runs::is_manual(job.trigger),
+            reported: filtered.reported().collect(),
+            partial,
+            review_url: &review.html_url,
+            repo_url: &repo_url,
+            head_sha: &head_sha,
+        };
+        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
+        gate::finish(github, scope, run.check_run_id, conclusion, output).await;
+        Ok(())
+    }
+
+    /// What this run reviews: everything since the last reviewed head on `synchronize`
+    /// and `@parley review` (falling back to the whole PR after a force-push or when
+    /// nothing was reviewed before), the whole PR otherwise.
+    async fn changes_to_review(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        whole: &[crate::ports::github::ChangedFile],
+        truncated: bool,
+        head_sha: &str,
+    ) -> Result<ReviewScope, ReviewError> {
+        let full = ReviewScope {
+            files: whole.to_vec(),
+            truncated,
+            base_sha: pr.base.sha.clone(),
+            incremental: false,
+        };
+        if !matches!(
+            job.trigger,
+            ReviewTrigger::Synchronize | ReviewTrigger::ManualIncremental
+        ) {
+            return Ok(full);
+        }
+        let repo = job.repo.full_name();
+        let Some(previous) =
+            runs::last_reviewed(self.services.store.as_ref(), &repo, job.number, head_sha).await?
+        else {
+            return Ok(full);
+        };
+        let comparison = match self
+            .services
+            .github
+            .compare_commits(scope, &previous.head_sha, head_sha)
+            .await
+        {
+            Ok(comparison) => comparison,
+            Err(err) if err.is_absent() => return Ok(full),
+            Err(err) => return Err(err.into()),
+        };
+        if comparison.status != "ahead" {
+            tracing::info!(%repo, number = job.number, status = %comparison.status, "last reviewed head is not an ancestor; reviewing the whole PR");
+            return Ok(full);
+        }
+        // Only files still changed by the PR: a commit that merged the base branch in
+        // brings changes that are not the PR's.
+        let in_pr: HashSet<&str> = whole.iter().map(|f| f.filename.as_str()).collect();
+        let files = comparison
+            .files
+            .into_iter()
+            .filter(|f| in_pr.contains(f.filename.as_str()))
+            .collect();
+        Ok(ReviewScope {
+            files,
+            truncated,
+            base_sha: previous.head_sha,
+            incremental: true,
+        })
+    }
+
+    /// Learned rules for the repository and its organisation. Fail open: memory improves
+    /// a review but never blocks one.
+    async fn memory(&self, repo: &str, owner: &str) -> Vec<String> {
+        let mut rules = Vec::new();
+        for scope in [repo.to_string(), format!("org:{owner}")] {
+            match self.services.store.memory_rules(&scope).await {
+                Ok(found) => rules.extend(
+                    found
+                        .into_iter()
+                        .map(|r| crate::sanitize::user_text(&r.text)),
+                ),
+                Err(err) => {
+                    tracing::warn!(%scope, error = %err, "could not read memory rules; going on without them")
+                }
+            }
+        }
+        rules
+    }
+
+    async fn supersede(
+        &self,
+        scope: &RepoScope,
+        config: &RepoConfig,
+        run: &mut ReviewRun,
+        newer: &str,
+    ) -> Result<(), ReviewError> {
+        tracing::info!(repo = %run.repo, number = run.pr, head_sha = %run.head_sha, %newer, "review superseded before publishing");
+        runs::finish(self.services.store.as_ref(), run, RunState::Superseded).await?;
+        let (conclusion, output) =
+            gate::conclude(&gate::Verdict::Superseded { by: newer }, &config.gate);
+        gate::finish(
+            self.services.github.as_ref(),
+            scope,
+            run.check_run_id,
+            conclusion,
+            output,
+        )
+        .await;
+        Ok(())
+    }
+
+    /// A review for this head is already on GitHub (the worker died after posting it):
+    /// store its findings from their markers, mark the run published, settle the check.
+    async fn recover(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        config: &RepoConfig,
+        run: &mut ReviewRun,
+        review: Review,
+    ) -> Result<(), ReviewError> {
+        let github = self.services.github.as_ref();
+        let store = self.services.store.as_ref();
+        tracing::info!(repo = %run.repo, number = run.pr, head_sha = %run.head_sha, review_id = review.id, "review already on GitHub; recording it instead of posting again");
+        let comments = github
+            .list_review_comments_for_review(scope, job.number, review.id, PageLimit::pages(3))
+            .await?;
+        let mut recovered = Vec::new();
+        for comment in &comments.items {
+            let Some(marker) =
+                markers::find::<FindingMarker>(&comment.body, markers::kind::FINDING)
+            else {
+                continue;
+            };
+            let finding = Finding {
+                repo: run.repo.clone(),
+                pr: job.number,
+                id: marker.id.clone(),
+                fingerprint: marker.fingerprint.clone(),
+                severity: marker.severity,
+                category: marker.category.clone(),
+                confidence: marker.confidence,
+                path: marker.path.clone(),
+                start_line: marker.start_line,
+                line: marker.line,
+                title: marker.title.clone(),
+                body: markers::strip(&comment.body).trim().to_string(),
+                head_sha: run.head_sha.clone(),
+                review_id: Some(review.id),
+                comment_id: Some(comment.id),
+                state: FindingState::Open,
+                state_changed_by: None,
+                state_changed_at: None,
+                created_at: OffsetDateTime::now_utc(),
+            };
+            store.put_finding(&finding).await?;
+            recovered.push(candidate_from_marker(marker));
+        }
+        run.review_id = Some(review.id);
+        run.review_url = Some(review.html_url.clone());
+        runs::finish(store, run, RunState::Published).await?;
+        let repo_url = repo_url(pr, &run.repo);
+        let verdict = gate::Verdict::Reviewed {
+            automatic: !runs::is_manual(job.trigger),
+            reported: recovered.iter().collect(),
+            partial: false,
+            review_url: &review.html_url,
+            repo_url: &repo_url,
+            head_sha: &run.head_sha,
+        };
+        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
+        gate::finish(github, scope, run.check_run_id, conclusion, output).await;
+        Ok(())
+    }
+
+    /// Tokens and cost per PR, for operators. Fail open: accounting never fails a review.
+    async fn count_usage(&self, repo: &str, number: u64, usage: &crate::llm::UsageTally) {
+        let scope = keys::pr_scope(repo, number);
+        let micro_usd = (usage.priced_usd * 1_000_000.0).round() as u64;
+        for (counter, delta) in [
+            ("review_input_tokens", usage.usage.input_tokens),
+            ("review_output_tokens", usage.usage.output_tokens),
+            ("review_cost_micro_usd", micro_usd),
+        ] {
+            if let Err(err) = self
+                .services
+                .store
+                .add_to_counter(&scope, counter, delta)
+                .await
+            {
+                tracing::warn!(%scope, counter, error = %err, "could not record review usage");
+            }
+        }
+    }
+}
+
+/// The files one run reviews and the range they span.
+struct ReviewScope {
+    files: Vec<crate::ports::github::ChangedFile>,
+    truncated: bool,
+    base_sha: String,
+    incremental: bool,
+}
+
+/// The first error when every pass failed (and there were passes).
+fn all_failed(results: &[specialists::PassResult]) -> Option<&LlmError> {
+    if results.is_empty() {
+        return None;
+    }
+    let mut errors = results.iter().map(|r| r.outcome.as_ref().err());
+    let first = errors.next().flatten()?;
+    errors.all(|e| e.is_some()).then_some(first)
+}
+
+/// The repository's web root, from the PR's URL (right on GitHub Enterprise too).
+fn repo_url(pr: &PullRequest, repo: &str) -> String {
+    match pr.html_url.rsplit_once("/pull/") {
+        Some((root, _)) if root.ends_with(&format!("/{repo}")) => root.to_string(),
+        _ => format!("https://github.com/{repo}"),
+    }
+}
+
+fn candidate_from_marker(marker: FindingMarker) -> Candidate {
+    Candidate {
+        path: marker.path,
+        line: marker.line,
+        start_line: marker.start_line,
+        severity: marker.severity,
+        category: marker.category,
+        confidence: marker.confidence,
+        title: marker.title,
+        body: String::new(),
+        suggestion: None,
+        passes: Vec::new(),
+        fingerprint: marker.fingerprint,
+        on_diff: true,
     }
 }

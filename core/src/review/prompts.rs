@@ -6,8 +6,8 @@
 //! Everything in it that came from users is data, fenced and sanitised.
 
 use crate::repo::Guideline;
-use crate::review::inputs::InputFile;
 use crate::review::diff::LineKind;
+use crate::review::inputs::InputFile;
 
 /// Shared by every specialist: what a good finding is.
 const COMMON: &str = "You are reviewing a pull request for Parley, a code-review bot. \
@@ -92,9 +92,12 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         crate::sanitize::user_text(context.title),
         context.range
     ));
-    let description = crate::sanitize::truncate(&crate::sanitize::user_text(context.description), 4000);
+    let description =
+        crate::sanitize::truncate(&crate::sanitize::user_text(context.description), 4000);
     if !description.is_empty() {
-        out.push_str(&format!("\nPull request description (data):\n<<<\n{description}\n>>>\n"));
+        out.push_str(&format!(
+            "\nPull request description (data):\n<<<\n{description}\n>>>\n"
+        ));
     }
     if let Some(all) = &context.whole_pr {
         out.push_str("\nThis is an incremental review of the newest commits. Files the whole pull request changes:\n");
@@ -105,7 +108,10 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
     if !context.guidelines.is_empty() {
         out.push_str("\nRepository guideline files (from the base branch):\n");
         for guideline in context.guidelines {
-            out.push_str(&format!("\n--- {} ---\n{}\n", guideline.path, guideline.text));
+            out.push_str(&format!(
+                "\n--- {} ---\n{}\n",
+                guideline.path, guideline.text
+            ));
         }
     }
     if !context.memory.is_empty() {

@@ -48,9 +48,16 @@ pub async fn run_all(
     join_all(passes).await
 }
 
-async fn run_one(llm: &dyn Llm, specialist: &'static SpecialistPrompt, user_message: &str) -> PassResult {
+async fn run_one(
+    llm: &dyn Llm,
+    specialist: &'static SpecialistPrompt,
+    user_message: &str,
+) -> PassResult {
     let started = Instant::now();
-    let mut request = LlmRequest::new(prompts::system(specialist), vec![Message::user(user_message)]);
+    let mut request = LlmRequest::new(
+        prompts::system(specialist),
+        vec![Message::user(user_message)],
+    );
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
     let outcome = pass_output()
@@ -58,8 +65,14 @@ async fn run_one(llm: &dyn Llm, specialist: &'static SpecialistPrompt, user_mess
         .await
         .map(|reply| reply.value.findings);
     match &outcome {
-        Ok(findings) => tracing::info!(pass = specialist.name, findings = findings.len(), "review pass done"),
-        Err(err) => tracing::warn!(pass = specialist.name, error = %err, "review pass failed; the others go on"),
+        Ok(findings) => tracing::info!(
+            pass = specialist.name,
+            findings = findings.len(),
+            "review pass done"
+        ),
+        Err(err) => {
+            tracing::warn!(pass = specialist.name, error = %err, "review pass failed; the others go on")
+        }
     }
     PassResult {
         specialist: specialist.name,
@@ -113,10 +126,17 @@ mod tests {
     #[async_trait]
     impl Llm for SlowLlm {
         async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            let delay = if request.system.contains("security") { 200 } else { 50 };
+            let delay = if request.system.contains("security") {
+                200
+            } else {
+                50
+            };
             tokio::time::sleep(Duration::from_millis(delay)).await;
             if request.system.contains("testing specialist") {
-                return Err(LlmError::Server { status: 500, message: "down".into() });
+                return Err(LlmError::Server {
+                    status: 500,
+                    message: "down".into(),
+                });
             }
             Ok(LlmResponse {
                 text: r#"{"findings": []}"#.into(),
@@ -134,10 +154,18 @@ mod tests {
     #[tokio::test]
     async fn passes_run_concurrently_in_order_and_fail_alone() {
         let specialists = select(&ReviewConfig::default(), false);
-        assert_eq!(specialists.len(), 4, "guidelines pass needs guideline files");
+        assert_eq!(
+            specialists.len(),
+            4,
+            "guidelines pass needs guideline files"
+        );
         let started = Instant::now();
         let results = run_all(&SlowLlm, &specialists, "diff").await;
-        assert!(started.elapsed() < Duration::from_millis(400), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            started.elapsed()
+        );
         let names: Vec<&str> = results.iter().map(|r| r.specialist).collect();
         assert_eq!(names, ["security", "correctness", "tests", "style"]);
         assert!(results[2].outcome.is_err());

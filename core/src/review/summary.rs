@@ -50,7 +50,9 @@ impl Summary<'_> {
         let mut out = String::from("## Parley review\n\n");
         out.push_str(&self.headline());
         if fallback && !self.filtered.inline.is_empty() {
-            out.push_str("\n\nGitHub did not accept these as inline comments, so they are listed here:\n\n");
+            out.push_str(
+                "\n\nGitHub did not accept these as inline comments, so they are listed here:\n\n",
+            );
             for finding in &self.filtered.inline {
                 out.push_str(&self.finding_with_body(finding));
             }
@@ -118,7 +120,11 @@ impl Summary<'_> {
     fn scope(&self) -> String {
         let mut out = format!(
             "- {} review of `{}`…`{}`\n",
-            if self.incremental { "Incremental" } else { "Full" },
+            if self.incremental {
+                "Incremental"
+            } else {
+                "Full"
+            },
             short(self.base_sha),
             short(self.head_sha)
         );
@@ -127,19 +133,29 @@ impl Summary<'_> {
             if self.files_reviewed.is_empty() {
                 "none".to_string()
             } else {
-                self.files_reviewed.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                self.files_reviewed
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         ));
         out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));
         for (pass, reason) in &self.passes_failed {
-            out.push_str(&format!("- ⚠️ The **{pass}** pass failed ({reason}); its area was not reviewed.\n"));
+            out.push_str(&format!(
+                "- ⚠️ The **{pass}** pass failed ({reason}); its area was not reviewed.\n"
+            ));
         }
         if self.guidelines.is_empty() {
             out.push_str("- Guideline files applied: none found on the base branch\n");
         } else {
             out.push_str(&format!(
                 "- Guideline files applied (base branch): {}\n",
-                self.guidelines.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+                self.guidelines
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         if !self.not_reviewed.is_empty() || self.listing_truncated {
@@ -170,10 +186,16 @@ impl Summary<'_> {
             ));
         }
         if self.duplicates > 0 {
-            out.push_str(&format!("- {} duplicate finding(s) across specialists merged.\n", self.duplicates));
+            out.push_str(&format!(
+                "- {} duplicate finding(s) across specialists merged.\n",
+                self.duplicates
+            ));
         }
         if self.already_posted > 0 {
-            out.push_str(&format!("- {} finding(s) already reported on this PR not repeated.\n", self.already_posted));
+            out.push_str(&format!(
+                "- {} finding(s) already reported on this PR not repeated.\n",
+                self.already_posted
+            ));
         }
         out
     }
@@ -182,7 +204,10 @@ impl Summary<'_> {
         let usage = self.usage.usage;
         let dollars = match self.usage.cost_usd() {
             Some(usd) => format!("≈ ${usd:.4}"),
-            None => format!("≥ ${:.4} (some models have no price)", self.usage.priced_usd),
+            None => format!(
+                "≥ ${:.4} (some models have no price)",
+                self.usage.priced_usd
+            ),
         };
         format!(
             "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}\n",

@@ -1,0 +1,234 @@
+//! Asking the model and putting its answer on GitHub.
+//!
+//! The model answers in JSON (`reply`, optional `resolution`) through the structured-output
+//! helper, so a dispute's outcome is data, never guessed from prose. The posted text loses
+//! every mention of Parley's handles and `@claude` (no self-trigger), any marker the model
+//! may have imitated, and gains Parley's own hidden reply marker: the state GitHub keeps.
+
+use super::context::Context;
+use super::error::ConversationError;
+use super::prompt;
+use super::snapshot::PrSnapshot;
+use super::thread::Conversation;
+use super::trigger::Trigger;
+use crate::llm::JsonOutput;
+use crate::markers::{self, ReplyMarker};
+use crate::mention::Handles;
+use crate::ports::GitHubError;
+use crate::ports::github::GitHub;
+use crate::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message};
+use crate::sanitize;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Enough for a few paragraphs and a code block; conversations are short.
+const MAX_TOKENS: u32 = 1_500;
+/// How much of a top-level question is quoted above the answer.
+const QUOTE_CHARS: usize = 140;
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ModelAnswer {
+    pub reply: String,
+    #[serde(default)]
+    pub resolution: Option<Resolution>,
+}
+
+/// How a dispute about a finding ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resolution {
+    Concede,
+    Maintain,
+    Escalate,
+}
+
+impl Resolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Concede => "concede",
+            Resolution::Maintain => "maintain",
+            Resolution::Escalate => "escalate",
+        }
+    }
+}
+
+/// Ask the model; a reply that is not the expected JSON gets one correction round.
+pub async fn ask(
+    llm: &dyn Llm,
+    ctx: &Context,
+    budget_chars: usize,
+) -> Result<ModelAnswer, LlmError> {
+    let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE).with_validator(|a| {
+        if a.reply.trim().is_empty() {
+            Err("`reply` is empty".to_string())
+        } else {
+            Ok(())
+        }
+    });
+    let request = LlmRequest::new(
+        prompt::system(ctx),
+        vec![Message::user(prompt::user_message(ctx, budget_chars))],
+    )
+    .with_options(LlmOptions {
+        max_tokens: MAX_TOKENS,
+        temperature: Some(0.2),
+        ..LlmOptions::default()
+    });
+    tracing::debug!(system = %request.system, "conversation prompt");
+    Ok(output.ask(llm, request).await?.value)
+}
+
+/// Where an answer (or a note) goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A reply in an inline thread, addressed to the thread's root.
+    Thread { reply_to: u64, quote: String },
+    /// A top-level comment quoting the question.
+    Issue { quote: String },
+}
+
+pub fn destination(trigger: &Trigger, conversation: &Conversation) -> Destination {
+    let quote = quote(trigger);
+    if trigger.is_inline() {
+        // The root when known; the trigger itself when the parent is gone or it starts
+        // the thread (GitHub attaches a reply to a reply to the thread).
+        let reply_to = conversation.root.as_ref().map_or(trigger.id, |r| r.id);
+        Destination::Thread { reply_to, quote }
+    } else {
+        Destination::Issue { quote }
+    }
+}
+
+/// `> @alice: first words of the question…`, with every `@` defused so quoting a
+/// question never pings anyone again (or summons Parley).
+fn quote(trigger: &Trigger) -> String {
+    let text = sanitize::user_text(&markers::strip(&trigger.body));
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let first = first.trim_start_matches('>').trim().replace('@', "");
+    let short = sanitize::truncate(&first, QUOTE_CHARS).replace("… [truncated]", "…");
+    format!("> {}: {}", trigger.author.login, short)
+}
+
+/// The final body: text (and extras) without any Parley mention or imitated marker,
+/// then Parley's marker.
+pub fn compose(
+    text: &str,
+    extras: &[String],
+    destination: &Destination,
+    marker_kind: &str,
+    marker: &ReplyMarker,
+    silenced: &Handles,
+) -> String {
+    let mut body = String::new();
+    if let Destination::Issue { quote } = destination {
+        body.push_str(quote);
+        body.push_str("\n\n");
+    }
+    body.push_str(text.trim());
+    for extra in extras {
+        body.push_str("\n\n");
+        body.push_str(extra.trim());
+    }
+    let body = sanitize::outgoing(&markers::strip(&body), silenced);
+    markers::append(&body, marker_kind, marker)
+}
+
+pub fn marker(kind: &str, reply_to: u64) -> ReplyMarker {
+    ReplyMarker {
+        kind: kind.to_string(),
+        reply_to,
+        finding: None,
+        resolution: None,
+        at: OffsetDateTime::now_utc()
+            .format(&Rfc3339)
+            .unwrap_or_default(),
+    }
+}
+
+/// Post `body` where it belongs. An inline reply GitHub refuses because the thread is gone
+/// or cannot take replies (404/422) goes to the PR's conversation instead, with the quote.
+pub async fn post(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    destination: &Destination,
+    body: &str,
+) -> Result<u64, ConversationError> {
+    match destination {
+        Destination::Thread { reply_to, quote } => {
+            match github
+                .reply_to_review_comment(&snap.scope, snap.number, *reply_to, body)
+                .await
+            {
+                Ok(posted) => Ok(posted.id),
+                Err(
+                    err @ (GitHubError::NotFound(_)
+                    | GitHubError::Gone(_)
+                    | GitHubError::Unprocessable { .. }),
+                ) => {
+                    tracing::warn!(repo = %snap.repo, pr = snap.number, reply_to, error = %err,
+                        "cannot reply in the thread; answering in the PR conversation");
+                    let body = format!("{quote}\n\n{body}");
+                    Ok(github
+                        .create_issue_comment(&snap.scope, snap.number, &body)
+                        .await?
+                        .id)
+                }
+                Err(err) => Err(err.into()),
+            }
+        }
+        Destination::Issue { .. } => Ok(github
+            .create_issue_comment(&snap.scope, snap.number, body)
+            .await?
+            .id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outgoing_body_never_mentions_parley_and_carries_one_marker() {
+        let silenced = Handles::new("parley", &["claude".to_string()]);
+        let mut m = marker(markers::kind::REPLY, 42);
+        m.finding = Some("f1".into());
+        let body = compose(
+            "Ask @parley or @Claude. <!-- parley:reply {\"type\":\"reply\",\"reply_to\":1,\"at\":\"x\"} -->",
+            &["cc @alice".to_string()],
+            &Destination::Issue {
+                quote: "> bob: hi".into(),
+            },
+            markers::kind::REPLY,
+            &m,
+            &silenced,
+        );
+        assert!(!silenced.mentioned_in(&body), "{body}");
+        assert!(body.starts_with("> bob: hi\n\nAsk parley or Claude."));
+        assert!(body.contains("cc @alice"));
+        let found: Vec<_> = markers::parse_all(&body);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            markers::find::<ReplyMarker>(&body, "reply")
+                .unwrap()
+                .reply_to,
+            42
+        );
+    }
+
+    #[test]
+    fn answers_parse_with_and_without_resolution() {
+        let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE);
+        let a = output.parse(r#"{"reply":"ok","resolution":null}"#).unwrap();
+        assert_eq!(a.resolution, None);
+        let a = output
+            .parse(r#"{"reply":"You are right.","resolution":"concede"}"#)
+            .unwrap();
+        assert_eq!(a.resolution, Some(Resolution::Concede));
+        assert!(
+            output
+                .parse(r#"{"reply":"x","resolution":"maybe"}"#)
+                .is_err()
+        );
+    }
+}

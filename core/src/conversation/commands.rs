@@ -1,0 +1,134 @@
+//! Commands addressed to Parley in a comment: `@parley review` and `@parley full review`.
+//!
+//! A command is the whole rest of the line after the mention, so "@parley review" asks for
+//! a review while "@parley review this loop for races?" is a question to answer.
+//! Reviewing is the review worker's job; this side only recognises the request and queues
+//! it with the comment that asked, so the review can answer there.
+
+use super::error::ConversationError;
+use super::snapshot::PrSnapshot;
+use super::trigger::Trigger;
+use crate::job::{Actor, Job, ReviewJob, ReviewRequest, ReviewTrigger};
+use crate::mention::{Handles, mention_spans};
+use crate::ports::{JobQueue, OutgoingMessage, QueueName};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// `@parley review`: review what changed since the last review.
+    Review,
+    /// `@parley full review`: review the whole PR from scratch.
+    FullReview,
+}
+
+impl Command {
+    pub fn trigger(self) -> ReviewTrigger {
+        match self {
+            Command::Review => ReviewTrigger::ManualIncremental,
+            Command::FullReview => ReviewTrigger::ManualFull,
+        }
+    }
+}
+
+/// The command in `body`, if a mention of Parley is followed by one on its line.
+pub fn parse(body: &str, handles: &Handles) -> Option<Command> {
+    handles.names().iter().find_map(|name| {
+        mention_spans(body, name).find_map(|span| {
+            let rest = &body[span.end..];
+            let rest = rest.strip_prefix("[bot]").unwrap_or(rest);
+            let line = rest.lines().next().unwrap_or("");
+            let words: Vec<String> = line
+                .trim()
+                .trim_end_matches(['.', '!'])
+                .split_whitespace()
+                .map(str::to_ascii_lowercase)
+                .collect();
+            match words.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                ["review"] => Some(Command::Review),
+                ["full", "review"] => Some(Command::FullReview),
+                _ => None,
+            }
+        })
+    })
+}
+
+/// Queue the review the comment asked for. The dedup id derives from the comment, so a
+/// redelivered request queues at most one review.
+pub async fn request_review(
+    queue: &dyn JobQueue,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    command: Command,
+    delivery_id: &str,
+) -> Result<(), ConversationError> {
+    let pr = &snap.pr;
+    let job = Job::Review(ReviewJob {
+        delivery_id: format!("{delivery_id}:review-request"),
+        installation_id: Some(snap.scope.installation_id),
+        repo: snap.repo_ref.clone(),
+        number: snap.number,
+        trigger: command.trigger(),
+        head_sha: pr.head.sha.clone(),
+        base_sha: pr.base.sha.clone(),
+        base_ref: pr.base.ref_name.clone(),
+        before_sha: None,
+        author: pr.user.as_ref().map_or_else(
+            || Actor {
+                login: "ghost".to_string(),
+                kind: "User".to_string(),
+            },
+            |u| u.to_actor(),
+        ),
+        title: pr.title.clone(),
+        request: Some(ReviewRequest {
+            comment_id: trigger.id,
+            surface: trigger.surface,
+            author: trigger.author.clone(),
+            html_url: trigger.html_url.clone(),
+        }),
+    });
+    let body = serde_json::to_string(&job).map_err(|err| {
+        ConversationError::Queue(crate::ports::QueueError::Config(format!(
+            "could not encode the review job: {err}"
+        )))
+    })?;
+    queue
+        .send(OutgoingMessage {
+            queue: QueueName::Review,
+            group_id: job.group_id(),
+            dedup_id: format!("review-request-{}-{}", snap.repo_ref.id, trigger.id),
+            body,
+        })
+        .await?;
+    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, ?command, "review requested from a comment; queued");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handles() -> Handles {
+        Handles::new("parley", &[])
+    }
+
+    #[test]
+    fn recognises_review_commands() {
+        let h = handles();
+        assert_eq!(parse("@parley review", &h), Some(Command::Review));
+        assert_eq!(parse("@Parley Review.", &h), Some(Command::Review));
+        assert_eq!(
+            parse("hi\n@parley full review\nthanks", &h),
+            Some(Command::FullReview)
+        );
+        assert_eq!(parse("@parley[bot] review", &h), Some(Command::Review));
+    }
+
+    #[test]
+    fn questions_are_not_commands() {
+        let h = handles();
+        assert_eq!(parse("@parley review this loop for races?", &h), None);
+        assert_eq!(parse("@parley why is this a bug?", &h), None);
+        assert_eq!(parse("please review @parley", &h), None);
+        assert_eq!(parse("@parleybot review", &h), None);
+    }
+}

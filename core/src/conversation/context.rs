@@ -1,0 +1,273 @@
+//! What Parley reads before answering: the PR, the finding under discussion, the code
+//! around the commented line, the repository's guidelines (base branch), and the
+//! conversation so far, fitted to the budget. Everything user-written is sanitised here,
+//! once, so the prompt only ever sees clean data.
+
+use super::budget::{self, Fitted, Turn};
+use super::caches::TtlCache;
+use super::error::ConversationError;
+use super::snapshot::PrSnapshot;
+use super::thread::Conversation;
+use super::trigger::Trigger;
+use crate::markers::{self, FindingMarker};
+use crate::ports::github::{GitHub, PageLimit};
+use crate::ports::{Finding, FindingState, Store};
+use crate::repo::{Guideline, load_guidelines};
+use crate::sanitize;
+use std::sync::Arc;
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// Guideline files are read at the base SHA, which never changes; the TTL only bounds
+/// memory and lets an edited base branch (a new base SHA) be seen.
+pub const GUIDELINE_TTL: Duration = Duration::from_secs(300);
+/// Lines of diff shown above the commented line.
+const HUNK_LINES: usize = 30;
+/// The PR description is context, not the conversation; keep it short.
+const DESCRIPTION_CHARS: usize = 1_500;
+/// Changed files named in a top-level answer's context.
+const MAX_FILES: usize = 50;
+
+/// (installation, repo, base SHA, commented path).
+pub type GuidelineCache = TtlCache<(u64, String, String, String), Arc<Vec<Guideline>>>;
+
+#[derive(Debug, Clone)]
+pub struct PrSummary {
+    pub number: u64,
+    pub title: String,
+    pub description: String,
+    pub author: String,
+    pub base: String,
+    pub head: String,
+    pub changed_files: Option<u64>,
+    pub additions: Option<u64>,
+    pub deletions: Option<u64>,
+    /// `path (+a -d)`; listed for top-level questions only (inline ones have their hunk).
+    pub files: Vec<String>,
+}
+
+/// The finding a thread is about, and whether the store knew it (else it was rebuilt from
+/// the comment's marker and will be stored when its state changes).
+#[derive(Debug, Clone)]
+pub struct FindingInPlay {
+    pub finding: Finding,
+    pub stored: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub pr: PrSummary,
+    pub finding: Option<FindingInPlay>,
+    /// `path`, and line when known, of an inline comment.
+    pub path: Option<String>,
+    pub line: Option<u64>,
+    pub diff_hunk: Option<String>,
+    pub guidelines: Arc<Vec<Guideline>>,
+    pub history: Fitted,
+    pub question_author: String,
+    pub question: String,
+    /// The question replied to a comment that is gone; the model is told it has no thread.
+    pub parent_missing: bool,
+}
+
+pub struct Sources<'a> {
+    pub github: &'a dyn GitHub,
+    pub store: &'a dyn Store,
+    pub guidelines: &'a GuidelineCache,
+}
+
+pub async fn assemble(
+    sources: &Sources<'_>,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    conversation: &Conversation,
+) -> Result<Context, ConversationError> {
+    let finding = load_finding(sources.store, snap, conversation).await?;
+    let path = conversation
+        .root
+        .as_ref()
+        .map(|r| r.path.clone())
+        .or_else(|| trigger.path.clone())
+        .filter(|p| !p.is_empty());
+    let line = conversation
+        .root
+        .as_ref()
+        .and_then(|r| r.line.or(r.original_line).map(u64::from))
+        .or(trigger.line);
+    let diff_hunk = conversation
+        .root
+        .as_ref()
+        .map(|r| r.diff_hunk.clone())
+        .filter(|h| !h.is_empty())
+        .or_else(|| trigger.diff_hunk.clone())
+        .map(|h| tail_lines(&h, HUNK_LINES));
+    let guidelines = guidelines(sources, snap, path.as_deref()).await;
+    let files = if trigger.is_inline() {
+        Vec::new()
+    } else {
+        changed_files(sources.github, snap).await
+    };
+
+    let budget_chars = snap.config.config.mention.context_budget_chars as usize;
+    let cap = budget::per_comment_cap(budget_chars);
+    let finding_chars = finding
+        .as_ref()
+        .map_or(0, |f| finding_text(&f.finding, cap).chars().count());
+    let turns = conversation
+        .history
+        .iter()
+        .map(|said| Turn {
+            author: said.author.clone(),
+            parley: said.parley,
+            text: if said.parley {
+                said.body.clone()
+            } else {
+                sanitize::user_text(&said.body)
+            },
+        })
+        .collect();
+    let history = budget::fit(turns, budget_chars, finding_chars);
+
+    let pr = &snap.pr;
+    Ok(Context {
+        pr: PrSummary {
+            number: pr.number,
+            title: sanitize::user_text(&pr.title),
+            description: sanitize::truncate(
+                &sanitize::user_text(&markers::strip(&pr.body)),
+                DESCRIPTION_CHARS,
+            ),
+            author: snap.author().unwrap_or("ghost").to_string(),
+            base: pr.base.ref_name.clone(),
+            head: pr.head.ref_name.clone(),
+            changed_files: pr.changed_files,
+            additions: pr.additions,
+            deletions: pr.deletions,
+            files,
+        },
+        finding,
+        path,
+        line,
+        diff_hunk,
+        guidelines,
+        history,
+        question_author: trigger.author.login.clone(),
+        question: sanitize::truncate(
+            &sanitize::user_text(&markers::strip(&trigger.body)),
+            cap.max(2_000),
+        ),
+        parent_missing: conversation.parent_missing,
+    })
+}
+
+/// The finding's text as the prompt shows it (and the budget counts it).
+pub fn finding_text(finding: &Finding, cap: usize) -> String {
+    sanitize::truncate(&markers::strip(&finding.body), cap)
+}
+
+/// The finding behind the thread: the store's record by (repo, root comment id), or what
+/// the root's marker carries when the store has none (an older finding).
+async fn load_finding(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    conversation: &Conversation,
+) -> Result<Option<FindingInPlay>, ConversationError> {
+    let (Some(root), Some(marker)) = (&conversation.root, &conversation.finding) else {
+        return Ok(None);
+    };
+    if let Some(finding) = store.finding_by_comment(&snap.repo, root.id).await? {
+        return Ok(Some(FindingInPlay {
+            finding,
+            stored: true,
+        }));
+    }
+    tracing::info!(repo = %snap.repo, comment = root.id, finding = %marker.id,
+        "finding not in the store; using what its marker carries");
+    Ok(Some(FindingInPlay {
+        finding: from_marker(snap, root, marker),
+        stored: false,
+    }))
+}
+
+fn from_marker(
+    snap: &PrSnapshot,
+    root: &crate::ports::github::ReviewComment,
+    marker: &FindingMarker,
+) -> Finding {
+    Finding {
+        repo: snap.repo.clone(),
+        pr: snap.number,
+        id: marker.id.clone(),
+        fingerprint: marker.fingerprint.clone(),
+        severity: marker.severity,
+        category: marker.category.clone(),
+        confidence: marker.confidence,
+        path: marker.path.clone(),
+        start_line: marker.start_line,
+        line: marker.line,
+        title: marker.title.clone(),
+        body: markers::strip(&root.body).trim().to_string(),
+        head_sha: if root.commit_id.is_empty() {
+            snap.pr.head.sha.clone()
+        } else {
+            root.commit_id.clone()
+        },
+        review_id: root.pull_request_review_id,
+        comment_id: Some(root.id),
+        state: FindingState::Open,
+        state_changed_by: None,
+        state_changed_at: None,
+        created_at: root.created_at.min(OffsetDateTime::now_utc()),
+    }
+}
+
+/// Guideline files at the base SHA, for the root and the commented file's directories.
+async fn guidelines(
+    sources: &Sources<'_>,
+    snap: &PrSnapshot,
+    path: Option<&str>,
+) -> Arc<Vec<Guideline>> {
+    let base_sha = if snap.pr.base.sha.is_empty() {
+        snap.pr.base.ref_name.clone()
+    } else {
+        snap.pr.base.sha.clone()
+    };
+    let cache_key = (
+        snap.scope.installation_id,
+        snap.repo.clone(),
+        base_sha.clone(),
+        path.unwrap_or("").to_string(),
+    );
+    if let Some(hit) = sources.guidelines.get(&cache_key) {
+        return hit;
+    }
+    let touched: Vec<String> = path.map(|p| vec![p.to_string()]).unwrap_or_default();
+    let found = Arc::new(load_guidelines(sources.github, &snap.scope, &base_sha, &touched).await);
+    sources.guidelines.put(cache_key, found.clone());
+    found
+}
+
+/// A summary of the changed files for a top-level question. An extra: on failure the
+/// answer goes on with the PR's counts only.
+async fn changed_files(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<String> {
+    match github
+        .list_pull_request_files(&snap.scope, snap.number, PageLimit::items(MAX_FILES))
+        .await
+    {
+        Ok(listing) => listing
+            .items
+            .iter()
+            .map(|f| format!("{} (+{} -{})", f.filename, f.additions, f.deletions))
+            .collect(),
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not list changed files; going on without them");
+            Vec::new()
+        }
+    }
+}
+
+/// The last `n` lines: a review comment's hunk ends at the commented line.
+fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

@@ -1,0 +1,107 @@
+//! When a reply argues with a finding, the model settles it: `concede`, `maintain` or
+//! `escalate`. The outcome is stored on the finding (state, who, when) for learning and
+//! re-reviews; a concession resolves the thread when `dispute.resolveThreadOnConcede` is on,
+//! and an escalation asks `dispute.humanReviewers` for a review.
+
+use super::answer::Resolution;
+use super::context::FindingInPlay;
+use super::snapshot::PrSnapshot;
+use super::trigger::Trigger;
+use crate::ports::github::{GitHub, ReviewerRequest};
+use crate::ports::{FindingState, Store};
+use time::OffsetDateTime;
+
+/// The state a finding takes after a dispute: conceded findings will not be fixed; the
+/// others stay open (for the humans, in an escalation).
+pub fn state_after(resolution: Resolution) -> FindingState {
+    match resolution {
+        Resolution::Concede => FindingState::WontFix,
+        Resolution::Maintain | Resolution::Escalate => FindingState::Open,
+    }
+}
+
+/// Before posting an escalation: ask the configured humans for a review, and say so in
+/// the reply. Returns the sentence to add. Never fails the answer: if GitHub refuses the
+/// request, the reply says so instead.
+pub async fn escalate(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger) -> String {
+    let author = snap.author().unwrap_or("");
+    // GitHub refuses to request a review from the PR's author.
+    let reviewers: Vec<String> = snap
+        .config
+        .config
+        .dispute
+        .human_reviewers
+        .iter()
+        .filter(|r| !r.eq_ignore_ascii_case(author))
+        .cloned()
+        .collect();
+    if reviewers.is_empty() {
+        return "This needs a human decision, but no reviewers are configured \
+                (`dispute.humanReviewers` in `.parley.yml`); please ask a maintainer."
+            .to_string();
+    }
+    let named = reviewers
+        .iter()
+        .map(|r| format!("@{r}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let request = ReviewerRequest {
+        reviewers: reviewers.clone(),
+        team_reviewers: Vec::new(),
+    };
+    match github
+        .request_reviewers(&snap.scope, snap.number, &request)
+        .await
+    {
+        Ok(_) => format!("I have asked {named} to review this and decide."),
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, pr = snap.number, comment = trigger.id, error = %err, "could not request reviewers for an escalation");
+            format!("I could not request a review from {named}; please ask them directly.")
+        }
+    }
+}
+
+/// After the reply is posted: record the outcome on the finding, and resolve the thread on
+/// a concession. Failures are logged: the reply (and its marker, which carries the
+/// resolution) is already on GitHub.
+pub async fn settle(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    in_play: &FindingInPlay,
+    resolution: Resolution,
+    who: &str,
+    root_comment_id: u64,
+) {
+    let mut finding = in_play.finding.clone();
+    finding.state = state_after(resolution);
+    finding.state_changed_by = Some(who.to_string());
+    finding.state_changed_at = Some(OffsetDateTime::now_utc());
+    if let Err(err) = store.put_finding(&finding).await {
+        tracing::warn!(repo = %snap.repo, finding = %finding.id, error = %err, "could not store the dispute's outcome");
+    }
+    tracing::info!(repo = %snap.repo, pr = snap.number, finding = %finding.id, resolution = resolution.as_str(), stored_before = in_play.stored, "dispute settled");
+    if resolution != Resolution::Concede || !snap.config.config.dispute.resolve_thread_on_concede {
+        return;
+    }
+    let thread = match github
+        .find_review_thread(&snap.scope, snap.number, root_comment_id)
+        .await
+    {
+        Ok(Some(thread)) => thread,
+        Ok(None) => {
+            tracing::warn!(repo = %snap.repo, pr = snap.number, root_comment_id, "no review thread found to resolve");
+            return;
+        }
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not look up the review thread");
+            return;
+        }
+    };
+    if thread.is_resolved {
+        return;
+    }
+    if let Err(err) = github.resolve_review_thread(&snap.scope, &thread.id).await {
+        tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not resolve the review thread");
+    }
+}

@@ -1,0 +1,236 @@
+//! The gates a comment passes before Parley spends anything on it, in the issue's order:
+//! 1. addressed to Parley (a mention, or a reply in a thread rooted at a finding);
+//! 2. not written by a bot (Parley included);
+//! 3. written by someone allowed to talk to Parley;
+//! 4. not answered before (a claim in the store, then GitHub's own record);
+//! 5. within the PR's turn limit;
+//!
+//! and then (6) an `eyes` reaction acknowledges it. Each gate says why it stopped a comment,
+//! for the log.
+
+use super::caches::TtlCache;
+use super::error::ConversationError;
+use super::snapshot::PrSnapshot;
+use super::thread::Conversation;
+use super::trigger::Trigger;
+use crate::config::PermissionLevel;
+use crate::ports::github::{GitHub, Permission, ReactionContent};
+use crate::ports::store::keys;
+use crate::ports::{Claim, Store};
+use std::time::Duration;
+
+/// How long a claimed reply stays claimed: far beyond any queue retry, so a redelivery
+/// days later still finds it (GitHub's marker covers anything older).
+pub const REPLY_CLAIM_TTL: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Permissions change rarely; a minute keeps a burst of comments to one lookup.
+pub const PERMISSION_TTL: Duration = Duration::from_secs(60);
+
+/// Store keys owned by the conversation worker.
+pub mod key {
+    /// The reply to one comment: claimed before any side effect.
+    pub fn reply(repo: &str, comment_id: u64) -> String {
+        format!("reply#{repo}#{comment_id}")
+    }
+    /// The turn a comment's answer took, so a retry does not count it twice.
+    pub fn turn(repo: &str, comment_id: u64) -> String {
+        format!("turn#{repo}#{comment_id}")
+    }
+    /// The one "conversation limit reached" note of a PR.
+    pub fn limit_note(repo: &str, pr: u64) -> String {
+        format!("limit-note#{repo}#{pr}")
+    }
+    /// The one error note for a comment Parley could not answer.
+    pub fn error_note(repo: &str, comment_id: u64) -> String {
+        format!("error-note#{repo}#{comment_id}")
+    }
+    /// The per-PR counter of Parley's replies.
+    pub const TURNS: &str = "turns";
+}
+
+/// Why a comment is addressed to Parley (gate 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressed {
+    Mention,
+    ReplyToFinding,
+}
+
+/// Gate 1: a mention of one of Parley's handles (word boundary, case-insensitive), or a
+/// reply in a thread whose root is a Parley finding when `replyWithoutMention` is on.
+pub fn addressed(
+    trigger: &Trigger,
+    conversation: &Conversation,
+    snap: &PrSnapshot,
+) -> Option<Addressed> {
+    if snap.handles.mentioned_in(&trigger.body) {
+        return Some(Addressed::Mention);
+    }
+    let reply_without_mention = snap.config.config.mention.reply_without_mention;
+    (reply_without_mention && trigger.in_reply_to_id.is_some() && conversation.finding.is_some())
+        .then_some(Addressed::ReplyToFinding)
+}
+
+/// Gate 2: Parley itself, or any `[bot]` / `Bot` account. No bot-to-bot loops.
+pub fn is_bot(trigger: &Trigger, snap: &PrSnapshot) -> bool {
+    trigger.author.is_bot() || snap.handles.is_self(&trigger.author.login)
+}
+
+/// Gate 3, with its short-lived cache of repository permissions.
+pub struct Permissions {
+    cache: TtlCache<(u64, String, String), Permission>,
+}
+
+impl Default for Permissions {
+    fn default() -> Self {
+        Permissions {
+            cache: TtlCache::new(PERMISSION_TTL),
+        }
+    }
+}
+
+impl Permissions {
+    /// `mention.allowedUsers` when set; otherwise the PR's author and anyone with at least
+    /// `mention.minPermission`. A stranger on a public repository must not be able to
+    /// spend its LLM budget. `Err(reason)` says why someone was turned away.
+    pub async fn allows(
+        &self,
+        github: &dyn GitHub,
+        snap: &PrSnapshot,
+        login: &str,
+    ) -> Result<Result<(), String>, ConversationError> {
+        let mention = &snap.config.config.mention;
+        if !mention.allowed_users.is_empty() {
+            return Ok(
+                if mention
+                    .allowed_users
+                    .iter()
+                    .any(|u| u.eq_ignore_ascii_case(login))
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{login} is not in mention.allowedUsers"))
+                },
+            );
+        }
+        if snap.author().is_some_and(|a| a.eq_ignore_ascii_case(login)) {
+            return Ok(Ok(()));
+        }
+        let needed = permission(mention.min_permission);
+        let level = self.level(github, snap, login).await?;
+        Ok(if level >= needed {
+            Ok(())
+        } else {
+            Err(format!(
+                "{login} has {level:?} permission; mention.minPermission needs {needed:?}"
+            ))
+        })
+    }
+
+    async fn level(
+        &self,
+        github: &dyn GitHub,
+        snap: &PrSnapshot,
+        login: &str,
+    ) -> Result<Permission, ConversationError> {
+        let cache_key = (
+            snap.scope.installation_id,
+            snap.repo.clone(),
+            login.to_ascii_lowercase(),
+        );
+        if let Some(level) = self.cache.get(&cache_key) {
+            return Ok(level);
+        }
+        let level = match github.get_collaborator_permission(&snap.scope, login).await {
+            Ok(found) => found.level(),
+            // Not a collaborator (or no such user): no access.
+            Err(err) if err.is_absent() => Permission::None,
+            Err(err) if err.is_transient() => return Err(err.into()),
+            Err(err) => {
+                // Fail closed: an unreadable permission is no permission.
+                tracing::warn!(repo = %snap.repo, login, error = %err, "permission lookup failed; treating as none");
+                return Ok(Permission::None);
+            }
+        };
+        self.cache.put(cache_key, level);
+        Ok(level)
+    }
+}
+
+fn permission(level: PermissionLevel) -> Permission {
+    match level {
+        PermissionLevel::Read => Permission::Read,
+        PermissionLevel::Triage => Permission::Triage,
+        PermissionLevel::Write => Permission::Write,
+        PermissionLevel::Maintain => Permission::Maintain,
+        PermissionLevel::Admin => Permission::Admin,
+    }
+}
+
+/// Gate 4 (store half): claim the comment for `owner` (the job's delivery id). A second
+/// job for the same comment loses; a queue retry of the same job resumes.
+pub async fn claim_reply(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    comment_id: u64,
+    owner: &str,
+) -> Result<bool, ConversationError> {
+    let claim = store
+        .claim_as(&key::reply(&snap.repo, comment_id), owner, REPLY_CLAIM_TTL)
+        .await?;
+    Ok(claim == Claim::Won)
+}
+
+/// Outcome of gate 5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnGate {
+    /// This answer is turn number `n` of the PR.
+    Taken(u64),
+    /// A previous attempt at this very comment already took its turn (a retry).
+    AlreadyTaken,
+    /// The PR has used `mention.conversation.maxTurnsPerPr`.
+    LimitReached,
+}
+
+/// Gate 5: one atomic increment with a ceiling, so two workers racing for the last turn
+/// cannot both get it; plus a per-comment record so a retried job is not charged twice.
+pub async fn take_turn(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    comment_id: u64,
+) -> Result<TurnGate, ConversationError> {
+    let turn_key = key::turn(&snap.repo, comment_id);
+    // Claim the comment's turn first: one call answers "was it counted already?".
+    if store.claim(&turn_key, REPLY_CLAIM_TTL).await? == Claim::AlreadyClaimed {
+        return Ok(TurnGate::AlreadyTaken);
+    }
+    let max = u64::from(snap.config.config.mention.max_turns_per_pr);
+    let scope = keys::pr_scope(&snap.repo, snap.number);
+    match store.increment_within(&scope, key::TURNS, max).await? {
+        Some(n) => Ok(TurnGate::Taken(n)),
+        None => {
+            // No turn was taken; a later retry (after the limit is raised) may take one.
+            store.release(&turn_key).await?;
+            Ok(TurnGate::LimitReached)
+        }
+    }
+}
+
+/// Gate 6: acknowledge with `eyes`. An extra: a failure is logged and the turn goes on.
+pub async fn acknowledge(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger) {
+    let result = match trigger.surface {
+        crate::job::Surface::ReviewComment => {
+            github
+                .add_review_comment_reaction(&snap.scope, trigger.id, ReactionContent::Eyes)
+                .await
+        }
+        crate::job::Surface::IssueComment => {
+            github
+                .add_issue_comment_reaction(&snap.scope, trigger.id, ReactionContent::Eyes)
+                .await
+        }
+        // GitHub has no reactions on review bodies.
+        crate::job::Surface::ReviewBody => return,
+    };
+    if let Err(err) = result {
+        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not add the eyes reaction; going on");
+    }
+}

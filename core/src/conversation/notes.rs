@@ -1,0 +1,100 @@
+//! The two short notes Parley posts instead of an answer, each at most once: "conversation
+//! limit reached" (once per PR) and "I could not answer this" (once per comment). Both are
+//! guarded by a claim in the store and carry a marker, so GitHub shows what they were.
+
+use super::answer::{self, Destination};
+use super::error::ConversationError;
+use super::gates::key;
+use super::snapshot::PrSnapshot;
+use super::trigger::Trigger;
+use crate::markers::kind;
+use crate::ports::github::GitHub;
+use crate::ports::{Claim, Store};
+use std::time::Duration;
+
+/// The limit note must stay unique for the PR's life.
+const LIMIT_NOTE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+/// An error note per comment, for as long as retries of that comment can happen.
+const ERROR_NOTE_TTL: Duration = Duration::from_secs(14 * 24 * 3600);
+
+/// Post the PR's one "conversation limit reached" note, unless it is already there.
+pub async fn limit_reached(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+) -> Result<(), ConversationError> {
+    let claim_key = key::limit_note(&snap.repo, snap.number);
+    if store.claim(&claim_key, LIMIT_NOTE_TTL).await? == Claim::AlreadyClaimed {
+        return Ok(());
+    }
+    let max = snap.config.config.mention.max_turns_per_pr;
+    let text = format!(
+        "I have reached this pull request's conversation limit ({max} replies) and will not \
+         answer further comments here. A maintainer can raise \
+         `mention.conversation.maxTurnsPerPr` in `.parley.yml`."
+    );
+    let body = answer::compose(
+        &text,
+        &[],
+        destination,
+        kind::LIMIT,
+        &answer::marker(kind::LIMIT, trigger.id),
+        &snap.silenced,
+    );
+    if let Err(err) = answer::post(github, snap, destination, &body).await {
+        release(store, &claim_key).await;
+        return Err(err);
+    }
+    tracing::info!(repo = %snap.repo, pr = snap.number, max, "conversation limit reached; note posted");
+    Ok(())
+}
+
+/// Tell the asker, once, that the answer failed and will be retried. Best effort: the
+/// caller returns the original failure either way, so the queue retries the job.
+pub async fn could_not_answer(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+    failure: &ConversationError,
+) {
+    let claim_key = key::error_note(&snap.repo, trigger.id);
+    match store.claim(&claim_key, ERROR_NOTE_TTL).await {
+        Ok(Claim::Won) => {}
+        Ok(Claim::AlreadyClaimed) => return,
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not claim the error note; not posting one");
+            return;
+        }
+    }
+    let reason = match failure {
+        ConversationError::Llm(_) => "the language model did not answer",
+        ConversationError::GitHub(_) => "GitHub did not let me read the conversation",
+        _ => "something went wrong on my side",
+    };
+    let text = format!(
+        "Sorry @{}, I could not answer this just now ({reason}). I will try again automatically.",
+        trigger.author.login
+    );
+    let body = answer::compose(
+        &text,
+        &[],
+        destination,
+        kind::ERROR,
+        &answer::marker(kind::ERROR, trigger.id),
+        &snap.silenced,
+    );
+    if let Err(err) = answer::post(github, snap, destination, &body).await {
+        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not post the error note");
+        release(store, &claim_key).await;
+    }
+}
+
+async fn release(store: &dyn Store, claim_key: &str) {
+    if let Err(err) = store.release(claim_key).await {
+        tracing::warn!(key = claim_key, error = %err, "could not release a claim; it expires on its own");
+    }
+}

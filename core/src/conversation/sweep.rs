@@ -1,0 +1,92 @@
+//! Nothing lost: on any job for a PR, look for questions that were never answered (a
+//! dropped message, a worker that died before its claim) and answer them too.
+//!
+//! A comment is pending when it mentions Parley or replies in a thread rooted at a Parley
+//! finding, is newer than Parley's last comment in its thread, and no Parley reply marker
+//! points at it. Candidates go through the very same gates as a webhook's comment (the
+//! claim keeps the sweep and a late-arriving job from both answering), oldest first, and
+//! at most [`MAX_PER_RUN`] per job so one job's time stays bounded. Review bodies are not
+//! swept: they are rare, and listing reviews would cost every job a call.
+
+use super::snapshot::PrSnapshot;
+use super::thread::{answers, finding_marker, is_parley};
+use super::trigger::Trigger;
+use crate::ports::github::{IssueComment, ReviewComment, User};
+use std::collections::HashMap;
+
+pub const MAX_PER_RUN: usize = 3;
+
+/// The pending comments among both listings, oldest first, at most [`MAX_PER_RUN`].
+pub fn pending(
+    snap: &PrSnapshot,
+    review_comments: &[ReviewComment],
+    issue_comments: &[IssueComment],
+    handled: u64,
+) -> Vec<Trigger> {
+    let mut found: Vec<Trigger> = Vec::new();
+    found.extend(pending_inline(snap, review_comments, handled));
+    found.extend(pending_top_level(snap, issue_comments, handled));
+    found.sort_by_key(|t| (t.created_at, t.id));
+    found.truncate(MAX_PER_RUN);
+    found
+}
+
+fn is_bot_or_parley(user: Option<&User>, snap: &PrSnapshot) -> bool {
+    user.is_none_or(|u| u.to_actor().is_bot() || snap.handles.is_self(&u.login))
+}
+
+fn pending_inline(snap: &PrSnapshot, comments: &[ReviewComment], handled: u64) -> Vec<Trigger> {
+    let by_id: HashMap<u64, &ReviewComment> = comments.iter().map(|c| (c.id, c)).collect();
+    let root_of = |c: &ReviewComment| {
+        let mut current = c;
+        for _ in 0..32 {
+            match current.in_reply_to_id.and_then(|up| by_id.get(&up)) {
+                Some(parent) => current = parent,
+                None => break,
+            }
+        }
+        current.in_reply_to_id.unwrap_or(current.id)
+    };
+    let mut last_parley: HashMap<u64, u64> = HashMap::new();
+    for c in comments
+        .iter()
+        .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+    {
+        let last = last_parley.entry(root_of(c)).or_insert(0);
+        *last = (*last).max(c.id);
+    }
+    let reply_without_mention = snap.config.config.mention.reply_without_mention;
+    comments
+        .iter()
+        .filter(|c| c.id != handled && !snap.was_answered(c.id))
+        .filter(|c| !is_bot_or_parley(c.user.as_ref(), snap))
+        .filter(|c| c.id > last_parley.get(&root_of(c)).copied().unwrap_or(0))
+        .filter(|c| !comments.iter().any(|p| answers(&p.body, c.id)))
+        .filter(|c| {
+            snap.handles.mentioned_in(&c.body)
+                || (reply_without_mention
+                    && c.in_reply_to_id.is_some()
+                    && by_id
+                        .get(&root_of(c))
+                        .is_some_and(|root| finding_marker(root, &snap.handles).is_some()))
+        })
+        .filter_map(Trigger::from_review_comment)
+        .collect()
+}
+
+fn pending_top_level(snap: &PrSnapshot, comments: &[IssueComment], handled: u64) -> Vec<Trigger> {
+    let last_parley = comments
+        .iter()
+        .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+        .map(|c| c.id)
+        .max()
+        .unwrap_or(0);
+    comments
+        .iter()
+        .filter(|c| c.id != handled && c.id > last_parley && !snap.was_answered(c.id))
+        .filter(|c| !is_bot_or_parley(c.user.as_ref(), snap))
+        .filter(|c| snap.handles.mentioned_in(&c.body))
+        .filter(|c| !comments.iter().any(|p| answers(&p.body, c.id)))
+        .filter_map(Trigger::from_issue_comment)
+        .collect()
+}

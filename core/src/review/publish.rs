@@ -1,0 +1,220 @@
+//! Posting the review and recording what it posted.
+//!
+//! One `COMMENT` review carries the summary and every inline finding, so a PR gets one
+//! notification, not fifteen. If GitHub refuses the inline comments (422, usually a line
+//! that is not in the diff any more), the same findings go into a summary-only review
+//! with links to their lines. Afterwards the review's comments are listed and matched to
+//! findings by their hidden markers, so each finding is stored with the comment id a
+//! reply in its thread will carry.
+
+use crate::markers::{self, FindingMarker};
+use crate::ports::github::{
+    DiffSide, GitHub, GitHubError, NewReview, NewReviewComment, PageLimit, RepoScope, Review,
+    ReviewEvent,
+};
+use crate::ports::{Finding, FindingState, Store, StoreError};
+use crate::review::merge::Candidate;
+use crate::review::summary::severity_name;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use time::OffsetDateTime;
+
+/// A finding with the id it is posted and stored under.
+#[derive(Debug, Clone)]
+pub struct Identified {
+    pub id: String,
+    pub candidate: Candidate,
+}
+
+impl Identified {
+    /// The id is derived from the fingerprint and head, so a retried job that recomputes
+    /// the same finding gives it the same id (and the store record is replaced, not
+    /// duplicated).
+    pub fn new(candidate: Candidate, head_sha: &str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(candidate.fingerprint.as_bytes());
+        hasher.update(head_sha.as_bytes());
+        let id = format!("f_{}", hex::encode(&hasher.finalize()[..6]));
+        Identified { id, candidate }
+    }
+
+    pub fn marker(&self) -> FindingMarker {
+        let c = &self.candidate;
+        FindingMarker {
+            id: self.id.clone(),
+            fingerprint: c.fingerprint.clone(),
+            severity: c.severity,
+            category: c.category.clone(),
+            confidence: c.confidence,
+            path: c.path.clone(),
+            start_line: c.start_line,
+            line: c.line,
+            title: c.title.clone(),
+        }
+    }
+}
+
+/// What was posted.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub review: Review,
+    /// GitHub refused the inline comments; the findings are in the summary.
+    pub fallback: bool,
+}
+
+/// Post the review: inline first, summary-only if GitHub refuses the inline comments.
+pub async fn post_review(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    head_sha: &str,
+    inline: &[Identified],
+    body: &str,
+    fallback_body: &str,
+) -> Result<Posted, GitHubError> {
+    let review = NewReview {
+        commit_id: Some(head_sha.to_string()),
+        body: body.to_string(),
+        event: ReviewEvent::Comment,
+        comments: inline.iter().map(inline_comment).collect(),
+    };
+    match github.create_review(scope, number, &review).await {
+        Ok(review) => Ok(Posted {
+            review,
+            fallback: false,
+        }),
+        Err(GitHubError::Unprocessable { message, errors }) if !inline.is_empty() => {
+            tracing::warn!(
+                repo = %scope.full_name(), number, %message, details = errors.len(),
+                "GitHub refused the inline review; posting the findings in the summary"
+            );
+            let summary_only = NewReview {
+                comments: Vec::new(),
+                body: fallback_body.to_string(),
+                ..review
+            };
+            let review = github.create_review(scope, number, &summary_only).await?;
+            Ok(Posted {
+                review,
+                fallback: true,
+            })
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn inline_comment(finding: &Identified) -> NewReviewComment {
+    let c = &finding.candidate;
+    NewReviewComment {
+        path: c.path.clone(),
+        body: comment_body(finding),
+        line: c.line,
+        side: Some(DiffSide::Right),
+        start_line: c.start_line,
+        start_side: c.start_line.map(|_| DiffSide::Right),
+    }
+}
+
+/// Severity, category and confidence up front; the body; a suggestion block when there
+/// is a replacement; the hidden marker last.
+pub fn comment_body(finding: &Identified) -> String {
+    let c = &finding.candidate;
+    let mut body = format!(
+        "**[{}] {}** · confidence {}%\n\n**{}**\n\n{}",
+        severity_name(c.severity).to_uppercase(),
+        c.category,
+        c.confidence,
+        c.title,
+        c.body
+    );
+    if let Some(suggestion) = &c.suggestion {
+        // A fence longer than any backtick run inside keeps the suggestion intact.
+        let fence = "`".repeat(longest_backtick_run(suggestion).max(2) + 1);
+        body.push_str(&format!(
+            "\n\n{fence}suggestion\n{}\n{fence}",
+            suggestion.trim_end_matches('\n')
+        ));
+    }
+    markers::append(&body, markers::kind::FINDING, &finding.marker())
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+/// Store every finding of the review, each inline one with the GitHub comment id found by
+/// its marker among the review's comments. Findings that went to the summary are stored
+/// without a comment id: they still count as posted for the next review's dedupe.
+#[allow(clippy::too_many_arguments)] // one call site; the parts are all different things
+pub async fn record_findings(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    scope: &RepoScope,
+    number: u64,
+    head_sha: &str,
+    review_id: u64,
+    inline: &[Identified],
+    in_summary: &[Identified],
+) -> Result<usize, RecordError> {
+    let comment_ids = if inline.is_empty() {
+        HashMap::new()
+    } else {
+        comment_ids_by_marker(github, scope, number, review_id).await?
+    };
+    let repo = scope.full_name();
+    let now = OffsetDateTime::now_utc();
+    for finding in inline.iter().chain(in_summary.iter()) {
+        let c = &finding.candidate;
+        let record = Finding {
+            repo: repo.clone(),
+            pr: number,
+            id: finding.id.clone(),
+            fingerprint: c.fingerprint.clone(),
+            severity: c.severity,
+            category: c.category.clone(),
+            confidence: c.confidence,
+            path: c.path.clone(),
+            start_line: c.start_line,
+            line: c.line,
+            title: c.title.clone(),
+            body: c.body.clone(),
+            head_sha: head_sha.to_string(),
+            review_id: Some(review_id),
+            comment_id: comment_ids.get(&finding.id).copied(),
+            state: FindingState::Open,
+            state_changed_by: None,
+            state_changed_at: None,
+            created_at: now,
+        };
+        store.put_finding(&record).await?;
+    }
+    Ok(comment_ids.len())
+}
+
+/// Finding id → comment id for the comments of `review_id` that carry a finding marker.
+pub async fn comment_ids_by_marker(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    review_id: u64,
+) -> Result<HashMap<String, u64>, GitHubError> {
+    let comments = github
+        .list_review_comments_for_review(scope, number, review_id, PageLimit::pages(3))
+        .await?;
+    Ok(comments
+        .items
+        .iter()
+        .filter_map(|comment| {
+            let marker: FindingMarker = markers::find(&comment.body, markers::kind::FINDING)?;
+            Some((marker.id, comment.id))
+        })
+        .collect())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    GitHub(#[from] GitHubError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,367 @@
+//! End-to-end rig for the conversation worker: a real `GitHubClient` against
+//! [`FakeGitHub`], a real `AnthropicLlm` against [`FakeLlm`], a real store (SQLite or
+//! DynamoDB on moto), wired into `Services` as the Lambda and `parley serve` do. Jobs are
+//! made from the corpus's webhook payloads through `parley_core::webhook::normalise`.
+
+use crate::fake_github::FakeGitHub;
+use crate::fake_llm::FakeLlm;
+use parley_core::Job;
+use parley_core::conversation::ConversationHandler;
+use parley_core::llm::PriceTable;
+use parley_core::markers::{self, FindingMarker, ReplyMarker};
+use parley_core::mention::Handles;
+use parley_core::ports::{Finding, FindingState, GitHub, JobError, JobHandler, Severity, Store};
+use parley_core::repo::{BotIdentity, ConfigLoader};
+use parley_core::services::Services;
+use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
+use parley_github::{GitHubClient, GitHubConfig};
+use parley_queue::sqlite::{QueueSettings, SqliteQueue};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub const OWNER: &str = "octo-org";
+pub const NAME: &str = "talk";
+pub const REPO: &str = "octo-org/talk";
+pub const INSTALLATION: u64 = 88;
+pub const PR: u64 = 7;
+pub const AUTHOR: &str = "alice";
+pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
+pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+pub const BOT: &str = "parley[bot]";
+pub const MODEL: &str = "claude-sonnet-4-5";
+pub const HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+pub struct Harness {
+    pub github: FakeGitHub,
+    pub llm: FakeLlm,
+    pub store: Arc<dyn Store>,
+    pub queue: Arc<SqliteQueue>,
+    pub services: Services,
+    pub handler: ConversationHandler,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Harness {
+    /// PR #7 by `alice` on `octo-org/talk`, `bob` with write access, `mallory` read-only,
+    /// and a model that answers `{"reply": "Here is my answer."}` unless scripted.
+    pub async fn start(backend: Backend) -> Self {
+        let github = FakeGitHub::start().await;
+        let llm = FakeLlm::start().await;
+        llm.default_reply(&answer("Here is my answer.", None));
+        github.add_pull(REPO, PR, AUTHOR, HEAD, BASE);
+        github.set_permission(REPO, "bob", "write");
+        github.set_permission(REPO, "mallory", "read");
+        let (store, dir) = match backend {
+            Backend::Sqlite => {
+                let (store, dir) = crate::stores::sqlite();
+                (store, Some(dir))
+            }
+            Backend::Dynamo => (crate::stores::dynamodb().await, None),
+        };
+        let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
+        let services = services(&github, &llm, store.clone(), queue.clone());
+        let handler = ConversationHandler::new(services.clone());
+        Harness {
+            github,
+            llm,
+            store,
+            queue,
+            services,
+            handler,
+            _dir: dir,
+        }
+    }
+
+    pub async fn run(&self, job: Job) -> Result<(), JobError> {
+        self.handler.handle(job).await
+    }
+
+    /// `.parley.yml` on the default branch.
+    pub fn config(&self, yaml: &str) {
+        // The PR example's base repository names `master` as its default branch.
+        self.github.set_file(REPO, "master", ".parley.yml", yaml);
+    }
+
+    /// A Parley finding posted inline (as the review worker does), optionally recorded in
+    /// the store. Returns the root comment id and the finding.
+    pub async fn seed_finding(&self, in_store: bool) -> (u64, Finding) {
+        let marker = FindingMarker {
+            id: "f-sql-1".into(),
+            fingerprint: "fp-sql".into(),
+            severity: Severity::High,
+            category: "security".into(),
+            confidence: 92,
+            path: "src/db.rs".into(),
+            start_line: None,
+            line: 3,
+            title: "SQL built by string formatting".into(),
+        };
+        let body = markers::append(
+            "**[HIGH] security** (confidence 92)\n\nThe query is built with `format!` from `id`: SQL injection.",
+            markers::kind::FINDING,
+            &marker,
+        );
+        let root = self
+            .github
+            .add_review_comment(REPO, PR, BOT, &body, None, "src/db.rs", 3);
+        let finding = Finding {
+            repo: REPO.into(),
+            pr: PR,
+            id: marker.id.clone(),
+            fingerprint: marker.fingerprint.clone(),
+            severity: Severity::High,
+            category: "security".into(),
+            confidence: 92,
+            path: "src/db.rs".into(),
+            start_line: None,
+            line: 3,
+            title: marker.title.clone(),
+            body: "The query is built with `format!` from `id`: SQL injection.".into(),
+            head_sha: HEAD.into(),
+            review_id: None,
+            comment_id: Some(root),
+            state: FindingState::Open,
+            state_changed_by: None,
+            state_changed_at: None,
+            created_at: time::OffsetDateTime::now_utc(),
+        };
+        if in_store {
+            self.store
+                .put_finding(&finding)
+                .await
+                .expect("seed finding");
+        }
+        (root, finding)
+    }
+
+    /// A user's inline comment (a reply when `in_reply_to` is set), on GitHub and as the
+    /// job its webhook delivery becomes.
+    pub fn inline_comment(&self, author: &str, body: &str, in_reply_to: Option<u64>) -> Job {
+        let id =
+            self.github
+                .add_review_comment(REPO, PR, author, body, in_reply_to, "src/db.rs", 3);
+        self.inline_job(id, &format!("delivery-{id}"))
+    }
+
+    /// The job for an inline comment already on the fake, with a chosen delivery id.
+    pub fn inline_job(&self, id: u64, delivery: &str) -> Job {
+        let comment = self
+            .github
+            .review_comments(REPO, PR)
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .expect("comment on the fake");
+        let mut payload =
+            crate::webhook_example("pull_request_review_comment", "created.payload.json");
+        payload["comment"] = comment;
+        payload["comment"]["diff_hunk"] = HUNK.into();
+        payload["pull_request"]["number"] = PR.into();
+        payload["pull_request"]["user"]["login"] = AUTHOR.into();
+        repo_and_installation(&mut payload);
+        job_from("pull_request_review_comment", delivery, &payload)
+    }
+
+    /// The job a bot's inline comment would become if the webhook let it through (it does
+    /// not: bots are filtered there too), to test the worker's own gate.
+    pub fn bot_inline_job(&self, id: u64) -> Job {
+        let comment = self
+            .github
+            .review_comments(REPO, PR)
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .expect("comment on the fake");
+        let mut payload =
+            crate::webhook_example("pull_request_review_comment", "created.payload.json");
+        payload["comment"] = comment.clone();
+        payload["comment"]["user"] = json!({ "login": "human", "type": "User" });
+        payload["pull_request"]["number"] = PR.into();
+        repo_and_installation(&mut payload);
+        let mut job = job_from(
+            "pull_request_review_comment",
+            &format!("delivery-{id}"),
+            &payload,
+        );
+        if let Job::Conversation(j) = &mut job {
+            j.comment.author.login = comment["user"]["login"].as_str().unwrap_or("").into();
+            j.comment.author.kind = comment["user"]["type"].as_str().unwrap_or("").into();
+        }
+        job
+    }
+
+    /// A top-level PR comment, on GitHub and as its job.
+    pub fn top_level_comment(&self, author: &str, body: &str) -> Job {
+        let id = self.github.add_issue_comment(REPO, PR, author, body);
+        self.top_level_job(id, &format!("delivery-{id}"))
+    }
+
+    pub fn top_level_job(&self, id: u64, delivery: &str) -> Job {
+        let comment = self
+            .github
+            .issue_comments(REPO, PR)
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .expect("comment on the fake");
+        let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
+        payload["comment"] = comment;
+        payload["issue"]["number"] = PR.into();
+        payload["issue"]["pull_request"] =
+            json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/{PR}") });
+        repo_and_installation(&mut payload);
+        job_from("issue_comment", delivery, &payload)
+    }
+
+    /// Comments Parley posted (inline replies and top-level), in order.
+    pub fn parley_comments(&self) -> Vec<Value> {
+        let mut all: Vec<Value> = self.github.review_comments(REPO, PR);
+        all.extend(self.github.issue_comments(REPO, PR));
+        all.retain(|c| c["user"]["login"] == BOT && !is_finding(c));
+        all.sort_by_key(|c| c["id"].as_u64());
+        all
+    }
+
+    /// Parley's replies (marker kind `reply`) answering comment `id`.
+    pub fn replies_to(&self, id: u64) -> Vec<Value> {
+        self.parley_comments()
+            .into_iter()
+            .filter(|c| reply_marker(c).is_some_and(|m| m.kind == "reply" && m.reply_to == id))
+            .collect()
+    }
+
+    pub fn notes_of_kind(&self, kind: &str) -> Vec<Value> {
+        self.parley_comments()
+            .into_iter()
+            .filter(|c| {
+                markers::parse_all(c["body"].as_str().unwrap_or(""))
+                    .iter()
+                    .any(|m| m.kind == kind)
+            })
+            .collect()
+    }
+
+    /// Everything the model was shown, per call.
+    pub fn prompts(&self) -> Vec<String> {
+        self.llm.prompts().iter().map(|p| p.text()).collect()
+    }
+}
+
+/// The JSON the model is asked for.
+pub fn answer(reply: &str, resolution: Option<&str>) -> String {
+    json!({ "reply": reply, "resolution": resolution }).to_string()
+}
+
+fn is_finding(comment: &Value) -> bool {
+    markers::parse_all(comment["body"].as_str().unwrap_or(""))
+        .iter()
+        .any(|m| m.kind == markers::kind::FINDING)
+}
+
+pub fn reply_marker(comment: &Value) -> Option<ReplyMarker> {
+    let body = comment["body"].as_str().unwrap_or("");
+    markers::parse_all(body)
+        .into_iter()
+        .find(|m| m.kind != markers::kind::FINDING)
+        .and_then(|m| m.decode())
+}
+
+fn repo_and_installation(payload: &mut Value) {
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+}
+
+fn job_from(event: &str, delivery: &str, payload: &Value) -> Job {
+    let ctx = NormaliseContext {
+        handles: Some(Handles::new("parley", &[])),
+    };
+    match normalise(event, delivery, payload, &ctx) {
+        Normalised::Job(job) => *job,
+        other => panic!("{event} did not normalise to a job: {other:?}"),
+    }
+}
+
+pub fn services(
+    github: &FakeGitHub,
+    llm: &FakeLlm,
+    store: Arc<dyn Store>,
+    queue: Arc<SqliteQueue>,
+) -> Services {
+    let github: Arc<dyn GitHub> = Arc::new(github_client(github));
+    let llm: Arc<dyn parley_core::ports::llm::Llm> = Arc::new(
+        parley_llm::AnthropicLlm::new(
+            &llm.url,
+            "test-key",
+            MODEL,
+            Duration::from_secs(5),
+            parley_llm::RetryPolicy {
+                max_retries: 1,
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(20),
+            },
+        )
+        .expect("anthropic client"),
+    );
+    Services {
+        store,
+        queue,
+        github: github.clone(),
+        llm,
+        prices: Arc::new(PriceTable::builtin()),
+        identity: Arc::new(BotIdentity::new(None, Vec::new())),
+        config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
+    }
+}
+
+pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
+    GitHubClient::new(GitHubConfig {
+        api_url: fake.url.clone(),
+        retry: parley_github::RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+            max_elapsed: Duration::from_secs(5),
+            rate_limit_budget: Duration::from_secs(1),
+        },
+        request_timeout: Duration::from_secs(10),
+        ..GitHubConfig::new("12345", app_key())
+    })
+    .expect("github client")
+}
+
+/// A 2048-bit App key, generated once and kept in the target dir for other test
+/// processes (nextest runs each test in its own process; generating is slow in debug).
+pub fn app_key() -> String {
+    static KEY: OnceLock<String> = OnceLock::new();
+    KEY.get_or_init(|| {
+        use rsa::pkcs1::{EncodeRsaPrivateKey, LineEnding};
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/tmp/parley-conversation-test-key");
+        let path = dir.join("app.pem");
+        if let Ok(pem) = std::fs::read_to_string(&path) {
+            return pem;
+        }
+        let private = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).expect("rsa key");
+        let pem = private
+            .to_pkcs1_pem(LineEnding::LF)
+            .expect("pem")
+            .to_string();
+        std::fs::create_dir_all(&dir).expect("key dir");
+        let temp = dir.join(format!(
+            "{}-{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&temp, &pem).expect("write key");
+        std::fs::rename(&temp, &path).expect("place key");
+        pem
+    })
+    .clone()
+}

@@ -1,0 +1,254 @@
+//! End-to-end rig for the review worker: a real `GitHubClient` against [`FakeGitHub`], a
+//! real `AnthropicLlm` against [`FakeLlm`] scripted per specialist, a real store (SQLite
+//! or DynamoDB on moto), wired into `Services` exactly as the Lambda and `parley serve` do.
+
+use crate::fake_github::FakeGitHub;
+use crate::fake_llm::FakeLlm;
+use parley_core::Job;
+use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
+use parley_core::llm::PriceTable;
+use parley_core::ports::{JobError, JobHandler, Store};
+use parley_core::repo::{BotIdentity, ConfigLoader};
+use parley_core::review::ReviewHandler;
+use parley_core::services::Services;
+use parley_github::{GitHubClient, GitHubConfig};
+use parley_queue::sqlite::{QueueSettings, SqliteQueue};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub const OWNER: &str = "octo-org";
+pub const NAME: &str = "hello-world";
+pub const REPO: &str = "octo-org/hello-world";
+pub const INSTALLATION: u64 = 77;
+pub const PR: u64 = 42;
+pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
+pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
+pub const MODEL: &str = "claude-sonnet-4-5";
+
+/// Phrases unique to each specialist's system prompt, to script the fake LLM by.
+pub const SECURITY: &str = "the security specialist";
+pub const CORRECTNESS: &str = "the correctness specialist";
+pub const TESTS: &str = "the testing specialist";
+pub const STYLE: &str = "the maintainability specialist";
+pub const GUIDELINES: &str = "the guideline-compliance specialist";
+
+/// `src/db.rs` of the standard PR: right-side lines 1-6, of which 2-4 are added.
+pub const DB_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Dynamo,
+}
+
+pub struct ReviewHarness {
+    pub github: FakeGitHub,
+    pub llm: FakeLlm,
+    pub services: Services,
+    pub store: Arc<dyn Store>,
+    pub handler: ReviewHandler,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl ReviewHarness {
+    /// A fake GitHub with PR #42 (head [`HEAD`], base [`BASE`], one file `src/db.rs`), a
+    /// fake LLM whose passes find nothing unless scripted, and a fresh store.
+    pub async fn start(backend: Backend) -> Self {
+        let github = FakeGitHub::start().await;
+        let llm = FakeLlm::start().await;
+        llm.default_reply(r#"{"findings": []}"#);
+        github.add_pull(REPO, PR, "alice", HEAD, BASE);
+        github.update_pull(REPO, PR, |pr| {
+            pr["html_url"] = format!("https://github.com/{REPO}/pull/{PR}").into();
+            pr["base"]["repo"]["default_branch"] = "main".into();
+        });
+        github.set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH)]);
+
+        let (store, dir) = match backend {
+            Backend::Sqlite => {
+                let (store, dir) = crate::stores::sqlite();
+                (store, Some(dir))
+            }
+            Backend::Dynamo => (crate::stores::dynamodb().await, None),
+        };
+        let services = services(&github, &llm, store.clone());
+        let handler = ReviewHandler::new(services.clone());
+        ReviewHarness {
+            github,
+            llm,
+            services,
+            store,
+            handler,
+            _dir: dir,
+        }
+    }
+
+    pub async fn run(&self, job: Job) -> Result<(), JobError> {
+        self.handler.handle(job).await
+    }
+
+    /// The check runs on the repository, as GitHub holds them after every update.
+    pub fn check_runs(&self) -> Vec<Value> {
+        self.github.check_runs(REPO)
+    }
+
+    /// The conclusion of the only check run, asserting there is exactly one.
+    pub fn conclusion(&self) -> String {
+        let runs = self.check_runs();
+        assert_eq!(runs.len(), 1, "check runs: {runs:#?}");
+        assert_eq!(runs[0]["name"], "Parley review");
+        assert_eq!(runs[0]["status"], "completed", "{:#?}", runs[0]);
+        runs[0]["conclusion"].as_str().unwrap_or("").to_string()
+    }
+
+    pub fn reviews(&self) -> Vec<Value> {
+        self.github.reviews(REPO, PR)
+    }
+
+    /// Inline comments Parley posted (root comments of reviews).
+    pub fn inline_comments(&self) -> Vec<Value> {
+        self.github
+            .review_comments(REPO, PR)
+            .into_iter()
+            .filter(|c| !c["pull_request_review_id"].is_null())
+            .collect()
+    }
+}
+
+pub fn services(github: &FakeGitHub, llm: &FakeLlm, store: Arc<dyn Store>) -> Services {
+    let github: Arc<dyn parley_core::ports::GitHub> = Arc::new(github_client(github));
+    let llm: Arc<dyn parley_core::ports::llm::Llm> = Arc::new(
+        parley_llm::AnthropicLlm::new(
+            &llm.url,
+            "test-key",
+            MODEL,
+            Duration::from_secs(30),
+            parley_llm::RetryPolicy {
+                max_retries: 1,
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(20),
+            },
+        )
+        .expect("anthropic client"),
+    );
+    let queue = SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue");
+    Services {
+        store,
+        queue: Arc::new(queue),
+        github: github.clone(),
+        llm,
+        prices: Arc::new(PriceTable::builtin()),
+        identity: Arc::new(BotIdentity::new(Some("parley".into()), Vec::new())),
+        config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
+    }
+}
+
+pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
+    GitHubClient::new(GitHubConfig {
+        api_url: fake.url.clone(),
+        retry: parley_github::RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+            max_elapsed: Duration::from_secs(5),
+            rate_limit_budget: Duration::from_secs(2),
+        },
+        request_timeout: Duration::from_secs(10),
+        ..GitHubConfig::new("12345", app_key())
+    })
+    .expect("github client")
+}
+
+/// A 2048-bit App key, generated once and shared with other test processes through the
+/// same file infra/github's tests use (nextest runs each test in its own process, and
+/// generating a key in a debug build takes seconds).
+pub fn app_key() -> String {
+    static KEY: OnceLock<String> = OnceLock::new();
+    KEY.get_or_init(|| {
+        use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey, LineEnding};
+        let dir =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/parley-github-test-key");
+        let private_path = dir.join("app.pem");
+        if let Ok(pem) = std::fs::read_to_string(&private_path) {
+            return pem;
+        }
+        let private = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).expect("rsa key");
+        let private_pem = private
+            .to_pkcs1_pem(LineEnding::LF)
+            .expect("pem")
+            .to_string();
+        let public_pem = private
+            .to_public_key()
+            .to_pkcs1_pem(LineEnding::LF)
+            .expect("pem");
+        std::fs::create_dir_all(&dir).expect("key dir");
+        let unique = format!("{}-{:?}", std::process::id(), std::thread::current().id());
+        for (name, text) in [("app.pub.pem", &public_pem), ("app.pem", &private_pem)] {
+            let temp = dir.join(format!("{unique}.tmp"));
+            std::fs::write(&temp, text).expect("write key");
+            std::fs::rename(&temp, dir.join(name)).expect("place key");
+        }
+        private_pem
+    })
+    .clone()
+}
+
+/// An automatic review job for `head`.
+pub fn job(trigger: ReviewTrigger, head: &str, delivery: &str) -> Job {
+    Job::Review(ReviewJob {
+        delivery_id: delivery.to_string(),
+        installation_id: Some(INSTALLATION),
+        repo: RepoRef {
+            id: 1,
+            owner: OWNER.to_string(),
+            name: NAME.to_string(),
+        },
+        number: PR,
+        trigger,
+        head_sha: head.to_string(),
+        base_sha: BASE.to_string(),
+        base_ref: "main".to_string(),
+        before_sha: None,
+        author: Actor {
+            login: "alice".to_string(),
+            kind: "User".to_string(),
+        },
+        title: format!("PR #{PR}"),
+        request: None,
+    })
+}
+
+/// A manual request (`@parley review` / `@parley full review`) from issue comment
+/// `comment_id`.
+pub fn manual_job(trigger: ReviewTrigger, head: &str, delivery: &str, comment_id: u64) -> Job {
+    let Job::Review(mut review) = job(trigger, head, delivery) else {
+        unreachable!("job() builds review jobs")
+    };
+    review.request = Some(ReviewRequest {
+        comment_id,
+        surface: Surface::IssueComment,
+        author: Actor {
+            login: "bob".to_string(),
+            kind: "User".to_string(),
+        },
+        html_url: format!("https://github.com/{REPO}/pull/{PR}#issuecomment-{comment_id}"),
+    });
+    Job::Review(review)
+}
+
+/// One finding as a specialist would report it.
+pub fn finding(path: &str, line: u32, severity: &str, confidence: u8, title: &str) -> Value {
+    json!({
+        "path": path, "line": line, "side": "RIGHT", "severity": severity,
+        "category": "bug", "confidence": confidence, "title": title,
+        "body": format!("Details about {title}."),
+    })
+}
+
+/// A pass's reply carrying `findings`.
+pub fn reply(findings: &[Value]) -> String {
+    json!({ "findings": findings }).to_string()
+}
