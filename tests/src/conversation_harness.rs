@@ -7,19 +7,14 @@ use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
-use parley_core::llm::PriceTable;
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
 use parley_core::mention::Handles;
-use parley_core::ports::{Finding, FindingState, GitHub, JobError, JobHandler, Severity, Store};
-use parley_core::repo::{BotIdentity, ConfigLoader};
+use parley_core::ports::{Finding, FindingState, JobError, JobHandler, Severity, Store};
 use parley_core::services::Services;
 use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
-use parley_github::{GitHubClient, GitHubConfig};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 pub const OWNER: &str = "octo-org";
 pub const NAME: &str = "talk";
@@ -30,7 +25,7 @@ pub const AUTHOR: &str = "alice";
 pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
 pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 pub const BOT: &str = "parley[bot]";
-pub const MODEL: &str = "claude-sonnet-4-5";
+pub use crate::clients::{MODEL, app_key, github_client};
 pub const HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +62,7 @@ impl Harness {
             Backend::Dynamo => (crate::stores::dynamodb().await, None),
         };
         let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
-        let services = services(&github, &llm, store.clone(), queue.clone());
+        let services = crate::clients::services(&github, &llm, store.clone(), queue.clone());
         let handler = ConversationHandler::new(services.clone());
         Harness {
             github,
@@ -286,82 +281,4 @@ fn job_from(event: &str, delivery: &str, payload: &Value) -> Job {
         Normalised::Job(job) => *job,
         other => panic!("{event} did not normalise to a job: {other:?}"),
     }
-}
-
-pub fn services(
-    github: &FakeGitHub,
-    llm: &FakeLlm,
-    store: Arc<dyn Store>,
-    queue: Arc<SqliteQueue>,
-) -> Services {
-    let github: Arc<dyn GitHub> = Arc::new(github_client(github));
-    let llm: Arc<dyn parley_core::ports::llm::Llm> = Arc::new(
-        parley_llm::AnthropicLlm::new(
-            &llm.url,
-            "test-key",
-            MODEL,
-            Duration::from_secs(5),
-            parley_llm::RetryPolicy {
-                max_retries: 1,
-                base_delay: Duration::from_millis(5),
-                max_delay: Duration::from_millis(20),
-            },
-        )
-        .expect("anthropic client"),
-    );
-    Services {
-        store,
-        queue,
-        github: github.clone(),
-        llm,
-        prices: Arc::new(PriceTable::builtin()),
-        identity: Arc::new(BotIdentity::new(None, Vec::new())),
-        config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
-    }
-}
-
-pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
-    GitHubClient::new(GitHubConfig {
-        api_url: fake.url.clone(),
-        retry: parley_github::RetryPolicy {
-            max_attempts: 2,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(20),
-            max_elapsed: Duration::from_secs(5),
-            rate_limit_budget: Duration::from_secs(1),
-        },
-        request_timeout: Duration::from_secs(10),
-        ..GitHubConfig::new("12345", app_key())
-    })
-    .expect("github client")
-}
-
-/// A 2048-bit App key, generated once and kept in the target dir for other test
-/// processes (nextest runs each test in its own process; generating is slow in debug).
-pub fn app_key() -> String {
-    static KEY: OnceLock<String> = OnceLock::new();
-    KEY.get_or_init(|| {
-        use rsa::pkcs1::{EncodeRsaPrivateKey, LineEnding};
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/tmp/parley-conversation-test-key");
-        let path = dir.join("app.pem");
-        if let Ok(pem) = std::fs::read_to_string(&path) {
-            return pem;
-        }
-        let private = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).expect("rsa key");
-        let pem = private
-            .to_pkcs1_pem(LineEnding::LF)
-            .expect("pem")
-            .to_string();
-        std::fs::create_dir_all(&dir).expect("key dir");
-        let temp = dir.join(format!(
-            "{}-{:?}.tmp",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        std::fs::write(&temp, &pem).expect("write key");
-        std::fs::rename(&temp, &path).expect("place key");
-        pem
-    })
-    .clone()
 }

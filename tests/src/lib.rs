@@ -54,6 +54,7 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
     parley_core::webhook::signature::sign(secret.as_bytes(), body)
 }
 
+pub mod clients;
 pub mod conversation_harness;
 pub mod fake_github;
 pub mod fake_llm;

@@ -6,17 +6,12 @@ use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
 use parley_core::Job;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
-use parley_core::llm::PriceTable;
 use parley_core::ports::{JobError, JobHandler, Store};
-use parley_core::repo::{BotIdentity, ConfigLoader};
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
-use parley_github::{GitHubClient, GitHubConfig};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 pub const OWNER: &str = "octo-org";
 pub const NAME: &str = "hello-world";
@@ -74,7 +69,8 @@ impl ReviewHarness {
             }
             Backend::Dynamo => (crate::stores::dynamodb().await, None),
         };
-        let services = services(&github, &llm, store.clone());
+        let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
+        let services = crate::clients::services(&github, &llm, store.clone(), queue);
         let handler = ReviewHandler::new(services.clone());
         ReviewHarness {
             github,
@@ -116,84 +112,6 @@ impl ReviewHarness {
             .filter(|c| !c["pull_request_review_id"].is_null())
             .collect()
     }
-}
-
-pub fn services(github: &FakeGitHub, llm: &FakeLlm, store: Arc<dyn Store>) -> Services {
-    let github: Arc<dyn parley_core::ports::GitHub> = Arc::new(github_client(github));
-    let llm: Arc<dyn parley_core::ports::llm::Llm> = Arc::new(
-        parley_llm::AnthropicLlm::new(
-            &llm.url,
-            "test-key",
-            MODEL,
-            Duration::from_secs(30),
-            parley_llm::RetryPolicy {
-                max_retries: 1,
-                base_delay: Duration::from_millis(5),
-                max_delay: Duration::from_millis(20),
-            },
-        )
-        .expect("anthropic client"),
-    );
-    let queue = SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue");
-    Services {
-        store,
-        queue: Arc::new(queue),
-        github: github.clone(),
-        llm,
-        prices: Arc::new(PriceTable::builtin()),
-        identity: Arc::new(BotIdentity::new(Some("parley".into()), Vec::new())),
-        config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
-    }
-}
-
-pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
-    GitHubClient::new(GitHubConfig {
-        api_url: fake.url.clone(),
-        retry: parley_github::RetryPolicy {
-            max_attempts: 2,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(20),
-            max_elapsed: Duration::from_secs(5),
-            rate_limit_budget: Duration::from_secs(2),
-        },
-        request_timeout: Duration::from_secs(10),
-        ..GitHubConfig::new("12345", app_key())
-    })
-    .expect("github client")
-}
-
-/// A 2048-bit App key, generated once and shared with other test processes through the
-/// same file infra/github's tests use (nextest runs each test in its own process, and
-/// generating a key in a debug build takes seconds).
-pub fn app_key() -> String {
-    static KEY: OnceLock<String> = OnceLock::new();
-    KEY.get_or_init(|| {
-        use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey, LineEnding};
-        let dir =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/parley-github-test-key");
-        let private_path = dir.join("app.pem");
-        if let Ok(pem) = std::fs::read_to_string(&private_path) {
-            return pem;
-        }
-        let private = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).expect("rsa key");
-        let private_pem = private
-            .to_pkcs1_pem(LineEnding::LF)
-            .expect("pem")
-            .to_string();
-        let public_pem = private
-            .to_public_key()
-            .to_pkcs1_pem(LineEnding::LF)
-            .expect("pem");
-        std::fs::create_dir_all(&dir).expect("key dir");
-        let unique = format!("{}-{:?}", std::process::id(), std::thread::current().id());
-        for (name, text) in [("app.pub.pem", &public_pem), ("app.pem", &private_pem)] {
-            let temp = dir.join(format!("{unique}.tmp"));
-            std::fs::write(&temp, text).expect("write key");
-            std::fs::rename(&temp, dir.join(name)).expect("place key");
-        }
-        private_pem
-    })
-    .clone()
 }
 
 /// An automatic review job for `head`.

@@ -334,7 +334,10 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
     // Same GitHub, but a store that never heard of the run (the worker died before
     // recording it): the review's marker on GitHub stops a second post.
     let (fresh, _dir) = parley_tests::stores::sqlite();
-    let services = services(&h.github, &h.llm, fresh.clone());
+    let queue = std::sync::Arc::new(
+        parley_queue::sqlite::SqliteQueue::open_in_memory(Default::default()).expect("queue"),
+    );
+    let services = parley_tests::clients::services(&h.github, &h.llm, fresh.clone(), queue);
     let handler = parley_core::review::ReviewHandler::new(services);
     use parley_core::ports::JobHandler;
     handler

@@ -1,12 +1,16 @@
-//! `parley serve` end to end: a signed webhook over real HTTP, picked up by the workers
-//! from the SQLite queue, and a clean drain on shutdown.
+//! `parley serve` end to end: a signed webhook over real HTTP, picked up by the
+//! conversation worker from the SQLite queue, answered through a fake GitHub and a fake
+//! LLM, and a clean drain on shutdown.
 
 use parley_cli::poller::PollerOptions;
 use parley_cli::{ServeOptions, start};
+use parley_core::markers::{self, ReplyMarker};
 use parley_core::ports::{PollingQueue, QueueName, Store};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use parley_runtime::clients::Env;
 use parley_store::sqlite::SqliteStore;
+use parley_tests::fake_github::FakeGitHub;
+use parley_tests::fake_llm::FakeLlm;
 use parley_tests::{sign, webhook_example};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,12 +19,25 @@ use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "serve-secret";
 
-fn env(db: &std::path::Path) -> Env {
-    let vars: HashMap<String, String> = HashMap::from([
-        ("GITHUB_WEBHOOK_SECRET".to_string(), SECRET.to_string()),
-        ("GITHUB_APP_SLUG".to_string(), "parley".to_string()),
-        ("PARLEY_DB_PATH".to_string(), db.display().to_string()),
-    ]);
+const REPO: &str = "Codertocat/Hello-World";
+
+/// The same variables an operator would put in `.env`, pointing at the fakes.
+fn env(db: &std::path::Path, github: &FakeGitHub, llm: &FakeLlm) -> Env {
+    let vars: HashMap<String, String> = [
+        ("GITHUB_WEBHOOK_SECRET", SECRET.to_string()),
+        ("GITHUB_APP_SLUG", "parley".to_string()),
+        ("GITHUB_APP_ID", "12345".to_string()),
+        ("GITHUB_PRIVATE_KEY", parley_tests::clients::app_key()),
+        ("GITHUB_API_URL", github.url.clone()),
+        ("LLM_PROVIDER", "anthropic".to_string()),
+        ("LLM_BASE_URL", llm.url.clone()),
+        ("LLM_API_KEY", "test-key".to_string()),
+        ("LLM_MODEL", parley_tests::clients::MODEL.to_string()),
+        ("PARLEY_DB_PATH", db.display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
     Arc::new(move |k: &str| vars.get(k).cloned())
 }
 
@@ -48,13 +65,24 @@ async fn send(
 
 #[tokio::test]
 async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
+    parley_runtime::telemetry::init();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("nested/parley.db");
+    let github = FakeGitHub::start().await;
+    github.add_pull(REPO, 1, "Codertocat", "a1a1a1a1", "b0b0b0b0");
+    let llm = FakeLlm::start().await;
+    llm.answer(
+        "what does this change do",
+        &parley_tests::conversation_harness::answer(
+            "It updates the README with new information.",
+            None,
+        ),
+    );
     let shutdown = CancellationToken::new();
     let running = start(
         ServeOptions {
             addr: "127.0.0.1:0".parse().expect("addr"),
-            env: env(&db),
+            env: env(&db, &github, &llm),
             poller: PollerOptions {
                 idle_wait: Duration::from_millis(20),
                 ..PollerOptions::default()
@@ -67,12 +95,53 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
     let url = format!("http://{}/webhook", running.local_addr);
     let client = reqwest::Client::new();
 
-    // A mention of the bot: accepted and consumed by the conversation worker.
-    let mut comment = webhook_example("issue_comment", "created.payload.json");
-    comment["comment"]["body"] = "@parley what does this change do?".into();
+    // A mention of the bot on a PR: accepted, then answered by the conversation worker.
+    let question = "@parley what does this change do?";
+    let comment_id = github.add_issue_comment(REPO, 1, "Codertocat", question);
+    let mut comment = webhook_example("issue_comment", "created.with-installation.payload.json");
+    comment["comment"]["id"] = comment_id.into();
+    comment["comment"]["body"] = question.into();
+    comment["issue"]["pull_request"] =
+        serde_json::json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/1") });
     let (status, body) = send(&client, &url, "issue_comment", "e2e-comment", &comment).await;
     assert_eq!(status, 202, "{body}");
     assert!(body.contains("accepted"), "{body}");
+
+    let mut reply = None;
+    for _ in 0..400 {
+        reply = github
+            .issue_comments(REPO, 1)
+            .into_iter()
+            .find(|c| c["user"]["login"] == "parley[bot]");
+        if reply.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let reply = reply.unwrap_or_else(|| {
+        panic!(
+            "the conversation worker did not answer; GitHub saw: {:#?}",
+            github
+                .requests()
+                .iter()
+                .map(|r| format!("{} {}", r.method, r.path))
+                .collect::<Vec<_>>()
+        )
+    });
+    let text = reply["body"].as_str().unwrap_or_default();
+    assert!(text.contains("It updates the README"), "{text}");
+    assert!(
+        !text.contains("@parley"),
+        "a reply never mentions the bot: {text}"
+    );
+    let marker: ReplyMarker = markers::find(text, markers::kind::REPLY).expect("reply marker");
+    assert_eq!(marker.reply_to, comment_id);
+    assert!(
+        llm.prompts()
+            .iter()
+            .any(|p| p.text().contains("what does this change do")),
+        "the question reached the model"
+    );
 
     // An installation: the worker records it in the store, which we can observe.
     let install = webhook_example("installation", "created.payload.json");

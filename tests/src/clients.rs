@@ -1,0 +1,107 @@
+//! Real clients wired to the fakes, built the way the Lambda and `parley serve` build
+//! them, so an end-to-end test exercises the production HTTP code.
+
+use crate::fake_github::FakeGitHub;
+use crate::fake_llm::FakeLlm;
+use parley_core::llm::PriceTable;
+use parley_core::ports::llm::Llm;
+use parley_core::ports::{GitHub, JobQueue, Store};
+use parley_core::repo::{BotIdentity, ConfigLoader};
+use parley_core::services::Services;
+use parley_github::{GitHubClient, GitHubConfig};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// The model id the fake LLM is asked for.
+pub const MODEL: &str = "claude-sonnet-4-5";
+
+/// A GitHub App client against the fake, with fast retries.
+pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
+    GitHubClient::new(GitHubConfig {
+        api_url: fake.url.clone(),
+        retry: parley_github::RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+            max_elapsed: Duration::from_secs(5),
+            rate_limit_budget: Duration::from_secs(2),
+        },
+        request_timeout: Duration::from_secs(10),
+        ..GitHubConfig::new("12345", app_key())
+    })
+    .expect("github client")
+}
+
+/// An Anthropic client against the fake LLM, with one fast retry.
+pub fn anthropic_llm(fake: &FakeLlm) -> Arc<dyn Llm> {
+    Arc::new(
+        parley_llm::AnthropicLlm::new(
+            &fake.url,
+            "test-key",
+            MODEL,
+            Duration::from_secs(5),
+            parley_llm::RetryPolicy {
+                max_retries: 1,
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(20),
+            },
+        )
+        .expect("anthropic client"),
+    )
+}
+
+/// Every service a worker needs, on the fakes and the given store and queue.
+pub fn services(
+    github: &FakeGitHub,
+    llm: &FakeLlm,
+    store: Arc<dyn Store>,
+    queue: Arc<dyn JobQueue>,
+) -> Services {
+    let github: Arc<dyn GitHub> = Arc::new(github_client(github));
+    Services {
+        store,
+        queue,
+        github: github.clone(),
+        llm: anthropic_llm(llm),
+        prices: Arc::new(PriceTable::builtin()),
+        identity: Arc::new(BotIdentity::new(None, Vec::new())),
+        config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
+    }
+}
+
+/// A 2048-bit App key, generated once and shared with other test processes through a
+/// file in the target dir (nextest runs each test in its own process, and generating a
+/// key in a debug build takes seconds). The public half is written beside it for tests
+/// that verify the JWTs the fake receives.
+pub fn app_key() -> String {
+    static KEY: OnceLock<String> = OnceLock::new();
+    KEY.get_or_init(|| {
+        use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey, LineEnding};
+        let dir =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/parley-github-test-key");
+        let private_path = dir.join("app.pem");
+        if let Ok(pem) = std::fs::read_to_string(&private_path) {
+            return pem;
+        }
+        let private = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).expect("rsa key");
+        let private_pem = private
+            .to_pkcs1_pem(LineEnding::LF)
+            .expect("pem")
+            .to_string();
+        let public_pem = private
+            .to_public_key()
+            .to_pkcs1_pem(LineEnding::LF)
+            .expect("pem");
+        std::fs::create_dir_all(&dir).expect("key dir");
+        let unique = format!("{}-{:?}", std::process::id(), std::thread::current().id());
+        // Public first: a reader that finds app.pem can rely on app.pub.pem being there.
+        for (name, text) in [("app.pub.pem", &public_pem), ("app.pem", &private_pem)] {
+            let temp = dir.join(format!("{unique}.tmp"));
+            std::fs::write(&temp, text).expect("write key");
+            std::fs::rename(&temp, dir.join(name)).expect("place key");
+        }
+        private_pem
+    })
+    .clone()
+}
