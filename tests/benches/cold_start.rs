@@ -8,7 +8,8 @@
 //! Each run starts `parley serve` on a fresh SQLite file and a free port, then sends a
 //! signed `pull_request.opened` delivery every millisecond until one is answered 202.
 //! The time covers process start, opening and migrating the database, binding, and the
-//! first verify + normalise + claim + enqueue.
+//! first verify + normalise + claim + enqueue. After the last run the same process takes
+//! 1 000 more deliveries and its resident memory is read from `/proc` (Linux only).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -66,6 +67,27 @@ fn main() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         });
+        if run == RUNS - 1 {
+            let after_first = resident_memory(child.id());
+            runtime.block_on(async {
+                for i in 0..1000 {
+                    let response = client
+                        .post(&url)
+                        .header("X-GitHub-Event", "pull_request")
+                        .header("X-GitHub-Delivery", format!("load-{i}"))
+                        .header("X-Hub-Signature-256", &signature)
+                        .body(body.clone())
+                        .send()
+                        .await
+                        .expect("delivery");
+                    assert_eq!(response.status().as_u16(), 202);
+                }
+            });
+            let after_load = resident_memory(child.id());
+            println!(
+                "resident memory (VmRSS / VmHWM): after first 202 {after_first}; after 1000 more deliveries {after_load}"
+            );
+        }
         let _ = child.kill();
         let _ = child.wait();
         samples.push(elapsed);
@@ -91,6 +113,23 @@ fn release_binary() -> PathBuf {
         binary.display()
     );
     binary
+}
+
+/// `VmRSS / VmHWM` of a process, in MiB, or "n/a" off Linux.
+fn resident_memory(pid: u32) -> String {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return "n/a".to_string();
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kib| kib.parse::<f64>().ok())
+            .map(|kib| format!("{:.1} MiB", kib / 1024.0))
+            .unwrap_or_else(|| "n/a".to_string())
+    };
+    format!("{} / {}", field("VmRSS:"), field("VmHWM:"))
 }
 
 fn free_port() -> u16 {
