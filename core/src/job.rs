@@ -198,6 +198,17 @@ pub struct ConversationJob {
     /// The webhook saw a mention of the bot (false when it could not tell because the
     /// bot's handle was not configured; the worker then decides).
     pub mentions_bot: bool,
+    /// Title and description of the issue or PR, for top-level comments: a plain issue
+    /// has no other source of context, and this saves the worker a call. The description
+    /// is capped by the webhook so the queue message stays small.
+    #[serde(default)]
+    pub topic: Option<Topic>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topic {
+    pub title: String,
+    pub body: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,6 +15,7 @@ use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const OWNER: &str = "octo-org";
 pub const NAME: &str = "talk";
@@ -73,6 +74,35 @@ impl Harness {
             handler,
             _dir: dir,
         }
+    }
+
+    /// Like [`Harness::start`], with an LLM client that gives up after `timeout`, so a
+    /// timeout test does not wait for the shared client's seconds.
+    pub async fn with_llm_timeout(backend: Backend, timeout: Duration) -> Self {
+        let mut h = Harness::start(backend).await;
+        h.services.llm = Arc::new(
+            parley_llm::AnthropicLlm::new(
+                &h.llm.url,
+                "test-key",
+                MODEL,
+                timeout,
+                parley_llm::RetryPolicy {
+                    max_retries: 1,
+                    base_delay: Duration::from_millis(5),
+                    max_delay: Duration::from_millis(20),
+                },
+            )
+            .expect("anthropic client"),
+        );
+        h.handler = ConversationHandler::new(h.services.clone());
+        h
+    }
+
+    /// Turns the PR has used (taken minus given back), as the turn gate counts them.
+    pub async fn turns_used(&self) -> u64 {
+        parley_core::conversation::turns_used(self.store.as_ref(), REPO, PR)
+            .await
+            .expect("turns used")
     }
 
     pub async fn run(&self, job: Job) -> Result<(), JobError> {
@@ -211,6 +241,25 @@ impl Harness {
             json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/{PR}") });
         repo_and_installation(&mut payload);
         job_from("issue_comment", delivery, &payload)
+    }
+
+    /// A comment on plain issue `number` (not a pull request), on GitHub and as its job.
+    pub fn plain_issue_comment(&self, number: u64, author: &str, body: &str) -> Job {
+        let id = self.github.add_issue_comment(REPO, number, author, body);
+        let comment = self
+            .github
+            .issue_comments(REPO, number)
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .expect("comment on the fake");
+        let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
+        payload["comment"] = comment;
+        payload["issue"]["number"] = number.into();
+        if let Some(issue) = payload["issue"].as_object_mut() {
+            issue.remove("pull_request");
+        }
+        repo_and_installation(&mut payload);
+        job_from("issue_comment", &format!("delivery-{id}"), &payload)
     }
 
     /// Comments Parley posted (inline replies and top-level), in order.

@@ -45,6 +45,8 @@ struct Rule {
     replies: Vec<Reply>,
     /// When the queue runs dry, keep answering with the last reply.
     sticky: bool,
+    /// This rule's own delay, instead of the global latency (other rules keep theirs).
+    latency: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -85,6 +87,7 @@ impl FakeLlm {
             contains: contains.into(),
             replies: vec![Reply::Text(reply.into())],
             sticky: true,
+            latency: None,
         });
     }
 
@@ -95,6 +98,7 @@ impl FakeLlm {
             contains: contains.into(),
             replies,
             sticky: false,
+            latency: None,
         });
     }
 
@@ -105,6 +109,18 @@ impl FakeLlm {
             contains: contains.into(),
             replies: vec![Reply::Status(status, body)],
             sticky: true,
+            latency: None,
+        });
+    }
+
+    /// Always answer `reply` when the prompt contains `contains`, but only after `latency`
+    /// (this rule alone: every other request keeps the global latency).
+    pub fn answer_after(&self, contains: &str, reply: &str, latency: Duration) {
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies: vec![Reply::Text(reply.into())],
+            sticky: true,
+            latency: Some(latency),
         });
     }
 
@@ -150,9 +166,9 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
     let (latency, reply, model) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.prompts.push(prompt);
-        let reply = next_reply(&mut s, &text);
+        let (reply, rule_latency) = next_reply(&mut s, &text);
         (
-            s.latency,
+            rule_latency.unwrap_or(s.latency),
             reply,
             request["model"]
                 .as_str()
@@ -187,22 +203,24 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
     }
 }
 
-fn next_reply(s: &mut State, text: &str) -> Reply {
+/// The reply for `text`, and the matched rule's own latency if it has one.
+fn next_reply(s: &mut State, text: &str) -> (Reply, Option<Duration>) {
     // Later rules win, so a test can override an earlier default.
     for rule in s.rules.iter_mut().rev() {
         if !text.contains(&rule.contains) || rule.replies.is_empty() {
             continue;
         }
         if rule.replies.len() == 1 && rule.sticky {
-            return rule.replies[0].clone();
+            return (rule.replies[0].clone(), rule.latency);
         }
-        return rule.replies.remove(0);
+        return (rule.replies.remove(0), rule.latency);
     }
-    Reply::Text(
+    let reply = Reply::Text(
         s.default_reply
             .clone()
             .unwrap_or_else(|| "I have nothing to add.".to_string()),
-    )
+    );
+    (reply, None)
 }
 
 fn system_text(system: &Value) -> String {

@@ -100,6 +100,23 @@ impl ReviewHarness {
         runs[0]["conclusion"].as_str().unwrap_or("").to_string()
     }
 
+    /// The check runs named `name`, oldest first.
+    pub fn checks_named(&self, name: &str) -> Vec<Value> {
+        self.check_runs()
+            .into_iter()
+            .filter(|run| run["name"] == name)
+            .collect()
+    }
+
+    /// The newest check run named `name`: the one GitHub shows on the PR and branch
+    /// protection reads.
+    pub fn latest_check(&self, name: &str) -> Value {
+        let runs = self.checks_named(name);
+        runs.last()
+            .cloned()
+            .unwrap_or_else(|| panic!("no check run named {name}: {:#?}", self.check_runs()))
+    }
+
     pub fn reviews(&self) -> Vec<Value> {
         self.github.reviews(REPO, PR)
     }

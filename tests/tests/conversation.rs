@@ -453,14 +453,12 @@ async fn llm_failure_posts_one_error_note_then_retries(backend: Backend) {
     assert!(notes[0]["body"].as_str().unwrap().contains("@bob"));
     assert!(h.replies_to(asked).is_empty());
 
-    // The provider recovers; the queue's next retry answers, once, on the same turn.
+    // The provider recovers; the queue's next retry answers, once, on one turn (the
+    // failed attempts gave theirs back).
     h.llm.answer("", &answer("Back again: yes, it is.", None));
     h.run(job).await.expect("retry");
     assert_eq!(h.replies_to(asked).len(), 1);
-    assert_eq!(
-        h.store.counter(&pr_scope(REPO, PR), "turns").await.unwrap(),
-        1
-    );
+    assert_eq!(h.turns_used().await, 1);
 }
 
 async fn garbage_from_the_model_gets_an_error_note(backend: Backend) {
@@ -585,6 +583,272 @@ async fn top_level_history_drops_comments_after_the_question(backend: Backend) {
     );
 }
 
+async fn a_rejected_thread_reply_is_answered_at_top_level_once(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let (root, _) = h.seed_finding(true).await;
+    let job = h.inline_comment("bob", QUESTION, Some(root));
+    let asked = comment_id(&job);
+    // The thread cannot take replies (e.g. its line left the diff).
+    h.github.inject(Injected {
+        method: "POST",
+        path_contains: "/replies".into(),
+        status: 422,
+        body: json!({ "message": "Validation Failed", "errors": [ { "code": "custom", "message": "pull_request_review_thread.line cannot be blank" } ] }),
+        headers: Vec::new(),
+        times: 1,
+    });
+
+    h.run(job.clone()).await.expect("answered anyway");
+
+    assert_eq!(
+        h.github.requests_to("POST", &replies_path(root)).len(),
+        1,
+        "the thread was tried first"
+    );
+    let top_level = h
+        .github
+        .requests_to("POST", &format!("/repos/{REPO}/issues/{PR}/comments"));
+    assert_eq!(top_level.len(), 1, "then the PR conversation");
+    let body = top_level[0].body["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("> bob: Is this really exploitable?"),
+        "quotes the question: {body}"
+    );
+    assert!(body.contains("Here is my answer."), "{body}");
+    let replies = h.replies_to(asked);
+    assert_eq!(replies.len(), 1);
+    assert_eq!(
+        reply_marker(&replies[0]).unwrap().finding.as_deref(),
+        Some("f-sql-1")
+    );
+    assert!(h.notes_of_kind("error").is_empty());
+
+    // A redelivery finds the top-level answer and posts nothing more.
+    h.run(job).await.expect("redelivered");
+    h.run(h.inline_job(asked, "another-delivery"))
+        .await
+        .expect("duplicate");
+    assert_eq!(h.replies_to(asked).len(), 1, "answered once");
+    assert_eq!(
+        h.github
+            .requests_to("POST", &format!("/repos/{REPO}/issues/{PR}/comments"))
+            .len(),
+        1
+    );
+    assert_eq!(h.github.requests_to("POST", &replies_path(root)).len(), 1);
+    assert_eq!(h.llm.prompts().len(), 1);
+    assert_eq!(h.turns_used().await, 1);
+
+    // Nor does the pending-work sweep of a later job take it for unanswered.
+    let later = h.top_level_comment("bob", "@parley anything else?");
+    let asked_later = comment_id(&later);
+    h.run(later).await.expect("turn");
+    assert_eq!(h.replies_to(asked_later).len(), 1);
+    assert_eq!(h.replies_to(asked).len(), 1, "the sweep left it alone");
+    assert_eq!(h.github.requests_to("POST", &replies_path(root)).len(), 1);
+}
+
+async fn an_llm_timeout_posts_one_note_then_the_retry_answers(backend: Backend) {
+    let h = Harness::with_llm_timeout(backend, Duration::from_millis(300)).await;
+    h.llm.set_latency(Duration::from_millis(1500));
+    let (root, _) = h.seed_finding(true).await;
+    let job = h.inline_comment("bob", QUESTION, Some(root));
+    let asked = comment_id(&job);
+
+    for _ in 0..2 {
+        let started = std::time::Instant::now();
+        match h.run(job.clone()).await {
+            Err(JobError::Transient(why)) => assert!(why.contains("LLM"), "{why}"),
+            other => panic!("expected a transient failure, got {other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(1400),
+            "gave up at the client's timeout, not the model's pace"
+        );
+    }
+    assert_eq!(
+        h.llm.prompts().len(),
+        2,
+        "a timeout is not retried in-process"
+    );
+    let notes = h.notes_of_kind("error");
+    assert_eq!(notes.len(), 1, "one error note across retries");
+    let note = notes[0]["body"].as_str().unwrap();
+    assert!(note.contains("the language model did not answer"), "{note}");
+    assert!(note.contains("@bob"), "{note}");
+    assert!(h.replies_to(asked).is_empty());
+    assert_eq!(h.turns_used().await, 0, "no turn used without a reply");
+
+    // The model is fast again; the queue's next retry answers.
+    h.llm.set_latency(Duration::ZERO);
+    h.run(job).await.expect("retry");
+    assert_eq!(h.replies_to(asked).len(), 1);
+    assert_eq!(h.notes_of_kind("error").len(), 1);
+    assert_eq!(h.turns_used().await, 1);
+}
+
+async fn a_bad_config_value_is_named_in_the_reply_footer(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.config("mention:\n  conversation:\n    maxTurnsPerPr: 500\n");
+    let job = h.top_level_comment("bob", "@parley what about the retry loop?");
+    let asked = comment_id(&job);
+    h.run(job).await.expect("turn");
+    let body = h.replies_to(asked)[0]["body"].as_str().unwrap().to_string();
+    let footer = body
+        .lines()
+        .find(|l| l.contains("<sub>"))
+        .unwrap_or_else(|| panic!("no footer: {body}"));
+    assert!(
+        footer.contains("`mention.conversation.maxTurnsPerPr`"),
+        "names the key: {footer}"
+    );
+    assert!(footer.contains("500"), "says what was wrong: {footer}");
+    assert!(
+        footer.contains("using the default `10`"),
+        "names the default: {footer}"
+    );
+    assert!(footer.chars().count() < 300, "short: {footer}");
+    let answer_at = body.find("Here is my answer.").expect("answer");
+    assert!(body.find("<sub>").unwrap() > answer_at, "after the answer");
+}
+
+async fn a_valid_config_adds_no_footer(backend: Backend) {
+    let h = Harness::start(backend).await;
+    // Valid for this worker; a bad key the review worker reads is not this reply's business.
+    h.config("mention:\n  conversation:\n    maxTurnsPerPr: 20\nreview:\n  minConfidence: lots\n");
+    let job = h.top_level_comment("bob", "@parley what about the retry loop?");
+    let asked = comment_id(&job);
+    h.run(job).await.expect("turn");
+    let body = h.replies_to(asked)[0]["body"].as_str().unwrap().to_string();
+    assert!(!body.contains("<sub>"), "{body}");
+    assert!(!body.contains("Configuration"), "{body}");
+}
+
+async fn a_turn_whose_post_fails_is_given_back(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.config("mention:\n  conversation:\n    maxTurnsPerPr: 2\n");
+    let (root, _) = h.seed_finding(true).await;
+    let a = h.inline_comment("bob", QUESTION, Some(root));
+    let asked_a = comment_id(&a);
+    h.github.inject(Injected {
+        method: "POST",
+        path_contains: "/replies".into(),
+        status: 502,
+        body: json!({ "message": "Bad Gateway" }),
+        headers: Vec::new(),
+        times: 1,
+    });
+    assert!(matches!(h.run(a).await, Err(JobError::Transient(_))));
+    assert_eq!(
+        h.turns_used().await,
+        0,
+        "the failed post gave its turn back"
+    );
+
+    // The retry posts and takes the turn afresh: one turn for one reply.
+    h.run(h.inline_job(asked_a, "retry-of-a"))
+        .await
+        .expect("retry");
+    assert_eq!(h.replies_to(asked_a).len(), 1);
+    assert_eq!(h.turns_used().await, 1, "counted once, not twice");
+
+    // A question whose every attempt fails (the job ends in the dead-letter queue) does
+    // not use up the PR's last turn.
+    let b = h.top_level_comment("bob", "@parley will this one get lost?");
+    h.github.inject(Injected {
+        method: "POST",
+        path_contains: format!("/issues/{PR}/comments"),
+        status: 502,
+        body: json!({ "message": "Bad Gateway" }),
+        headers: Vec::new(),
+        times: 1,
+    });
+    assert!(matches!(h.run(b).await, Err(JobError::Transient(_))));
+    let c = h.top_level_comment("bob", "@parley and this one?");
+    let asked_c = comment_id(&c);
+    h.run(c).await.expect("turn");
+    assert_eq!(
+        h.replies_to(asked_c).len(),
+        1,
+        "the last turn was still there"
+    );
+    assert_eq!(h.turns_used().await, 2);
+
+    // The limit still holds after refunds.
+    let d = h.top_level_comment("bob", "@parley one more?");
+    let asked_d = comment_id(&d);
+    h.run(d).await.expect("limit");
+    assert!(h.replies_to(asked_d).is_empty());
+    assert_eq!(h.notes_of_kind("limit").len(), 1);
+    assert_eq!(h.turns_used().await, 2);
+}
+
+async fn a_post_that_landed_despite_a_502_keeps_its_turn(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let (root, _) = h.seed_finding(true).await;
+    let job = h.inline_comment("bob", QUESTION, Some(root));
+    let asked = comment_id(&job);
+    h.github.inject(Injected {
+        method: "POST",
+        path_contains: "/replies".into(),
+        status: 502,
+        body: json!({ "message": "Bad Gateway" }),
+        headers: Vec::new(),
+        times: 1,
+    });
+    assert!(matches!(h.run(job).await, Err(JobError::Transient(_))));
+    assert_eq!(h.turns_used().await, 0);
+    // GitHub did create the reply behind the 502.
+    h.github.add_review_comment(
+        REPO,
+        PR,
+        BOT,
+        &markers::append(
+            "Here is my answer.",
+            "reply",
+            &json!({"type":"reply","reply_to":asked,"at":"2024-01-01T00:00:00Z"}),
+        ),
+        Some(root),
+        "src/db.rs",
+        3,
+    );
+
+    h.run(h.inline_job(asked, "retry-finds-it"))
+        .await
+        .expect("retry");
+    assert_eq!(h.replies_to(asked).len(), 1, "not posted twice");
+    assert_eq!(h.turns_used().await, 1, "the landed reply uses its turn");
+    h.run(h.inline_job(asked, "late-redelivery"))
+        .await
+        .expect("again");
+    assert_eq!(h.turns_used().await, 1, "charged once");
+}
+
+async fn comments_on_plain_issues_are_not_answered(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let job = h.plain_issue_comment(12, "bob", "@parley can you explain this bug report?");
+    let Job::Conversation(j) = &job else {
+        panic!("not a conversation job")
+    };
+    assert!(!j.is_pull_request);
+    h.run(job).await.expect("skipped, not failed");
+    assert!(h.llm.prompts().is_empty(), "nothing spent");
+    assert!(
+        h.github
+            .requests()
+            .iter()
+            .all(|r| r.method == "GET" || r.path.ends_with("/access_tokens")),
+        "nothing written: {:?}",
+        h.github
+            .requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect::<Vec<_>>()
+    );
+    assert!(h.github.issue_comments(REPO, 12).len() == 1);
+    assert!(h.github.reactions().is_empty());
+}
+
 macro_rules! on_both_stores {
     ($($scenario:ident),* $(,)?) => {
         mod sqlite {
@@ -627,4 +891,11 @@ on_both_stores!(
     a_deleted_question_is_not_answered,
     review_commands_queue_a_review,
     top_level_history_drops_comments_after_the_question,
+    a_rejected_thread_reply_is_answered_at_top_level_once,
+    an_llm_timeout_posts_one_note_then_the_retry_answers,
+    a_bad_config_value_is_named_in_the_reply_footer,
+    a_valid_config_adds_no_footer,
+    a_turn_whose_post_fails_is_given_back,
+    a_post_that_landed_despite_a_502_keeps_its_turn,
+    comments_on_plain_issues_are_not_answered,
 );

@@ -2,6 +2,7 @@
 //! Anthropic client against the fake LLM scripted per specialist, and each store.
 //! Every scenario runs on SQLite and on DynamoDB (moto).
 
+use parley_core::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers::{self, FindingMarker};
 use parley_core::ports::{RunState, Severity};
@@ -45,6 +46,11 @@ on_both_stores!(
     large_pr_lists_what_was_not_reviewed,
     truncated_file_listing_is_reported,
     manual_request_for_a_reviewed_head_is_answered_once,
+    dismissal_marker_on_a_review_comment_request,
+    request_that_cannot_be_marked_is_still_answered,
+    full_review_of_a_reviewed_head_runs_again_without_reposting,
+    retry_after_llm_down_shows_in_progress_then_the_real_conclusion,
+    pass_over_the_deadline_is_reported_and_the_others_publish,
     drafts_and_disabled_triggers_are_skipped,
 );
 
@@ -460,7 +466,8 @@ async fn llm_down_is_neutral_never_failure(h: ReviewHarness) {
     let run = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
     assert_eq!(run.state, RunState::Failed);
 
-    // The retry (same delivery) resumes once the LLM is back, on the same check run.
+    // The retry (same delivery) resumes once the LLM is back; its own check run (GitHub
+    // never reopens a completed one) carries the real conclusion.
     // (Later rules win in the fake: first "everything answers", then the scripted pass.)
     h.llm.answer("", r#"{"findings": []}"#);
     h.llm.answer(
@@ -469,7 +476,7 @@ async fn llm_down_is_neutral_never_failure(h: ReviewHarness) {
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert_eq!(h.reviews().len(), 1);
-    assert_eq!(h.conclusion(), "failure");
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
 }
 
 async fn one_failed_pass_is_reported_and_the_others_publish(h: ReviewHarness) {
@@ -625,6 +632,293 @@ async fn manual_request_for_a_reviewed_head_is_answered_once(h: ReviewHarness) {
     );
     let marker: markers::ReplyMarker = markers::find(body, "dismissed").expect("marker");
     assert_eq!(marker.reply_to, request);
+
+    // The request itself is marked dismissed by the review, once, its text untouched.
+    let review_id = h.reviews()[0]["id"].as_u64().unwrap();
+    let trigger = h
+        .github
+        .issue_comments(REPO, PR)
+        .into_iter()
+        .find(|c| c["id"] == request)
+        .unwrap();
+    let trigger_body = trigger["body"].as_str().unwrap();
+    assert!(
+        trigger_body.starts_with("@parley review\n\n<!-- parley:dismissed "),
+        "{trigger_body}"
+    );
+    assert_eq!(markers::strip(trigger_body).trim(), "@parley review");
+    assert_eq!(
+        markers::parse_all(trigger_body).len(),
+        1,
+        "marked once: {trigger_body}"
+    );
+    let on_trigger: markers::ReplyMarker =
+        markers::find(trigger_body, "dismissed").expect("marker on the request");
+    assert_eq!(
+        on_trigger.reply_to, review_id,
+        "names the review that covers the head"
+    );
+    assert_eq!(
+        h.github
+            .requests_to("PATCH", &format!("/issues/comments/{request}"))
+            .len(),
+        1,
+        "a marked request is not edited again"
+    );
+}
+
+async fn dismissal_marker_on_a_review_comment_request(h: ReviewHarness) {
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let request = h.github.add_review_comment(
+        REPO,
+        PR,
+        "bob",
+        "@parley review please",
+        None,
+        "src/db.rs",
+        3,
+    );
+    let Job::Review(mut review) =
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request)
+    else {
+        unreachable!()
+    };
+    if let Some(r) = review.request.as_mut() {
+        r.surface = parley_core::job::Surface::ReviewComment;
+    }
+    run_ok(&h, Job::Review(review.clone())).await;
+    run_ok(&h, Job::Review(review)).await;
+    let comments = h.github.review_comments(REPO, PR);
+    let answers: Vec<&Value> = comments
+        .iter()
+        .filter(|c| c["in_reply_to_id"] == request)
+        .collect();
+    assert_eq!(answers.len(), 1, "{comments:#?}");
+    let trigger = comments.iter().find(|c| c["id"] == request).unwrap();
+    let body = trigger["body"].as_str().unwrap();
+    assert_eq!(markers::strip(body).trim(), "@parley review please");
+    assert_eq!(markers::parse_all(body).len(), 1, "{body}");
+    assert!(markers::find::<markers::ReplyMarker>(body, "dismissed").is_some());
+}
+
+async fn request_that_cannot_be_marked_is_still_answered(h: ReviewHarness) {
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let request = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@parley review");
+    h.github.inject(Injected {
+        method: "PATCH",
+        path_contains: format!("/issues/comments/{request}"),
+        status: 403,
+        body: json!({"message": "Resource not accessible by integration"}),
+        headers: vec![],
+        times: 10,
+    });
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request),
+    )
+    .await;
+    let comments = h.github.issue_comments(REPO, PR);
+    assert!(
+        comments.iter().any(|c| c["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("Already reviewed at")),
+        "{comments:#?}"
+    );
+    let trigger = comments.iter().find(|c| c["id"] == request).unwrap();
+    assert_eq!(
+        trigger["body"], "@parley review",
+        "the refused edit changed nothing"
+    );
+    assert_eq!(
+        h.github
+            .requests_to("PATCH", &format!("/issues/comments/{request}"))
+            .len(),
+        1,
+        "the edit was attempted"
+    );
+}
+
+async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHarness) {
+    let old = finding("src/db.rs", 3, "critical", 90, "SQL injection");
+    let new = finding("src/db.rs", 2, "medium", 85, "Function name is too generic");
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[
+            &reply(std::slice::from_ref(&old)),
+            &reply(&[old.clone(), new]),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert_eq!(h.inline_comments().len(), 1);
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
+
+    // `@parley full review` on the same head: a whole new review, from scratch.
+    let request = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@parley full review");
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", request),
+    )
+    .await;
+    let reviews = h.reviews();
+    assert_eq!(reviews.len(), 2, "a second review for the same head");
+    let second = reviews[1]["body"].as_str().unwrap();
+    assert!(
+        second.contains("Full review of `b0b0b0b`…`a1a1a1a`"),
+        "{second}"
+    );
+    assert!(
+        second.contains("1 finding(s) already reported on this PR not repeated"),
+        "{second}"
+    );
+    assert_eq!(h.llm.prompts().len(), 8, "every pass ran again");
+    let comments = h.inline_comments();
+    assert_eq!(
+        comments.len(),
+        2,
+        "only the new finding is posted: {comments:#?}"
+    );
+    assert_eq!(comments[1]["line"], 2);
+    assert_eq!(h.store.findings_for_pr(REPO, PR).await.unwrap().len(), 2);
+    // Not answered "already reviewed".
+    assert!(
+        !h.github
+            .issue_comments(REPO, PR)
+            .iter()
+            .any(|c| c["body"].as_str().unwrap().contains("Already reviewed")),
+    );
+    // The manual re-review advises (neutral) under its own check; the automatic gate
+    // on the head is left as it was.
+    let manual = h.checks_named("Parley review (manual)");
+    assert_eq!(manual.len(), 1, "{:#?}", h.check_runs());
+    assert_eq!(manual[0]["status"], "completed");
+    assert_eq!(manual[0]["conclusion"], "neutral");
+    assert_eq!(manual[0]["head_sha"], HEAD);
+    let gate = h.checks_named("Parley review");
+    assert_eq!(gate.len(), 1);
+    assert_eq!(gate[0]["conclusion"], "failure");
+
+    // The same request redelivered does not review a third time.
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", request),
+    )
+    .await;
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualFull, HEAD, "m-1b", request),
+    )
+    .await;
+    assert_eq!(h.reviews().len(), 2);
+    assert_eq!(h.llm.prompts().len(), 8);
+
+    // `@parley review` (incremental) for that head is answered "already reviewed".
+    let incremental = h
+        .github
+        .add_issue_comment(REPO, PR, "carol", "@parley review");
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-2", incremental),
+    )
+    .await;
+    assert_eq!(h.reviews().len(), 2);
+    assert!(h.github.issue_comments(REPO, PR).iter().any(|c| {
+        c["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("Already reviewed at `a1a1a1a`")
+    }),);
+    // The head's own run is what a later push's incremental review starts from.
+    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    assert_eq!(record.state, RunState::Published);
+    assert_eq!(record.trigger, "opened", "the head's own run is untouched");
+}
+
+async fn retry_after_llm_down_shows_in_progress_then_the_real_conclusion(h: ReviewHarness) {
+    h.llm.fail("", 500);
+    let first = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(
+        matches!(first, Err(parley_core::ports::JobError::Transient(_))),
+        "{first:?}"
+    );
+    let failed = h.latest_check("Parley review");
+    assert_eq!(failed["conclusion"], "neutral");
+    let failed_id = failed["id"].as_u64().unwrap();
+
+    // The LLM is back but slow: while the retry works, the PR shows it in progress.
+    h.llm.answer("", r#"{"findings": []}"#);
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 90, "SQL injection")]),
+    );
+    h.llm.set_latency(Duration::from_millis(500));
+    let github = h.github.clone();
+    let watch = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        github
+            .check_runs(REPO)
+            .into_iter()
+            .rfind(|run| run["name"] == "Parley review")
+    });
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let during = watch.await.unwrap().expect("a check run during the retry");
+    assert_eq!(during["status"], "in_progress", "{during:#?}");
+    assert!(during["conclusion"].is_null(), "{during:#?}");
+    assert_ne!(during["id"].as_u64(), Some(failed_id));
+
+    let latest = h.latest_check("Parley review");
+    assert_eq!(latest["id"], during["id"]);
+    assert_eq!(latest["status"], "completed");
+    assert_eq!(latest["conclusion"], "failure", "the real conclusion");
+    assert_eq!(latest["head_sha"], HEAD);
+    // The failed attempt's check was concluded once and never touched again.
+    assert_eq!(
+        h.github
+            .requests_to("PATCH", &format!("/check-runs/{failed_id}"))
+            .len(),
+        1
+    );
+    assert_eq!(h.reviews().len(), 1);
+    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    assert_eq!(record.state, RunState::Published);
+    assert_eq!(record.check_run_id, latest["id"].as_u64());
+}
+
+async fn pass_over_the_deadline_is_reported_and_the_others_publish(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  passTimeoutSecs: 1\n",
+    );
+    h.llm.answer_after(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 95, "SQL injection")]),
+        Duration::from_secs(4),
+    );
+    h.llm.answer(
+        CORRECTNESS,
+        &reply(&[finding("src/db.rs", 2, "medium", 80, "Unchecked id")]),
+    );
+    let started = std::time::Instant::now();
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(3000),
+        "the review did not wait for the slow pass: {elapsed:?}"
+    );
+    let text = summary(&h);
+    assert!(text.contains("The **security** pass failed"), "{text}");
+    assert!(text.contains("timed out after 1s"), "{text}");
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert_eq!(comments[0]["line"], 2);
+    // Partial: nothing blocking was seen, but that is "not known", not "none".
+    assert_eq!(h.conclusion(), "neutral");
 }
 
 async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {

@@ -195,6 +195,17 @@ async fn issue_comment_needs_a_mention_when_the_handle_is_known() {
     assert_eq!(job.comment.author.kind, "User");
     assert_eq!(job.comment.body, "@Parley is this a bug?");
     assert_eq!(job.in_reply_to_id, None);
+    let topic = job
+        .topic
+        .expect("top-level comments carry their issue's title and body");
+    assert_eq!(topic.title, "Spelling error in the README file");
+    assert!(
+        topic
+            .body
+            .starts_with("It looks like you accidently spelled"),
+        "{}",
+        topic.body
+    );
 }
 
 #[tokio::test]

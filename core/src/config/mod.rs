@@ -150,6 +150,10 @@ pub struct ReviewConfig {
     pub max_inline_comments: u32,
     /// Budget for the patches sent to each specialist, in estimated tokens.
     pub max_patch_tokens: u32,
+    /// Deadline for all the specialist passes together, in seconds: a pass still running
+    /// then is reported failed and the others publish. Well under the review worker's
+    /// 300 s Lambda timeout, which must also cover reading inputs and publishing.
+    pub pass_timeout_secs: u32,
 }
 
 impl Default for ReviewConfig {
@@ -162,6 +166,7 @@ impl Default for ReviewConfig {
             min_confidence: 75,
             max_inline_comments: 15,
             max_patch_tokens: 60_000,
+            pass_timeout_secs: 180,
         }
     }
 }
@@ -253,6 +258,11 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
                 "review.maxPatchTokens",
                 d.review.max_patch_tokens,
                 1000..=500_000,
+            ),
+            pass_timeout_secs: r.number(
+                "review.passTimeoutSecs",
+                d.review.pass_timeout_secs,
+                1..=240,
             ),
         },
         gate: GateConfig {

@@ -43,8 +43,17 @@ pub mod key {
     pub fn error_note(repo: &str, comment_id: u64) -> String {
         format!("error-note#{repo}#{comment_id}")
     }
-    /// The per-PR counter of Parley's replies.
+    /// A turn given back after an attempt whose post failed ambiguously (a 5xx: the
+    /// reply may have landed). Lets a later attempt that finds the reply on GitHub charge
+    /// the turn again instead of leaving it free.
+    pub fn turn_refund(repo: &str, comment_id: u64) -> String {
+        format!("turn-refund#{repo}#{comment_id}")
+    }
+    /// The per-PR counter of turns taken. Only ever grows (the atomic ceiling needs that).
     pub const TURNS: &str = "turns";
+    /// The per-PR counter of turns given back by attempts that failed before their reply
+    /// was on GitHub. Turns used = [`TURNS`] - [`TURNS_REFUNDED`].
+    pub const TURNS_REFUNDED: &str = "turns_refunded";
 }
 
 /// Why a comment is addressed to Parley (gate 1).
@@ -192,6 +201,12 @@ pub enum TurnGate {
 
 /// Gate 5: one atomic increment with a ceiling, so two workers racing for the last turn
 /// cannot both get it; plus a per-comment record so a retried job is not charged twice.
+///
+/// Turns given back ([`give_back_turn`]) raise the ceiling by their number. The refund
+/// counter only grows, so a stale read of it gives a lower ceiling, never a higher one:
+/// turns taken minus turns given back stays within the limit, with the same atomic
+/// guarantee. It is read only when the plain ceiling is reached, so the usual turn still
+/// costs two store calls.
 pub async fn take_turn(
     store: &dyn Store,
     snap: &PrSnapshot,
@@ -204,12 +219,102 @@ pub async fn take_turn(
     }
     let max = u64::from(snap.config.config.mention.max_turns_per_pr);
     let scope = keys::pr_scope(&snap.repo, snap.number);
-    match store.increment_within(&scope, key::TURNS, max).await? {
+    let mut taken = store.increment_within(&scope, key::TURNS, max).await?;
+    if taken.is_none() {
+        let refunded = store.counter(&scope, key::TURNS_REFUNDED).await?;
+        if refunded > 0 {
+            taken = store
+                .increment_within(&scope, key::TURNS, max.saturating_add(refunded))
+                .await?;
+        }
+    }
+    match taken {
         Some(n) => Ok(TurnGate::Taken(n)),
         None => {
             // No turn was taken; a later retry (after the limit is raised) may take one.
             store.release(&turn_key).await?;
             Ok(TurnGate::LimitReached)
+        }
+    }
+}
+
+/// The turns a PR has used: taken minus given back.
+pub async fn turns_used(store: &dyn Store, repo: &str, pr: u64) -> Result<u64, ConversationError> {
+    let scope = keys::pr_scope(repo, pr);
+    let taken = store.counter(&scope, key::TURNS).await?;
+    let refunded = store.counter(&scope, key::TURNS_REFUNDED).await?;
+    Ok(taken.saturating_sub(refunded))
+}
+
+/// Give back the turn an attempt took when its reply did not get posted, so a job that
+/// ends in the dead-letter queue does not use up the PR's limit, and its retry takes the
+/// turn afresh (counted once). `ambiguous`: the post failed in a way that may have landed
+/// (5xx); a refund marker then lets the next attempt charge the turn again if it finds the
+/// reply on GitHub ([`recharge_if_landed`]).
+///
+/// Best effort, logged. The turn claim is released before the refund is added: if the
+/// refund then fails, the turn stays lost (as before refunds), but a turn is never given
+/// back twice.
+pub async fn give_back_turn(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    comment_id: u64,
+    ambiguous: bool,
+) {
+    let turn_key = key::turn(&snap.repo, comment_id);
+    if let Err(err) = store.release(&turn_key).await {
+        tracing::warn!(repo = %snap.repo, comment = comment_id, error = %err, "could not release the turn claim; the turn stays used");
+        return;
+    }
+    if ambiguous {
+        let refund_key = key::turn_refund(&snap.repo, comment_id);
+        if let Err(err) = store.claim(&refund_key, REPLY_CLAIM_TTL).await {
+            // Without the marker a landed reply would go uncharged: keep the turn used.
+            tracing::warn!(repo = %snap.repo, comment = comment_id, error = %err, "could not mark the refund; the turn stays used");
+            return;
+        }
+    }
+    let scope = keys::pr_scope(&snap.repo, snap.number);
+    match store.add_to_counter(&scope, key::TURNS_REFUNDED, 1).await {
+        Ok(_) => {
+            tracing::info!(repo = %snap.repo, pr = snap.number, comment = comment_id, "reply not posted; turn given back");
+        }
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, comment = comment_id, error = %err, "could not give the turn back; it stays used");
+        }
+    }
+}
+
+/// A previous attempt gave its turn back after a 5xx, yet its reply is on GitHub (the
+/// post landed): charge the turn again, once. Best effort, logged. Only reached when a
+/// reply marker already answers the comment, so the usual turn pays nothing for it.
+pub async fn recharge_if_landed(store: &dyn Store, snap: &PrSnapshot, comment_id: u64) {
+    let refund_key = key::turn_refund(&snap.repo, comment_id);
+    let result = async {
+        if !store.is_claimed(&refund_key).await? {
+            return Ok(false);
+        }
+        // The turn claim makes the charge happen once, whoever gets here first.
+        if store
+            .claim(&key::turn(&snap.repo, comment_id), REPLY_CLAIM_TTL)
+            .await?
+            == Claim::AlreadyClaimed
+        {
+            return Ok(false);
+        }
+        let scope = keys::pr_scope(&snap.repo, snap.number);
+        store.add_to_counter(&scope, key::TURNS, 1).await?;
+        store.release(&refund_key).await?;
+        Ok::<_, crate::ports::StoreError>(true)
+    }
+    .await;
+    match result {
+        Ok(true) => {
+            tracing::info!(repo = %snap.repo, pr = snap.number, comment = comment_id, "reply landed despite the failed post; turn charged again");
+        }
+        Ok(false) => {}
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, comment = comment_id, error = %err, "could not charge the landed reply's turn");
         }
     }
 }

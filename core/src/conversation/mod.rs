@@ -35,6 +35,7 @@ pub use budget::{Fitted, Turn, fit, per_comment_cap};
 pub use commands::{Command, parse as parse_command};
 pub use error::ConversationError;
 pub use gates::key as keys;
+pub use gates::turns_used;
 
 use crate::bookkeeping;
 use crate::job::{ConversationJob, Job};
@@ -86,6 +87,10 @@ impl ConversationHandler {
     /// One conversation job: the comment it carries, then the sweep for missed ones.
     async fn converse(&self, job: &ConversationJob) -> Result<(), ConversationError> {
         if !job.is_pull_request {
+            // Deliberate: everything a turn stands on (diff, findings, guidelines at the
+            // base SHA, the author's right to talk, the turn counter) belongs to a pull
+            // request, and the issue's own text is not in the job. docs/conversation.md,
+            // "Plain issues are not answered".
             tracing::info!(repo = %job.repo.full_name(), number = job.number, "comment on an issue, not a pull request; Parley only talks on pull requests");
             return Ok(());
         }
@@ -188,6 +193,9 @@ impl ConversationHandler {
             return Ok(skipped(snap, trigger, "another job claimed this comment"));
         }
         if conversation.already_answered {
+            // A post that failed with a 5xx may have landed after all: its turn, given
+            // back then, is used.
+            gates::recharge_if_landed(self.store(), snap, trigger.id).await;
             return Ok(skipped(
                 snap,
                 trigger,
@@ -232,11 +240,11 @@ impl ConversationHandler {
         // Gate 6: acknowledge.
         gates::acknowledge(self.github(), snap, trigger).await;
 
-        match self
+        let (err, ambiguous) = match self
             .reply(snap, llm, trigger, conversation, &destination)
             .await
         {
-            Ok(outcome) => Ok(outcome),
+            Ok(outcome) => return Ok(outcome),
             Err(Failed::BeforePosting(err)) => {
                 notes::could_not_answer(
                     self.github(),
@@ -247,12 +255,25 @@ impl ConversationHandler {
                     &err,
                 )
                 .await;
-                Err(err)
+                (err, false)
             }
             // The post may have gone through (GitHub does not say on a 5xx): no error
             // note; the retry looks for the reply's marker first.
-            Err(Failed::Posting(err)) => Err(err),
-        }
+            Err(Failed::Posting(err)) => {
+                let ambiguous = matches!(
+                    err,
+                    ConversationError::GitHub(
+                        crate::ports::GitHubError::Server { .. }
+                            | crate::ports::GitHubError::Network(_)
+                    )
+                );
+                (err, ambiguous)
+            }
+        };
+        // No reply is on GitHub (as far as we know): the turn must not stay used, or a
+        // job that ends in the dead-letter queue would eat the PR's limit.
+        gates::give_back_turn(self.store(), snap, trigger.id, ambiguous).await;
+        Err(err)
     }
 
     /// Read the context, ask the model, post the answer, settle a dispute.
@@ -407,8 +428,10 @@ fn skipped(snap: &PrSnapshot, trigger: &Trigger, why: &str) -> Outcome {
 }
 
 /// `.parley.yml` problems with the keys this worker reads, for the reply's footer: a bad
-/// value falls back to its default, and the people talking to Parley should know.
+/// value falls back to its default, and the people talking to Parley should know which
+/// key was ignored and what is in force instead.
 fn config_footer(snap: &PrSnapshot) -> Option<String> {
+    let config = &snap.config.config;
     let relevant: Vec<String> = snap
         .config
         .warnings
@@ -418,12 +441,44 @@ fn config_footer(snap: &PrSnapshot) -> Option<String> {
                 || w.key.starts_with("dispute")
                 || w.key == crate::config::FILE_NAME
         })
-        .map(|w| w.to_string())
+        .map(|w| {
+            // The reader words every rejection "…; using the default": say which.
+            let why = w.message.trim_end_matches("; using the default");
+            match default_in_force(&w.key, config) {
+                Some(value) => format!("`{}`: {why}; using the default `{value}`", w.key),
+                None => w.to_string(),
+            }
+        })
         .collect();
     (!relevant.is_empty()).then(|| {
         format!(
-            "<sub>Configuration: {}; defaults used.</sub>",
+            "<sub>Configuration problem in `.parley.yml`: {}.</sub>",
             relevant.join("; ")
         )
+    })
+}
+
+/// The value in force for a rejected key this worker reads (its default, since the
+/// configured value was rejected). `None` for keys without a single value (unknown keys,
+/// the whole file).
+fn default_in_force(key: &str, config: &crate::config::RepoConfig) -> Option<String> {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "[]".to_string()
+        } else {
+            format!("[{}]", items.join(", "))
+        }
+    };
+    let mention = &config.mention;
+    Some(match key {
+        "mention.allowedUsers" => list(&mention.allowed_users),
+        "mention.minPermission" => format!("{:?}", mention.min_permission).to_ascii_lowercase(),
+        "mention.claudeAlias" => mention.claude_alias.to_string(),
+        "mention.conversation.replyWithoutMention" => mention.reply_without_mention.to_string(),
+        "mention.conversation.maxTurnsPerPr" => mention.max_turns_per_pr.to_string(),
+        "mention.conversation.contextBudgetChars" => mention.context_budget_chars.to_string(),
+        "dispute.humanReviewers" => list(&config.dispute.human_reviewers),
+        "dispute.resolveThreadOnConcede" => config.dispute.resolve_thread_on_concede.to_string(),
+        _ => return None,
     })
 }

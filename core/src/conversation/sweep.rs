@@ -6,13 +6,16 @@
 //! points at it. Candidates go through the very same gates as a webhook's comment (the
 //! claim keeps the sweep and a late-arriving job from both answering), oldest first, and
 //! at most [`MAX_PER_RUN`] per job so one job's time stays bounded. Review bodies are not
-//! swept: they are rare, and listing reviews would cost every job a call.
+//! swept: only the reviews listing shows them, and nothing in the job's snapshot says when
+//! that call is needed, so every job would pay it for a rare case (docs/conversation.md,
+//! "Nothing lost").
 
 use super::snapshot::PrSnapshot;
 use super::thread::{answers, finding_marker, is_parley};
 use super::trigger::Trigger;
+use crate::markers::{self, ReplyMarker};
 use crate::ports::github::{IssueComment, ReviewComment, User};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub const MAX_PER_RUN: usize = 3;
 
@@ -23,12 +26,37 @@ pub fn pending(
     issue_comments: &[IssueComment],
     handled: u64,
 ) -> Vec<Trigger> {
+    // Reply markers from both listings: an inline question may have been answered in the
+    // PR conversation when its thread refused the reply.
+    let answered: HashSet<u64> = review_comments
+        .iter()
+        .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+        .map(|c| c.body.as_str())
+        .chain(
+            issue_comments
+                .iter()
+                .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+                .map(|c| c.body.as_str()),
+        )
+        .flat_map(answered_ids)
+        .collect();
     let mut found: Vec<Trigger> = Vec::new();
     found.extend(pending_inline(snap, review_comments, handled));
     found.extend(pending_top_level(snap, issue_comments, handled));
+    found.retain(|t| !answered.contains(&t.id));
     found.sort_by_key(|t| (t.created_at, t.id));
     found.truncate(MAX_PER_RUN);
     found
+}
+
+/// The comment ids Parley's reply markers in `body` answer.
+fn answered_ids(body: &str) -> Vec<u64> {
+    markers::parse_all(body)
+        .iter()
+        .filter(|m| m.kind == markers::kind::REPLY)
+        .filter_map(|m| m.decode::<ReplyMarker>())
+        .map(|m| m.reply_to)
+        .collect()
 }
 
 fn is_bot_or_parley(user: Option<&User>, snap: &PrSnapshot) -> bool {

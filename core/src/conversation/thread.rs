@@ -63,11 +63,20 @@ async fn inline(
 ) -> Result<Conversation, ConversationError> {
     let listing = snap.review_comments(github).await?;
     let by_id: HashMap<u64, &ReviewComment> = listing.items.iter().map(|c| (c.id, c)).collect();
-    let mut conversation = Conversation {
-        already_answered: listing
-            .items
+    let in_thread = listing
+        .items
+        .iter()
+        .any(|c| is_parley(c.user.as_ref(), &snap.handles) && answers(&c.body, trigger.id));
+    // An inline question may have been answered in the PR conversation instead (the
+    // thread refused the reply): that listing is part of the job's snapshot already.
+    let already_answered = in_thread || {
+        let top = snap.issue_comments(github).await?;
+        top.items
             .iter()
-            .any(|c| is_parley(c.user.as_ref(), &snap.handles) && answers(&c.body, trigger.id)),
+            .any(|c| is_parley(c.user.as_ref(), &snap.handles) && answers(&c.body, trigger.id))
+    };
+    let mut conversation = Conversation {
+        already_answered,
         ..Conversation::default()
     };
     if !by_id.contains_key(&trigger.id) {

@@ -16,6 +16,20 @@ use time::OffsetDateTime;
 
 pub const CHECK_NAME: &str = "Parley review";
 
+/// The check of a `@parley full review` of a head already reviewed. A name of its own:
+/// GitHub's branch protection reads the newest check of a name, so a manual (`neutral`)
+/// re-review under [`CHECK_NAME`] would lift the automatic review's `failure`.
+pub const RERUN_CHECK_NAME: &str = "Parley review (manual)";
+
+/// The check name for the run `run_key` (see [`crate::review::runs::rerun_key`]).
+pub fn check_name(run_key: &str) -> &'static str {
+    if crate::review::runs::parse_key(run_key).1.is_some() {
+        RERUN_CHECK_NAME
+    } else {
+        CHECK_NAME
+    }
+}
+
 /// GitHub refuses check-run text over 65 535 characters.
 const MAX_TEXT: usize = 60_000;
 
@@ -24,11 +38,12 @@ const MAX_TEXT: usize = 60_000;
 pub async fn start(
     github: &dyn GitHub,
     scope: &RepoScope,
+    name: &str,
     head_sha: &str,
     external_id: &str,
 ) -> Option<u64> {
     let run = NewCheckRun {
-        name: CHECK_NAME.to_string(),
+        name: name.to_string(),
         head_sha: head_sha.to_string(),
         status: Some(CheckStatus::InProgress),
         conclusion: None,

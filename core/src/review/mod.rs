@@ -173,21 +173,22 @@ impl ReviewHandler {
 
         // A published run is never redone, whoever asks; checked before the claim too,
         // because the claim of the delivery that published outlives the run.
-        if self.settled(&scope, job, &head_sha).await? {
+        let run_key = self.run_key(job, &head_sha).await?;
+        if self.settled(&scope, job, &run_key).await? {
             return Ok(());
         }
-        if !runs::claim(store, job, &head_sha).await? {
-            tracing::info!(%repo, number = job.number, %head_sha, "review skipped: another delivery holds this head");
+        if !runs::claim(store, job, &run_key).await? {
+            tracing::info!(%repo, number = job.number, %run_key, "review skipped: another delivery holds this run");
             return Ok(());
         }
-        if self.settled(&scope, job, &head_sha).await? {
+        if self.settled(&scope, job, &run_key).await? {
             return Ok(());
         }
-        let existing = store.review_run(&repo, job.number, &head_sha).await?;
+        let existing = store.review_run(&repo, job.number, &run_key).await?;
         let mut run = existing.unwrap_or_else(|| ReviewRun {
             repo: repo.clone(),
             pr: job.number,
-            head_sha: head_sha.clone(),
+            head_sha: run_key.clone(),
             base_sha: pr.base.sha.clone(),
             trigger: runs::trigger_name(job.trigger).to_string(),
             state: RunState::Running,
@@ -198,16 +199,22 @@ impl ReviewHandler {
             finished_at: None,
         });
         // GitHub is the source of truth when a worker died between posting and recording.
-        if let Some(review) = runs::review_on_github(github, &scope, job.number, &head_sha).await? {
+        if let Some(review) = runs::review_on_github(github, &scope, job.number, &run_key).await? {
             return self
                 .recover(&scope, job, &pr, &loaded.config, &mut run, review)
                 .await;
         }
 
+        // The queue's retry of a run that failed: its check run was concluded `neutral`,
+        // and GitHub never reopens a completed check run, so a new one of the same name
+        // (which GitHub shows and branch protection reads instead) says "in progress"
+        // while the retry works. A run that died mid-way left its check in progress.
+        let check_concluded = run.state == RunState::Failed;
         run.state = RunState::Running;
-        if run.check_run_id.is_none() {
-            let key = runs::claim_key(&repo, job.number, &head_sha);
-            run.check_run_id = gate::start(github, &scope, &head_sha, &key).await;
+        if run.check_run_id.is_none() || check_concluded {
+            let key = runs::claim_key(&repo, job.number, &run_key);
+            run.check_run_id =
+                gate::start(github, &scope, gate::check_name(&run_key), &head_sha, &key).await;
         }
         store.put_review_run(&run).await?;
 
@@ -230,26 +237,49 @@ impl ReviewHandler {
         }
     }
 
-    /// Whether this head needs no review: published already (a manual request then gets
-    /// "already reviewed"), or superseded.
+    /// The run this job is about: the head's own run, or, for `@parley full review` of a
+    /// head whose run was already published, a re-review with its own key
+    /// ([`runs::rerun_key`]). Only `@parley review` (incremental) is answered "already
+    /// reviewed": "full" asks for the whole PR from scratch.
+    async fn run_key(&self, job: &ReviewJob, head_sha: &str) -> Result<String, ReviewError> {
+        let (ReviewTrigger::ManualFull, Some(request)) = (job.trigger, &job.request) else {
+            return Ok(head_sha.to_string());
+        };
+        let published = self
+            .services
+            .store
+            .review_run(&job.repo.full_name(), job.number, head_sha)
+            .await?
+            .is_some_and(|run| run.state == RunState::Published);
+        Ok(if published {
+            runs::rerun_key(head_sha, request.comment_id)
+        } else {
+            head_sha.to_string()
+        })
+    }
+
+    /// Whether this run needs no review: published already (a manual request for the
+    /// head's own run then gets "already reviewed"), or superseded.
     async fn settled(
         &self,
         scope: &RepoScope,
         job: &ReviewJob,
-        head_sha: &str,
+        run_key: &str,
     ) -> Result<bool, ReviewError> {
         let repo = job.repo.full_name();
+        let head_sha = runs::head_of(run_key);
         let Some(run) = self
             .services
             .store
-            .review_run(&repo, job.number, head_sha)
+            .review_run(&repo, job.number, run_key)
             .await?
         else {
             return Ok(false);
         };
         match run.state {
             RunState::Published => {
-                if runs::is_manual(job.trigger) {
+                // A full re-review that was published has answered its request already.
+                if runs::is_manual(job.trigger) && runs::parse_key(run_key).1.is_none() {
                     runs::answer_already_reviewed(self.services.github.as_ref(), scope, job, &run)
                         .await?;
                 }
@@ -274,7 +304,7 @@ impl ReviewHandler {
         let store = self.services.store.as_ref();
         let config = &loaded.config;
         let repo = job.repo.full_name();
-        let head_sha = run.head_sha.clone();
+        let head_sha = runs::head_of(&run.head_sha).to_string();
 
         // The whole PR: its patches decide where inline comments may go, even for an
         // incremental review (GitHub places comments on the PR's diff).
@@ -332,7 +362,13 @@ impl ReviewHandler {
         let results = if inputs.files.is_empty() {
             Vec::new()
         } else {
-            specialists::run_all(&metered, &specialists, &prompts::user_message(&context)).await
+            specialists::run_all(
+                &metered,
+                &specialists,
+                &prompts::user_message(&context),
+                std::time::Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
+            )
+            .await
         };
         if let Some(first) = all_failed(&results) {
             return Err(ReviewError::AllPassesFailed(first.clone()));
@@ -368,6 +404,7 @@ impl ReviewHandler {
             base_sha: &run.base_sha,
             incremental: scope_of_review.incremental,
             trigger: &run.trigger,
+            rerun_of: runs::parse_key(&run.head_sha).1,
             files_reviewed: inputs.files.iter().map(|f| f.path.as_str()).collect(),
             not_reviewed: &inputs.not_reviewed,
             listing_truncated: inputs.listing_truncated,
@@ -587,7 +624,7 @@ impl ReviewHandler {
                 line: marker.line,
                 title: marker.title.clone(),
                 body: markers::strip(&comment.body).trim().to_string(),
-                head_sha: run.head_sha.clone(),
+                head_sha: runs::head_of(&run.head_sha).to_string(),
                 review_id: Some(review.id),
                 comment_id: Some(comment.id),
                 state: FindingState::Open,
@@ -608,7 +645,7 @@ impl ReviewHandler {
             partial: false,
             review_url: &review.html_url,
             repo_url: &repo_url,
-            head_sha: &run.head_sha,
+            head_sha: runs::head_of(&run.head_sha),
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
         gate::finish(github, scope, run.check_run_id, conclusion, output).await;

@@ -7,7 +7,7 @@
 //! redone), and GitHub itself (a review whose hidden marker names this head means the
 //! review was posted even if the store never heard of it).
 
-use crate::job::{ReviewJob, ReviewTrigger, Surface};
+use crate::job::{ReviewJob, ReviewRequest, ReviewTrigger, Surface};
 use crate::markers::{self, ReplyMarker};
 use crate::ports::github::{GitHub, GitHubError, PageLimit, RepoScope, Review};
 use crate::ports::{Claim, ReviewRun, RunState, Store, StoreError};
@@ -22,8 +22,33 @@ pub const CLAIM_TTL: Duration = Duration::from_secs(20 * 60);
 /// Marker kind on the "already reviewed" answer to a manual request.
 pub const DISMISSED: &str = "dismissed";
 
-pub fn claim_key(repo: &str, number: u64, head_sha: &str) -> String {
-    format!("review#{repo}#{number}#{head_sha}")
+/// Joins a head SHA and the request in the key of a full re-review.
+const RERUN: &str = "+full-";
+
+/// `run_key` is the run's key: its head SHA, or [`rerun_key`] for a full re-review.
+pub fn claim_key(repo: &str, number: u64, run_key: &str) -> String {
+    format!("review#{repo}#{number}#{run_key}")
+}
+
+/// The key of a `@parley full review` of a head that was already reviewed: the head plus
+/// the request's comment id. The re-review gets its own claim, record and check run, and
+/// the head's own run (and its gate) stays as it was; a redelivered request finds its
+/// re-review by this key and does not run it twice.
+pub fn rerun_key(head_sha: &str, request: u64) -> String {
+    format!("{head_sha}{RERUN}{request}")
+}
+
+/// The head SHA a run key reviews, and the request when it is a full re-review.
+pub fn parse_key(run_key: &str) -> (&str, Option<u64>) {
+    match run_key.split_once(RERUN) {
+        Some((head, request)) => (head, request.parse().ok()),
+        None => (run_key, None),
+    }
+}
+
+/// The head SHA a run key reviews.
+pub fn head_of(run_key: &str) -> &str {
+    parse_key(run_key).0
 }
 
 /// Claim the run for this delivery. `false` when another delivery holds it.
@@ -62,22 +87,28 @@ pub async fn last_reviewed(
     Ok(runs
         .into_iter()
         .rev()
-        .find(|run| run.state == RunState::Published && run.head_sha != head_sha))
+        .find(|run| run.state == RunState::Published && head_of(&run.head_sha) != head_sha)
+        .map(|mut run| {
+            run.head_sha = head_of(&run.head_sha).to_string();
+            run
+        }))
 }
 
-/// A review Parley already posted on GitHub for `head_sha`, found by its summary marker.
+/// A review Parley already posted on GitHub for the run `run_key`, found by its summary
+/// marker (head SHA, and the request for a full re-review).
 pub async fn review_on_github(
     github: &dyn GitHub,
     scope: &RepoScope,
     number: u64,
-    head_sha: &str,
+    run_key: &str,
 ) -> Result<Option<Review>, GitHubError> {
+    let (head_sha, request) = parse_key(run_key);
     let reviews = github
         .list_reviews(scope, number, PageLimit::pages(5))
         .await?;
     Ok(reviews.items.into_iter().find(|review| {
         markers::find::<ReviewMarker>(&review.body, markers::kind::REVIEW)
-            .is_some_and(|marker| marker.head_sha == head_sha)
+            .is_some_and(|marker| marker.head_sha == head_sha && marker.request == request)
     }))
 }
 
@@ -104,9 +135,12 @@ pub async fn answer_already_reviewed(
     let Some(request) = &job.request else {
         return Ok(());
     };
-    let answered = |body: &str| {
-        markers::find::<ReplyMarker>(body, DISMISSED)
-            .is_some_and(|m| m.reply_to == request.comment_id)
+    // Parley's answer names the request; the request itself (once marked) names the
+    // review, so it is never mistaken for the answer.
+    let answered = |id: u64, body: &str| {
+        id != request.comment_id
+            && markers::find::<ReplyMarker>(body, DISMISSED)
+                .is_some_and(|m| m.reply_to == request.comment_id)
     };
     let link = run
         .review_url
@@ -114,7 +148,7 @@ pub async fn answer_already_reviewed(
         .map(|url| format!(" — [see the review]({url})"))
         .unwrap_or_default();
     let text = format!(
-        "Already reviewed at `{}`{link}. Nothing has changed since; push new commits for a new review.",
+        "Already reviewed at `{}`{link}. Nothing has changed since; push new commits for a new review, or ask `@parley full review` to review the whole PR again.",
         short(&run.head_sha)
     );
     let marker = ReplyMarker {
@@ -132,24 +166,101 @@ pub async fn answer_already_reviewed(
             let existing = github
                 .list_review_comments(scope, job.number, None, PageLimit::pages(10))
                 .await?;
-            if existing.items.iter().any(|c| answered(&c.body)) {
-                return Ok(());
+            if !existing.items.iter().any(|c| answered(c.id, &c.body)) {
+                github
+                    .reply_to_review_comment(scope, job.number, request.comment_id, &body)
+                    .await?;
             }
-            github
-                .reply_to_review_comment(scope, job.number, request.comment_id, &body)
-                .await?;
         }
         Surface::IssueComment | Surface::ReviewBody => {
             let existing = github
                 .list_issue_comments(scope, job.number, None, PageLimit::pages(10))
                 .await?;
-            if existing.items.iter().any(|c| answered(&c.body)) {
-                return Ok(());
+            if !existing.items.iter().any(|c| answered(c.id, &c.body)) {
+                github
+                    .create_issue_comment(scope, job.number, &body)
+                    .await?;
             }
-            github
-                .create_issue_comment(scope, job.number, &body)
-                .await?;
         }
     }
+    mark_request_dismissed(github, scope, request, run).await;
     Ok(())
+}
+
+/// Append a hidden `dismissed` marker to the request's own comment, naming the review
+/// that already covers its head, so the request reads as handled on GitHub itself (and to
+/// whatever reads markers later). The visible text is left as written, a comment already
+/// marked is left alone, and a failure is only logged: the answer is what matters.
+async fn mark_request_dismissed(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    request: &ReviewRequest,
+    run: &ReviewRun,
+) {
+    let marker = ReplyMarker {
+        kind: DISMISSED.to_string(),
+        // The review that covers the head (always set on a published run).
+        reply_to: run.review_id.unwrap_or_default(),
+        finding: None,
+        resolution: None,
+        at: OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+    };
+    let marked = |body: &str| markers::find::<ReplyMarker>(body, DISMISSED).is_some();
+    let id = request.comment_id;
+    let outcome = match request.surface {
+        Surface::IssueComment => match github.get_issue_comment(scope, id).await {
+            Ok(comment) if marked(&comment.body) => Ok(false),
+            Ok(comment) => github
+                .update_issue_comment(
+                    scope,
+                    id,
+                    &markers::append(&comment.body, DISMISSED, &marker),
+                )
+                .await
+                .map(|_| true),
+            Err(err) => Err(err),
+        },
+        Surface::ReviewComment => match github.get_review_comment(scope, id).await {
+            Ok(comment) if marked(&comment.body) => Ok(false),
+            Ok(comment) => github
+                .update_review_comment(
+                    scope,
+                    id,
+                    &markers::append(&comment.body, DISMISSED, &marker),
+                )
+                .await
+                .map(|_| true),
+            Err(err) => Err(err),
+        },
+        // A review's body cannot be edited through the port; the answer stands alone.
+        Surface::ReviewBody => {
+            tracing::debug!(repo = %scope.full_name(), review_id = id, "request is a review body; not marking it");
+            Ok(false)
+        }
+    };
+    match outcome {
+        Ok(true) => {
+            tracing::info!(repo = %scope.full_name(), comment_id = id, "marked the request dismissed by the earlier review")
+        }
+        Ok(false) => {}
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), comment_id = id, error = %err, "could not mark the request as dismissed; the answer stands")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rerun_keys_name_their_head_and_request() {
+        let key = rerun_key("a1b2", 42);
+        assert_eq!(parse_key(&key), ("a1b2", Some(42)));
+        assert_eq!(parse_key("a1b2"), ("a1b2", None));
+        assert_eq!(head_of(&key), "a1b2");
+        assert_ne!(claim_key("o/r", 1, &key), claim_key("o/r", 1, "a1b2"));
+    }
 }

@@ -3,7 +3,9 @@
 //! The passes are independent LLM calls of several seconds each, so they run
 //! concurrently: a five-pass review costs about one pass of wall time. A pass that fails
 //! (provider down, unusable JSON after the helper's retry) is reported as failed and the
-//! others' findings are still published.
+//! others' findings are still published. So is a pass still running at the overall
+//! deadline (`review.passTimeoutSecs`): one slow call must not take the whole review past
+//! the worker's own timeout, losing every pass.
 
 use crate::config::ReviewConfig;
 use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
@@ -11,7 +13,8 @@ use crate::review::findings::{RawFinding, pass_output};
 use crate::review::prompts::{self, SpecialistPrompt};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// The specialists `review.specialists` asks for; guideline compliance only when the
@@ -35,17 +38,39 @@ pub struct PassResult {
 /// Output budget per pass: a list of findings with bodies and suggestions.
 const MAX_OUTPUT_TOKENS: u32 = 4096;
 
-/// Run every specialist on the same user message, concurrently.
+/// Run every specialist on the same user message, concurrently. A pass still running
+/// `deadline` from now (corrective retry included) is abandoned and reported failed.
 pub async fn run_all(
     llm: &dyn Llm,
     specialists: &[&'static SpecialistPrompt],
     user_message: &str,
+    deadline: Duration,
 ) -> Vec<PassResult> {
+    let started = Instant::now();
     let passes = specialists
         .iter()
         .map(|specialist| run_one(llm, specialist, user_message))
         .collect();
-    join_all(passes).await
+    let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
+    join_all(passes, Deadline::after(deadline))
+        .await
+        .into_iter()
+        .zip(names)
+        .map(|(result, specialist)| {
+            result.unwrap_or_else(|| {
+                tracing::warn!(
+                    pass = specialist,
+                    ?deadline,
+                    "review pass over the deadline (review.passTimeoutSecs); the others go on"
+                );
+                PassResult {
+                    specialist,
+                    outcome: Err(LlmError::Timeout(deadline)),
+                    elapsed: started.elapsed(),
+                }
+            })
+        })
+        .collect()
 }
 
 async fn run_one(
@@ -83,10 +108,11 @@ async fn run_one(
 
 type BoxedPass<'a> = Pin<Box<dyn Future<Output = PassResult> + Send + 'a>>;
 
-/// Poll every pass until all are done, results in input order: `futures::join_all`
-/// without pulling the `futures` crate into the domain for one function. The passes run
-/// concurrently on the caller's task, so nothing needs `'static` or a runtime handle.
-async fn join_all<'a, F>(passes: Vec<F>) -> Vec<PassResult>
+/// Poll every pass until all are done or the deadline passes, results in input order
+/// (`None` for a pass abandoned at the deadline): `futures::join_all` without pulling the
+/// `futures` crate into the domain for one function. The passes run concurrently on the
+/// caller's task, so nothing needs `'static` or a runtime handle.
+async fn join_all<'a, F>(passes: Vec<F>, mut deadline: Deadline) -> Vec<Option<PassResult>>
 where
     F: Future<Output = PassResult> + Send + 'a,
 {
@@ -104,13 +130,80 @@ where
                 *slot = None;
             }
         }
-        if pending.iter().all(Option::is_none) {
-            Poll::Ready(done.iter_mut().filter_map(Option::take).collect())
+        if pending.iter().all(Option::is_none) || deadline.poll_expired(cx) {
+            // Dropping what is still pending cancels it (its HTTP request is abandoned).
+            pending.iter_mut().for_each(|slot| *slot = None);
+            Poll::Ready(done.iter_mut().map(Option::take).collect())
         } else {
             Poll::Pending
         }
     })
     .await
+}
+
+/// A runtime-agnostic timer: the domain crate has no async runtime of its own (it runs
+/// under tokio in the Lambda and `parley serve`, but does not depend on it). A helper
+/// thread waits on a condition variable until the deadline, then wakes the task; dropping
+/// the deadline (every pass done first) lets the thread end at once.
+struct Deadline {
+    shared: Arc<(Mutex<DeadlineState>, Condvar)>,
+}
+
+#[derive(Default)]
+struct DeadlineState {
+    expired: bool,
+    dropped: bool,
+    waker: Option<Waker>,
+}
+
+impl Deadline {
+    fn after(duration: Duration) -> Self {
+        let shared = Arc::new((Mutex::new(DeadlineState::default()), Condvar::new()));
+        let timer = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("review-deadline".to_string())
+            .spawn(move || {
+                let (lock, condvar) = &*timer;
+                let until = Instant::now() + duration;
+                let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !state.dropped {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        state.expired = true;
+                        if let Some(waker) = state.waker.take() {
+                            waker.wake();
+                        }
+                        break;
+                    }
+                    state = condvar
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            });
+        if let Err(err) = spawned {
+            // Without a timer the passes still end: the LLM client has its own timeouts.
+            tracing::warn!(error = %err, "could not start the review pass deadline timer");
+        }
+        Deadline { shared }
+    }
+
+    /// Whether the deadline has passed; if not, wake `cx` when it does.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut state = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !state.expired {
+            state.waker = Some(cx.waker().clone());
+        }
+        state.expired
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        let (lock, condvar) = &*self.shared;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).dropped = true;
+        condvar.notify_all();
+    }
 }
 
 #[cfg(test)]
@@ -126,7 +219,7 @@ mod tests {
     #[async_trait]
     impl Llm for SlowLlm {
         async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            let delay = if request.system.contains("security") {
+            let delay = if request.system.contains("the security specialist") {
                 200
             } else {
                 50
@@ -160,7 +253,7 @@ mod tests {
             "guidelines pass needs guideline files"
         );
         let started = Instant::now();
-        let results = run_all(&SlowLlm, &specialists, "diff").await;
+        let results = run_all(&SlowLlm, &specialists, "diff", Duration::from_secs(5)).await;
         assert!(
             started.elapsed() < Duration::from_millis(400),
             "{:?}",
@@ -170,5 +263,27 @@ mod tests {
         assert_eq!(names, ["security", "correctness", "tests", "style"]);
         assert!(results[2].outcome.is_err());
         assert!(results[0].outcome.is_ok() && results[3].outcome.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_pass_over_the_deadline_fails_alone() {
+        let specialists = select(&ReviewConfig::default(), false);
+        let started = Instant::now();
+        // Security takes 200 ms, the others 50 ms.
+        let results = run_all(&SlowLlm, &specialists, "diff", Duration::from_millis(120)).await;
+        assert!(
+            started.elapsed() < Duration::from_millis(190),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(results[0].outcome, Err(LlmError::Timeout(_))),
+            "{:?}",
+            results[0]
+        );
+        assert!(
+            results[1].outcome.is_ok() && results[3].outcome.is_ok(),
+            "{results:?}"
+        );
     }
 }

@@ -18,6 +18,10 @@ pub struct ReviewMarker {
     pub head_sha: String,
     pub base_sha: String,
     pub trigger: String,
+    /// The `@parley full review` comment a re-review of an already reviewed head answers:
+    /// that head then carries two reviews, and each run must find only its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
 }
 
 /// Everything the summary reports.
@@ -28,6 +32,8 @@ pub struct Summary<'a> {
     pub base_sha: &'a str,
     pub incremental: bool,
     pub trigger: &'a str,
+    /// Set for a full re-review of an already reviewed head (see [`ReviewMarker::request`]).
+    pub rerun_of: Option<u64>,
     pub files_reviewed: Vec<&'a str>,
     pub not_reviewed: &'a [NotReviewed],
     pub listing_truncated: bool,
@@ -74,6 +80,7 @@ impl Summary<'_> {
                 head_sha: self.head_sha.to_string(),
                 base_sha: self.base_sha.to_string(),
                 trigger: self.trigger.to_string(),
+                request: self.rerun_of,
             },
         )
     }

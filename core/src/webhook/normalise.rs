@@ -11,9 +11,13 @@ use super::payload::{
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
-    RepoRef, ReviewJob, ReviewTrigger, Surface,
+    RepoRef, ReviewJob, ReviewTrigger, Surface, Topic,
 };
 use crate::mention::Handles;
+
+/// An issue description can run to 65 536 characters; the prompt needs far less, and the
+/// queue message (256 kB on SQS) must stay small.
+const MAX_TOPIC_BODY_CHARS: usize = 4000;
 use serde::de::DeserializeOwned;
 
 /// What the webhook knows about Parley itself.
@@ -172,6 +176,13 @@ fn issue_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseCo
         position: None,
         review_id: None,
         mentions_bot,
+        topic: Some(Topic {
+            title: event.issue.title.unwrap_or_default(),
+            body: crate::sanitize::truncate(
+                &event.issue.body.unwrap_or_default(),
+                MAX_TOPIC_BODY_CHARS,
+            ),
+        }),
     })))
 }
 
@@ -211,6 +222,7 @@ fn review_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseC
         }),
         review_id: c.pull_request_review_id,
         mentions_bot,
+        topic: None,
     })))
 }
 
@@ -245,6 +257,7 @@ fn review_body(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseCont
         position: None,
         review_id: Some(r.id),
         mentions_bot,
+        topic: None,
     })))
 }
 

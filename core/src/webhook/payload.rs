@@ -64,6 +64,10 @@ pub struct PullRequestEvent {
 #[derive(Debug, Deserialize)]
 pub struct Issue {
     pub number: u64,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
     /// Present (an object of links) only when the issue is a pull request.
     pub pull_request: Option<serde_json::Value>,
 }
