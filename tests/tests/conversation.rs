@@ -824,29 +824,187 @@ async fn a_post_that_landed_despite_a_502_keeps_its_turn(backend: Backend) {
     assert_eq!(h.turns_used().await, 1, "charged once");
 }
 
-async fn comments_on_plain_issues_are_not_answered(backend: Backend) {
+const ISSUE: u64 = 12;
+
+/// Every request the fake GitHub received, as `METHOD path`.
+fn request_lines(h: &Harness) -> Vec<String> {
+    h.github
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+fn assert_no_pull_request_calls(h: &Harness) {
+    let lines = request_lines(h);
+    assert!(
+        lines.iter().all(|l| !l.contains("/pulls")),
+        "an issue has no pull request to ask about: {lines:?}"
+    );
+}
+
+async fn mentions_on_plain_issues_are_answered_without_diff_context(backend: Backend) {
     let h = Harness::start(backend).await;
-    let job = h.plain_issue_comment(12, "bob", "@parley can you explain this bug report?");
+    // Guidelines come from the default branch (the fake serves `main` when no ref is
+    // given, as GitHub serves the default branch).
+    h.github.set_file(
+        REPO,
+        "main",
+        "CLAUDE.md",
+        "Answer issues in British English.",
+    );
+    // An earlier exchange on the issue: history for the new question.
+    let earlier = h.github.add_issue_comment(
+        REPO,
+        ISSUE,
+        "bob",
+        "@parley is this the session cache again?",
+    );
+    h.github.add_issue_comment(
+        REPO,
+        ISSUE,
+        BOT,
+        &markers::append(
+            "Possibly: the reset does not clear the session.",
+            "reply",
+            &json!({"type":"reply","reply_to":earlier,"at":"2024-01-01T00:00:00Z"}),
+        ),
+    );
+    let job = h.plain_issue_comment(ISSUE, "bob", "@parley can you explain this bug report?");
     let Job::Conversation(j) = &job else {
         panic!("not a conversation job")
     };
     assert!(!j.is_pull_request);
-    h.run(job).await.expect("skipped, not failed");
-    assert!(h.llm.prompts().is_empty(), "nothing spent");
+    let asked = j.comment.id;
+
+    h.run(job).await.expect("turn");
+
+    assert_no_pull_request_calls(&h);
+    let prompts = h.prompts();
+    assert_eq!(prompts.len(), 1, "the model is asked once");
+    let prompt = &prompts[0];
+    for expected in [
+        "Issue #12: Login page hangs after a password reset",
+        "the login spinner never stops",
+        "Seen on Firefox 128.",
+        "can you explain this bug report?",
+        "is this the session cache again?",
+        "the reset does not clear the session",
+        "Answer issues in British English.",
+        "(default branch)",
+        "not a pull request",
+    ] {
+        assert!(
+            prompt.contains(expected),
+            "prompt lacks {expected:?}:\n{prompt}"
+        );
+    }
+    assert!(
+        !prompt.contains("ignore all previous instructions"),
+        "the issue body is sanitised: {prompt}"
+    );
+    assert!(!prompt.contains("Pull request #"), "{prompt}");
+
+    let posts = h
+        .github
+        .requests_to("POST", &format!("/repos/{REPO}/issues/{ISSUE}/comments"));
+    assert_eq!(posts.len(), 1, "{:?}", request_lines(&h));
+    let body = posts[0].body["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("> bob: parley can you explain this bug report?\n\nHere is my answer."),
+        "question quoted: {body}"
+    );
+    let marker = markers::find::<markers::ReplyMarker>(body, "reply").expect("reply marker");
+    assert_eq!(marker.reply_to, asked);
     assert!(
         h.github
-            .requests()
-            .iter()
-            .all(|r| r.method == "GET" || r.path.ends_with("/access_tokens")),
-        "nothing written: {:?}",
-        h.github
-            .requests()
-            .iter()
-            .map(|r| format!("{} {}", r.method, r.path))
-            .collect::<Vec<_>>()
+            .reactions()
+            .contains(&("issue".into(), asked, "eyes".into()))
     );
-    assert!(h.github.issue_comments(REPO, 12).len() == 1);
+    assert_eq!(
+        parley_core::conversation::turns_used(h.store.as_ref(), REPO, ISSUE)
+            .await
+            .unwrap(),
+        1,
+        "the turn counts against the issue"
+    );
+    assert_eq!(h.turns_used().await, 0, "not against any PR");
+}
+
+async fn people_without_permission_are_ignored_on_issues(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let job = h.plain_issue_comment(ISSUE, "mallory", "@parley explain the whole codebase");
+    h.run(job).await.expect("skipped, not failed");
+    assert!(h.llm.prompts().is_empty(), "a stranger spends nothing");
+    assert!(h.parley_issue_comments(ISSUE).is_empty());
     assert!(h.github.reactions().is_empty());
+    assert_no_pull_request_calls(&h);
+}
+
+async fn duplicate_deliveries_on_issues_get_one_reply(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let job = h.plain_issue_comment(ISSUE, "bob", "@parley why does it hang?");
+    let Job::Conversation(j) = &job else {
+        panic!("not a conversation job")
+    };
+    let asked = j.comment.id;
+    h.run(job.clone()).await.expect("first");
+    h.run(job).await.expect("redelivered");
+    h.run(h.plain_issue_job(ISSUE, asked, "another-delivery"))
+        .await
+        .expect("duplicate");
+
+    let replies: Vec<_> = h
+        .parley_issue_comments(ISSUE)
+        .into_iter()
+        .filter(|c| reply_marker(c).is_some_and(|m| m.reply_to == asked))
+        .collect();
+    assert_eq!(replies.len(), 1);
+    assert_eq!(h.llm.prompts().len(), 1, "the model is asked once");
+    assert_eq!(
+        h.store
+            .counter(&pr_scope(REPO, ISSUE), "turns")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_no_pull_request_calls(&h);
+}
+
+async fn review_commands_on_issues_get_a_note_not_a_review(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let job = h.plain_issue_comment(ISSUE, "bob", "@parley review");
+    let Job::Conversation(j) = &job else {
+        panic!("not a conversation job")
+    };
+    let asked = j.comment.id;
+    h.run(job.clone()).await.expect("noted");
+    h.run(job).await.expect("redelivered");
+    h.run(h.plain_issue_job(ISSUE, asked, "another-delivery"))
+        .await
+        .expect("duplicate");
+
+    let messages = h
+        .queue
+        .receive(QueueName::Review, 10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(messages.is_empty(), "no review queued for an issue");
+    let notes = h.parley_issue_comments(ISSUE);
+    assert_eq!(notes.len(), 1, "one note: {notes:?}");
+    let body = notes[0]["body"].as_str().unwrap();
+    assert!(body.contains("Reviews are for pull requests"), "{body}");
+    assert_eq!(reply_marker(&notes[0]).map(|m| m.reply_to), Some(asked));
+    assert!(h.llm.prompts().is_empty(), "no conversation turn");
+    assert_eq!(
+        h.store
+            .counter(&pr_scope(REPO, ISSUE), "turns")
+            .await
+            .unwrap(),
+        0,
+        "a note uses no turn"
+    );
+    assert_no_pull_request_calls(&h);
 }
 
 macro_rules! on_both_stores {
@@ -897,5 +1055,8 @@ on_both_stores!(
     a_valid_config_adds_no_footer,
     a_turn_whose_post_fails_is_given_back,
     a_post_that_landed_despite_a_502_keeps_its_turn,
-    comments_on_plain_issues_are_not_answered,
+    mentions_on_plain_issues_are_answered_without_diff_context,
+    people_without_permission_are_ignored_on_issues,
+    duplicate_deliveries_on_issues_get_one_reply,
+    review_commands_on_issues_get_a_note_not_a_review,
 );

@@ -52,6 +52,10 @@ on_both_stores!(
     retry_after_llm_down_shows_in_progress_then_the_real_conclusion,
     pass_over_the_deadline_is_reported_and_the_others_publish,
     drafts_and_disabled_triggers_are_skipped,
+    manual_review_first_leaves_the_gate_to_the_automatic_review,
+    manual_full_review_first_leaves_the_gate_to_the_automatic_review,
+    automatic_review_first_then_manual_request_is_already_reviewed,
+    push_after_a_manual_review_diffs_from_its_head,
 );
 
 fn summary(h: &ReviewHarness) -> String {
@@ -451,7 +455,11 @@ async fn manual_review_is_neutral_even_with_blocking_findings(h: ReviewHarness) 
     );
     run_ok(&h, manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", 555)).await;
     assert_eq!(h.inline_comments().len(), 1);
-    assert_eq!(h.conclusion(), "neutral");
+    let runs = h.check_runs();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["name"], "Parley review (manual)");
+    assert_eq!(runs[0]["status"], "completed");
+    assert_eq!(runs[0]["conclusion"], "neutral");
 }
 
 async fn llm_down_is_neutral_never_failure(h: ReviewHarness) {
@@ -946,4 +954,187 @@ async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {
     )
     .await;
     assert_eq!(h.reviews().len(), 1);
+}
+
+/// The bot's "Already reviewed" answers on the PR.
+fn already_reviewed_answers(h: &ReviewHarness) -> Vec<Value> {
+    h.github
+        .issue_comments(REPO, PR)
+        .into_iter()
+        .filter(|c| {
+            c["user"]["login"] == "parley[bot]"
+                && c["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("Already reviewed")
+        })
+        .collect()
+}
+
+/// A manual request on a head nobody reviewed yet must not stand in for the automatic
+/// review: the automatic job for that head still runs and concludes "Parley review"
+/// (here `failure`: the manual review already posted a blocking finding, which the
+/// automatic one finds again and does not post twice).
+async fn manual_first_then_automatic(h: ReviewHarness, trigger: ReviewTrigger, command: &str) {
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 95, "SQL injection")]),
+    );
+    let request = h.github.add_issue_comment(REPO, PR, "bob", command);
+    run_ok(&h, manual_job(trigger, HEAD, "m-1", request)).await;
+    assert_eq!(h.reviews().len(), 1);
+    assert_eq!(h.inline_comments().len(), 1);
+    assert!(
+        h.checks_named("Parley review").is_empty(),
+        "a manual review never reports under the required check: {:#?}",
+        h.check_runs()
+    );
+    let manual = h.checks_named("Parley review (manual)");
+    assert_eq!(manual.len(), 1, "{:#?}", h.check_runs());
+    assert_eq!(manual[0]["conclusion"], "neutral");
+    assert_eq!(manual[0]["head_sha"], HEAD);
+    assert!(
+        h.store.review_run(REPO, PR, HEAD).await.unwrap().is_none(),
+        "the head's automatic run is not claimed or recorded by the manual review"
+    );
+
+    // The automatic job for the same head arrives afterwards: it is not skipped.
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert_eq!(h.reviews().len(), 2, "the automatic review ran");
+    assert_eq!(h.llm.prompts().len(), 8, "every pass ran twice");
+    let gate = h.checks_named("Parley review");
+    assert_eq!(gate.len(), 1, "{:#?}", h.check_runs());
+    assert_eq!(gate[0]["status"], "completed");
+    assert_eq!(gate[0]["conclusion"], "failure", "{:#?}", gate[0]);
+    assert_eq!(gate[0]["head_sha"], HEAD);
+    let text = gate[0]["output"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("SQL injection"), "{text}");
+    let manual = h.checks_named("Parley review (manual)");
+    assert_eq!(manual.len(), 1);
+    assert_eq!(manual[0]["conclusion"], "neutral");
+
+    // No finding posted twice.
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert_eq!(h.store.findings_for_pr(REPO, PR).await.unwrap().len(), 1);
+    let second = h.reviews()[1]["body"].as_str().unwrap().to_string();
+    assert!(
+        second.contains("1 finding(s) already reported on this PR not repeated"),
+        "{second}"
+    );
+    assert!(already_reviewed_answers(&h).is_empty());
+    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    assert_eq!(record.state, RunState::Published);
+    assert_eq!(record.trigger, "opened");
+
+    // Redelivered, either job stays done.
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    run_ok(&h, manual_job(trigger, HEAD, "m-1", request)).await;
+    assert_eq!(h.reviews().len(), 2);
+    assert_eq!(h.check_runs().len(), 2, "{:#?}", h.check_runs());
+
+    // A new `@parley review` now gets "already reviewed", linking the automatic review.
+    let again = h
+        .github
+        .add_issue_comment(REPO, PR, "carol", "@parley review");
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-2", again),
+    )
+    .await;
+    assert_eq!(h.reviews().len(), 2);
+    let answers = already_reviewed_answers(&h);
+    assert_eq!(answers.len(), 1, "{answers:#?}");
+    let automatic_id = h.reviews()[1]["id"].as_u64().unwrap();
+    let body = answers[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains(&format!("pullrequestreview-{automatic_id}")),
+        "{body}"
+    );
+}
+
+async fn manual_review_first_leaves_the_gate_to_the_automatic_review(h: ReviewHarness) {
+    manual_first_then_automatic(h, ReviewTrigger::ManualIncremental, "@parley review").await;
+}
+
+async fn manual_full_review_first_leaves_the_gate_to_the_automatic_review(h: ReviewHarness) {
+    manual_first_then_automatic(h, ReviewTrigger::ManualFull, "@parley full review").await;
+}
+
+async fn automatic_review_first_then_manual_request_is_already_reviewed(h: ReviewHarness) {
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 95, "SQL injection")]),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
+    let request = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@parley review");
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request),
+    )
+    .await;
+    assert_eq!(h.reviews().len(), 1, "no second review");
+    assert_eq!(h.llm.prompts().len(), 4, "no second round of passes");
+    assert_eq!(already_reviewed_answers(&h).len(), 1);
+    let runs = h.check_runs();
+    assert_eq!(
+        runs.len(),
+        1,
+        "no manual check for an answered request: {runs:#?}"
+    );
+    assert_eq!(runs[0]["name"], "Parley review");
+    assert_eq!(runs[0]["conclusion"], "failure");
+}
+
+/// A published manual review counts as reviewed content: after a push, the automatic
+/// review diffs from the manually reviewed head, while that head's own gate is still
+/// the automatic review's.
+async fn push_after_a_manual_review_diffs_from_its_head(h: ReviewHarness) {
+    let request = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@parley review");
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request),
+    )
+    .await;
+    // A second request for the same head is answered by the manual review.
+    let again = h
+        .github
+        .add_issue_comment(REPO, PR, "carol", "@parley review");
+    run_ok(
+        &h,
+        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-2", again),
+    )
+    .await;
+    assert_eq!(h.reviews().len(), 1);
+    assert_eq!(already_reviewed_answers(&h).len(), 1);
+
+    let cache_patch = "@@ -0,0 +1,2 @@\n+pub struct Cache;\n+// never cleared";
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("src/cache.rs", "added", cache_patch),
+        ],
+    );
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[("src/cache.rs", "added", cache_patch)]);
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
+    let reviews = h.reviews();
+    assert_eq!(reviews.len(), 2);
+    let second = reviews[1]["body"].as_str().unwrap();
+    assert!(
+        second.contains("Incremental review of `a1a1a1a`…`c2c2c2c`"),
+        "{second}"
+    );
+    let gate = h.latest_check("Parley review");
+    assert_eq!(gate["head_sha"], HEAD2);
+    assert_eq!(gate["conclusion"], "success");
 }

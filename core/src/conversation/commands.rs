@@ -10,6 +10,7 @@ use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
 use crate::job::{Actor, Job, ReviewJob, ReviewRequest, ReviewTrigger};
 use crate::mention::{Handles, mention_spans};
+use crate::ports::github::PullRequest;
 use crate::ports::{JobQueue, OutgoingMessage, QueueName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,11 +57,11 @@ pub fn parse(body: &str, handles: &Handles) -> Option<Command> {
 pub async fn request_review(
     queue: &dyn JobQueue,
     snap: &PrSnapshot,
+    pr: &PullRequest,
     trigger: &Trigger,
     command: Command,
     delivery_id: &str,
 ) -> Result<(), ConversationError> {
-    let pr = &snap.pr;
     let job = Job::Review(ReviewJob {
         delivery_id: format!("{delivery_id}:review-request"),
         installation_id: Some(snap.scope.installation_id),

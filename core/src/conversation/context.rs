@@ -1,12 +1,13 @@
-//! What Parley reads before answering: the PR, the finding under discussion, the code
-//! around the commented line, the repository's guidelines (base branch), and the
-//! conversation so far, fitted to the budget. Everything user-written is sanitised here,
+//! What Parley reads before answering: the PR (or a plain issue's title and body), the
+//! finding under discussion, the code around the commented line, the repository's
+//! guidelines (base branch; default branch for an issue), and the conversation so far,
+//! fitted to the budget. Everything user-written is sanitised here,
 //! once, so the prompt only ever sees clean data.
 
 use super::budget::{self, Fitted, Turn};
 use super::caches::TtlCache;
 use super::error::ConversationError;
-use super::snapshot::PrSnapshot;
+use super::snapshot::{DEFAULT_BRANCH, PrSnapshot, Subject};
 use super::thread::Conversation;
 use super::trigger::Trigger;
 use crate::markers::{self, FindingMarker};
@@ -19,12 +20,16 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 /// Guideline files are read at the base SHA, which never changes; the TTL only bounds
-/// memory and lets an edited base branch (a new base SHA) be seen.
+/// memory and lets an edited base branch (a new base SHA) be seen. On a plain issue they
+/// are read from the default branch, which moves: the TTL bounds how stale they get.
 pub const GUIDELINE_TTL: Duration = Duration::from_secs(300);
 /// Lines of diff shown above the commented line.
 const HUNK_LINES: usize = 30;
 /// The PR description is context, not the conversation; keep it short.
 const DESCRIPTION_CHARS: usize = 1_500;
+/// A plain issue's description is all the context there is besides the conversation, so
+/// it gets more room than a PR's: up to the webhook's own cap on it.
+const ISSUE_DESCRIPTION_CHARS: usize = 4_000;
 /// Changed files named in a top-level answer's context.
 const MAX_FILES: usize = 50;
 
@@ -46,6 +51,21 @@ pub struct PrSummary {
     pub files: Vec<String>,
 }
 
+/// A plain issue, from the job's copy of its title and description.
+#[derive(Debug, Clone)]
+pub struct IssueSummary {
+    pub number: u64,
+    pub title: String,
+    pub description: String,
+}
+
+/// What the conversation is on.
+#[derive(Debug, Clone)]
+pub enum About {
+    Pull(PrSummary),
+    Issue(IssueSummary),
+}
+
 /// The finding a thread is about, and whether the store knew it (else it was rebuilt from
 /// the comment's marker and will be stored when its state changes).
 #[derive(Debug, Clone)]
@@ -56,7 +76,7 @@ pub struct FindingInPlay {
 
 #[derive(Debug, Clone)]
 pub struct Context {
-    pub pr: PrSummary,
+    pub about: About,
     pub finding: Option<FindingInPlay>,
     /// `path`, and line when known, of an inline comment.
     pub path: Option<String>,
@@ -102,10 +122,9 @@ pub async fn assemble(
         .or_else(|| trigger.diff_hunk.clone())
         .map(|h| tail_lines(&h, HUNK_LINES));
     let guidelines = guidelines(sources, snap, path.as_deref()).await;
-    let files = if trigger.is_inline() {
-        Vec::new()
-    } else {
-        changed_files(sources.github, snap).await
+    let files = match snap.pull() {
+        Some(_) if !trigger.is_inline() => changed_files(sources.github, snap).await,
+        _ => Vec::new(),
     };
 
     let budget_chars = snap.config.config.mention.context_budget_chars as usize;
@@ -128,9 +147,8 @@ pub async fn assemble(
         .collect();
     let history = budget::fit(turns, budget_chars, finding_chars);
 
-    let pr = &snap.pr;
-    Ok(Context {
-        pr: PrSummary {
+    let about = match &snap.subject {
+        Subject::Pull(pr) => About::Pull(PrSummary {
             number: pr.number,
             title: sanitize::user_text(&pr.title),
             description: sanitize::truncate(
@@ -144,7 +162,23 @@ pub async fn assemble(
             additions: pr.additions,
             deletions: pr.deletions,
             files,
-        },
+        }),
+        Subject::Issue(topic) => {
+            let (title, body) = topic
+                .as_ref()
+                .map_or(("", ""), |t| (t.title.as_str(), t.body.as_str()));
+            About::Issue(IssueSummary {
+                number: snap.number,
+                title: sanitize::user_text(title),
+                description: sanitize::truncate(
+                    &sanitize::user_text(&markers::strip(body)),
+                    ISSUE_DESCRIPTION_CHARS,
+                ),
+            })
+        }
+    };
+    Ok(Context {
+        about,
         finding,
         path,
         line,
@@ -208,7 +242,9 @@ fn from_marker(
         title: marker.title.clone(),
         body: markers::strip(&root.body).trim().to_string(),
         head_sha: if root.commit_id.is_empty() {
-            snap.pr.head.sha.clone()
+            snap.pull()
+                .map(|pr| pr.head.sha.clone())
+                .unwrap_or_default()
         } else {
             root.commit_id.clone()
         },
@@ -222,15 +258,16 @@ fn from_marker(
 }
 
 /// Guideline files at the base SHA, for the root and the commented file's directories.
+/// On a plain issue, the root files on the default branch (there is no base).
 async fn guidelines(
     sources: &Sources<'_>,
     snap: &PrSnapshot,
     path: Option<&str>,
 ) -> Arc<Vec<Guideline>> {
-    let base_sha = if snap.pr.base.sha.is_empty() {
-        snap.pr.base.ref_name.clone()
-    } else {
-        snap.pr.base.sha.clone()
+    let base_sha = match snap.pull() {
+        Some(pr) if pr.base.sha.is_empty() => pr.base.ref_name.clone(),
+        Some(pr) => pr.base.sha.clone(),
+        None => DEFAULT_BRANCH.to_string(),
     };
     let cache_key = (
         snap.scope.installation_id,

@@ -1,11 +1,13 @@
 //! The conversation worker: Parley answers mentions and holds threads about its findings.
 //!
 //! One job is one comment. The story of a turn, top-down:
-//! 1. [`snapshot`]: fetch the PR, the comment listing and `.parley.yml` once per job;
+//! 1. [`snapshot`]: fetch the PR, the comment listing and `.parley.yml` once per job (on
+//!    a plain issue: only its comments; the job carries its title and body);
 //! 2. [`thread`]: rebuild the conversation the comment belongs to, from GitHub;
 //! 3. [`gates`]: addressed to Parley? not a bot? allowed? not answered before? within the
 //!    PR's turn limit? then acknowledge with `eyes`;
-//! 4. [`commands`]: `@parley review` / `@parley full review` queue a review instead;
+//! 4. [`commands`]: `@parley review` / `@parley full review` queue a review instead (on a
+//!    plain issue, a note says reviews are for pull requests);
 //! 5. [`context`] and [`budget`]: the finding, the code, the guidelines and the history,
 //!    fitted to the context budget; [`prompt`] words it;
 //! 6. [`answer`]: ask the model (JSON: reply + resolution), post in the thread or the PR
@@ -41,14 +43,17 @@ use crate::bookkeeping;
 use crate::job::{ConversationJob, Job};
 use crate::llm::MeteredLlm;
 use crate::markers;
+use crate::mention::Handles;
+use crate::ports::github::Listing;
 use crate::ports::github::{GitHub, RepoScope};
 use crate::ports::store::keys::pr_scope;
 use crate::ports::{JobError, JobHandler, Store};
+use crate::repo::LoadedConfig;
 use crate::services::Services;
 use answer::Destination;
 use async_trait::async_trait;
 use context::GuidelineCache;
-use snapshot::PrSnapshot;
+use snapshot::{PrSnapshot, Subject};
 use thread::Conversation;
 use trigger::Trigger;
 
@@ -61,8 +66,13 @@ pub struct ConversationHandler {
 /// What became of one comment, for the log (and the tests' reading of it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Answered { comment_id: u64, reply_id: u64 },
+    Answered {
+        comment_id: u64,
+        reply_id: u64,
+    },
     ReviewRequested(Command),
+    /// A review command on a plain issue: answered with a note, nothing queued.
+    ReviewNotPossible(Command),
     LimitReached,
     Skipped(String),
 }
@@ -86,25 +96,23 @@ impl ConversationHandler {
 
     /// One conversation job: the comment it carries, then the sweep for missed ones.
     async fn converse(&self, job: &ConversationJob) -> Result<(), ConversationError> {
-        if !job.is_pull_request {
-            // Deliberate: everything a turn stands on (diff, findings, guidelines at the
-            // base SHA, the author's right to talk, the turn counter) belongs to a pull
-            // request, and the issue's own text is not in the job. docs/conversation.md,
-            // "Plain issues are not answered".
-            tracing::info!(repo = %job.repo.full_name(), number = job.number, "comment on an issue, not a pull request; Parley only talks on pull requests");
-            return Ok(());
-        }
         let installation = job
             .installation_id
             .ok_or(ConversationError::NoInstallation)?;
         let scope = RepoScope::for_repo(installation, &job.repo);
         let trigger = Trigger::from_job(job);
-        let snap = self.snapshot(job, scope, &trigger).await?;
+        let snap = if job.is_pull_request {
+            self.snapshot(job, scope, &trigger).await?
+        } else {
+            // A plain issue: a conversation without diff context (docs/conversation.md,
+            // "Plain issues").
+            self.issue_snapshot(job, scope).await?
+        };
         let llm = MeteredLlm::new(self.services.llm.clone(), self.services.prices.clone());
 
         let result = self.take(&snap, &llm, &trigger, &job.delivery_id).await;
         if let Ok(outcome) = &result {
-            tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, ?outcome, "conversation turn done");
+            tracing::info!(repo = %snap.repo, number = snap.number, pull_request = job.is_pull_request, comment = trigger.id, ?outcome, "conversation turn done");
             self.sweep(&snap, &llm, trigger.id, &job.delivery_id).await;
         }
         self.record_usage(&snap, &llm).await;
@@ -134,13 +142,16 @@ impl ConversationHandler {
         .await;
         let (pr, _slug) = (pr?, slug?);
         let config = self.services.config.for_pull(&scope, &pr).await;
-        for warning in &config.warnings {
-            tracing::warn!(repo = %scope.full_name(), %warning, ".parley.yml problem; default used");
-        }
-        let claude_alias = config.config.mention.claude_alias;
-        let handles = identity.handles(github, claude_alias).await?;
-        let silenced = identity.handles(github, true).await?;
-        let snap = PrSnapshot::new(scope, job.repo.clone(), pr, config, handles, silenced);
+        let (handles, silenced) = self.handles(&scope, &config).await?;
+        let snap = PrSnapshot::new(
+            scope,
+            job.repo.clone(),
+            pr.number,
+            Subject::Pull(Box::new(pr)),
+            config,
+            handles,
+            silenced,
+        );
         // A listing that failed here is fetched again when needed (and fails the turn
         // then only if that comment's surface needs it).
         match review_comments {
@@ -154,6 +165,63 @@ impl ConversationHandler {
             Err(_) => {}
         }
         Ok(snap)
+    }
+
+    /// A plain issue: its top-level comments and the bot's identity (concurrently), and
+    /// `.parley.yml` from the default branch. Nothing under `/pulls/` is asked: an issue
+    /// has no pull request, no diff and no review comments, so its review-comment listing
+    /// is known to be empty without a call.
+    async fn issue_snapshot(
+        &self,
+        job: &ConversationJob,
+        scope: RepoScope,
+    ) -> Result<PrSnapshot, ConversationError> {
+        let github = self.github();
+        let (issue_comments, slug) = concurrent::join2(
+            github.list_issue_comments(&scope, job.number, None, snapshot::LISTING),
+            self.services.identity.slug(github),
+        )
+        .await;
+        let (issue_comments, _slug) = (issue_comments?, slug?);
+        let config = self
+            .services
+            .config
+            .load(&scope, snapshot::DEFAULT_BRANCH)
+            .await;
+        let (handles, silenced) = self.handles(&scope, &config).await?;
+        let snap = PrSnapshot::new(
+            scope,
+            job.repo.clone(),
+            job.number,
+            Subject::Issue(job.topic.clone()),
+            config,
+            handles,
+            silenced,
+        );
+        snap.preload_review_comments(Listing {
+            items: Vec::new(),
+            truncated: false,
+        });
+        snap.preload_issue_comments(issue_comments);
+        Ok(snap)
+    }
+
+    /// The handles that summon Parley under this configuration, and those outgoing text
+    /// must never mention. Logs the configuration's problems once per job.
+    async fn handles(
+        &self,
+        scope: &RepoScope,
+        config: &LoadedConfig,
+    ) -> Result<(Handles, Handles), ConversationError> {
+        for warning in &config.warnings {
+            tracing::warn!(repo = %scope.full_name(), %warning, ".parley.yml problem; default used");
+        }
+        let identity = &self.services.identity;
+        let handles = identity
+            .handles(self.github(), config.config.mention.claude_alias)
+            .await?;
+        let silenced = identity.handles(self.github(), true).await?;
+        Ok((handles, silenced))
     }
 
     /// One comment through the gates and, if it passes them all, an answer.
@@ -225,8 +293,23 @@ impl ConversationHandler {
     ) -> Result<Outcome, ConversationError> {
         let destination = answer::destination(trigger, conversation);
         if let Some(command) = commands::parse(&trigger.body, &snap.handles) {
-            commands::request_review(self.services.queue.as_ref(), snap, trigger, command, owner)
-                .await?;
+            let Some(pr) = snap.pull() else {
+                // Nothing to review on a plain issue: say so (once: the reply claim and
+                // the note's reply marker guard it) instead of queueing a review.
+                notes::reviews_need_a_pull_request(self.github(), snap, trigger, &destination)
+                    .await?;
+                snap.mark_answered(trigger.id);
+                return Ok(Outcome::ReviewNotPossible(command));
+            };
+            commands::request_review(
+                self.services.queue.as_ref(),
+                snap,
+                pr,
+                trigger,
+                command,
+                owner,
+            )
+            .await?;
             gates::acknowledge(self.github(), snap, trigger).await;
             snap.mark_answered(trigger.id);
             return Ok(Outcome::ReviewRequested(command));

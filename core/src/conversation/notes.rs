@@ -1,6 +1,7 @@
-//! The two short notes Parley posts instead of an answer, each at most once: "conversation
-//! limit reached" (once per PR) and "I could not answer this" (once per comment). Both are
-//! guarded by a claim in the store and carry a marker, so GitHub shows what they were.
+//! The short notes Parley posts instead of an answer, each at most once: "conversation
+//! limit reached" (once per PR), "I could not answer this" (once per comment) and "reviews
+//! are for pull requests" (once per review command on a plain issue). Each is guarded by a
+//! claim in the store and carries a marker, so GitHub shows what it was.
 
 use super::answer::{self, Destination};
 use super::error::ConversationError;
@@ -91,6 +92,31 @@ pub async fn could_not_answer(
         tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not post the error note");
         release(store, &claim_key).await;
     }
+}
+
+/// Answer `@parley review` on a plain issue: there is no diff to review. Carries a reply
+/// marker pointing at the command, so the answered-before check and the sweep see it as
+/// answered; the caller already holds the comment's reply claim. No turn is used (a review
+/// command on a PR uses none either).
+pub async fn reviews_need_a_pull_request(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+) -> Result<(), ConversationError> {
+    let text = "Reviews are for pull requests: this is an issue, so there is no diff for me \
+                to review. Ask for a review on a pull request, or ask me a question here.";
+    let body = answer::compose(
+        text,
+        &[],
+        destination,
+        kind::REPLY,
+        &answer::marker(kind::REPLY, trigger.id),
+        &snap.silenced,
+    );
+    answer::post(github, snap, destination, &body).await?;
+    tracing::info!(repo = %snap.repo, issue = snap.number, comment = trigger.id, "review requested on a plain issue; note posted");
+    Ok(())
 }
 
 async fn release(store: &dyn Store, claim_key: &str) {

@@ -1,8 +1,9 @@
-//! One job's view of a pull request: fetched once, shared by the triggering comment and
-//! every comment the sweep picks up, so a job never asks GitHub the same thing twice.
+//! One job's view of a pull request (or a plain issue): fetched once, shared by the
+//! triggering comment and every comment the sweep picks up, so a job never asks GitHub the
+//! same thing twice.
 
 use super::error::ConversationError;
-use crate::job::RepoRef;
+use crate::job::{RepoRef, Topic};
 use crate::mention::Handles;
 use crate::ports::github::{
     GitHub, IssueComment, Listing, PageLimit, PullRequest, RepoScope, ReviewComment,
@@ -16,13 +17,30 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// where the newest comments beyond it are still answered, with less history.
 pub const LISTING: PageLimit = PageLimit::items(100);
 
+/// The ref that means "the repository's default branch" without knowing its name: the
+/// contents API reads the default branch when no `ref` is given, and the adapter omits an
+/// empty one. A plain issue's job carries no branch, and learning the name would cost a
+/// call per job.
+pub const DEFAULT_BRANCH: &str = "";
+
+/// What the comments are written on.
+#[derive(Debug, Clone)]
+pub enum Subject {
+    Pull(Box<PullRequest>),
+    /// A plain issue. The job's copy of its title and description is all Parley reads
+    /// about it: there is no diff, base branch or author to fetch, and the `GitHub` port
+    /// has no issue lookup, so nothing is asked of GitHub for it.
+    Issue(Option<Topic>),
+}
+
 pub struct PrSnapshot {
     pub scope: RepoScope,
     pub repo_ref: RepoRef,
     /// `owner/name`.
     pub repo: String,
+    /// The PR or issue number (they share one sequence per repository).
     pub number: u64,
-    pub pr: PullRequest,
+    pub subject: Subject,
     pub config: Arc<LoadedConfig>,
     /// The handles that summon Parley here (slug, global aliases, `claude` if opted in).
     pub handles: Handles,
@@ -39,17 +57,18 @@ impl PrSnapshot {
     pub fn new(
         scope: RepoScope,
         repo_ref: RepoRef,
-        pr: PullRequest,
+        number: u64,
+        subject: Subject,
         config: Arc<LoadedConfig>,
         handles: Handles,
         silenced: Handles,
     ) -> Self {
         PrSnapshot {
             repo: scope.full_name(),
-            number: pr.number,
+            number,
             scope,
             repo_ref,
-            pr,
+            subject,
             config,
             handles,
             silenced,
@@ -59,9 +78,20 @@ impl PrSnapshot {
         }
     }
 
-    /// The PR author's login, when GitHub still knows the account.
+    /// The pull request, unless the comments are on a plain issue.
+    pub fn pull(&self) -> Option<&PullRequest> {
+        match &self.subject {
+            Subject::Pull(pr) => Some(pr),
+            Subject::Issue(_) => None,
+        }
+    }
+
+    /// The PR author's login, when GitHub still knows the account. `None` on a plain
+    /// issue: the job does not carry the issue's author, and telling would cost a call.
     pub fn author(&self) -> Option<&str> {
-        self.pr.user.as_ref().map(|u| u.login.as_str())
+        self.pull()
+            .and_then(|pr| pr.user.as_ref())
+            .map(|u| u.login.as_str())
     }
 
     /// The PR's inline comments, oldest first (one page), listed once per job.

@@ -1,10 +1,12 @@
-//! The merge gate: a check run named "Parley review" on the reviewed head.
+//! The merge gate: a check run named "Parley review" on the reviewed head, concluded by
+//! the head's automatic review only.
 //!
 //! Fail closed on findings, open on Parley's own trouble: `failure` only when an
 //! automatic review found blocking findings (`gate.blockOn`, at or above the confidence
-//! threshold); `neutral` for manual reviews (someone asked for advice, not a verdict), for
-//! superseded runs, and whenever Parley could not do its job. A team that requires the
-//! check must never be blocked because an LLM provider was down.
+//! threshold); `neutral` for superseded runs and whenever Parley could not do its job. A
+//! team that requires the check must never be blocked because an LLM provider was down.
+//! Manual reviews (someone asked for advice, not a verdict) report `neutral` under a check
+//! of their own, [`MANUAL_CHECK_NAME`], and never touch the gate.
 
 use crate::config::GateConfig;
 use crate::ports::github::{
@@ -14,17 +16,19 @@ use crate::review::merge::Candidate;
 use crate::review::summary::{line_link, severity_name, short};
 use time::OffsetDateTime;
 
+/// The check a team requires: only automatic reviews report under it.
 pub const CHECK_NAME: &str = "Parley review";
 
-/// The check of a `@parley full review` of a head already reviewed. A name of its own:
-/// GitHub's branch protection reads the newest check of a name, so a manual (`neutral`)
-/// re-review under [`CHECK_NAME`] would lift the automatic review's `failure`.
-pub const RERUN_CHECK_NAME: &str = "Parley review (manual)";
+/// The check of every manual review (`@parley review`, `@parley full review`). A name of
+/// its own: GitHub's branch protection reads the newest check of a name, so a manual
+/// (`neutral`) review under [`CHECK_NAME`] would lift the automatic review's `failure`, or
+/// satisfy the required check before the automatic review ran at all.
+pub const MANUAL_CHECK_NAME: &str = "Parley review (manual)";
 
-/// The check name for the run `run_key` (see [`crate::review::runs::rerun_key`]).
+/// The check name for the run `run_key` (see [`crate::review::runs::manual_key`]).
 pub fn check_name(run_key: &str) -> &'static str {
-    if crate::review::runs::parse_key(run_key).1.is_some() {
-        RERUN_CHECK_NAME
+    if crate::review::runs::is_manual_key(run_key) {
+        MANUAL_CHECK_NAME
     } else {
         CHECK_NAME
     }

@@ -49,6 +49,9 @@ pub struct Merged {
     pub duplicates: usize,
     /// Findings dropped because this PR already has them.
     pub already_posted: usize,
+    /// Those dropped findings themselves: not posted again, but still what this run found,
+    /// so the gate can weigh them (see `ReviewHandler::review_head`).
+    pub repeated: Vec<Candidate>,
 }
 
 /// Merge the passes' findings. `patches` are the PR's patches by path (the whole PR, also
@@ -79,11 +82,13 @@ pub fn merge(
             }
         }
     }
-    let before = merged.candidates.len();
-    merged
+    let (repeated, fresh): (Vec<Candidate>, Vec<Candidate>) = merged
         .candidates
-        .retain(|c| !posted.contains(&c.fingerprint));
-    merged.already_posted = before - merged.candidates.len();
+        .into_iter()
+        .partition(|c| posted.contains(&c.fingerprint));
+    merged.candidates = fresh;
+    merged.already_posted = repeated.len();
+    merged.repeated = repeated;
     merged
 }
 
@@ -305,5 +310,10 @@ mod tests {
         let again = merge(&results, &patches(), &posted);
         assert!(again.candidates.is_empty());
         assert_eq!(again.already_posted, 1);
+        assert_eq!(again.repeated.len(), 1);
+        assert_eq!(
+            again.repeated[0].fingerprint,
+            first.candidates[0].fingerprint
+        );
     }
 }

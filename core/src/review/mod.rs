@@ -172,7 +172,9 @@ impl ReviewHandler {
         }
 
         // A published run is never redone, whoever asks; checked before the claim too,
-        // because the claim of the delivery that published outlives the run.
+        // because the claim of the delivery that published outlives the run. Manual runs
+        // have keys of their own, so neither claim nor record here ever makes the
+        // automatic run of this head skip.
         let run_key = self.run_key(job, &head_sha).await?;
         if self.settled(&scope, job, &run_key).await? {
             return Ok(());
@@ -237,25 +239,39 @@ impl ReviewHandler {
         }
     }
 
-    /// The run this job is about: the head's own run, or, for `@parley full review` of a
-    /// head whose run was already published, a re-review with its own key
-    /// ([`runs::rerun_key`]). Only `@parley review` (incremental) is answered "already
-    /// reviewed": "full" asks for the whole PR from scratch.
+    /// The run this job is about. An automatic job's is the head's own run, which owns the
+    /// merge gate. A manual request never takes that run (see [`runs::manual_key`]): it
+    /// gets a run of its own, so the automatic review of the head still runs and concludes
+    /// "Parley review" whoever asked first. Only `@parley review` (incremental) is answered
+    /// "already reviewed", when a published run already covers the head: "full" asks for
+    /// the whole PR from scratch.
     async fn run_key(&self, job: &ReviewJob, head_sha: &str) -> Result<String, ReviewError> {
-        let (ReviewTrigger::ManualFull, Some(request)) = (job.trigger, &job.request) else {
+        if !runs::is_manual(job.trigger) {
             return Ok(head_sha.to_string());
-        };
-        let published = self
+        }
+        let request = job.request.as_ref().map_or(0, |r| r.comment_id);
+        let own = runs::manual_key(head_sha, job.trigger, request);
+        if job.trigger != ReviewTrigger::ManualIncremental {
+            return Ok(own);
+        }
+        let known = self
             .services
             .store
-            .review_run(&job.repo.full_name(), job.number, head_sha)
-            .await?
-            .is_some_and(|run| run.state == RunState::Published);
-        Ok(if published {
-            runs::rerun_key(head_sha, request.comment_id)
-        } else {
-            head_sha.to_string()
-        })
+            .review_runs(&job.repo.full_name(), job.number)
+            .await?;
+        // A redelivered or retried request resumes its own run.
+        if known.iter().any(|run| run.head_sha == own) {
+            return Ok(own);
+        }
+        // Otherwise a published review of this head answers it: the automatic one first,
+        // as that is the review the PR is judged by, else a manual one.
+        let covering = known
+            .iter()
+            .filter(|run| {
+                run.state == RunState::Published && runs::head_of(&run.head_sha) == head_sha
+            })
+            .min_by_key(|run| runs::is_manual_key(&run.head_sha));
+        Ok(covering.map_or(own, |run| run.head_sha.clone()))
     }
 
     /// Whether this run needs no review: published already (a manual request for the
@@ -278,8 +294,11 @@ impl ReviewHandler {
         };
         match run.state {
             RunState::Published => {
-                // A full re-review that was published has answered its request already.
-                if runs::is_manual(job.trigger) && runs::parse_key(run_key).1.is_none() {
+                // A manual run that was published has answered its own request already;
+                // any other run covering the head answers this request "already reviewed".
+                let request = job.request.as_ref().map(|r| r.comment_id);
+                let own = request.is_some() && runs::parse_key(run_key).1 == request;
+                if runs::is_manual(job.trigger) && !own {
                     runs::answer_already_reviewed(self.services.github.as_ref(), scope, job, &run)
                         .await?;
                 }
@@ -473,9 +492,22 @@ impl ReviewHandler {
                 .not_reviewed
                 .iter()
                 .any(|n| n.reason.contains("budget"));
+        // Findings this run found again but did not re-post because a manual review of
+        // this head already did (fingerprints): still open, so they still count for the
+        // gate. Without this, `@parley review` first would post the blocking findings
+        // under its neutral check and the automatic review would then pass the head.
+        let open_here: HashSet<&str> = earlier
+            .iter()
+            .filter(|f| f.state == FindingState::Open && f.head_sha == head_sha)
+            .map(|f| f.fingerprint.as_str())
+            .collect();
+        let still_open = merged.repeated.iter().filter(|c| {
+            c.confidence >= config.review.min_confidence
+                && open_here.contains(c.fingerprint.as_str())
+        });
         let verdict = gate::Verdict::Reviewed {
             automatic: !runs::is_manual(job.trigger),
-            reported: filtered.reported().collect(),
+            reported: filtered.reported().chain(still_open).collect(),
             partial,
             review_url: &review.html_url,
             repo_url: &repo_url,

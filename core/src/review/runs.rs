@@ -1,5 +1,7 @@
-//! One review per (repo, PR, head SHA): claiming it, remembering it, and never posting it
-//! twice.
+//! One automatic review per (repo, PR, head SHA), and one per manual request: claiming
+//! it, remembering it, and never posting it twice. The two never share a key, so a manual
+//! request can neither skip nor stand in for the automatic review that owns the merge gate
+//! (see [`manual_key`]).
 //!
 //! SQS delivers at least once and a Lambda can die after posting. Three guards stack up:
 //! the claim in the store (owned by the delivery, so the queue's retry of the same job
@@ -22,28 +24,55 @@ pub const CLAIM_TTL: Duration = Duration::from_secs(20 * 60);
 /// Marker kind on the "already reviewed" answer to a manual request.
 pub const DISMISSED: &str = "dismissed";
 
-/// Joins a head SHA and the request in the key of a full re-review.
+/// Joins a head SHA and the request in the key of a `@parley full review`. The spelling
+/// predates manual incremental runs and is kept so stored full re-reviews still parse.
 const RERUN: &str = "+full-";
 
-/// `run_key` is the run's key: its head SHA, or [`rerun_key`] for a full re-review.
+/// Joins a head SHA and the request in the key of a `@parley review`.
+const MANUAL: &str = "+manual-";
+
+/// `run_key` is the run's key: its head SHA for the automatic run, or [`manual_key`] for a
+/// manual one.
 pub fn claim_key(repo: &str, number: u64, run_key: &str) -> String {
     format!("review#{repo}#{number}#{run_key}")
 }
 
-/// The key of a `@parley full review` of a head that was already reviewed: the head plus
-/// the request's comment id. The re-review gets its own claim, record and check run, and
-/// the head's own run (and its gate) stays as it was; a redelivered request finds its
-/// re-review by this key and does not run it twice.
+/// The key of a `@parley full review` of a head: the head plus the request's comment id.
 pub fn rerun_key(head_sha: &str, request: u64) -> String {
     format!("{head_sha}{RERUN}{request}")
 }
 
-/// The head SHA a run key reviews, and the request when it is a full re-review.
+/// The key of a manual review (`@parley review` or `@parley full review`) of a head: the
+/// head plus the request's comment id (0 for a job that names no comment).
+///
+/// A manual run never uses the head's own key: that key is the automatic run's, whose
+/// claim, record and "Parley review" check are the merge gate. Were a manual request to
+/// take it first, the head would read as reviewed, the automatic review would be skipped
+/// and the gate would be left `neutral` — a way past a required check for anyone allowed
+/// to comment. So the manual run gets its own claim, record and check run
+/// ([`crate::review::gate::MANUAL_CHECK_NAME`]), and a redelivered request finds its run
+/// by this key and does not run it twice.
+pub fn manual_key(head_sha: &str, trigger: ReviewTrigger, request: u64) -> String {
+    match trigger {
+        ReviewTrigger::ManualFull => rerun_key(head_sha, request),
+        _ => format!("{head_sha}{MANUAL}{request}"),
+    }
+}
+
+/// The head SHA a run key reviews, and the request when it is a manual run.
 pub fn parse_key(run_key: &str) -> (&str, Option<u64>) {
-    match run_key.split_once(RERUN) {
-        Some((head, request)) => (head, request.parse().ok()),
+    match run_key
+        .split_once(RERUN)
+        .or_else(|| run_key.split_once(MANUAL))
+    {
+        Some((head, request)) => (head, Some(request.parse().unwrap_or_default())),
         None => (run_key, None),
     }
+}
+
+/// Whether a run key is a manual run's (see [`manual_key`]).
+pub fn is_manual_key(run_key: &str) -> bool {
+    parse_key(run_key).1.is_some()
 }
 
 /// The head SHA a run key reviews.
@@ -76,7 +105,9 @@ pub fn is_manual(trigger: ReviewTrigger) -> bool {
 }
 
 /// The newest published run of this PR for another head: where an incremental review
-/// starts.
+/// starts. Manual runs count: what a published manual review covered was reviewed and its
+/// findings are on the PR, so the next review diffs from its head. (The merge gate does
+/// not rely on this: each head's automatic run concludes its own check.)
 pub async fn last_reviewed(
     store: &dyn Store,
     repo: &str,
@@ -262,5 +293,27 @@ mod tests {
         assert_eq!(parse_key("a1b2"), ("a1b2", None));
         assert_eq!(head_of(&key), "a1b2");
         assert_ne!(claim_key("o/r", 1, &key), claim_key("o/r", 1, "a1b2"));
+    }
+
+    #[test]
+    fn manual_keys_never_collide_with_the_automatic_run() {
+        let incremental = manual_key("a1b2", ReviewTrigger::ManualIncremental, 42);
+        let full = manual_key("a1b2", ReviewTrigger::ManualFull, 42);
+        assert_eq!(
+            full,
+            rerun_key("a1b2", 42),
+            "stored full re-reviews still match"
+        );
+        for key in [&incremental, &full] {
+            assert_eq!(parse_key(key), ("a1b2", Some(42)));
+            assert!(is_manual_key(key));
+            assert_ne!(claim_key("o/r", 1, key), claim_key("o/r", 1, "a1b2"));
+        }
+        assert_ne!(incremental, full);
+        assert!(!is_manual_key("a1b2"));
+        assert_eq!(
+            parse_key(&manual_key("a1b2", ReviewTrigger::ManualIncremental, 0)),
+            ("a1b2", Some(0))
+        );
     }
 }
