@@ -21,7 +21,7 @@ pub const PR: u64 = 42;
 pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
 pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
-pub const MODEL: &str = "claude-sonnet-4-5";
+pub use crate::clients::MODEL;
 
 /// Phrases unique to each specialist's system prompt, to script the fake LLM by.
 pub const SECURITY: &str = "the security specialist";

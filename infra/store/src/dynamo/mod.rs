@@ -77,6 +77,18 @@ impl DynamoStore {
         Ok(output.item)
     }
 
+    /// Write one whole item, unconditionally (records are upserted by key).
+    async fn put(&self, table: &str, item: Item, operation: &str) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| unavailable(operation, &e))?;
+        Ok(())
+    }
+
     /// Every item in one partition whose sort key starts with `prefix`, across pages.
     async fn query_partition(
         &self,
@@ -288,14 +300,8 @@ impl Store for DynamoStore {
         let pk = keys::pr_scope(&run.repo, run.pr);
         let sk = format!("{RUN_PREFIX}{}", run.head_sha);
         let item = encode(run, &[("pk", &pk), ("sk", &sk)], "review run")?;
-        self.client
-            .put_item()
-            .table_name(&self.tables.conversations)
-            .set_item(Some(item))
-            .send()
+        self.put(&self.tables.conversations, item, "put_review_run")
             .await
-            .map_err(|e| unavailable("put_review_run", &e))?;
-        Ok(())
     }
 
     async fn review_run(
@@ -336,14 +342,8 @@ impl Store for DynamoStore {
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
         let pk = installation_key(installation.id);
         let item = encode(installation, &[("pk", &pk)], "installation")?;
-        self.client
-            .put_item()
-            .table_name(&self.tables.installations)
-            .set_item(Some(item))
-            .send()
+        self.put(&self.tables.installations, item, "put_installation")
             .await
-            .map_err(|e| unavailable("put_installation", &e))?;
-        Ok(())
     }
 
     async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError> {
@@ -372,14 +372,7 @@ impl Store for DynamoStore {
         // `repo` and `comment_id` are top-level fields of the record already, which is
         // what the `by_comment` index keys on.
         let item = encode(finding, &[("pk", &pk), ("sk", &sk)], "finding")?;
-        self.client
-            .put_item()
-            .table_name(&self.tables.findings)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| unavailable("put_finding", &e))?;
-        Ok(())
+        self.put(&self.tables.findings, item, "put_finding").await
     }
 
     async fn finding_by_comment(
@@ -442,14 +435,7 @@ impl Store for DynamoStore {
     async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError> {
         let sk = format!("{RULE_PREFIX}{}", rule.id);
         let item = encode(rule, &[("pk", &rule.scope), ("sk", &sk)], "memory rule")?;
-        self.client
-            .put_item()
-            .table_name(&self.tables.memory)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(|e| unavailable("put_memory_rule", &e))?;
-        Ok(())
+        self.put(&self.tables.memory, item, "put_memory_rule").await
     }
 
     async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError> {
