@@ -1,11 +1,16 @@
-//! Bookkeeping jobs: record what the App is installed on, and (for the learning work to
-//! come) note resolved threads and closed PRs.
+//! Bookkeeping jobs: record what the App is installed on, follow review threads of
+//! Parley's findings (resolved or reopened), and (for the learning work to come) note
+//! closed PRs.
 
-use crate::job::{BookkeepingEvent, BookkeepingJob};
-use crate::ports::{Installation, JobError, Store, StoreError};
+use crate::job::{BookkeepingEvent, BookkeepingJob, RepoRef};
+use crate::ports::github::RepoScope;
+use crate::ports::{FindingState, Installation, JobError, StoreError};
+use crate::review::regate;
+use crate::services::Services;
 use time::OffsetDateTime;
 
-pub async fn record(store: &dyn Store, job: &BookkeepingJob) -> Result<(), JobError> {
+pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), JobError> {
+    let store = services.store.as_ref();
     match &job.event {
         BookkeepingEvent::Installation {
             action,
@@ -55,9 +60,19 @@ pub async fn record(store: &dyn Store, job: &BookkeepingJob) -> Result<(), JobEr
             repo,
             number,
             resolved,
-            ..
+            comment_ids,
+            actor,
         } => {
-            tracing::info!(repo = %repo.full_name(), number, resolved, "review thread state changed (kept for learning)");
+            thread_changed(
+                services,
+                job.installation_id,
+                repo,
+                *number,
+                *resolved,
+                comment_ids,
+                actor,
+            )
+            .await?;
         }
         BookkeepingEvent::PullRequestClosed {
             repo,
@@ -68,6 +83,68 @@ pub async fn record(store: &dyn Store, job: &BookkeepingJob) -> Result<(), JobEr
         }
     }
     Ok(())
+}
+
+/// A review thread was resolved or unresolved. When its root is one of Parley's findings,
+/// the finding follows it (resolved → `Resolved`, unresolved → `Open`, with who and when)
+/// and the merge gate is judged again, since open blocking findings keep the gate at
+/// `failure`: resolving the thread is how a developer says "fixed". Threads that are not
+/// Parley's are only logged. A store failure is transient (the queue retries the job); a
+/// failure to judge the gate again is only logged (the next push judges it anyway).
+async fn thread_changed(
+    services: &Services,
+    installation_id: Option<u64>,
+    repo: &RepoRef,
+    number: u64,
+    resolved: bool,
+    comment_ids: &[u64],
+    actor: &str,
+) -> Result<(), JobError> {
+    let full_name = repo.full_name();
+    let Some(&root) = comment_ids.first() else {
+        tracing::info!(repo = %full_name, number, resolved, "review thread without comments; nothing to follow");
+        return Ok(());
+    };
+    let store = services.store.as_ref();
+    let Some(mut finding) = store
+        .finding_by_comment(&full_name, root)
+        .await
+        .map_err(transient)?
+    else {
+        tracing::info!(repo = %full_name, number, resolved, root, "review thread is not on a Parley finding (kept for learning)");
+        return Ok(());
+    };
+    let Some(state) = state_after_thread(finding.state, resolved) else {
+        tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, resolved, "finding already in step with its thread");
+        return Ok(());
+    };
+    finding.state = state;
+    finding.state_changed_by = Some(actor.to_string());
+    finding.state_changed_at = Some(OffsetDateTime::now_utc());
+    store.put_finding(&finding).await.map_err(transient)?;
+    tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, actor, "finding follows its review thread");
+    match installation_id {
+        Some(installation) => {
+            let scope = RepoScope::for_repo(installation, repo);
+            regate::regate(services, &scope, number).await;
+        }
+        None => {
+            tracing::warn!(repo = %full_name, number, "thread event names no installation; the gate is judged at the next review")
+        }
+    }
+    Ok(())
+}
+
+/// The state a finding takes when its thread is resolved or unresolved, or `None` when it
+/// is already in step. Resolving leaves a conceded (`WontFix`) finding as it is: Parley
+/// resolves the thread itself on a concession, and the concession says more. Unresolving
+/// reopens any finding: someone thinks it still stands.
+fn state_after_thread(current: FindingState, resolved: bool) -> Option<FindingState> {
+    match (current, resolved) {
+        (FindingState::Open, true) => Some(FindingState::Resolved),
+        (FindingState::Resolved | FindingState::WontFix, false) => Some(FindingState::Open),
+        _ => None,
+    }
 }
 
 /// Fold one installation event into the stored record.
@@ -112,5 +189,16 @@ mod tests {
         assert_eq!(inst.repositories, vec!["octo/b"]);
         apply(&mut inst, "suspend", &[], &[]);
         assert!(inst.suspended);
+    }
+
+    #[test]
+    fn findings_follow_their_threads() {
+        use FindingState::*;
+        assert_eq!(state_after_thread(Open, true), Some(Resolved));
+        assert_eq!(state_after_thread(Resolved, false), Some(Open));
+        assert_eq!(state_after_thread(WontFix, false), Some(Open));
+        assert_eq!(state_after_thread(WontFix, true), None);
+        assert_eq!(state_after_thread(Resolved, true), None);
+        assert_eq!(state_after_thread(Open, false), None);
     }
 }

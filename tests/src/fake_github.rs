@@ -102,6 +102,12 @@ impl FakeGitHub {
         self.state().injected.push(failure);
     }
 
+    /// End every injected failure still pending (an outage is over), however many times
+    /// the client happened to retry.
+    pub fn clear_injected(&self) {
+        self.state().injected.clear();
+    }
+
     /// A pull request built from the documented example.
     pub fn add_pull(&self, repo: &str, number: u64, author: &str, head_sha: &str, base_sha: &str) {
         let mut pr = example("pulls__get.200.default.json");

@@ -417,6 +417,9 @@ impl ConversationHandler {
                 root.id,
             )
             .await;
+            if dispute::state_after(resolution) != in_play.finding.state {
+                crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+            }
         }
         Ok(Outcome::Answered {
             comment_id: trigger.id,
@@ -485,7 +488,7 @@ impl ConversationHandler {
 impl JobHandler for ConversationHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
         match job {
-            Job::Bookkeeping(job) => bookkeeping::record(self.services.store.as_ref(), &job).await,
+            Job::Bookkeeping(job) => bookkeeping::record(&self.services, &job).await,
             Job::Conversation(job) => self.converse(&job).await.map_err(|err| {
                 tracing::warn!(repo = %job.repo.full_name(), number = job.number, comment = job.comment.id, error = %err, "conversation turn failed");
                 JobError::from(err)

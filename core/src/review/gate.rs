@@ -2,18 +2,23 @@
 //! the head's automatic review only.
 //!
 //! Fail closed on findings, open on Parley's own trouble: `failure` only when an
-//! automatic review found blocking findings (`gate.blockOn`, at or above the confidence
-//! threshold); `neutral` for superseded runs and whenever Parley could not do its job. A
+//! automatic review concludes with blocking findings (`gate.blockOn`, at or above the
+//! confidence threshold) open on the PR, found by it or by an earlier review and not
+//! resolved or conceded since ([`open_blocking`]; [`crate::review::regate`] judges again
+//! when that changes); `neutral` for superseded runs and whenever Parley could not do its job. A
 //! team that requires the check must never be blocked because an LLM provider was down.
 //! Manual reviews (someone asked for advice, not a verdict) report `neutral` under a check
 //! of their own, [`MANUAL_CHECK_NAME`], and never touch the gate.
 
 use crate::config::GateConfig;
 use crate::ports::github::{
-    CheckConclusion, CheckRunOutput, CheckRunUpdate, CheckStatus, GitHub, NewCheckRun, RepoScope,
+    CheckConclusion, CheckRunOutput, CheckRunUpdate, CheckStatus, GitHub, GitHubError, NewCheckRun,
+    RepoScope,
 };
+use crate::ports::{Finding, FindingState};
 use crate::review::merge::Candidate;
 use crate::review::summary::{line_link, severity_name, short};
+use std::collections::HashSet;
 use time::OffsetDateTime;
 
 /// The check a team requires: only automatic reviews report under it.
@@ -74,13 +79,33 @@ pub async fn start(
 pub enum Verdict<'a> {
     Reviewed {
         automatic: bool,
-        /// Every reported finding (inline or in the summary).
+        /// Every finding this run reported (inline or in the summary).
         reported: Vec<&'a Candidate>,
+        /// Blocking findings of earlier reviews of the PR that are still open (see
+        /// [`open_blocking`]): they block this head too. Without them an incremental
+        /// review, which only sees the new commits, would pass any push that leaves an
+        /// old blocking finding alone. Empty for manual reviews.
+        earlier_open: Vec<&'a Finding>,
         /// Some passes failed: no blocking finding then means "not known", not "none".
         partial: bool,
         review_url: &'a str,
         repo_url: &'a str,
+        /// The PR's web page, to link earlier findings to their discussion threads.
+        pr_url: &'a str,
         head_sha: &'a str,
+    },
+    /// The head's automatic review stands, but a finding changed state since (a thread
+    /// resolved or unresolved, a dispute conceded): the gate judged again from the PR's
+    /// open findings, see [`crate::review::regate`].
+    Regated {
+        /// The PR's open blocking findings.
+        open: Vec<&'a Finding>,
+        /// Whether the head's review was partial; `None` when that could not be told, in
+        /// which case nothing blocking is `neutral` (not known), never `success`.
+        partial: Option<bool>,
+        review_url: &'a str,
+        repo_url: &'a str,
+        pr_url: &'a str,
     },
     Superseded {
         by: &'a str,
@@ -89,6 +114,26 @@ pub enum Verdict<'a> {
     Trouble {
         reason: String,
     },
+}
+
+/// The PR's findings that block the gate: still [`FindingState::Open`] (nobody resolved
+/// the thread, Parley did not concede), a severity in `gate.blockOn`, at or above
+/// `review.minConfidence`, and not among `except` (fingerprints a run lists itself).
+pub fn open_blocking<'a>(
+    findings: &'a [Finding],
+    gate: &GateConfig,
+    min_confidence: u8,
+    except: &HashSet<&str>,
+) -> Vec<&'a Finding> {
+    findings
+        .iter()
+        .filter(|f| {
+            f.state == FindingState::Open
+                && gate.block_on.contains(&f.severity)
+                && f.confidence >= min_confidence
+                && !except.contains(f.fingerprint.as_str())
+        })
+        .collect()
 }
 
 /// The conclusion and output for a verdict.
@@ -117,29 +162,42 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
         Verdict::Reviewed {
             automatic,
             reported,
+            earlier_open,
             partial,
             review_url,
             repo_url,
+            pr_url,
             head_sha,
         } => {
             let blocking: Vec<&&Candidate> = reported
                 .iter()
                 .filter(|c| gate.block_on.contains(&c.severity))
                 .collect();
+            let earlier: Vec<&Finding> = if *automatic {
+                blocking_findings(earlier_open, gate)
+            } else {
+                Vec::new()
+            };
             let conclusion = if !automatic {
                 CheckConclusion::Neutral
-            } else if !blocking.is_empty() {
+            } else if !blocking.is_empty() || !earlier.is_empty() {
                 CheckConclusion::Failure
             } else if *partial {
                 CheckConclusion::Neutral
             } else {
                 CheckConclusion::Success
             };
-            let title = match (blocking.len(), reported.len()) {
+            let mut title = match (blocking.len(), reported.len()) {
                 (0, 0) => "No findings".to_string(),
                 (0, n) => format!("{n} finding(s), none blocking"),
                 (b, n) => format!("{b} blocking of {n} finding(s)"),
             };
+            if !earlier.is_empty() {
+                title.push_str(&format!(
+                    "; {} blocking from earlier reviews still open",
+                    earlier.len()
+                ));
+            }
             let mut summary = format!("[The review]({review_url})");
             if !automatic {
                 summary.push_str(" was requested by hand; manual reviews advise and never block.");
@@ -147,8 +205,9 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             if *partial {
                 summary.push_str("\n\nSome specialist passes failed; see the review for which.");
             }
-            let text = (!blocking.is_empty()).then(|| {
-                let mut text = String::from("Blocking findings:\n\n");
+            let mut text = String::new();
+            if !blocking.is_empty() {
+                text.push_str("Blocking findings:\n\n");
                 for c in &blocking {
                     text.push_str(&format!(
                         "- **[{}]** [{}]({}) — `{}:{}`\n",
@@ -159,7 +218,57 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                         c.line
                     ));
                 }
-                crate::sanitize::truncate(&text, MAX_TEXT)
+            }
+            if !earlier.is_empty() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&earlier_list(&earlier, repo_url, pr_url));
+            }
+            (
+                conclusion,
+                CheckRunOutput {
+                    title,
+                    summary,
+                    text: (!text.is_empty()).then(|| crate::sanitize::truncate(&text, MAX_TEXT)),
+                },
+            )
+        }
+        Verdict::Regated {
+            open,
+            partial,
+            review_url,
+            repo_url,
+            pr_url,
+        } => {
+            let open = blocking_findings(open, gate);
+            let (conclusion, title) = match (open.len(), partial) {
+                (0, Some(false)) => (
+                    CheckConclusion::Success,
+                    "No blocking findings open".to_string(),
+                ),
+                (0, _) => (
+                    CheckConclusion::Neutral,
+                    "No blocking findings open; the review was partial".to_string(),
+                ),
+                (n, _) => (
+                    CheckConclusion::Failure,
+                    format!("{n} blocking finding(s) still open"),
+                ),
+            };
+            let mut summary = format!(
+                "Judged again after a finding changed state (a thread resolved or reopened, or a dispute settled), from [the review]({review_url}) of this commit and the PR's open findings."
+            );
+            match partial {
+                Some(true) => summary
+                    .push_str("\n\nSome specialist passes failed; see the review for which."),
+                None => summary.push_str(
+                    "\n\nParley could not tell whether that review was complete, so nothing blocking is not reported as a pass.",
+                ),
+                Some(false) => {}
+            }
+            let text = (!open.is_empty()).then(|| {
+                crate::sanitize::truncate(&earlier_list(&open, repo_url, pr_url), MAX_TEXT)
             });
             (
                 conclusion,
@@ -171,6 +280,81 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             )
         }
     }
+}
+
+/// The findings among `findings` whose severity blocks (callers filter state and
+/// confidence; the severity is checked here too, so the gate config decides alone).
+fn blocking_findings<'a>(findings: &[&'a Finding], gate: &GateConfig) -> Vec<&'a Finding> {
+    findings
+        .iter()
+        .copied()
+        .filter(|f| gate.block_on.contains(&f.severity))
+        .collect()
+}
+
+/// The check text listing open findings of earlier reviews, each linked to its discussion
+/// thread: that is where it gets resolved or disputed.
+fn earlier_list(findings: &[&Finding], repo_url: &str, pr_url: &str) -> String {
+    let mut text = String::from(
+        "Still open (resolve the thread once fixed, or reply to dispute the finding):\n\n",
+    );
+    for f in findings {
+        text.push_str(&format!(
+            "- **[{}]** [{}]({}) — `{}:{}` (found at `{}`)\n",
+            severity_name(f.severity).to_uppercase(),
+            f.title,
+            finding_link(repo_url, pr_url, f),
+            f.path,
+            f.line,
+            short(&f.head_sha)
+        ));
+    }
+    text
+}
+
+/// Where a stored finding is discussed: its inline comment's thread, or (for a finding
+/// listed only in a review summary) its lines at the commit it was found on.
+pub fn finding_link(repo_url: &str, pr_url: &str, finding: &Finding) -> String {
+    match finding.comment_id {
+        Some(id) => format!("{pr_url}#discussion_r{id}"),
+        None => {
+            let anchor = match finding.start_line {
+                Some(start) => format!("L{start}-L{}", finding.line),
+                None => format!("L{}", finding.line),
+            };
+            format!(
+                "{repo_url}/blob/{}/{}#{anchor}",
+                finding.head_sha, finding.path
+            )
+        }
+    }
+}
+
+/// Create a completed "Parley review" check on `head_sha` in one call: how a re-evaluated
+/// gate changes its conclusion, since GitHub never reopens a completed check run and
+/// branch protection reads the newest check of a name. One call, so a failure leaves the
+/// previous check standing rather than a half-made one.
+pub async fn publish(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    head_sha: &str,
+    external_id: &str,
+    conclusion: CheckConclusion,
+    output: CheckRunOutput,
+) -> Result<u64, GitHubError> {
+    let now = OffsetDateTime::now_utc();
+    let run = NewCheckRun {
+        name: CHECK_NAME.to_string(),
+        head_sha: head_sha.to_string(),
+        status: Some(CheckStatus::Completed),
+        conclusion: Some(conclusion),
+        details_url: None,
+        external_id: Some(external_id.to_string()),
+        started_at: Some(now),
+        completed_at: Some(now),
+        output: Some(output),
+    };
+    Ok(github.create_check_run(scope, &run).await?.id)
 }
 
 /// Complete the check run. Failures are logged: the review is already posted.
@@ -220,9 +404,11 @@ mod tests {
         Verdict::Reviewed {
             automatic,
             reported,
+            earlier_open: Vec::new(),
             partial,
             review_url: "u",
             repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
             head_sha: "abc",
         }
     }
@@ -262,6 +448,100 @@ mod tests {
                 .text
                 .unwrap()
                 .contains("https://github.com/o/r/blob/abc/a.rs#L3")
+        );
+    }
+
+    fn stored(severity: Severity, state: FindingState, comment_id: Option<u64>) -> Finding {
+        Finding {
+            repo: "o/r".into(),
+            pr: 1,
+            id: format!("{severity:?}-{state:?}"),
+            fingerprint: format!("fp-{severity:?}-{state:?}"),
+            severity,
+            category: "bug".into(),
+            confidence: 90,
+            path: "a.rs".into(),
+            start_line: None,
+            line: 3,
+            title: "old".into(),
+            body: String::new(),
+            head_sha: "0123456789".into(),
+            review_id: None,
+            comment_id,
+            state,
+            state_changed_by: None,
+            state_changed_at: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn open_blocking_findings_of_earlier_reviews_block() {
+        let gate = GateConfig::default();
+        let findings = vec![
+            stored(Severity::High, FindingState::Open, Some(55)),
+            stored(Severity::High, FindingState::Resolved, Some(56)),
+            stored(Severity::Critical, FindingState::WontFix, Some(57)),
+            stored(Severity::Low, FindingState::Open, Some(58)),
+        ];
+        let open = open_blocking(&findings, &gate, 75, &HashSet::new());
+        assert_eq!(open.len(), 1);
+        assert!(open_blocking(&findings, &gate, 95, &HashSet::new()).is_empty());
+        let except: HashSet<&str> = [findings[0].fingerprint.as_str()].into();
+        assert!(open_blocking(&findings, &gate, 75, &except).is_empty());
+
+        let low = finding(Severity::Low);
+        let mut verdict = reviewed(true, vec![&low], false);
+        if let Verdict::Reviewed { earlier_open, .. } = &mut verdict {
+            *earlier_open = open.clone();
+        }
+        let (conclusion, output) = conclude(&verdict, &gate);
+        assert_eq!(conclusion, CheckConclusion::Failure);
+        assert!(
+            output
+                .text
+                .unwrap()
+                .contains("https://github.com/o/r/pull/1#discussion_r55")
+        );
+        // A manual review never blocks, whatever is open.
+        let mut manual = reviewed(false, vec![], false);
+        if let Verdict::Reviewed { earlier_open, .. } = &mut manual {
+            *earlier_open = open.clone();
+        }
+        assert_eq!(conclude(&manual, &gate).0, CheckConclusion::Neutral);
+    }
+
+    #[test]
+    fn regated_conclusions() {
+        let gate = GateConfig::default();
+        let open = stored(Severity::High, FindingState::Open, None);
+        let regated = |open: Vec<&'static Finding>, partial| Verdict::Regated {
+            open,
+            partial,
+            review_url: "u",
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+        };
+        let leaked: &'static Finding = Box::leak(Box::new(open));
+        let (conclusion, output) = conclude(&regated(vec![leaked], Some(false)), &gate);
+        assert_eq!(conclusion, CheckConclusion::Failure);
+        assert!(
+            output
+                .text
+                .unwrap()
+                .contains("https://github.com/o/r/blob/0123456789/a.rs#L3")
+        );
+        assert_eq!(
+            conclude(&regated(vec![], Some(false)), &gate).0,
+            CheckConclusion::Success
+        );
+        assert_eq!(
+            conclude(&regated(vec![], Some(true)), &gate).0,
+            CheckConclusion::Neutral
+        );
+        assert_eq!(
+            conclude(&regated(vec![], None), &gate).0,
+            CheckConclusion::Neutral
         );
     }
 }

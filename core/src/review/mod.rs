@@ -10,7 +10,10 @@
 //!    ([`merge`]), filtered by confidence and capped ([`filter`]);
 //! 5. a last look at the PR's head (a newer push supersedes this run), then one review
 //!    with inline comments and a summary ([`publish`], [`summary`]), findings stored with
-//!    their comment ids, and the check run concluded ([`gate`]).
+//!    their comment ids, and the check run concluded ([`gate`]) from every blocking
+//!    finding still open on the PR;
+//! 6. later, when a finding is resolved, reopened or conceded, the current head's gate is
+//!    judged again ([`regate`]).
 
 pub mod diff;
 pub mod filter;
@@ -20,6 +23,7 @@ pub mod inputs;
 pub mod merge;
 pub mod prompts;
 pub mod publish;
+pub mod regate;
 pub mod runs;
 pub mod specialists;
 pub mod summary;
@@ -482,35 +486,45 @@ impl ReviewHandler {
         );
         self.count_usage(&repo, job.number, &usage).await;
 
+        // The PR's findings as they stand now, this run's included: read before the run
+        // is marked published, so a store failure here fails the run (`neutral`) and the
+        // queue's retry recovers the posted review and judges the gate then.
+        let on_pr = store.findings_for_pr(&repo, job.number).await?;
+        let partial = report.partial();
+
         run.review_id = Some(review.id);
         run.review_url = Some(review.html_url.clone());
         runs::finish(store, run, RunState::Published).await?;
 
-        let partial = !passes_failed.is_empty()
-            || inputs.listing_truncated
-            || inputs
-                .not_reviewed
-                .iter()
-                .any(|n| n.reason.contains("budget"));
-        // Findings this run found again but did not re-post because a manual review of
-        // this head already did (fingerprints): still open, so they still count for the
-        // gate. Without this, `@parley review` first would post the blocking findings
-        // under its neutral check and the automatic review would then pass the head.
-        let open_here: HashSet<&str> = earlier
-            .iter()
-            .filter(|f| f.state == FindingState::Open && f.head_sha == head_sha)
-            .map(|f| f.fingerprint.as_str())
+        let automatic = !runs::is_manual(job.trigger);
+        // Blocking findings of earlier reviews nobody resolved or won block this head too:
+        // an incremental review sees only the new commits, so without them any push that
+        // leaves an old finding alone would turn the gate green. This also covers a
+        // finding a manual review of this head already posted, which this run found again
+        // and did not re-post (fingerprints): asking first does not lift a `failure`.
+        let this_run: HashSet<&str> = filtered
+            .reported()
+            .map(|c| c.fingerprint.as_str())
             .collect();
-        let still_open = merged.repeated.iter().filter(|c| {
-            c.confidence >= config.review.min_confidence
-                && open_here.contains(c.fingerprint.as_str())
-        });
+        let earlier_open = if automatic {
+            gate::open_blocking(
+                &on_pr,
+                &config.gate,
+                config.review.min_confidence,
+                &this_run,
+            )
+        } else {
+            Vec::new()
+        };
+        let pr_url = pr_url(pr, &repo_url);
         let verdict = gate::Verdict::Reviewed {
-            automatic: !runs::is_manual(job.trigger),
-            reported: filtered.reported().chain(still_open).collect(),
+            automatic,
+            reported: filtered.reported().collect(),
+            earlier_open,
             partial,
             review_url: &review.html_url,
             repo_url: &repo_url,
+            pr_url: &pr_url,
             head_sha: &head_sha,
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
@@ -667,16 +681,34 @@ impl ReviewHandler {
             store.put_finding(&finding).await?;
             recovered.push(candidate_from_marker(marker));
         }
+        // Read before marking the run published: a failure retries the whole recovery.
+        let on_pr = store.findings_for_pr(&run.repo, job.number).await?;
         run.review_id = Some(review.id);
         run.review_url = Some(review.html_url.clone());
         runs::finish(store, run, RunState::Published).await?;
         let repo_url = repo_url(pr, &run.repo);
+        let pr_url = pr_url(pr, &repo_url);
+        let automatic = !runs::is_manual(job.trigger);
+        let recovered_here: HashSet<&str> =
+            recovered.iter().map(|c| c.fingerprint.as_str()).collect();
+        let earlier_open = if automatic {
+            gate::open_blocking(
+                &on_pr,
+                &config.gate,
+                config.review.min_confidence,
+                &recovered_here,
+            )
+        } else {
+            Vec::new()
+        };
         let verdict = gate::Verdict::Reviewed {
-            automatic: !runs::is_manual(job.trigger),
+            automatic,
             reported: recovered.iter().collect(),
+            earlier_open,
             partial: false,
             review_url: &review.html_url,
             repo_url: &repo_url,
+            pr_url: &pr_url,
             head_sha: runs::head_of(&run.head_sha),
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
@@ -723,8 +755,17 @@ fn all_failed(results: &[specialists::PassResult]) -> Option<&LlmError> {
     errors.all(|e| e.is_some()).then_some(first)
 }
 
+/// The PR's web page, where earlier findings' threads are linked from the check.
+pub(crate) fn pr_url(pr: &PullRequest, repo_url: &str) -> String {
+    if pr.html_url.is_empty() {
+        format!("{repo_url}/pull/{}", pr.number)
+    } else {
+        pr.html_url.clone()
+    }
+}
+
 /// The repository's web root, from the PR's URL (right on GitHub Enterprise too).
-fn repo_url(pr: &PullRequest, repo: &str) -> String {
+pub(crate) fn repo_url(pr: &PullRequest, repo: &str) -> String {
     match pr.html_url.rsplit_once("/pull/") {
         Some((root, _)) if root.ends_with(&format!("/{repo}")) => root.to_string(),
         _ => format!("https://github.com/{repo}"),

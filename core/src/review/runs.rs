@@ -97,6 +97,12 @@ pub fn trigger_name(trigger: ReviewTrigger) -> &'static str {
     }
 }
 
+/// Whether a stored run's trigger (see [`trigger_name`]) was a manual request.
+pub fn is_manual_trigger_name(name: &str) -> bool {
+    name == trigger_name(ReviewTrigger::ManualIncremental)
+        || name == trigger_name(ReviewTrigger::ManualFull)
+}
+
 pub fn is_manual(trigger: ReviewTrigger) -> bool {
     matches!(
         trigger,

@@ -22,6 +22,11 @@ pub struct ReviewMarker {
     /// that head then carries two reviews, and each run must find only its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<u64>,
+    /// Some passes failed or files were left out, so "nothing blocking" meant "not known":
+    /// the gate concluded `neutral`, not `success`. Kept here so a later re-evaluation of
+    /// the gate ([`crate::review::regate`]) reaches the same judgment without a store field.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// Everything the summary reports.
@@ -81,8 +86,21 @@ impl Summary<'_> {
                 base_sha: self.base_sha.to_string(),
                 trigger: self.trigger.to_string(),
                 request: self.rerun_of,
+                partial: self.partial(),
             },
         )
+    }
+
+    /// Whether the review saw less than it should have: a pass failed, the file listing
+    /// was cut off, or files were left out for the token budget. Nothing blocking then
+    /// means "not known", and the gate says `neutral` rather than `success`.
+    pub fn partial(&self) -> bool {
+        !self.passes_failed.is_empty()
+            || self.listing_truncated
+            || self
+                .not_reviewed
+                .iter()
+                .any(|n| n.reason.contains("budget"))
     }
 
     fn headline(&self) -> String {

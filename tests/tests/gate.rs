@@ -1,0 +1,407 @@
+//! The merge gate over the PR's life: open blocking findings of earlier reviews keep
+//! "Parley review" at `failure` on later heads, and the gate is judged again when people
+//! act on a finding (its thread resolved or reopened, a dispute conceded). The review and
+//! conversation workers run end to end against the fake GitHub and fake LLM, sharing one
+//! store. Every scenario runs on SQLite and on DynamoDB (moto).
+
+use parley_core::Job;
+use parley_core::conversation::ConversationHandler;
+use parley_core::job::ReviewTrigger;
+use parley_core::mention::Handles;
+use parley_core::ports::github::{CheckConclusion, RepoScope};
+use parley_core::ports::{Finding, FindingState, JobHandler};
+use parley_core::review::regate::{Regated, regate};
+use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
+use parley_tests::fake_github::Injected;
+use parley_tests::review_harness::*;
+use serde_json::{Value, json};
+
+/// Each scenario once per store.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(ReviewHarness::start(Backend::Sqlite).await).await;
+            }
+            #[tokio::test]
+            async fn dynamodb() {
+                super::$name(ReviewHarness::start(Backend::Dynamo).await).await;
+            }
+        }
+    )*};
+}
+
+on_both_stores!(
+    open_blocking_finding_keeps_failing_after_an_unrelated_push,
+    resolving_the_thread_lifts_the_gate_and_unresolving_restores_it,
+    conceded_dispute_lifts_the_gate,
+    no_published_automatic_review_of_the_head_means_no_regate,
+    github_trouble_while_regating_never_fails_the_job_or_the_gate,
+);
+
+const TITLE: &str = "SQL injection through format!";
+/// A change the PR's second push makes, unrelated to the finding.
+const README_PATCH: &str = "@@ -0,0 +1,1 @@\n+Docs only.";
+/// What the conversation's system prompt says, to script the model's answer by.
+const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
+
+fn blocking() -> String {
+    reply(&[finding("src/db.rs", 3, "high", 90, TITLE)])
+}
+
+/// Review HEAD (one blocking finding, posted inline) and return the stored finding.
+async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review of HEAD");
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
+    let findings = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert!(findings[0].comment_id.is_some(), "posted inline");
+    findings[0].clone()
+}
+
+/// Push HEAD2, which only adds a README the passes find nothing in.
+fn push_unrelated_commit(h: &ReviewHarness) {
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("README.md", "added", README_PATCH),
+        ],
+    );
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[("README.md", "added", README_PATCH)]);
+}
+
+/// The "Parley review" checks on `head`, oldest first.
+fn gate_checks(h: &ReviewHarness, head: &str) -> Vec<Value> {
+    h.checks_named("Parley review")
+        .into_iter()
+        .filter(|c| c["head_sha"] == head)
+        .collect()
+}
+
+fn latest_gate(h: &ReviewHarness, head: &str) -> Value {
+    gate_checks(h, head)
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("no Parley review on {head}: {:#?}", h.check_runs()))
+}
+
+async fn stored(h: &ReviewHarness, finding: &Finding) -> Finding {
+    h.store
+        .finding_by_comment(REPO, finding.comment_id.expect("comment id"))
+        .await
+        .expect("store")
+        .expect("finding")
+}
+
+/// The bookkeeping job GitHub's `pull_request_review_thread` delivery becomes, from the
+/// corpus payload, for the thread rooted at `root`.
+fn thread_job(root: u64, resolved: bool, delivery: &str) -> Job {
+    let file = if resolved {
+        "resolved.payload.json"
+    } else {
+        "unresolved.payload.json"
+    };
+    let mut payload = parley_tests::webhook_example("pull_request_review_thread", file);
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    payload["pull_request"]["number"] = PR.into();
+    if let Some(comments) = payload["thread"]["comments"].as_array_mut() {
+        for comment in comments.iter_mut() {
+            comment["id"] = root.into();
+        }
+    }
+    normalised("pull_request_review_thread", delivery, &payload)
+}
+
+fn normalised(event: &str, delivery: &str, payload: &Value) -> Job {
+    let ctx = NormaliseContext {
+        handles: Some(Handles::new("parley", &[])),
+    };
+    match normalise(event, delivery, payload, &ctx) {
+        Normalised::Job(job) => *job,
+        other => panic!("{event} did not normalise to a job: {other:?}"),
+    }
+}
+
+/// The webhook's sender in the thread payloads: who resolved or reopened the thread.
+fn thread_actor() -> String {
+    parley_tests::webhook_example("pull_request_review_thread", "resolved.payload.json")
+        ["sender"]["login"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `author` replies to the finding's thread, on GitHub and as the job its delivery becomes.
+fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -> Job {
+    let id = h
+        .github
+        .add_review_comment(REPO, PR, author, body, Some(root), "src/db.rs", 3);
+    let comment = h
+        .github
+        .review_comments(REPO, PR)
+        .into_iter()
+        .find(|c| c["id"] == id)
+        .expect("reply on the fake");
+    let mut payload =
+        parley_tests::webhook_example("pull_request_review_comment", "created.payload.json");
+    payload["comment"] = comment;
+    payload["comment"]["diff_hunk"] = DB_PATCH.into();
+    payload["pull_request"]["number"] = PR.into();
+    payload["pull_request"]["user"]["login"] = "alice".into();
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    normalised(
+        "pull_request_review_comment",
+        &format!("delivery-{id}"),
+        &payload,
+    )
+}
+
+fn conversation(h: &ReviewHarness) -> ConversationHandler {
+    ConversationHandler::new(h.services.clone())
+}
+
+async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHarness) {
+    let old = review_head_with_a_blocking_finding(&h).await;
+    push_unrelated_commit(&h);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of HEAD2");
+
+    // The incremental review found nothing new and posted nothing inline...
+    assert_eq!(h.reviews().len(), 2);
+    assert_eq!(h.inline_comments().len(), 1);
+    let second = h.reviews()[1]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(second.contains("Files reviewed: `README.md`\n"), "{second}");
+    // ...but the old finding is still open, so HEAD2 does not pass the gate.
+    let gate = latest_gate(&h, HEAD2);
+    assert_eq!(gate["status"], "completed");
+    assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
+    let text = gate["output"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(TITLE), "{text}");
+    let link = format!(
+        "https://github.com/{REPO}/pull/{PR}#discussion_r{}",
+        old.comment_id.unwrap_or_default()
+    );
+    assert!(text.contains(&link), "{text}");
+    assert!(text.contains("`src/db.rs:3`"), "{text}");
+}
+
+async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: ReviewHarness) {
+    let old = review_head_with_a_blocking_finding(&h).await;
+    push_unrelated_commit(&h);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of HEAD2");
+    assert_eq!(latest_gate(&h, HEAD2)["conclusion"], "failure");
+    let before = gate_checks(&h, HEAD2).len();
+    let root = old.comment_id.expect("comment id");
+    let talk = conversation(&h);
+
+    // Resolved: the finding follows its thread, and HEAD2 is judged again.
+    talk.handle(thread_job(root, true, "t-1"))
+        .await
+        .expect("bookkeeping job");
+    let finding = stored(&h, &old).await;
+    assert_eq!(finding.state, FindingState::Resolved);
+    assert_eq!(
+        finding.state_changed_by.as_deref(),
+        Some(thread_actor().as_str())
+    );
+    assert!(finding.state_changed_at.is_some());
+    let checks = gate_checks(&h, HEAD2);
+    assert_eq!(checks.len(), before + 1, "{checks:#?}");
+    let gate = checks.last().cloned().unwrap_or_default();
+    assert_eq!(gate["status"], "completed");
+    assert_eq!(gate["conclusion"], "success", "{gate:#?}");
+    // The older head is not judged again: only the current head matters.
+    assert_eq!(gate_checks(&h, HEAD).len(), 1);
+
+    // Unresolved: open again, and failing again.
+    talk.handle(thread_job(root, false, "t-2"))
+        .await
+        .expect("bookkeeping job");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Open);
+    let gate = latest_gate(&h, HEAD2);
+    assert_eq!(gate_checks(&h, HEAD2).len(), before + 2);
+    assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
+    let text = gate["output"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(TITLE), "{text}");
+
+    // A redelivered event that changes nothing judges nothing again.
+    talk.handle(thread_job(root, false, "t-2"))
+        .await
+        .expect("bookkeeping job");
+    assert_eq!(gate_checks(&h, HEAD2).len(), before + 2);
+}
+
+async fn conceded_dispute_lifts_the_gate(h: ReviewHarness) {
+    let old = review_head_with_a_blocking_finding(&h).await;
+    let before = gate_checks(&h, HEAD).len();
+    h.github.set_permission(REPO, "bob", "write");
+    h.llm.answer(
+        CONVERSATION,
+        &json!({
+            "reply": "You are right: the id is an integer key, so this cannot inject.",
+            "resolution": "concede",
+        })
+        .to_string(),
+    );
+    let root = old.comment_id.expect("comment id");
+    let job = reply_in_thread(
+        &h,
+        root,
+        "bob",
+        "This is wrong: id is an integer key, never user input.",
+    );
+    conversation(&h)
+        .handle(job)
+        .await
+        .expect("conversation turn");
+
+    let finding = stored(&h, &old).await;
+    assert_eq!(finding.state, FindingState::WontFix);
+    assert_eq!(finding.state_changed_by.as_deref(), Some("bob"));
+    let checks = gate_checks(&h, HEAD);
+    assert_eq!(checks.len(), before + 1, "{checks:#?}");
+    let gate = checks.last().cloned().unwrap_or_default();
+    assert_eq!(gate["status"], "completed");
+    assert_eq!(gate["conclusion"], "success", "{gate:#?}");
+}
+
+async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarness) {
+    let old = review_head_with_a_blocking_finding(&h).await;
+    // A push whose automatic review has not run yet.
+    push_unrelated_commit(&h);
+    let checks_before = h.check_runs().len();
+    let root = old.comment_id.expect("comment id");
+    conversation(&h)
+        .handle(thread_job(root, true, "t-1"))
+        .await
+        .expect("bookkeeping job");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Resolved);
+    assert_eq!(
+        h.check_runs().len(),
+        checks_before,
+        "nothing judged: {:#?}",
+        h.check_runs()
+    );
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
+    assert!(
+        matches!(regate(&h.services, &scope, PR).await, Regated::Skipped(_)),
+        "nothing to judge on HEAD2 yet"
+    );
+
+    // A manual review of HEAD2 is advice, not the gate: still nothing to judge.
+    let request = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@parley review");
+    h.run(manual_job(
+        ReviewTrigger::ManualIncremental,
+        HEAD2,
+        "m-1",
+        request,
+    ))
+    .await
+    .expect("manual review");
+    assert_eq!(h.reviews().len(), 2, "the manual review was posted");
+    conversation(&h)
+        .handle(thread_job(root, false, "t-2"))
+        .await
+        .expect("bookkeeping job");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Open);
+    assert!(gate_checks(&h, HEAD2).is_empty(), "{:#?}", h.check_runs());
+    assert_eq!(gate_checks(&h, HEAD).len(), 1);
+    assert!(matches!(
+        regate(&h.services, &scope, PR).await,
+        Regated::Skipped(_)
+    ));
+}
+
+fn outage(h: &ReviewHarness, method: &'static str, path: String) {
+    h.github.clear_injected();
+    h.github.inject(Injected {
+        method,
+        path_contains: path,
+        status: 500,
+        body: json!({"message": "Server Error"}),
+        headers: vec![],
+        times: 10,
+    });
+}
+
+async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: ReviewHarness) {
+    let old = review_head_with_a_blocking_finding(&h).await;
+    let root = old.comment_id.expect("comment id");
+    let talk = conversation(&h);
+    let conclusions = |h: &ReviewHarness| -> Vec<String> {
+        gate_checks(h, HEAD)
+            .iter()
+            .map(|c| c["conclusion"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(conclusions(&h), ["failure"]);
+
+    // The PR cannot be read: the finding is resolved, the job succeeds, no check is made.
+    outage(&h, "GET", format!("/repos/{REPO}/pulls/{PR}"));
+    talk.handle(thread_job(root, true, "t-1"))
+        .await
+        .expect("bookkeeping job succeeds despite GitHub");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Resolved);
+    assert_eq!(conclusions(&h), ["failure"]);
+    assert!(
+        !h.github
+            .requests_to("GET", &format!("/repos/{REPO}/pulls/{PR}"))
+            .is_empty()
+    );
+
+    // Reopened while check runs cannot be created: same, the previous check stands.
+    outage(&h, "POST", "/check-runs".to_string());
+    talk.handle(thread_job(root, false, "t-2"))
+        .await
+        .expect("bookkeeping job succeeds despite GitHub");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Open);
+    assert_eq!(conclusions(&h), ["failure"]);
+
+    // Resolved while the review (whose marker says whether it was partial) cannot be
+    // read: not known is never judged, and never `failure`.
+    outage(&h, "GET", format!("/pulls/{PR}/reviews"));
+    talk.handle(thread_job(root, true, "t-3"))
+        .await
+        .expect("bookkeeping job succeeds despite GitHub");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Resolved);
+    assert_eq!(conclusions(&h), ["failure"], "{:#?}", h.check_runs());
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
+    assert!(matches!(
+        regate(&h.services, &scope, PR).await,
+        Regated::Failed(_)
+    ));
+    assert_eq!(conclusions(&h), ["failure"]);
+
+    // The outage ends: the next judgment goes through.
+    h.github.clear_injected();
+    assert_eq!(
+        regate(&h.services, &scope, PR).await,
+        Regated::Concluded(CheckConclusion::Success)
+    );
+    assert_eq!(conclusions(&h), ["failure", "success"]);
+}
