@@ -49,6 +49,20 @@ pub struct ReviewHarness {
 }
 
 impl ReviewHarness {
+    /// A push from HEAD to HEAD2 that adds one file: the PR now changes `src/db.rs` and
+    /// `path`, and the compare since HEAD shows only `path`.
+    pub fn push_added_file(&self, path: &str, patch: &str) {
+        self.github
+            .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+        self.github.set_files(
+            REPO,
+            PR,
+            &[("src/db.rs", "modified", DB_PATCH), (path, "added", patch)],
+        );
+        self.github
+            .set_compare(REPO, HEAD, HEAD2, &[(path, "added", patch)]);
+    }
+
     /// A fake GitHub with PR #42 (head [`HEAD`], base [`BASE`], one file `src/db.rs`), a
     /// fake LLM whose passes find nothing unless scripted, and a fresh store.
     pub async fn start(backend: Backend) -> Self {

@@ -67,18 +67,7 @@ async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
 
 /// Push HEAD2, which only adds a README the passes find nothing in.
 fn push_unrelated_commit(h: &ReviewHarness) {
-    h.github
-        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
-    h.github.set_files(
-        REPO,
-        PR,
-        &[
-            ("src/db.rs", "modified", DB_PATCH),
-            ("README.md", "added", README_PATCH),
-        ],
-    );
-    h.github
-        .set_compare(REPO, HEAD, HEAD2, &[("README.md", "added", README_PATCH)]);
+    h.push_added_file("README.md", README_PATCH);
 }
 
 /// The "Parley review" checks on `head`, oldest first.

@@ -377,18 +377,7 @@ async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) 
 
     // A push: the PR now also adds src/cache.rs; the compare since HEAD shows only that.
     let cache_patch = "@@ -0,0 +1,3 @@\n+pub struct Cache;\n+static ENTRIES: Vec<u8> = Vec::new();\n+// never cleared";
-    h.github
-        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
-    h.github.set_files(
-        REPO,
-        PR,
-        &[
-            ("src/db.rs", "modified", DB_PATCH),
-            ("src/cache.rs", "added", cache_patch),
-        ],
-    );
-    h.github
-        .set_compare(REPO, HEAD, HEAD2, &[("src/cache.rs", "added", cache_patch)]);
+    h.push_added_file("src/cache.rs", cache_patch);
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
 
     let reviews = h.reviews();
@@ -1114,18 +1103,7 @@ async fn push_after_a_manual_review_diffs_from_its_head(h: ReviewHarness) {
     assert_eq!(already_reviewed_answers(&h).len(), 1);
 
     let cache_patch = "@@ -0,0 +1,2 @@\n+pub struct Cache;\n+// never cleared";
-    h.github
-        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
-    h.github.set_files(
-        REPO,
-        PR,
-        &[
-            ("src/db.rs", "modified", DB_PATCH),
-            ("src/cache.rs", "added", cache_patch),
-        ],
-    );
-    h.github
-        .set_compare(REPO, HEAD, HEAD2, &[("src/cache.rs", "added", cache_patch)]);
+    h.push_added_file("src/cache.rs", cache_patch);
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
     let reviews = h.reviews();
     assert_eq!(reviews.len(), 2);
