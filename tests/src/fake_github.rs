@@ -211,6 +211,22 @@ impl FakeGitHub {
         id
     }
 
+    /// Seed a submitted review (`COMMENTED`) by `author` with `body`. Returns its id.
+    pub fn add_review(&self, repo: &str, pr: u64, author: &str, body: &str) -> u64 {
+        let mut state = self.state();
+        let id = state.next_id();
+        let mut review = example("pulls__create-review.200.default.json");
+        review["id"] = id.into();
+        review["body"] = body.into();
+        review["user"] = user_json(author);
+        review["state"] = "COMMENTED".into();
+        review["submitted_at"] = now().into();
+        review["html_url"] =
+            format!("https://github.com/{repo}/pull/{pr}#pullrequestreview-{id}").into();
+        state.reviews.push((repo.to_string(), pr, review));
+        id
+    }
+
     pub fn delete_review_comment(&self, id: u64) {
         self.state()
             .review_comments

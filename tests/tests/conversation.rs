@@ -435,6 +435,117 @@ async fn the_sweep_answers_a_missed_question_once(backend: Backend) {
     assert_eq!(h.replies_to(missed).len(), 1, "answered once");
 }
 
+/// A review body mentioning Parley whose `pull_request_review` webhook never arrived.
+const MISSED_REVIEW: &str = "@parley is the error handling in find() sound?";
+
+async fn the_sweep_answers_a_missed_review_body_once(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let review = h.github.add_review(REPO, PR, "bob", MISSED_REVIEW);
+    let job = h.top_level_comment("bob", "@parley thanks for the review!");
+    let asked = comment_id(&job);
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(asked).len(), 1);
+    let answered = h.replies_to(review);
+    assert_eq!(answered.len(), 1, "the missed review body was answered too");
+    assert!(
+        h.parley_issue_comments(PR)
+            .iter()
+            .any(|c| c["id"] == answered[0]["id"]),
+        "in the PR conversation, like a review body's webhook answer"
+    );
+    assert!(
+        h.prompts()
+            .iter()
+            .any(|p| p.contains("error handling in find() sound")),
+        "the model was asked the review's question"
+    );
+    assert_eq!(
+        h.github
+            .requests_to("GET", &format!("/pulls/{PR}/reviews"))
+            .len(),
+        1,
+        "one reviews listing per job"
+    );
+
+    let job = h.top_level_comment("bob", "@parley one more thing?");
+    let again = comment_id(&job);
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(again).len(), 1);
+    assert_eq!(h.replies_to(review).len(), 1, "answered once");
+}
+
+async fn an_answered_review_body_is_left_alone(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let review = h.github.add_review(REPO, PR, "bob", MISSED_REVIEW);
+    let marker = markers::ReplyMarker {
+        kind: "reply".into(),
+        reply_to: review,
+        finding: None,
+        resolution: None,
+        at: "2026-01-01T00:00:00Z".into(),
+    };
+    h.github.add_issue_comment(
+        REPO,
+        PR,
+        BOT,
+        &markers::append("> bob: is the error handling…\n\nIt is.", "reply", &marker),
+    );
+    // Neither a review without a mention nor a bot's review is anyone's question.
+    let quiet = h.github.add_review(REPO, PR, "bob", "Looks good to me.");
+    let bot = h
+        .github
+        .add_review(REPO, PR, "ci-helper[bot]", "@parley please look again");
+    // Three questions whose webhooks were lost too, newer than the review: the answered
+    // review must not take one of the sweep's three places in front of them.
+    let missed: Vec<u64> = (1..=3)
+        .map(|i| {
+            h.github
+                .add_issue_comment(REPO, PR, "bob", &format!("@parley question {i}?"))
+        })
+        .collect();
+    let job = h.top_level_comment("bob", "@parley thanks!");
+    let asked = comment_id(&job);
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(asked).len(), 1);
+    for id in missed {
+        assert_eq!(h.replies_to(id).len(), 1, "missed comment {id} swept");
+    }
+    assert_eq!(h.replies_to(review).len(), 1, "only the earlier answer");
+    assert!(h.replies_to(quiet).is_empty());
+    assert!(h.replies_to(bot).is_empty());
+    assert_eq!(
+        h.llm.prompts().len(),
+        4,
+        "the comment and the three missed ones"
+    );
+}
+
+async fn a_failing_reviews_listing_does_not_fail_the_job(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let review = h.github.add_review(REPO, PR, "bob", MISSED_REVIEW);
+    h.github.inject(Injected {
+        method: "GET",
+        path_contains: format!("/pulls/{PR}/reviews"),
+        status: 500,
+        body: json!({ "message": "Server Error" }),
+        headers: Vec::new(),
+        times: 10,
+    });
+    let job = h.top_level_comment("bob", "@parley thanks!");
+    let asked = comment_id(&job);
+    h.run(job)
+        .await
+        .expect("the turn does not need the reviews");
+    assert_eq!(h.replies_to(asked).len(), 1);
+    assert!(h.replies_to(review).is_empty(), "swept without reviews");
+
+    // GitHub is back: the next job's sweep answers it.
+    h.github.clear_injected();
+    let job = h.top_level_comment("bob", "@parley one more thing?");
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(review).len(), 1);
+}
+
 async fn llm_failure_posts_one_error_note_then_retries(backend: Backend) {
     let h = Harness::start(backend).await;
     h.llm.fail("", 500);
@@ -1043,6 +1154,9 @@ on_both_stores!(
     conceding_a_dispute_resolves_the_thread_and_updates_the_finding,
     escalating_a_dispute_requests_human_reviewers,
     the_sweep_answers_a_missed_question_once,
+    the_sweep_answers_a_missed_review_body_once,
+    an_answered_review_body_is_left_alone,
+    a_failing_reviews_listing_does_not_fail_the_job,
     llm_failure_posts_one_error_note_then_retries,
     garbage_from_the_model_gets_an_error_note,
     github_errors_while_posting_release_the_claim,

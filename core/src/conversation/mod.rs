@@ -1,8 +1,8 @@
 //! The conversation worker: Parley answers mentions and holds threads about its findings.
 //!
 //! One job is one comment. The story of a turn, top-down:
-//! 1. [`snapshot`]: fetch the PR, the comment listing and `.parley.yml` once per job (on
-//!    a plain issue: only its comments; the job carries its title and body);
+//! 1. [`snapshot`]: fetch the PR, the comment listings, the reviews and `.parley.yml` once
+//!    per job (on a plain issue: only its comments; the job carries its title and body);
 //! 2. [`thread`]: rebuild the conversation the comment belongs to, from GitHub;
 //! 3. [`gates`]: addressed to Parley? not a bot? allowed? not answered before? within the
 //!    PR's turn limit? then acknowledge with `eyes`;
@@ -119,8 +119,8 @@ impl ConversationHandler {
         result.map(|_| ())
     }
 
-    /// The PR, the listing for the comment's surface, the bot's identity and the repo's
-    /// settings. The first three are independent and fetched concurrently.
+    /// The PR, the comment listings, the reviews, the bot's identity and the repo's
+    /// settings. All but the settings are independent and fetched concurrently.
     async fn snapshot(
         &self,
         job: &ConversationJob,
@@ -129,13 +129,17 @@ impl ConversationHandler {
     ) -> Result<PrSnapshot, ConversationError> {
         let github = self.github();
         let identity = &self.services.identity;
-        // Both listings: the comment's own surface for its thread, the other for the
-        // pending-work sweep that follows every turn.
+        // Both comment listings: the comment's own surface for its thread, the other for
+        // the pending-work sweep that follows every turn; and the reviews, whose bodies
+        // the sweep also reads. All in the same round trip as the PR.
         let listings = concurrent::join2(
-            github.list_review_comments(&scope, job.number, None, snapshot::LISTING),
-            github.list_issue_comments(&scope, job.number, None, snapshot::LISTING),
+            concurrent::join2(
+                github.list_review_comments(&scope, job.number, None, snapshot::LISTING),
+                github.list_issue_comments(&scope, job.number, None, snapshot::LISTING),
+            ),
+            github.list_reviews(&scope, job.number, snapshot::LISTING),
         );
-        let ((pr, (review_comments, issue_comments)), slug) = concurrent::join2(
+        let ((pr, ((review_comments, issue_comments), reviews)), slug) = concurrent::join2(
             concurrent::join2(github.get_pull_request(&scope, job.number), listings),
             identity.slug(github),
         )
@@ -163,6 +167,14 @@ impl ConversationHandler {
             Ok(listing) => snap.preload_issue_comments(listing),
             Err(err) if !trigger.is_inline() => return Err(err.into()),
             Err(_) => {}
+        }
+        // Only the sweep reads reviews, and the sweep is best effort: without them it
+        // still answers the missed comments.
+        match reviews {
+            Ok(listing) => snap.preload_reviews(listing),
+            Err(err) => {
+                tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not list reviews; the sweep goes on without review bodies");
+            }
         }
         Ok(snap)
     }
@@ -443,8 +455,14 @@ impl ConversationHandler {
             }
         };
         let owner = format!("sweep:{delivery}");
-        for pending in sweep::pending(snap, &review_comments.items, &issue_comments.items, handled)
-        {
+        let reviews = snap.reviews();
+        for pending in sweep::pending(
+            snap,
+            &review_comments.items,
+            &issue_comments.items,
+            &reviews,
+            handled,
+        ) {
             match self.take(snap, llm, &pending, &owner).await {
                 Ok(outcome) => {
                     tracing::info!(repo = %snap.repo, pr = snap.number, comment = pending.id, ?outcome, "pending comment swept");

@@ -6,7 +6,7 @@ use super::error::ConversationError;
 use crate::job::{RepoRef, Topic};
 use crate::mention::Handles;
 use crate::ports::github::{
-    GitHub, IssueComment, Listing, PageLimit, PullRequest, RepoScope, ReviewComment,
+    GitHub, IssueComment, Listing, PageLimit, PullRequest, RepoScope, Review, ReviewComment,
 };
 use crate::repo::LoadedConfig;
 use std::collections::HashSet;
@@ -49,6 +49,10 @@ pub struct PrSnapshot {
     pub silenced: Handles,
     review_comments: Mutex<Option<Arc<Listing<ReviewComment>>>>,
     issue_comments: Mutex<Option<Arc<Listing<IssueComment>>>>,
+    /// The PR's reviews (one page), for the sweep's review bodies. Empty on a plain issue
+    /// and when listing them failed: the sweep then goes on without them, and nothing else
+    /// reads them, so they are never fetched again later in the job.
+    reviews: Mutex<Arc<Vec<Review>>>,
     /// Comments answered during this job, which the listings (read before) cannot show.
     answered: Mutex<HashSet<u64>>,
 }
@@ -74,6 +78,7 @@ impl PrSnapshot {
             silenced,
             review_comments: Mutex::new(None),
             issue_comments: Mutex::new(None),
+            reviews: Mutex::new(Arc::new(Vec::new())),
             answered: Mutex::new(HashSet::new()),
         }
     }
@@ -135,6 +140,15 @@ impl PrSnapshot {
 
     pub fn preload_issue_comments(&self, listing: Listing<IssueComment>) {
         *lock(&self.issue_comments) = Some(Arc::new(listing));
+    }
+
+    pub fn preload_reviews(&self, listing: Listing<Review>) {
+        *lock(&self.reviews) = Arc::new(listing.items);
+    }
+
+    /// The reviews listed with the PR (none on a plain issue or after a failed listing).
+    pub fn reviews(&self) -> Arc<Vec<Review>> {
+        lock(&self.reviews).clone()
     }
 
     pub fn mark_answered(&self, comment_id: u64) {

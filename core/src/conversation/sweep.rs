@@ -5,25 +5,30 @@
 //! finding, is newer than Parley's last comment in its thread, and no Parley reply marker
 //! points at it. Candidates go through the very same gates as a webhook's comment (the
 //! claim keeps the sweep and a late-arriving job from both answering), oldest first, and
-//! at most [`MAX_PER_RUN`] per job so one job's time stays bounded. Review bodies are not
-//! swept: only the reviews listing shows them, and nothing in the job's snapshot says when
-//! that call is needed, so every job would pay it for a rare case (docs/conversation.md,
-//! "Nothing lost").
+//! at most [`MAX_PER_RUN`] per job so one job's time stays bounded.
+//!
+//! Review bodies are swept too, from the reviews listed with the PR (concurrently with the
+//! comment listings, so the job waits no longer). A review body is pending when it
+//! mentions Parley, is not by a bot and no Parley top-level comment carries a reply marker
+//! for its review id: Parley answers review bodies in the PR conversation, so that is
+//! where its answer would be (docs/conversation.md, "Nothing lost").
 
 use super::snapshot::PrSnapshot;
 use super::thread::{answers, finding_marker, is_parley};
 use super::trigger::Trigger;
 use crate::markers::{self, ReplyMarker};
-use crate::ports::github::{IssueComment, ReviewComment, User};
+use crate::ports::github::{IssueComment, Review, ReviewComment, User};
 use std::collections::{HashMap, HashSet};
 
 pub const MAX_PER_RUN: usize = 3;
 
-/// The pending comments among both listings, oldest first, at most [`MAX_PER_RUN`].
+/// The pending comments among both listings and the review bodies, oldest first, at most
+/// [`MAX_PER_RUN`].
 pub fn pending(
     snap: &PrSnapshot,
     review_comments: &[ReviewComment],
     issue_comments: &[IssueComment],
+    reviews: &[Review],
     handled: u64,
 ) -> Vec<Trigger> {
     // Reply markers from both listings: an inline question may have been answered in the
@@ -44,6 +49,14 @@ pub fn pending(
     found.extend(pending_inline(snap, review_comments, handled));
     found.extend(pending_top_level(snap, issue_comments, handled));
     found.retain(|t| !answered.contains(&t.id));
+    // After the retain: review ids are their own sequence, so only the top-level
+    // markers (where review bodies are answered) speak for them.
+    found.extend(pending_review_bodies(
+        snap,
+        reviews,
+        issue_comments,
+        handled,
+    ));
     found.sort_by_key(|t| (t.created_at, t.id));
     found.truncate(MAX_PER_RUN);
     found
@@ -116,5 +129,26 @@ fn pending_top_level(snap: &PrSnapshot, comments: &[IssueComment], handled: u64)
         .filter(|c| snap.handles.mentioned_in(&c.body))
         .filter(|c| !comments.iter().any(|p| answers(&p.body, c.id)))
         .filter_map(Trigger::from_issue_comment)
+        .collect()
+}
+
+fn pending_review_bodies(
+    snap: &PrSnapshot,
+    reviews: &[Review],
+    issue_comments: &[IssueComment],
+    handled: u64,
+) -> Vec<Trigger> {
+    let answered: HashSet<u64> = issue_comments
+        .iter()
+        .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+        .flat_map(|c| answered_ids(&c.body))
+        .collect();
+    reviews
+        .iter()
+        .filter(|r| r.id != handled && !snap.was_answered(r.id) && !answered.contains(&r.id))
+        .filter(|r| !r.state.eq_ignore_ascii_case("PENDING"))
+        .filter(|r| !is_bot_or_parley(r.user.as_ref(), snap))
+        .filter(|r| snap.handles.mentioned_in(&r.body))
+        .filter_map(Trigger::from_review)
         .collect()
 }

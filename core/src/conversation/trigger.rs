@@ -2,7 +2,7 @@
 //! listing read by the pending-work sweep. Both go through the same gates.
 
 use crate::job::{Actor, ConversationJob, Surface};
-use crate::ports::github::{IssueComment, ReviewComment};
+use crate::ports::github::{IssueComment, Review, ReviewComment};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -64,6 +64,23 @@ impl Trigger {
             body: comment.body.clone(),
             html_url: comment.html_url.clone(),
             created_at: Some(comment.created_at),
+            in_reply_to_id: None,
+            path: None,
+            line: None,
+            diff_hunk: None,
+        })
+    }
+
+    /// A review's body, answered like a top-level comment. `None` for a deleted account
+    /// or a review not yet submitted (a pending review is its author's draft).
+    pub fn from_review(review: &Review) -> Option<Self> {
+        Some(Trigger {
+            id: review.id,
+            surface: Surface::ReviewBody,
+            author: review.user.as_ref()?.to_actor(),
+            body: review.body.clone(),
+            html_url: review.html_url.clone(),
+            created_at: Some(review.submitted_at?),
             in_reply_to_id: None,
             path: None,
             line: None,
