@@ -77,6 +77,46 @@ impl DynamoStore {
         Ok(output.item)
     }
 
+    /// The one conditional write behind `claim` and `claim_as`: it succeeds when the key
+    /// is free, its claim has lapsed (TTL deletion can lag by days, so a lapsed claim still
+    /// in the table is overwritten rather than trusted to be gone), or, with an owner, when
+    /// that same owner holds it.
+    async fn put_claim(
+        &self,
+        key: &str,
+        owner: Option<&str>,
+        ttl: Duration,
+        operation: &str,
+    ) -> Result<Claim, StoreError> {
+        let now = OffsetDateTime::now_utc();
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.tables.idempotency)
+            .item("pk", s(key))
+            .item(TTL_ATTRIBUTE, n(expiry::expires_at(now, ttl)))
+            .expression_attribute_names("#exp", TTL_ATTRIBUTE)
+            .expression_attribute_values(":now", n(expiry::now_secs(now)));
+        request = match owner {
+            None => request.condition_expression("attribute_not_exists(pk) OR #exp <= :now"),
+            Some(owner) => request
+                .item(OWNER_ATTRIBUTE, s(owner))
+                .condition_expression("attribute_not_exists(pk) OR #exp <= :now OR #owner = :owner")
+                .expression_attribute_names("#owner", OWNER_ATTRIBUTE)
+                .expression_attribute_values(":owner", s(owner)),
+        };
+        match request.send().await {
+            Ok(_) => Ok(Claim::Won),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(Claim::AlreadyClaimed)
+            }
+            Err(e) => Err(unavailable(operation, &e)),
+        }
+    }
+
     /// Write one whole item, unconditionally (records are upserted by key).
     async fn put(&self, table: &str, item: Item, operation: &str) -> Result<(), StoreError> {
         self.client
@@ -122,30 +162,7 @@ fn installation_key(id: u64) -> String {
 #[async_trait]
 impl Store for DynamoStore {
     async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
-        let now = OffsetDateTime::now_utc();
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.tables.idempotency)
-            .item("pk", s(key))
-            .item(TTL_ATTRIBUTE, n(expiry::expires_at(now, ttl)))
-            // TTL deletion can lag by days, so a lapsed claim still in the table is
-            // overwritten here rather than trusted to be gone.
-            .condition_expression("attribute_not_exists(pk) OR #exp <= :now")
-            .expression_attribute_names("#exp", TTL_ATTRIBUTE)
-            .expression_attribute_values(":now", n(expiry::now_secs(now)))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Claim::Won),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(Claim::AlreadyClaimed)
-            }
-            Err(e) => Err(unavailable("claim", &e)),
-        }
+        self.put_claim(key, None, ttl, "claim").await
     }
 
     async fn release(&self, key: &str) -> Result<(), StoreError> {
@@ -179,31 +196,7 @@ impl Store for DynamoStore {
     }
 
     async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
-        let now = OffsetDateTime::now_utc();
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.tables.idempotency)
-            .item("pk", s(key))
-            .item(TTL_ATTRIBUTE, n(expiry::expires_at(now, ttl)))
-            .item(OWNER_ATTRIBUTE, s(owner))
-            .condition_expression("attribute_not_exists(pk) OR #exp <= :now OR #owner = :owner")
-            .expression_attribute_names("#exp", TTL_ATTRIBUTE)
-            .expression_attribute_names("#owner", OWNER_ATTRIBUTE)
-            .expression_attribute_values(":now", n(expiry::now_secs(now)))
-            .expression_attribute_values(":owner", s(owner))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(Claim::Won),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(Claim::AlreadyClaimed)
-            }
-            Err(e) => Err(unavailable("claim_as", &e)),
-        }
+        self.put_claim(key, Some(owner), ttl, "claim_as").await
     }
 
     async fn increment_within(
