@@ -5,7 +5,7 @@
 use crate::job::{BookkeepingEvent, BookkeepingJob, RepoRef};
 use crate::ports::github::RepoScope;
 use crate::ports::{FindingState, Installation, JobError, StoreError};
-use crate::review::regate;
+use crate::review::{regate, resolution};
 use crate::services::Services;
 use time::OffsetDateTime;
 
@@ -118,21 +118,114 @@ async fn thread_changed(
         tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, resolved, "finding already in step with its thread");
         return Ok(());
     };
+    let Some(installation) = installation_id else {
+        // Without an installation Parley can neither weigh the resolution nor judge the
+        // gate; a blocking finding stays as it is (fail closed), the next review judges.
+        tracing::warn!(repo = %full_name, number, "thread event names no installation; the finding is left as it is");
+        return Ok(());
+    };
+    let scope = RepoScope::for_repo(installation, repo);
+    if state == FindingState::Resolved {
+        let decision = weigh_resolution(services, &scope, number, &finding, actor).await?;
+        if !decision.lifts() {
+            tracing::info!(repo = %full_name, number, finding = %finding.id, actor, ?decision, "thread resolved, but the resolution does not lift this blocking finding");
+            explain_in_thread(services, &scope, number, root, &finding, &decision).await;
+            return Ok(());
+        }
+    }
     finding.state = state;
     finding.state_changed_by = Some(actor.to_string());
     finding.state_changed_at = Some(OffsetDateTime::now_utc());
     store.put_finding(&finding).await.map_err(transient)?;
     tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, actor, "finding follows its review thread");
-    match installation_id {
-        Some(installation) => {
-            let scope = RepoScope::for_repo(installation, repo);
-            regate::regate(services, &scope, number).await;
-        }
-        None => {
-            tracing::warn!(repo = %full_name, number, "thread event names no installation; the gate is judged at the next review")
+    regate::regate(services, &scope, number).await;
+    Ok(())
+}
+
+/// Whether `actor` resolving the finding's thread lifts it (see [`resolution`]). GitHub
+/// trouble that a retry can fix fails the job; anything else fails closed.
+async fn weigh_resolution(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    finding: &crate::ports::Finding,
+    actor: &str,
+) -> Result<resolution::Decision, JobError> {
+    let github = services.github.as_ref();
+    let pr = github
+        .get_pull_request(scope, number)
+        .await
+        .map_err(github_error)?;
+    let config = services.config.for_pull(scope, &pr).await;
+    resolution::decide(
+        github,
+        scope,
+        &config.config.gate,
+        finding,
+        actor,
+        pr.user.as_ref().map(|u| u.login.as_str()),
+        &pr.head.sha,
+    )
+    .await
+    .map_err(github_error)
+}
+
+/// Say in the finding's thread why its resolution did not count, once per finding and
+/// reason (a claim guards redeliveries). Best effort: the gate is right either way.
+async fn explain_in_thread(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    root: u64,
+    finding: &crate::ports::Finding,
+    decision: &resolution::Decision,
+) {
+    let Some(text) = decision.explain(finding) else {
+        return;
+    };
+    let key = format!(
+        "resolution-note#{}#{}#{:?}",
+        scope.full_name(),
+        finding.id,
+        std::mem::discriminant(decision)
+    );
+    match services
+        .store
+        .claim(&key, std::time::Duration::from_secs(30 * 24 * 3600))
+        .await
+    {
+        Ok(crate::ports::Claim::Won) => {}
+        Ok(crate::ports::Claim::AlreadyClaimed) => return,
+        Err(err) => {
+            tracing::warn!(key, error = %err, "could not claim the resolution note; not posting it");
+            return;
         }
     }
-    Ok(())
+    let marker = crate::markers::ReplyMarker {
+        kind: crate::markers::kind::NOTE.to_string(),
+        reply_to: root,
+        finding: Some(finding.id.clone()),
+        resolution: None,
+        at: OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+    };
+    let body = crate::markers::append(&text, crate::markers::kind::NOTE, &marker);
+    if let Err(err) = services
+        .github
+        .reply_to_review_comment(scope, number, root, &body)
+        .await
+    {
+        tracing::warn!(repo = %scope.full_name(), number, finding = %finding.id, error = %err, "could not explain why the resolution does not count");
+    }
+}
+
+fn github_error(err: crate::ports::GitHubError) -> JobError {
+    if err.is_transient() {
+        JobError::Transient(err.to_string())
+    } else {
+        JobError::Permanent(err.to_string())
+    }
 }
 
 /// The state a finding takes when its thread is resolved or unresolved, or `None` when it

@@ -24,6 +24,9 @@ pub mod kind {
     pub const LIMIT: &str = "limit";
     /// A short error note for a question Parley could not answer.
     pub const ERROR: &str = "error";
+    /// A note about Parley's own bookkeeping (why a resolution did not lift a blocking
+    /// finding, why a manual review was not run): not part of any conversation.
+    pub const NOTE: &str = "note";
 }
 
 /// What an inline finding comment carries: enough to discuss the finding even when the
@@ -109,12 +112,36 @@ pub fn parse_all(body: &str) -> Vec<Marker> {
     markers
 }
 
-/// The first marker of `kind` in `body`, decoded.
+/// The last well-formed marker of `kind` in `body`, decoded.
+///
+/// The last one, because Parley appends its marker at the very end of what it writes: any
+/// earlier one is quoted or copied text (a user's quote of an old comment, a model that
+/// echoed one). Callers must still check who wrote `body` ([`trusted`]): a marker proves
+/// nothing in content Parley did not author.
 pub fn find<T: DeserializeOwned>(body: &str, kind: &str) -> Option<T> {
     parse_all(body)
         .into_iter()
+        .rev()
         .find(|m| m.kind == kind)
         .and_then(|m| m.decode())
+}
+
+/// `body`'s marker of `kind`, only when `author` is Parley's own bot account.
+///
+/// Anyone can type `<!-- parley:review {...} -->` into a review or comment. Reading state
+/// from such a marker would let a PR author forge "already reviewed" (and with it a green
+/// merge gate) or "already answered"; so every reader of markers that decides anything
+/// goes through here with the content's author.
+pub fn trusted<T: DeserializeOwned>(
+    author: Option<&crate::ports::github::User>,
+    handles: &crate::mention::Handles,
+    body: &str,
+    kind: &str,
+) -> Option<T> {
+    if !author.is_some_and(|u| handles.is_self(&u.login)) {
+        return None;
+    }
+    find(body, kind)
 }
 
 /// Whether `body` carries any Parley marker.
@@ -164,6 +191,52 @@ mod tests {
         assert_eq!(rendered.matches("-->").count(), 1, "{body}");
         assert_eq!(find::<Data>(&body, kind::FINDING), Some(data));
         assert_eq!(strip(&body).trim(), "Looks wrong.");
+    }
+
+    #[test]
+    fn the_last_marker_of_a_kind_wins() {
+        let quoted = render(
+            kind::FINDING,
+            &Data {
+                id: "forged".into(),
+                title: "t".into(),
+                line: 1,
+            },
+        );
+        let own = Data {
+            id: "own".into(),
+            title: "t".into(),
+            line: 2,
+        };
+        let body = append(&format!("> {quoted}\n\nMy answer."), kind::FINDING, &own);
+        assert_eq!(find::<Data>(&body, kind::FINDING), Some(own));
+    }
+
+    #[test]
+    fn markers_count_only_in_parley_authored_content() {
+        use crate::mention::Handles;
+        use crate::ports::github::User;
+        let handles = Handles::new("parley", &[]);
+        let user = |login: &str| User {
+            login: login.into(),
+            id: 1,
+            kind: "User".into(),
+        };
+        let body = append(
+            "x",
+            kind::FINDING,
+            &Data {
+                id: "f".into(),
+                title: "t".into(),
+                line: 1,
+            },
+        );
+        assert!(
+            trusted::<Data>(Some(&user("parley[bot]")), &handles, &body, kind::FINDING).is_some()
+        );
+        assert!(trusted::<Data>(Some(&user("mallory")), &handles, &body, kind::FINDING).is_none());
+        assert!(trusted::<Data>(Some(&user("parley")), &handles, &body, kind::FINDING).is_none());
+        assert!(trusted::<Data>(None, &handles, &body, kind::FINDING).is_none());
     }
 
     #[test]

@@ -1,28 +1,40 @@
 //! Batch semantics shared by both workers.
 //!
 //! SQS FIFO hands a Lambda a batch in group order. If message 3 of a batch fails and we
-//! let 4 and 5 succeed, a later retry of 3 would run after them and break per-PR order.
-//! So after the first failure every remaining message is reported failed too
-//! (`ReportBatchItemFailures`), and SQS redelivers them, in order, after the failed one.
+//! let a later message of the *same* message group succeed, the retry of 3 would run after
+//! it and break per-PR order. So after a failure every remaining message of that group is
+//! reported failed too (`ReportBatchItemFailures`), and SQS redelivers them, in order,
+//! after the failed one. Messages of other groups (other PRs) go on: one PR's poison
+//! message must not drag unrelated PRs' jobs towards the dead-letter queue.
 
 use crate::job::Job;
 use crate::ports::{JobError, JobHandler};
+use std::collections::HashSet;
 
 /// One queue message as the worker sees it.
 #[derive(Debug, Clone)]
 pub struct BatchItem<'a> {
     pub message_id: &'a str,
+    /// The FIFO message group (`owner/repo#number`), from the SQS record's attributes.
+    /// `None` when the record does not say: the group is then read from the job itself,
+    /// and a body that is not a job shares a group with nothing.
+    pub group_id: Option<&'a str>,
     pub body: &'a str,
 }
 
 /// Run `items` through `handler` in order; return the ids of the messages to retry.
 pub async fn process_fifo_batch(items: &[BatchItem<'_>], handler: &dyn JobHandler) -> Vec<String> {
     let mut failed = Vec::new();
+    let mut failed_groups: HashSet<String> = HashSet::new();
     for item in items {
-        if !failed.is_empty() {
+        let group = group_of(item);
+        if let Some(group) = &group
+            && failed_groups.contains(group)
+        {
             tracing::warn!(
                 message_id = item.message_id,
-                "skipped to keep FIFO order after an earlier failure"
+                group = %group,
+                "skipped to keep FIFO order after an earlier failure in its group"
             );
             failed.push(item.message_id.to_string());
             continue;
@@ -30,9 +42,22 @@ pub async fn process_fifo_batch(items: &[BatchItem<'_>], handler: &dyn JobHandle
         if let Err(err) = process_one(item, handler).await {
             tracing::error!(message_id = item.message_id, error = %err, "job failed; it will be retried");
             failed.push(item.message_id.to_string());
+            if let Some(group) = group {
+                failed_groups.insert(group);
+            }
         }
     }
     failed
+}
+
+/// The message group of an item: the record's own attribute, else the job's.
+fn group_of(item: &BatchItem<'_>) -> Option<String> {
+    match item.group_id {
+        Some(group) => Some(group.to_string()),
+        None => serde_json::from_str::<Job>(item.body)
+            .ok()
+            .map(|job| job.group_id()),
+    }
 }
 
 /// Decode and handle one message.

@@ -154,6 +154,9 @@ pub struct ReviewConfig {
     /// then is reported failed and the others publish. Well under the review worker's
     /// 300 s Lambda timeout, which must also cover reading inputs and publishing.
     pub pass_timeout_secs: u32,
+    /// Reviews asked for by comment (`@parley review`, `@parley full review`) per PR per
+    /// clock hour: each one is paid for, and asking needs no push. 0 turns them off.
+    pub manual_reviews_per_hour: u32,
 }
 
 impl Default for ReviewConfig {
@@ -167,6 +170,7 @@ impl Default for ReviewConfig {
             max_inline_comments: 15,
             max_patch_tokens: 60_000,
             pass_timeout_secs: 180,
+            manual_reviews_per_hour: 3,
         }
     }
 }
@@ -174,11 +178,16 @@ impl Default for ReviewConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateConfig {
     pub block_on: Vec<Severity>,
+    /// Who may lift a blocking finding without changing its code (resolving its thread,
+    /// winning a dispute, `@parley dismiss`). The PR's author never may without a code
+    /// change: otherwise the author alone could turn the required check green.
+    pub resolve_by: PermissionLevel,
 }
 
 impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
+            resolve_by: PermissionLevel::Write,
             block_on: vec![Severity::Critical, Severity::High],
         }
     }
@@ -264,8 +273,19 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
                 d.review.pass_timeout_secs,
                 1..=240,
             ),
+            manual_reviews_per_hour: r.number(
+                "review.manualReviewsPerHour",
+                d.review.manual_reviews_per_hour,
+                0..=60,
+            ),
         },
         gate: GateConfig {
+            resolve_by: r.parsed(
+                "gate.resolveBy",
+                d.gate.resolve_by,
+                "read, triage, write, maintain or admin",
+                PermissionLevel::parse,
+            ),
             block_on: r.list_of(
                 "gate.blockOn",
                 &d.gate.block_on,

@@ -7,8 +7,9 @@ use super::answer::Resolution;
 use super::context::FindingInPlay;
 use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
-use crate::ports::github::{GitHub, ReviewerRequest};
+use crate::ports::github::{GitHub, GitHubError, ReviewerRequest};
 use crate::ports::{FindingState, Store};
+use crate::review::resolution::{self, Decision};
 use time::OffsetDateTime;
 
 /// The state a finding takes after a dispute: conceded findings will not be fixed; the
@@ -61,28 +62,64 @@ pub async fn escalate(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger)
     }
 }
 
+/// Whether conceding `in_play` to the trigger's author lifts it (see
+/// [`crate::review::resolution`]).
+pub async fn weigh_concession(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    in_play: &FindingInPlay,
+    trigger: &Trigger,
+) -> Result<Decision, GitHubError> {
+    let Some(pr) = snap.pull() else {
+        return Ok(Decision::Lifts);
+    };
+    resolution::decide(
+        github,
+        &snap.scope,
+        &snap.config.config.gate,
+        &in_play.finding,
+        &trigger.author.login,
+        snap.author(),
+        &pr.head.sha,
+    )
+    .await
+}
+
 /// After the reply is posted: record the outcome on the finding, and resolve the thread on
-/// a concession. Failures are logged: the reply (and its marker, which carries the
-/// resolution) is already on GitHub.
+/// a concession that `lifts` the finding (one that does not leaves it open, thread and
+/// all). Returns the finding's state now. Failures are logged: the reply (and its marker,
+/// which carries the resolution) is already on GitHub.
+#[allow(clippy::too_many_arguments)] // one call site; each part is a different thing
 pub async fn settle(
     github: &dyn GitHub,
     store: &dyn Store,
     snap: &PrSnapshot,
     in_play: &FindingInPlay,
     resolution: Resolution,
+    lifts: bool,
     who: &str,
     root_comment_id: u64,
-) {
+) -> FindingState {
     let mut finding = in_play.finding.clone();
-    finding.state = state_after(resolution);
-    finding.state_changed_by = Some(who.to_string());
-    finding.state_changed_at = Some(OffsetDateTime::now_utc());
-    if let Err(err) = store.put_finding(&finding).await {
-        tracing::warn!(repo = %snap.repo, finding = %finding.id, error = %err, "could not store the dispute's outcome");
+    let state = if lifts {
+        state_after(resolution)
+    } else {
+        finding.state
+    };
+    if state != finding.state || !in_play.stored {
+        finding.state = state;
+        finding.state_changed_by = Some(who.to_string());
+        finding.state_changed_at = Some(OffsetDateTime::now_utc());
+        if let Err(err) = store.put_finding(&finding).await {
+            tracing::warn!(repo = %snap.repo, finding = %finding.id, error = %err, "could not store the dispute's outcome");
+        }
     }
-    tracing::info!(repo = %snap.repo, pr = snap.number, finding = %finding.id, resolution = resolution.as_str(), stored_before = in_play.stored, "dispute settled");
-    if resolution != Resolution::Concede || !snap.config.config.dispute.resolve_thread_on_concede {
-        return;
+    tracing::info!(repo = %snap.repo, pr = snap.number, finding = %finding.id, resolution = resolution.as_str(), lifts, stored_before = in_play.stored, "dispute settled");
+    if resolution != Resolution::Concede
+        || !lifts
+        || !snap.config.config.dispute.resolve_thread_on_concede
+    {
+        return state;
     }
     let thread = match github
         .find_review_thread(&snap.scope, snap.number, root_comment_id)
@@ -91,17 +128,18 @@ pub async fn settle(
         Ok(Some(thread)) => thread,
         Ok(None) => {
             tracing::warn!(repo = %snap.repo, pr = snap.number, root_comment_id, "no review thread found to resolve");
-            return;
+            return state;
         }
         Err(err) => {
             tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not look up the review thread");
-            return;
+            return state;
         }
     };
     if thread.is_resolved {
-        return;
+        return state;
     }
     if let Err(err) = github.resolve_review_thread(&snap.scope, &thread.id).await {
         tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not resolve the review thread");
     }
+    state
 }

@@ -13,10 +13,10 @@ use super::error::ConversationError;
 use super::snapshot::PrSnapshot;
 use super::thread::Conversation;
 use super::trigger::Trigger;
-use crate::config::PermissionLevel;
 use crate::ports::github::{GitHub, Permission, ReactionContent};
 use crate::ports::store::keys;
 use crate::ports::{Claim, Store};
+use crate::review::resolution::permission;
 use std::time::Duration;
 
 /// How long a claimed reply stays claimed: far beyond any queue retry, so a redelivery
@@ -161,16 +161,6 @@ impl Permissions {
         };
         self.cache.put(cache_key, level);
         Ok(level)
-    }
-}
-
-fn permission(level: PermissionLevel) -> Permission {
-    match level {
-        PermissionLevel::Read => Permission::Read,
-        PermissionLevel::Triage => Permission::Triage,
-        PermissionLevel::Write => Permission::Write,
-        PermissionLevel::Maintain => Permission::Maintain,
-        PermissionLevel::Admin => Permission::Admin,
     }
 }
 

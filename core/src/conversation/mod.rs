@@ -399,6 +399,19 @@ impl ConversationHandler {
         if resolution == Some(Resolution::Escalate) {
             extras.push(dispute::escalate(self.github(), snap, trigger).await);
         }
+        // A concession lifts a blocking finding only for someone entitled to lift it (the
+        // PR's author after changing the code, or `gate.resolveBy`): otherwise the author
+        // could talk the model round and turn the required check green.
+        let lifts = match (resolution, &ctx.finding) {
+            (Some(Resolution::Concede), Some(in_play)) => {
+                let decision = dispute::weigh_concession(self.github(), snap, in_play, trigger)
+                    .await
+                    .map_err(|err| Failed::BeforePosting(err.into()))?;
+                extras.extend(decision.explain(&in_play.finding));
+                decision.lifts()
+            }
+            _ => true,
+        };
         extras.extend(config_footer(snap));
         let mut marker = answer::marker(markers::kind::REPLY, trigger.id);
         marker.finding = ctx.finding.as_ref().map(|f| f.finding.id.clone());
@@ -419,17 +432,18 @@ impl ConversationHandler {
         if let (Some(resolution), Some(in_play), Some(root)) =
             (resolution, &ctx.finding, &conversation.root)
         {
-            dispute::settle(
+            let state = dispute::settle(
                 self.github(),
                 self.store(),
                 snap,
                 in_play,
                 resolution,
+                lifts,
                 &trigger.author.login,
                 root.id,
             )
             .await;
-            if dispute::state_after(resolution) != in_play.finding.state {
+            if state != in_play.finding.state {
                 crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
             }
         }

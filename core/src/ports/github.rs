@@ -67,6 +67,29 @@ pub enum GitHubError {
 }
 
 impl GitHubError {
+    /// What failed, in words fit for a public check run or comment; the `Display` text
+    /// (GitHub's message, URLs of a GitHub Enterprise host) goes to the logs only.
+    pub fn public_reason(&self) -> &'static str {
+        match self {
+            GitHubError::NotFound(_) | GitHubError::Gone(_) => {
+                "something Parley needed on GitHub was not found"
+            }
+            GitHubError::Unprocessable { .. } | GitHubError::Rejected { .. } => {
+                "GitHub refused one of Parley's requests"
+            }
+            GitHubError::RateLimited { .. } => "GitHub rate-limited Parley",
+            GitHubError::Unauthorized(_) | GitHubError::Forbidden(_) => {
+                "GitHub refused Parley's access (check the App's permissions)"
+            }
+            GitHubError::Server { .. } => "GitHub had a server error",
+            GitHubError::Network(_) => "GitHub could not be reached",
+            GitHubError::Config(_) | GitHubError::InvalidRequest(_) => {
+                "Parley's GitHub settings are incomplete"
+            }
+            GitHubError::Decode(_) => "GitHub's answer could not be read",
+        }
+    }
+
     /// Worth retrying later (requeue with a delay): the failure was GitHub's load or the
     /// network, not the request.
     pub fn is_transient(&self) -> bool {

@@ -226,6 +226,27 @@ impl LlmError {
         )
     }
 
+    /// What failed, in words fit for a public check run or PR comment. The `Display` text
+    /// carries the provider's own message (internal hostnames, account details, request
+    /// ids); that goes to the logs only.
+    pub fn public_reason(&self) -> &'static str {
+        match self {
+            LlmError::Auth(_) => "the language model refused Parley's credentials",
+            LlmError::UnknownModel(_) => "the configured language model does not exist",
+            LlmError::RateLimited { .. } => "the language model provider rate-limited Parley",
+            LlmError::Overloaded { .. } => "the language model provider was overloaded",
+            LlmError::Timeout(_) => "the language model did not answer in time",
+            LlmError::Server { .. } => "the language model provider had a server error",
+            LlmError::Network(_) => "the language model provider could not be reached",
+            LlmError::Decode(_) | LlmError::InvalidOutput { .. } => {
+                "the language model's answer could not be used"
+            }
+            LlmError::Config(_) => "Parley's language model settings are incomplete",
+            LlmError::InvalidRequest(_) => "the language model rejected the request",
+            LlmError::QuotaExceeded(_) => "the language model account is out of quota",
+        }
+    }
+
     /// How long the provider asked us to wait before the next attempt, if it said.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

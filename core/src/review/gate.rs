@@ -110,6 +110,14 @@ pub enum Verdict<'a> {
     Superseded {
         by: &'a str,
     },
+    /// The automatic review was not wanted (draft, trigger off, author skipped): nothing
+    /// was reviewed, but the PR's open blocking findings still block.
+    Skipped {
+        reason: &'a str,
+        open: Vec<&'a Finding>,
+        repo_url: &'a str,
+        pr_url: &'a str,
+    },
     /// Parley could not do its job.
     Trouble {
         reason: String,
@@ -149,6 +157,40 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 text: None,
             },
         ),
+        Verdict::Skipped {
+            reason,
+            open,
+            repo_url,
+            pr_url,
+        } => {
+            let open = blocking_findings(open, gate);
+            let summary = format!("Parley did not review this commit: {reason}.");
+            if open.is_empty() {
+                (
+                    CheckConclusion::Neutral,
+                    CheckRunOutput {
+                        title: "Not reviewed".to_string(),
+                        summary,
+                        text: None,
+                    },
+                )
+            } else {
+                (
+                    CheckConclusion::Failure,
+                    CheckRunOutput {
+                        title: format!(
+                            "Not reviewed; {} blocking finding(s) from earlier reviews still open",
+                            open.len()
+                        ),
+                        summary,
+                        text: Some(crate::sanitize::truncate(
+                            &earlier_list(&open, repo_url, pr_url),
+                            MAX_TEXT,
+                        )),
+                    },
+                )
+            }
+        }
         Verdict::Trouble { reason } => (
             CheckConclusion::Neutral,
             CheckRunOutput {
@@ -357,7 +399,53 @@ pub async fn publish(
     Ok(github.create_check_run(scope, &run).await?.id)
 }
 
-/// Complete the check run. Failures are logged: the review is already posted.
+/// The check run a run concludes: the one it started, or (when starting failed) one to
+/// create completed, so a run never ends without a check.
+pub struct Check<'a> {
+    pub id: Option<u64>,
+    pub name: &'a str,
+    pub head_sha: &'a str,
+    pub external_id: &'a str,
+}
+
+/// Conclude `check`: complete the started one, or create it completed when it was never
+/// created (GitHub was down at the start). Returns the check run's id. An error is the
+/// caller's to handle: a run is only recorded as done once its check is concluded, so a
+/// failure here is retried by the queue instead of leaving a check "in progress" forever.
+pub async fn complete(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    check: &Check<'_>,
+    conclusion: CheckConclusion,
+    output: CheckRunOutput,
+) -> Result<u64, GitHubError> {
+    let now = OffsetDateTime::now_utc();
+    if let Some(id) = check.id {
+        let update = CheckRunUpdate {
+            status: Some(CheckStatus::Completed),
+            conclusion: Some(conclusion),
+            details_url: None,
+            completed_at: Some(now),
+            output: Some(output),
+        };
+        github.update_check_run(scope, id, &update).await?;
+        return Ok(id);
+    }
+    let run = NewCheckRun {
+        name: check.name.to_string(),
+        head_sha: check.head_sha.to_string(),
+        status: Some(CheckStatus::Completed),
+        conclusion: Some(conclusion),
+        details_url: None,
+        external_id: Some(check.external_id.to_string()),
+        started_at: Some(now),
+        completed_at: Some(now),
+        output: Some(output),
+    };
+    Ok(github.create_check_run(scope, &run).await?.id)
+}
+
+/// Complete the check run, best effort: for a superseded run, whose head nobody merges.
 pub async fn finish(
     github: &dyn GitHub,
     scope: &RepoScope,

@@ -24,6 +24,7 @@ pub mod merge;
 pub mod prompts;
 pub mod publish;
 pub mod regate;
+pub mod resolution;
 pub mod runs;
 pub mod specialists;
 pub mod summary;
@@ -32,6 +33,7 @@ use crate::config::RepoConfig;
 use crate::job::{Job, ReviewJob, ReviewTrigger};
 use crate::llm::MeteredLlm;
 use crate::markers::{self, FindingMarker};
+use crate::mention::Handles;
 use crate::ports::github::{GitHubError, PageLimit, PullRequest, RepoScope, Review};
 use crate::ports::llm::LlmError;
 use crate::ports::store::keys;
@@ -70,6 +72,16 @@ impl From<publish::RecordError> for ReviewError {
 }
 
 impl ReviewError {
+    /// What failed, for public text (check runs, PR notes): never the raw error.
+    pub fn public_reason(&self) -> &'static str {
+        match self {
+            ReviewError::NoInstallation => "the event named no App installation",
+            ReviewError::GitHub(e) => e.public_reason(),
+            ReviewError::Store(_) => "Parley's storage was unavailable",
+            ReviewError::AllPassesFailed(e) => e.public_reason(),
+        }
+    }
+
     fn is_transient(&self) -> bool {
         match self {
             ReviewError::NoInstallation => false,
@@ -159,9 +171,12 @@ impl ReviewHandler {
 
         let pr = github.get_pull_request(&scope, job.number).await?;
         let loaded = self.services.config.for_pull(&scope, &pr).await;
+        let parley = self.services.identity.handles(github, false).await?;
         if let Some(reason) = skip_reason(job, &pr, &loaded.config) {
             tracing::info!(%repo, number = job.number, %reason, "review skipped");
-            return Ok(());
+            return self
+                .conclude_skipped(&scope, job, &pr, &loaded.config, &reason)
+                .await;
         }
         // A manual request reviews whatever the head is now; an automatic job for a head
         // that has moved on is superseded before it starts (the newer push has its own).
@@ -180,14 +195,14 @@ impl ReviewHandler {
         // have keys of their own, so neither claim nor record here ever makes the
         // automatic run of this head skip.
         let run_key = self.run_key(job, &head_sha).await?;
-        if self.settled(&scope, job, &run_key).await? {
+        if self.settled(&scope, job, &run_key, &parley).await? {
             return Ok(());
         }
         if !runs::claim(store, job, &run_key).await? {
             tracing::info!(%repo, number = job.number, %run_key, "review skipped: another delivery holds this run");
             return Ok(());
         }
-        if self.settled(&scope, job, &run_key).await? {
+        if self.settled(&scope, job, &run_key, &parley).await? {
             return Ok(());
         }
         let existing = store.review_run(&repo, job.number, &run_key).await?;
@@ -204,17 +219,21 @@ impl ReviewHandler {
             started_at: OffsetDateTime::now_utc(),
             finished_at: None,
         });
-        // GitHub is the source of truth when a worker died between posting and recording.
-        if let Some(review) = runs::review_on_github(github, &scope, job.number, &run_key).await? {
+        // GitHub is the source of truth when a worker died between posting and recording;
+        // only a review Parley itself submitted counts.
+        if let Some(review) =
+            runs::review_on_github(github, &scope, job.number, &run_key, &parley).await?
+        {
             return self
-                .recover(&scope, job, &pr, &loaded.config, &mut run, review)
+                .recover(&scope, job, &pr, &loaded.config, &mut run, review, &parley)
                 .await;
         }
 
         // The queue's retry of a run that failed: its check run was concluded `neutral`,
         // and GitHub never reopens a completed check run, so a new one of the same name
         // (which GitHub shows and branch protection reads instead) says "in progress"
-        // while the retry works. A run that died mid-way left its check in progress.
+        // while the retry works. A run that died mid-way left its check in progress. A
+        // check that could not be created now is created, completed, at the end.
         let check_concluded = run.state == RunState::Failed;
         run.state = RunState::Running;
         if run.check_run_id.is_none() || check_concluded {
@@ -228,19 +247,92 @@ impl ReviewHandler {
             Ok(()) => Ok(()),
             Err(err) => {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
+                // The public check says what failed, never the raw error (provider
+                // messages carry internal hostnames and request ids).
                 let (conclusion, output) = gate::conclude(
                     &gate::Verdict::Trouble {
-                        reason: format!("Parley could not finish the review: {err}."),
+                        reason: format!(
+                            "Parley could not finish the review: {}.",
+                            err.public_reason()
+                        ),
                     },
                     &loaded.config.gate,
                 );
-                gate::finish(github, &scope, run.check_run_id, conclusion, output).await;
+                let key = runs::claim_key(&repo, job.number, &run_key);
+                let check = gate::Check {
+                    id: run.check_run_id,
+                    name: gate::check_name(&run_key),
+                    head_sha: &head_sha,
+                    external_id: &key,
+                };
+                match gate::complete(github, &scope, &check, conclusion, output).await {
+                    Ok(id) => run.check_run_id = Some(id),
+                    Err(check_err) => {
+                        tracing::warn!(%repo, number = job.number, error = %check_err, "could not conclude the check run of a failed review")
+                    }
+                }
                 if let Err(store_err) = runs::finish(store, &mut run, RunState::Failed).await {
                     tracing::warn!(error = %store_err, "could not record the failed run");
                 }
                 Err(err)
             }
         }
+    }
+
+    /// An automatic review that is not wanted (draft, trigger off, skipped author) still
+    /// ends with a completed "Parley review" check on the head, or a team that requires
+    /// the check waits forever. It is `neutral` (nothing was reviewed), unless blocking
+    /// findings of earlier reviews are still open on the PR: skipping a review must not
+    /// lift a `failure` (a push with `synchronize` turned off, say). A closed PR and a
+    /// manual request get no check: nobody merges the one, and the other never gates.
+    async fn conclude_skipped(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        config: &RepoConfig,
+        reason: &str,
+    ) -> Result<(), ReviewError> {
+        if pr.state != "open" || runs::is_manual(job.trigger) || pr.head.sha != job.head_sha {
+            return Ok(());
+        }
+        let repo = job.repo.full_name();
+        let findings = self
+            .services
+            .store
+            .findings_for_pr(&repo, job.number)
+            .await?;
+        let open = gate::open_blocking(
+            &findings,
+            &config.gate,
+            config.review.min_confidence,
+            &HashSet::new(),
+        );
+        let repo_url = repo_url(pr, &repo);
+        let pr_url = pr_url(pr, &repo_url);
+        let verdict = gate::Verdict::Skipped {
+            reason,
+            open,
+            repo_url: &repo_url,
+            pr_url: &pr_url,
+        };
+        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
+        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
+        let check = gate::Check {
+            id: None,
+            name: gate::CHECK_NAME,
+            head_sha: &pr.head.sha,
+            external_id: &key,
+        };
+        gate::complete(
+            self.services.github.as_ref(),
+            scope,
+            &check,
+            conclusion,
+            output,
+        )
+        .await?;
+        Ok(())
     }
 
     /// The run this job is about. An automatic job's is the head's own run, which owns the
@@ -285,6 +377,7 @@ impl ReviewHandler {
         scope: &RepoScope,
         job: &ReviewJob,
         run_key: &str,
+        parley: &Handles,
     ) -> Result<bool, ReviewError> {
         let repo = job.repo.full_name();
         let head_sha = runs::head_of(run_key);
@@ -303,8 +396,14 @@ impl ReviewHandler {
                 let request = job.request.as_ref().map(|r| r.comment_id);
                 let own = request.is_some() && runs::parse_key(run_key).1 == request;
                 if runs::is_manual(job.trigger) && !own {
-                    runs::answer_already_reviewed(self.services.github.as_ref(), scope, job, &run)
-                        .await?;
+                    runs::answer_already_reviewed(
+                        self.services.github.as_ref(),
+                        scope,
+                        job,
+                        &run,
+                        parley,
+                    )
+                    .await?;
                 }
                 tracing::info!(%repo, number = job.number, %head_sha, "already reviewed");
                 Ok(true)
@@ -486,16 +585,12 @@ impl ReviewHandler {
         );
         self.count_usage(&repo, job.number, &usage).await;
 
-        // The PR's findings as they stand now, this run's included: read before the run
-        // is marked published, so a store failure here fails the run (`neutral`) and the
-        // queue's retry recovers the posted review and judges the gate then.
+        // The PR's findings as they stand now, this run's included. The gate is concluded
+        // before the run is marked published: a failure on the way (store or GitHub) fails
+        // the job, and the queue's retry recovers the posted review and concludes then. A
+        // run is never "published" with its check left in progress.
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial();
-
-        run.review_id = Some(review.id);
-        run.review_url = Some(review.html_url.clone());
-        runs::finish(store, run, RunState::Published).await?;
-
         let automatic = !runs::is_manual(job.trigger);
         // Blocking findings of earlier reviews nobody resolved or won block this head too:
         // an incremental review sees only the new commits, so without them any push that
@@ -528,7 +623,41 @@ impl ReviewHandler {
             head_sha: &head_sha,
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        gate::finish(github, scope, run.check_run_id, conclusion, output).await;
+        self.conclude_check(scope, run, &head_sha, conclusion, output)
+            .await?;
+
+        run.review_id = Some(review.id);
+        run.review_url = Some(review.html_url.clone());
+        runs::finish(store, run, RunState::Published).await?;
+        Ok(())
+    }
+
+    /// Conclude the run's check (creating it completed if it never was created) and
+    /// remember its id on the run.
+    async fn conclude_check(
+        &self,
+        scope: &RepoScope,
+        run: &mut ReviewRun,
+        head_sha: &str,
+        conclusion: crate::ports::github::CheckConclusion,
+        output: crate::ports::github::CheckRunOutput,
+    ) -> Result<(), ReviewError> {
+        let key = runs::claim_key(&run.repo, run.pr, &run.head_sha);
+        let check = gate::Check {
+            id: run.check_run_id,
+            name: gate::check_name(&run.head_sha),
+            head_sha,
+            external_id: &key,
+        };
+        let id = gate::complete(
+            self.services.github.as_ref(),
+            scope,
+            &check,
+            conclusion,
+            output,
+        )
+        .await?;
+        run.check_run_id = Some(id);
         Ok(())
     }
 
@@ -643,6 +772,7 @@ impl ReviewHandler {
         config: &RepoConfig,
         run: &mut ReviewRun,
         review: Review,
+        parley: &Handles,
     ) -> Result<(), ReviewError> {
         let github = self.services.github.as_ref();
         let store = self.services.store.as_ref();
@@ -650,45 +780,84 @@ impl ReviewHandler {
         let comments = github
             .list_review_comments_for_review(scope, job.number, review.id, PageLimit::pages(3))
             .await?;
+        // Findings already stored keep their state: since the crash, a thread may have
+        // been resolved or a dispute conceded, and recovery must not reopen them.
+        let stored: HashSet<String> = store
+            .findings_for_pr(&run.repo, job.number)
+            .await?
+            .into_iter()
+            .map(|f| f.id)
+            .collect();
         let mut recovered = Vec::new();
         for comment in &comments.items {
-            let Some(marker) =
-                markers::find::<FindingMarker>(&comment.body, markers::kind::FINDING)
-            else {
+            // The review is Parley's (see `runs::review_on_github`), and so are its
+            // comments; the author is checked anyway, as everywhere markers are read.
+            let Some(marker) = markers::trusted::<FindingMarker>(
+                comment.user.as_ref(),
+                parley,
+                &comment.body,
+                markers::kind::FINDING,
+            ) else {
                 continue;
             };
-            let finding = Finding {
-                repo: run.repo.clone(),
-                pr: job.number,
-                id: marker.id.clone(),
-                fingerprint: marker.fingerprint.clone(),
-                severity: marker.severity,
-                category: marker.category.clone(),
-                confidence: marker.confidence,
-                path: marker.path.clone(),
-                start_line: marker.start_line,
-                line: marker.line,
-                title: marker.title.clone(),
-                body: markers::strip(&comment.body).trim().to_string(),
-                head_sha: runs::head_of(&run.head_sha).to_string(),
-                review_id: Some(review.id),
-                comment_id: Some(comment.id),
-                state: FindingState::Open,
-                state_changed_by: None,
-                state_changed_at: None,
-                created_at: OffsetDateTime::now_utc(),
-            };
-            store.put_finding(&finding).await?;
+            if !stored.contains(&marker.id) {
+                let finding = Finding {
+                    repo: run.repo.clone(),
+                    pr: job.number,
+                    id: marker.id.clone(),
+                    fingerprint: marker.fingerprint.clone(),
+                    severity: marker.severity,
+                    category: marker.category.clone(),
+                    confidence: marker.confidence,
+                    path: marker.path.clone(),
+                    start_line: marker.start_line,
+                    line: marker.line,
+                    title: marker.title.clone(),
+                    body: markers::strip(&comment.body).trim().to_string(),
+                    head_sha: runs::head_of(&run.head_sha).to_string(),
+                    review_id: Some(review.id),
+                    comment_id: Some(comment.id),
+                    state: FindingState::Open,
+                    state_changed_by: None,
+                    state_changed_at: None,
+                    created_at: OffsetDateTime::now_utc(),
+                };
+                store.put_finding(&finding).await?;
+            }
             recovered.push(candidate_from_marker(marker));
         }
-        // Read before marking the run published: a failure retries the whole recovery.
+        // Read (and the check concluded) before marking the run published: a failure
+        // retries the whole recovery.
         let on_pr = store.findings_for_pr(&run.repo, job.number).await?;
-        run.review_id = Some(review.id);
-        run.review_url = Some(review.html_url.clone());
-        runs::finish(store, run, RunState::Published).await?;
         let repo_url = repo_url(pr, &run.repo);
         let pr_url = pr_url(pr, &repo_url);
         let automatic = !runs::is_manual(job.trigger);
+        // Only findings still open count as this run's: one resolved since the crash must
+        // not block again through the recovered list.
+        let still_open: HashSet<&str> = on_pr
+            .iter()
+            .filter(|f| f.state == FindingState::Open)
+            .map(|f| f.id.as_str())
+            .collect();
+        let recovered_ids: Vec<String> = comments
+            .items
+            .iter()
+            .filter_map(|c| {
+                markers::trusted::<FindingMarker>(
+                    c.user.as_ref(),
+                    parley,
+                    &c.body,
+                    markers::kind::FINDING,
+                )
+            })
+            .map(|m| m.id)
+            .collect();
+        let reported: Vec<&Candidate> = recovered
+            .iter()
+            .zip(&recovered_ids)
+            .filter(|(_, id)| still_open.contains(id.as_str()))
+            .map(|(c, _)| c)
+            .collect();
         let recovered_here: HashSet<&str> =
             recovered.iter().map(|c| c.fingerprint.as_str()).collect();
         let earlier_open = if automatic {
@@ -701,18 +870,26 @@ impl ReviewHandler {
         } else {
             Vec::new()
         };
+        // Whether the posted review was partial, from its own (trusted) marker; not
+        // known means partial, so nothing blocking is `neutral`, never `success`.
+        let partial = runs::review_marker(&review, parley).is_none_or(|m| m.partial);
+        let head_sha = runs::head_of(&run.head_sha).to_string();
         let verdict = gate::Verdict::Reviewed {
             automatic,
-            reported: recovered.iter().collect(),
+            reported,
             earlier_open,
-            partial: false,
+            partial,
             review_url: &review.html_url,
             repo_url: &repo_url,
             pr_url: &pr_url,
-            head_sha: runs::head_of(&run.head_sha),
+            head_sha: &head_sha,
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        gate::finish(github, scope, run.check_run_id, conclusion, output).await;
+        self.conclude_check(scope, run, &head_sha, conclusion, output)
+            .await?;
+        run.review_id = Some(review.id);
+        run.review_url = Some(review.html_url.clone());
+        runs::finish(store, run, RunState::Published).await?;
         Ok(())
     }
 

@@ -14,11 +14,9 @@
 //! standing and is only logged (the next push judges again), and trouble never produces a
 //! `failure` — only open findings do.
 
-use crate::markers;
 use crate::ports::github::{CheckConclusion, GitHubError, RepoScope};
 use crate::ports::{RunState, StoreError};
 use crate::review::gate;
-use crate::review::summary::ReviewMarker;
 use crate::review::{pr_url, repo_url, runs};
 use crate::services::Services;
 use std::collections::HashSet;
@@ -105,13 +103,13 @@ async fn try_regate(
     );
     // Whether the review was partial matters only when nothing blocks; it is read from the
     // review's own marker. Not found means not known: `neutral`, never `success`.
+    // Only a review Parley itself submitted is read: a forged marker claiming
+    // `partial: false` would otherwise turn the gate green.
     let partial = if open.is_empty() {
-        runs::review_on_github(github, scope, number, &head_sha)
+        let parley = services.identity.handles(github, false).await?;
+        runs::review_on_github(github, scope, number, &head_sha, &parley)
             .await?
-            .and_then(|review| {
-                markers::find::<ReviewMarker>(&review.body, markers::kind::REVIEW)
-                    .map(|marker| marker.partial)
-            })
+            .and_then(|review| runs::review_marker(&review, &parley).map(|m| m.partial))
     } else {
         None
     };

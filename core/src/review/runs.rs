@@ -11,6 +11,7 @@
 
 use crate::job::{ReviewJob, ReviewRequest, ReviewTrigger, Surface};
 use crate::markers::{self, ReplyMarker};
+use crate::mention::Handles;
 use crate::ports::github::{GitHub, GitHubError, PageLimit, RepoScope, Review};
 use crate::ports::{Claim, ReviewRun, RunState, Store, StoreError};
 use crate::review::summary::{ReviewMarker, short};
@@ -132,21 +133,34 @@ pub async fn last_reviewed(
 }
 
 /// A review Parley already posted on GitHub for the run `run_key`, found by its summary
-/// marker (head SHA, and the request for a full re-review).
+/// marker (head SHA, and the request for a full re-review) on a review Parley itself
+/// submitted. A review by anyone else carrying the same marker is a forgery: trusting it
+/// would skip the real review, record its made-up findings and let the gate pass.
 pub async fn review_on_github(
     github: &dyn GitHub,
     scope: &RepoScope,
     number: u64,
     run_key: &str,
+    parley: &Handles,
 ) -> Result<Option<Review>, GitHubError> {
     let (head_sha, request) = parse_key(run_key);
     let reviews = github
         .list_reviews(scope, number, PageLimit::pages(5))
         .await?;
     Ok(reviews.items.into_iter().find(|review| {
-        markers::find::<ReviewMarker>(&review.body, markers::kind::REVIEW)
+        review_marker(review, parley)
             .is_some_and(|marker| marker.head_sha == head_sha && marker.request == request)
     }))
+}
+
+/// The summary marker of `review`, when Parley wrote the review.
+pub fn review_marker(review: &Review, parley: &Handles) -> Option<ReviewMarker> {
+    markers::trusted(
+        review.user.as_ref(),
+        parley,
+        &review.body,
+        markers::kind::REVIEW,
+    )
 }
 
 /// Mark a run finished in `state`.
@@ -168,15 +182,17 @@ pub async fn answer_already_reviewed(
     scope: &RepoScope,
     job: &ReviewJob,
     run: &ReviewRun,
+    parley: &Handles,
 ) -> Result<(), GitHubError> {
     let Some(request) = &job.request else {
         return Ok(());
     };
     // Parley's answer names the request; the request itself (once marked) names the
-    // review, so it is never mistaken for the answer.
-    let answered = |id: u64, body: &str| {
+    // review, so it is never mistaken for the answer. Only Parley's own comments count: a
+    // comment anyone could write must not suppress the answer.
+    let answered = |id: u64, user: Option<&crate::ports::github::User>, body: &str| {
         id != request.comment_id
-            && markers::find::<ReplyMarker>(body, DISMISSED)
+            && markers::trusted::<ReplyMarker>(user, parley, body, DISMISSED)
                 .is_some_and(|m| m.reply_to == request.comment_id)
     };
     let link = run
@@ -203,7 +219,11 @@ pub async fn answer_already_reviewed(
             let existing = github
                 .list_review_comments(scope, job.number, None, PageLimit::pages(10))
                 .await?;
-            if !existing.items.iter().any(|c| answered(c.id, &c.body)) {
+            if !existing
+                .items
+                .iter()
+                .any(|c| answered(c.id, c.user.as_ref(), &c.body))
+            {
                 github
                     .reply_to_review_comment(scope, job.number, request.comment_id, &body)
                     .await?;
@@ -213,7 +233,11 @@ pub async fn answer_already_reviewed(
             let existing = github
                 .list_issue_comments(scope, job.number, None, PageLimit::pages(10))
                 .await?;
-            if !existing.items.iter().any(|c| answered(c.id, &c.body)) {
+            if !existing
+                .items
+                .iter()
+                .any(|c| answered(c.id, c.user.as_ref(), &c.body))
+            {
                 github
                     .create_issue_comment(scope, job.number, &body)
                     .await?;

@@ -73,6 +73,7 @@ async fn handle(
 ) {
     let item = BatchItem {
         message_id: &message.message_id,
+        group_id: None,
         body: &message.body,
     };
     match process_one(&item, handler).await {

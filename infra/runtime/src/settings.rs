@@ -22,7 +22,9 @@ pub enum SettingsError {
     },
 }
 
-#[derive(Debug, Clone)]
+/// `Debug` is written by hand: settings get logged at start-up and in error reports, and
+/// the webhook secret must never reach a log line (only whether it is set and how).
+#[derive(Clone)]
 pub struct Settings {
     /// Raw `GITHUB_WEBHOOK_SECRET`: comma-separated secrets, or a Secrets Manager ARN.
     pub webhook_secret: Option<String>,
@@ -37,6 +39,30 @@ pub struct Settings {
     /// `PARLEY_MAX_RECEIVE`: attempts before the local queue dead-letters a message
     /// (the SAM stack's redrive policy says 5 for SQS).
     pub max_receive_count: u32,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = match self.webhook_secret.as_deref() {
+            None => "unset".to_string(),
+            Some(arn) if arn.trim_start().starts_with("arn:") => {
+                "a Secrets Manager ARN (redacted)".to_string()
+            }
+            Some(raw) => format!(
+                "{} secret(s) (redacted)",
+                raw.split(',').filter(|s| !s.trim().is_empty()).count()
+            ),
+        };
+        f.debug_struct("Settings")
+            .field("webhook_secret", &secret)
+            .field("app_slug", &self.app_slug)
+            .field("mention_aliases", &self.mention_aliases)
+            .field("store", &self.store)
+            .field("queue", &self.queue)
+            .field("db_path", &self.db_path)
+            .field("max_receive_count", &self.max_receive_count)
+            .finish()
+    }
 }
 
 impl Settings {
@@ -155,6 +181,24 @@ mod tests {
         assert!(s.webhook_secret.is_none());
         assert!(s.handles().is_none());
         assert_eq!(s.max_receive_count, 5);
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_webhook_secret() {
+        let s = settings(&[(
+            "GITHUB_WEBHOOK_SECRET",
+            "old-s3cret-value, new-s3cret-value",
+        )])
+        .expect("settings");
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("2 secret(s) (redacted)"), "{shown}");
+        let arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:parley-webhook";
+        let shown = format!(
+            "{:?}",
+            settings(&[("GITHUB_WEBHOOK_SECRET", arn)]).expect("arn")
+        );
+        assert!(!shown.contains("parley-webhook"), "{shown}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub async fn respond(
         };
         items.push(BatchItem {
             message_id,
+            group_id: record.attributes.get("MessageGroupId").map(String::as_str),
             body: record.body.as_deref().unwrap_or(""),
         });
     }

@@ -25,20 +25,36 @@ impl JobHandler for Scripted {
     }
 }
 
+/// A job on PR `o/r#7`, whose FIFO message group is `o/r#7`.
 fn job_body(delivery: &str) -> String {
+    job_on_pr(delivery, 7)
+}
+
+fn job_on_pr(delivery: &str, number: u64) -> String {
     serde_json::json!({
         "kind": "bookkeeping",
         "delivery_id": delivery,
         "installation_id": 1,
-        "event": { "event": "pull_request_closed", "repo": { "id": 1, "owner": "o", "name": "r" }, "number": 7, "merged": true }
+        "event": { "event": "pull_request_closed", "repo": { "id": 1, "owner": "o", "name": "r" }, "number": number, "merged": true }
     })
     .to_string()
 }
 
+/// Records as SQS sends them, without a `MessageGroupId` attribute (the group is then
+/// read from the job).
 fn event(bodies: &[(&str, String)]) -> SqsEvent {
     let records: Vec<_> = bodies
         .iter()
         .map(|(id, body)| serde_json::json!({ "messageId": id, "body": body, "attributes": {}, "messageAttributes": {} }))
+        .collect();
+    serde_json::from_value(serde_json::json!({ "Records": records })).expect("sqs event")
+}
+
+/// Records carrying their FIFO `MessageGroupId`, as a FIFO event source sends them.
+fn grouped_event(bodies: &[(&str, &str, String)]) -> SqsEvent {
+    let records: Vec<_> = bodies
+        .iter()
+        .map(|(id, group, body)| serde_json::json!({ "messageId": id, "body": body, "attributes": { "MessageGroupId": group }, "messageAttributes": {} }))
         .collect();
     serde_json::from_value(serde_json::json!({ "Records": records })).expect("sqs event")
 }
@@ -52,7 +68,7 @@ fn failures(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<&
 }
 
 #[tokio::test]
-async fn after_the_first_failure_the_rest_of_the_batch_fails_unrun() {
+async fn after_a_failure_the_rest_of_its_group_fails_unrun() {
     let handler = Scripted {
         fail_on: "d2",
         seen: Mutex::new(Vec::new()),
@@ -75,6 +91,42 @@ async fn after_the_first_failure_the_rest_of_the_batch_fails_unrun() {
 }
 
 #[tokio::test]
+async fn a_failure_does_not_hold_back_other_groups() {
+    let handler = Scripted {
+        fail_on: "d2",
+        seen: Mutex::new(Vec::new()),
+    };
+    // m2 fails on PR 7; m3 is PR 7 too and must wait; m4 (PR 8) and m5 (PR 9, group read
+    // from the job) are other PRs and run.
+    let batch = grouped_event(&[
+        ("m1", "o/r#7", job_on_pr("d1", 7)),
+        ("m2", "o/r#7", job_on_pr("d2", 7)),
+        ("m3", "o/r#7", job_on_pr("d3", 7)),
+        ("m4", "o/r#8", job_on_pr("d4", 8)),
+    ]);
+    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+        .await
+        .expect("response");
+    assert_eq!(failures(&response), vec!["m2", "m3"]);
+    assert_eq!(*handler.seen.lock().expect("lock"), vec!["d1", "d2", "d4"]);
+
+    let handler = Scripted {
+        fail_on: "d1",
+        seen: Mutex::new(Vec::new()),
+    };
+    let batch = event(&[
+        ("m1", job_on_pr("d1", 7)),
+        ("m2", job_on_pr("d2", 9)),
+        ("m3", job_on_pr("d3", 7)),
+    ]);
+    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+        .await
+        .expect("response");
+    assert_eq!(failures(&response), vec!["m1", "m3"]);
+    assert_eq!(*handler.seen.lock().expect("lock"), vec!["d1", "d2"]);
+}
+
+#[tokio::test]
 async fn a_clean_batch_reports_no_failures() {
     let handler = Scripted {
         fail_on: "none",
@@ -94,13 +146,18 @@ async fn an_undecodable_message_is_retried_not_dropped() {
         fail_on: "none",
         seen: Mutex::new(Vec::new()),
     };
-    let batch = event(&[("m1", "{not a job".to_string()), ("m2", job_body("d2"))]);
+    let batch = grouped_event(&[
+        ("m1", "o/r#7", "{not a job".to_string()),
+        ("m2", "o/r#7", job_body("d2")),
+        ("m3", "o/r#8", job_on_pr("d3", 8)),
+    ]);
     let response = parley_runtime::sqs_batch::respond(batch, &handler)
         .await
         .expect("response");
-    // Reported failed, so SQS retries it and dead-letters it after maxReceiveCount.
+    // Reported failed, so SQS retries it and dead-letters it after maxReceiveCount; its
+    // group waits behind it, another PR's job runs.
     assert_eq!(failures(&response), vec!["m1", "m2"]);
-    assert!(handler.seen.lock().expect("lock").is_empty());
+    assert_eq!(*handler.seen.lock().expect("lock"), vec!["d3"]);
 }
 
 #[tokio::test]

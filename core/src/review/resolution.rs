@@ -1,0 +1,240 @@
+//! Who may lift a blocking finding, and when: the rule that keeps the merge gate honest.
+//!
+//! A blocking finding keeps "Parley review" at `failure` until it is fixed or someone
+//! entitled decides it stands no more. Resolving a review thread, winning a dispute with
+//! the model and `@parley dismiss` all lift it, so each is weighed here:
+//!
+//! - a finding that does not block (its severity is not in `gate.blockOn`) is lifted by
+//!   anyone: it never held the gate;
+//! - the PR's author lifts a blocking finding only when the code at the finding's lines
+//!   changed since it was posted. Otherwise the author alone could resolve every thread
+//!   (or talk the model round) and turn a required check green without touching the code;
+//! - anyone else needs at least `gate.resolveBy` (default `write`) on the repository.
+//!
+//! The permission lookup and the compare are GitHub calls; a transient failure is the
+//! caller's error (the job is retried), any other failure counts as "not allowed": the gate
+//! fails closed on findings.
+
+use crate::config::{GateConfig, PermissionLevel};
+use crate::ports::Finding;
+use crate::ports::github::{FileStatus, GitHub, GitHubError, Permission, RepoScope};
+use crate::review::diff::{self, LineKind, Patch};
+
+/// Whether a resolution (or concession, or dismissal) by someone lifts a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// It counts: the finding is no longer open.
+    Lifts,
+    /// The PR's author, and the code at the finding's lines has not changed since it was
+    /// posted.
+    NeedsCodeChange,
+    /// Someone without `gate.resolveBy` on the repository (their level, the level needed).
+    NeedsPermission { has: Permission, needs: Permission },
+}
+
+impl Decision {
+    pub fn lifts(&self) -> bool {
+        *self == Decision::Lifts
+    }
+
+    /// One sentence for the person whose action did not count.
+    pub fn explain(&self, finding: &Finding) -> Option<String> {
+        match self {
+            Decision::Lifts => None,
+            Decision::NeedsCodeChange => Some(format!(
+                "`{}` is a blocking finding and the code at `{}:{}` has not changed since it was posted, so it still counts for the merge gate. Push a fix, or ask someone with write access to resolve it.",
+                finding.id, finding.path, finding.line
+            )),
+            Decision::NeedsPermission { has, needs } => Some(format!(
+                "`{}` is a blocking finding; lifting it without a code change needs {} permission (you have {}), so it still counts for the merge gate.",
+                finding.id,
+                level_name(*needs),
+                level_name(*has)
+            )),
+        }
+    }
+}
+
+/// Decide whether `actor` lifting `finding` counts. `pr_author` is the PR's author and
+/// `head_sha` its current head (what "the code now" means).
+pub async fn decide(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    gate: &GateConfig,
+    finding: &Finding,
+    actor: &str,
+    pr_author: Option<&str>,
+    head_sha: &str,
+) -> Result<Decision, GitHubError> {
+    if !gate.block_on.contains(&finding.severity) {
+        return Ok(Decision::Lifts);
+    }
+    if pr_author.is_some_and(|author| author.eq_ignore_ascii_case(actor)) {
+        return Ok(if code_changed(github, scope, finding, head_sha).await? {
+            Decision::Lifts
+        } else {
+            Decision::NeedsCodeChange
+        });
+    }
+    let needs = permission(gate.resolve_by);
+    let has = level(github, scope, actor).await?;
+    Ok(if has >= needs {
+        Decision::Lifts
+    } else {
+        Decision::NeedsPermission { has, needs }
+    })
+}
+
+/// Whether the code at the finding's lines changed between the commit it was found on and
+/// `head_sha`. Unknown (the old commit is gone after a force-push, the file's patch is
+/// missing) reads as "changed" only where GitHub says the file itself changed; a commit
+/// GitHub cannot compare reads as "not changed" (fail closed).
+pub async fn code_changed(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    finding: &Finding,
+    head_sha: &str,
+) -> Result<bool, GitHubError> {
+    if finding.head_sha == head_sha {
+        return Ok(false);
+    }
+    let comparison = match github
+        .compare_commits(scope, &finding.head_sha, head_sha)
+        .await
+    {
+        Ok(comparison) => comparison,
+        Err(err) if err.is_transient() => return Err(err),
+        Err(err) => {
+            tracing::info!(repo = %scope.full_name(), finding = %finding.id, error = %err, "cannot compare the finding's commit with the head; treating its code as unchanged");
+            return Ok(false);
+        }
+    };
+    let Some(file) = comparison.files.iter().find(|f| {
+        f.filename == finding.path || f.previous_filename.as_deref() == Some(&finding.path)
+    }) else {
+        return Ok(false);
+    };
+    if file.status == FileStatus::Removed || file.filename != finding.path {
+        return Ok(true);
+    }
+    let Some(patch) = file.patch.as_deref() else {
+        // Changed, but GitHub sent no patch (too large, binary): cannot tell the lines.
+        return Ok(true);
+    };
+    Ok(match diff::parse_hunks(patch) {
+        Ok(patch) => touches(
+            &patch,
+            finding.start_line.unwrap_or(finding.line),
+            finding.line,
+        ),
+        Err(_) => true,
+    })
+}
+
+/// Whether `patch` (old side = the finding's commit) removes one of the old lines
+/// `start..=end`, or adds lines between two of them.
+pub fn touches(patch: &Patch, start: u32, end: u32) -> bool {
+    let (start, end) = (start.min(end), start.max(end));
+    for hunk in &patch.hunks {
+        // The old line an added line follows (the hunk's start - 1 before any).
+        let mut last_old = hunk.old_start.saturating_sub(1);
+        for line in &hunk.lines {
+            match line.kind {
+                LineKind::Removed => {
+                    if let Some(old) = line.old {
+                        if (start..=end).contains(&old) {
+                            return true;
+                        }
+                        last_old = old;
+                    }
+                }
+                LineKind::Added => {
+                    // Inserted after old line `last_old`: inside the range when it lands
+                    // between its first and last line.
+                    if last_old >= start && last_old < end {
+                        return true;
+                    }
+                }
+                LineKind::Context => {
+                    if let Some(old) = line.old {
+                        last_old = old;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
+async fn level(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    login: &str,
+) -> Result<Permission, GitHubError> {
+    match github.get_collaborator_permission(scope, login).await {
+        Ok(found) => Ok(found.level()),
+        Err(err) if err.is_absent() => Ok(Permission::None),
+        Err(err) if err.is_transient() => Err(err),
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), login, error = %err, "permission lookup failed; treating as none");
+            Ok(Permission::None)
+        }
+    }
+}
+
+pub fn permission(level: PermissionLevel) -> Permission {
+    match level {
+        PermissionLevel::Read => Permission::Read,
+        PermissionLevel::Triage => Permission::Triage,
+        PermissionLevel::Write => Permission::Write,
+        PermissionLevel::Maintain => Permission::Maintain,
+        PermissionLevel::Admin => Permission::Admin,
+    }
+}
+
+fn level_name(level: Permission) -> &'static str {
+    match level {
+        Permission::None => "no",
+        Permission::Read => "read",
+        Permission::Triage => "triage",
+        Permission::Write => "write",
+        Permission::Maintain => "maintain",
+        Permission::Admin => "admin",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patch(text: &str) -> Patch {
+        diff::parse_hunks(text).expect("patch")
+    }
+
+    #[test]
+    fn a_removed_or_replaced_line_in_range_touches_it() {
+        let p = patch("@@ -10,3 +10,3 @@\n a\n-b\n+B\n c\n");
+        assert!(touches(&p, 11, 11));
+        assert!(touches(&p, 9, 12));
+        assert!(!touches(&p, 10, 10));
+        assert!(!touches(&p, 12, 20));
+    }
+
+    #[test]
+    fn an_insertion_inside_the_range_touches_it_one_outside_does_not() {
+        let p = patch("@@ -10,3 +10,4 @@\n a\n+new\n b\n c\n");
+        // Inserted after old line 10, before 11.
+        assert!(touches(&p, 10, 11));
+        assert!(!touches(&p, 11, 12));
+        assert!(!touches(&p, 5, 9));
+        // A single-line finding is only touched by removing (or replacing) that line.
+        assert!(!touches(&p, 10, 10));
+    }
+
+    #[test]
+    fn hunks_elsewhere_do_not_touch() {
+        let p = patch("@@ -100,2 +100,2 @@\n x\n-y\n+z\n");
+        assert!(!touches(&p, 1, 50));
+        assert!(touches(&p, 101, 101));
+    }
+}
