@@ -46,7 +46,6 @@ use crate::markers;
 use crate::mention::Handles;
 use crate::ports::github::Listing;
 use crate::ports::github::{GitHub, RepoScope};
-use crate::ports::store::keys::pr_scope;
 use crate::ports::{JobError, JobHandler, Store};
 use crate::repo::LoadedConfig;
 use crate::services::Services;
@@ -492,27 +491,10 @@ impl ConversationHandler {
         }
     }
 
-    /// Tokens and estimated cost on the PR's record. Accounting must not fail a turn
-    /// whose answer is already posted, so errors are logged.
+    /// Tokens and estimated cost on the PR's counters (see [`crate::llm::usage::counters`]).
     async fn record_usage(&self, snap: &PrSnapshot, llm: &MeteredLlm) {
-        let tally = llm.tally();
-        if tally.calls == 0 {
-            return;
-        }
-        let scope = pr_scope(&snap.repo, snap.number);
-        let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
-        for (counter, delta) in [
-            ("tokens_in", tally.usage.input_tokens),
-            ("tokens_out", tally.usage.output_tokens),
-            ("cost_microusd", micro_usd),
-        ] {
-            if delta == 0 {
-                continue;
-            }
-            if let Err(err) = self.store().add_to_counter(&scope, counter, delta).await {
-                tracing::warn!(repo = %snap.repo, pr = snap.number, counter, error = %err, "could not record usage");
-            }
-        }
+        crate::llm::usage::record_for_pr(self.store(), &snap.repo, snap.number, &llm.tally())
+            .await;
     }
 }
 

@@ -49,6 +49,63 @@ impl UsageTally {
     }
 }
 
+/// The per-PR usage counters, one set for every writer (reviews, conversation turns) and
+/// every reader (the review summary, `stats`). Kept under [`crate::ports::store::keys::pr_scope`].
+pub mod counters {
+    pub const INPUT_TOKENS: &str = "llm_input_tokens";
+    pub const OUTPUT_TOKENS: &str = "llm_output_tokens";
+    /// Estimated cost in millionths of a US dollar (priced calls only).
+    pub const COST_MICRO_USD: &str = "llm_cost_micro_usd";
+    pub const CALLS: &str = "llm_calls";
+}
+
+/// What a PR has spent so far, from its counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpentOnPr {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_micro_usd: u64,
+}
+
+/// Add a job's tally to the PR's counters. Accounting never fails the job whose work is
+/// done, so errors are logged.
+pub async fn record_for_pr(store: &dyn crate::ports::Store, repo: &str, pr: u64, tally: &UsageTally) {
+    if tally.calls == 0 {
+        return;
+    }
+    let scope = crate::ports::store::keys::pr_scope(repo, pr);
+    let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
+    for (counter, delta) in [
+        (counters::CALLS, u64::from(tally.calls)),
+        (counters::INPUT_TOKENS, tally.usage.input_tokens),
+        (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
+        (counters::COST_MICRO_USD, micro_usd),
+    ] {
+        if delta == 0 {
+            continue;
+        }
+        if let Err(err) = store.add_to_counter(&scope, counter, delta).await {
+            tracing::warn!(%scope, counter, error = %err, "could not record LLM usage");
+        }
+    }
+}
+
+/// The PR's usage counters as they stand.
+pub async fn spent_on_pr(
+    store: &dyn crate::ports::Store,
+    repo: &str,
+    pr: u64,
+) -> Result<SpentOnPr, crate::ports::StoreError> {
+    let scope = crate::ports::store::keys::pr_scope(repo, pr);
+    Ok(SpentOnPr {
+        calls: store.counter(&scope, counters::CALLS).await?,
+        input_tokens: store.counter(&scope, counters::INPUT_TOKENS).await?,
+        output_tokens: store.counter(&scope, counters::OUTPUT_TOKENS).await?,
+        cost_micro_usd: store.counter(&scope, counters::COST_MICRO_USD).await?,
+    })
+}
+
 /// An [`Llm`] that records every successful call into a tally. Make one per job around
 /// the shared adapter, so tallies of concurrent jobs never mix.
 pub struct MeteredLlm {

@@ -20,6 +20,7 @@ pub mod filter;
 pub mod findings;
 pub mod gate;
 pub mod inputs;
+pub mod lifecycle;
 pub mod merge;
 pub mod prompts;
 pub mod publish;
@@ -36,7 +37,6 @@ use crate::markers::{self, FindingMarker};
 use crate::mention::Handles;
 use crate::ports::github::{GitHubError, PageLimit, PullRequest, RepoScope, Review};
 use crate::ports::llm::LlmError;
-use crate::ports::store::keys;
 use crate::ports::{Finding, FindingState, JobError, JobHandler, ReviewRun, RunState, StoreError};
 use crate::repo::{LoadedConfig, load_guidelines};
 use crate::services::Services;
@@ -49,6 +49,9 @@ use time::OffsetDateTime;
 
 /// GitHub lists at most 3 000 files per PR; past this many, the rest are "not reviewed".
 const MAX_FILES: usize = 300;
+
+/// The most files GitHub's compare API lists (it truncates silently past this).
+const COMPARE_MAX_FILES: usize = 300;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -509,14 +512,22 @@ impl ReviewHandler {
             return self.supersede(scope, config, run, &current.head.sha).await;
         }
 
+        // Spent whether or not the post succeeds (a retry runs the passes again), so it is
+        // counted now; the summary then reports the PR's total with this run's share.
         let usage = metered.tally();
+        crate::llm::usage::record_for_pr(store, &repo, job.number, &usage).await;
+        let spent_on_pr = crate::llm::usage::spent_on_pr(store, &repo, job.number)
+            .await
+            .inspect_err(|err| tracing::warn!(%repo, number = job.number, error = %err, "could not read the PR's usage counters"))
+            .ok();
+        // Public text: what failed, not the provider's raw message.
         let passes_failed: Vec<(&str, String)> = results
             .iter()
             .filter_map(|r| {
                 r.outcome
                     .as_ref()
                     .err()
-                    .map(|e| (r.specialist, e.to_string()))
+                    .map(|e| (r.specialist, e.public_reason().to_string()))
             })
             .collect();
         let repo_url = repo_url(pr, &repo);
@@ -542,7 +553,28 @@ impl ReviewHandler {
             guidelines: guidelines.iter().map(|g| g.path.as_str()).collect(),
             config_warnings: &loaded.warnings,
             usage: &usage,
+            spent_on_pr,
+            closed_earlier: 0,
+            reopened_earlier: 0,
         };
+        // Earlier findings this review closes (summary-only ones a full review no longer
+        // finds) or reopens (resolved ones found again); stored once the review is posted.
+        let seen = lifecycle::Seen {
+            found: merged
+                .candidates
+                .iter()
+                .chain(merged.repeated.iter())
+                .map(|c| c.fingerprint.as_str())
+                .collect(),
+            repeated: &merged.repeated,
+            complete_full_review: !scope_of_review.incremental && !report.partial(),
+            reviewed_paths: inputs.files.iter().map(|f| f.path.as_str()).collect(),
+            pr_paths: pr_paths.iter().map(String::as_str).collect(),
+        };
+        let changes = lifecycle::after_review(&earlier, &seen, &config.gate, OffsetDateTime::now_utc());
+        let mut report = report;
+        report.closed_earlier = changes.closed.len();
+        report.reopened_earlier = changes.reopened.len();
         let inline: Vec<Identified> = filtered
             .inline
             .iter()
@@ -583,12 +615,17 @@ impl ReviewHandler {
             input_tokens = usage.usage.input_tokens, output_tokens = usage.usage.output_tokens,
             "review published"
         );
-        self.count_usage(&repo, job.number, &usage).await;
 
         // The PR's findings as they stand now, this run's included. The gate is concluded
         // before the run is marked published: a failure on the way (store or GitHub) fails
         // the job, and the queue's retry recovers the posted review and concludes then. A
         // run is never "published" with its check left in progress.
+        for finding in changes.all() {
+            store.put_finding(finding).await?;
+        }
+        if !changes.closed.is_empty() || !changes.reopened.is_empty() {
+            tracing::info!(%repo, number = job.number, closed = changes.closed.len(), reopened = changes.reopened.len(), "earlier findings closed or reopened by this review");
+        }
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial();
         let automatic = !runs::is_manual(job.trigger);
@@ -708,6 +745,12 @@ impl ReviewHandler {
         // Only files still changed by the PR: a commit that merged the base branch in
         // brings changes that are not the PR's.
         let in_pr: HashSet<&str> = whole.iter().map(|f| f.filename.as_str()).collect();
+        // GitHub's compare lists at most 300 files and says nothing when it stops there:
+        // a full list means some changes may be missing, and the review is partial.
+        let compare_truncated = comparison.files.len() >= COMPARE_MAX_FILES;
+        if compare_truncated {
+            tracing::warn!(%repo, number = job.number, files = comparison.files.len(), "the compare since the last review lists GitHub's maximum of files; the review is partial");
+        }
         let files = comparison
             .files
             .into_iter()
@@ -715,7 +758,7 @@ impl ReviewHandler {
             .collect();
         Ok(ReviewScope {
             files,
-            truncated,
+            truncated: truncated || compare_truncated,
             base_sha: previous.head_sha,
             incremental: true,
         })
@@ -893,25 +936,6 @@ impl ReviewHandler {
         Ok(())
     }
 
-    /// Tokens and cost per PR, for operators. Fail open: accounting never fails a review.
-    async fn count_usage(&self, repo: &str, number: u64, usage: &crate::llm::UsageTally) {
-        let scope = keys::pr_scope(repo, number);
-        let micro_usd = (usage.priced_usd * 1_000_000.0).round() as u64;
-        for (counter, delta) in [
-            ("review_input_tokens", usage.usage.input_tokens),
-            ("review_output_tokens", usage.usage.output_tokens),
-            ("review_cost_micro_usd", micro_usd),
-        ] {
-            if let Err(err) = self
-                .services
-                .store
-                .add_to_counter(&scope, counter, delta)
-                .await
-            {
-                tracing::warn!(%scope, counter, error = %err, "could not record review usage");
-            }
-        }
-    }
 }
 
 /// The files one run reviews and the range they span.

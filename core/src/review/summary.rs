@@ -51,6 +51,12 @@ pub struct Summary<'a> {
     pub guidelines: Vec<&'a str>,
     pub config_warnings: &'a [ConfigWarning],
     pub usage: &'a UsageTally,
+    /// What the PR has cost so far, this run included (reviews and conversation turns).
+    pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
+    /// Earlier summary-only findings this full review no longer found, now closed.
+    pub closed_earlier: usize,
+    /// Earlier resolved findings found again, open again.
+    pub reopened_earlier: usize,
 }
 
 impl Summary<'_> {
@@ -222,6 +228,18 @@ impl Summary<'_> {
                 self.already_posted
             ));
         }
+        if self.closed_earlier > 0 {
+            out.push_str(&format!(
+                "- {} earlier finding(s) listed only in a summary were not found again by this full review and are closed.\n",
+                self.closed_earlier
+            ));
+        }
+        if self.reopened_earlier > 0 {
+            out.push_str(&format!(
+                "- {} resolved finding(s) were found again unchanged and are open again.\n",
+                self.reopened_earlier
+            ));
+        }
         out
     }
 
@@ -234,10 +252,19 @@ impl Summary<'_> {
                 self.usage.priced_usd
             ),
         };
-        format!(
-            "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}\n",
+        let mut line = format!(
+            "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}",
             self.usage.calls, usage.input_tokens, usage.output_tokens
-        )
+        );
+        if let Some(total) = self.spent_on_pr {
+            line.push_str(&format!(
+                "; this PR so far: {} calls, ≈ ${:.4}",
+                total.calls,
+                total.cost_micro_usd as f64 / 1_000_000.0
+            ));
+        }
+        line.push('\n');
+        line
     }
 }
 

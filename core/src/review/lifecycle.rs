@@ -1,0 +1,227 @@
+//! What a new review says about the PR's earlier findings.
+//!
+//! Two holes in the merge gate close here:
+//!
+//! - A finding listed only in a review summary (off the diff, over the inline cap, or
+//!   after GitHub refused the inline comments) has no thread to resolve, so nothing could
+//!   ever close it and it blocked the gate forever. A *full, complete* review that looked
+//!   at its file and no longer finds it closes it. An incremental or partial review
+//!   proves nothing about code it did not see, so it closes nothing.
+//! - A finding someone resolved without changing the code (a resolution that counted:
+//!   someone with `gate.resolveBy`) that a later review finds again, with the same
+//!   fingerprint and so the same code, is open again: the problem is still there.
+//!   Concessions (`WontFix`) stay: Parley agreed, and saying it again would be noise.
+//!
+//! Pure: the caller stores what changed once its review is posted.
+
+use crate::config::GateConfig;
+use crate::ports::{Finding, FindingState};
+use crate::review::merge::Candidate;
+use std::collections::HashSet;
+use time::OffsetDateTime;
+
+/// Who the store records as having changed a finding's state here.
+pub const CLOSED_BY: &str = "parley (not found again by a full review)";
+pub const REOPENED_BY: &str = "parley (found again by a later review)";
+
+/// What a review does to earlier findings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    /// Open summary-only findings the full review no longer finds: now resolved.
+    pub closed: Vec<Finding>,
+    /// Resolved blocking findings found again: open again.
+    pub reopened: Vec<Finding>,
+}
+
+impl Changes {
+    pub fn all(&self) -> impl Iterator<Item = &Finding> {
+        self.closed.iter().chain(self.reopened.iter())
+    }
+}
+
+/// What the review saw, for [`after_review`].
+pub struct Seen<'a> {
+    /// Fingerprints of every finding the passes reported, posted or not (below the
+    /// threshold, already on the PR): "found again" means any of these.
+    pub found: HashSet<&'a str>,
+    /// Findings the merge dropped as already posted on the PR.
+    pub repeated: &'a [Candidate],
+    /// A full (not incremental) review with every pass and every file in: only such a
+    /// review's silence about a finding means something.
+    pub complete_full_review: bool,
+    /// Paths this review sent to the passes.
+    pub reviewed_paths: HashSet<&'a str>,
+    /// Paths the PR changes at all: a finding on a path the PR no longer touches is gone.
+    pub pr_paths: HashSet<&'a str>,
+}
+
+pub fn after_review(
+    earlier: &[Finding],
+    seen: &Seen<'_>,
+    gate: &GateConfig,
+    now: OffsetDateTime,
+) -> Changes {
+    let repeated: HashSet<&str> = seen
+        .repeated
+        .iter()
+        .map(|c| c.fingerprint.as_str())
+        .collect();
+    let mut changes = Changes::default();
+    for finding in earlier {
+        let fingerprint = finding.fingerprint.as_str();
+        match finding.state {
+            FindingState::Resolved
+                if gate.block_on.contains(&finding.severity) && repeated.contains(fingerprint) =>
+            {
+                changes
+                    .reopened
+                    .push(with_state(finding, FindingState::Open, REOPENED_BY, now));
+            }
+            FindingState::Open
+                if seen.complete_full_review
+                    && finding.comment_id.is_none()
+                    && !seen.found.contains(fingerprint)
+                    && (seen.reviewed_paths.contains(finding.path.as_str())
+                        || !seen.pr_paths.contains(finding.path.as_str())) =>
+            {
+                changes
+                    .closed
+                    .push(with_state(finding, FindingState::Resolved, CLOSED_BY, now));
+            }
+            _ => {}
+        }
+    }
+    changes
+}
+
+fn with_state(finding: &Finding, state: FindingState, by: &str, now: OffsetDateTime) -> Finding {
+    let mut changed = finding.clone();
+    changed.state = state;
+    changed.state_changed_by = Some(by.to_string());
+    changed.state_changed_at = Some(now);
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::Severity;
+
+    fn finding(id: &str, state: FindingState, comment_id: Option<u64>) -> Finding {
+        Finding {
+            repo: "o/r".into(),
+            pr: 1,
+            id: id.into(),
+            fingerprint: format!("fp-{id}"),
+            severity: Severity::High,
+            category: "bug".into(),
+            confidence: 90,
+            path: "src/a.rs".into(),
+            start_line: None,
+            line: 3,
+            title: "t".into(),
+            body: String::new(),
+            head_sha: "old".into(),
+            review_id: Some(1),
+            comment_id,
+            state,
+            state_changed_by: None,
+            state_changed_at: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    fn candidate(fingerprint: &str) -> Candidate {
+        Candidate {
+            path: "src/a.rs".into(),
+            line: 3,
+            start_line: None,
+            severity: Severity::High,
+            category: "bug".into(),
+            confidence: 90,
+            title: "t".into(),
+            body: String::new(),
+            suggestion: None,
+            passes: vec![],
+            fingerprint: fingerprint.into(),
+            on_diff: true,
+        }
+    }
+
+    fn seen<'a>(found: &[&'a str], repeated: &'a [Candidate], full: bool) -> Seen<'a> {
+        Seen {
+            found: found.iter().copied().collect(),
+            repeated,
+            complete_full_review: full,
+            reviewed_paths: ["src/a.rs"].into(),
+            pr_paths: ["src/a.rs"].into(),
+        }
+    }
+
+    #[test]
+    fn a_complete_full_review_closes_summary_only_findings_it_no_longer_finds() {
+        let earlier = vec![
+            finding("summary", FindingState::Open, None),
+            finding("inline", FindingState::Open, Some(7)),
+            finding("still", FindingState::Open, None),
+        ];
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let changes = after_review(
+            &earlier,
+            &seen(&["fp-still"], &[], true),
+            &GateConfig::default(),
+            now,
+        );
+        let closed: Vec<&str> = changes.closed.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(closed, vec!["summary"]);
+        assert_eq!(changes.closed[0].state, FindingState::Resolved);
+        assert_eq!(changes.closed[0].state_changed_by.as_deref(), Some(CLOSED_BY));
+
+        // An incremental or partial review proves nothing.
+        let none = after_review(&earlier, &seen(&[], &[], false), &GateConfig::default(), now);
+        assert!(none.closed.is_empty());
+
+        // A file the review did not look at (skipped, over budget) keeps its findings;
+        // a file the PR no longer changes does not.
+        let mut partial_paths = seen(&[], &[], true);
+        partial_paths.reviewed_paths = HashSet::new();
+        assert!(
+            after_review(&earlier, &partial_paths, &GateConfig::default(), now)
+                .closed
+                .is_empty()
+        );
+        partial_paths.pr_paths = HashSet::new();
+        assert_eq!(
+            after_review(&earlier, &partial_paths, &GateConfig::default(), now)
+                .closed
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn a_resolved_blocking_finding_found_again_is_open_again() {
+        let mut low = finding("low", FindingState::Resolved, Some(9));
+        low.severity = Severity::Low;
+        let earlier = vec![
+            finding("resolved", FindingState::Resolved, Some(7)),
+            finding("conceded", FindingState::WontFix, Some(8)),
+            low,
+            finding("gone", FindingState::Resolved, Some(10)),
+        ];
+        let repeated = [
+            candidate("fp-resolved"),
+            candidate("fp-conceded"),
+            candidate("fp-low"),
+        ];
+        let changes = after_review(
+            &earlier,
+            &seen(&[], &repeated, false),
+            &GateConfig::default(),
+            OffsetDateTime::UNIX_EPOCH,
+        );
+        let reopened: Vec<&str> = changes.reopened.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(reopened, vec!["resolved"]);
+        assert_eq!(changes.reopened[0].state, FindingState::Open);
+    }
+}
