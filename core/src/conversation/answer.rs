@@ -130,7 +130,9 @@ pub fn compose(
         body.push_str("\n\n");
         body.push_str(extra.trim());
     }
-    let body = sanitize::outgoing(&markers::strip(&body), silenced);
+    // The model's words and quoted user text alike: no hidden HTML (markers included),
+    // no invisible characters, no mention of Parley.
+    let body = sanitize::model_text(&body, silenced);
     markers::append(&body, marker_kind, marker)
 }
 

@@ -196,7 +196,8 @@ pub async fn assemble(
 
 /// The finding's text as the prompt shows it (and the budget counts it).
 pub fn finding_text(finding: &Finding, cap: usize) -> String {
-    sanitize::truncate(&markers::strip(&finding.body), cap)
+    // Parley wrote it, but from a model that read user text: fenced like data.
+    sanitize::truncate(&sanitize::fence_safe(&markers::strip(&finding.body)), cap)
 }
 
 /// The finding behind the thread: the store's record by (repo, root comment id), or what

@@ -384,6 +384,7 @@ impl ConversationHandler {
             store: self.store(),
             guidelines: &self.guidelines,
         };
+        let conversation = &self.permitted_history(snap, conversation).await;
         let ctx = context::assemble(&sources, snap, trigger, conversation)
             .await
             .map_err(Failed::BeforePosting)?;
@@ -452,6 +453,43 @@ impl ConversationHandler {
         })
     }
 
+    /// The conversation with only the turns of people allowed to talk to Parley (and
+    /// Parley's own). Anyone can comment in a thread; someone who failed the permission
+    /// gate must not steer the answer to someone who passed it by writing instructions
+    /// into the history. A lookup that fails drops the turn (fail closed).
+    async fn permitted_history(
+        &self,
+        snap: &PrSnapshot,
+        conversation: &Conversation,
+    ) -> Conversation {
+        let mut verdicts: std::collections::HashMap<String, bool> =
+            std::collections::HashMap::new();
+        let mut kept = conversation.clone();
+        kept.history.clear();
+        for said in &conversation.history {
+            let allowed = if said.parley {
+                true
+            } else if let Some(known) = verdicts.get(&said.author) {
+                *known
+            } else {
+                let allowed = matches!(
+                    self.permissions
+                        .allows(self.github(), snap, &said.author)
+                        .await,
+                    Ok(Ok(()))
+                );
+                verdicts.insert(said.author.clone(), allowed);
+                allowed
+            };
+            if allowed {
+                kept.history.push(said.clone());
+            } else {
+                tracing::info!(repo = %snap.repo, pr = snap.number, comment = said.id, author = %said.author, "turn left out of the prompt: its author may not talk to Parley");
+            }
+        }
+        kept
+    }
+
     /// Answer missed questions on the same PR. Best effort: a failure stops the sweep
     /// (the next job sweeps again) but never fails the job that ran it.
     async fn sweep(&self, snap: &PrSnapshot, llm: &MeteredLlm, handled: u64, delivery: &str) {
@@ -493,8 +531,7 @@ impl ConversationHandler {
 
     /// Tokens and estimated cost on the PR's counters (see [`crate::llm::usage::counters`]).
     async fn record_usage(&self, snap: &PrSnapshot, llm: &MeteredLlm) {
-        crate::llm::usage::record_for_pr(self.store(), &snap.repo, snap.number, &llm.tally())
-            .await;
+        crate::llm::usage::record_for_pr(self.store(), &snap.repo, snap.number, &llm.tally()).await;
     }
 }
 

@@ -125,7 +125,8 @@ pub fn user_message(ctx: &Context, budget_chars: usize) -> String {
         let _ = writeln!(
             out,
             "\n## Repository guideline `{}` ({branch})\n<guideline>\n{}\n</guideline>",
-            guideline.path, guideline.text
+            guideline.path,
+            crate::sanitize::fence_safe(&guideline.text)
         );
     }
     if ctx.parent_missing {

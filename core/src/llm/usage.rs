@@ -70,7 +70,12 @@ pub struct SpentOnPr {
 
 /// Add a job's tally to the PR's counters. Accounting never fails the job whose work is
 /// done, so errors are logged.
-pub async fn record_for_pr(store: &dyn crate::ports::Store, repo: &str, pr: u64, tally: &UsageTally) {
+pub async fn record_for_pr(
+    store: &dyn crate::ports::Store,
+    repo: &str,
+    pr: u64,
+    tally: &UsageTally,
+) {
     if tally.calls == 0 {
         return;
     }

@@ -175,10 +175,18 @@ mod tests {
         let closed: Vec<&str> = changes.closed.iter().map(|f| f.id.as_str()).collect();
         assert_eq!(closed, vec!["summary"]);
         assert_eq!(changes.closed[0].state, FindingState::Resolved);
-        assert_eq!(changes.closed[0].state_changed_by.as_deref(), Some(CLOSED_BY));
+        assert_eq!(
+            changes.closed[0].state_changed_by.as_deref(),
+            Some(CLOSED_BY)
+        );
 
         // An incremental or partial review proves nothing.
-        let none = after_review(&earlier, &seen(&[], &[], false), &GateConfig::default(), now);
+        let none = after_review(
+            &earlier,
+            &seen(&[], &[], false),
+            &GateConfig::default(),
+            now,
+        );
         assert!(none.closed.is_empty());
 
         // A file the review did not look at (skipped, over budget) keeps its findings;

@@ -499,7 +499,13 @@ impl ReviewHandler {
             return Err(ReviewError::AllPassesFailed(first.clone()));
         }
 
-        let merged = merge::merge(&results, &pr_patches, &posted);
+        let mut merged = merge::merge(&results, &pr_patches, &posted);
+        // The model read the PR (user text): what it wrote is posted only once cleaned of
+        // markers, hidden text and mentions of Parley.
+        let silenced = self.services.identity.handles(github, true).await?;
+        for candidate in &mut merged.candidates {
+            sanitize_candidate(candidate, &silenced);
+        }
         let filtered = filter::apply(
             merged.candidates.clone(),
             config.review.min_confidence,
@@ -571,7 +577,8 @@ impl ReviewHandler {
             reviewed_paths: inputs.files.iter().map(|f| f.path.as_str()).collect(),
             pr_paths: pr_paths.iter().map(String::as_str).collect(),
         };
-        let changes = lifecycle::after_review(&earlier, &seen, &config.gate, OffsetDateTime::now_utc());
+        let changes =
+            lifecycle::after_review(&earlier, &seen, &config.gate, OffsetDateTime::now_utc());
         let mut report = report;
         report.closed_earlier = changes.closed.len();
         report.reopened_earlier = changes.reopened.len();
@@ -935,7 +942,6 @@ impl ReviewHandler {
         runs::finish(store, run, RunState::Published).await?;
         Ok(())
     }
-
 }
 
 /// The files one run reviews and the range they span.
@@ -970,6 +976,16 @@ pub(crate) fn repo_url(pr: &PullRequest, repo: &str) -> String {
     match pr.html_url.rsplit_once("/pull/") {
         Some((root, _)) if root.ends_with(&format!("/{repo}")) => root.to_string(),
         _ => format!("https://github.com/{repo}"),
+    }
+}
+
+/// Clean a model-written finding for posting (see [`crate::sanitize::model_text`]).
+fn sanitize_candidate(candidate: &mut Candidate, silenced: &Handles) {
+    candidate.title = crate::sanitize::model_text(&candidate.title, silenced);
+    candidate.category = crate::sanitize::model_text(&candidate.category, silenced);
+    candidate.body = crate::sanitize::model_text(&candidate.body, silenced);
+    if let Some(suggestion) = &candidate.suggestion {
+        candidate.suggestion = Some(crate::sanitize::model_code(suggestion, silenced));
     }
 }
 

@@ -110,7 +110,8 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         for guideline in context.guidelines {
             out.push_str(&format!(
                 "\n--- {} ---\n{}\n",
-                guideline.path, guideline.text
+                guideline.path,
+                crate::sanitize::fence_safe(&guideline.text)
             ));
         }
     }
