@@ -1,4 +1,5 @@
-//! Commands addressed to Parley in a comment: `@parley review` and `@parley full review`.
+//! Commands addressed to Parley in a comment: `@parley review`, `@parley full review` and
+//! `@parley dismiss <finding id>`.
 //!
 //! A command is the whole rest of the line after the mention, so "@parley review" asks for
 //! a review while "@parley review this loop for races?" is a question to answer.
@@ -13,21 +14,34 @@ use crate::mention::{Handles, mention_spans};
 use crate::ports::github::PullRequest;
 use crate::ports::{JobQueue, OutgoingMessage, QueueName};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `@parley review`: review what changed since the last review.
     Review,
     /// `@parley full review`: review the whole PR from scratch.
     FullReview,
+    /// `@parley dismiss f_…` (or `resolve`): a maintainer lifts a finding by its id, the
+    /// way out for findings listed only in a review summary, which have no thread.
+    Dismiss { finding: String },
 }
 
 impl Command {
-    pub fn trigger(self) -> ReviewTrigger {
+    /// The review a review command asks for; `None` for other commands.
+    pub fn trigger(&self) -> Option<ReviewTrigger> {
         match self {
-            Command::Review => ReviewTrigger::ManualIncremental,
-            Command::FullReview => ReviewTrigger::ManualFull,
+            Command::Review => Some(ReviewTrigger::ManualIncremental),
+            Command::FullReview => Some(ReviewTrigger::ManualFull),
+            Command::Dismiss { .. } => None,
         }
     }
+}
+
+/// A finding id as Parley writes them: `f_` and twelve hex digits.
+fn finding_id(word: &str) -> Option<String> {
+    let word = word.trim_matches(|c| c == '`' || c == '"' || c == '\'');
+    let hex = word.strip_prefix("f_")?;
+    (hex.len() >= 6 && hex.len() <= 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| word.to_string())
 }
 
 /// The command in `body`, if a mention of Parley is followed by one on its line.
@@ -46,6 +60,9 @@ pub fn parse(body: &str, handles: &Handles) -> Option<Command> {
             match words.iter().map(String::as_str).collect::<Vec<_>>()[..] {
                 ["review"] => Some(Command::Review),
                 ["full", "review"] => Some(Command::FullReview),
+                ["dismiss" | "resolve", id] | ["dismiss" | "resolve", "finding", id] => {
+                    finding_id(id).map(|finding| Command::Dismiss { finding })
+                }
                 _ => None,
             }
         })
@@ -59,7 +76,7 @@ pub async fn request_review(
     snap: &PrSnapshot,
     pr: &PullRequest,
     trigger: &Trigger,
-    command: Command,
+    trigger_kind: ReviewTrigger,
     delivery_id: &str,
 ) -> Result<(), ConversationError> {
     let job = Job::Review(ReviewJob {
@@ -67,7 +84,7 @@ pub async fn request_review(
         installation_id: Some(snap.scope.installation_id),
         repo: snap.repo_ref.clone(),
         number: snap.number,
-        trigger: command.trigger(),
+        trigger: trigger_kind,
         head_sha: pr.head.sha.clone(),
         base_sha: pr.base.sha.clone(),
         base_ref: pr.base.ref_name.clone(),
@@ -100,7 +117,7 @@ pub async fn request_review(
             body,
         })
         .await?;
-    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, ?command, "review requested from a comment; queued");
+    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, trigger = ?trigger_kind, "review requested from a comment; queued");
     Ok(())
 }
 
@@ -122,6 +139,30 @@ mod tests {
             Some(Command::FullReview)
         );
         assert_eq!(parse("@parley[bot] review", &h), Some(Command::Review));
+    }
+
+    #[test]
+    fn recognises_dismissals_by_finding_id() {
+        let h = handles();
+        let dismiss = |id: &str| Some(Command::Dismiss { finding: id.into() });
+        assert_eq!(
+            parse("@parley dismiss f_0a1b2c3d4e5f", &h),
+            dismiss("f_0a1b2c3d4e5f")
+        );
+        assert_eq!(
+            parse("@parley resolve `f_0a1b2c3d4e5f`.", &h),
+            dismiss("f_0a1b2c3d4e5f")
+        );
+        assert_eq!(
+            parse("@parley dismiss finding F_0A1B2C", &h),
+            dismiss("f_0a1b2c")
+        );
+        assert_eq!(parse("@parley dismiss this finding", &h), None);
+        assert_eq!(parse("@parley dismiss f_xyz", &h), None);
+        assert_eq!(
+            parse("@parley dismiss f_0a1b2c please and thanks", &h),
+            None
+        );
     }
 
     #[test]

@@ -19,9 +19,17 @@ use crate::ports::{Claim, Store};
 use crate::review::resolution::permission;
 use std::time::Duration;
 
-/// How long a claimed reply stays claimed: far beyond any queue retry, so a redelivery
-/// days later still finds it (GitHub's marker covers anything older).
-pub const REPLY_CLAIM_TTL: Duration = Duration::from_secs(14 * 24 * 3600);
+/// How long a claim on a comment being answered lasts: longer than a turn can take (the
+/// worker's timeout is 180 s; jobs of one PR run one at a time), and short enough that a
+/// claim orphaned by a job that died (the sweep's, say, under another job's delivery id)
+/// frees the comment for its own job's retry within the hour, not in two weeks. Once the
+/// answer is posted, [`ANSWERED_TTL`]'s record says so instead.
+pub const REPLY_CLAIM_TTL: Duration = Duration::from_secs(30 * 60);
+
+/// How long records of what happened (a comment answered, a turn counted) are kept: far
+/// beyond any queue retry, so a redelivery days later still finds them (GitHub's markers
+/// cover anything older).
+pub const RECORD_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Permissions change rarely; a minute keeps a burst of comments to one lookup.
 pub const PERMISSION_TTL: Duration = Duration::from_secs(60);
 
@@ -30,6 +38,11 @@ pub mod key {
     /// The reply to one comment: claimed before any side effect.
     pub fn reply(repo: &str, comment_id: u64) -> String {
         format!("reply#{repo}#{comment_id}")
+    }
+    /// A comment answered: the id of Parley's reply, recorded right after it is posted,
+    /// so a retry knows without finding the reply among the PR's comments.
+    pub fn answered(repo: &str, comment_id: u64) -> String {
+        format!("answered#{repo}#{comment_id}")
     }
     /// The turn a comment's answer took, so a retry does not count it twice.
     pub fn turn(repo: &str, comment_id: u64) -> String {
@@ -134,6 +147,23 @@ impl Permissions {
         })
     }
 
+    /// Whether `login` has at least `needed` on the repository (no exception for the PR's
+    /// author). `Err(reason)` says what they have.
+    pub async fn at_least(
+        &self,
+        github: &dyn GitHub,
+        snap: &PrSnapshot,
+        login: &str,
+        needed: Permission,
+    ) -> Result<Result<(), String>, ConversationError> {
+        let level = self.level(github, snap, login).await?;
+        Ok(if level >= needed {
+            Ok(())
+        } else {
+            Err(format!("{login} has {level:?} permission"))
+        })
+    }
+
     async fn level(
         &self,
         github: &dyn GitHub,
@@ -178,6 +208,75 @@ pub async fn claim_reply(
     Ok(claim == Claim::Won)
 }
 
+/// Record that Parley answered `comment_id` with `reply_id` (a reply, a note, a queued
+/// review), before the job completes. Best effort: GitHub's reply marker is the record of
+/// last resort.
+pub async fn record_answered(store: &dyn Store, snap: &PrSnapshot, comment_id: u64, reply_id: u64) {
+    let key = key::answered(&snap.repo, comment_id);
+    if let Err(err) = store
+        .claim_as(&key, &format!("reply:{reply_id}"), RECORD_TTL)
+        .await
+    {
+        tracing::warn!(repo = %snap.repo, comment = comment_id, reply_id, error = %err, "could not record the answer in the store; GitHub's marker still says it");
+    }
+}
+
+/// Gate 4 (first half): whether the store records an answer to `comment_id`.
+pub async fn answered_in_store(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    comment_id: u64,
+) -> Result<bool, ConversationError> {
+    Ok(store
+        .is_claimed(&key::answered(&snap.repo, comment_id))
+        .await?)
+}
+
+/// Whether a review on request fits the PR's hourly allowance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManualReviews {
+    Allowed,
+    /// Over `review.manualReviewsPerHour`; `first_of_window` for the first refusal of the
+    /// hour, which alone gets a note.
+    Capped {
+        first_of_window: bool,
+    },
+}
+
+/// Count a review on request against `review.manualReviewsPerHour` for this PR and clock
+/// hour (an atomic increment with a ceiling, so racing requests cannot both get the last
+/// one).
+pub async fn take_manual_review(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+) -> Result<ManualReviews, ConversationError> {
+    let per_hour = u64::from(snap.config.config.review.manual_reviews_per_hour);
+    let now = time::OffsetDateTime::now_utc();
+    let window = format!(
+        "{:04}{:02}{:02}{:02}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour()
+    );
+    let scope = keys::pr_scope(&snap.repo, snap.number);
+    let counter = format!("manual_reviews#{window}");
+    if per_hour > 0
+        && store
+            .increment_within(&scope, &counter, per_hour)
+            .await?
+            .is_some()
+    {
+        return Ok(ManualReviews::Allowed);
+    }
+    let note = format!(
+        "manual-review-cap-note#{}#{}#{window}",
+        snap.repo, snap.number
+    );
+    let first_of_window = store.claim(&note, Duration::from_secs(2 * 3600)).await? == Claim::Won;
+    Ok(ManualReviews::Capped { first_of_window })
+}
+
 /// Outcome of gate 5.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnGate {
@@ -204,7 +303,7 @@ pub async fn take_turn(
 ) -> Result<TurnGate, ConversationError> {
     let turn_key = key::turn(&snap.repo, comment_id);
     // Claim the comment's turn first: one call answers "was it counted already?".
-    if store.claim(&turn_key, REPLY_CLAIM_TTL).await? == Claim::AlreadyClaimed {
+    if store.claim(&turn_key, RECORD_TTL).await? == Claim::AlreadyClaimed {
         return Ok(TurnGate::AlreadyTaken);
     }
     let max = u64::from(snap.config.config.mention.max_turns_per_pr);
@@ -258,7 +357,7 @@ pub async fn give_back_turn(
     }
     if ambiguous {
         let refund_key = key::turn_refund(&snap.repo, comment_id);
-        if let Err(err) = store.claim(&refund_key, REPLY_CLAIM_TTL).await {
+        if let Err(err) = store.claim(&refund_key, RECORD_TTL).await {
             // Without the marker a landed reply would go uncharged: keep the turn used.
             tracing::warn!(repo = %snap.repo, comment = comment_id, error = %err, "could not mark the refund; the turn stays used");
             return;
@@ -286,7 +385,7 @@ pub async fn recharge_if_landed(store: &dyn Store, snap: &PrSnapshot, comment_id
         }
         // The turn claim makes the charge happen once, whoever gets here first.
         if store
-            .claim(&key::turn(&snap.repo, comment_id), REPLY_CLAIM_TTL)
+            .claim(&key::turn(&snap.repo, comment_id), RECORD_TTL)
             .await?
             == Claim::AlreadyClaimed
         {

@@ -48,6 +48,7 @@ use crate::ports::github::Listing;
 use crate::ports::github::{GitHub, RepoScope};
 use crate::ports::{JobError, JobHandler, Store};
 use crate::repo::LoadedConfig;
+use crate::review::resolution;
 use crate::services::Services;
 use answer::Destination;
 use async_trait::async_trait;
@@ -72,6 +73,16 @@ pub enum Outcome {
     ReviewRequested(Command),
     /// A review command on a plain issue: answered with a note, nothing queued.
     ReviewNotPossible(Command),
+    /// A command someone may not give (why); answered with a note saying so.
+    CommandRefused(String),
+    /// A review command over the PR's hourly allowance; the first one of the hour gets a
+    /// note, the rest only the record.
+    ReviewCapped,
+    /// `@parley dismiss`: the finding, and whether the dismissal lifted it.
+    Dismissed {
+        finding: String,
+        lifted: bool,
+    },
     LimitReached,
     Skipped(String),
 }
@@ -133,8 +144,8 @@ impl ConversationHandler {
         // the sweep also reads. All in the same round trip as the PR.
         let listings = concurrent::join2(
             concurrent::join2(
-                github.list_review_comments(&scope, job.number, None, snapshot::LISTING),
-                github.list_issue_comments(&scope, job.number, None, snapshot::LISTING),
+                snapshot::list_review_comments(github, &scope, job.number, trigger.created_at),
+                snapshot::list_issue_comments(github, &scope, job.number, trigger.created_at),
             ),
             github.list_reviews(&scope, job.number, snapshot::LISTING),
         );
@@ -189,7 +200,12 @@ impl ConversationHandler {
     ) -> Result<PrSnapshot, ConversationError> {
         let github = self.github();
         let (issue_comments, slug) = concurrent::join2(
-            github.list_issue_comments(&scope, job.number, None, snapshot::LISTING),
+            snapshot::list_issue_comments(
+                github,
+                &scope,
+                job.number,
+                Trigger::from_job(job).created_at,
+            ),
             self.services.identity.slug(github),
         )
         .await;
@@ -267,7 +283,16 @@ impl ConversationHandler {
         {
             return Ok(skipped(snap, trigger, &why));
         }
-        // Gate 4: answered once. The store's claim first, then GitHub's record.
+        // Gate 4: answered once. The store's record of answers, its claim, then GitHub's
+        // own record (a reply marker).
+        if gates::answered_in_store(self.store(), snap, trigger.id).await? {
+            snap.mark_answered(trigger.id);
+            return Ok(skipped(
+                snap,
+                trigger,
+                "the store records an answer already",
+            ));
+        }
         if !gates::claim_reply(self.store(), snap, trigger.id, owner).await? {
             return Ok(skipped(snap, trigger, "another job claimed this comment"));
         }
@@ -304,26 +329,11 @@ impl ConversationHandler {
     ) -> Result<Outcome, ConversationError> {
         let destination = answer::destination(trigger, conversation);
         if let Some(command) = commands::parse(&trigger.body, &snap.handles) {
-            let Some(pr) = snap.pull() else {
-                // Nothing to review on a plain issue: say so (once: the reply claim and
-                // the note's reply marker guard it) instead of queueing a review.
-                notes::reviews_need_a_pull_request(self.github(), snap, trigger, &destination)
-                    .await?;
-                snap.mark_answered(trigger.id);
-                return Ok(Outcome::ReviewNotPossible(command));
-            };
-            commands::request_review(
-                self.services.queue.as_ref(),
-                snap,
-                pr,
-                trigger,
-                command,
-                owner,
-            )
-            .await?;
-            gates::acknowledge(self.github(), snap, trigger).await;
+            let outcome = self
+                .command(snap, trigger, &destination, command, owner)
+                .await?;
             snap.mark_answered(trigger.id);
-            return Ok(Outcome::ReviewRequested(command));
+            return Ok(outcome);
         }
         // Gate 5: the PR's turn limit.
         if gates::take_turn(self.store(), snap, trigger.id).await? == gates::TurnGate::LimitReached
@@ -368,6 +378,154 @@ impl ConversationHandler {
         // job that ends in the dead-letter queue would eat the PR's limit.
         gates::give_back_turn(self.store(), snap, trigger.id, ambiguous).await;
         Err(err)
+    }
+
+    /// A command instead of a question: queue a review (for those allowed, within the
+    /// hourly allowance) or dismiss a finding. Every path answers the comment once and
+    /// records it, so neither a redelivery nor the sweep runs it again.
+    async fn command(
+        &self,
+        snap: &PrSnapshot,
+        trigger: &Trigger,
+        destination: &Destination,
+        command: Command,
+        owner: &str,
+    ) -> Result<Outcome, ConversationError> {
+        let github = self.github();
+        let Some(pr) = snap.pull() else {
+            // Nothing to review or dismiss on a plain issue: say so (once: the reply claim
+            // and the note's reply marker guard it).
+            let reply =
+                notes::reviews_need_a_pull_request(github, snap, trigger, destination).await?;
+            gates::record_answered(self.store(), snap, trigger.id, reply).await;
+            return Ok(Outcome::ReviewNotPossible(command));
+        };
+        let answered = |reply: u64| gates::record_answered(self.store(), snap, trigger.id, reply);
+        if let Command::Dismiss { finding } = &command {
+            return self.dismiss(snap, pr, trigger, destination, finding).await;
+        }
+        let Some(review) = command.trigger() else {
+            return Ok(skipped(snap, trigger, "not a review command"));
+        };
+        // Reviews are paid for: asking needs `mention.minPermission`, the PR's author
+        // included (talking to Parley about one's own PR does not).
+        if let Err(why) = self
+            .permissions
+            .at_least(
+                github,
+                snap,
+                &trigger.author.login,
+                resolution::permission(snap.config.config.mention.min_permission),
+            )
+            .await?
+        {
+            let text = format!(
+                "Sorry @{}, reviews on request need {} permission on this repository (`mention.minPermission`); {why}.",
+                trigger.author.login,
+                permission_name(snap.config.config.mention.min_permission),
+            );
+            let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
+            answered(reply).await;
+            return Ok(Outcome::CommandRefused(why));
+        }
+        match gates::take_manual_review(self.store(), snap).await? {
+            gates::ManualReviews::Allowed => {}
+            gates::ManualReviews::Capped { first_of_window } => {
+                let reply = if first_of_window {
+                    let per_hour = snap.config.config.review.manual_reviews_per_hour;
+                    let text = if per_hour == 0 {
+                        "Reviews on request are turned off here (`review.manualReviewsPerHour: 0`); pushes are still reviewed.".to_string()
+                    } else {
+                        format!(
+                            "This pull request has had its {per_hour} reviews on request for this hour (`review.manualReviewsPerHour`); ask again after the top of the hour. Pushes are still reviewed."
+                        )
+                    };
+                    notes::answer_command(github, snap, trigger, destination, &text).await?
+                } else {
+                    0
+                };
+                answered(reply).await;
+                return Ok(Outcome::ReviewCapped);
+            }
+        }
+        commands::request_review(
+            self.services.queue.as_ref(),
+            snap,
+            pr,
+            trigger,
+            review,
+            owner,
+        )
+        .await?;
+        gates::acknowledge(github, snap, trigger).await;
+        answered(0).await;
+        Ok(Outcome::ReviewRequested(command))
+    }
+
+    /// `@parley dismiss f_…`: lift a finding of this PR, if the one asking may (see
+    /// [`resolution`]), then judge the gate again.
+    async fn dismiss(
+        &self,
+        snap: &PrSnapshot,
+        pr: &crate::ports::github::PullRequest,
+        trigger: &Trigger,
+        destination: &Destination,
+        id: &str,
+    ) -> Result<Outcome, ConversationError> {
+        let github = self.github();
+        let store = self.store();
+        let findings = store.findings_for_pr(&snap.repo, snap.number).await?;
+        let (text, lifted) = match findings.into_iter().find(|f| f.id == id) {
+            None => (
+                format!("There is no finding `{id}` on this pull request."),
+                false,
+            ),
+            Some(f) if f.state != crate::ports::FindingState::Open => (
+                format!(
+                    "`{id}` ({}) is not open any more; nothing to dismiss.",
+                    f.title
+                ),
+                false,
+            ),
+            Some(mut f) => {
+                let decision = resolution::decide(
+                    github,
+                    &snap.scope,
+                    &snap.config.config.gate,
+                    &f,
+                    &trigger.author.login,
+                    snap.author(),
+                    &pr.head.sha,
+                )
+                .await?;
+                match decision.explain(&f) {
+                    Some(why) => (format!("I cannot dismiss it for you: {why}"), false),
+                    None => {
+                        f.state = crate::ports::FindingState::WontFix;
+                        f.state_changed_by = Some(trigger.author.login.clone());
+                        f.state_changed_at = Some(time::OffsetDateTime::now_utc());
+                        store.put_finding(&f).await?;
+                        tracing::info!(repo = %snap.repo, pr = snap.number, finding = %f.id, by = %trigger.author.login, "finding dismissed by command");
+                        (
+                            format!(
+                                "Dismissed `{id}` ({}): it no longer counts for this pull request's merge gate.",
+                                f.title
+                            ),
+                            true,
+                        )
+                    }
+                }
+            }
+        };
+        let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
+        gates::record_answered(store, snap, trigger.id, reply).await;
+        if lifted {
+            crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+        }
+        Ok(Outcome::Dismissed {
+            finding: id.to_string(),
+            lifted,
+        })
     }
 
     /// Read the context, ask the model, post the answer, settle a dispute.
@@ -428,6 +586,7 @@ impl ConversationHandler {
             .await
             .map_err(Failed::Posting)?;
         snap.mark_answered(trigger.id);
+        gates::record_answered(self.store(), snap, trigger.id, reply_id).await;
 
         if let (Some(resolution), Some(in_play), Some(root)) =
             (resolution, &ctx.finding, &conversation.root)
@@ -507,6 +666,7 @@ impl ConversationHandler {
         };
         let owner = format!("sweep:{delivery}");
         let reviews = snap.reviews();
+        let mut taken = 0;
         for pending in sweep::pending(
             snap,
             &review_comments.items,
@@ -514,11 +674,19 @@ impl ConversationHandler {
             &reviews,
             handled,
         ) {
+            if taken == sweep::MAX_PER_RUN {
+                tracing::info!(repo = %snap.repo, pr = snap.number, "sweep stops at its per-job limit; the next job goes on");
+                return;
+            }
             match self.take(snap, llm, &pending, &owner).await {
                 Ok(outcome) => {
                     tracing::info!(repo = %snap.repo, pr = snap.number, comment = pending.id, ?outcome, "pending comment swept");
                     if outcome == Outcome::LimitReached {
                         return;
+                    }
+                    // Turned away by a gate: costs little and does not count.
+                    if !matches!(outcome, Outcome::Skipped(_)) {
+                        taken += 1;
                     }
                 }
                 Err(err) => {
@@ -551,6 +719,10 @@ impl JobHandler for ConversationHandler {
             ))),
         }
     }
+}
+
+fn permission_name(level: crate::config::PermissionLevel) -> String {
+    format!("{level:?}").to_ascii_lowercase()
 }
 
 /// Where a turn failed decides whether the asker gets an error note.

@@ -94,18 +94,16 @@ pub async fn could_not_answer(
     }
 }
 
-/// Answer `@parley review` on a plain issue: there is no diff to review. Carries a reply
-/// marker pointing at the command, so the answered-before check and the sweep see it as
-/// answered; the caller already holds the comment's reply claim. No turn is used (a review
-/// command on a PR uses none either).
-pub async fn reviews_need_a_pull_request(
+/// Answer a command with `text`: a reply carrying a reply marker pointing at the command,
+/// so the answered-before check and the sweep see it as answered (the caller holds the
+/// comment's reply claim). No turn is used. Returns the reply's id.
+pub async fn answer_command(
     github: &dyn GitHub,
     snap: &PrSnapshot,
     trigger: &Trigger,
     destination: &Destination,
-) -> Result<(), ConversationError> {
-    let text = "Reviews are for pull requests: this is an issue, so there is no diff for me \
-                to review. Ask for a review on a pull request, or ask me a question here.";
+    text: &str,
+) -> Result<u64, ConversationError> {
     let body = answer::compose(
         text,
         &[],
@@ -114,9 +112,21 @@ pub async fn reviews_need_a_pull_request(
         &answer::marker(kind::REPLY, trigger.id),
         &snap.silenced,
     );
-    answer::post(github, snap, destination, &body).await?;
+    answer::post(github, snap, destination, &body).await
+}
+
+/// Answer `@parley review` on a plain issue: there is no diff to review.
+pub async fn reviews_need_a_pull_request(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+) -> Result<u64, ConversationError> {
+    let text = "Reviews are for pull requests: this is an issue, so there is no diff for me \
+                to review. Ask for a review on a pull request, or ask me a question here.";
+    let id = answer_command(github, snap, trigger, destination, text).await?;
     tracing::info!(repo = %snap.repo, issue = snap.number, comment = trigger.id, "review requested on a plain issue; note posted");
-    Ok(())
+    Ok(id)
 }
 
 async fn release(store: &dyn Store, claim_key: &str) {

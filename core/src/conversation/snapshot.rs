@@ -6,16 +6,84 @@ use super::error::ConversationError;
 use crate::job::{RepoRef, Topic};
 use crate::mention::Handles;
 use crate::ports::github::{
-    GitHub, IssueComment, Listing, PageLimit, PullRequest, RepoScope, Review, ReviewComment,
+    GitHub, GitHubError, IssueComment, Listing, PageLimit, PullRequest, RepoScope, Review,
+    ReviewComment,
 };
 use crate::repo::LoadedConfig;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
+use time::OffsetDateTime;
 
-/// GitHub's largest page. One page of each listing is what a turn reads: the thread
-/// of a finding and the PR's top-level conversation fit in it on all but the busiest PRs,
-/// where the newest comments beyond it are still answered, with less history.
+/// GitHub's largest page: the oldest comments of a PR, where the roots of its finding
+/// threads are. On most PRs this is every comment and the only call a listing makes.
 pub const LISTING: PageLimit = PageLimit::items(100);
+
+/// When the first page is not all: the newest comments, read with GitHub's `since`
+/// (updated at or after) from [`RECENT_WINDOW`] before the comment being answered. The
+/// "already answered" check, the pending-work sweep and a thread's latest turns all live
+/// there; reading only the oldest page on a PR with hundreds of comments would miss
+/// Parley's own reply (and post twice) and every recent question (and lose them).
+pub const RECENT: PageLimit = PageLimit::pages(10);
+
+/// How far back [`RECENT`] reads before the comment being answered.
+pub const RECENT_WINDOW: time::Duration = time::Duration::days(14);
+
+/// The PR's inline comments: the oldest page, and the newest ones when there are more.
+pub async fn list_review_comments(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    around: Option<OffsetDateTime>,
+) -> Result<Listing<ReviewComment>, GitHubError> {
+    let first = github
+        .list_review_comments(scope, number, None, LISTING)
+        .await?;
+    if !first.truncated {
+        return Ok(first);
+    }
+    let recent = github
+        .list_review_comments(scope, number, Some(recent_since(around)), RECENT)
+        .await?;
+    Ok(merge_listings(first, recent, |c| c.id))
+}
+
+/// The PR's (or issue's) top-level comments: the oldest page, and the newest ones when
+/// there are more.
+pub async fn list_issue_comments(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    around: Option<OffsetDateTime>,
+) -> Result<Listing<IssueComment>, GitHubError> {
+    let first = github
+        .list_issue_comments(scope, number, None, LISTING)
+        .await?;
+    if !first.truncated {
+        return Ok(first);
+    }
+    let recent = github
+        .list_issue_comments(scope, number, Some(recent_since(around)), RECENT)
+        .await?;
+    Ok(merge_listings(first, recent, |c| c.id))
+}
+
+fn recent_since(around: Option<OffsetDateTime>) -> OffsetDateTime {
+    around.unwrap_or_else(OffsetDateTime::now_utc) - RECENT_WINDOW
+}
+
+/// Both listings, each comment once, in id (creation) order. Still `truncated` when the
+/// newest listing was cut too: then comments between the two were not read.
+fn merge_listings<T>(first: Listing<T>, recent: Listing<T>, id: impl Fn(&T) -> u64) -> Listing<T> {
+    let truncated = recent.truncated;
+    let mut by_id: std::collections::BTreeMap<u64, T> = std::collections::BTreeMap::new();
+    for item in first.items.into_iter().chain(recent.items) {
+        by_id.insert(id(&item), item);
+    }
+    Listing {
+        items: by_id.into_values().collect(),
+        truncated,
+    }
+}
 
 /// The ref that means "the repository's default branch" without knowing its name: the
 /// contents API reads the default branch when no `ref` is given, and the adapter omits an
@@ -99,7 +167,7 @@ impl PrSnapshot {
             .map(|u| u.login.as_str())
     }
 
-    /// The PR's inline comments, oldest first (one page), listed once per job.
+    /// The PR's inline comments (see [`list_review_comments`]), listed once per job.
     pub async fn review_comments(
         &self,
         github: &dyn GitHub,
@@ -107,16 +175,12 @@ impl PrSnapshot {
         if let Some(listing) = lock(&self.review_comments).clone() {
             return Ok(listing);
         }
-        let listing = Arc::new(
-            github
-                .list_review_comments(&self.scope, self.number, None, LISTING)
-                .await?,
-        );
+        let listing = Arc::new(list_review_comments(github, &self.scope, self.number, None).await?);
         *lock(&self.review_comments) = Some(listing.clone());
         Ok(listing)
     }
 
-    /// The PR's top-level comments, oldest first (one page), listed once per job.
+    /// The PR's top-level comments (see [`list_issue_comments`]), listed once per job.
     pub async fn issue_comments(
         &self,
         github: &dyn GitHub,
@@ -124,11 +188,7 @@ impl PrSnapshot {
         if let Some(listing) = lock(&self.issue_comments).clone() {
             return Ok(listing);
         }
-        let listing = Arc::new(
-            github
-                .list_issue_comments(&self.scope, self.number, None, LISTING)
-                .await?,
-        );
+        let listing = Arc::new(list_issue_comments(github, &self.scope, self.number, None).await?);
         *lock(&self.issue_comments) = Some(listing.clone());
         Ok(listing)
     }

@@ -14,16 +14,27 @@
 //! where its answer would be (docs/conversation.md, "Nothing lost").
 
 use super::snapshot::PrSnapshot;
-use super::thread::{answers, finding_marker, is_parley};
+use super::thread::{answers, finding_marker, is_note, is_parley};
 use super::trigger::Trigger;
 use crate::markers::{self, ReplyMarker};
 use crate::ports::github::{IssueComment, Review, ReviewComment, User};
 use std::collections::{HashMap, HashSet};
 
+/// Pending comments answered per job at most, so one job's time stays bounded.
 pub const MAX_PER_RUN: usize = 3;
 
+/// Pending comments put through the gates per job at most. Comments the gates turn away
+/// (someone without permission, say) do not count against [`MAX_PER_RUN`]: were they
+/// counted, three such comments would starve every newer question for good.
+pub const MAX_CONSIDERED: usize = 30;
+
+/// Parley's comments that had their say: its answers, not its notes.
+fn speaks(user: Option<&User>, body: &str, snap: &PrSnapshot) -> bool {
+    is_parley(user, &snap.handles) && !is_note(body)
+}
+
 /// The pending comments among both listings and the review bodies, oldest first, at most
-/// [`MAX_PER_RUN`].
+/// [`MAX_CONSIDERED`].
 pub fn pending(
     snap: &PrSnapshot,
     review_comments: &[ReviewComment],
@@ -58,7 +69,7 @@ pub fn pending(
         handled,
     ));
     found.sort_by_key(|t| (t.created_at, t.id));
-    found.truncate(MAX_PER_RUN);
+    found.truncate(MAX_CONSIDERED);
     found
 }
 
@@ -91,7 +102,7 @@ fn pending_inline(snap: &PrSnapshot, comments: &[ReviewComment], handled: u64) -
     let mut last_parley: HashMap<u64, u64> = HashMap::new();
     for c in comments
         .iter()
-        .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+        .filter(|c| speaks(c.user.as_ref(), &c.body, snap))
     {
         let last = last_parley.entry(root_of(c)).or_insert(0);
         *last = (*last).max(c.id);
@@ -102,7 +113,11 @@ fn pending_inline(snap: &PrSnapshot, comments: &[ReviewComment], handled: u64) -
         .filter(|c| c.id != handled && !snap.was_answered(c.id))
         .filter(|c| !is_bot_or_parley(c.user.as_ref(), snap))
         .filter(|c| c.id > last_parley.get(&root_of(c)).copied().unwrap_or(0))
-        .filter(|c| !comments.iter().any(|p| answers(&p.body, c.id)))
+        .filter(|c| {
+            !comments
+                .iter()
+                .any(|p| is_parley(p.user.as_ref(), &snap.handles) && answers(&p.body, c.id))
+        })
         .filter(|c| {
             snap.handles.mentioned_in(&c.body)
                 || (reply_without_mention
@@ -118,7 +133,7 @@ fn pending_inline(snap: &PrSnapshot, comments: &[ReviewComment], handled: u64) -
 fn pending_top_level(snap: &PrSnapshot, comments: &[IssueComment], handled: u64) -> Vec<Trigger> {
     let last_parley = comments
         .iter()
-        .filter(|c| is_parley(c.user.as_ref(), &snap.handles))
+        .filter(|c| speaks(c.user.as_ref(), &c.body, snap))
         .map(|c| c.id)
         .max()
         .unwrap_or(0);
@@ -127,7 +142,11 @@ fn pending_top_level(snap: &PrSnapshot, comments: &[IssueComment], handled: u64)
         .filter(|c| c.id != handled && c.id > last_parley && !snap.was_answered(c.id))
         .filter(|c| !is_bot_or_parley(c.user.as_ref(), snap))
         .filter(|c| snap.handles.mentioned_in(&c.body))
-        .filter(|c| !comments.iter().any(|p| answers(&p.body, c.id)))
+        .filter(|c| {
+            !comments
+                .iter()
+                .any(|p| is_parley(p.user.as_ref(), &snap.handles) && answers(&p.body, c.id))
+        })
         .filter_map(Trigger::from_issue_comment)
         .collect()
 }

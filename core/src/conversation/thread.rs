@@ -228,11 +228,15 @@ pub fn answers(body: &str, id: u64) -> bool {
         .any(|m| m.reply_to == id)
 }
 
-/// Limit and error notes are bookkeeping, not conversation.
-fn is_note(body: &str) -> bool {
-    markers::parse_all(body)
-        .iter()
-        .any(|m| m.kind == markers::kind::LIMIT || m.kind == markers::kind::ERROR)
+/// Limit, error and bookkeeping notes are not conversation: they answer nothing, so they
+/// are neither history nor proof that Parley had its say ("I will try again" must not
+/// hide the question it apologises for).
+pub fn is_note(body: &str) -> bool {
+    markers::parse_all(body).iter().any(|m| {
+        m.kind == markers::kind::LIMIT
+            || m.kind == markers::kind::ERROR
+            || m.kind == markers::kind::NOTE
+    })
 }
 
 pub fn is_parley(user: Option<&crate::ports::github::User>, handles: &Handles) -> bool {
