@@ -211,6 +211,21 @@ impl FakeGitHub {
         id
     }
 
+    /// Date a seeded comment (either listing) `when`: created and last updated then.
+    pub fn set_comment_time(&self, id: u64, when: time::OffsetDateTime) {
+        let mut state = self.state();
+        let State {
+            issue_comments,
+            review_comments,
+            ..
+        } = &mut *state;
+        for (_, _, comment) in issue_comments.iter_mut().chain(review_comments.iter_mut()) {
+            if comment["id"] == id {
+                backdate(comment, when);
+            }
+        }
+    }
+
     /// Seed a submitted review (`COMMENTED`) by `author` with `body`. Returns its id.
     pub fn add_review(&self, repo: &str, pr: u64, author: &str, body: &str) -> u64 {
         let mut state = self.state();
@@ -319,6 +334,32 @@ pub fn example(file: &str) -> Value {
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let doc: Value = serde_json::from_slice(&bytes).expect("example json");
     doc["body"].clone()
+}
+
+/// GitHub's `since` filter on comment listings: updated at or after the given time.
+fn updated_since(comment: &Value, since: Option<&str>) -> bool {
+    let Some(since) = since else { return true };
+    let since = since
+        .replace("%3A", ":")
+        .replace("%3a", ":")
+        .replace("%2B", "+");
+    let since = since.as_str();
+    let parse = |text: &str| {
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+    };
+    match (parse(since), comment["updated_at"].as_str().and_then(parse)) {
+        (Some(since), Some(updated)) => updated >= since,
+        _ => true,
+    }
+}
+
+/// Set a comment's timestamps.
+fn backdate(comment: &mut Value, when: time::OffsetDateTime) {
+    let text = when
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    comment["created_at"] = text.clone().into();
+    comment["updated_at"] = text.into();
 }
 
 fn now() -> String {
@@ -479,8 +520,14 @@ fn paginated(path: &str, query: &str, items: Vec<Value>) -> Response {
     let slice: Vec<Value> = items.iter().skip(start).take(per_page).cloned().collect();
     let mut response = ok(Value::Array(slice));
     if start + per_page < items.len() {
+        // Other parameters (`since`) carry over to the next page, as on GitHub.
+        let kept: String = query
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("page=") && !kv.starts_with("per_page="))
+            .map(|kv| format!("&{kv}"))
+            .collect();
         let link = format!(
-            "<http://fake{path}?per_page={per_page}&page={}>; rel=\"next\"",
+            "<http://fake{path}?per_page={per_page}&page={}{kept}>; rel=\"next\"",
             page + 1
         );
         if let Ok(value) = link.parse() {
@@ -540,10 +587,11 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
         }
         ["pulls", n, "comments"] => {
             let n: u64 = n.parse().unwrap_or(0);
+            let since = query_param(query, "since");
             let items = s
                 .review_comments
                 .iter()
-                .filter(|(r, p, _)| r == repo && *p == n)
+                .filter(|(r, p, c)| r == repo && *p == n && updated_since(c, since.as_deref()))
                 .map(|(_, _, c)| c.clone())
                 .collect();
             paginated(path, query, items)
@@ -586,10 +634,11 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
         },
         ["issues", n, "comments"] => {
             let n: u64 = n.parse().unwrap_or(0);
+            let since = query_param(query, "since");
             let items = s
                 .issue_comments
                 .iter()
-                .filter(|(r, p, _)| r == repo && *p == n)
+                .filter(|(r, p, c)| r == repo && *p == n && updated_since(c, since.as_deref()))
                 .map(|(_, _, c)| c.clone())
                 .collect();
             paginated(path, query, items)

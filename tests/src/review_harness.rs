@@ -6,9 +6,11 @@ use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
 use parley_core::Job;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
+use parley_core::mention::Handles;
 use parley_core::ports::{JobError, JobHandler, Store};
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
+use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -75,6 +77,9 @@ impl ReviewHarness {
             pr["base"]["repo"]["default_branch"] = "main".into();
         });
         github.set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH)]);
+        // Who resolves threads in the corpus payloads: a maintainer, whose resolution of
+        // a blocking finding counts (see `parley_core::review::resolution`).
+        github.set_permission(REPO, &thread_actor(), "write");
 
         let (store, dir) = match backend {
             Backend::Sqlite => {
@@ -195,6 +200,79 @@ pub fn finding(path: &str, line: u32, severity: &str, confidence: u8, title: &st
         "category": "bug", "confidence": confidence, "title": title,
         "body": format!("Details about {title}."),
     })
+}
+
+/// The bookkeeping job GitHub's `pull_request_review_thread` delivery becomes, from the
+/// corpus payload, for the thread rooted at `root`.
+pub fn thread_job(root: u64, resolved: bool, delivery: &str) -> Job {
+    thread_job_by(root, resolved, delivery, &thread_actor())
+}
+
+/// [`thread_job`], resolved or reopened by `actor`.
+pub fn thread_job_by(root: u64, resolved: bool, delivery: &str, actor: &str) -> Job {
+    let file = if resolved {
+        "resolved.payload.json"
+    } else {
+        "unresolved.payload.json"
+    };
+    let mut payload = crate::webhook_example("pull_request_review_thread", file);
+    payload["sender"]["login"] = actor.into();
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    payload["pull_request"]["number"] = PR.into();
+    if let Some(comments) = payload["thread"]["comments"].as_array_mut() {
+        for comment in comments.iter_mut() {
+            comment["id"] = root.into();
+        }
+    }
+    normalised("pull_request_review_thread", delivery, &payload)
+}
+
+pub fn normalised(event: &str, delivery: &str, payload: &Value) -> Job {
+    let ctx = NormaliseContext {
+        handles: Some(Handles::new("parley", &[])),
+    };
+    match normalise(event, delivery, payload, &ctx) {
+        Normalised::Job(job) => *job,
+        other => panic!("{event} did not normalise to a job: {other:?}"),
+    }
+}
+
+/// The webhook's sender in the thread payloads: who resolved or reopened the thread.
+pub fn thread_actor() -> String {
+    crate::webhook_example("pull_request_review_thread", "resolved.payload.json")["sender"]["login"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `author` replies to the finding's thread, on GitHub and as the job its delivery becomes.
+pub fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -> Job {
+    let id = h
+        .github
+        .add_review_comment(REPO, PR, author, body, Some(root), "src/db.rs", 3);
+    let comment = h
+        .github
+        .review_comments(REPO, PR)
+        .into_iter()
+        .find(|c| c["id"] == id)
+        .expect("reply on the fake");
+    let mut payload = crate::webhook_example("pull_request_review_comment", "created.payload.json");
+    payload["comment"] = comment;
+    payload["comment"]["diff_hunk"] = DB_PATCH.into();
+    payload["pull_request"]["number"] = PR.into();
+    payload["pull_request"]["user"]["login"] = "alice".into();
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    normalised(
+        "pull_request_review_comment",
+        &format!("delivery-{id}"),
+        &payload,
+    )
 }
 
 /// A pass's reply carrying `findings`.

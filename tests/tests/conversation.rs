@@ -69,9 +69,29 @@ async fn reply_to_a_finding_is_answered_in_its_thread(backend: Backend) {
     );
     let scope = pr_scope(REPO, PR);
     assert_eq!(h.store.counter(&scope, "turns").await.unwrap(), 1);
-    assert!(h.store.counter(&scope, "tokens_in").await.unwrap() > 0);
-    assert!(h.store.counter(&scope, "tokens_out").await.unwrap() > 0);
-    assert!(h.store.counter(&scope, "cost_microusd").await.unwrap() > 0);
+    use parley_core::llm::usage::counters;
+    assert_eq!(h.store.counter(&scope, counters::CALLS).await.unwrap(), 1);
+    assert!(
+        h.store
+            .counter(&scope, counters::INPUT_TOKENS)
+            .await
+            .unwrap()
+            > 0
+    );
+    assert!(
+        h.store
+            .counter(&scope, counters::OUTPUT_TOKENS)
+            .await
+            .unwrap()
+            > 0
+    );
+    assert!(
+        h.store
+            .counter(&scope, counters::COST_MICRO_USD)
+            .await
+            .unwrap()
+            > 0
+    );
 }
 
 async fn reply_to_a_reply_walks_up_to_the_root(backend: Backend) {
@@ -664,6 +684,7 @@ async fn review_commands_queue_a_review(backend: Backend) {
 
 async fn top_level_history_drops_comments_after_the_question(backend: Backend) {
     let h = Harness::start(backend).await;
+    h.github.set_permission(REPO, "carol", "write");
     h.github.add_issue_comment(
         REPO,
         PR,

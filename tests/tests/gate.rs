@@ -93,75 +93,6 @@ async fn stored(h: &ReviewHarness, finding: &Finding) -> Finding {
         .expect("finding")
 }
 
-/// The bookkeeping job GitHub's `pull_request_review_thread` delivery becomes, from the
-/// corpus payload, for the thread rooted at `root`.
-fn thread_job(root: u64, resolved: bool, delivery: &str) -> Job {
-    let file = if resolved {
-        "resolved.payload.json"
-    } else {
-        "unresolved.payload.json"
-    };
-    let mut payload = parley_tests::webhook_example("pull_request_review_thread", file);
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    payload["pull_request"]["number"] = PR.into();
-    if let Some(comments) = payload["thread"]["comments"].as_array_mut() {
-        for comment in comments.iter_mut() {
-            comment["id"] = root.into();
-        }
-    }
-    normalised("pull_request_review_thread", delivery, &payload)
-}
-
-fn normalised(event: &str, delivery: &str, payload: &Value) -> Job {
-    let ctx = NormaliseContext {
-        handles: Some(Handles::new("parley", &[])),
-    };
-    match normalise(event, delivery, payload, &ctx) {
-        Normalised::Job(job) => *job,
-        other => panic!("{event} did not normalise to a job: {other:?}"),
-    }
-}
-
-/// The webhook's sender in the thread payloads: who resolved or reopened the thread.
-fn thread_actor() -> String {
-    parley_tests::webhook_example("pull_request_review_thread", "resolved.payload.json")
-        ["sender"]["login"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// `author` replies to the finding's thread, on GitHub and as the job its delivery becomes.
-fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -> Job {
-    let id = h
-        .github
-        .add_review_comment(REPO, PR, author, body, Some(root), "src/db.rs", 3);
-    let comment = h
-        .github
-        .review_comments(REPO, PR)
-        .into_iter()
-        .find(|c| c["id"] == id)
-        .expect("reply on the fake");
-    let mut payload =
-        parley_tests::webhook_example("pull_request_review_comment", "created.payload.json");
-    payload["comment"] = comment;
-    payload["comment"]["diff_hunk"] = DB_PATCH.into();
-    payload["pull_request"]["number"] = PR.into();
-    payload["pull_request"]["user"]["login"] = "alice".into();
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    normalised(
-        "pull_request_review_comment",
-        &format!("delivery-{id}"),
-        &payload,
-    )
-}
-
 fn conversation(h: &ReviewHarness) -> ConversationHandler {
     ConversationHandler::new(h.services.clone())
 }
@@ -205,6 +136,8 @@ async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: Revi
     let before = gate_checks(&h, HEAD2).len();
     let root = old.comment_id.expect("comment id");
     let talk = conversation(&h);
+    // A maintainer resolves it (the harness gives the thread events' sender write
+    // access; the PR's author could not, without changing the code).
 
     // Resolved: the finding follows its thread, and HEAD2 is judged again.
     talk.handle(thread_job(root, true, "t-1"))
@@ -350,18 +283,31 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
     };
     assert_eq!(conclusions(&h), ["failure"]);
 
-    // The PR cannot be read: the finding is resolved, the job succeeds, no check is made.
+    // The PR cannot be read: whether the resolution counts cannot be told, so the job
+    // fails (the queue retries it) and the finding stays as it was.
     outage(&h, "GET", format!("/repos/{REPO}/pulls/{PR}"));
-    talk.handle(thread_job(root, true, "t-1"))
+    let err = talk
+        .handle(thread_job(root, true, "t-1"))
         .await
-        .expect("bookkeeping job succeeds despite GitHub");
-    assert_eq!(stored(&h, &old).await.state, FindingState::Resolved);
+        .expect_err("retried once GitHub answers");
+    assert!(
+        matches!(err, parley_core::ports::JobError::Transient(_)),
+        "{err:?}"
+    );
+    assert_eq!(stored(&h, &old).await.state, FindingState::Open);
     assert_eq!(conclusions(&h), ["failure"]);
     assert!(
         !h.github
             .requests_to("GET", &format!("/repos/{REPO}/pulls/{PR}"))
             .is_empty()
     );
+    // The retry once GitHub answers: resolved, and judged again.
+    h.github.clear_injected();
+    talk.handle(thread_job(root, true, "t-1"))
+        .await
+        .expect("bookkeeping job");
+    assert_eq!(stored(&h, &old).await.state, FindingState::Resolved);
+    assert_eq!(conclusions(&h), ["failure", "success"]);
 
     // Reopened while check runs cannot be created: same, the previous check stands.
     outage(&h, "POST", "/check-runs".to_string());
@@ -369,7 +315,7 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
         .await
         .expect("bookkeeping job succeeds despite GitHub");
     assert_eq!(stored(&h, &old).await.state, FindingState::Open);
-    assert_eq!(conclusions(&h), ["failure"]);
+    assert_eq!(conclusions(&h), ["failure", "success"]);
 
     // Resolved while the review (whose marker says whether it was partial) cannot be
     // read: not known is never judged, and never `failure`.
@@ -378,13 +324,18 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
         .await
         .expect("bookkeeping job succeeds despite GitHub");
     assert_eq!(stored(&h, &old).await.state, FindingState::Resolved);
-    assert_eq!(conclusions(&h), ["failure"], "{:#?}", h.check_runs());
+    assert_eq!(
+        conclusions(&h),
+        ["failure", "success"],
+        "{:#?}",
+        h.check_runs()
+    );
     let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
     assert!(matches!(
         regate(&h.services, &scope, PR).await,
         Regated::Failed(_)
     ));
-    assert_eq!(conclusions(&h), ["failure"]);
+    assert_eq!(conclusions(&h), ["failure", "success"]);
 
     // The outage ends: the next judgment goes through.
     h.github.clear_injected();
@@ -392,5 +343,5 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
         regate(&h.services, &scope, PR).await,
         Regated::Concluded(CheckConclusion::Success)
     );
-    assert_eq!(conclusions(&h), ["failure", "success"]);
+    assert_eq!(conclusions(&h), ["failure", "success", "success"]);
 }

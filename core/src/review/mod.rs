@@ -232,14 +232,14 @@ impl ReviewHandler {
                 .await;
         }
 
-        // The queue's retry of a run that failed: its check run was concluded `neutral`,
-        // and GitHub never reopens a completed check run, so a new one of the same name
-        // (which GitHub shows and branch protection reads instead) says "in progress"
-        // while the retry works. A run that died mid-way left its check in progress. A
-        // check that could not be created now is created, completed, at the end.
-        let check_concluded = run.state == RunState::Failed;
+        // The run's check: the one still in progress from an attempt that died (or whose
+        // trouble could not be reported), else a new one. A failed attempt that concluded
+        // its check `neutral` dropped the id: GitHub never reopens a completed check run,
+        // so a new one of the same name (which GitHub shows and branch protection reads
+        // instead) says "in progress" while the retry works. A check that cannot be
+        // created now is created, completed, at the end.
         run.state = RunState::Running;
-        if run.check_run_id.is_none() || check_concluded {
+        if run.check_run_id.is_none() {
             let key = runs::claim_key(&repo, job.number, &run_key);
             run.check_run_id =
                 gate::start(github, &scope, gate::check_name(&run_key), &head_sha, &key).await;
@@ -269,7 +269,9 @@ impl ReviewHandler {
                     external_id: &key,
                 };
                 match gate::complete(github, &scope, &check, conclusion, output).await {
-                    Ok(id) => run.check_run_id = Some(id),
+                    // Concluded: the retry starts a check of its own.
+                    Ok(_) => run.check_run_id = None,
+                    // Still in progress: the retry concludes this one.
                     Err(check_err) => {
                         tracing::warn!(%repo, number = job.number, error = %check_err, "could not conclude the check run of a failed review")
                     }
@@ -673,6 +675,11 @@ impl ReviewHandler {
         run.review_id = Some(review.id);
         run.review_url = Some(review.html_url.clone());
         runs::finish(store, run, RunState::Published).await?;
+        // A manual review never concludes the gate itself, but findings it closed or
+        // reopened change what the head's automatic review concluded: judge that again.
+        if !automatic && (!changes.closed.is_empty() || !changes.reopened.is_empty()) {
+            regate::regate(&self.services, scope, job.number).await;
+        }
         Ok(())
     }
 
