@@ -4,14 +4,11 @@
 //! conversation workers run end to end against the fake GitHub and fake LLM, sharing one
 //! store. Every scenario runs on SQLite and on DynamoDB (moto).
 
-use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
-use parley_core::mention::Handles;
 use parley_core::ports::github::{CheckConclusion, RepoScope};
 use parley_core::ports::{Finding, FindingState, JobHandler};
 use parley_core::review::regate::{Regated, regate};
-use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use serde_json::{Value, json};

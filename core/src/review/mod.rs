@@ -821,6 +821,7 @@ impl ReviewHandler {
 
     /// A review for this head is already on GitHub (the worker died after posting it):
     /// store its findings from their markers, mark the run published, settle the check.
+    #[allow(clippy::too_many_arguments)] // one call site; each part is a different thing
     async fn recover(
         &self,
         scope: &RepoScope,
