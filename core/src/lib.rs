@@ -8,6 +8,7 @@ pub mod bookkeeping;
 pub mod config;
 pub mod conversation;
 pub mod job;
+pub mod learning;
 pub mod llm;
 pub mod markers;
 pub mod mention;

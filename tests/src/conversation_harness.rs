@@ -161,6 +161,7 @@ impl Harness {
             state_changed_by: None,
             state_changed_at: None,
             created_at: time::OffsetDateTime::now_utc(),
+            outcome: None,
         };
         if in_store {
             self.store

@@ -52,6 +52,8 @@ struct State {
     permissions: HashMap<(String, String), String>,
     check_runs: Vec<(String, Value)>,
     reactions: Vec<(String, u64, String)>,
+    /// People's reactions on inline comments: (comment id, content, login).
+    people_reactions: Vec<(u64, String, String)>,
     requested_reviewers: Vec<(String, u64, Vec<String>)>,
     resolved_threads: Vec<String>,
     app_slug: String,
@@ -299,6 +301,13 @@ impl FakeGitHub {
     }
 
     /// `(kind, comment id, content)`: kind is `issue` or `review`.
+    /// `login` reacts to inline comment `comment_id` with `content` (`+1`, `-1`, …).
+    pub fn react_to_review_comment(&self, comment_id: u64, content: &str, login: &str) {
+        self.state()
+            .people_reactions
+            .push((comment_id, content.to_string(), login.to_string()));
+    }
+
     pub fn reactions(&self) -> Vec<(String, u64, String)> {
         self.state().reactions.clone()
     }
@@ -569,6 +578,24 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
 
 fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -> Response {
     match rest {
+        ["pulls", "comments", id, "reactions"] => {
+            let id: u64 = id.parse().unwrap_or(0);
+            let template = example("reactions__create-for-issue-comment.201.default.json");
+            let items = s
+                .people_reactions
+                .iter()
+                .filter(|(comment, _, _)| *comment == id)
+                .enumerate()
+                .map(|(n, (_, content, login))| {
+                    let mut reaction = template.clone();
+                    reaction["id"] = (n as u64 + 1).into();
+                    reaction["content"] = content.clone().into();
+                    reaction["user"] = user_json(login);
+                    reaction
+                })
+                .collect();
+            paginated(path, query, items)
+        }
         ["pulls", n] => match n
             .parse::<u64>()
             .ok()

@@ -31,6 +31,10 @@ pub struct RepoConfig {
     pub dispute: DisputeConfig,
     pub review: ReviewConfig,
     pub gate: GateConfig,
+    /// Keys `.parley.yml` set to a valid value (`review.minConfidence`, …): where each
+    /// value in force came from, for `@parley configuration` and for the threshold, where
+    /// a team's explicit choice wins over a tuned one.
+    pub explicit: std::collections::BTreeSet<String>,
 }
 
 /// Repository permission levels, lowest first, so `>=` reads as "at least".
@@ -157,6 +161,11 @@ pub struct ReviewConfig {
     /// Reviews asked for by comment (`@parley review`, `@parley full review`) per PR per
     /// clock hour: each one is paid for, and asking needs no push. 0 turns them off.
     pub manual_reviews_per_hour: u32,
+    /// Use the threshold tuned from this repository's accepted and rejected findings
+    /// (when `minConfidence` is not set explicitly and there is enough evidence).
+    pub auto_tune: bool,
+    /// Run the judge pass over the merged findings (one more LLM call per review).
+    pub judge: bool,
 }
 
 impl Default for ReviewConfig {
@@ -171,6 +180,8 @@ impl Default for ReviewConfig {
             max_patch_tokens: 60_000,
             pass_timeout_secs: 180,
             manual_reviews_per_hour: 3,
+            auto_tune: true,
+            judge: true,
         }
     }
 }
@@ -212,7 +223,7 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
     };
     let mut r = Reader::new(&value);
     let d = &defaults;
-    let config = RepoConfig {
+    let mut config = RepoConfig {
         mention: MentionConfig {
             allowed_users: r.strings("mention.allowedUsers", &d.mention.allowed_users),
             min_permission: r.parsed(
@@ -278,6 +289,8 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
                 d.review.manual_reviews_per_hour,
                 0..=60,
             ),
+            auto_tune: r.bool("review.autoTune", d.review.auto_tune),
+            judge: r.bool("review.judge", d.review.judge),
         },
         gate: GateConfig {
             resolve_by: r.parsed(
@@ -293,7 +306,9 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
                 parse_severity,
             ),
         },
+        explicit: Default::default(),
     };
+    config.explicit = r.explicit();
     let warnings = r.finish();
     (config, warnings)
 }

@@ -10,6 +10,8 @@ use std::ops::RangeInclusive;
 pub(super) struct Reader<'a> {
     root: &'a Value,
     known: BTreeSet<String>,
+    /// Keys present in the file and accepted.
+    present: BTreeSet<String>,
     warnings: Vec<ConfigWarning>,
 }
 
@@ -18,6 +20,7 @@ impl<'a> Reader<'a> {
         let mut reader = Reader {
             root,
             known: BTreeSet::new(),
+            present: BTreeSet::new(),
             warnings: Vec::new(),
         };
         if !root.is_null() && !root.is_object() {
@@ -143,16 +146,26 @@ impl<'a> Reader<'a> {
         self.warnings
     }
 
+    /// The keys the file set to values that were accepted.
+    pub(super) fn explicit(&self) -> BTreeSet<String> {
+        self.present.clone()
+    }
+
     fn get(&mut self, key: &str) -> Option<&'a Value> {
         self.known.insert(key.to_string());
         let mut current = self.root;
         for part in key.split('.') {
             current = current.as_object()?.get(part)?;
         }
-        (!current.is_null()).then_some(current)
+        if current.is_null() {
+            return None;
+        }
+        self.present.insert(key.to_string());
+        Some(current)
     }
 
     fn reject<T>(&mut self, key: &str, value: &Value, expected: &str, default: T) -> T {
+        self.present.remove(key);
         let shown = match value {
             Value::String(s) => format!("{s:?}"),
             other => other.to_string(),

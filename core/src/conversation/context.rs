@@ -255,6 +255,7 @@ fn from_marker(
         state_changed_by: None,
         state_changed_at: None,
         created_at: root.created_at.min(OffsetDateTime::now_utc()),
+        outcome: None,
     }
 }
 

@@ -1032,6 +1032,15 @@ pub trait GitHub: Send + Sync {
         comment_id: u64,
         content: ReactionContent,
     ) -> Result<Reaction, GitHubError>;
+
+    /// The reactions on an inline comment (who reacted with what): how a 👍 or 👎 on a
+    /// finding becomes its outcome.
+    async fn list_review_comment_reactions(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+        limit: PageLimit,
+    ) -> Result<Listing<Reaction>, GitHubError>;
 }
 
 /// GitHub sends `null` for many empty strings and lists; treat it as the empty value so

@@ -11,6 +11,6 @@ pub use github::{GitHub, GitHubError, RepoScope};
 pub use handler::{JobError, JobHandler};
 pub use queue::{JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage};
 pub use store::{
-    Claim, Finding, FindingState, Installation, MemoryRule, ReviewRun, RunState, Severity, Store,
-    StoreError,
+    Claim, Finding, FindingOutcome, FindingState, Installation, MemoryItem, ReviewRun, RunState,
+    Severity, Store, StoreError, Verdict,
 };

@@ -92,18 +92,45 @@ pub struct Finding {
     pub state_changed_at: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// How the finding ended, once that is known (see [`crate::learning::outcomes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<FindingOutcome>,
 }
 
-/// A learned repository rule ("we allow unwrap in tests").
+/// Whether a finding was worth posting, as people's actions said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Accepted,
+    Rejected,
+    /// The PR closed with the finding open and nobody said anything.
+    Ignored,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryRule {
-    /// `owner/name` for a repository rule, or `org:<login>` for an organisation-wide one.
-    pub scope: String,
-    pub id: String,
-    pub text: String,
-    pub author: String,
+pub struct FindingOutcome {
+    pub verdict: Verdict,
+    /// What said so: `thread_resolved`, `code_changed`, `thumbs_up`, `conceded`,
+    /// `wont_fix`, `thumbs_down`, `resolved_after_dispute`, `closed_unanswered`.
+    pub signal: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
+    pub at: OffsetDateTime,
+}
+
+/// One record of what Parley learned about a repository or organisation (a learning, a
+/// false-positive pattern, the acceptance statistics), as the store keeps it: opaque JSON
+/// under a partition (`owner/name` or `org:<login>`) and a sort key (`learning#L-3f9a`,
+/// `pattern#…`, `stats`), with a version for optimistic concurrency. The typed records
+/// and what they mean live in [`crate::learning`]; the store only keeps them, so both
+/// adapters stay small and one contract suite holds them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryItem {
+    pub sort_key: String,
+    /// 1 for a record written once, +1 for each replacement.
+    pub version: u64,
+    pub record: serde_json::Value,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,12 +249,23 @@ pub trait Store: Send + Sync {
     /// All findings on one PR, oldest first.
     async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError>;
 
-    // --- memory ----------------------------------------------------------------------
+    // --- memory (learning) -------------------------------------------------------------
 
-    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError>;
-    /// Rules for a scope, oldest first.
-    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError>;
-    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError>;
+    /// Every record of one partition, in sort-key order: one read for everything Parley
+    /// learned about a repository (or an organisation).
+    async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError>;
+
+    /// Write `record` at (`partition`, `sort_key`) only if the stored version is
+    /// `expected` (0: no record yet); the record then has version `expected + 1`.
+    /// `false` when another writer got there first: the caller reads again and retries,
+    /// or (for an insert) learns the record exists. Two writers can never both win.
+    async fn put_memory(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        record: &serde_json::Value,
+        expected: u64,
+    ) -> Result<bool, StoreError>;
 }
 
 /// Key builders, so adapters and callers agree on what a key means.

@@ -30,13 +30,25 @@ impl Filtered {
 }
 
 pub fn apply(candidates: Vec<Candidate>, min_confidence: u8, max_inline: u32) -> Filtered {
+    apply_with(candidates, min_confidence, |_| min_confidence, max_inline)
+}
+
+/// [`apply`] with a threshold per finding: a learning that makes Parley stricter or more
+/// lenient about a category (or a path) moves that category's threshold. `base` is the
+/// threshold in force elsewhere, as the summary reports it.
+pub fn apply_with(
+    candidates: Vec<Candidate>,
+    base: u8,
+    threshold: impl Fn(&Candidate) -> u8,
+    max_inline: u32,
+) -> Filtered {
     let mut filtered = Filtered {
-        min_confidence,
+        min_confidence: base,
         ..Filtered::default()
     };
     let mut kept: Vec<Candidate> = Vec::new();
     for candidate in candidates {
-        if candidate.confidence < min_confidence {
+        if candidate.confidence < threshold(&candidate) {
             filtered.below_threshold.push(candidate);
         } else {
             kept.push(candidate);

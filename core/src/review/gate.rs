@@ -560,6 +560,7 @@ mod tests {
             state_changed_by: None,
             state_changed_at: None,
             created_at: OffsetDateTime::UNIX_EPOCH,
+            outcome: None,
         }
     }
 

@@ -20,6 +20,7 @@ pub mod filter;
 pub mod findings;
 pub mod gate;
 pub mod inputs;
+pub mod learned;
 pub mod lifecycle;
 pub mod merge;
 pub mod prompts;
@@ -455,14 +456,40 @@ impl ReviewHandler {
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
         let inputs = inputs::select(
-            scope_of_review.files,
+            scope_of_review.files.clone(),
             scope_of_review.truncated,
             &config.review,
         );
 
         let guidelines = load_guidelines(github, scope, &pr.base.ref_name, &pr_paths).await;
-        let memory = self.memory(&repo, &job.repo.owner).await;
+        // What the repository taught Parley and what it learned from earlier findings:
+        // the threshold in force, the learnings for the prompts, what to suppress.
+        let memory = learned::load(store, &repo, &job.repo.owner).await;
+        let (base_threshold, threshold_source) = crate::learning::stats::threshold_in_force(
+            config.review.min_confidence,
+            config.explicit.contains("review.minConfidence"),
+            config.review.auto_tune,
+            &memory.stats,
+        );
+        let path_refs: Vec<&str> = pr_paths.iter().map(String::as_str).collect();
+        let applied = crate::learning::apply::for_review(
+            &memory,
+            job.number,
+            &path_refs,
+            base_threshold,
+            threshold_source,
+        );
+        let memory_lines = crate::learning::apply::prompt_lines(&applied.relevant, false);
         let earlier = store.findings_for_pr(&repo, job.number).await?;
+        if scope_of_review.incremental {
+            learned::code_changed(
+                store,
+                &earlier,
+                &scope_of_review.base_sha,
+                &scope_of_review.files,
+            )
+            .await;
+        }
         let posted: HashSet<String> = earlier.iter().map(|f| f.fingerprint.clone()).collect();
         let earlier_lines: Vec<String> = earlier
             .iter()
@@ -481,7 +508,7 @@ impl ReviewHandler {
             ),
             whole_pr: scope_of_review.incremental.then(|| pr_paths.clone()),
             guidelines: &guidelines,
-            memory: &memory,
+            memory: &memory_lines,
             earlier: &earlier_lines,
             files: &inputs.files,
         };
@@ -508,9 +535,25 @@ impl ReviewHandler {
         for candidate in &mut merged.candidates {
             sanitize_candidate(candidate, &silenced);
         }
-        let filtered = filter::apply(
+        // Dismissals and false-positive patterns first (no model), then the judge.
+        let (kept, mut suppressed) = crate::learning::apply::suppress(
             merged.candidates.clone(),
-            config.review.min_confidence,
+            &applied.relevant,
+            &memory,
+            &config.gate,
+        );
+        let (kept, judge_status) = if config.review.judge {
+            let (kept, dropped, status) =
+                learned::judge(&metered, kept, &guidelines, &applied, &memory, &pr_patches).await;
+            suppressed.extend(dropped);
+            (kept, status)
+        } else {
+            (kept, learned::JudgeStatus::Off)
+        };
+        let filtered = filter::apply_with(
+            kept,
+            base_threshold,
+            |c| applied.thresholds.for_candidate(c),
             config.review.max_inline_comments,
         );
 
@@ -564,6 +607,12 @@ impl ReviewHandler {
             spent_on_pr,
             closed_earlier: 0,
             reopened_earlier: 0,
+            learning: summary::LearningReport {
+                thresholds: &applied.thresholds,
+                applied: applied.relevant.iter().map(|l| l.id.as_str()).collect(),
+                suppressed: &suppressed,
+                judge: &judge_status,
+            },
         };
         // Earlier findings this review closes (summary-only ones a full review no longer
         // finds) or reopens (resolved ones found again); stored once the review is posted.
@@ -632,6 +681,7 @@ impl ReviewHandler {
         for finding in changes.all() {
             store.put_finding(finding).await?;
         }
+        learned::account(store, &repo, &job.repo.owner, &applied, &suppressed).await;
         if !changes.closed.is_empty() || !changes.reopened.is_empty() {
             tracing::info!(%repo, number = job.number, closed = changes.closed.len(), reopened = changes.reopened.len(), "earlier findings closed or reopened by this review");
         }
@@ -778,25 +828,6 @@ impl ReviewHandler {
         })
     }
 
-    /// Learned rules for the repository and its organisation. Fail open: memory improves
-    /// a review but never blocks one.
-    async fn memory(&self, repo: &str, owner: &str) -> Vec<String> {
-        let mut rules = Vec::new();
-        for scope in [repo.to_string(), format!("org:{owner}")] {
-            match self.services.store.memory_rules(&scope).await {
-                Ok(found) => rules.extend(
-                    found
-                        .into_iter()
-                        .map(|r| crate::sanitize::user_text(&r.text)),
-                ),
-                Err(err) => {
-                    tracing::warn!(%scope, error = %err, "could not read memory rules; going on without them")
-                }
-            }
-        }
-        rules
-    }
-
     async fn supersede(
         &self,
         scope: &RepoScope,
@@ -879,6 +910,7 @@ impl ReviewHandler {
                     state_changed_by: None,
                     state_changed_at: None,
                     created_at: OffsetDateTime::now_utc(),
+                    outcome: None,
                 };
                 store.put_finding(&finding).await?;
             }

@@ -185,6 +185,7 @@ pub async fn record_findings(
             state_changed_by: None,
             state_changed_at: None,
             created_at: now,
+            outcome: None,
         };
         store.put_finding(&record).await?;
     }

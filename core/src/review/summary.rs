@@ -29,6 +29,69 @@ pub struct ReviewMarker {
     pub partial: bool,
 }
 
+/// What learning did to this review: the threshold in force and where it came from, the
+/// learnings applied, the findings suppressed and by what, and the judge pass.
+pub struct LearningReport<'a> {
+    pub thresholds: &'a crate::learning::apply::Thresholds,
+    pub applied: Vec<&'a str>,
+    pub suppressed: &'a [crate::learning::apply::Suppressed],
+    pub judge: &'a crate::review::learned::JudgeStatus,
+}
+
+impl LearningReport<'_> {
+    fn render(&self) -> String {
+        use crate::learning::stats::ThresholdSource;
+        use crate::review::learned::JudgeStatus;
+        let t = self.thresholds;
+        let source = match t.source {
+            ThresholdSource::Default => "the default".to_string(),
+            ThresholdSource::File => "`review.minConfidence` in `.parley.yml`".to_string(),
+            ThresholdSource::Tuned { decided } => {
+                format!("tuned from {decided} accepted or rejected findings on this repository")
+            }
+        };
+        let mut out = format!("- Confidence threshold: {} ({source})", t.base);
+        let adjusted = t.describe_adjustments();
+        if !adjusted.is_empty() {
+            out.push_str(&format!("; adjusted by learnings: {}", adjusted.join(", ")));
+        }
+        out.push_str(".\n");
+        if !self.applied.is_empty() {
+            out.push_str(&format!(
+                "- Learnings applied: {}\n",
+                self.applied
+                    .iter()
+                    .map(|id| format!("`{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        match self.judge {
+            JudgeStatus::Ran { dropped, rescored } => out.push_str(&format!(
+                "- Judge pass: {dropped} dropped, {rescored} re-scored.\n"
+            )),
+            JudgeStatus::Failed(why) => out.push_str(&format!(
+                "- ⚠️ Judge pass did not run ({why}); the specialists' confidence stands.\n"
+            )),
+            JudgeStatus::Off | JudgeStatus::Idle => {}
+        }
+        if !self.suppressed.is_empty() {
+            out.push_str(&format!(
+                "\n<details><summary>{} finding(s) suppressed</summary>\n\n",
+                self.suppressed.len()
+            ));
+            for s in self.suppressed {
+                out.push_str(&format!(
+                    "- **{}** (`{}:{}`) — {}\n",
+                    s.candidate.title, s.candidate.path, s.candidate.line, s.why
+                ));
+            }
+            out.push_str("\n</details>\n");
+        }
+        out
+    }
+}
+
 /// Everything the summary reports.
 pub struct Summary<'a> {
     /// Web root of the repository (`https://github.com/owner/name`), for links.
@@ -57,6 +120,7 @@ pub struct Summary<'a> {
     pub closed_earlier: usize,
     /// Earlier resolved findings found again, open again.
     pub reopened_earlier: usize,
+    pub learning: LearningReport<'a>,
 }
 
 impl Summary<'_> {
@@ -83,6 +147,7 @@ impl Summary<'_> {
         out.push_str("\n\n### What was reviewed\n\n");
         out.push_str(&self.scope());
         out.push_str(&self.filter_notes());
+        out.push_str(&self.learning.render());
         out.push_str(&self.cost());
         markers::append(
             &out,

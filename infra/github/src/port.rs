@@ -234,4 +234,13 @@ impl GitHub for GitHubClient {
     ) -> Result<Reaction, GitHubError> {
         reactions::on_review_comment(self, repo, comment_id, content).await
     }
+
+    async fn list_review_comment_reactions(
+        &self,
+        repo: &RepoScope,
+        comment_id: u64,
+        limit: PageLimit,
+    ) -> Result<Listing<Reaction>, GitHubError> {
+        reactions::list_on_review_comment(self, repo, comment_id, limit).await
+    }
 }

@@ -8,6 +8,7 @@ mod common;
 
 use parley_core::ports::store::keys;
 use parley_core::ports::{Claim, FindingState, ReviewRun, RunState, Store, StoreError};
+use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,8 @@ contract_tests!(
     check_installations,
     check_findings_upsert_and_lookup_by_comment,
     check_findings_for_pr_order_and_isolation,
-    check_memory_rules,
+    check_memory_records,
+    check_concurrent_memory_writers_have_one_winner,
     check_owned_claims,
     check_concurrent_owned_claims_have_one_winner,
     check_added_counters,
@@ -392,56 +394,102 @@ async fn check_findings_for_pr_order_and_isolation(store: Arc<dyn Store>) {
 
 // --- memory ---------------------------------------------------------------------------
 
-async fn check_memory_rules(store: Arc<dyn Store>) {
+async fn check_memory_records(store: Arc<dyn Store>) {
     let repo = "octo/app";
     let org = "org:octo";
-    assert!(store.memory_rules(repo).await.unwrap().is_empty());
+    assert!(store.memory(repo).await.unwrap().is_empty());
 
-    let second = common::rule(repo, "a", datetime!(2024-05-02 00:00 UTC));
-    let first = common::rule(repo, "b", datetime!(2024-05-01 00:00 UTC));
-    let third = common::rule(repo, "c", datetime!(2024-05-03 00:00 UTC));
-    let org_rule = common::rule(org, "a", datetime!(2024-04-01 00:00 UTC));
-    let lookalike = common::rule("octo/app-2", "z", datetime!(2024-04-01 00:00 UTC));
-    for r in [&third, &second, &first, &org_rule, &lookalike] {
-        store.put_memory_rule(r).await.unwrap();
+    let learning = json!({ "id": "L-3f9a", "text": "unwrap is fine in tests ✓ 日本" });
+    assert!(
+        store
+            .put_memory(repo, "learning#L-3f9a", &learning, 0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_memory(repo, "learning#L-3f9a", &json!({ "id": "other" }), 0)
+            .await
+            .unwrap(),
+        "an insert never replaces"
+    );
+    for (partition, key) in [
+        (repo, "stats"),
+        (repo, "pattern#p1"),
+        (org, "learning#L-3f9a"),
+        ("octo/app-2", "stats"),
+    ] {
+        assert!(
+            store
+                .put_memory(partition, key, &json!({ "k": key }), 0)
+                .await
+                .unwrap()
+        );
     }
-
+    let items = store.memory(repo).await.unwrap();
+    let keys: Vec<&str> = items.iter().map(|i| i.sort_key.as_str()).collect();
     assert_eq!(
-        store.memory_rules(repo).await.unwrap(),
-        vec![first.clone(), second.clone(), third.clone()],
-        "oldest first"
+        keys,
+        ["learning#L-3f9a", "pattern#p1", "stats"],
+        "sort-key order, one partition"
     );
+    assert_eq!(items[0].record, learning);
+    assert_eq!(items[0].version, 1);
     assert_eq!(
-        store.memory_rules(org).await.unwrap(),
-        vec![org_rule.clone()],
-        "same id in another scope is another rule"
-    );
-
-    let mut edited = second.clone();
-    edited.text = "unwrap is fine in tests and benches".into();
-    store.put_memory_rule(&edited).await.unwrap();
-    assert_eq!(
-        store.memory_rules(repo).await.unwrap(),
-        vec![first.clone(), edited.clone(), third.clone()],
-        "put replaces"
+        store.memory(org).await.unwrap().len(),
+        1,
+        "same key in another partition"
     );
 
-    store.delete_memory_rule(repo, "b").await.unwrap();
-    assert_eq!(store.memory_rules(repo).await.unwrap(), vec![edited, third]);
-    store
-        .delete_memory_rule(repo, "b")
-        .await
-        .expect("deleting an absent rule is not an error");
-    store.delete_memory_rule(repo, "a").await.unwrap();
-    assert_eq!(
-        store.memory_rules(org).await.unwrap(),
-        vec![org_rule],
-        "delete is per scope"
+    // Replacing needs the version read: a stale writer loses.
+    let edited = json!({ "id": "L-3f9a", "text": "unwrap is fine in tests and benches" });
+    assert!(
+        store
+            .put_memory(repo, "learning#L-3f9a", &edited, 1)
+            .await
+            .unwrap()
     );
-    assert_eq!(
-        store.memory_rules("octo/app-2").await.unwrap(),
-        vec![lookalike]
+    assert!(
+        !store
+            .put_memory(repo, "learning#L-3f9a", &json!({ "stale": true }), 1)
+            .await
+            .unwrap()
     );
+    assert!(
+        !store
+            .put_memory(repo, "absent", &json!({}), 3)
+            .await
+            .unwrap()
+    );
+    let items = store.memory(repo).await.unwrap();
+    assert_eq!(items[0].record, edited);
+    assert_eq!(items[0].version, 2);
+    assert_eq!(items.len(), 3);
+}
+
+async fn check_concurrent_memory_writers_have_one_winner(store: Arc<dyn Store>) {
+    let repo = "octo/race";
+    assert!(
+        store
+            .put_memory(repo, "stats", &json!({ "n": 0 }), 0)
+            .await
+            .unwrap()
+    );
+    for round in 0..3u64 {
+        let outcomes = race(&store, move |store| async move {
+            store
+                .put_memory(repo, "stats", &json!({ "n": round + 1 }), round + 1)
+                .await
+                .unwrap()
+        })
+        .await;
+        assert_eq!(
+            outcomes.iter().filter(|won| **won).count(),
+            1,
+            "round {round}: {outcomes:?}"
+        );
+    }
+    assert_eq!(store.memory(repo).await.unwrap()[0].version, 4);
 }
 
 // --- corrupt records (needs a backend-specific way to write garbage) ------------------

@@ -1,9 +1,11 @@
-//! Reactions (the `eyes` acknowledgement).
+//! Reactions: the `eyes` acknowledgement, and reading 👍 / 👎 on findings.
 
 use super::pulls::auth;
 use crate::client::GitHubClient;
 use crate::retry::Replay;
-use parley_core::ports::github::{GitHubError, Reaction, ReactionContent, RepoScope};
+use parley_core::ports::github::{
+    GitHubError, Listing, PageLimit, Reaction, ReactionContent, RepoScope,
+};
 use reqwest::Method;
 use serde::Serialize;
 
@@ -55,4 +57,18 @@ pub(crate) async fn on_review_comment(
             Replay::Safe,
         )
         .await
+}
+
+/// Who reacted to an inline comment, and how.
+pub(crate) async fn list_on_review_comment(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    comment_id: u64,
+    limit: PageLimit,
+) -> Result<Listing<Reaction>, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &["pulls", "comments", &comment_id, "reactions"])?;
+    client.get_paged(auth(repo), url, limit).await
 }

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::ReturnValue;
 use items::{Item, decode, encode, n, number, s, unavailable};
 use parley_core::ports::store::keys;
-use parley_core::ports::{Claim, Finding, Installation, MemoryRule, ReviewRun, Store, StoreError};
+use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
 use std::time::Duration;
 use tables::{BY_COMMENT_INDEX, TTL_ATTRIBUTE};
 use time::OffsetDateTime;
@@ -25,7 +25,10 @@ use time::OffsetDateTime;
 use crate::{expiry, ordering};
 
 const FINDING_PREFIX: &str = "finding#";
-const RULE_PREFIX: &str = "rule#";
+/// A memory item's version and its JSON record (a string: the record's shape is the
+/// domain's, not the table's).
+const MEMORY_VERSION: &str = "version";
+const MEMORY_RECORD: &str = "record";
 const COUNTER_PREFIX: &str = "counter#";
 const RUN_PREFIX: &str = "run#";
 /// Owner of a claim taken with `claim_as`.
@@ -425,37 +428,69 @@ impl Store for DynamoStore {
         Ok(findings)
     }
 
-    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError> {
-        let sk = format!("{RULE_PREFIX}{}", rule.id);
-        let item = encode(rule, &[("pk", &rule.scope), ("sk", &sk)], "memory rule")?;
-        self.put(&self.tables.memory, item, "put_memory_rule").await
-    }
-
-    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError> {
+    async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
         let items = self
-            .query_partition(&self.tables.memory, scope, RULE_PREFIX, "memory_rules")
+            .query_partition(&self.tables.memory, partition, "", "memory")
             .await?;
-        let mut rules = items
+        items
             .into_iter()
             .map(|item| {
-                let location = item_location(&self.tables.memory, scope, &item);
-                decode(item, &location)
+                let location = item_location(&self.tables.memory, partition, &item);
+                let text = |name: &str| {
+                    item.get(name)
+                        .and_then(|v| v.as_s().ok())
+                        .cloned()
+                        .ok_or_else(|| StoreError::Corrupt {
+                            key: location.clone(),
+                            reason: format!("`{name}` is missing or not a string"),
+                        })
+                };
+                let record = text(MEMORY_RECORD)?;
+                Ok(MemoryItem {
+                    sort_key: text("sk")?,
+                    version: number(&item, MEMORY_VERSION, &location)?.unwrap_or(0),
+                    record: serde_json::from_str(&record).map_err(|e| StoreError::Corrupt {
+                        key: location.clone(),
+                        reason: e.to_string(),
+                    })?,
+                })
             })
-            .collect::<Result<Vec<MemoryRule>, _>>()?;
-        ordering::rules_oldest_first(&mut rules);
-        Ok(rules)
+            .collect()
     }
 
-    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError> {
-        self.client
-            .delete_item()
+    async fn put_memory(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        record: &serde_json::Value,
+        expected: u64,
+    ) -> Result<bool, StoreError> {
+        let request = self
+            .client
+            .put_item()
             .table_name(&self.tables.memory)
-            .key("pk", s(scope))
-            .key("sk", s(&format!("{RULE_PREFIX}{id}")))
-            .send()
-            .await
-            .map_err(|e| unavailable("delete_memory_rule", &e))?;
-        Ok(())
+            .item("pk", s(partition))
+            .item("sk", s(sort_key))
+            .item(MEMORY_VERSION, n(expected + 1))
+            .item(MEMORY_RECORD, s(&record.to_string()));
+        let request = if expected == 0 {
+            request.condition_expression("attribute_not_exists(pk)")
+        } else {
+            request
+                .condition_expression("#ver = :expected")
+                .expression_attribute_names("#ver", MEMORY_VERSION)
+                .expression_attribute_values(":expected", n(expected))
+        };
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable("put_memory", &e)),
+        }
     }
 }
 

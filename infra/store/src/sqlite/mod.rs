@@ -9,7 +9,7 @@
 mod schema;
 
 use async_trait::async_trait;
-use parley_core::ports::{Claim, Finding, Installation, MemoryRule, ReviewRun, Store, StoreError};
+use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -423,52 +423,70 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError> {
-        let record = encode(rule, "memory rule")?;
-        let (scope, id) = (rule.scope.clone(), rule.id.clone());
-        self.run("put_memory_rule", move |conn| {
-            conn.execute(
-                "INSERT INTO store_memory_rules (scope, id, record) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (scope, id) DO UPDATE SET record = excluded.record",
-                params![scope, id, record],
-            )
-            .map_err(|e| unavailable("put_memory_rule", &e))?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError> {
-        let scope = scope.to_owned();
-        self.run("memory_rules", move |conn| {
+    async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
+        let partition = partition.to_owned();
+        self.run("memory", move |conn| {
             let mut statement = conn
-                .prepare_cached("SELECT id, record FROM store_memory_rules WHERE scope = ?1")
-                .map_err(|e| unavailable("memory_rules", &e))?;
+                .prepare_cached(
+                    "SELECT sort_key, version, record FROM store_memory
+                     WHERE partition = ?1 ORDER BY sort_key",
+                )
+                .map_err(|e| unavailable("memory", &e))?;
             let rows = statement
-                .query_map([&scope], |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                .query_map([&partition], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
                 })
                 .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| unavailable("memory_rules", &e))?;
-            let mut rules = rows
-                .iter()
-                .map(|(id, record)| decode(record, format!("store_memory_rules/{scope}/{id}")))
-                .collect::<Result<Vec<MemoryRule>, _>>()?;
-            ordering::rules_oldest_first(&mut rules);
-            Ok(rules)
+                .map_err(|e| unavailable("memory", &e))?;
+            rows.into_iter()
+                .map(|(sort_key, version, record)| {
+                    let location = format!("store_memory/{partition}/{sort_key}");
+                    Ok(MemoryItem {
+                        version: u64::try_from(version).map_err(|_| StoreError::Corrupt {
+                            key: location.clone(),
+                            reason: format!("negative version {version}"),
+                        })?,
+                        record: decode(&record, location)?,
+                        sort_key,
+                    })
+                })
+                .collect()
         })
         .await
     }
 
-    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError> {
-        let (scope, id) = (scope.to_owned(), id.to_owned());
-        self.run("delete_memory_rule", move |conn| {
-            conn.execute(
-                "DELETE FROM store_memory_rules WHERE scope = ?1 AND id = ?2",
-                [scope, id],
-            )
-            .map_err(|e| unavailable("delete_memory_rule", &e))?;
-            Ok(())
+    async fn put_memory(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        record: &serde_json::Value,
+        expected: u64,
+    ) -> Result<bool, StoreError> {
+        let record = encode(record, "memory record")?;
+        let (partition, sort_key) = (partition.to_owned(), sort_key.to_owned());
+        let expected = i64::try_from(expected)
+            .map_err(|_| StoreError::Config(format!("memory version {expected} too large")))?;
+        self.run("put_memory", move |conn| {
+            // One statement each way, so the version check and the write are atomic.
+            let changed = if expected == 0 {
+                conn.execute(
+                    "INSERT INTO store_memory (partition, sort_key, version, record)
+                     VALUES (?1, ?2, 1, ?3) ON CONFLICT (partition, sort_key) DO NOTHING",
+                    params![partition, sort_key, record],
+                )
+            } else {
+                conn.execute(
+                    "UPDATE store_memory SET version = version + 1, record = ?3
+                     WHERE partition = ?1 AND sort_key = ?2 AND version = ?4",
+                    params![partition, sort_key, record, expected],
+                )
+            }
+            .map_err(|e| unavailable("put_memory", &e))?;
+            Ok(changed == 1)
         })
         .await
     }

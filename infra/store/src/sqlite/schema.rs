@@ -60,10 +60,25 @@ const MIGRATIONS: &[(i64, &str)] = &[
     );
     ",
     ),
+    (
+        3,
+        "
+    -- What Parley learned (learnings, false-positive patterns, statistics), as opaque
+    -- versioned records. The memory rules it replaces could not be written by anyone.
+    DROP TABLE IF EXISTS store_memory_rules;
+    CREATE TABLE IF NOT EXISTS store_memory (
+        partition TEXT NOT NULL,
+        sort_key  TEXT NOT NULL,
+        version   INTEGER NOT NULL,
+        record    TEXT NOT NULL,
+        PRIMARY KEY (partition, sort_key)
+    );
+    ",
+    ),
 ];
 
 /// The version this build writes and understands.
-pub(crate) const CURRENT_VERSION: i64 = 2;
+pub(crate) const CURRENT_VERSION: i64 = 3;
 
 /// Bring the schema up to [`CURRENT_VERSION`].
 ///

@@ -10,7 +10,9 @@ use aws_config::BehaviorVersion;
 use aws_config::meta::region::RegionProviderChain;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
-use parley_core::ports::{Finding, FindingState, Installation, MemoryRule, Severity, Store};
+use parley_core::ports::{
+    Finding, FindingOutcome, FindingState, Installation, Severity, Store, Verdict,
+};
 use parley_store::{DynamoStore, SqliteStore, TableNames, create_tables};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -154,6 +156,7 @@ pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Fin
         state_changed_by: None,
         state_changed_at: None,
         created_at,
+        outcome: None,
     }
 }
 
@@ -167,17 +170,13 @@ pub fn posted_finding(repo: &str, pr: u64, id: &str, comment_id: u64) -> Finding
         state_changed_by: Some("octocat".into()),
         state_changed_at: Some(datetime!(2024-05-02 10:00:00.123456789 UTC)),
         severity: Severity::Critical,
+        outcome: Some(FindingOutcome {
+            verdict: Verdict::Rejected,
+            signal: "conceded".into(),
+            by: Some("octocat".into()),
+            at: datetime!(2024-05-02 10:00:00 UTC),
+        }),
         ..finding(repo, pr, id, datetime!(2024-05-01 09:30:00 UTC))
-    }
-}
-
-pub fn rule(scope: &str, id: &str, created_at: OffsetDateTime) -> MemoryRule {
-    MemoryRule {
-        scope: scope.into(),
-        id: id.into(),
-        text: format!("rule {id}: unwrap is fine in tests"),
-        author: "octocat".into(),
-        created_at,
     }
 }
 

@@ -1,0 +1,456 @@
+//! Applying what Parley learned to one review, without a model: which learnings concern
+//! this PR, the lines they add to the specialists' prompts, the confidence threshold per
+//! finding, and the findings dismissals and false-positive patterns drop.
+//!
+//! **Thresholds.** The base is [`super::stats::threshold_in_force`]. Each active adjust
+//! learning that covers the PR moves the threshold of findings in its category (and its
+//! paths, when it names some) by [`ADJUST_STEP`]: down for "be stricter about" (more is
+//! reported), up for "be more lenient with". The result is clamped to 50..=95.
+//!
+//! **Dismissals.** An active dismiss learning drops a finding when every hint it has
+//! matches: its category (a finding's category, or the category its words point at), its
+//! paths (globs), its severity ceiling and its keywords (any, in the title or body). A
+//! dismissal with none of category, paths or keywords matches nothing here; the judge pass
+//! weighs it by meaning. PR- and thread-scoped dismissals (anyone allowed to talk may add
+//! them) never drop a finding whose severity blocks the merge gate: otherwise a PR's
+//! author could silence the finding that blocks their own PR.
+
+use super::hints::canonical_category;
+use super::memory::RepoMemory;
+use super::patterns::{self, Effect};
+use super::record::{Direction, Learning, LearningKind, Scope};
+use super::stats::{HIGHEST, LOWEST, ThresholdSource};
+use crate::config::GateConfig;
+use crate::review::merge::Candidate;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+/// Threshold points one adjust learning moves its category by.
+pub const ADJUST_STEP: i16 = 10;
+
+/// What one review takes from memory.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The learnings that concern this PR (active, scope covering it, paths touching it).
+    pub relevant: Vec<Learning>,
+    pub thresholds: Thresholds,
+}
+
+/// A finding dropped before publishing, and what dropped it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suppressed {
+    pub candidate: Candidate,
+    /// `L-3f9a` (a learning), `pattern` (repeated rejections) or `judge`.
+    pub by: String,
+    pub why: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Thresholds {
+    pub base: u8,
+    pub source: ThresholdSource,
+    adjustments: Vec<Adjustment>,
+}
+
+#[derive(Debug, Clone)]
+struct Adjustment {
+    category: String,
+    paths: Option<GlobSet>,
+    delta: i16,
+}
+
+impl Thresholds {
+    pub fn flat(base: u8, source: ThresholdSource) -> Self {
+        Thresholds {
+            base,
+            source,
+            adjustments: Vec::new(),
+        }
+    }
+
+    /// The threshold for one finding.
+    pub fn for_candidate(&self, candidate: &Candidate) -> u8 {
+        let mut threshold = i16::from(self.base);
+        for adjustment in &self.adjustments {
+            if category_matches(&adjustment.category, candidate)
+                && adjustment
+                    .paths
+                    .as_ref()
+                    .is_none_or(|set| set.is_match(&candidate.path))
+            {
+                threshold += adjustment.delta;
+            }
+        }
+        threshold.clamp(i16::from(LOWEST), i16::from(HIGHEST)) as u8
+    }
+
+    /// `security 65, style 85`: the categories whose threshold differs from the base.
+    pub fn describe_adjustments(&self) -> Vec<String> {
+        self.adjustments
+            .iter()
+            .map(|a| {
+                let shifted =
+                    (i16::from(self.base) + a.delta).clamp(i16::from(LOWEST), i16::from(HIGHEST));
+                format!("{} {shifted}", a.category)
+            })
+            .collect()
+    }
+}
+
+/// The learnings that concern PR `pr` whose changed files are `paths`, and the
+/// thresholds they make.
+pub fn for_review(
+    memory: &RepoMemory,
+    pr: u64,
+    paths: &[&str],
+    base: u8,
+    source: ThresholdSource,
+) -> Applied {
+    let relevant: Vec<Learning> = memory
+        .active()
+        .filter(|l| {
+            l.scope.covers(pr, None) || matches!(l.scope, Scope::Thread { pr: p, .. } if p == pr)
+        })
+        .filter(|l| {
+            l.hints.paths.is_empty()
+                || globs(&l.hints.paths).is_some_and(|set| paths.iter().any(|p| set.is_match(p)))
+        })
+        .cloned()
+        .collect();
+    let adjustments = relevant
+        .iter()
+        .filter(|l| l.kind == LearningKind::Adjust)
+        .filter_map(|l| {
+            let category = l.hints.category.clone()?;
+            let delta = match l.hints.direction? {
+                Direction::Stricter => -ADJUST_STEP,
+                Direction::Lenient => ADJUST_STEP,
+            };
+            Some(Adjustment {
+                category,
+                paths: (!l.hints.paths.is_empty())
+                    .then(|| globs(&l.hints.paths))
+                    .flatten(),
+                delta,
+            })
+        })
+        .collect();
+    Applied {
+        relevant,
+        thresholds: Thresholds {
+            base,
+            source,
+            adjustments,
+        },
+    }
+}
+
+/// The lines the specialists' and the judge's prompts get: remember and adjust rules.
+/// Dismissals are applied, not asked for, but the judge sees them too.
+pub fn prompt_lines(learnings: &[Learning], include_dismissals: bool) -> Vec<String> {
+    learnings
+        .iter()
+        .filter(|l| include_dismissals || l.kind != LearningKind::Dismiss)
+        .map(|l| {
+            let paths = if l.hints.paths.is_empty() {
+                String::new()
+            } else {
+                format!(" (paths: {})", l.hints.paths.join(", "))
+            };
+            format!(
+                "[{}] {}: {}{paths}",
+                l.id,
+                l.kind.name(),
+                crate::sanitize::user_text(&l.text)
+            )
+        })
+        .collect()
+}
+
+/// Drop what dismissals and patterns drop, and lower what patterns penalise. Returns the
+/// findings kept and the ones dropped with why.
+pub fn suppress(
+    candidates: Vec<Candidate>,
+    relevant: &[Learning],
+    memory: &RepoMemory,
+    gate: &GateConfig,
+) -> (Vec<Candidate>, Vec<Suppressed>) {
+    let dismissals: Vec<(&Learning, Option<GlobSet>)> = relevant
+        .iter()
+        .filter(|l| l.kind == LearningKind::Dismiss)
+        .map(|l| (l, globs(&l.hints.paths)))
+        .collect();
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for mut candidate in candidates {
+        let blocking = gate.block_on.contains(&candidate.severity);
+        if let Some((learning, _)) = dismissals.iter().find(|(learning, paths)| {
+            let narrow = matches!(learning.scope, Scope::Pr { .. } | Scope::Thread { .. });
+            !(narrow && blocking) && dismisses(learning, paths.as_ref(), &candidate)
+        }) {
+            dropped.push(Suppressed {
+                why: format!("dismissed by {}: {}", learning.id, learning.text),
+                by: learning.id.clone(),
+                candidate,
+            });
+            continue;
+        }
+        match patterns::effect(&memory.patterns, &candidate) {
+            Effect::Dropped { pattern } => {
+                let rejections = memory
+                    .patterns
+                    .iter()
+                    .find(|(key, _)| *key == pattern)
+                    .map_or(0, |(_, p)| p.rejections);
+                dropped.push(Suppressed {
+                    why: format!("rejected {rejections} times before on this repository"),
+                    by: "pattern".to_string(),
+                    candidate,
+                });
+            }
+            Effect::Penalised { by, .. } => {
+                candidate.confidence = candidate.confidence.saturating_sub(by);
+                kept.push(candidate);
+            }
+            Effect::None => kept.push(candidate),
+        }
+    }
+    (kept, dropped)
+}
+
+fn dismisses(learning: &Learning, paths: Option<&GlobSet>, candidate: &Candidate) -> bool {
+    let hints = &learning.hints;
+    if hints.category.is_none() && hints.paths.is_empty() && hints.keywords.is_empty() {
+        return false;
+    }
+    let category_ok = hints
+        .category
+        .as_deref()
+        .is_none_or(|c| category_matches(c, candidate));
+    let paths_ok = hints.paths.is_empty() || paths.is_some_and(|set| set.is_match(&candidate.path));
+    let severity_ok = hints
+        .max_severity
+        .is_none_or(|max| candidate.severity <= max);
+    let text = format!("{} {}", candidate.title, candidate.body).to_ascii_lowercase();
+    let keywords_ok =
+        hints.keywords.is_empty() || hints.keywords.iter().any(|k| text.contains(k.as_str()));
+    category_ok && paths_ok && severity_ok && keywords_ok
+}
+
+fn category_matches(category: &str, candidate: &Candidate) -> bool {
+    candidate.category.eq_ignore_ascii_case(category)
+        || canonical_category(&candidate.category).as_deref() == Some(category)
+}
+
+fn globs(patterns: &[String]) -> Option<GlobSet> {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        builder.add(Glob::new(pattern).ok()?);
+    }
+    builder.build().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learning::record::{Hints, Learning};
+    use crate::ports::Severity;
+    use time::OffsetDateTime;
+
+    fn learning(id: &str, kind: LearningKind, scope: Scope, hints: Hints) -> Learning {
+        Learning {
+            id: id.into(),
+            repo: "o/r".into(),
+            scope,
+            kind,
+            text: format!("rule {id}"),
+            hints,
+            author: "bob".into(),
+            source_url: String::new(),
+            source_comment_id: 1,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            forgotten: None,
+            times_applied: 0,
+            findings_suppressed: 0,
+        }
+    }
+
+    fn candidate(path: &str, category: &str, severity: Severity, title: &str) -> Candidate {
+        Candidate {
+            path: path.into(),
+            line: 1,
+            start_line: None,
+            severity,
+            category: category.into(),
+            confidence: 80,
+            title: title.into(),
+            body: String::new(),
+            suggestion: None,
+            passes: vec![],
+            fingerprint: title.into(),
+            on_diff: true,
+        }
+    }
+
+    fn memory(learnings: Vec<Learning>) -> RepoMemory {
+        RepoMemory {
+            learnings,
+            ..RepoMemory::default()
+        }
+    }
+
+    #[test]
+    fn dismissals_match_every_hint_they_have() {
+        let unwrap_in_tests = learning(
+            "L-1",
+            LearningKind::Dismiss,
+            Scope::Repo,
+            Hints {
+                category: Some("correctness".into()),
+                paths: vec!["tests/**".into()],
+                keywords: vec!["unwrap".into()],
+                ..Hints::default()
+            },
+        );
+        let m = memory(vec![unwrap_in_tests]);
+        let applied = for_review(
+            &m,
+            1,
+            &["tests/a.rs", "src/b.rs"],
+            75,
+            ThresholdSource::Default,
+        );
+        assert_eq!(applied.relevant.len(), 1);
+        let (kept, dropped) = suppress(
+            vec![
+                candidate(
+                    "tests/a.rs",
+                    "bug",
+                    Severity::Medium,
+                    "unwrap on a missing key",
+                ),
+                candidate(
+                    "src/b.rs",
+                    "bug",
+                    Severity::Medium,
+                    "unwrap on a missing key",
+                ),
+                candidate("tests/a.rs", "style", Severity::Medium, "unwrap is ugly"),
+                candidate("tests/a.rs", "bug", Severity::Medium, "off by one"),
+            ],
+            &applied.relevant,
+            &m,
+            &GateConfig::default(),
+        );
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(dropped[0].by, "L-1");
+        assert_eq!(kept.len(), 3);
+    }
+
+    #[test]
+    fn a_pr_scoped_dismissal_cannot_drop_a_blocking_finding() {
+        let hints = Hints {
+            category: Some("security".into()),
+            ..Hints::default()
+        };
+        let pr_only = learning(
+            "L-2",
+            LearningKind::Dismiss,
+            Scope::Pr { pr: 1 },
+            hints.clone(),
+        );
+        let repo_wide = learning("L-3", LearningKind::Dismiss, Scope::Repo, hints);
+        let high = candidate("a.rs", "security", Severity::High, "xss");
+        let low = candidate("a.rs", "security", Severity::Low, "weak hash in a test");
+        let m = memory(vec![pr_only.clone()]);
+        let (kept, dropped) = suppress(
+            vec![high.clone(), low.clone()],
+            &[pr_only],
+            &m,
+            &GateConfig::default(),
+        );
+        assert_eq!((kept.len(), dropped.len()), (1, 1));
+        assert_eq!(kept[0].title, "xss");
+        let m = memory(vec![repo_wide.clone()]);
+        let (kept, _) = suppress(vec![high, low], &[repo_wide], &m, &GateConfig::default());
+        assert!(kept.is_empty());
+    }
+
+    #[test]
+    fn adjustments_move_their_category_and_paths_clamped() {
+        let stricter = learning(
+            "L-4",
+            LearningKind::Adjust,
+            Scope::Repo,
+            Hints {
+                category: Some("security".into()),
+                direction: Some(Direction::Stricter),
+                ..Hints::default()
+            },
+        );
+        let lenient_tests = learning(
+            "L-5",
+            LearningKind::Adjust,
+            Scope::Repo,
+            Hints {
+                category: Some("style".into()),
+                direction: Some(Direction::Lenient),
+                paths: vec!["tests/**".into()],
+                ..Hints::default()
+            },
+        );
+        let m = memory(vec![stricter, lenient_tests]);
+        let applied = for_review(&m, 1, &["tests/a.rs"], 75, ThresholdSource::Default);
+        let t = &applied.thresholds;
+        assert_eq!(
+            t.for_candidate(&candidate("src/a.rs", "security", Severity::Low, "x")),
+            65
+        );
+        assert_eq!(
+            t.for_candidate(&candidate("tests/a.rs", "style", Severity::Low, "x")),
+            85
+        );
+        assert_eq!(
+            t.for_candidate(&candidate("src/a.rs", "style", Severity::Low, "x")),
+            75
+        );
+        let low_base = for_review(&m, 1, &["tests/a.rs"], 55, ThresholdSource::Default);
+        assert_eq!(
+            low_base.thresholds.for_candidate(&candidate(
+                "src/a.rs",
+                "security",
+                Severity::Low,
+                "x"
+            )),
+            LOWEST
+        );
+    }
+
+    #[test]
+    fn forgotten_and_other_prs_learnings_do_not_apply() {
+        let mut forgotten = learning("L-6", LearningKind::Remember, Scope::Repo, Hints::default());
+        forgotten.forgotten = Some(crate::learning::record::Forgotten {
+            by: "bob".into(),
+            at: OffsetDateTime::UNIX_EPOCH,
+        });
+        let other_pr = learning(
+            "L-7",
+            LearningKind::Remember,
+            Scope::Pr { pr: 2 },
+            Hints::default(),
+        );
+        let here = learning(
+            "L-8",
+            LearningKind::Remember,
+            Scope::Pr { pr: 1 },
+            Hints::default(),
+        );
+        let m = memory(vec![forgotten, other_pr, here]);
+        let applied = for_review(&m, 1, &["a.rs"], 75, ThresholdSource::Default);
+        let ids: Vec<&str> = applied.relevant.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(ids, vec!["L-8"]);
+        assert_eq!(
+            prompt_lines(&applied.relevant, false),
+            vec!["[L-8] remember: rule L-8"]
+        );
+    }
+}

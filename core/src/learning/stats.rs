@@ -1,0 +1,251 @@
+//! Acceptance statistics and the tuned confidence threshold.
+//!
+//! The evidence is counts, per repository: for each category and each confidence value
+//! (0-100), how many decided findings were accepted and rejected, and how many were
+//! ignored. Counts are cheap to update (one record, one versioned write per outcome) and
+//! explain the threshold exactly: anyone can recompute it from the `stats` output.
+//!
+//! **Tuned threshold.** The lowest `T` in 50..=95 such that at least 90% of the decided
+//! findings (accepted + rejected) with confidence `>= T` were accepted, used once the
+//! repository has at least [`MIN_DECIDED`] decided findings. When no `T` reaches 90%, 95
+//! (the clamp). Ignored findings are not evidence either way.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const MIN_DECIDED: u64 = 20;
+pub const TARGET_ACCEPTANCE: f64 = 0.9;
+pub const LOWEST: u8 = 50;
+pub const HIGHEST: u8 = 95;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    #[serde(default, rename = "a")]
+    pub accepted: u64,
+    #[serde(default, rename = "r")]
+    pub rejected: u64,
+    #[serde(default, rename = "i")]
+    pub ignored: u64,
+}
+
+impl Counts {
+    pub fn decided(&self) -> u64 {
+        self.accepted + self.rejected
+    }
+
+    fn add(&mut self, other: &Counts) {
+        self.accepted += other.accepted;
+        self.rejected += other.rejected;
+        self.ignored += other.ignored;
+    }
+}
+
+/// The `stats` record of a repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoStats {
+    /// category → confidence → counts.
+    #[serde(default)]
+    pub by_category: BTreeMap<String, BTreeMap<u8, Counts>>,
+    /// severity name → counts.
+    #[serde(default)]
+    pub by_severity: BTreeMap<String, Counts>,
+    /// Findings dropped before publishing (by learnings, patterns or the judge).
+    #[serde(default)]
+    pub suppressed: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub reviews: u64,
+}
+
+/// Where the threshold in force came from, for the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdSource {
+    Default,
+    File,
+    Tuned { decided: u64 },
+}
+
+impl RepoStats {
+    /// Count one outcome (`delta` +1, or -1 to take back a superseded one).
+    pub fn count(
+        &mut self,
+        category: &str,
+        severity: &str,
+        confidence: u8,
+        verdict: crate::ports::Verdict,
+        delta: i64,
+    ) {
+        let category = category.trim().to_ascii_lowercase();
+        let bucket = self
+            .by_category
+            .entry(category)
+            .or_default()
+            .entry(confidence.min(100))
+            .or_default();
+        apply(bucket, verdict, delta);
+        apply(
+            self.by_severity.entry(severity.to_string()).or_default(),
+            verdict,
+            delta,
+        );
+    }
+
+    pub fn totals_by_category(&self) -> BTreeMap<&str, Counts> {
+        self.by_category
+            .iter()
+            .map(|(category, buckets)| {
+                let mut total = Counts::default();
+                for counts in buckets.values() {
+                    total.add(counts);
+                }
+                (category.as_str(), total)
+            })
+            .collect()
+    }
+
+    pub fn total(&self) -> Counts {
+        let mut total = Counts::default();
+        for counts in self.totals_by_category().values() {
+            total.add(counts);
+        }
+        total
+    }
+
+    /// The tuned threshold, or `None` while there is too little evidence.
+    pub fn tuned_threshold(&self) -> Option<u8> {
+        let mut by_confidence = [Counts::default(); 101];
+        for buckets in self.by_category.values() {
+            for (confidence, counts) in buckets {
+                by_confidence[usize::from((*confidence).min(100))].add(counts);
+            }
+        }
+        let decided: u64 = by_confidence.iter().map(Counts::decided).sum();
+        if decided < MIN_DECIDED {
+            return None;
+        }
+        // Suffix sums: accepted and decided at or above each confidence.
+        let mut accepted_from = [0u64; 102];
+        let mut decided_from = [0u64; 102];
+        for confidence in (0..=100).rev() {
+            accepted_from[confidence] =
+                accepted_from[confidence + 1] + by_confidence[confidence].accepted;
+            decided_from[confidence] =
+                decided_from[confidence + 1] + by_confidence[confidence].decided();
+        }
+        let found = (LOWEST..=HIGHEST).find(|t| {
+            let t = usize::from(*t);
+            decided_from[t] > 0
+                && accepted_from[t] as f64 >= TARGET_ACCEPTANCE * decided_from[t] as f64
+        });
+        Some(found.unwrap_or(HIGHEST))
+    }
+}
+
+fn apply(counts: &mut Counts, verdict: crate::ports::Verdict, delta: i64) {
+    let slot = match verdict {
+        crate::ports::Verdict::Accepted => &mut counts.accepted,
+        crate::ports::Verdict::Rejected => &mut counts.rejected,
+        crate::ports::Verdict::Ignored => &mut counts.ignored,
+    };
+    *slot = slot.saturating_add_signed(delta);
+}
+
+/// The confidence threshold in force for a review: the tuned one when `review.autoTune`
+/// is on, the repository has the evidence, and `.parley.yml` does not set
+/// `review.minConfidence` itself (a team's explicit choice wins); else the file's or the
+/// default.
+pub fn threshold_in_force(
+    configured: u8,
+    configured_in_file: bool,
+    auto_tune: bool,
+    stats: &RepoStats,
+) -> (u8, ThresholdSource) {
+    if configured_in_file {
+        return (configured, ThresholdSource::File);
+    }
+    if auto_tune && let Some(tuned) = stats.tuned_threshold() {
+        return (
+            tuned,
+            ThresholdSource::Tuned {
+                decided: stats.total().decided(),
+            },
+        );
+    }
+    (configured, ThresholdSource::Default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::Verdict::{Accepted, Rejected};
+
+    fn seeded(history: &[(u8, u64, u64)]) -> RepoStats {
+        let mut stats = RepoStats::default();
+        for (confidence, accepted, rejected) in history {
+            for _ in 0..*accepted {
+                stats.count("security", "high", *confidence, Accepted, 1);
+            }
+            for _ in 0..*rejected {
+                stats.count("style", "low", *confidence, Rejected, 1);
+            }
+        }
+        stats
+    }
+
+    #[test]
+    fn the_lowest_threshold_with_ninety_percent_accepted() {
+        // Confidence >= 71 (i.e. the 80s and 90s): 18 accepted of 19 decided, 94.7%.
+        // Confidence >= 70: 20 of 25, 80%; >= 60: 20 of 30. So T = 71.
+        let stats = seeded(&[(90, 10, 0), (80, 8, 1), (70, 2, 4), (60, 0, 5)]);
+        assert_eq!(stats.total().decided(), 30);
+        assert_eq!(stats.tuned_threshold(), Some(71));
+    }
+
+    #[test]
+    fn too_little_evidence_tunes_nothing_and_the_clamp_holds() {
+        assert_eq!(seeded(&[(90, 10, 9)]).tuned_threshold(), None);
+        // Everything accepted: the lowest allowed.
+        assert_eq!(seeded(&[(10, 25, 0)]).tuned_threshold(), Some(LOWEST));
+        // Nothing ever reaches 90%: the highest allowed.
+        assert_eq!(
+            seeded(&[(99, 10, 10), (60, 5, 5)]).tuned_threshold(),
+            Some(HIGHEST)
+        );
+    }
+
+    #[test]
+    fn the_file_wins_then_the_tuned_value_then_the_default() {
+        let stats = seeded(&[(90, 10, 0), (80, 8, 1), (70, 2, 4), (60, 0, 5)]);
+        assert_eq!(
+            threshold_in_force(80, true, true, &stats),
+            (80, ThresholdSource::File)
+        );
+        assert_eq!(
+            threshold_in_force(75, false, true, &stats),
+            (71, ThresholdSource::Tuned { decided: 30 })
+        );
+        assert_eq!(
+            threshold_in_force(75, false, false, &stats),
+            (75, ThresholdSource::Default)
+        );
+        assert_eq!(
+            threshold_in_force(75, false, true, &RepoStats::default()),
+            (75, ThresholdSource::Default)
+        );
+    }
+
+    #[test]
+    fn a_taken_back_outcome_leaves_no_trace() {
+        let mut stats = RepoStats::default();
+        stats.count("bug", "high", 80, Accepted, 1);
+        stats.count("bug", "high", 80, Accepted, -1);
+        stats.count("bug", "high", 80, Rejected, 1);
+        assert_eq!(
+            stats.total(),
+            Counts {
+                accepted: 0,
+                rejected: 1,
+                ignored: 0
+            }
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! The review's side of learning: read what the repository taught Parley, run the judge
+//! pass, and account for what was applied. Every step fails open: a review without its
+//! learnings is still a review, never a failed job.
+
+use crate::learning::apply::{Applied, Suppressed};
+use crate::learning::judge::{self, Decision, Judgement};
+use crate::learning::memory::{self, RepoMemory};
+use crate::learning::outcomes::{self, Signal};
+use crate::learning::record::{partition, sort_key};
+use crate::ports::github::ChangedFile;
+use crate::ports::{Finding, FindingState, Store, Verdict};
+use crate::repo::Guideline;
+use crate::review::diff::{self, Patch};
+use crate::review::merge::Candidate;
+use crate::review::resolution;
+use std::collections::{BTreeMap, HashMap};
+
+/// What the judge pass did, for the summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JudgeStatus {
+    /// `review.judge: false`.
+    Off,
+    /// Nothing to judge.
+    Idle,
+    Ran {
+        dropped: usize,
+        rescored: usize,
+    },
+    /// It failed; the specialists' scores stand (why, in public words).
+    Failed(String),
+}
+
+/// The repository's memory, or an empty one (logged) when it cannot be read.
+pub async fn load(store: &dyn Store, repo: &str, owner: &str) -> RepoMemory {
+    match memory::load(store, repo, owner).await {
+        Ok(memory) => memory,
+        Err(err) => {
+            tracing::warn!(repo, error = %err, "could not read what Parley learned; reviewing without it");
+            RepoMemory::default()
+        }
+    }
+}
+
+/// Run the judge over `kept`: drop what it drops (as suppressed, by the learning it names
+/// when one), take its confidence for the rest.
+pub async fn judge(
+    llm: &dyn crate::ports::llm::Llm,
+    kept: Vec<Candidate>,
+    guidelines: &[Guideline],
+    applied: &Applied,
+    memory: &RepoMemory,
+    patches: &HashMap<String, Patch>,
+) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
+    if kept.is_empty() {
+        return (kept, Vec::new(), JudgeStatus::Idle);
+    }
+    let learnings = crate::learning::apply::prompt_lines(&applied.relevant, true);
+    let patterns: Vec<String> = memory
+        .patterns
+        .iter()
+        .map(|(_, p)| {
+            format!(
+                "{} findings in `{}` like \"{}\" (rejected {} times)",
+                p.category, p.path_pattern, p.title, p.rejections
+            )
+        })
+        .collect();
+    let guideline_texts: Vec<String> = guidelines
+        .iter()
+        .map(|g| format!("{}:\n{}", g.path, g.text))
+        .collect();
+    let code: Vec<String> = kept
+        .iter()
+        .map(|c| {
+            patches
+                .get(&c.path)
+                .and_then(|p| p.right_context(c.line, 4))
+                .unwrap_or_default()
+        })
+        .collect();
+    let context = judge::Context {
+        guidelines: &guideline_texts,
+        learnings: &learnings,
+        patterns: &patterns,
+        code: &code,
+    };
+    match judge::judge(llm, &kept, &context).await {
+        Judgement::Skipped(why) => (kept, Vec::new(), JudgeStatus::Failed(why)),
+        Judgement::Judged(decisions) => {
+            let mut out = Vec::new();
+            let mut dropped = Vec::new();
+            let mut rescored = 0;
+            for (mut candidate, decision) in kept.into_iter().zip(decisions) {
+                match decision {
+                    Decision::Keep { confidence } => {
+                        if confidence != candidate.confidence {
+                            rescored += 1;
+                            candidate.confidence = confidence;
+                        }
+                        out.push(candidate);
+                    }
+                    Decision::Drop { reason, learning } => {
+                        let known =
+                            learning.filter(|id| applied.relevant.iter().any(|l| &l.id == id));
+                        dropped.push(Suppressed {
+                            by: known.clone().unwrap_or_else(|| "judge".to_string()),
+                            why: match known {
+                                Some(id) => format!("contradicts {id}: {reason}"),
+                                None => format!("judge: {reason}"),
+                            },
+                            candidate,
+                        });
+                    }
+                }
+            }
+            let status = JudgeStatus::Ran {
+                dropped: dropped.len(),
+                rescored,
+            };
+            (out, dropped, status)
+        }
+    }
+}
+
+/// After publishing: count the review, what was suppressed and by what, and each applied
+/// learning's use. Best effort: the review is posted.
+pub async fn account(
+    store: &dyn Store,
+    repo: &str,
+    owner: &str,
+    applied: &Applied,
+    suppressed: &[Suppressed],
+) {
+    let mut by: BTreeMap<String, u64> = BTreeMap::new();
+    for s in suppressed {
+        *by.entry(s.by.clone()).or_default() += 1;
+    }
+    let counted = by.clone();
+    if let Err(err) = memory::update_stats(store, repo, |stats| {
+        stats.reviews += 1;
+        for (key, n) in &counted {
+            *stats.suppressed.entry(key.clone()).or_default() += n;
+        }
+    })
+    .await
+    {
+        tracing::warn!(repo, error = %err, "could not count the review in the statistics");
+    }
+    for learning in &applied.relevant {
+        let suppressed_here = by.get(&learning.id).copied().unwrap_or(0);
+        let part = partition(&learning.repo, owner, &learning.scope);
+        let result = memory::update_learning(store, &part, &learning.id, |l| {
+            l.times_applied += 1;
+            l.findings_suppressed += suppressed_here;
+        })
+        .await;
+        if let Err(err) = result {
+            tracing::warn!(repo, learning = %learning.id, key = sort_key(&learning.id), error = %err, "could not count the learning's use");
+        }
+    }
+}
+
+/// On an incremental review: earlier open findings whose lines the new commits changed
+/// were acted on — accepted. Only findings posted on the previous reviewed head are
+/// weighed (their line numbers are that commit's, the compare's old side).
+pub async fn code_changed(
+    store: &dyn Store,
+    earlier: &[Finding],
+    previous_head: &str,
+    compare: &[ChangedFile],
+) {
+    for finding in earlier.iter().filter(|f| {
+        f.outcome.is_none() && f.state == FindingState::Open && f.head_sha == previous_head
+    }) {
+        let Some(file) = compare.iter().find(|f| f.filename == finding.path) else {
+            continue;
+        };
+        let touched = match file.patch.as_deref().map(diff::parse_hunks) {
+            Some(Ok(patch)) => resolution::touches(
+                &patch,
+                finding.start_line.unwrap_or(finding.line),
+                finding.line,
+            ),
+            _ => false,
+        };
+        if touched {
+            let mut finding = finding.clone();
+            if let Err(err) = outcomes::record(
+                store,
+                &mut finding,
+                &Signal::new(Verdict::Accepted, "code_changed", None),
+            )
+            .await
+            {
+                tracing::warn!(finding = %finding.id, error = %err, "could not record the finding's outcome");
+            }
+        }
+    }
+}
