@@ -79,7 +79,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
             number,
             merged,
         } => {
-            tracing::info!(repo = %repo.full_name(), number, merged, "pull request closed (kept for learning)");
+            pull_request_closed(services, job.installation_id, repo, *number, *merged).await?;
         }
     }
     Ok(())
@@ -138,7 +138,66 @@ async fn thread_changed(
     finding.state_changed_at = Some(OffsetDateTime::now_utc());
     store.put_finding(&finding).await.map_err(transient)?;
     tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, actor, "finding follows its review thread");
+    if state == FindingState::Resolved && !is_bot_login(actor) {
+        let signal = resolution_signal(services, &scope, number, root, &finding, actor).await;
+        if let Err(err) = crate::learning::outcomes::record(store, &mut finding, &signal).await {
+            tracing::warn!(repo = %full_name, finding = %finding.id, error = %err, "could not record the finding's outcome");
+        }
+    }
     regate::regate(services, &scope, number).await;
+    Ok(())
+}
+
+/// A PR closed: the outcomes of its findings that are still undecided, from 👍 / 👎 on
+/// them, or "ignored" for those still open that nobody answered. Store trouble retries the
+/// job; GitHub trouble reading reactions leaves those findings undecided (logged).
+async fn pull_request_closed(
+    services: &Services,
+    installation_id: Option<u64>,
+    repo: &RepoRef,
+    number: u64,
+    merged: bool,
+) -> Result<(), JobError> {
+    let full_name = repo.full_name();
+    let Some(installation) = installation_id else {
+        tracing::warn!(repo = %full_name, number, "PR closed without an installation; outcomes not collected");
+        return Ok(());
+    };
+    let scope = RepoScope::for_repo(installation, repo);
+    // Which findings someone replied to: a listing of the PR's inline comments.
+    let replied: std::collections::HashSet<u64> = match services
+        .github
+        .list_review_comments(
+            &scope,
+            number,
+            None,
+            crate::ports::github::PageLimit::pages(10),
+        )
+        .await
+    {
+        Ok(listing) => listing
+            .items
+            .iter()
+            .filter(|c| c.user.as_ref().is_none_or(|u| !u.to_actor().is_bot()))
+            .filter_map(|c| c.in_reply_to_id)
+            .collect(),
+        Err(err) if err.is_transient() => return Err(JobError::Transient(err.to_string())),
+        Err(err) => {
+            tracing::warn!(repo = %full_name, number, error = %err, "could not list the PR's comments; outcomes from reactions only");
+            return Ok(());
+        }
+    };
+    let recorded = crate::learning::outcomes::at_close(
+        services.github.as_ref(),
+        services.store.as_ref(),
+        &scope,
+        &full_name,
+        number,
+        &|comment| replied.contains(&comment),
+    )
+    .await
+    .map_err(transient)?;
+    tracing::info!(repo = %full_name, number, merged, recorded, "pull request closed; finding outcomes collected");
     Ok(())
 }
 
@@ -217,6 +276,63 @@ async fn explain_in_thread(
         .await
     {
         tracing::warn!(repo = %scope.full_name(), number, finding = %finding.id, error = %err, "could not explain why the resolution does not count");
+    }
+}
+
+fn is_bot_login(login: &str) -> bool {
+    login.ends_with("[bot]")
+}
+
+/// A person resolved a finding's thread: accepted, unless the code at its lines did not
+/// change and the PR's author had argued with it in the thread (then it was waved off:
+/// rejected). Best effort: when GitHub cannot tell, a resolution counts as accepted.
+async fn resolution_signal(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    root: u64,
+    finding: &crate::ports::Finding,
+    actor: &str,
+) -> crate::learning::outcomes::Signal {
+    use crate::learning::outcomes::Signal;
+    use crate::ports::Verdict;
+    let accepted = Signal::new(Verdict::Accepted, "thread_resolved", Some(actor));
+    let github = services.github.as_ref();
+    let Ok(pr) = github.get_pull_request(scope, number).await else {
+        return accepted;
+    };
+    if resolution::code_changed(github, scope, finding, &pr.head.sha)
+        .await
+        .unwrap_or(true)
+    {
+        return accepted;
+    }
+    let author = pr
+        .user
+        .as_ref()
+        .map(|u| u.login.clone())
+        .unwrap_or_default();
+    let disputed = match github
+        .list_review_comments(
+            scope,
+            number,
+            None,
+            crate::ports::github::PageLimit::pages(10),
+        )
+        .await
+    {
+        Ok(listing) => listing.items.iter().any(|c| {
+            c.in_reply_to_id == Some(root)
+                && c.user
+                    .as_ref()
+                    .is_some_and(|u| u.login.eq_ignore_ascii_case(&author))
+        }),
+        Err(_) => false,
+    };
+    if disputed {
+        Signal::new(Verdict::Rejected, "resolved_after_dispute", Some(&author))
+    } else {
+        accepted
     }
 }
 

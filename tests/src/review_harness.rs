@@ -31,6 +31,8 @@ pub const CORRECTNESS: &str = "the correctness specialist";
 pub const TESTS: &str = "the testing specialist";
 pub const STYLE: &str = "the maintainability specialist";
 pub const GUIDELINES: &str = "the guideline-compliance specialist";
+/// A phrase unique to the judge pass's system prompt.
+pub const JUDGE: &str = "final judge of an automated code review";
 
 /// `src/db.rs` of the standard PR: right-side lines 1-6, of which 2-4 are added.
 pub const DB_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
@@ -134,6 +136,24 @@ impl ReviewHarness {
         runs.last()
             .cloned()
             .unwrap_or_else(|| panic!("no check run named {name}: {:#?}", self.check_runs()))
+    }
+
+    /// The specialist passes' prompts: every LLM call but the judge pass.
+    pub fn pass_prompts(&self) -> Vec<crate::fake_llm::Prompt> {
+        self.llm
+            .prompts()
+            .into_iter()
+            .filter(|p| !p.text().contains(JUDGE))
+            .collect()
+    }
+
+    /// The judge pass's prompts.
+    pub fn judge_prompts(&self) -> Vec<crate::fake_llm::Prompt> {
+        self.llm
+            .prompts()
+            .into_iter()
+            .filter(|p| p.text().contains(JUDGE))
+            .collect()
     }
 
     pub fn reviews(&self) -> Vec<Value> {

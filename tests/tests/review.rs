@@ -140,7 +140,8 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
         text.contains("security, correctness, tests, style"),
         "{text}"
     );
-    assert!(text.contains("Cost: 4 LLM calls"), "{text}");
+    // Four specialist passes and the judge pass.
+    assert!(text.contains("Cost: 5 LLM calls"), "{text}");
     assert!(text.contains("≈ $"), "{text}");
 
     // Findings stored with the comment ids GitHub gave them, found the way the
@@ -332,7 +333,7 @@ async fn redelivery_does_not_double_post(h: ReviewHarness) {
     assert_eq!(review_posts(&h).len(), 1);
     assert_eq!(h.inline_comments().len(), 1);
     assert_eq!(h.check_runs().len(), 1);
-    assert_eq!(h.llm.prompts().len(), 4, "no second round of passes");
+    assert_eq!(h.pass_prompts().len(), 4, "no second round of passes");
 }
 
 async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
@@ -405,7 +406,7 @@ async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) 
 
     // The second round's prompt held only the new commits' diff, the whole PR as context,
     // and the earlier finding as already reported.
-    let prompts = h.llm.prompts();
+    let prompts = h.pass_prompts();
     let second_round = prompts
         .iter()
         .rev()
@@ -512,7 +513,7 @@ async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
         )]),
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
-    let prompts = h.llm.prompts();
+    let prompts = h.pass_prompts();
     assert_eq!(
         prompts.len(),
         5,
@@ -566,7 +567,9 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
         "{text}"
     );
     assert!(
-        !h.llm.prompts()[0].text().contains("compute_something_long"),
+        !h.pass_prompts()[0]
+            .text()
+            .contains("compute_something_long"),
         "the unreviewed file was not sent"
     );
     assert_eq!(
@@ -772,7 +775,7 @@ async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHa
         second.contains("1 finding(s) already reported on this PR not repeated"),
         "{second}"
     );
-    assert_eq!(h.llm.prompts().len(), 8, "every pass ran again");
+    assert_eq!(h.pass_prompts().len(), 8, "every pass ran again");
     let comments = h.inline_comments();
     assert_eq!(
         comments.len(),
@@ -811,7 +814,7 @@ async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHa
     )
     .await;
     assert_eq!(h.reviews().len(), 2);
-    assert_eq!(h.llm.prompts().len(), 8);
+    assert_eq!(h.pass_prompts().len(), 8);
 
     // `@parley review` (incremental) for that head is answered "already reviewed".
     let incremental = h
@@ -934,7 +937,7 @@ async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {
         .update_pull(REPO, PR, |pr| pr["draft"] = false.into());
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD, "d-2")).await;
     assert!(h.reviews().is_empty());
-    assert!(h.llm.prompts().is_empty());
+    assert!(h.pass_prompts().is_empty());
     // Each skipped automatic review still ends with a completed check, so a team that
     // requires "Parley review" is not left waiting: nothing was reviewed, nothing blocks.
     let checks = h.checks_named("Parley review");
@@ -1002,7 +1005,7 @@ async fn manual_first_then_automatic(h: ReviewHarness, trigger: ReviewTrigger, c
     // The automatic job for the same head arrives afterwards: it is not skipped.
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert_eq!(h.reviews().len(), 2, "the automatic review ran");
-    assert_eq!(h.llm.prompts().len(), 8, "every pass ran twice");
+    assert_eq!(h.pass_prompts().len(), 8, "every pass ran twice");
     let gate = h.checks_named("Parley review");
     assert_eq!(gate.len(), 1, "{:#?}", h.check_runs());
     assert_eq!(gate[0]["status"], "completed");
@@ -1078,7 +1081,7 @@ async fn automatic_review_first_then_manual_request_is_already_reviewed(h: Revie
     )
     .await;
     assert_eq!(h.reviews().len(), 1, "no second review");
-    assert_eq!(h.llm.prompts().len(), 4, "no second round of passes");
+    assert_eq!(h.pass_prompts().len(), 4, "no second round of passes");
     assert_eq!(already_reviewed_answers(&h).len(), 1);
     let runs = h.check_runs();
     assert_eq!(

@@ -506,6 +506,16 @@ impl ConversationHandler {
                         f.state_changed_at = Some(time::OffsetDateTime::now_utc());
                         store.put_finding(&f).await?;
                         tracing::info!(repo = %snap.repo, pr = snap.number, finding = %f.id, by = %trigger.author.login, "finding dismissed by command");
+                        let signal = crate::learning::outcomes::Signal::new(
+                            crate::ports::Verdict::Rejected,
+                            "wont_fix",
+                            Some(&trigger.author.login),
+                        );
+                        if let Err(err) =
+                            crate::learning::outcomes::record(store, &mut f, &signal).await
+                        {
+                            tracing::warn!(finding = %f.id, error = %err, "could not record the finding's outcome");
+                        }
                         (
                             format!(
                                 "Dismissed `{id}` ({}): it no longer counts for this pull request's merge gate.",
@@ -602,6 +612,21 @@ impl ConversationHandler {
                 root.id,
             )
             .await;
+            // The model agreed the finding was wrong: a rejection, whoever it lifts it for.
+            if resolution == Resolution::Concede {
+                crate::learning::outcomes::record_by_id(
+                    self.store(),
+                    &snap.repo,
+                    snap.number,
+                    &in_play.finding.id,
+                    crate::learning::outcomes::Signal::new(
+                        crate::ports::Verdict::Rejected,
+                        "conceded",
+                        Some(&trigger.author.login),
+                    ),
+                )
+                .await;
+            }
             if state != in_play.finding.state {
                 crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
             }

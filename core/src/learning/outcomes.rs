@@ -119,7 +119,7 @@ pub async fn at_close(
     scope: &RepoScope,
     repo: &str,
     pr: u64,
-    replied_to: &dyn Fn(u64) -> bool,
+    replied_to: &(dyn Fn(u64) -> bool + Sync),
 ) -> Result<usize, StoreError> {
     let mut findings = store.findings_for_pr(repo, pr).await?;
     let mut recorded = 0;

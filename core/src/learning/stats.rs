@@ -49,9 +49,16 @@ pub struct RepoStats {
     /// severity name → counts.
     #[serde(default)]
     pub by_severity: BTreeMap<String, Counts>,
-    /// Findings dropped before publishing (by learnings, patterns or the judge).
+    /// Findings dropped before publishing, by what dropped them (a learning's id,
+    /// `pattern`, `judge`).
     #[serde(default)]
     pub suppressed: BTreeMap<String, u64>,
+    /// Findings posted, by category.
+    #[serde(default)]
+    pub posted: BTreeMap<String, u64>,
+    /// Findings suppressed, by category.
+    #[serde(default)]
+    pub suppressed_by_category: BTreeMap<String, u64>,
     #[serde(default)]
     pub reviews: u64,
 }
@@ -131,10 +138,10 @@ impl RepoStats {
             decided_from[confidence] =
                 decided_from[confidence + 1] + by_confidence[confidence].decided();
         }
+        // With nothing decided at or above T, nothing there was rejected: T qualifies.
         let found = (LOWEST..=HIGHEST).find(|t| {
             let t = usize::from(*t);
-            decided_from[t] > 0
-                && accepted_from[t] as f64 >= TARGET_ACCEPTANCE * decided_from[t] as f64
+            accepted_from[t] as f64 >= TARGET_ACCEPTANCE * decided_from[t] as f64
         });
         Some(found.unwrap_or(HIGHEST))
     }

@@ -10,6 +10,7 @@ use crate::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, PoisonError};
+use time::OffsetDateTime;
 
 /// Tokens and estimated cost of a number of calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -57,6 +58,8 @@ pub mod counters {
     /// Estimated cost in millionths of a US dollar (priced calls only).
     pub const COST_MICRO_USD: &str = "llm_cost_micro_usd";
     pub const CALLS: &str = "llm_calls";
+    /// Reviews published (month scope only).
+    pub const REVIEWS: &str = "reviews";
 }
 
 /// What a PR has spent so far, from its counters.
@@ -79,21 +82,43 @@ pub async fn record_for_pr(
     if tally.calls == 0 {
         return;
     }
-    let scope = crate::ports::store::keys::pr_scope(repo, pr);
     let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
-    for (counter, delta) in [
-        (counters::CALLS, u64::from(tally.calls)),
-        (counters::INPUT_TOKENS, tally.usage.input_tokens),
-        (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
-        (counters::COST_MICRO_USD, micro_usd),
-    ] {
-        if delta == 0 {
-            continue;
-        }
-        if let Err(err) = store.add_to_counter(&scope, counter, delta).await {
-            tracing::warn!(%scope, counter, error = %err, "could not record LLM usage");
+    let month = month_scope(repo, OffsetDateTime::now_utc());
+    for scope in [crate::ports::store::keys::pr_scope(repo, pr), month] {
+        for (counter, delta) in [
+            (counters::CALLS, u64::from(tally.calls)),
+            (counters::INPUT_TOKENS, tally.usage.input_tokens),
+            (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
+            (counters::COST_MICRO_USD, micro_usd),
+        ] {
+            if delta == 0 {
+                continue;
+            }
+            if let Err(err) = store.add_to_counter(&scope, counter, delta).await {
+                tracing::warn!(%scope, counter, error = %err, "could not record LLM usage");
+            }
         }
     }
+}
+
+/// The scope of a repository's usage counters for the calendar month (UTC) of `at`: the
+/// same counters as a PR's, added up per month for `@parley stats`.
+pub fn month_scope(repo: &str, at: OffsetDateTime) -> String {
+    format!("usage#{repo}#{:04}-{:02}", at.year(), u8::from(at.month()))
+}
+
+/// A repository's usage this month, from its counters (one read per counter).
+pub async fn spent_this_month(
+    store: &dyn crate::ports::Store,
+    repo: &str,
+) -> Result<SpentOnPr, crate::ports::StoreError> {
+    let scope = month_scope(repo, OffsetDateTime::now_utc());
+    Ok(SpentOnPr {
+        calls: store.counter(&scope, counters::CALLS).await?,
+        input_tokens: store.counter(&scope, counters::INPUT_TOKENS).await?,
+        output_tokens: store.counter(&scope, counters::OUTPUT_TOKENS).await?,
+        cost_micro_usd: store.counter(&scope, counters::COST_MICRO_USD).await?,
+    })
 }
 
 /// The PR's usage counters as they stand.

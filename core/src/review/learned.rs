@@ -130,10 +130,18 @@ pub async fn account(
     owner: &str,
     applied: &Applied,
     suppressed: &[Suppressed],
+    posted: &[&Candidate],
 ) {
+    let category = |c: &Candidate| c.category.trim().to_ascii_lowercase();
     let mut by: BTreeMap<String, u64> = BTreeMap::new();
+    let mut suppressed_in: BTreeMap<String, u64> = BTreeMap::new();
     for s in suppressed {
         *by.entry(s.by.clone()).or_default() += 1;
+        *suppressed_in.entry(category(&s.candidate)).or_default() += 1;
+    }
+    let mut posted_in: BTreeMap<String, u64> = BTreeMap::new();
+    for c in posted {
+        *posted_in.entry(category(c)).or_default() += 1;
     }
     let counted = by.clone();
     if let Err(err) = memory::update_stats(store, repo, |stats| {
@@ -141,10 +149,30 @@ pub async fn account(
         for (key, n) in &counted {
             *stats.suppressed.entry(key.clone()).or_default() += n;
         }
+        for (key, n) in &suppressed_in {
+            *stats.suppressed_by_category.entry(key.clone()).or_default() += n;
+        }
+        for (key, n) in &posted_in {
+            *stats.posted.entry(key.clone()).or_default() += n;
+        }
     })
     .await
     {
         tracing::warn!(repo, error = %err, "could not count the review in the statistics");
+    }
+    let month = crate::llm::usage::month_scope(repo, time::OffsetDateTime::now_utc());
+    if let Err(err) = store
+        .add_to_counter(&month, crate::llm::usage::counters::REVIEWS, 1)
+        .await
+    {
+        tracing::warn!(repo, error = %err, "could not count the review in this month's usage");
+    }
+    let month = crate::llm::usage::month_scope(repo, time::OffsetDateTime::now_utc());
+    if let Err(err) = store
+        .add_to_counter(&month, crate::llm::usage::counters::REVIEWS, 1)
+        .await
+    {
+        tracing::warn!(repo, error = %err, "could not count the review in this month's usage");
     }
     for learning in &applied.relevant {
         let suppressed_here = by.get(&learning.id).copied().unwrap_or(0);

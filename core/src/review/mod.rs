@@ -681,7 +681,16 @@ impl ReviewHandler {
         for finding in changes.all() {
             store.put_finding(finding).await?;
         }
-        learned::account(store, &repo, &job.repo.owner, &applied, &suppressed).await;
+        let reported: Vec<&Candidate> = filtered.reported().collect();
+        learned::account(
+            store,
+            &repo,
+            &job.repo.owner,
+            &applied,
+            &suppressed,
+            &reported,
+        )
+        .await;
         if !changes.closed.is_empty() || !changes.reopened.is_empty() {
             tracing::info!(%repo, number = job.number, closed = changes.closed.len(), reopened = changes.reopened.len(), "earlier findings closed or reopened by this review");
         }

@@ -140,17 +140,21 @@ impl DynamoStore {
         prefix: &str,
         operation: &str,
     ) -> Result<Vec<Item>, StoreError> {
-        let pages = self
+        let query = self
             .client
             .query()
             .table_name(table)
             .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(pk))
-            .expression_attribute_values(":prefix", s(prefix))
-            .into_paginator()
-            .items()
-            .send();
+            .expression_attribute_values(":pk", s(pk));
+        // DynamoDB refuses an empty string in a key condition: no prefix, no condition.
+        let query = if prefix.is_empty() {
+            query.key_condition_expression("pk = :pk")
+        } else {
+            query
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(prefix))
+        };
+        let pages = query.into_paginator().items().send();
         pages
             .collect::<Result<Vec<_>, _>>()
             .await
