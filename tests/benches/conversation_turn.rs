@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use parley_core::conversation::ConversationHandler;
-use parley_core::ports::store::{Claim, Finding, Installation, MemoryRule, ReviewRun, StoreError};
+use parley_core::ports::store::{Claim, Finding, Installation, MemoryItem, ReviewRun, StoreError};
 use parley_core::ports::{JobHandler, Store};
 use parley_tests::conversation_harness::{Backend, Harness, PR, REPO};
 use std::sync::Arc;
@@ -110,17 +110,21 @@ impl Store for CountingStore {
         self.tick();
         self.inner.findings_for_pr(repo, pr).await
     }
-    async fn put_memory_rule(&self, rule: &MemoryRule) -> Result<(), StoreError> {
+    async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
         self.tick();
-        self.inner.put_memory_rule(rule).await
+        self.inner.memory(partition).await
     }
-    async fn memory_rules(&self, scope: &str) -> Result<Vec<MemoryRule>, StoreError> {
+    async fn put_memory(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        record: &serde_json::Value,
+        expected: u64,
+    ) -> Result<bool, StoreError> {
         self.tick();
-        self.inner.memory_rules(scope).await
-    }
-    async fn delete_memory_rule(&self, scope: &str, id: &str) -> Result<(), StoreError> {
-        self.tick();
-        self.inner.delete_memory_rule(scope, id).await
+        self.inner
+            .put_memory(partition, sort_key, record, expected)
+            .await
     }
 }
 
