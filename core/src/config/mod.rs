@@ -4,7 +4,10 @@
 //! never makes Parley ignore the file silently or fail the job: that one key falls back to
 //! its default and a [`ConfigWarning`] says why, for the reply footer or the review summary.
 
+mod describe;
 mod read;
+
+pub use describe::describe;
 
 use crate::ports::Severity;
 use read::Reader;

@@ -88,6 +88,9 @@ pub struct Context {
     pub question: String,
     /// The question replied to a comment that is gone; the model is told it has no thread.
     pub parent_missing: bool,
+    /// The repository's learnings that concern this conversation (`[L-3f9a] kind: text`),
+    /// so an answer respects what the team taught and can cite it.
+    pub learnings: Vec<String>,
 }
 
 pub struct Sources<'a> {
@@ -191,7 +194,44 @@ pub async fn assemble(
             cap.max(2_000),
         ),
         parent_missing: conversation.parent_missing,
+        learnings: learnings(sources.store, snap, conversation, path_for_learnings(trigger)).await,
     })
+}
+
+fn path_for_learnings(trigger: &Trigger) -> Option<&str> {
+    trigger.path.as_deref()
+}
+
+/// The active learnings whose scope covers this PR (or issue) and thread and whose paths
+/// (if any) match the commented file. Fail open: a turn without them is still a turn.
+async fn learnings(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    conversation: &Conversation,
+    path: Option<&str>,
+) -> Vec<String> {
+    let memory = match crate::learning::memory::load(store, &snap.repo, &snap.repo_ref.owner).await {
+        Ok(memory) => memory,
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, error = %err, "could not read learnings; answering without them");
+            return Vec::new();
+        }
+    };
+    let root = conversation.root.as_ref().map(|r| r.id);
+    let relevant: Vec<crate::learning::Learning> = memory
+        .active()
+        .filter(|l| l.scope.covers(snap.number, root))
+        .filter(|l| {
+            l.hints.paths.is_empty()
+                || path.is_none_or(|p| {
+                    l.hints.paths.iter().any(|g| {
+                        globset::Glob::new(g).is_ok_and(|g| g.compile_matcher().is_match(p))
+                    })
+                })
+        })
+        .cloned()
+        .collect();
+    crate::learning::apply::prompt_lines(&relevant, true)
 }
 
 /// The finding's text as the prompt shows it (and the budget counts it).

@@ -42,7 +42,9 @@ fixing, decide and say which:
 - \"concede\": you were wrong, or the point does not apply here. Say so plainly.
 - \"maintain\": it still holds. Explain why, briefly, with the evidence.
 - \"escalate\": it is a judgement call that humans on the team should make.
-If the reply does not dispute the finding (a question, a thank-you, a fix), give no resolution.";
+If the reply does not dispute the finding (a question, a thank-you, a fix), give no resolution.
+If you concede because of one of the repository's learnings, say so and cite its id (for \
+example `L-3f9a`).";
 
 /// The JSON the model returns.
 pub const ANSWER_SHAPE: &str = r#"{"reply": "<your answer, Markdown>", "resolution": null}
@@ -128,6 +130,13 @@ pub fn user_message(ctx: &Context, budget_chars: usize) -> String {
             guideline.path,
             crate::sanitize::fence_safe(&guideline.text)
         );
+    }
+    if !ctx.learnings.is_empty() {
+        out.push_str("\n## What this repository's maintainers taught Parley\n<learning>\n");
+        for line in &ctx.learnings {
+            let _ = writeln!(out, "- {}", crate::sanitize::fence_safe(line));
+        }
+        out.push_str("</learning>\n");
     }
     if ctx.parent_missing {
         out.push_str(

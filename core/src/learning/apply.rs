@@ -24,6 +24,11 @@ use crate::config::GateConfig;
 use crate::review::merge::Candidate;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+/// Learnings put in one prompt at most, and characters of each: bounded context whatever
+/// a repository accumulates (the rest still apply as filters).
+pub const MAX_PROMPT_LINES: usize = 40;
+pub const MAX_LINE_CHARS: usize = 300;
+
 /// Threshold points one adjust learning moves its category by.
 pub const ADJUST_STEP: i16 = 10;
 
@@ -160,9 +165,10 @@ pub fn prompt_lines(learnings: &[Learning], include_dismissals: bool) -> Vec<Str
                 "[{}] {}: {}{paths}",
                 l.id,
                 l.kind.name(),
-                crate::sanitize::user_text(&l.text)
+                crate::sanitize::truncate(&crate::sanitize::user_text(&l.text), MAX_LINE_CHARS)
             )
         })
+        .take(MAX_PROMPT_LINES)
         .collect()
 }
 

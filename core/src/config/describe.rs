@@ -1,0 +1,85 @@
+//! Every setting in force as `(key, value)`, in `.parley.yml`'s own spelling, for
+//! `@parley configuration`. One list, so a new key is shown the day it is added.
+
+use super::{PermissionLevel, RepoConfig};
+use crate::ports::Severity;
+
+pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "[]".to_string()
+        } else {
+            format!("[{}]", items.join(", "))
+        }
+    };
+    let m = &config.mention;
+    let d = &config.dispute;
+    let r = &config.review;
+    let g = &config.gate;
+    let severities: Vec<String> = g.block_on.iter().map(|s| severity(*s).to_string()).collect();
+    [
+        ("mention.allowedUsers", list(&m.allowed_users)),
+        ("mention.minPermission", level(m.min_permission).to_string()),
+        ("mention.claudeAlias", m.claude_alias.to_string()),
+        ("mention.conversation.replyWithoutMention", m.reply_without_mention.to_string()),
+        ("mention.conversation.maxTurnsPerPr", m.max_turns_per_pr.to_string()),
+        ("mention.conversation.contextBudgetChars", m.context_budget_chars.to_string()),
+        ("dispute.humanReviewers", list(&d.human_reviewers)),
+        ("dispute.resolveThreadOnConcede", d.resolve_thread_on_concede.to_string()),
+        ("review.triggers.opened", r.triggers.opened.to_string()),
+        ("review.triggers.reopened", r.triggers.reopened.to_string()),
+        ("review.triggers.readyForReview", r.triggers.ready_for_review.to_string()),
+        ("review.triggers.synchronize", r.triggers.synchronize.to_string()),
+        ("review.skipAuthors", list(&r.skip_authors)),
+        ("review.skipPaths", list(&r.skip_paths)),
+        ("review.specialists", list(&r.specialists)),
+        ("review.minConfidence", r.min_confidence.to_string()),
+        ("review.maxInlineComments", r.max_inline_comments.to_string()),
+        ("review.maxPatchTokens", r.max_patch_tokens.to_string()),
+        ("review.passTimeoutSecs", r.pass_timeout_secs.to_string()),
+        ("review.manualReviewsPerHour", r.manual_reviews_per_hour.to_string()),
+        ("review.autoTune", r.auto_tune.to_string()),
+        ("review.judge", r.judge.to_string()),
+        ("gate.blockOn", list(&severities)),
+        ("gate.resolveBy", level(g.resolve_by).to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+fn level(level: PermissionLevel) -> &'static str {
+    match level {
+        PermissionLevel::Read => "read",
+        PermissionLevel::Triage => "triage",
+        PermissionLevel::Write => "write",
+        PermissionLevel::Maintain => "maintain",
+        PermissionLevel::Admin => "admin",
+    }
+}
+
+fn severity(severity: Severity) -> &'static str {
+    crate::review::summary::severity_name(severity)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_the_reader_knows_is_described() {
+        // Every key a full file sets is one `describe` lists, and none is unknown.
+        let keys: Vec<String> = describe(&RepoConfig::default()).into_iter().map(|(k, _)| k).collect();
+        let (config, warnings) = super::super::parse(
+            "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
+             dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false}\n\
+             gate: {blockOn: [critical], resolveBy: admin}\n",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let explicit: Vec<String> = config.explicit.iter().cloned().collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(explicit, sorted);
+    }
+}

@@ -1,0 +1,487 @@
+//! Commands that teach Parley or ask what it knows: remember / dismiss / adjust, forget,
+//! learnings, stats, configuration and help. Each returns the text of the one reply the
+//! command gets; the caller posts it and records the comment as answered.
+//!
+//! **Who may teach.** A learning for the repository needs `write` on it; one for the
+//! whole organisation needs `admin` (read as the repository's `admin` permission: the
+//! GitHub port has no organisation-membership lookup, so an org admin is recognised by
+//! the admin access that role grants on every repository); PR- and thread-scoped ones
+//! need only the right to talk to Parley, which the comment already passed. Forgetting
+//! needs what adding needed, or being the learning's author.
+
+use super::error::ConversationError;
+use super::gates::Permissions;
+use super::snapshot::PrSnapshot;
+use super::thread::Conversation;
+use super::trigger::Trigger;
+use crate::commands::{self, Forget, Learn, ScopeWord};
+use crate::config::{ConfigWarning, PermissionLevel, RepoConfig};
+use crate::learning::memory::{self, RepoMemory};
+use crate::learning::outcomes::{self, Signal};
+use crate::learning::record::{
+    Direction, Forgotten, Learning, LearningKind, Scope, canonical_id, partition,
+};
+use crate::learning::stats;
+use crate::ports::github::{GitHub, Permission};
+use crate::ports::llm::Llm;
+use crate::ports::{FindingState, Store, Verdict};
+use time::OffsetDateTime;
+
+/// What a teaching command needs from the turn.
+pub struct Turn<'a> {
+    pub github: &'a dyn GitHub,
+    pub store: &'a dyn Store,
+    pub llm: &'a dyn Llm,
+    pub permissions: &'a Permissions,
+    pub snap: &'a PrSnapshot,
+    pub trigger: &'a Trigger,
+    pub conversation: &'a Conversation,
+}
+
+/// What a teaching command did, for the log and the tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Taught {
+    Added { id: String, new: bool },
+    Refused(String),
+    Forgotten(String),
+    Reported(&'static str),
+}
+
+/// `remember …`, `don't flag …`, `be stricter about …`.
+pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), ConversationError> {
+    let snap = turn.snap;
+    let scope = match scope(turn, learn.scope) {
+        Ok(scope) => scope,
+        Err(why) => return Ok((why.clone(), Taught::Refused(why))),
+    };
+    if let Some(why) = may_teach(turn, &scope).await? {
+        let text = format!("Sorry @{}, {why}", turn.trigger.author.login);
+        return Ok((text, Taught::Refused(why)));
+    }
+    let kind = match learn.kind {
+        commands::LearningKind::Remember => LearningKind::Remember,
+        commands::LearningKind::Dismiss => LearningKind::Dismiss,
+        commands::LearningKind::Adjust => LearningKind::Adjust,
+    };
+    let direction = learn.direction.map(|d| match d {
+        commands::Direction::Stricter => Direction::Stricter,
+        commands::Direction::Lenient => Direction::Lenient,
+    });
+    let hints = crate::learning::hints::extract(
+        turn.llm,
+        kind,
+        &learn.text,
+        &learn.paths,
+        learn.category.as_deref(),
+        direction,
+    )
+    .await;
+    let learning = Learning {
+        id: String::new(),
+        repo: snap.repo.clone(),
+        scope: scope.clone(),
+        kind,
+        text: crate::sanitize::user_text(&learn.text),
+        hints,
+        author: turn.trigger.author.login.clone(),
+        source_url: turn.trigger.html_url.clone(),
+        source_comment_id: turn.trigger.id,
+        created_at: OffsetDateTime::now_utc(),
+        forgotten: None,
+        times_applied: 0,
+        findings_suppressed: 0,
+    };
+    let (learning, new) = memory::add_learning(turn.store, &snap.repo_ref.owner, learning).await?;
+    tracing::info!(repo = %snap.repo, learning = %learning.id, kind = kind.name(), scope = %scope.name(), new, "learning added");
+    // `won't fix: …` in a finding's thread also settles that finding.
+    let mut extra = String::new();
+    if kind == LearningKind::Dismiss
+        && matches!(scope, Scope::Pr { .. })
+        && let Some(marker) = &turn.conversation.finding
+    {
+        extra = wont_fix(turn, &marker.id).await?;
+    }
+    let text = format!(
+        "Learning added `{}` ({}): {} — undo with `@parley forget {}`{}",
+        learning.id,
+        learning.scope.name(),
+        summary_of(&learning),
+        learning.id,
+        extra
+    );
+    Ok((
+        text,
+        Taught::Added {
+            id: learning.id,
+            new,
+        },
+    ))
+}
+
+/// Record a `won't fix` on the finding in play: a rejection, and (when the one saying it
+/// may lift it) the finding closed.
+async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, ConversationError> {
+    let snap = turn.snap;
+    let mut findings = turn.store.findings_for_pr(&snap.repo, snap.number).await?;
+    let Some(finding) = findings.iter_mut().find(|f| f.id == finding_id) else {
+        return Ok(String::new());
+    };
+    let signal = Signal::new(Verdict::Rejected, "wont_fix", Some(&turn.trigger.author.login));
+    outcomes::record(turn.store, finding, &signal).await?;
+    if finding.state != FindingState::Open {
+        return Ok(String::new());
+    }
+    let Some(pr) = snap.pull() else {
+        return Ok(String::new());
+    };
+    let decision = crate::review::resolution::decide(
+        turn.github,
+        &snap.scope,
+        &snap.config.config.gate,
+        finding,
+        &turn.trigger.author.login,
+        snap.author(),
+        &pr.head.sha,
+    )
+    .await?;
+    if let Some(why) = decision.explain(finding) {
+        return Ok(format!("\n\n{why}"));
+    }
+    finding.state = FindingState::WontFix;
+    finding.state_changed_by = Some(turn.trigger.author.login.clone());
+    finding.state_changed_at = Some(OffsetDateTime::now_utc());
+    turn.store.put_finding(finding).await?;
+    Ok(format!("\n\nThe finding `{}` is marked won't fix.", finding.id))
+}
+
+/// `forget L-3f9a` / `forget "…"`: a soft delete, kept for the record.
+pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), ConversationError> {
+    let snap = turn.snap;
+    let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    let found: Vec<&Learning> = match &what {
+        Forget::Id(id) => {
+            let id = canonical_id(id).unwrap_or_else(|| id.clone());
+            memory.active().filter(|l| l.id == id).collect()
+        }
+        Forget::Text(text) => {
+            let needle = text.trim().to_lowercase();
+            memory
+                .active()
+                .filter(|l| !needle.is_empty() && l.text.to_lowercase().contains(&needle))
+                .collect()
+        }
+    };
+    let learning = match found.as_slice() {
+        [one] => (*one).clone(),
+        [] => {
+            let why = "no active learning matches that; `@parley learnings` lists them".to_string();
+            return Ok((format!("I found nothing to forget: {why}."), Taught::Refused(why)));
+        }
+        many => {
+            let ids: Vec<String> = many.iter().map(|l| format!("`{}`", l.id)).collect();
+            let why = format!("several learnings match ({}); forget one by its id", ids.join(", "));
+            return Ok((format!("Which one? {why}."), Taught::Refused(why)));
+        }
+    };
+    let is_author = learning
+        .author
+        .eq_ignore_ascii_case(&turn.trigger.author.login);
+    if !is_author && let Some(why) = may_teach(turn, &learning.scope).await? {
+        let text = format!("Sorry @{}, {why}", turn.trigger.author.login);
+        return Ok((text, Taught::Refused(why)));
+    }
+    let part = partition(&learning.repo, &snap.repo_ref.owner, &learning.scope);
+    let who = turn.trigger.author.login.clone();
+    memory::update_learning(turn.store, &part, &learning.id, |l| {
+        if l.forgotten.is_none() {
+            l.forgotten = Some(Forgotten {
+                by: who.clone(),
+                at: OffsetDateTime::now_utc(),
+            });
+        }
+    })
+    .await?;
+    tracing::info!(repo = %snap.repo, learning = %learning.id, by = %who, "learning forgotten");
+    Ok((
+        format!(
+            "Forgot `{}` ({}): {}",
+            learning.id,
+            learning.scope.name(),
+            summary_of(&learning)
+        ),
+        Taught::Forgotten(learning.id),
+    ))
+}
+
+/// `learnings`: the active learnings, as a table.
+pub async fn learnings(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
+    let snap = turn.snap;
+    let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    Ok((render_learnings(&memory), Taught::Reported("learnings")))
+}
+
+pub fn render_learnings(memory: &RepoMemory) -> String {
+    let active: Vec<&Learning> = memory.active().collect();
+    if active.is_empty() {
+        return "I have no learnings for this repository yet. Teach me with `@parley remember …`, `@parley don't flag …` or `@parley be stricter about …`.".to_string();
+    }
+    let mut out = String::from("| id | scope | kind | learning | by | added |\n|---|---|---|---|---|---|\n");
+    for l in &active {
+        let date = l
+            .created_at
+            .format(time::macros::format_description!("[year]-[month]-[day]"))
+            .unwrap_or_default();
+        let by = if l.source_url.is_empty() {
+            l.author.clone()
+        } else {
+            format!("[{}]({})", l.author, l.source_url)
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {by} | {date} |\n",
+            l.id,
+            l.scope.name(),
+            l.kind.name(),
+            table_cell(&summary_of(l)),
+        ));
+    }
+    let forgotten = memory.learnings.len() - active.len();
+    if forgotten > 0 {
+        out.push_str(&format!("\n{forgotten} forgotten learning(s) not shown.\n"));
+    }
+    out
+}
+
+/// `stats`: how findings fared, the threshold, and the cost.
+pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
+    let snap = turn.snap;
+    let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    let month = crate::llm::usage::spent_this_month(turn.store, &snap.repo).await?;
+    let reviews_this_month = turn
+        .store
+        .counter(
+            &crate::llm::usage::month_scope(&snap.repo, OffsetDateTime::now_utc()),
+            crate::llm::usage::counters::REVIEWS,
+        )
+        .await?;
+    let config = &snap.config.config;
+    Ok((
+        render_stats(&memory.stats, config, month.cost_micro_usd, reviews_this_month),
+        Taught::Reported("stats"),
+    ))
+}
+
+pub fn render_stats(
+    stats: &stats::RepoStats,
+    config: &RepoConfig,
+    cost_this_month_micro_usd: u64,
+    reviews_this_month: u64,
+) -> String {
+    let totals = stats.totals_by_category();
+    let mut categories: Vec<&str> = totals.keys().copied().collect();
+    for key in stats.posted.keys().chain(stats.suppressed_by_category.keys()) {
+        if !categories.contains(&key.as_str()) {
+            categories.push(key);
+        }
+    }
+    categories.sort_unstable();
+    let mut out = format!("**{} review(s)** on this repository.\n\n", stats.reviews);
+    out.push_str("| category | posted | suppressed | accepted | rejected | ignored | acceptance |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    let rate = |c: &stats::Counts| {
+        if c.decided() == 0 {
+            "—".to_string()
+        } else {
+            format!("{:.0}%", 100.0 * c.accepted as f64 / c.decided() as f64)
+        }
+    };
+    for category in &categories {
+        let c = totals.get(category).copied().unwrap_or_default();
+        out.push_str(&format!(
+            "| {category} | {} | {} | {} | {} | {} | {} |\n",
+            stats.posted.get(*category).copied().unwrap_or(0),
+            stats.suppressed_by_category.get(*category).copied().unwrap_or(0),
+            c.accepted,
+            c.rejected,
+            c.ignored,
+            rate(&c)
+        ));
+    }
+    let total = stats.total();
+    out.push_str(&format!(
+        "| **all** | {} | {} | {} | {} | {} | {} |\n",
+        stats.posted.values().sum::<u64>(),
+        stats.suppressed_by_category.values().sum::<u64>(),
+        total.accepted,
+        total.rejected,
+        total.ignored,
+        rate(&total)
+    ));
+    let (threshold, source) = stats::threshold_in_force(
+        config.review.min_confidence,
+        config.explicit.contains("review.minConfidence"),
+        config.review.auto_tune,
+        stats,
+    );
+    let tuned = match stats.tuned_threshold() {
+        Some(t) => format!("tuned value {t} from {} decided findings", total.decided()),
+        None => format!(
+            "not tuned yet ({} of {} decided findings needed)",
+            total.decided(),
+            stats::MIN_DECIDED
+        ),
+    };
+    out.push_str(&format!(
+        "\nConfidence threshold in force: **{threshold}** ({}); {tuned}.\n",
+        match source {
+            stats::ThresholdSource::Default => "default",
+            stats::ThresholdSource::File => "`.parley.yml`",
+            stats::ThresholdSource::Tuned { .. } => "tuned",
+        }
+    ));
+    let dollars = cost_this_month_micro_usd as f64 / 1_000_000.0;
+    let per_review = if reviews_this_month == 0 {
+        "—".to_string()
+    } else {
+        format!("${:.4}", dollars / reviews_this_month as f64)
+    };
+    out.push_str(&format!(
+        "LLM cost this month: ${dollars:.4} over {reviews_this_month} review(s) (reviews and conversation turns; {per_review} per review).\n"
+    ));
+    out
+}
+
+/// `configuration`: every setting in force and where it came from.
+pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>) -> String {
+    render_configuration(&snap.config.config, &snap.config.warnings, memory)
+}
+
+pub fn render_configuration(
+    config: &RepoConfig,
+    warnings: &[ConfigWarning],
+    memory: Option<&RepoMemory>,
+) -> String {
+    let mut out = String::from("| setting | value | from |\n|---|---|---|\n");
+    for (key, value) in crate::config::describe(config) {
+        let mut from = if config.explicit.contains(&key) {
+            "`.parley.yml`".to_string()
+        } else {
+            "default".to_string()
+        };
+        let mut value = value;
+        if key == "review.minConfidence"
+            && let Some(memory) = memory
+        {
+            let (threshold, source) = stats::threshold_in_force(
+                config.review.min_confidence,
+                config.explicit.contains(&key),
+                config.review.auto_tune,
+                &memory.stats,
+            );
+            if let stats::ThresholdSource::Tuned { decided } = source {
+                value = threshold.to_string();
+                from = format!("learned (tuned from {decided} decided findings)");
+            }
+        }
+        out.push_str(&format!("| `{key}` | {} | {from} |\n", table_cell(&value)));
+    }
+    if let Some(memory) = memory {
+        let adjust = memory
+            .active()
+            .filter(|l| l.kind == LearningKind::Adjust)
+            .count();
+        if adjust > 0 {
+            out.push_str(&format!(
+                "\n{adjust} learning(s) adjust category thresholds (see `@parley learnings`).\n"
+            ));
+        }
+    }
+    if warnings.is_empty() {
+        out.push_str("\nNo problems in `.parley.yml`.\n");
+    } else {
+        out.push_str("\nProblems in `.parley.yml` (defaults used for these):\n\n");
+        for warning in warnings {
+            out.push_str(&format!("- {warning}\n"));
+        }
+    }
+    out
+}
+
+/// `help`: every command, one line each.
+pub fn help() -> String {
+    [
+        "| command | what it does |",
+        "|---|---|",
+        "| `@parley review` / `@parley full review` | review what changed since the last review / the whole PR again (needs `mention.minPermission`) |",
+        "| `@parley remember <rule>` | a convention for future reviews and answers (also `for future reviews: …`, `we use … in this repo`, `our convention is …`) |",
+        "| `@parley don't flag <kind>` | stop reporting such findings (also `ignore … issues`, `skip … checks`; `won't fix: …` in a finding's thread) |",
+        "| `@parley be stricter about <category>` | report more of a category (`be more lenient with …`, `focus more/less on …`) |",
+        "| `… in <path glob>`, `… for this PR`, `… for all repos` | limit a learning to paths, this PR, or widen it to the organisation |",
+        "| `@parley forget L-3f9a` / `@parley forget \"text\"` | take a learning back |",
+        "| `@parley learnings` | list what Parley has learned here |",
+        "| `@parley dismiss f_…` | lift one finding by its id (maintainers) |",
+        "| `@parley stats` | how findings fared, the confidence threshold, the LLM cost |",
+        "| `@parley configuration` | every setting in force and where it came from |",
+        "| `@parley help` | this table |",
+    ]
+    .join("\n")
+}
+
+/// The scope a learning gets: what was said, else the repository.
+fn scope(turn: &Turn<'_>, said: Option<ScopeWord>) -> Result<Scope, String> {
+    let pr = turn.snap.pull().map(|pr| pr.number);
+    match said {
+        None | Some(ScopeWord::Repo) => Ok(Scope::Repo),
+        Some(ScopeWord::Org) => Ok(Scope::Org),
+        Some(ScopeWord::Pr) => pr
+            .map(|pr| Scope::Pr { pr })
+            .ok_or_else(|| "A learning for \"this PR\" needs a pull request; this is an issue.".to_string()),
+        Some(ScopeWord::Thread) => match (pr, &turn.conversation.root) {
+            (Some(pr), Some(root)) => Ok(Scope::Thread { pr, root: root.id }),
+            _ => Err("A learning for \"this thread\" needs a review thread; say it in one.".to_string()),
+        },
+    }
+}
+
+/// Why the trigger's author may not teach at `scope`, if they may not.
+async fn may_teach(turn: &Turn<'_>, scope: &Scope) -> Result<Option<String>, ConversationError> {
+    let (needed, what) = match scope {
+        Scope::Thread { .. } | Scope::Pr { .. } => return Ok(None),
+        Scope::Repo => (PermissionLevel::Write, "repository learnings need write permission"),
+        Scope::Org => (
+            PermissionLevel::Admin,
+            "organisation-wide learnings need an organisation admin (admin permission here)",
+        ),
+    };
+    let needed: Permission = crate::review::resolution::permission(needed);
+    Ok(turn
+        .permissions
+        .at_least(turn.github, turn.snap, &turn.trigger.author.login, needed)
+        .await?
+        .err()
+        .map(|has| format!("{what}; {has}. A learning for this PR only (`… for this PR`) needs none.")))
+}
+
+/// The learning's text with its hints, in one line.
+fn summary_of(learning: &Learning) -> String {
+    let mut out = learning.text.clone();
+    let mut hints = Vec::new();
+    if let Some(category) = &learning.hints.category {
+        hints.push(format!("category {category}"));
+    }
+    if !learning.hints.paths.is_empty() {
+        hints.push(format!("paths {}", learning.hints.paths.join(", ")));
+    }
+    if let Some(direction) = learning.hints.direction {
+        hints.push(match direction {
+            Direction::Stricter => "stricter".to_string(),
+            Direction::Lenient => "more lenient".to_string(),
+        });
+    }
+    if !hints.is_empty() {
+        out.push_str(&format!(" ({})", hints.join("; ")));
+    }
+    out
+}
+
+fn table_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
