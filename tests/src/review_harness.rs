@@ -295,6 +295,37 @@ pub fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -
     )
 }
 
+/// `author` writes `@parley <command>` at top level, as the job its delivery becomes.
+pub fn top_level(h: &ReviewHarness, author: &str, text: &str) -> Job {
+    let id = h.github.add_issue_comment(REPO, PR, author, text);
+    let comment = h
+        .github
+        .issue_comments(REPO, PR)
+        .into_iter()
+        .find(|c| c["id"] == id)
+        .expect("comment");
+    let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
+    payload["comment"] = comment;
+    payload["issue"]["number"] = PR.into();
+    payload["issue"]["pull_request"] =
+        json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/{PR}") });
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    normalised("issue_comment", &format!("delivery-{id}"), &payload)
+}
+
+/// Parley's top-level comments' bodies, oldest first.
+pub fn parley_says(h: &ReviewHarness) -> Vec<String> {
+    h.github
+        .issue_comments(REPO, PR)
+        .into_iter()
+        .filter(|c| c["user"]["login"] == "parley[bot]")
+        .map(|c| c["body"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// A pass's reply carrying `findings`.
 pub fn reply(findings: &[Value]) -> String {
     json!({ "findings": findings }).to_string()

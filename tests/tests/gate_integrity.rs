@@ -191,37 +191,6 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
     );
 }
 
-/// `author` writes `@parley <command>` at top level, as the job its delivery becomes.
-fn command(h: &ReviewHarness, author: &str, text: &str) -> Job {
-    let id = h.github.add_issue_comment(REPO, PR, author, text);
-    let comment = h
-        .github
-        .issue_comments(REPO, PR)
-        .into_iter()
-        .find(|c| c["id"] == id)
-        .expect("comment");
-    let mut payload = parley_tests::webhook_example("issue_comment", "created.payload.json");
-    payload["comment"] = comment;
-    payload["issue"]["number"] = PR.into();
-    payload["issue"]["pull_request"] =
-        json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/{PR}") });
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    normalised("issue_comment", &format!("delivery-{id}"), &payload)
-}
-
-/// Parley's top-level comments.
-fn parley_says(h: &ReviewHarness) -> Vec<String> {
-    h.github
-        .issue_comments(REPO, PR)
-        .into_iter()
-        .filter(|c| c["user"]["login"] == "parley[bot]")
-        .map(|c| c["body"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHarness) {
     // Readers may talk to Parley here (config is cached, so it is in place first).
     h.github.set_file(
@@ -253,7 +222,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
     // A reader may talk to Parley, but not lift a blocking finding; the PR's author may
     // not either without changing the code.
     for who in ["mallory", "alice"] {
-        talk.handle(command(&h, who, &format!("@parley dismiss {id}")))
+        talk.handle(top_level(&h, who, &format!("@parley dismiss {id}")))
             .await
             .expect("answered");
         assert_eq!(findings(&h).await[0].state, FindingState::Open, "{who}");
@@ -266,7 +235,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
     }
     assert_eq!(latest_gate(&h, HEAD)["conclusion"], "failure");
 
-    let job = command(&h, "bob", &format!("@parley dismiss {id}"));
+    let job = top_level(&h, "bob", &format!("@parley dismiss {id}"));
     talk.handle(job.clone()).await.expect("dismissed");
     talk.handle(job).await.expect("redelivered");
     let after = findings(&h).await;

@@ -16,28 +16,56 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
     let d = &config.dispute;
     let r = &config.review;
     let g = &config.gate;
-    let severities: Vec<String> = g.block_on.iter().map(|s| severity(*s).to_string()).collect();
+    let severities: Vec<String> = g
+        .block_on
+        .iter()
+        .map(|s| severity(*s).to_string())
+        .collect();
     [
         ("mention.allowedUsers", list(&m.allowed_users)),
         ("mention.minPermission", level(m.min_permission).to_string()),
         ("mention.claudeAlias", m.claude_alias.to_string()),
-        ("mention.conversation.replyWithoutMention", m.reply_without_mention.to_string()),
-        ("mention.conversation.maxTurnsPerPr", m.max_turns_per_pr.to_string()),
-        ("mention.conversation.contextBudgetChars", m.context_budget_chars.to_string()),
+        (
+            "mention.conversation.replyWithoutMention",
+            m.reply_without_mention.to_string(),
+        ),
+        (
+            "mention.conversation.maxTurnsPerPr",
+            m.max_turns_per_pr.to_string(),
+        ),
+        (
+            "mention.conversation.contextBudgetChars",
+            m.context_budget_chars.to_string(),
+        ),
         ("dispute.humanReviewers", list(&d.human_reviewers)),
-        ("dispute.resolveThreadOnConcede", d.resolve_thread_on_concede.to_string()),
+        (
+            "dispute.resolveThreadOnConcede",
+            d.resolve_thread_on_concede.to_string(),
+        ),
         ("review.triggers.opened", r.triggers.opened.to_string()),
         ("review.triggers.reopened", r.triggers.reopened.to_string()),
-        ("review.triggers.readyForReview", r.triggers.ready_for_review.to_string()),
-        ("review.triggers.synchronize", r.triggers.synchronize.to_string()),
+        (
+            "review.triggers.readyForReview",
+            r.triggers.ready_for_review.to_string(),
+        ),
+        (
+            "review.triggers.synchronize",
+            r.triggers.synchronize.to_string(),
+        ),
         ("review.skipAuthors", list(&r.skip_authors)),
         ("review.skipPaths", list(&r.skip_paths)),
         ("review.specialists", list(&r.specialists)),
         ("review.minConfidence", r.min_confidence.to_string()),
-        ("review.maxInlineComments", r.max_inline_comments.to_string()),
+        (
+            "review.maxInlineComments",
+            r.max_inline_comments.to_string(),
+        ),
         ("review.maxPatchTokens", r.max_patch_tokens.to_string()),
         ("review.passTimeoutSecs", r.pass_timeout_secs.to_string()),
-        ("review.manualReviewsPerHour", r.manual_reviews_per_hour.to_string()),
+        (
+            "review.manualReviewsPerHour",
+            r.manual_reviews_per_hour.to_string(),
+        ),
         ("review.autoTune", r.auto_tune.to_string()),
         ("review.judge", r.judge.to_string()),
         ("gate.blockOn", list(&severities)),
@@ -69,7 +97,10 @@ mod tests {
     #[test]
     fn every_key_the_reader_knows_is_described() {
         // Every key a full file sets is one `describe` lists, and none is unknown.
-        let keys: Vec<String> = describe(&RepoConfig::default()).into_iter().map(|(k, _)| k).collect();
+        let keys: Vec<String> = describe(&RepoConfig::default())
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\

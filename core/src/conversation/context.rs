@@ -194,7 +194,13 @@ pub async fn assemble(
             cap.max(2_000),
         ),
         parent_missing: conversation.parent_missing,
-        learnings: learnings(sources.store, snap, conversation, path_for_learnings(trigger)).await,
+        learnings: learnings(
+            sources.store,
+            snap,
+            conversation,
+            path_for_learnings(trigger),
+        )
+        .await,
     })
 }
 
@@ -210,7 +216,8 @@ async fn learnings(
     conversation: &Conversation,
     path: Option<&str>,
 ) -> Vec<String> {
-    let memory = match crate::learning::memory::load(store, &snap.repo, &snap.repo_ref.owner).await {
+    let memory = match crate::learning::memory::load(store, &snap.repo, &snap.repo_ref.owner).await
+    {
         Ok(memory) => memory,
         Err(err) => {
             tracing::warn!(repo = %snap.repo, error = %err, "could not read learnings; answering without them");

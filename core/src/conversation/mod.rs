@@ -19,7 +19,6 @@
 mod answer;
 mod budget;
 mod caches;
-mod commands;
 mod concurrent;
 mod context;
 mod dispute;
@@ -27,17 +26,20 @@ mod error;
 mod gates;
 mod notes;
 mod prompt;
+mod review_request;
 mod snapshot;
 mod sweep;
+mod teach;
 mod thread;
 mod trigger;
 
+pub use crate::commands::Command;
 pub use answer::Resolution;
 pub use budget::{Fitted, Turn, fit, per_comment_cap};
-pub use commands::{Command, parse as parse_command};
 pub use error::ConversationError;
 pub use gates::key as keys;
 pub use gates::turns_used;
+pub use teach::Taught;
 
 use crate::bookkeeping;
 use crate::job::{ConversationJob, Job};
@@ -83,6 +85,8 @@ pub enum Outcome {
         finding: String,
         lifted: bool,
     },
+    /// A teaching or reporting command, answered.
+    Taught(Taught),
     LimitReached,
     Skipped(String),
 }
@@ -123,7 +127,7 @@ impl ConversationHandler {
         let result = self.take(&snap, &llm, &trigger, &job.delivery_id).await;
         if let Ok(outcome) = &result {
             tracing::info!(repo = %snap.repo, number = snap.number, pull_request = job.is_pull_request, comment = trigger.id, ?outcome, "conversation turn done");
-            self.sweep(&snap, &llm, trigger.id, &job.delivery_id).await;
+            self.sweep(&snap, &llm, &trigger, &job.delivery_id).await;
         }
         self.record_usage(&snap, &llm).await;
         result.map(|_| ())
@@ -300,6 +304,9 @@ impl ConversationHandler {
             // A post that failed with a 5xx may have landed after all: its turn, given
             // back then, is used.
             gates::recharge_if_landed(self.store(), snap, trigger.id).await;
+            // A worker that died between posting a concession and recording it: the
+            // reply's marker says what was decided; settle it now (idempotent).
+            self.settle_posted_concession(snap, trigger).await;
             return Ok(skipped(
                 snap,
                 trigger,
@@ -328,9 +335,20 @@ impl ConversationHandler {
         owner: &str,
     ) -> Result<Outcome, ConversationError> {
         let destination = answer::destination(trigger, conversation);
-        if let Some(command) = commands::parse(&trigger.body, &snap.handles) {
+        let parse_context = crate::commands::ParseContext {
+            in_finding_thread: conversation.finding.is_some(),
+        };
+        if let Some(command) = crate::commands::parse(&trigger.body, &snap.handles, parse_context) {
             let outcome = self
-                .command(snap, trigger, &destination, command, owner)
+                .command(
+                    snap,
+                    llm,
+                    trigger,
+                    conversation,
+                    &destination,
+                    command,
+                    owner,
+                )
                 .await?;
             snap.mark_answered(trigger.id);
             return Ok(outcome);
@@ -383,15 +401,52 @@ impl ConversationHandler {
     /// A command instead of a question: queue a review (for those allowed, within the
     /// hourly allowance) or dismiss a finding. Every path answers the comment once and
     /// records it, so neither a redelivery nor the sweep runs it again.
+    #[allow(clippy::too_many_arguments)] // one call site; each part is a different thing
     async fn command(
         &self,
         snap: &PrSnapshot,
+        llm: &MeteredLlm,
         trigger: &Trigger,
+        conversation: &Conversation,
         destination: &Destination,
         command: Command,
         owner: &str,
     ) -> Result<Outcome, ConversationError> {
         let github = self.github();
+        if command.trigger().is_none() && !matches!(command, Command::DismissFinding { .. }) {
+            let turn = teach::Turn {
+                github,
+                store: self.store(),
+                llm,
+                permissions: &self.permissions,
+                snap,
+                trigger,
+                conversation,
+            };
+            let (text, taught) = match command {
+                Command::Learn(learn) => teach::learn(&turn, learn).await?,
+                Command::Forget(what) => teach::forget(&turn, what).await?,
+                Command::Learnings => teach::learnings(&turn).await?,
+                Command::Stats => teach::stats(&turn).await?,
+                Command::Configuration => {
+                    let memory = crate::learning::memory::load(
+                        self.store(),
+                        &snap.repo,
+                        &snap.repo_ref.owner,
+                    )
+                    .await
+                    .ok();
+                    (
+                        teach::configuration(snap, memory.as_ref()),
+                        Taught::Reported("configuration"),
+                    )
+                }
+                _ => (teach::help(), Taught::Reported("help")),
+            };
+            let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
+            gates::record_answered(self.store(), snap, trigger.id, reply).await;
+            return Ok(Outcome::Taught(taught));
+        }
         let Some(pr) = snap.pull() else {
             // Nothing to review or dismiss on a plain issue: say so (once: the reply claim
             // and the note's reply marker guard it).
@@ -401,7 +456,7 @@ impl ConversationHandler {
             return Ok(Outcome::ReviewNotPossible(command));
         };
         let answered = |reply: u64| gates::record_answered(self.store(), snap, trigger.id, reply);
-        if let Command::Dismiss { finding } = &command {
+        if let Command::DismissFinding { finding } = &command {
             return self.dismiss(snap, pr, trigger, destination, finding).await;
         }
         let Some(review) = command.trigger() else {
@@ -448,7 +503,7 @@ impl ConversationHandler {
                 return Ok(Outcome::ReviewCapped);
             }
         }
-        commands::request_review(
+        review_request::request_review(
             self.services.queue.as_ref(),
             snap,
             pr,
@@ -637,6 +692,95 @@ impl ConversationHandler {
         })
     }
 
+    /// Apply a concession Parley already posted (its reply marker says `concede`) whose
+    /// effect on the finding was never recorded: the job died after the post. Best effort,
+    /// like the settlement it stands in for.
+    async fn settle_posted_concession(&self, snap: &PrSnapshot, trigger: &Trigger) {
+        let Some(finding_id) = self.posted_concession(snap, trigger).await else {
+            return;
+        };
+        let store = self.store();
+        let Ok(findings) = store.findings_for_pr(&snap.repo, snap.number).await else {
+            return;
+        };
+        let Some(finding) = findings.into_iter().find(|f| f.id == finding_id) else {
+            return;
+        };
+        let conceded_before = finding
+            .outcome
+            .as_ref()
+            .is_some_and(|o| o.signal == "conceded");
+        if conceded_before {
+            return;
+        }
+        tracing::info!(repo = %snap.repo, pr = snap.number, finding = %finding.id, "a posted concession was never recorded; settling it now");
+        let in_play = context::FindingInPlay {
+            finding,
+            stored: true,
+        };
+        let lifts = match dispute::weigh_concession(self.github(), snap, &in_play, trigger).await {
+            Ok(decision) => decision.lifts(),
+            Err(err) => {
+                tracing::warn!(repo = %snap.repo, error = %err, "could not weigh the posted concession; the retry will");
+                return;
+            }
+        };
+        let root = in_play.finding.comment_id.unwrap_or_default();
+        let state = dispute::settle(
+            self.github(),
+            store,
+            snap,
+            &in_play,
+            Resolution::Concede,
+            lifts,
+            &trigger.author.login,
+            root,
+        )
+        .await;
+        crate::learning::outcomes::record_by_id(
+            store,
+            &snap.repo,
+            snap.number,
+            &in_play.finding.id,
+            crate::learning::outcomes::Signal::new(
+                crate::ports::Verdict::Rejected,
+                "conceded",
+                Some(&trigger.author.login),
+            ),
+        )
+        .await;
+        if state != in_play.finding.state {
+            crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+        }
+    }
+
+    /// The finding a reply of Parley's to `trigger` conceded, if one did.
+    async fn posted_concession(&self, snap: &PrSnapshot, trigger: &Trigger) -> Option<String> {
+        let conceded = |user: Option<&crate::ports::github::User>, body: &str| {
+            markers::trusted::<markers::ReplyMarker>(
+                user,
+                &snap.handles,
+                body,
+                markers::kind::REPLY,
+            )
+            .filter(|m| m.reply_to == trigger.id && m.resolution.as_deref() == Some("concede"))
+            .and_then(|m| m.finding)
+        };
+        if let Ok(listing) = snap.review_comments(self.github()).await
+            && let Some(found) = listing
+                .items
+                .iter()
+                .find_map(|c| conceded(c.user.as_ref(), &c.body))
+        {
+            return Some(found);
+        }
+        let listing = snap.issue_comments(self.github()).await.ok()?;
+        listing
+            .items
+            .iter()
+            .find_map(|c| conceded(c.user.as_ref(), &c.body))
+    }
+
     /// The conversation with only the turns of people allowed to talk to Parley (and
     /// Parley's own). Anyone can comment in a thread; someone who failed the permission
     /// gate must not steer the answer to someone who passed it by writing instructions
@@ -676,7 +820,7 @@ impl ConversationHandler {
 
     /// Answer missed questions on the same PR. Best effort: a failure stops the sweep
     /// (the next job sweeps again) but never fails the job that ran it.
-    async fn sweep(&self, snap: &PrSnapshot, llm: &MeteredLlm, handled: u64, delivery: &str) {
+    async fn sweep(&self, snap: &PrSnapshot, llm: &MeteredLlm, handled: &Trigger, delivery: &str) {
         let listings = concurrent::join2(
             snap.review_comments(self.github()),
             snap.issue_comments(self.github()),
@@ -697,7 +841,8 @@ impl ConversationHandler {
             &review_comments.items,
             &issue_comments.items,
             &reviews,
-            handled,
+            handled.id,
+            handled.created_at,
         ) {
             if taken == sweep::MAX_PER_RUN {
                 tracing::info!(repo = %snap.repo, pr = snap.number, "sweep stops at its per-job limit; the next job goes on");

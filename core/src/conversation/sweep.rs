@@ -2,10 +2,12 @@
 //! dropped message, a worker that died before its claim) and answer them too.
 //!
 //! A comment is pending when it mentions Parley or replies in a thread rooted at a Parley
-//! finding, is newer than Parley's last comment in its thread, and no Parley reply marker
-//! points at it. Candidates go through the very same gates as a webhook's comment (the
-//! claim keeps the sweep and a late-arriving job from both answering), oldest first, and
-//! at most [`MAX_PER_RUN`] per job so one job's time stays bounded.
+//! finding, was written before the comment the job answers (later ones' jobs are still
+//! queued behind it: answering them here would break the PR's order), and no reply marker
+//! of Parley's points at it. Candidates go through the very same gates as a webhook's
+//! comment (the store's record of answers and the claim keep the sweep and a late job
+//! from both answering), oldest first, at most [`MAX_PER_RUN`] answered per job so one
+//! job's time stays bounded.
 //!
 //! Review bodies are swept too, from the reviews listed with the PR (concurrently with the
 //! comment listings, so the job waits no longer). A review body is pending when it
@@ -14,11 +16,12 @@
 //! where its answer would be (docs/conversation.md, "Nothing lost").
 
 use super::snapshot::PrSnapshot;
-use super::thread::{answers, finding_marker, is_note, is_parley};
+use super::thread::{answers, finding_marker, is_parley};
 use super::trigger::Trigger;
 use crate::markers::{self, ReplyMarker};
 use crate::ports::github::{IssueComment, Review, ReviewComment, User};
 use std::collections::{HashMap, HashSet};
+use time::OffsetDateTime;
 
 /// Pending comments answered per job at most, so one job's time stays bounded.
 pub const MAX_PER_RUN: usize = 3;
@@ -28,11 +31,6 @@ pub const MAX_PER_RUN: usize = 3;
 /// counted, three such comments would starve every newer question for good.
 pub const MAX_CONSIDERED: usize = 30;
 
-/// Parley's comments that had their say: its answers, not its notes.
-fn speaks(user: Option<&User>, body: &str, snap: &PrSnapshot) -> bool {
-    is_parley(user, &snap.handles) && !is_note(body)
-}
-
 /// The pending comments among both listings and the review bodies, oldest first, at most
 /// [`MAX_CONSIDERED`].
 pub fn pending(
@@ -41,6 +39,7 @@ pub fn pending(
     issue_comments: &[IssueComment],
     reviews: &[Review],
     handled: u64,
+    before: Option<OffsetDateTime>,
 ) -> Vec<Trigger> {
     // Reply markers from both listings: an inline question may have been answered in the
     // PR conversation when its thread refused the reply.
@@ -68,6 +67,13 @@ pub fn pending(
         issue_comments,
         handled,
     ));
+    // Only comments written before the one this job answers: jobs of one PR run in
+    // delivery order, so every earlier comment's own job has run (a pending one was
+    // missed), while a later one's job is still queued behind this one and will answer
+    // it in its turn. Answering it here would overtake the queue and break the PR's order.
+    if let Some(before) = before {
+        found.retain(|t| t.created_at.is_some_and(|at| at < before));
+    }
     found.sort_by_key(|t| (t.created_at, t.id));
     found.truncate(MAX_CONSIDERED);
     found
@@ -99,20 +105,11 @@ fn pending_inline(snap: &PrSnapshot, comments: &[ReviewComment], handled: u64) -
         }
         current.in_reply_to_id.unwrap_or(current.id)
     };
-    let mut last_parley: HashMap<u64, u64> = HashMap::new();
-    for c in comments
-        .iter()
-        .filter(|c| speaks(c.user.as_ref(), &c.body, snap))
-    {
-        let last = last_parley.entry(root_of(c)).or_insert(0);
-        *last = (*last).max(c.id);
-    }
     let reply_without_mention = snap.config.config.mention.reply_without_mention;
     comments
         .iter()
         .filter(|c| c.id != handled && !snap.was_answered(c.id))
         .filter(|c| !is_bot_or_parley(c.user.as_ref(), snap))
-        .filter(|c| c.id > last_parley.get(&root_of(c)).copied().unwrap_or(0))
         .filter(|c| {
             !comments
                 .iter()
@@ -131,15 +128,9 @@ fn pending_inline(snap: &PrSnapshot, comments: &[ReviewComment], handled: u64) -
 }
 
 fn pending_top_level(snap: &PrSnapshot, comments: &[IssueComment], handled: u64) -> Vec<Trigger> {
-    let last_parley = comments
-        .iter()
-        .filter(|c| speaks(c.user.as_ref(), &c.body, snap))
-        .map(|c| c.id)
-        .max()
-        .unwrap_or(0);
     comments
         .iter()
-        .filter(|c| c.id != handled && c.id > last_parley && !snap.was_answered(c.id))
+        .filter(|c| c.id != handled && !snap.was_answered(c.id))
         .filter(|c| !is_bot_or_parley(c.user.as_ref(), snap))
         .filter(|c| snap.handles.mentioned_in(&c.body))
         .filter(|c| {

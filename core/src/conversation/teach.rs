@@ -126,7 +126,11 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
     let Some(finding) = findings.iter_mut().find(|f| f.id == finding_id) else {
         return Ok(String::new());
     };
-    let signal = Signal::new(Verdict::Rejected, "wont_fix", Some(&turn.trigger.author.login));
+    let signal = Signal::new(
+        Verdict::Rejected,
+        "wont_fix",
+        Some(&turn.trigger.author.login),
+    );
     outcomes::record(turn.store, finding, &signal).await?;
     if finding.state != FindingState::Open {
         return Ok(String::new());
@@ -151,7 +155,10 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
     finding.state_changed_by = Some(turn.trigger.author.login.clone());
     finding.state_changed_at = Some(OffsetDateTime::now_utc());
     turn.store.put_finding(finding).await?;
-    Ok(format!("\n\nThe finding `{}` is marked won't fix.", finding.id))
+    Ok(format!(
+        "\n\nThe finding `{}` is marked won't fix.",
+        finding.id
+    ))
 }
 
 /// `forget L-3f9a` / `forget "…"`: a soft delete, kept for the record.
@@ -175,11 +182,17 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
         [one] => (*one).clone(),
         [] => {
             let why = "no active learning matches that; `@parley learnings` lists them".to_string();
-            return Ok((format!("I found nothing to forget: {why}."), Taught::Refused(why)));
+            return Ok((
+                format!("I found nothing to forget: {why}."),
+                Taught::Refused(why),
+            ));
         }
         many => {
             let ids: Vec<String> = many.iter().map(|l| format!("`{}`", l.id)).collect();
-            let why = format!("several learnings match ({}); forget one by its id", ids.join(", "));
+            let why = format!(
+                "several learnings match ({}); forget one by its id",
+                ids.join(", ")
+            );
             return Ok((format!("Which one? {why}."), Taught::Refused(why)));
         }
     };
@@ -225,7 +238,8 @@ pub fn render_learnings(memory: &RepoMemory) -> String {
     if active.is_empty() {
         return "I have no learnings for this repository yet. Teach me with `@parley remember …`, `@parley don't flag …` or `@parley be stricter about …`.".to_string();
     }
-    let mut out = String::from("| id | scope | kind | learning | by | added |\n|---|---|---|---|---|---|\n");
+    let mut out =
+        String::from("| id | scope | kind | learning | by | added |\n|---|---|---|---|---|---|\n");
     for l in &active {
         let date = l
             .created_at
@@ -265,7 +279,12 @@ pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationErro
         .await?;
     let config = &snap.config.config;
     Ok((
-        render_stats(&memory.stats, config, month.cost_micro_usd, reviews_this_month),
+        render_stats(
+            &memory.stats,
+            config,
+            month.cost_micro_usd,
+            reviews_this_month,
+        ),
         Taught::Reported("stats"),
     ))
 }
@@ -278,7 +297,11 @@ pub fn render_stats(
 ) -> String {
     let totals = stats.totals_by_category();
     let mut categories: Vec<&str> = totals.keys().copied().collect();
-    for key in stats.posted.keys().chain(stats.suppressed_by_category.keys()) {
+    for key in stats
+        .posted
+        .keys()
+        .chain(stats.suppressed_by_category.keys())
+    {
         if !categories.contains(&key.as_str()) {
             categories.push(key);
         }
@@ -298,7 +321,11 @@ pub fn render_stats(
         out.push_str(&format!(
             "| {category} | {} | {} | {} | {} | {} | {} |\n",
             stats.posted.get(*category).copied().unwrap_or(0),
-            stats.suppressed_by_category.get(*category).copied().unwrap_or(0),
+            stats
+                .suppressed_by_category
+                .get(*category)
+                .copied()
+                .unwrap_or(0),
             c.accepted,
             c.rejected,
             c.ignored,
@@ -431,12 +458,14 @@ fn scope(turn: &Turn<'_>, said: Option<ScopeWord>) -> Result<Scope, String> {
     match said {
         None | Some(ScopeWord::Repo) => Ok(Scope::Repo),
         Some(ScopeWord::Org) => Ok(Scope::Org),
-        Some(ScopeWord::Pr) => pr
-            .map(|pr| Scope::Pr { pr })
-            .ok_or_else(|| "A learning for \"this PR\" needs a pull request; this is an issue.".to_string()),
+        Some(ScopeWord::Pr) => pr.map(|pr| Scope::Pr { pr }).ok_or_else(|| {
+            "A learning for \"this PR\" needs a pull request; this is an issue.".to_string()
+        }),
         Some(ScopeWord::Thread) => match (pr, &turn.conversation.root) {
             (Some(pr), Some(root)) => Ok(Scope::Thread { pr, root: root.id }),
-            _ => Err("A learning for \"this thread\" needs a review thread; say it in one.".to_string()),
+            _ => Err(
+                "A learning for \"this thread\" needs a review thread; say it in one.".to_string(),
+            ),
         },
     }
 }
@@ -445,7 +474,10 @@ fn scope(turn: &Turn<'_>, said: Option<ScopeWord>) -> Result<Scope, String> {
 async fn may_teach(turn: &Turn<'_>, scope: &Scope) -> Result<Option<String>, ConversationError> {
     let (needed, what) = match scope {
         Scope::Thread { .. } | Scope::Pr { .. } => return Ok(None),
-        Scope::Repo => (PermissionLevel::Write, "repository learnings need write permission"),
+        Scope::Repo => (
+            PermissionLevel::Write,
+            "repository learnings need write permission",
+        ),
         Scope::Org => (
             PermissionLevel::Admin,
             "organisation-wide learnings need an organisation admin (admin permission here)",
@@ -457,7 +489,9 @@ async fn may_teach(turn: &Turn<'_>, scope: &Scope) -> Result<Option<String>, Con
         .at_least(turn.github, turn.snap, &turn.trigger.author.login, needed)
         .await?
         .err()
-        .map(|has| format!("{what}; {has}. A learning for this PR only (`… for this PR`) needs none.")))
+        .map(|has| {
+            format!("{what}; {has}. A learning for this PR only (`… for this PR`) needs none.")
+        }))
 }
 
 /// The learning's text with its hints, in one line.

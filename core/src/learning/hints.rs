@@ -196,16 +196,22 @@ pub async fn extract(
                 } else {
                     paths.to_vec()
                 },
-                keywords: if kind == LearningKind::Dismiss {
-                    model
+                // The model's keywords when it gave some, else the ones the words name.
+                keywords: if kind != LearningKind::Dismiss {
+                    Vec::new()
+                } else {
+                    let keywords: Vec<String> = model
                         .keywords
                         .into_iter()
                         .map(|k| k.trim().to_ascii_lowercase())
                         .filter(|k| !k.is_empty() && k.len() <= 40)
                         .take(5)
-                        .collect()
-                } else {
-                    Vec::new()
+                        .collect();
+                    if keywords.is_empty() {
+                        fallback.keywords.clone()
+                    } else {
+                        keywords
+                    }
                 },
                 direction,
                 source: "llm".to_string(),

@@ -1,0 +1,308 @@
+//! What learning costs a review: a repository with 500 learnings (every kind and scope,
+//! half with path globs), 10,000 recorded outcomes and 300 false-positive patterns,
+//! applied to a 30-finding review. Reports the store reads (read through a counting
+//! wrapper around the SQLite store) and the CPU time of applying it all: the threshold,
+//! the learnings that concern the PR, dismissals, patterns and per-category thresholds.
+//!
+//! `cargo bench -p parley-tests --bench learning_apply`
+
+use async_trait::async_trait;
+use parley_core::config::GateConfig;
+use parley_core::learning::memory;
+use parley_core::learning::patterns::Pattern;
+use parley_core::learning::record::{Direction, Hints, Learning, LearningKind, Scope};
+use parley_core::learning::{apply, stats};
+use parley_core::ports::store::{Claim, Finding, Installation, MemoryItem, ReviewRun, StoreError};
+use parley_core::ports::{FindingState, Severity, Store, Verdict};
+use parley_core::review::filter;
+use parley_core::review::merge::Candidate;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+
+const REPO: &str = "octo-org/big";
+const OWNER: &str = "octo-org";
+const LEARNINGS: usize = 500;
+const OUTCOMES: usize = 10_000;
+const PATTERNS: usize = 300;
+const FINDINGS: usize = 30;
+const ROUNDS: usize = 200;
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inner: Arc<dyn Store> = Arc::new(
+            parley_store::sqlite::SqliteStore::open(dir.path().join("bench.db")).expect("store"),
+        );
+        seed(inner.as_ref()).await;
+        let store = Counting {
+            inner,
+            memory_reads: AtomicUsize::new(0),
+        };
+
+        let started = Instant::now();
+        let loaded = memory::load(&store, REPO, OWNER).await.expect("load");
+        let load_time = started.elapsed();
+        let reads = store.memory_reads.load(Ordering::SeqCst);
+        assert_eq!(loaded.learnings.len(), LEARNINGS);
+        assert_eq!(loaded.stats.total().decided() + loaded.stats.total().ignored, OUTCOMES as u64);
+
+        let candidates = candidates();
+        let paths: Vec<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
+        let gate = GateConfig::default();
+        let mut times: Vec<Duration> = Vec::with_capacity(ROUNDS);
+        let mut reported = 0;
+        for _ in 0..ROUNDS {
+            let started = Instant::now();
+            let (base, source) = stats::threshold_in_force(75, false, true, &loaded.stats);
+            let applied = apply::for_review(&loaded, 7, &paths, base, source);
+            let lines = apply::prompt_lines(&applied.relevant, false);
+            let (kept, suppressed) =
+                apply::suppress(candidates.clone(), &applied.relevant, &loaded, &gate);
+            let filtered = filter::apply_with(kept, base, |c| applied.thresholds.for_candidate(c), 15);
+            reported = filtered.reported().count() + suppressed.len() + lines.len();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        let median = times[ROUNDS / 2];
+        let p99 = times[ROUNDS * 99 / 100];
+        println!(
+            "learning_apply: {LEARNINGS} learnings, {OUTCOMES} outcomes, {PATTERNS} patterns, {FINDINGS} findings ({ROUNDS} rounds)"
+        );
+        println!("  store reads to load it all:   {reads}");
+        println!("  load (reads + decoding):       {:>8.2} ms", ms(load_time));
+        println!("  apply, CPU, median:            {:>8.3} ms", ms(median));
+        println!("  apply, CPU, p99:               {:>8.3} ms", ms(p99));
+        println!("  (checksum {reported})");
+    });
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn seed(store: &dyn Store) {
+    let now = OffsetDateTime::now_utc();
+    for i in 0..LEARNINGS {
+        let kind = [
+            LearningKind::Remember,
+            LearningKind::Dismiss,
+            LearningKind::Adjust,
+        ][i % 3];
+        let scope = match i % 5 {
+            0 => Scope::Org,
+            1 => Scope::Pr {
+                pr: (i % 20) as u64,
+            },
+            _ => Scope::Repo,
+        };
+        let learning = Learning {
+            id: String::new(),
+            repo: REPO.into(),
+            scope,
+            kind,
+            text: format!(
+                "rule number {i}: prefer explicit errors in module {}",
+                i % 17
+            ),
+            hints: Hints {
+                category: Some(["security", "style", "tests", "correctness"][i % 4].into()),
+                max_severity: None,
+                paths: if i % 2 == 0 {
+                    vec![format!("src/m{}/**", i % 13)]
+                } else {
+                    vec![]
+                },
+                keywords: if kind == LearningKind::Dismiss {
+                    vec![format!("word{}", i % 11)]
+                } else {
+                    vec![]
+                },
+                direction: (kind == LearningKind::Adjust).then_some(if i % 2 == 0 {
+                    Direction::Stricter
+                } else {
+                    Direction::Lenient
+                }),
+                source: "rules".into(),
+            },
+            author: "bob".into(),
+            source_url: String::new(),
+            source_comment_id: i as u64 + 1,
+            created_at: now,
+            forgotten: None,
+            times_applied: 0,
+            findings_suppressed: 0,
+        };
+        memory::add_learning(store, OWNER, learning)
+            .await
+            .expect("learning");
+    }
+    memory::update_stats(store, REPO, |stats| {
+        for i in 0..OUTCOMES {
+            let verdict = [
+                Verdict::Accepted,
+                Verdict::Accepted,
+                Verdict::Rejected,
+                Verdict::Ignored,
+            ][i % 4];
+            stats.count(
+                ["security", "style", "tests"][i % 3],
+                "medium",
+                (50 + i % 50) as u8,
+                verdict,
+                1,
+            );
+        }
+    })
+    .await
+    .expect("stats");
+    for i in 0..PATTERNS {
+        let finding = finding(i);
+        let key = Pattern::key_for(&finding.category, &finding.path, &finding.title);
+        memory::update_pattern(store, REPO, &key, |current| {
+            let mut pattern = current.unwrap_or_else(|| Pattern::new(&finding, now));
+            pattern.reject(&finding, Some("amy"), now);
+            pattern
+        })
+        .await
+        .expect("pattern");
+    }
+}
+
+fn finding(i: usize) -> Finding {
+    Finding {
+        repo: REPO.into(),
+        pr: (i % 40) as u64,
+        id: format!("f{i}"),
+        fingerprint: format!("fp{i}"),
+        severity: Severity::Low,
+        category: "style".into(),
+        confidence: 70,
+        path: format!("src/m{}/file{}.rs", i % 13, i % 7),
+        start_line: None,
+        line: 3,
+        title: format!("Prefer iterator number {i} over index loop"),
+        body: String::new(),
+        head_sha: "h".into(),
+        review_id: None,
+        comment_id: None,
+        state: FindingState::Open,
+        state_changed_by: None,
+        state_changed_at: None,
+        created_at: OffsetDateTime::UNIX_EPOCH,
+        outcome: None,
+    }
+}
+
+fn candidates() -> Vec<Candidate> {
+    (0..FINDINGS)
+        .map(|i| Candidate {
+            path: format!("src/m{}/file{}.rs", i % 13, i % 7),
+            line: 10 + i as u32,
+            start_line: None,
+            severity: [Severity::Low, Severity::Medium, Severity::High][i % 3],
+            category: ["security", "style", "tests", "correctness"][i % 4].into(),
+            confidence: (60 + i) as u8,
+            title: format!("Finding {i} about word{} handling", i % 11),
+            body: "Details.".into(),
+            suggestion: None,
+            passes: vec!["security".into()],
+            fingerprint: format!("cand{i}"),
+            on_diff: true,
+        })
+        .collect()
+}
+
+/// The SQLite store, counting the memory reads a review makes.
+struct Counting {
+    inner: Arc<dyn Store>,
+    memory_reads: AtomicUsize,
+}
+
+#[async_trait]
+impl Store for Counting {
+    async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        self.inner.claim(key, ttl).await
+    }
+    async fn release(&self, key: &str) -> Result<(), StoreError> {
+        self.inner.release(key).await
+    }
+    async fn is_claimed(&self, key: &str) -> Result<bool, StoreError> {
+        self.inner.is_claimed(key).await
+    }
+    async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
+        self.inner.claim_as(key, owner, ttl).await
+    }
+    async fn increment_within(
+        &self,
+        scope: &str,
+        counter: &str,
+        ceiling: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        self.inner.increment_within(scope, counter, ceiling).await
+    }
+    async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
+        self.inner.counter(scope, counter).await
+    }
+    async fn add_to_counter(
+        &self,
+        scope: &str,
+        counter: &str,
+        delta: u64,
+    ) -> Result<u64, StoreError> {
+        self.inner.add_to_counter(scope, counter, delta).await
+    }
+    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
+        self.inner.put_review_run(run).await
+    }
+    async fn review_run(
+        &self,
+        repo: &str,
+        pr: u64,
+        head_sha: &str,
+    ) -> Result<Option<ReviewRun>, StoreError> {
+        self.inner.review_run(repo, pr, head_sha).await
+    }
+    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
+        self.inner.review_runs(repo, pr).await
+    }
+    async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
+        self.inner.put_installation(installation).await
+    }
+    async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError> {
+        self.inner.installation(id).await
+    }
+    async fn delete_installation(&self, id: u64) -> Result<(), StoreError> {
+        self.inner.delete_installation(id).await
+    }
+    async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
+        self.inner.put_finding(finding).await
+    }
+    async fn finding_by_comment(
+        &self,
+        repo: &str,
+        comment_id: u64,
+    ) -> Result<Option<Finding>, StoreError> {
+        self.inner.finding_by_comment(repo, comment_id).await
+    }
+    async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError> {
+        self.inner.findings_for_pr(repo, pr).await
+    }
+    async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
+        self.memory_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.memory(partition).await
+    }
+    async fn put_memory(
+        &self,
+        partition: &str,
+        sort_key: &str,
+        record: &serde_json::Value,
+        expected: u64,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .put_memory(partition, sort_key, record, expected)
+            .await
+    }
+}

@@ -1,0 +1,481 @@
+//! Learning end to end (issue 9): teaching commands through the conversation worker,
+//! applied by the review worker, outcomes recorded from GitHub's signals, the tuned
+//! threshold, the reporting commands and the judge pass. Fake GitHub and fake LLM over
+//! HTTP; every scenario on SQLite and on DynamoDB (moto).
+
+use parley_core::Job;
+use parley_core::conversation::ConversationHandler;
+use parley_core::job::ReviewTrigger;
+use parley_core::learning::memory;
+use parley_core::ports::{FindingState, JobHandler, Verdict};
+use parley_tests::review_harness::*;
+use serde_json::json;
+
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(ReviewHarness::start(Backend::Sqlite).await).await;
+            }
+            #[tokio::test]
+            async fn dynamodb() {
+                super::$name(ReviewHarness::start(Backend::Dynamo).await).await;
+            }
+        }
+    )*};
+}
+
+on_both_stores!(
+    remember_adds_one_learning_and_a_question_stays_a_question,
+    readers_cannot_teach_the_repo_but_may_teach_their_pr,
+    forget_takes_a_learning_back,
+    a_dismissed_category_is_suppressed_in_the_next_review,
+    an_adjust_rule_moves_the_threshold,
+    outcome_signals_are_recorded,
+    the_tuned_threshold_comes_from_a_seeded_history,
+    stats_and_configuration_report_the_store,
+    the_judge_drops_a_contradicted_finding_and_its_failure_falls_back,
+);
+
+const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
+const HINTS: &str = "structured hints";
+
+fn talk(h: &ReviewHarness) -> ConversationHandler {
+    ConversationHandler::new(h.services.clone())
+}
+
+async fn say(h: &ReviewHarness, author: &str, text: &str) -> Job {
+    let job = top_level(h, author, text);
+    talk(h).handle(job.clone()).await.expect("answered");
+    job
+}
+
+fn last_said(h: &ReviewHarness) -> String {
+    parley_says(h).last().cloned().unwrap_or_default()
+}
+
+async fn learnings(h: &ReviewHarness) -> Vec<parley_core::learning::Learning> {
+    memory::load(h.store.as_ref(), REPO, OWNER)
+        .await
+        .expect("memory")
+        .learnings
+}
+
+async fn remember_adds_one_learning_and_a_question_stays_a_question(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    let job = say(
+        &h,
+        "bob",
+        "@parley remember that we allow unwrap in tests/**",
+    )
+    .await;
+    let said = last_said(&h);
+    assert!(said.contains("Learning added `L-"), "{said}");
+    assert!(said.contains("(repo)"), "{said}");
+    assert!(said.contains("undo with `@parley forget L-"), "{said}");
+    // A redelivery of the same comment adds nothing, and answers nothing more.
+    talk(&h).handle(job).await.expect("redelivered");
+    let all = learnings(&h).await;
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0].author, "bob");
+    assert_eq!(all[0].hints.paths, vec!["tests/**"]);
+    assert_eq!(parley_says(&h).len(), 1);
+
+    // A question that merely contains "remember" is answered by the model.
+    h.llm.answer(
+        CONVERSATION,
+        &json!({ "reply": "We added it in #12.", "resolution": null }).to_string(),
+    );
+    say(&h, "bob", "@parley do you remember why we added the cache?").await;
+    assert_eq!(learnings(&h).await.len(), 1);
+    assert!(last_said(&h).contains("We added it in #12."));
+}
+
+async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "mention:\n  minPermission: read\n",
+    );
+    h.github.set_permission(REPO, "mallory", "read");
+    say(&h, "mallory", "@parley don't flag style issues").await;
+    let said = last_said(&h);
+    assert!(said.contains("need write permission"), "{said}");
+    assert!(learnings(&h).await.is_empty());
+
+    say(&h, "mallory", "@parley don't flag style issues for this PR").await;
+    let all = learnings(&h).await;
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        all[0].scope,
+        parley_core::learning::Scope::Pr { pr: PR },
+        "{all:#?}"
+    );
+
+    // Organisation-wide needs an admin.
+    h.github.set_permission(REPO, "bob", "write");
+    say(&h, "bob", "@parley remember for all repos: we squash merge").await;
+    assert!(last_said(&h).contains("organisation-wide learnings need"));
+    h.github.set_permission(REPO, "ada", "admin");
+    say(&h, "ada", "@parley remember for all repos: we squash merge").await;
+    let org: Vec<_> = learnings(&h)
+        .await
+        .into_iter()
+        .filter(|l| l.scope == parley_core::learning::Scope::Org)
+        .collect();
+    assert_eq!(org.len(), 1);
+}
+
+async fn forget_takes_a_learning_back(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    say(
+        &h,
+        "bob",
+        "@parley remember our API ids are validated at the boundary",
+    )
+    .await;
+    let id = learnings(&h).await[0].id.clone();
+    say(&h, "bob", &format!("@parley forget {id}")).await;
+    assert!(last_said(&h).contains(&format!("Forgot `{id}`")));
+    let all = learnings(&h).await;
+    assert!(all[0].forgotten.is_some(), "soft delete: kept, marked");
+    say(&h, "bob", "@parley learnings").await;
+    assert!(!last_said(&h).contains(&id), "{}", last_said(&h));
+    say(&h, "bob", &format!("@parley forget {id}")).await;
+    assert!(last_said(&h).contains("nothing to forget"));
+}
+
+async fn a_dismissed_category_is_suppressed_in_the_next_review(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    say(&h, "bob", "@parley don't flag style issues").await;
+    let id = learnings(&h).await[0].id.clone();
+    // The model still reports a style finding; the review must not post it.
+    h.llm.answer(
+        STYLE,
+        &reply(&[finding("src/db.rs", 3, "low", 90, "Name is too short")]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    assert!(h.inline_comments().is_empty(), "{:#?}", h.inline_comments());
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(summary.contains("1 finding(s) suppressed"), "{summary}");
+    assert!(summary.contains(&format!("dismissed by {id}")), "{summary}");
+    let learning = learnings(&h).await.remove(0);
+    assert_eq!(learning.findings_suppressed, 1);
+    assert_eq!(learning.times_applied, 1);
+}
+
+async fn an_adjust_rule_moves_the_threshold(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    say(&h, "bob", "@parley be stricter about security").await;
+    // Confidence 70 is under the default 75, but security's threshold is now 65.
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "medium", 70, "Weak hash")]),
+    );
+    h.llm.answer(
+        STYLE,
+        &reply(&[finding("src/db.rs", 2, "low", 70, "Long line")]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        comments[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Weak hash")
+    );
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary.contains("adjusted by learnings: security 65"),
+        "{summary}"
+    );
+}
+
+async fn outcome_signals_are_recorded(h: ReviewHarness) {
+    h.llm.answer(
+        SECURITY,
+        &reply(&[
+            finding("src/db.rs", 2, "medium", 90, "Unchecked id"),
+            finding("src/db.rs", 3, "medium", 90, "SQL injection"),
+            finding("src/db.rs", 4, "low", 90, "Missing doc"),
+            finding("src/db.rs", 5, "low", 90, "Unused helper"),
+        ]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let by_title = |findings: &[parley_core::ports::Finding], title: &str| {
+        findings
+            .iter()
+            .find(|f| f.title == title)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {title}"))
+    };
+    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    assert_eq!(found.len(), 4);
+    // A maintainer resolves "Unchecked id": accepted.
+    let unchecked = by_title(&found, "Unchecked id");
+    talk(&h)
+        .handle(thread_job(
+            unchecked.comment_id.expect("inline"),
+            true,
+            "t-1",
+        ))
+        .await
+        .expect("bookkeeping");
+    // bob disputes "SQL injection" and Parley concedes: rejected.
+    h.github.set_permission(REPO, "bob", "write");
+    h.llm.answer(
+        CONVERSATION,
+        &json!({ "reply": "Fair point.", "resolution": "concede" }).to_string(),
+    );
+    let sql = by_title(&found, "SQL injection");
+    talk(&h)
+        .handle(reply_in_thread(
+            &h,
+            sql.comment_id.expect("inline"),
+            "bob",
+            "It is a constant.",
+        ))
+        .await
+        .expect("turn");
+    // 👍 on "Missing doc"; nothing on "Unused helper"; then the PR closes.
+    let doc = by_title(&found, "Missing doc");
+    h.github
+        .react_to_review_comment(doc.comment_id.expect("inline"), "+1", "carol");
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["state"] = "closed".into();
+        pr["merged"] = true.into();
+    });
+    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
+    closed["repository"]["full_name"] = REPO.into();
+    closed["repository"]["name"] = NAME.into();
+    closed["repository"]["owner"]["login"] = OWNER.into();
+    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    closed["pull_request"]["number"] = PR.into();
+    talk(&h)
+        .handle(normalised("pull_request", "close-1", &closed))
+        .await
+        .expect("bookkeeping");
+
+    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let verdict = |title: &str| {
+        by_title(&found, title)
+            .outcome
+            .map(|o| (o.verdict, o.signal))
+    };
+    assert_eq!(
+        verdict("Unchecked id"),
+        Some((Verdict::Accepted, "thread_resolved".into()))
+    );
+    assert_eq!(
+        verdict("SQL injection"),
+        Some((Verdict::Rejected, "conceded".into()))
+    );
+    assert_eq!(
+        verdict("Missing doc"),
+        Some((Verdict::Accepted, "thumbs_up".into()))
+    );
+    assert_eq!(
+        verdict("Unused helper"),
+        Some((Verdict::Ignored, "closed_unanswered".into()))
+    );
+    let stats = memory::load(h.store.as_ref(), REPO, OWNER)
+        .await
+        .expect("memory")
+        .stats;
+    let total = stats.total();
+    assert_eq!((total.accepted, total.rejected, total.ignored), (2, 1, 1));
+    assert_eq!(
+        memory::load(h.store.as_ref(), REPO, OWNER)
+            .await
+            .expect("memory")
+            .patterns
+            .len(),
+        1,
+        "the rejection feeds a pattern"
+    );
+    let _ = FindingState::Open;
+}
+
+/// Seed `n` decided findings at `confidence` in the statistics.
+async fn seed(h: &ReviewHarness, confidence: u8, accepted: u64, rejected: u64) {
+    memory::update_stats(h.store.as_ref(), REPO, |stats| {
+        for _ in 0..accepted {
+            stats.count("security", "medium", confidence, Verdict::Accepted, 1);
+        }
+        for _ in 0..rejected {
+            stats.count("style", "low", confidence, Verdict::Rejected, 1);
+        }
+    })
+    .await
+    .expect("seed");
+}
+
+async fn the_tuned_threshold_comes_from_a_seeded_history(h: ReviewHarness) {
+    // 30 decided: at >= 71, 18 of 19 accepted (94.7%); at >= 70, 20 of 25 (80%).
+    seed(&h, 90, 10, 0).await;
+    seed(&h, 80, 8, 1).await;
+    seed(&h, 70, 2, 4).await;
+    seed(&h, 60, 0, 5).await;
+    h.llm.answer(
+        SECURITY,
+        &reply(&[
+            finding("src/db.rs", 3, "medium", 72, "Kept at 72"),
+            finding("src/db.rs", 2, "medium", 70, "Filtered at 70"),
+        ]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        comments[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Kept at 72")
+    );
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary.contains("Confidence threshold: 71 (tuned from 30 accepted or rejected findings"),
+        "{summary}"
+    );
+}
+
+async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    seed(&h, 90, 3, 1).await;
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  maxInlineComments: 7\n  minConfidence: 300\n",
+    );
+    say(&h, "bob", "@parley stats").await;
+    let stats = last_said(&h);
+    assert!(
+        stats.contains("| security | 0 | 0 | 3 | 0 | 0 | 100% |"),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("| style | 0 | 0 | 0 | 1 | 0 | 0% |"),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("| **all** | 0 | 0 | 3 | 1 | 0 | 75% |"),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("not tuned yet (4 of 20 decided findings needed)"),
+        "{stats}"
+    );
+    say(&h, "bob", "@parley configuration").await;
+    let config = last_said(&h);
+    assert!(
+        config.contains("| `review.maxInlineComments` | 7 | `.parley.yml` |"),
+        "{config}"
+    );
+    assert!(
+        config.contains("| `review.minConfidence` | 75 | default |"),
+        "{config}"
+    );
+    assert!(config.contains("review.minConfidence"), "{config}");
+    assert!(
+        config.contains("300"),
+        "the rejected value is reported: {config}"
+    );
+    say(&h, "bob", "@parley help").await;
+    assert!(last_said(&h).contains("`@parley forget L-3f9a`"));
+}
+
+async fn the_judge_drops_a_contradicted_finding_and_its_failure_falls_back(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    say(
+        &h,
+        "bob",
+        "@parley remember user ids are validated at the API boundary",
+    )
+    .await;
+    let id = learnings(&h).await[0].id.clone();
+    h.llm.answer(
+        SECURITY,
+        &reply(&[
+            finding("src/db.rs", 3, "medium", 90, "Id not validated"),
+            finding("src/db.rs", 2, "medium", 90, "Query not parameterised"),
+        ]),
+    );
+    h.llm.answer(
+        JUDGE,
+        &json!({ "verdicts": [
+            { "index": 0, "keep": false, "reason": "ids are validated upstream", "learning": id },
+            { "index": 1, "keep": true, "confidence": 95 }
+        ]})
+        .to_string(),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let body = comments[0]["body"].as_str().unwrap_or_default();
+    assert!(
+        body.contains("Query not parameterised") && body.contains("confidence 95%"),
+        "{body}"
+    );
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(summary.contains(&format!("contradicts {id}")), "{summary}");
+    assert!(
+        summary.contains("Judge pass: 1 dropped, 1 re-scored."),
+        "{summary}"
+    );
+    let judged = h.judge_prompts();
+    assert!(judged[0].text().contains(&id), "the judge saw the learning");
+
+    // The judge fails on the next head: the specialists' findings stand, and the summary
+    // says so.
+    h.llm.fail(JUDGE, 500);
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[("src/db.rs", "modified", DB_PATCH)]);
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 4, "medium", 90, "Another finding")]),
+    );
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review");
+    let summary = h.reviews()[1]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(summary.contains("Judge pass did not run"), "{summary}");
+    assert!(h.inline_comments().iter().any(|c| {
+        c["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Another finding")
+    }));
+    let _ = HINTS;
+}
