@@ -1,0 +1,315 @@
+//! `parley serve` as a child process: the real binary, on a SQLite file the test owns,
+//! pointed at the fakes.
+//!
+//! In-process tests (`tests/serve.rs`) cannot lose a process halfway through a job, and a
+//! benchmark of the release binary must not share a runtime with its load generator. Both
+//! need the binary itself, its environment and the SQLite queue it leaves behind, which is
+//! what this module gathers.
+
+use crate::fake_github::FakeGitHub;
+use crate::fake_llm::FakeLlm;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The `parley` binary of the profile this test or bench was built with, built first if
+/// needed. A test target gets no `CARGO_BIN_EXE_*` for another package's binary, and a
+/// stale binary would test old code, so `cargo build -p parley-cli --bin parley` runs once
+/// per test process (a no-op when it is up to date; cargo's own lock serialises parallel
+/// test processes).
+pub fn parley_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // <target>/<profile dir>/deps/<this executable>
+            let exe = std::env::current_exe().expect("current exe");
+            let profile_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("a test executable lives in <target>/<profile>/deps");
+            let target_dir = profile_dir.parent().expect("target dir");
+            let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+                Some("debug") => "dev",
+                Some(other) => other,
+                None => "dev",
+            };
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "parley-cli", "--bin", "parley"])
+                .args(["--profile", profile])
+                .arg("--target-dir")
+                .arg(target_dir)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("run cargo build for the parley binary");
+            assert!(status.success(), "building the parley binary failed");
+            let binary = profile_dir.join("parley");
+            assert!(binary.is_file(), "{} not found after the build", binary.display());
+            binary
+        })
+        .clone()
+}
+
+/// The variables an operator puts in `.env`, pointing at the fakes: the App's credentials,
+/// the LLM, and the SQLite file `db`.
+pub fn env_for(
+    github: &FakeGitHub,
+    llm: &FakeLlm,
+    db: &Path,
+    secret: &str,
+) -> Vec<(String, String)> {
+    [
+        ("GITHUB_WEBHOOK_SECRET", secret.to_string()),
+        ("GITHUB_APP_SLUG", "parley".to_string()),
+        ("GITHUB_APP_ID", "12345".to_string()),
+        ("GITHUB_PRIVATE_KEY", crate::clients::app_key()),
+        ("GITHUB_API_URL", github.url.clone()),
+        ("LLM_PROVIDER", "anthropic".to_string()),
+        ("LLM_BASE_URL", llm.url.clone()),
+        ("LLM_API_KEY", "test-key".to_string()),
+        ("LLM_MODEL", crate::clients::MODEL.to_string()),
+        ("PARLEY_DB_PATH", db.display().to_string()),
+        ("RUST_LOG", "info".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A running `parley serve`. Killed (SIGKILL) when dropped.
+pub struct ServeProcess {
+    child: Child,
+    /// `http://127.0.0.1:<port>/webhook`.
+    pub webhook_url: String,
+    log: PathBuf,
+    stdout: std::sync::Arc<Mutex<String>>,
+}
+
+impl ServeProcess {
+    /// Start `binary serve` with exactly `env` (nothing inherited, no `.env` found: the
+    /// working directory is `dir`) on a port of its own choosing, and return once it says
+    /// it is listening. Its stderr (the log) goes to `dir/<log_name>`.
+    pub fn start(
+        binary: &Path,
+        env: &[(String, String)],
+        dir: &Path,
+        log_name: &str,
+    ) -> ServeProcess {
+        let log = dir.join(log_name);
+        let stderr = std::fs::File::create(&log).expect("create log file");
+        let mut child = Command::new(binary)
+            .arg("serve")
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("PORT", "0")
+            .env("HOST", "127.0.0.1")
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .expect("spawn parley serve");
+        let stdout_pipe = child.stdout.take().expect("stdout");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<String>();
+        let stdout = std::sync::Arc::new(Mutex::new(String::new()));
+        let seen = stdout.clone();
+        // The binary prints its address once the webhook is bound and both workers run:
+        // that line, not a poll of the port, says it is ready. The pipe is drained to the
+        // end so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout_pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("parley listening on ") {
+                    let _ = ready_tx.send(url.trim().to_string());
+                }
+                let mut all = seen.lock().unwrap_or_else(|e| e.into_inner());
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        match ready_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(webhook_url) => ServeProcess {
+                child,
+                webhook_url,
+                log,
+                stdout,
+            },
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "parley serve did not start within 60 s; its log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9` and reap: the process gets no chance to finish, acknowledge or release
+    /// anything.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether the process is still running (it exits only when told to, or on a crash).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Everything the process logged so far (stderr), and what it printed.
+    pub fn logs(&self) -> String {
+        format!(
+            "--- stdout ---\n{}--- log ---\n{}",
+            self.stdout.lock().unwrap_or_else(|e| e.into_inner()),
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        )
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Resident memory of a process from `/proc/<pid>/status`, in KiB: `(VmRSS, VmHWM)`.
+/// `None` off Linux or once the process is gone.
+pub fn resident_kib(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kib| kib.parse::<u64>().ok())
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// POST a signed delivery. Returns the status and the body.
+pub async fn deliver(
+    client: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    event: &str,
+    delivery: &str,
+    payload: &serde_json::Value,
+) -> (u16, String) {
+    let body = serde_json::to_vec(payload).expect("encode payload");
+    let response = client
+        .post(url)
+        .header("X-GitHub-Event", event)
+        .header("X-GitHub-Delivery", delivery)
+        .header("X-Hub-Signature-256", crate::sign(secret, &body))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap_or_else(|err| panic!("delivering {delivery}: {err}"));
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// The local queue as `parley serve` left it in its SQLite file, read without taking
+/// anything off it (a `receive` would hide messages from the server).
+pub mod queue_file {
+    use super::*;
+    use rusqlite::{Connection, params};
+
+    /// Messages of one queue (`conversation` or `review`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct Depth {
+        /// Waiting to be received.
+        pub visible: u64,
+        /// Received and not acknowledged, their visibility timeout still running.
+        pub in_flight: u64,
+        pub dead: u64,
+    }
+
+    impl Depth {
+        pub fn is_drained(&self) -> bool {
+            self.visible == 0 && self.in_flight == 0
+        }
+    }
+
+    fn open(db: &Path) -> Connection {
+        let conn = Connection::open(db).expect("open the queue file");
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
+        conn
+    }
+
+    fn now_ms() -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or_default()
+    }
+
+    pub fn depth(db: &Path, queue: &str) -> Depth {
+        let conn = open(db);
+        let now = now_ms();
+        let (visible, in_flight): (i64, i64) = conn
+            .query_row(
+                "SELECT coalesce(sum(visible_at_ms <= ?2), 0), coalesce(sum(visible_at_ms > ?2), 0)
+                 FROM queue_messages WHERE queue = ?1",
+                params![queue, now],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("count queued messages");
+        let dead: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM queue_dead_letters WHERE queue = ?1",
+                params![queue],
+                |row| row.get(0),
+            )
+            .expect("count dead letters");
+        Depth {
+            visible: visible as u64,
+            in_flight: in_flight as u64,
+            dead: dead as u64,
+        }
+    }
+
+    /// How long the in-flight messages of `queue` stay hidden from now, longest first.
+    pub fn hidden_for(db: &Path, queue: &str) -> Vec<Duration> {
+        let conn = open(db);
+        let now = now_ms();
+        let mut statement = conn
+            .prepare(
+                "SELECT visible_at_ms - ?2 FROM queue_messages
+                 WHERE queue = ?1 AND receipt IS NOT NULL AND visible_at_ms > ?2
+                 ORDER BY visible_at_ms DESC",
+            )
+            .expect("prepare");
+        statement
+            .query_map(params![queue, now], |row| row.get::<_, i64>(0))
+            .expect("query")
+            .filter_map(Result::ok)
+            .map(|ms| Duration::from_millis(ms.max(0) as u64))
+            .collect()
+    }
+
+    /// Let the visibility timeout of every in-flight message run out now, as it would
+    /// after a dead worker's timeout: the message becomes visible and its receipt stale.
+    /// `parley serve` hides a received message for 15 minutes and has no setting to
+    /// shorten that, so a test moves the deadline instead of waiting for it. Returns how
+    /// many messages were in flight.
+    pub fn expire_in_flight(db: &Path) -> usize {
+        let conn = open(db);
+        let now = now_ms();
+        conn.execute(
+            "UPDATE queue_messages SET visible_at_ms = ?1
+             WHERE receipt IS NOT NULL AND visible_at_ms > ?1",
+            params![now],
+        )
+        .expect("expire in-flight messages")
+    }
+}
