@@ -87,8 +87,7 @@ pub fn review_comment(
     comment: &Value,
     diff_hunk: &str,
 ) -> Value {
-    let mut payload =
-        crate::webhook_example("pull_request_review_comment", "created.payload.json");
+    let mut payload = crate::webhook_example("pull_request_review_comment", "created.payload.json");
     payload["comment"] = comment.clone();
     payload["comment"]["diff_hunk"] = diff_hunk.into();
     payload["pull_request"]["number"] = number.into();

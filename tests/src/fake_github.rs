@@ -117,11 +117,9 @@ impl FakeGitHub {
         catches: usize,
     ) -> Arc<Tripwire> {
         let wire = Tripwire::new(point, catches);
-        self.state().tripwires.push((
-            method.to_string(),
-            path_contains.to_string(),
-            wire.clone(),
-        ));
+        self.state()
+            .tripwires
+            .push((method.to_string(), path_contains.to_string(), wire.clone()));
         wire
     }
 
@@ -440,7 +438,10 @@ async fn handle(
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(wire) = wire.as_ref().filter(|w| w.point() == HoldPoint::BeforeApplying) {
+    if let Some(wire) = wire
+        .as_ref()
+        .filter(|w| w.point() == HoldPoint::BeforeApplying)
+    {
         wire.hold().await;
     }
     if let Some(failure) = injected {

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-pub use crate::tripwire::Tripwire;
 use crate::tripwire::HoldPoint;
+pub use crate::tripwire::Tripwire;
 
 /// What one request carried.
 #[derive(Debug, Clone)]

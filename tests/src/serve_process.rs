@@ -36,7 +36,29 @@ pub fn parley_binary() -> PathBuf {
                 None => "dev",
             };
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = Command::new(cargo)
+            let mut build = Command::new(cargo);
+            // Cargo gives this process the variables of the crate under test
+            // (CARGO_PKG_NAME, …). Build scripts track some of them (ring's does), so a
+            // build that inherits them would rebuild half the dependency tree here, and
+            // again in the next ordinary `cargo` command.
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                let per_crate = ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_", "CARGO_CFG_"]
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+                    || [
+                        "CARGO_CRATE_NAME",
+                        "CARGO_PRIMARY_PACKAGE",
+                        "CARGO_TARGET_TMPDIR",
+                        "CARGO_RUSTC_CURRENT_DIR",
+                        "OUT_DIR",
+                    ]
+                    .contains(&name.as_ref());
+                if per_crate {
+                    build.env_remove(name.as_ref());
+                }
+            }
+            let status = build
                 .args(["build", "--quiet", "-p", "parley-cli", "--bin", "parley"])
                 .args(["--profile", profile])
                 .arg("--target-dir")
@@ -46,7 +68,11 @@ pub fn parley_binary() -> PathBuf {
                 .expect("run cargo build for the parley binary");
             assert!(status.success(), "building the parley binary failed");
             let binary = profile_dir.join("parley");
-            assert!(binary.is_file(), "{} not found after the build", binary.display());
+            assert!(
+                binary.is_file(),
+                "{} not found after the build",
+                binary.display()
+            );
             binary
         })
         .clone()

@@ -176,8 +176,7 @@ impl Rig {
                     3,
                 );
                 let comment = find(&self.github.review_comments(REPO, PR), id);
-                let payload =
-                    deliveries::review_comment(&self.source, PR, AUTHOR, &comment, HUNK);
+                let payload = deliveries::review_comment(&self.source, PR, AUTHOR, &comment, HUNK);
                 (id, "pull_request_review_comment", payload)
             }
         }
@@ -229,8 +228,11 @@ impl Rig {
             .reviews(REPO, PR)
             .into_iter()
             .filter(|r| {
-                markers::find::<ReviewMarker>(r["body"].as_str().unwrap_or(""), markers::kind::REVIEW)
-                    .is_some_and(|m| m.head_sha == head)
+                markers::find::<ReviewMarker>(
+                    r["body"].as_str().unwrap_or(""),
+                    markers::kind::REVIEW,
+                )
+                .is_some_and(|m| m.head_sha == head)
             })
             .collect()
     }
@@ -387,7 +389,11 @@ fn script_one_finding(rig: &Rig) {
 /// GitHub comment id, one "Parley review" check for the head, completed with `failure`.
 async fn assert_reviewed_once(rig: &mut Rig) {
     let reviews = rig.reviews_of(HEAD);
-    assert_eq!(reviews.len(), 1, "exactly one review of the head: {reviews:#?}");
+    assert_eq!(
+        reviews.len(),
+        1,
+        "exactly one review of the head: {reviews:#?}"
+    );
     assert_eq!(rig.github.reviews(REPO, PR).len(), 1);
     let inline: Vec<Value> = rig
         .github
@@ -436,7 +442,10 @@ async fn killed_during_the_specialist_passes_the_restart_publishes_one_review() 
         .await;
     rig.crash("review");
     passes.release();
-    assert!(rig.github.reviews(REPO, PR).is_empty(), "killed before posting");
+    assert!(
+        rig.github.reviews(REPO, PR).is_empty(),
+        "killed before posting"
+    );
     let checks = rig.gate_checks(HEAD);
     assert_eq!(checks.len(), 1, "{checks:#?}");
     assert_eq!(checks[0]["status"], "in_progress", "{:#?}", checks[0]);
