@@ -107,8 +107,9 @@ impl FakeGitHub {
     }
 
     /// Hold the first `catches` requests whose method is `method` and whose path contains
-    /// `path_contains` at `point`, until the returned tripwire is released; the test learns
-    /// of each catch through the tripwire. Later matching requests are served as usual.
+    /// `path_contains` at `point`, until the returned tripwire is released (or abandoned:
+    /// a request held before applying then changes nothing); the test learns of each catch
+    /// through the tripwire. Later matching requests are served as usual.
     pub fn tripwire(
         &self,
         method: &str,
@@ -441,8 +442,9 @@ async fn handle(
     if let Some(wire) = wire
         .as_ref()
         .filter(|w| w.point() == HoldPoint::BeforeApplying)
+        && !wire.hold().await
     {
-        wire.hold().await;
+        return status(502).into_response();
     }
     if let Some(failure) = injected {
         let mut response = (status(failure.status), axum::Json(failure.body)).into_response();
@@ -467,6 +469,7 @@ async fn handle(
         response
     };
     if let Some(wire) = wire.filter(|w| w.point() == HoldPoint::AfterApplying) {
+        // Applied either way: abandoning only means nobody reads this answer.
         wire.hold().await;
     }
     response

@@ -135,7 +135,7 @@ impl FakeLlm {
     }
 
     /// Hold the first `catches` requests whose prompt contains `contains` before answering,
-    /// until the returned tripwire is released: the model is "thinking" for as long as the
+    /// until the returned tripwire is released (or abandoned: then it fails): the model is "thinking" for as long as the
     /// test needs (to kill the caller mid-call). Later matching requests are answered as
     /// usual.
     pub fn tripwire(&self, contains: &str, catches: usize) -> Arc<Tripwire> {
@@ -199,8 +199,10 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
             wire,
         )
     };
-    if let Some(wire) = wire {
-        wire.hold().await;
+    if let Some(wire) = wire
+        && !wire.hold().await
+    {
+        return (StatusCode::BAD_GATEWAY, "abandoned").into_response();
     }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;

@@ -21,14 +21,25 @@ pub enum HoldPoint {
     AfterApplying,
 }
 
+/// What a held request does once the test is done with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Held,
+    /// Served as usual.
+    Released,
+    /// Its caller is gone (the test killed it): a request held before applying never
+    /// takes effect, as one that never reached GitHub would not.
+    Abandoned,
+}
+
 /// Set off by the first `catches` matching requests (later ones pass untouched), each of
-/// which is held until [`Tripwire::release`].
+/// which is held until [`Tripwire::release`] or [`Tripwire::abandon`].
 pub struct Tripwire {
     point: HoldPoint,
     left: AtomicUsize,
     caught: AtomicUsize,
     arrived: Notify,
-    released: watch::Sender<bool>,
+    fate: watch::Sender<Fate>,
 }
 
 impl Tripwire {
@@ -38,7 +49,7 @@ impl Tripwire {
             left: AtomicUsize::new(catches),
             caught: AtomicUsize::new(0),
             arrived: Notify::new(),
-            released: watch::channel(false).0,
+            fate: watch::channel(Fate::Held).0,
         })
     }
 
@@ -53,12 +64,16 @@ impl Tripwire {
             .is_ok()
     }
 
-    /// Called by the fake for a caught request: signal the test, then wait for release.
-    pub(crate) async fn hold(&self) {
-        let mut released = self.released.subscribe();
+    /// Called by the fake for a caught request: signal the test, then wait for its
+    /// decision. `true`: go on as usual; `false`: the request was abandoned.
+    pub(crate) async fn hold(&self) -> bool {
+        let mut fate = self.fate.subscribe();
         self.caught.fetch_add(1, Ordering::SeqCst);
         self.arrived.notify_waiters();
-        let _ = released.wait_for(|r| *r).await;
+        match fate.wait_for(|f| *f != Fate::Held).await {
+            Ok(fate) => *fate == Fate::Released,
+            Err(_) => false,
+        }
     }
 
     /// How many requests this tripwire has caught so far.
@@ -86,6 +101,13 @@ impl Tripwire {
 
     /// Let every held request (and any later catch) go on.
     pub fn release(&self) {
-        self.released.send_replace(true);
+        self.fate.send_replace(Fate::Released);
+    }
+
+    /// Drop every held request (and any later catch): a request held before applying
+    /// changes nothing and fails. For after a kill, when nobody waits for the answer and a
+    /// late write would be one the dead process never made.
+    pub fn abandon(&self) {
+        self.fate.send_replace(Fate::Abandoned);
     }
 }

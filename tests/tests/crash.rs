@@ -13,7 +13,7 @@
 //! visibility deadline to now ([`queue_file::expire_in_flight`]) instead of waiting.
 
 use parley_core::markers::{self, ReplyMarker};
-use parley_core::ports::Store;
+use parley_core::ports::{Finding, FindingState, Severity, Store};
 use parley_core::review::summary::ReviewMarker;
 use parley_store::sqlite::SqliteStore;
 use parley_tests::deliveries::{self, Source};
@@ -274,7 +274,7 @@ async fn killed_while_the_model_answers(root: bool) {
         .wait_caught(1, LIMIT, "the conversation's model call")
         .await;
     rig.crash("conversation");
-    thinking.release();
+    thinking.abandon();
     assert!(
         rig.replies_to(question).is_empty(),
         "killed before posting, yet a reply is on GitHub"
@@ -331,7 +331,7 @@ async fn killed_after_github_stored_the_reply(root: bool) {
 
     posting.wait_caught(1, LIMIT, "the reply's POST").await;
     rig.crash("conversation");
-    posting.release();
+    posting.abandon();
     assert_eq!(
         rig.replies_to(question).len(),
         1,
@@ -413,12 +413,19 @@ async fn assert_reviewed_once(rig: &mut Rig) {
     assert_eq!(findings[0].review_id, reviews[0]["id"].as_u64());
 
     let checks = rig.gate_checks(HEAD);
+    let in_progress: Vec<&Value> = checks
+        .iter()
+        .filter(|c| c["status"] != "completed")
+        .collect();
+    assert!(
+        in_progress.is_empty(),
+        "a \"Parley review\" check left in progress for good (nothing will conclude it): {in_progress:#?}"
+    );
     assert_eq!(
         checks.len(),
         1,
-        "one \"Parley review\" check for the head (a second would leave one forever in progress): {checks:#?}"
+        "one \"Parley review\" check for the head: {checks:#?}"
     );
-    assert_eq!(checks[0]["status"], "completed", "{:#?}", checks[0]);
     assert_eq!(
         checks[0]["conclusion"], "failure",
         "a high-severity finding blocks: {:#?}",
@@ -441,7 +448,7 @@ async fn killed_during_the_specialist_passes_the_restart_publishes_one_review() 
         .wait_caught(1, LIMIT, "the correctness specialist's pass")
         .await;
     rig.crash("review");
-    passes.release();
+    passes.abandon();
     assert!(
         rig.github.reviews(REPO, PR).is_empty(),
         "killed before posting"
@@ -477,7 +484,7 @@ async fn killed_after_github_stored_the_review_the_restart_records_it_and_posts_
 
     posting.wait_caught(1, LIMIT, "the review's POST").await;
     rig.crash("review");
-    posting.release();
+    posting.abandon();
     assert_eq!(rig.reviews_of(HEAD).len(), 1, "the fake stored the review");
     assert!(
         rig.store()
@@ -503,5 +510,141 @@ async fn killed_after_github_stored_the_review_the_restart_records_it_and_posts_
         rig.model_calls(CORRECTNESS),
         1,
         "the restart recovered the posted review instead of reviewing again"
+    );
+}
+
+/// Scenario 3, earliest point: GitHub created the "Parley review" check run, the process
+/// died before the run (and its check run id) was recorded. The restart must not leave
+/// that check in progress forever beside a second one.
+#[tokio::test]
+async fn killed_after_github_created_the_check_run_the_restart_leaves_no_check_in_progress() {
+    let mut rig = Rig::new().await;
+    script_one_finding(&rig);
+    let checks_path = format!("/repos/{REPO}/check-runs");
+    let creating = rig
+        .github
+        .tripwire("POST", &checks_path, HoldPoint::AfterApplying, 1);
+    let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
+    rig.start();
+    rig.deliver("pull_request", "crash-review-3", &opened).await;
+
+    creating.wait_caught(1, LIMIT, "the check run's POST").await;
+    rig.crash("review");
+    creating.abandon();
+    assert_eq!(rig.gate_checks(HEAD).len(), 1, "the fake created the check");
+
+    rig.start();
+    rig.finish().await;
+    assert_reviewed_once(&mut rig).await;
+}
+
+/// Scenario 4, last point: the run was recorded as published, the process died while
+/// concluding the check run. The restart must conclude it: a required check left
+/// "in progress" blocks the merge for good.
+#[tokio::test]
+async fn killed_while_concluding_the_check_the_restart_concludes_it() {
+    let mut rig = Rig::new().await;
+    script_one_finding(&rig);
+    let concluding = rig
+        .github
+        .tripwire("PATCH", "/check-runs/", HoldPoint::BeforeApplying, 1);
+    let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
+    rig.start();
+    rig.deliver("pull_request", "crash-review-4", &opened).await;
+
+    concluding
+        .wait_caught(1, LIMIT, "the check run's conclusion")
+        .await;
+    rig.crash("review");
+    concluding.abandon();
+    assert_eq!(rig.reviews_of(HEAD).len(), 1, "the review was posted");
+    let checks = rig.gate_checks(HEAD);
+    assert_eq!(checks.len(), 1, "{checks:#?}");
+    assert_eq!(checks[0]["status"], "in_progress", "{:#?}", checks[0]);
+
+    rig.start();
+    rig.finish().await;
+    assert_reviewed_once(&mut rig).await;
+}
+
+/// Scenario 2 with a dispute: the model concedes a finding, GitHub stored the reply (whose
+/// marker says "concede"), the process died before the concession was recorded. The
+/// restart must not answer again, and the concession must not be lost: the finding is
+/// no longer open (it would keep the merge gate failing) and its thread is resolved.
+#[tokio::test]
+async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_dispute() {
+    let mut rig = Rig::new().await;
+    let root = rig.seed_finding();
+    let finding = Finding {
+        repo: REPO.into(),
+        pr: PR,
+        id: "f-sql-1".into(),
+        fingerprint: "fp-f-sql-1".into(),
+        severity: Severity::High,
+        category: "security".into(),
+        confidence: 92,
+        path: "src/db.rs".into(),
+        start_line: None,
+        line: 3,
+        title: "SQL built by format!".into(),
+        body: "SQL built by format!.".into(),
+        head_sha: HEAD.into(),
+        review_id: None,
+        comment_id: Some(root),
+        state: FindingState::Open,
+        state_changed_by: None,
+        state_changed_at: None,
+        created_at: time::OffsetDateTime::now_utc(),
+    };
+    rig.store()
+        .put_finding(&finding)
+        .await
+        .expect("seed finding");
+    let phrase = "the id is validated by the caller";
+    rig.llm.answer(
+        phrase,
+        &parley_tests::conversation_harness::answer(
+            "You are right: the caller validates it. I withdraw this finding.",
+            Some("concede"),
+        ),
+    );
+    let (question, event, payload) = rig.question(&format!("Not a bug: {phrase}."), Some(root));
+    let reply_path = format!("/repos/{REPO}/pulls/{PR}/comments/{root}/replies");
+    let posting = rig
+        .github
+        .tripwire("POST", &reply_path, HoldPoint::AfterApplying, 1);
+    rig.start();
+    rig.deliver(event, "crash-dispute", &payload).await;
+
+    posting.wait_caught(1, LIMIT, "the concession's POST").await;
+    rig.crash("conversation");
+    posting.abandon();
+    assert_eq!(
+        rig.replies_to(question).len(),
+        1,
+        "the fake stored the reply"
+    );
+
+    rig.start();
+    rig.finish().await;
+    assert_eq!(rig.replies_to(question).len(), 1, "still exactly one reply");
+    assert_eq!(rig.github.requests_to("POST", &reply_path).len(), 1);
+    let stored = rig
+        .store()
+        .findings_for_pr(REPO, PR)
+        .await
+        .expect("findings");
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        stored[0].state,
+        FindingState::WontFix,
+        "the concession posted on GitHub was never recorded: the finding stays open and keeps blocking the merge gate"
+    );
+    assert!(
+        rig.github
+            .resolved_threads()
+            .contains(&format!("PRRT_{root}")),
+        "the conceded finding's thread was not resolved: {:?}",
+        rig.github.resolved_threads()
     );
 }
