@@ -8,10 +8,10 @@
 
 use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The `parley` binary of the profile this test or bench was built with, built first if
@@ -110,13 +110,13 @@ pub struct ServeProcess {
     /// `http://127.0.0.1:<port>/webhook`.
     pub webhook_url: String,
     log: PathBuf,
-    stdout: std::sync::Arc<Mutex<String>>,
 }
 
 impl ServeProcess {
     /// Start `binary serve` with exactly `env` (nothing inherited, no `.env` found: the
     /// working directory is `dir`) on a port of its own choosing, and return once it says
-    /// it is listening. Its stderr (the log) goes to `dir/<log_name>`.
+    /// it is listening. Everything it writes (its log goes to stdout off a terminal) ends
+    /// up in `dir/<log_name>`.
     pub fn start(
         binary: &Path,
         env: &[(String, String)],
@@ -124,7 +124,13 @@ impl ServeProcess {
         log_name: &str,
     ) -> ServeProcess {
         let log = dir.join(log_name);
-        let stderr = std::fs::File::create(&log).expect("create log file");
+        let append = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .expect("open log file")
+        };
         let mut child = Command::new(binary)
             .arg("serve")
             .env_clear()
@@ -134,25 +140,22 @@ impl ServeProcess {
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
+            .stderr(Stdio::from(append()))
             .spawn()
             .expect("spawn parley serve");
-        let stdout_pipe = child.stdout.take().expect("stdout");
+        let stdout = child.stdout.take().expect("stdout");
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<String>();
-        let stdout = std::sync::Arc::new(Mutex::new(String::new()));
-        let seen = stdout.clone();
+        let mut copy = append();
         // The binary prints its address once the webhook is bound and both workers run:
         // that line, not a poll of the port, says it is ready. The pipe is drained to the
         // end so the child never blocks on a full pipe.
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout_pipe).lines() {
+            for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if let Some(url) = line.strip_prefix("parley listening on ") {
                     let _ = ready_tx.send(url.trim().to_string());
                 }
-                let mut all = seen.lock().unwrap_or_else(|e| e.into_inner());
-                all.push_str(&line);
-                all.push('\n');
+                let _ = writeln!(copy, "{line}");
             }
         });
         match ready_rx.recv_timeout(Duration::from_secs(60)) {
@@ -160,13 +163,12 @@ impl ServeProcess {
                 child,
                 webhook_url,
                 log,
-                stdout,
             },
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "parley serve did not start within 60 s; its log:\n{}",
+                    "parley serve did not start within 60 s; its output:\n{}",
                     std::fs::read_to_string(&log).unwrap_or_default()
                 );
             }
@@ -189,13 +191,14 @@ impl ServeProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Everything the process logged so far (stderr), and what it printed.
+    /// Everything the process wrote so far.
     pub fn logs(&self) -> String {
-        format!(
-            "--- stdout ---\n{}--- log ---\n{}",
-            self.stdout.lock().unwrap_or_else(|e| e.into_inner()),
-            std::fs::read_to_string(&self.log).unwrap_or_default()
-        )
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Where everything the process writes goes.
+    pub fn log_path(&self) -> &Path {
+        &self.log
     }
 }
 
