@@ -252,13 +252,12 @@ async fn run() {
     }
     let failed = checks.iter().filter(|(_, o)| o.is_err()).count();
     if failed > 0 {
+        // Keep the server's log and database for a look.
+        let log = dir.keep().join("serve.log");
         eprintln!(
-            "{failed} correctness check(s) failed; the server's log is in {}",
-            dir.path().display()
+            "{failed} correctness check(s) failed; the server's log: {}",
+            log.display()
         );
-        // Keep the log for a look.
-        let kept = dir.keep();
-        eprintln!("kept {}", kept.display());
         drop(server);
         std::process::exit(1);
     }

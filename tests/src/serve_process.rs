@@ -195,11 +195,6 @@ impl ServeProcess {
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
-
-    /// Where everything the process writes goes.
-    pub fn log_path(&self) -> &Path {
-        &self.log
-    }
 }
 
 impl Drop for ServeProcess {
