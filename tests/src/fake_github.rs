@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use crate::tripwire::{HoldPoint, Tripwire};
+
 /// One request the fake received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -56,6 +58,8 @@ struct State {
     people_reactions: Vec<(u64, String, String)>,
     requested_reviewers: Vec<(String, u64, Vec<String>)>,
     resolved_threads: Vec<String>,
+    /// `(method, path fragment, tripwire)`, checked in order.
+    tripwires: Vec<(String, String, Arc<Tripwire>)>,
     app_slug: String,
     /// `http://127.0.0.1:<port>`, for pagination links.
     base_url: String,
@@ -102,6 +106,24 @@ impl FakeGitHub {
 
     pub fn inject(&self, failure: Injected) {
         self.state().injected.push(failure);
+    }
+
+    /// Hold the first `catches` requests whose method is `method` and whose path contains
+    /// `path_contains` at `point`, until the returned tripwire is released (or abandoned:
+    /// a request held before applying then changes nothing); the test learns of each catch
+    /// through the tripwire. Later matching requests are served as usual.
+    pub fn tripwire(
+        &self,
+        method: &str,
+        path_contains: &str,
+        point: HoldPoint,
+        catches: usize,
+    ) -> Arc<Tripwire> {
+        let wire = Tripwire::new(point, catches);
+        self.state()
+            .tripwires
+            .push((method.to_string(), path_contains.to_string(), wire.clone()));
+        wire
     }
 
     /// End every injected failure still pending (an outage is over), however many times
@@ -327,6 +349,13 @@ impl State {
         self.next_id
     }
 
+    fn take_tripwire(&mut self, method: &str, path: &str) -> Option<Arc<Tripwire>> {
+        self.tripwires
+            .iter()
+            .find(|(m, fragment, wire)| m == method && path.contains(fragment) && wire.take())
+            .map(|(_, _, wire)| wire.clone())
+    }
+
     fn take_injected(&mut self, method: &str, path: &str) -> Option<Injected> {
         let index = self
             .injected
@@ -446,7 +475,7 @@ async fn handle(
     let path = uri.path().to_string();
     let query = uri.query().unwrap_or("").to_string();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (latency, injected) = {
+    let (latency, injected, wire) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.requests.push(Recorded {
             method: method.to_string(),
@@ -454,10 +483,18 @@ async fn handle(
             query: query.clone(),
             body: body.clone(),
         });
-        (s.latency, s.take_injected(method.as_str(), &path))
+        let wire = s.take_tripwire(method.as_str(), &path);
+        (s.latency, s.take_injected(method.as_str(), &path), wire)
     };
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
+    }
+    if let Some(wire) = wire
+        .as_ref()
+        .filter(|w| w.point() == HoldPoint::BeforeApplying)
+        && !wire.hold().await
+    {
+        return status(502).into_response();
     }
     if let Some(failure) = injected {
         let mut response = (status(failure.status), axum::Json(failure.body)).into_response();
@@ -468,15 +505,22 @@ async fn handle(
         }
         return response;
     }
-    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-    let mut response = route(&mut s, method.as_str(), &path, &query, body);
-    // Pagination links name this server, as GitHub's name GitHub: a client that checks
-    // the link's origin against its configured API URL must accept them.
-    if !s.base_url.is_empty()
-        && let Some(link) = response.headers().get("link").and_then(|v| v.to_str().ok())
-        && let Ok(value) = link.replace("http://fake", &s.base_url).parse()
-    {
-        response.headers_mut().insert("link", value);
+    let response = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut response = route(&mut s, method.as_str(), &path, &query, body);
+        // Pagination links name this server, as GitHub's name GitHub: a client that checks
+        // the link's origin against its configured API URL must accept them.
+        if !s.base_url.is_empty()
+            && let Some(link) = response.headers().get("link").and_then(|v| v.to_str().ok())
+            && let Ok(value) = link.replace("http://fake", &s.base_url).parse()
+        {
+            response.headers_mut().insert("link", value);
+        }
+        response
+    };
+    if let Some(wire) = wire.filter(|w| w.point() == HoldPoint::AfterApplying) {
+        // Applied either way: abandoning only means nobody reads this answer.
+        wire.hold().await;
     }
     response
 }

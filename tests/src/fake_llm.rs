@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::tripwire::HoldPoint;
+pub use crate::tripwire::Tripwire;
+
 /// What one request carried.
 #[derive(Debug, Clone)]
 pub struct Prompt {
@@ -55,6 +58,8 @@ struct State {
     default_reply: Option<String>,
     latency: Duration,
     prompts: Vec<Prompt>,
+    /// `(prompt fragment, tripwire)`, checked in order.
+    tripwires: Vec<(String, Arc<Tripwire>)>,
 }
 
 #[derive(Clone)]
@@ -129,6 +134,18 @@ impl FakeLlm {
         self.state().default_reply = Some(reply.into());
     }
 
+    /// Hold the first `catches` requests whose prompt contains `contains` before answering,
+    /// until the returned tripwire is released (or abandoned: then it fails): the model is "thinking" for as long as the
+    /// test needs (to kill the caller mid-call). Later matching requests are answered as
+    /// usual.
+    pub fn tripwire(&self, contains: &str, catches: usize) -> Arc<Tripwire> {
+        let wire = Tripwire::new(HoldPoint::BeforeApplying, catches);
+        self.state()
+            .tripwires
+            .push((contains.to_string(), wire.clone()));
+        wire
+    }
+
     pub fn set_latency(&self, latency: Duration) {
         self.state().latency = latency;
     }
@@ -163,9 +180,14 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
             .unwrap_or_default(),
     };
     let text = prompt.text();
-    let (latency, reply, model) = {
+    let (latency, reply, model, wire) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.prompts.push(prompt);
+        let wire = s
+            .tripwires
+            .iter()
+            .find(|(fragment, wire)| text.contains(fragment.as_str()) && wire.take())
+            .map(|(_, wire)| wire.clone());
         let (reply, rule_latency) = next_reply(&mut s, &text);
         (
             rule_latency.unwrap_or(s.latency),
@@ -174,8 +196,14 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
                 .as_str()
                 .unwrap_or("claude-fake")
                 .to_string(),
+            wire,
         )
     };
+    if let Some(wire) = wire
+        && !wire.hold().await
+    {
+        return (StatusCode::BAD_GATEWAY, "abandoned").into_response();
+    }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }

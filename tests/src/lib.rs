@@ -56,9 +56,12 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
 
 pub mod clients;
 pub mod conversation_harness;
+pub mod deliveries;
 pub mod fake_github;
 pub mod fake_llm;
 pub mod review_harness;
+pub mod serve_process;
+pub mod tripwire;
 
 pub mod stores {
     //! Both store adapters, for end-to-end tests that must pass on each.

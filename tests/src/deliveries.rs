@@ -1,0 +1,120 @@
+//! Webhook payloads for tests that drive `parley serve` over HTTP, built from GitHub's own
+//! examples in the corpus with the fields Parley reads set to match a [`FakeGitHub`]'s
+//! state (so what the webhook says and what the API answers agree, as they do on GitHub).
+//!
+//! [`FakeGitHub`]: crate::fake_github::FakeGitHub
+
+use serde_json::{Value, json};
+
+/// The repository and installation a delivery comes from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub owner: String,
+    pub name: String,
+    pub installation: u64,
+}
+
+impl Source {
+    pub fn new(owner: &str, name: &str, installation: u64) -> Self {
+        Source {
+            owner: owner.to_string(),
+            name: name.to_string(),
+            installation,
+        }
+    }
+
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    fn stamp(&self, payload: &mut Value) {
+        payload["repository"]["full_name"] = self.full_name().into();
+        payload["repository"]["name"] = self.name.clone().into();
+        payload["repository"]["owner"]["login"] = self.owner.clone().into();
+        payload["installation"] = json!({ "id": self.installation, "node_id": "x" });
+    }
+}
+
+/// `pull_request` with `action` (`opened`, `synchronize`, …) for PR `number` at `head`.
+pub fn pull_request(
+    source: &Source,
+    action: &str,
+    number: u64,
+    author: &str,
+    head: &str,
+    base: &str,
+    before: Option<&str>,
+) -> Value {
+    let mut payload = crate::webhook_example("pull_request", "opened.payload.json");
+    payload["action"] = action.into();
+    payload["number"] = number.into();
+    let pr = &mut payload["pull_request"];
+    pr["number"] = number.into();
+    pr["title"] = format!("PR #{number}").into();
+    pr["draft"] = false.into();
+    pr["state"] = "open".into();
+    pr["user"]["login"] = author.into();
+    pr["user"]["type"] = "User".into();
+    pr["head"]["sha"] = head.into();
+    pr["base"]["sha"] = base.into();
+    pr["base"]["ref"] = "main".into();
+    if let Some(before) = before {
+        payload["before"] = before.into();
+        payload["after"] = head.into();
+    }
+    source.stamp(&mut payload);
+    payload
+}
+
+/// `issue_comment.created` for `comment` (as the fake lists it) on PR `number`.
+pub fn pr_issue_comment(source: &Source, number: u64, comment: &Value) -> Value {
+    let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
+    payload["comment"] = comment.clone();
+    payload["issue"]["number"] = number.into();
+    payload["issue"]["pull_request"] = json!({
+        "url": format!("https://api.github.com/repos/{}/pulls/{number}", source.full_name())
+    });
+    source.stamp(&mut payload);
+    payload
+}
+
+/// `pull_request_review_comment.created` for `comment` (as the fake lists it) on PR
+/// `number` by `pr_author`, with `diff_hunk` as GitHub sends it.
+pub fn review_comment(
+    source: &Source,
+    number: u64,
+    pr_author: &str,
+    comment: &Value,
+    diff_hunk: &str,
+) -> Value {
+    let mut payload = crate::webhook_example("pull_request_review_comment", "created.payload.json");
+    payload["comment"] = comment.clone();
+    payload["comment"]["diff_hunk"] = diff_hunk.into();
+    payload["pull_request"]["number"] = number.into();
+    payload["pull_request"]["user"]["login"] = pr_author.into();
+    source.stamp(&mut payload);
+    payload
+}
+
+/// The body of a Parley finding as the review worker posts it inline: visible text and the
+/// hidden finding marker a reply's thread is recognised by.
+pub fn finding_body(id: &str, path: &str, line: u32, title: &str) -> String {
+    use parley_core::markers::{self, FindingMarker};
+    use parley_core::ports::Severity;
+    let marker = FindingMarker {
+        id: id.into(),
+        fingerprint: format!("fp-{id}"),
+        severity: Severity::High,
+        category: "security".into(),
+        confidence: 92,
+        path: path.into(),
+        start_line: None,
+        line,
+        title: title.into(),
+    };
+    markers::append(
+        &format!("**[HIGH] security** (confidence 92)\n\n{title}."),
+        markers::kind::FINDING,
+        &marker,
+    )
+}
