@@ -595,6 +595,7 @@ async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_d
         state_changed_by: None,
         state_changed_at: None,
         created_at: time::OffsetDateTime::now_utc(),
+        outcome: None,
     };
     rig.store()
         .put_finding(&finding)

@@ -4,7 +4,6 @@
 //! The review and conversation workers run end to end against the fake GitHub and fake
 //! LLM, on SQLite and on DynamoDB (moto).
 
-use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers;

@@ -97,7 +97,7 @@ impl LearnRule {
     const fn in_thread(mut self) -> Self {
         self.in_thread_only = true;
         // The finding's PR: one finding being fine is not yet a rule for the repository.
-
+        self.default_scope = Some(ScopeWord::Pr);
         self
     }
 }

@@ -5,8 +5,8 @@
 //! mention of Parley, which keeps the candidates disjoint (so parsing stays linear however
 //! many mentions a comment holds) and leaves "@parley: @parley review" a review, as before.
 //!
-//! Quoted lines (`> …`) and fenced code are someone else's words or an example: a
-//! quote-reply of "@parley full review" must not order a second review.
+//! Quoted lines (`> …`) and code (fenced or inline) are someone else's words or an
+//! example: a quote-reply of "@parley full review" must not order a second review.
 
 use crate::mention::{Handles, mention_spans};
 use std::ops::Range;
@@ -114,6 +114,7 @@ pub(super) fn candidates<'a>(
             }
         }
         if let Some(last) = in_line.last()
+            && !body.get(start..last.start).is_some_and(in_inline_code)
             && let Some(from) = command_start(body, last.end, end)
             && let Some(text) = body.get(from..end)
         {
@@ -150,6 +151,12 @@ fn command_start(body: &str, at: usize, end: usize) -> Option<usize> {
     let rest = rest.strip_prefix([',', ':']).map_or(rest, str::trim_start);
     let from = end - rest.len();
     (from < end).then_some(from)
+}
+
+/// Whether a mention after `before` (its line so far) sits in an inline code span:
+/// "type `@parley review` to ask for one" shows a command, it does not give one.
+fn in_inline_code(before: &str) -> bool {
+    before.matches('`').count() % 2 == 1
 }
 
 /// A code fence opening: three or more backticks or tildes.

@@ -140,6 +140,8 @@ fn quoted_lines_and_code_are_not_addressed_to_parley() {
     );
     assert_eq!(p("> @parley review\n@parley stats"), Some(Command::Stats));
     assert_eq!(p("type `@parley review` to ask for one"), None);
+    assert_eq!(p("type `@parley remember x` to teach it"), None);
+    assert_eq!(p("`a` and `b`, @parley review"), Some(Command::Review));
 }
 
 #[test]
@@ -151,6 +153,8 @@ fn commands_without_a_mention_only_start_a_finding_thread_reply() {
     assert_eq!(in_thread("Thanks!\nremember that x"), None);
     assert_eq!(in_thread("```\nremember that x\n```"), None);
     assert_eq!(in_thread("Thanks!\n@parley remember that x"), remember("x"));
+    // A command never contains a mention of Parley, at the start of a reply either.
+    assert_eq!(in_thread("won't fix: ask @parley later"), None);
 }
 
 // --- remember ---
