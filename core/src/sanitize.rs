@@ -84,16 +84,92 @@ pub fn truncate(text: &str, max_chars: usize) -> String {
 }
 
 /// Remove `@handle` mentions of Parley (and its aliases) from outgoing text, keeping the
-/// name readable: `@parley` becomes `parley`.
+/// name readable: `@parley` becomes `parley`. Parley's own handle inside code (inline code
+/// spans and fenced blocks) stays: GitHub notifies nobody for it, Parley ignores its own
+/// comments and its command parser ignores code, so "undo with `@parley forget L-3f9a`"
+/// shows the command as typed. Aliases (`@claude`) go even from code: another bot may
+/// match its handle anywhere in a comment.
 pub fn outgoing(text: &str, handles: &Handles) -> String {
+    let code = code_ranges(text);
     let mut out = text.to_string();
-    for name in handles.names() {
-        let spans: Vec<_> = mention_spans(&out, name).collect();
-        for span in spans.into_iter().rev() {
-            out.replace_range(span.start..span.start + 1, "");
-        }
+    let mut spans: Vec<std::ops::Range<usize>> = handles
+        .names()
+        .iter()
+        .enumerate()
+        .flat_map(|(index, name)| {
+            mention_spans(text, name)
+                .filter(|span| {
+                    index > 0
+                        || !code
+                            .iter()
+                            .any(|c| c.start <= span.start && span.end <= c.end)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    spans.sort_by_key(|s| std::cmp::Reverse(s.start));
+    spans.dedup_by_key(|s| s.start);
+    for span in spans {
+        out.replace_range(span.start..span.start + 1, "");
     }
     out
+}
+
+/// Byte ranges of inline code spans (a backtick run to the next run of the same length on
+/// the same line) and fenced blocks (between ``` lines).
+fn code_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut offset = 0;
+    let mut fence_start: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            match fence_start.take() {
+                Some(start) => ranges.push(start..offset + line.len()),
+                None => fence_start = Some(offset),
+            }
+        } else if fence_start.is_none() {
+            let bytes = line.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] != b'`' {
+                    i += 1;
+                    continue;
+                }
+                let run_start = i;
+                while i < bytes.len() && bytes[i] == b'`' {
+                    i += 1;
+                }
+                let run = i - run_start;
+                // The closing run of the same length.
+                let mut j = i;
+                let mut closed = None;
+                while j < bytes.len() {
+                    if bytes[j] == b'`' {
+                        let k0 = j;
+                        while j < bytes.len() && bytes[j] == b'`' {
+                            j += 1;
+                        }
+                        if j - k0 == run {
+                            closed = Some(j);
+                            break;
+                        }
+                    } else {
+                        j += 1;
+                    }
+                }
+                if let Some(end) = closed {
+                    ranges.push(offset + run_start..offset + end);
+                    i = end;
+                }
+            }
+        }
+        offset += line.len();
+    }
+    if let Some(start) = fence_start {
+        ranges.push(start..text.len());
+    }
+    ranges
 }
 
 fn strip_html_comments(text: &str) -> String {
@@ -153,6 +229,22 @@ mod tests {
         );
         assert_eq!(fence_safe("<"), "<");
         assert_eq!(fence_safe("é<finding"), "é‹finding");
+    }
+
+    #[test]
+    fn mentions_in_code_stay_and_others_go() {
+        let h = Handles::new("parley", &["claude".to_string()]);
+        assert_eq!(
+            outgoing("ask @parley, or run `@parley forget L-1` ``x @parley``", &h),
+            "ask parley, or run `@parley forget L-1` ``x @parley``"
+        );
+        assert_eq!(outgoing("`@claude review`", &h), "`claude review`");
+        assert_eq!(
+            outgoing("```\n@parley review\n```\n@parley", &h),
+            "```\n@parley review\n```\nparley"
+        );
+        assert_eq!(outgoing("unclosed `@parley", &h), "unclosed `parley");
+        assert_eq!(outgoing("é `ü` @parley", &h), "é `ü` parley");
     }
 
     #[test]

@@ -622,6 +622,26 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
 
 fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -> Response {
     match rest {
+        ["commits", sha, "check-runs"] => {
+            let name = query_param(query, "check_name").map(|n| {
+                n.replace("%20", " ")
+                    .replace('+', " ")
+                    .replace("%28", "(")
+                    .replace("%29", ")")
+            });
+            let mut runs: Vec<Value> = s
+                .check_runs
+                .iter()
+                .filter(|(r, c)| {
+                    r == repo
+                        && c["head_sha"] == *sha
+                        && name.as_deref().is_none_or(|n| c["name"] == n)
+                })
+                .map(|(_, c)| c.clone())
+                .collect();
+            runs.reverse();
+            ok(json!({ "total_count": runs.len(), "check_runs": runs }))
+        }
         ["pulls", "comments", id, "reactions"] => {
             let id: u64 = id.parse().unwrap_or(0);
             let template = example("reactions__create-for-issue-comment.201.default.json");

@@ -42,6 +42,11 @@ on_both_stores!(
 const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
 const HINTS: &str = "structured hints";
 
+fn in_category(mut finding: serde_json::Value, category: &str) -> serde_json::Value {
+    finding["category"] = category.into();
+    finding
+}
+
 fn talk(h: &ReviewHarness) -> ConversationHandler {
     ConversationHandler::new(h.services.clone())
 }
@@ -155,7 +160,10 @@ async fn a_dismissed_category_is_suppressed_in_the_next_review(h: ReviewHarness)
     // The model still reports a style finding; the review must not post it.
     h.llm.answer(
         STYLE,
-        &reply(&[finding("src/db.rs", 3, "low", 90, "Name is too short")]),
+        &reply(&[in_category(
+            finding("src/db.rs", 3, "low", 90, "Name is too short"),
+            "style",
+        )]),
     );
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
@@ -178,11 +186,17 @@ async fn an_adjust_rule_moves_the_threshold(h: ReviewHarness) {
     // Confidence 70 is under the default 75, but security's threshold is now 65.
     h.llm.answer(
         SECURITY,
-        &reply(&[finding("src/db.rs", 3, "medium", 70, "Weak hash")]),
+        &reply(&[in_category(
+            finding("src/db.rs", 3, "medium", 70, "Weak hash"),
+            "security",
+        )]),
     );
     h.llm.answer(
         STYLE,
-        &reply(&[finding("src/db.rs", 2, "low", 70, "Long line")]),
+        &reply(&[in_category(
+            finding("src/db.rs", 2, "low", 70, "Long line"),
+            "style",
+        )]),
     );
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await

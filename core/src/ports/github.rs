@@ -1015,6 +1015,16 @@ pub trait GitHub: Send + Sync {
         update: &CheckRunUpdate,
     ) -> Result<CheckRun, GitHubError>;
 
+    /// The check runs named `name` on commit `head_sha` (GitHub's newest first, one page):
+    /// how a retry finds the check an attempt created just before it died, instead of
+    /// leaving that one "in progress" beside a new one.
+    async fn list_check_runs(
+        &self,
+        repo: &RepoScope,
+        head_sha: &str,
+        name: &str,
+    ) -> Result<Vec<CheckRun>, GitHubError>;
+
     // --- reactions ---
 
     /// React to a top-level comment. Reacting twice returns the existing reaction.

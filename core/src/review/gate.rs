@@ -66,6 +66,21 @@ pub async fn start(
             text: None,
         }),
     };
+    // An attempt that died right after creating its check left it in progress under this
+    // run's key: take it over rather than leave it beside a new one forever.
+    match github.list_check_runs(scope, head_sha, name).await {
+        Ok(runs) => {
+            if let Some(existing) = runs.iter().find(|r| {
+                r.external_id.as_deref() == Some(external_id) && r.status != CheckStatus::Completed
+            }) {
+                tracing::info!(repo = %scope.full_name(), check_run_id = existing.id, "taking over the check run an earlier attempt left in progress");
+                return Some(existing.id);
+            }
+        }
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), error = %err, "could not list check runs; creating a new one");
+        }
+    }
     match github.create_check_run(scope, &run).await {
         Ok(run) => Some(run.id),
         Err(err) => {

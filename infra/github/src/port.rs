@@ -235,6 +235,15 @@ impl GitHub for GitHubClient {
         reactions::on_review_comment(self, repo, comment_id, content).await
     }
 
+    async fn list_check_runs(
+        &self,
+        repo: &RepoScope,
+        head_sha: &str,
+        name: &str,
+    ) -> Result<Vec<CheckRun>, GitHubError> {
+        check_runs::list_for_ref(self, repo, head_sha, name).await
+    }
+
     async fn list_review_comment_reactions(
         &self,
         repo: &RepoScope,

@@ -38,3 +38,26 @@ pub(crate) async fn update(
         .send_json(Method::PATCH, auth(repo), url, update, Replay::Safe)
         .await
 }
+
+#[derive(serde::Deserialize)]
+struct CheckRunList {
+    #[serde(default)]
+    check_runs: Vec<CheckRun>,
+}
+
+/// The runs named `name` on `head_sha`: one page of 100, GitHub's newest first.
+pub(crate) async fn list_for_ref(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    head_sha: &str,
+    name: &str,
+) -> Result<Vec<CheckRun>, GitHubError> {
+    let mut url = client
+        .base
+        .repo_url(repo, &["commits", head_sha, "check-runs"])?;
+    url.query_pairs_mut()
+        .append_pair("check_name", name)
+        .append_pair("per_page", "100");
+    let list: CheckRunList = client.get_json(auth(repo), url).await?;
+    Ok(list.check_runs)
+}
