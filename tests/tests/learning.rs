@@ -34,6 +34,7 @@ on_both_stores!(
     a_dismissed_category_is_suppressed_in_the_next_review,
     an_adjust_rule_moves_the_threshold,
     outcome_signals_are_recorded,
+    more_outcome_signals_are_recorded,
     the_tuned_threshold_comes_from_a_seeded_history,
     stats_and_configuration_report_the_store,
     the_judge_drops_a_contradicted_finding_and_its_failure_falls_back,
@@ -96,6 +97,16 @@ async fn remember_adds_one_learning_and_a_question_stays_a_question(h: ReviewHar
     say(&h, "bob", "@parley do you remember why we added the cache?").await;
     assert_eq!(learnings(&h).await.len(), 1);
     assert!(last_said(&h).contains("We added it in #12."));
+    // The answer's prompt carries the learning, with its id to cite.
+    let prompt = h
+        .llm
+        .prompts()
+        .into_iter()
+        .rfind(|p| p.text().contains(CONVERSATION))
+        .expect("the question's prompt")
+        .text();
+    assert!(prompt.contains(&all[0].id), "{prompt}");
+    assert!(prompt.contains("we allow unwrap"), "{prompt}");
 }
 
 async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) {
@@ -324,6 +335,106 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
         "the rejection feeds a pattern"
     );
     let _ = FindingState::Open;
+}
+
+async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[&reply(&[
+            finding("src/db.rs", 3, "medium", 90, "SQL injection"),
+            finding("src/db.rs", 2, "low", 90, "Unchecked id"),
+            finding("src/db.rs", 5, "low", 90, "Unused helper"),
+        ])],
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let id_of = |title: &str| {
+        found
+            .iter()
+            .find(|f| f.title == title)
+            .and_then(|f| f.comment_id)
+            .unwrap_or_else(|| panic!("no {title}"))
+    };
+    // A push that rewrites line 3: the SQL injection finding was acted on.
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github.set_compare(
+        REPO,
+        HEAD,
+        HEAD2,
+        &[(
+            "src/db.rs",
+            "modified",
+            "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }",
+        )],
+    );
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("incremental review");
+    // `won't fix` in the "Unchecked id" thread; a 👎 from two people on "Unused helper".
+    h.github.set_permission(REPO, "bob", "write");
+    talk(&h)
+        .handle(reply_in_thread(
+            &h,
+            id_of("Unchecked id"),
+            "bob",
+            "won't fix: ids are trusted here",
+        ))
+        .await
+        .expect("turn");
+    for who in ["amy", "cat"] {
+        h.github
+            .react_to_review_comment(id_of("Unused helper"), "-1", who);
+    }
+    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
+    closed["repository"]["full_name"] = REPO.into();
+    closed["repository"]["name"] = NAME.into();
+    closed["repository"]["owner"]["login"] = OWNER.into();
+    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    closed["pull_request"]["number"] = PR.into();
+    talk(&h)
+        .handle(normalised("pull_request", "close-1", &closed))
+        .await
+        .expect("bookkeeping");
+    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let verdict = |title: &str| {
+        found
+            .iter()
+            .find(|f| f.title == title)
+            .and_then(|f| f.outcome.clone())
+            .map(|o| (o.verdict, o.signal))
+    };
+    assert_eq!(
+        verdict("SQL injection"),
+        Some((Verdict::Accepted, "code_changed".into()))
+    );
+    assert_eq!(
+        verdict("Unchecked id"),
+        Some((Verdict::Rejected, "wont_fix".into()))
+    );
+    assert_eq!(
+        verdict("Unused helper"),
+        Some((Verdict::Rejected, "thumbs_down".into()))
+    );
+    let memory = memory::load(h.store.as_ref(), REPO, OWNER)
+        .await
+        .expect("memory");
+    let pattern = memory
+        .patterns
+        .iter()
+        .find(|(_, p)| p.title == "unused helper")
+        .map(|(_, p)| p.clone())
+        .expect("a pattern for the 👎");
+    assert_eq!(pattern.people.len(), 2, "{pattern:?}");
+    // The won't fix also taught a PR-scoped dismissal.
+    assert!(
+        memory
+            .learnings
+            .iter()
+            .any(|l| l.scope == parley_core::learning::Scope::Pr { pr: PR })
+    );
 }
 
 /// Seed `n` decided findings at `confidence` in the statistics.
