@@ -6,18 +6,16 @@
 //!
 //! `cargo bench -p parley-tests --bench learning_apply`
 
-use async_trait::async_trait;
 use parley_core::config::GateConfig;
 use parley_core::learning::memory;
 use parley_core::learning::patterns::Pattern;
 use parley_core::learning::record::{Direction, Hints, Learning, LearningKind, Scope};
 use parley_core::learning::{apply, stats};
-use parley_core::ports::store::{Claim, Finding, Installation, MemoryItem, ReviewRun, StoreError};
-use parley_core::ports::{FindingState, Severity, Store, Verdict};
+use parley_core::ports::{Finding, FindingState, Severity, Store, Verdict};
 use parley_core::review::filter;
 use parley_core::review::merge::Candidate;
+use parley_tests::counting_store::CountingStore;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
@@ -37,15 +35,12 @@ fn main() {
             parley_store::sqlite::SqliteStore::open(dir.path().join("bench.db")).expect("store"),
         );
         seed(inner.as_ref()).await;
-        let store = Counting {
-            inner,
-            memory_reads: AtomicUsize::new(0),
-        };
+        let store = CountingStore::new(inner);
 
         let started = Instant::now();
         let loaded = memory::load(&store, REPO, OWNER).await.expect("load");
         let load_time = started.elapsed();
-        let reads = store.memory_reads.load(Ordering::SeqCst);
+        let reads = store.memory_reads();
         assert_eq!(loaded.learnings.len(), LEARNINGS);
         assert_eq!(loaded.stats.total().decided() + loaded.stats.total().ignored, OUTCOMES as u64);
 
@@ -213,96 +208,4 @@ fn candidates() -> Vec<Candidate> {
             on_diff: true,
         })
         .collect()
-}
-
-/// The SQLite store, counting the memory reads a review makes.
-struct Counting {
-    inner: Arc<dyn Store>,
-    memory_reads: AtomicUsize,
-}
-
-#[async_trait]
-impl Store for Counting {
-    async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
-        self.inner.claim(key, ttl).await
-    }
-    async fn release(&self, key: &str) -> Result<(), StoreError> {
-        self.inner.release(key).await
-    }
-    async fn is_claimed(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.is_claimed(key).await
-    }
-    async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
-        self.inner.claim_as(key, owner, ttl).await
-    }
-    async fn increment_within(
-        &self,
-        scope: &str,
-        counter: &str,
-        ceiling: u64,
-    ) -> Result<Option<u64>, StoreError> {
-        self.inner.increment_within(scope, counter, ceiling).await
-    }
-    async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
-        self.inner.counter(scope, counter).await
-    }
-    async fn add_to_counter(
-        &self,
-        scope: &str,
-        counter: &str,
-        delta: u64,
-    ) -> Result<u64, StoreError> {
-        self.inner.add_to_counter(scope, counter, delta).await
-    }
-    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
-        self.inner.put_review_run(run).await
-    }
-    async fn review_run(
-        &self,
-        repo: &str,
-        pr: u64,
-        head_sha: &str,
-    ) -> Result<Option<ReviewRun>, StoreError> {
-        self.inner.review_run(repo, pr, head_sha).await
-    }
-    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
-        self.inner.review_runs(repo, pr).await
-    }
-    async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
-        self.inner.put_installation(installation).await
-    }
-    async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError> {
-        self.inner.installation(id).await
-    }
-    async fn delete_installation(&self, id: u64) -> Result<(), StoreError> {
-        self.inner.delete_installation(id).await
-    }
-    async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
-        self.inner.put_finding(finding).await
-    }
-    async fn finding_by_comment(
-        &self,
-        repo: &str,
-        comment_id: u64,
-    ) -> Result<Option<Finding>, StoreError> {
-        self.inner.finding_by_comment(repo, comment_id).await
-    }
-    async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError> {
-        self.inner.findings_for_pr(repo, pr).await
-    }
-    async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
-        self.memory_reads.fetch_add(1, Ordering::SeqCst);
-        self.inner.memory(partition).await
-    }
-    async fn put_memory(
-        &self,
-        partition: &str,
-        sort_key: &str,
-        record: &serde_json::Value,
-        expected: u64,
-    ) -> Result<bool, StoreError> {
-        self.inner
-            .put_memory(partition, sort_key, record, expected)
-            .await
-    }
 }

@@ -286,16 +286,7 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
         pr["state"] = "closed".into();
         pr["merged"] = true.into();
     });
-    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
-    closed["repository"]["full_name"] = REPO.into();
-    closed["repository"]["name"] = NAME.into();
-    closed["repository"]["owner"]["login"] = OWNER.into();
-    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    closed["pull_request"]["number"] = PR.into();
-    talk(&h)
-        .handle(normalised("pull_request", "close-1", &closed))
-        .await
-        .expect("bookkeeping");
+    close_pr(&h).await;
 
     let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
     let verdict = |title: &str| {
@@ -388,16 +379,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
         h.github
             .react_to_review_comment(id_of("Unused helper"), "-1", who);
     }
-    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
-    closed["repository"]["full_name"] = REPO.into();
-    closed["repository"]["name"] = NAME.into();
-    closed["repository"]["owner"]["login"] = OWNER.into();
-    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    closed["pull_request"]["number"] = PR.into();
-    talk(&h)
-        .handle(normalised("pull_request", "close-1", &closed))
-        .await
-        .expect("bookkeeping");
+    close_pr(&h).await;
     let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
     let verdict = |title: &str| {
         found
@@ -435,6 +417,21 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
             .iter()
             .any(|l| l.scope == parley_core::learning::Scope::Pr { pr: PR })
     );
+}
+
+/// The PR closes: GitHub's `pull_request.closed` delivery, through the conversation
+/// worker's bookkeeping.
+async fn close_pr(h: &ReviewHarness) {
+    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
+    closed["repository"]["full_name"] = REPO.into();
+    closed["repository"]["name"] = NAME.into();
+    closed["repository"]["owner"]["login"] = OWNER.into();
+    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    closed["pull_request"]["number"] = PR.into();
+    talk(h)
+        .handle(normalised("pull_request", "close-1", &closed))
+        .await
+        .expect("bookkeeping");
 }
 
 /// Seed `n` decided findings at `confidence` in the statistics.

@@ -669,18 +669,8 @@ impl ConversationHandler {
             .await;
             // The model agreed the finding was wrong: a rejection, whoever it lifts it for.
             if resolution == Resolution::Concede {
-                crate::learning::outcomes::record_by_id(
-                    self.store(),
-                    &snap.repo,
-                    snap.number,
-                    &in_play.finding.id,
-                    crate::learning::outcomes::Signal::new(
-                        crate::ports::Verdict::Rejected,
-                        "conceded",
-                        Some(&trigger.author.login),
-                    ),
-                )
-                .await;
+                self.record_concession(snap, &in_play.finding.id, trigger)
+                    .await;
             }
             if state != in_play.finding.state {
                 crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
@@ -737,11 +727,21 @@ impl ConversationHandler {
             root,
         )
         .await;
+        self.record_concession(snap, &in_play.finding.id, trigger)
+            .await;
+        if state != in_play.finding.state {
+            crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+        }
+    }
+
+    /// Parley conceded `finding` to the trigger's author: the finding was wrong, a
+    /// rejection (whoever it lifts the gate for).
+    async fn record_concession(&self, snap: &PrSnapshot, finding: &str, trigger: &Trigger) {
         crate::learning::outcomes::record_by_id(
-            store,
+            self.store(),
             &snap.repo,
             snap.number,
-            &in_play.finding.id,
+            finding,
             crate::learning::outcomes::Signal::new(
                 crate::ports::Verdict::Rejected,
                 "conceded",
@@ -749,9 +749,6 @@ impl ConversationHandler {
             ),
         )
         .await;
-        if state != in_play.finding.state {
-            crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
-        }
     }
 
     /// The finding a reply of Parley's to `trigger` conceded, if one did.

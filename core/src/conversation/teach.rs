@@ -342,6 +342,20 @@ pub fn render_stats(
         total.ignored,
         rate(&total)
     ));
+    if !stats.by_severity.is_empty() {
+        out.push_str("\n| severity | accepted | rejected | ignored | acceptance |\n|---|---:|---:|---:|---:|\n");
+        for severity in ["critical", "high", "medium", "low", "nit"] {
+            if let Some(c) = stats.by_severity.get(severity) {
+                out.push_str(&format!(
+                    "| {severity} | {} | {} | {} | {} |\n",
+                    c.accepted,
+                    c.rejected,
+                    c.ignored,
+                    rate(c)
+                ));
+            }
+        }
+    }
     let (threshold, source) = stats::threshold_in_force(
         config.review.min_confidence,
         config.explicit.contains("review.minConfidence"),
