@@ -54,6 +54,9 @@ struct Rule {
 
 #[derive(Default)]
 struct State {
+    /// Serve one request at a time, like a llama.cpp server with one slot: the others
+    /// wait (their clients' timeouts running) until it is their turn.
+    one_at_a_time: Option<Arc<tokio::sync::Mutex<()>>>,
     rules: Vec<Rule>,
     default_reply: Option<String>,
     latency: Duration,
@@ -146,6 +149,11 @@ impl FakeLlm {
         wire
     }
 
+    /// Serve one request at a time (see `State::one_at_a_time`).
+    pub fn serve_one_at_a_time(&self) {
+        self.state().one_at_a_time = Some(Arc::new(tokio::sync::Mutex::new(())));
+    }
+
     pub fn set_latency(&self, latency: Duration) {
         self.state().latency = latency;
     }
@@ -180,6 +188,15 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
             .unwrap_or_default(),
     };
     let text = prompt.text();
+    let one_at_a_time = state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .one_at_a_time
+        .clone();
+    let _serving = match &one_at_a_time {
+        Some(line) => Some(line.clone().lock_owned().await),
+        None => None,
+    };
     let (latency, reply, model, wire) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.prompts.push(prompt);

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod bedrock;
 pub mod config;
 mod http;
+pub mod limit;
 pub mod openai;
 pub mod retry;
 

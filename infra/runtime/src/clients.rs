@@ -23,6 +23,9 @@ pub enum ClientError {
     Secret(#[from] secrets::SecretError),
     #[error("GitHub client: {0}")]
     GitHub(#[from] parley_core::ports::GitHubError),
+    /// A bad `LLM_MAX_CONCURRENCY`: refuse to start rather than ignore the limit.
+    #[error("{0}")]
+    Llm(#[from] parley_core::ports::llm::LlmError),
 }
 
 /// An environment: `std::env::var` in production, a map in tests.
@@ -53,13 +56,17 @@ pub async fn llm_from_env(env: &Env) -> Result<Arc<dyn Llm>, ClientError> {
         Ok(config) => parley_llm::build(config).await,
         Err(err) => Err(err),
     };
-    Ok(match built {
+    let llm: Arc<dyn Llm> = match built {
         Ok(llm) => llm,
         Err(err) => {
             tracing::warn!(error = %err, "no LLM provider: jobs that need one will fail until it is configured");
             Arc::new(Unconfigured(err.to_string()))
         }
-    })
+    };
+    // One limit for the whole process: every job's calls queue in the same line.
+    let slots =
+        parley_llm::limit::slots_from(lookup(parley_llm::limit::MAX_CONCURRENCY_ENV).as_deref())?;
+    Ok(Arc::new(parley_llm::limit::Limited::new(llm, slots)))
 }
 
 /// An environment lookup in which the named variables, when they hold a Secrets Manager
