@@ -55,7 +55,7 @@ fn main() {
             let applied = apply::for_review(&loaded, 7, &paths, base, source);
             let lines = apply::prompt_lines(&applied.relevant, false);
             let (kept, suppressed) =
-                apply::suppress(candidates.clone(), &applied.relevant, &loaded, &gate);
+                apply::suppress(candidates.clone(), &applied, &loaded, &gate);
             let filtered = filter::apply_with(kept, base, |c| applied.thresholds.for_candidate(c), 15);
             reported = filtered.reported().count() + suppressed.len() + lines.len();
             times.push(started.elapsed());

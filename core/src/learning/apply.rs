@@ -23,6 +23,7 @@ use super::stats::{HIGHEST, LOWEST, ThresholdSource};
 use crate::config::GateConfig;
 use crate::review::merge::Candidate;
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use std::sync::Arc;
 
 /// Learnings put in one prompt at most, and characters of each: bounded context whatever
 /// a repository accumulates (the rest still apply as filters).
@@ -38,6 +39,54 @@ pub struct Applied {
     /// The learnings that concern this PR (active, scope covering it, paths touching it).
     pub relevant: Vec<Learning>,
     pub thresholds: Thresholds,
+    /// The path globs of `relevant`, compiled once for the whole review.
+    paths: Arc<PathIndex>,
+}
+
+/// Every learning's path globs in one compiled set: compiling a set per learning costs
+/// tens of microseconds each, which hundreds of learnings turn into milliseconds a review.
+#[derive(Debug, Default)]
+struct PathIndex {
+    set: GlobSet,
+    /// The learning (index into the list the index was built from) of each glob.
+    owner: Vec<usize>,
+    /// Learnings with no paths: they match every path.
+    everywhere: Vec<bool>,
+}
+
+impl PathIndex {
+    fn build(learnings: &[&Learning]) -> Self {
+        let mut builder = GlobSetBuilder::new();
+        let mut owner = Vec::new();
+        let mut everywhere = Vec::with_capacity(learnings.len());
+        for (index, learning) in learnings.iter().enumerate() {
+            for pattern in &learning.hints.paths {
+                // A glob that does not parse matches nothing (it was checked when added).
+                if let Ok(glob) = Glob::new(pattern) {
+                    builder.add(glob);
+                    owner.push(index);
+                }
+            }
+            everywhere.push(learning.hints.paths.is_empty());
+        }
+        PathIndex {
+            set: builder.build().unwrap_or_default(),
+            owner,
+            everywhere,
+        }
+    }
+
+    /// Whether learning `index`'s paths (if any) match `path`, given the set's matches.
+    fn matches(&self, index: usize, matched: &[usize]) -> bool {
+        self.everywhere.get(index).copied().unwrap_or(false)
+            || matched
+                .iter()
+                .any(|glob| self.owner.get(*glob) == Some(&index))
+    }
+
+    fn matched(&self, path: &str) -> Vec<usize> {
+        self.set.matches(path)
+    }
 }
 
 /// A finding dropped before publishing, and what dropped it.
@@ -54,12 +103,15 @@ pub struct Thresholds {
     pub base: u8,
     pub source: ThresholdSource,
     adjustments: Vec<Adjustment>,
+    paths: Arc<PathIndex>,
 }
 
 #[derive(Debug, Clone)]
 struct Adjustment {
     category: String,
-    paths: Option<GlobSet>,
+    /// The adjusting learning, by index into the review's relevant learnings (its paths
+    /// are in the path index).
+    learning: usize,
     delta: i16,
 }
 
@@ -69,19 +121,20 @@ impl Thresholds {
             base,
             source,
             adjustments: Vec::new(),
+            paths: Arc::default(),
         }
     }
 
     /// The threshold for one finding.
     pub fn for_candidate(&self, candidate: &Candidate) -> u8 {
         let mut threshold = i16::from(self.base);
+        let mut matched = None;
         for adjustment in &self.adjustments {
-            if category_matches(&adjustment.category, candidate)
-                && adjustment
-                    .paths
-                    .as_ref()
-                    .is_none_or(|set| set.is_match(&candidate.path))
-            {
+            if !category_matches(&adjustment.category, candidate) {
+                continue;
+            }
+            let matched = matched.get_or_insert_with(|| self.paths.matched(&candidate.path));
+            if self.paths.matches(adjustment.learning, matched) {
                 threshold += adjustment.delta;
             }
         }
@@ -110,21 +163,29 @@ pub fn for_review(
     base: u8,
     source: ThresholdSource,
 ) -> Applied {
-    let relevant: Vec<Learning> = memory
+    let scoped: Vec<&Learning> = memory
         .active()
         .filter(|l| {
             l.scope.covers(pr, None) || matches!(l.scope, Scope::Thread { pr: p, .. } if p == pr)
         })
-        .filter(|l| {
-            l.hints.paths.is_empty()
-                || globs(&l.hints.paths).is_some_and(|set| paths.iter().any(|p| set.is_match(p)))
-        })
-        .cloned()
         .collect();
+    let scoped_paths = PathIndex::build(&scoped);
+    let touched: Vec<Vec<usize>> = paths.iter().map(|p| scoped_paths.matched(p)).collect();
+    let relevant: Vec<Learning> = scoped
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| {
+            scoped_paths.everywhere[*index]
+                || touched.iter().any(|m| scoped_paths.matches(*index, m))
+        })
+        .map(|(_, l)| (*l).clone())
+        .collect();
+    let index = Arc::new(PathIndex::build(&relevant.iter().collect::<Vec<_>>()));
     let adjustments = relevant
         .iter()
-        .filter(|l| l.kind == LearningKind::Adjust)
-        .filter_map(|l| {
+        .enumerate()
+        .filter(|(_, l)| l.kind == LearningKind::Adjust)
+        .filter_map(|(learning, l)| {
             let category = l.hints.category.clone()?;
             let delta = match l.hints.direction? {
                 Direction::Stricter => -ADJUST_STEP,
@@ -132,9 +193,7 @@ pub fn for_review(
             };
             Some(Adjustment {
                 category,
-                paths: (!l.hints.paths.is_empty())
-                    .then(|| globs(&l.hints.paths))
-                    .flatten(),
+                learning,
                 delta,
             })
         })
@@ -145,7 +204,9 @@ pub fn for_review(
             base,
             source,
             adjustments,
+            paths: index.clone(),
         },
+        paths: index,
     }
 }
 
@@ -176,22 +237,30 @@ pub fn prompt_lines(learnings: &[Learning], include_dismissals: bool) -> Vec<Str
 /// findings kept and the ones dropped with why.
 pub fn suppress(
     candidates: Vec<Candidate>,
-    relevant: &[Learning],
+    applied: &Applied,
     memory: &RepoMemory,
     gate: &GateConfig,
 ) -> (Vec<Candidate>, Vec<Suppressed>) {
-    let dismissals: Vec<(&Learning, Option<GlobSet>)> = relevant
+    let dismissals: Vec<(usize, &Learning)> = applied
+        .relevant
         .iter()
-        .filter(|l| l.kind == LearningKind::Dismiss)
-        .map(|l| (l, globs(&l.hints.paths)))
+        .enumerate()
+        .filter(|(_, l)| l.kind == LearningKind::Dismiss)
         .collect();
     let mut kept = Vec::new();
     let mut dropped = Vec::new();
     for mut candidate in candidates {
         let blocking = gate.block_on.contains(&candidate.severity);
-        if let Some((learning, _)) = dismissals.iter().find(|(learning, paths)| {
+        let matched = if dismissals.is_empty() {
+            Vec::new()
+        } else {
+            applied.paths.matched(&candidate.path)
+        };
+        if let Some((_, learning)) = dismissals.iter().find(|(index, learning)| {
             let narrow = matches!(learning.scope, Scope::Pr { .. } | Scope::Thread { .. });
-            !(narrow && blocking) && dismisses(learning, paths.as_ref(), &candidate)
+            !(narrow && blocking)
+                && applied.paths.matches(*index, &matched)
+                && dismisses(learning, &candidate)
         }) {
             dropped.push(Suppressed {
                 why: format!("dismissed by {}: {}", learning.id, learning.text),
@@ -223,7 +292,8 @@ pub fn suppress(
     (kept, dropped)
 }
 
-fn dismisses(learning: &Learning, paths: Option<&GlobSet>, candidate: &Candidate) -> bool {
+/// Whether `learning`'s hints other than paths (checked by the caller) match.
+fn dismisses(learning: &Learning, candidate: &Candidate) -> bool {
     let hints = &learning.hints;
     if hints.category.is_none() && hints.paths.is_empty() && hints.keywords.is_empty() {
         return false;
@@ -232,27 +302,18 @@ fn dismisses(learning: &Learning, paths: Option<&GlobSet>, candidate: &Candidate
         .category
         .as_deref()
         .is_none_or(|c| category_matches(c, candidate));
-    let paths_ok = hints.paths.is_empty() || paths.is_some_and(|set| set.is_match(&candidate.path));
     let severity_ok = hints
         .max_severity
         .is_none_or(|max| candidate.severity <= max);
     let text = format!("{} {}", candidate.title, candidate.body).to_ascii_lowercase();
     let keywords_ok =
         hints.keywords.is_empty() || hints.keywords.iter().any(|k| text.contains(k.as_str()));
-    category_ok && paths_ok && severity_ok && keywords_ok
+    category_ok && severity_ok && keywords_ok
 }
 
 fn category_matches(category: &str, candidate: &Candidate) -> bool {
     candidate.category.eq_ignore_ascii_case(category)
         || canonical_category(&candidate.category).as_deref() == Some(category)
-}
-
-fn globs(patterns: &[String]) -> Option<GlobSet> {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        builder.add(Glob::new(pattern).ok()?);
-    }
-    builder.build().ok()
 }
 
 #[cfg(test)]
@@ -343,7 +404,7 @@ mod tests {
                 candidate("tests/a.rs", "style", Severity::Medium, "unwrap is ugly"),
                 candidate("tests/a.rs", "bug", Severity::Medium, "off by one"),
             ],
-            &applied.relevant,
+            &applied,
             &m,
             &GateConfig::default(),
         );
@@ -367,17 +428,19 @@ mod tests {
         let repo_wide = learning("L-3", LearningKind::Dismiss, Scope::Repo, hints);
         let high = candidate("a.rs", "security", Severity::High, "xss");
         let low = candidate("a.rs", "security", Severity::Low, "weak hash in a test");
-        let m = memory(vec![pr_only.clone()]);
+        let m = memory(vec![pr_only]);
+        let applied = for_review(&m, 1, &["a.rs"], 75, ThresholdSource::Default);
         let (kept, dropped) = suppress(
             vec![high.clone(), low.clone()],
-            &[pr_only],
+            &applied,
             &m,
             &GateConfig::default(),
         );
         assert_eq!((kept.len(), dropped.len()), (1, 1));
         assert_eq!(kept[0].title, "xss");
-        let m = memory(vec![repo_wide.clone()]);
-        let (kept, _) = suppress(vec![high, low], &[repo_wide], &m, &GateConfig::default());
+        let m = memory(vec![repo_wide]);
+        let applied = for_review(&m, 1, &["a.rs"], 75, ThresholdSource::Default);
+        let (kept, _) = suppress(vec![high, low], &applied, &m, &GateConfig::default());
         assert!(kept.is_empty());
     }
 

@@ -538,7 +538,7 @@ impl ReviewHandler {
         // Dismissals and false-positive patterns first (no model), then the judge.
         let (kept, mut suppressed) = crate::learning::apply::suppress(
             merged.candidates.clone(),
-            &applied.relevant,
+            &applied,
             &memory,
             &config.gate,
         );
