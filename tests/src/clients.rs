@@ -18,6 +18,12 @@ pub const MODEL: &str = "claude-sonnet-4-5";
 
 /// A GitHub App client against the fake, with fast retries.
 pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
+    github_client_with_timeout(fake, Duration::from_secs(10))
+}
+
+/// [`github_client`] giving up on each attempt after `request_timeout`, for tests of
+/// GitHub answering too late.
+pub fn github_client_with_timeout(fake: &FakeGitHub, request_timeout: Duration) -> GitHubClient {
     GitHubClient::new(GitHubConfig {
         api_url: fake.url.clone(),
         retry: parley_github::RetryPolicy {
@@ -27,7 +33,7 @@ pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
             max_elapsed: Duration::from_secs(5),
             rate_limit_budget: Duration::from_secs(2),
         },
-        request_timeout: Duration::from_secs(10),
+        request_timeout,
         ..GitHubConfig::new("12345", app_key())
     })
     .expect("github client")
@@ -35,12 +41,17 @@ pub fn github_client(fake: &FakeGitHub) -> GitHubClient {
 
 /// An Anthropic client against the fake LLM, with one fast retry.
 pub fn anthropic_llm(fake: &FakeLlm) -> Arc<dyn Llm> {
+    anthropic_llm_with_timeout(fake, Duration::from_secs(5))
+}
+
+/// [`anthropic_llm`] giving up on each attempt after `timeout`.
+pub fn anthropic_llm_with_timeout(fake: &FakeLlm, timeout: Duration) -> Arc<dyn Llm> {
     Arc::new(
         parley_llm::AnthropicLlm::new(
             &fake.url,
             "test-key",
             MODEL,
-            Duration::from_secs(5),
+            timeout,
             parley_llm::RetryPolicy {
                 max_retries: 1,
                 base_delay: Duration::from_millis(5),

@@ -53,12 +53,6 @@ impl Harness {
     /// PR #7 by `alice` on `octo-org/talk`, `bob` with write access, `mallory` read-only,
     /// and a model that answers `{"reply": "Here is my answer."}` unless scripted.
     pub async fn start(backend: Backend) -> Self {
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
-        llm.default_reply(&answer("Here is my answer.", None));
-        github.add_pull(REPO, PR, AUTHOR, HEAD, BASE);
-        github.set_permission(REPO, "bob", "write");
-        github.set_permission(REPO, "mallory", "read");
         let (store, dir) = match backend {
             Backend::Sqlite => {
                 let (store, dir) = crate::stores::sqlite();
@@ -66,6 +60,17 @@ impl Harness {
             }
             Backend::Dynamo => (crate::stores::dynamodb().await, None),
         };
+        Self::start_with(store, dir).await
+    }
+
+    /// [`Harness::start`] on a store of the caller's; `dir` keeps a file store's directory.
+    pub async fn start_with(store: Arc<dyn Store>, dir: Option<tempfile::TempDir>) -> Self {
+        let github = FakeGitHub::start().await;
+        let llm = FakeLlm::start().await;
+        llm.default_reply(&answer("Here is my answer.", None));
+        github.add_pull(REPO, PR, AUTHOR, HEAD, BASE);
+        github.set_permission(REPO, "bob", "write");
+        github.set_permission(REPO, "mallory", "read");
         let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
         let services = crate::clients::services(&github, &llm, store.clone(), queue.clone());
         let handler = ConversationHandler::new(services.clone());

@@ -38,12 +38,42 @@ pub struct Injected {
     pub times: usize,
 }
 
+/// A scripted fault with more control than [`Injected`]: it can let the first `skip`
+/// matching requests through (to hit the second call to the same path), and it can
+/// answer late instead of failing (a timeout as the client sees it).
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub method: &'static str,
+    /// The request path (no query) it hits: equal to this when `exact`, else containing it.
+    pub path: String,
+    pub exact: bool,
+    /// Matching requests served normally before the fault starts.
+    pub skip: usize,
+    /// Matching requests the fault hits after that (`usize::MAX`: until cleared).
+    pub times: usize,
+    pub action: FaultAction,
+}
+
+#[derive(Debug, Clone)]
+pub enum FaultAction {
+    /// Answer `status` with `body` and `headers`; the request is not acted on.
+    Respond {
+        status: u16,
+        body: Value,
+        headers: Vec<(&'static str, String)>,
+    },
+    /// Act on the request (a write lands, as on GitHub), then hold the answer this long:
+    /// a client with a shorter timeout sees a timeout on a request that took effect.
+    Slow(Duration),
+}
+
 #[derive(Default)]
 struct State {
     next_id: u64,
     latency: Duration,
     requests: Vec<Recorded>,
     injected: Vec<Injected>,
+    faults: Vec<Fault>,
     pulls: HashMap<(String, u64), Value>,
     files: HashMap<(String, u64), Vec<Value>>,
     compares: HashMap<(String, String), Value>,
@@ -127,9 +157,16 @@ impl FakeGitHub {
     }
 
     /// End every injected failure still pending (an outage is over), however many times
-    /// the client happened to retry.
+    /// the client happened to retry. Faults ([`FakeGitHub::fault`]) end too.
     pub fn clear_injected(&self) {
-        self.state().injected.clear();
+        let mut state = self.state();
+        state.injected.clear();
+        state.faults.clear();
+    }
+
+    /// Script a [`Fault`]. Checked before [`Injected`] failures.
+    pub fn fault(&self, fault: Fault) {
+        self.state().faults.push(fault);
     }
 
     /// A pull request built from the documented example.
@@ -356,6 +393,30 @@ impl State {
             .map(|(_, _, wire)| wire.clone())
     }
 
+    /// The action of the first fault this request hits, counting it.
+    fn take_fault(&mut self, method: &str, path: &str) -> Option<FaultAction> {
+        for fault in &mut self.faults {
+            let hit = if fault.exact {
+                path == fault.path
+            } else {
+                path.contains(&fault.path)
+            };
+            if fault.method != method || !hit {
+                continue;
+            }
+            if fault.skip > 0 {
+                fault.skip -= 1;
+                continue;
+            }
+            if fault.times == 0 {
+                continue;
+            }
+            fault.times -= 1;
+            return Some(fault.action.clone());
+        }
+        None
+    }
+
     fn take_injected(&mut self, method: &str, path: &str) -> Option<Injected> {
         let index = self
             .injected
@@ -475,7 +536,7 @@ async fn handle(
     let path = uri.path().to_string();
     let query = uri.query().unwrap_or("").to_string();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (latency, injected, wire) = {
+    let (latency, fault, injected, wire) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.requests.push(Recorded {
             method: method.to_string(),
@@ -484,7 +545,12 @@ async fn handle(
             body: body.clone(),
         });
         let wire = s.take_tripwire(method.as_str(), &path);
-        (s.latency, s.take_injected(method.as_str(), &path), wire)
+        let fault = s.take_fault(method.as_str(), &path);
+        let injected = match fault {
+            Some(_) => None,
+            None => s.take_injected(method.as_str(), &path),
+        };
+        (s.latency, fault, injected, wire)
     };
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
@@ -496,6 +562,26 @@ async fn handle(
     {
         return status(502).into_response();
     }
+    let injected = match fault {
+        Some(FaultAction::Respond {
+            status,
+            body,
+            headers,
+        }) => Some(Injected {
+            method: "",
+            path_contains: String::new(),
+            status,
+            body,
+            headers,
+            times: 0,
+        }),
+        Some(FaultAction::Slow(delay)) => {
+            let response = respond(&state, method.as_str(), &path, &query, body);
+            tokio::time::sleep(delay).await;
+            return response;
+        }
+        None => injected,
+    };
     if let Some(failure) = injected {
         let mut response = (status(failure.status), axum::Json(failure.body)).into_response();
         for (name, value) in failure.headers {
@@ -505,22 +591,25 @@ async fn handle(
         }
         return response;
     }
-    let response = {
-        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut response = route(&mut s, method.as_str(), &path, &query, body);
-        // Pagination links name this server, as GitHub's name GitHub: a client that checks
-        // the link's origin against its configured API URL must accept them.
-        if !s.base_url.is_empty()
-            && let Some(link) = response.headers().get("link").and_then(|v| v.to_str().ok())
-            && let Ok(value) = link.replace("http://fake", &s.base_url).parse()
-        {
-            response.headers_mut().insert("link", value);
-        }
-        response
-    };
+    let response = respond(&state, method.as_str(), &path, &query, body);
     if let Some(wire) = wire.filter(|w| w.point() == HoldPoint::AfterApplying) {
         // Applied either way: abandoning only means nobody reads this answer.
         wire.hold().await;
+    }
+    response
+}
+
+/// Act on a request and answer it.
+fn respond(state: &Mutex<State>, method: &str, path: &str, query: &str, body: Value) -> Response {
+    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut response = route(&mut s, method, path, query, body);
+    // Pagination links name this server, as GitHub's name GitHub: a client that checks
+    // the link's origin against its configured API URL must accept them.
+    if !s.base_url.is_empty()
+        && let Some(link) = response.headers().get("link").and_then(|v| v.to_str().ok())
+        && let Ok(value) = link.replace("http://fake", &s.base_url).parse()
+    {
+        response.headers_mut().insert("link", value);
     }
     response
 }

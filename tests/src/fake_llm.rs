@@ -132,6 +132,36 @@ impl FakeLlm {
         });
     }
 
+    /// Fail with `status` the next `times` requests whose prompt contains `contains`, then
+    /// let the other rules answer again.
+    pub fn fail_times(&self, contains: &str, status: u16, times: usize) {
+        let body =
+            json!({ "type": "error", "error": { "type": "api_error", "message": "fake failure" } })
+                .to_string();
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies: vec![Reply::Status(status, body); times],
+            sticky: false,
+            latency: None,
+        });
+    }
+
+    /// Answer `reply` after `latency` to the next `times` requests whose prompt contains
+    /// `contains`, then let the other rules answer again.
+    pub fn slow_times(&self, contains: &str, reply: &str, latency: Duration, times: usize) {
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies: vec![Reply::Text(reply.into()); times],
+            sticky: false,
+            latency: Some(latency),
+        });
+    }
+
+    /// Drop every rule scripted with exactly `contains` (a fault is over).
+    pub fn remove_rules(&self, contains: &str) {
+        self.state().rules.retain(|rule| rule.contains != contains);
+    }
+
     /// Answer anything no rule matched with `reply`.
     pub fn default_reply(&self, reply: &str) {
         self.state().default_reply = Some(reply.into());

@@ -60,6 +60,7 @@ pub mod counting_store;
 pub mod deliveries;
 pub mod fake_github;
 pub mod fake_llm;
+pub mod flaky_store;
 pub mod review_harness;
 pub mod serve_process;
 pub mod tripwire;

@@ -70,6 +70,19 @@ impl ReviewHarness {
     /// A fake GitHub with PR #42 (head [`HEAD`], base [`BASE`], one file `src/db.rs`), a
     /// fake LLM whose passes find nothing unless scripted, and a fresh store.
     pub async fn start(backend: Backend) -> Self {
+        let (store, dir) = match backend {
+            Backend::Sqlite => {
+                let (store, dir) = crate::stores::sqlite();
+                (store, Some(dir))
+            }
+            Backend::Dynamo => (crate::stores::dynamodb().await, None),
+        };
+        Self::start_with(store, dir).await
+    }
+
+    /// [`ReviewHarness::start`] on a store of the caller's; `dir` keeps a file store's
+    /// directory.
+    pub async fn start_with(store: Arc<dyn Store>, dir: Option<tempfile::TempDir>) -> Self {
         let github = FakeGitHub::start().await;
         let llm = FakeLlm::start().await;
         llm.default_reply(r#"{"findings": []}"#);
@@ -83,13 +96,6 @@ impl ReviewHarness {
         // a blocking finding counts (see `parley_core::review::resolution`).
         github.set_permission(REPO, &thread_actor(), "write");
 
-        let (store, dir) = match backend {
-            Backend::Sqlite => {
-                let (store, dir) = crate::stores::sqlite();
-                (store, Some(dir))
-            }
-            Backend::Dynamo => (crate::stores::dynamodb().await, None),
-        };
         let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
         let services = crate::clients::services(&github, &llm, store.clone(), queue);
         let handler = ReviewHandler::new(services.clone());

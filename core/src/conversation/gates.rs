@@ -308,15 +308,31 @@ pub async fn take_turn(
     }
     let max = u64::from(snap.config.config.mention.max_turns_per_pr);
     let scope = keys::pr_scope(&snap.repo, snap.number);
-    let mut taken = store.increment_within(&scope, key::TURNS, max).await?;
-    if taken.is_none() {
-        let refunded = store.counter(&scope, key::TURNS_REFUNDED).await?;
-        if refunded > 0 {
-            taken = store
-                .increment_within(&scope, key::TURNS, max.saturating_add(refunded))
-                .await?;
+    let counted = async {
+        let mut taken = store.increment_within(&scope, key::TURNS, max).await?;
+        if taken.is_none() {
+            let refunded = store.counter(&scope, key::TURNS_REFUNDED).await?;
+            if refunded > 0 {
+                taken = store
+                    .increment_within(&scope, key::TURNS, max.saturating_add(refunded))
+                    .await?;
+            }
         }
+        Ok::<_, crate::ports::StoreError>(taken)
     }
+    .await;
+    let taken = match counted {
+        Ok(taken) => taken,
+        Err(err) => {
+            // Claimed but not counted: without the claim the retry counts the turn; with
+            // it, the retry would read it as counted and it never would be. (If the store
+            // stays down the release fails too, and that one answer goes uncounted.)
+            if let Err(release) = store.release(&turn_key).await {
+                tracing::warn!(repo = %snap.repo, comment = comment_id, error = %release, "could not release the turn claim of an uncounted turn");
+            }
+            return Err(err.into());
+        }
+    };
     match taken {
         Some(n) => Ok(TurnGate::Taken(n)),
         None => {

@@ -49,7 +49,10 @@ pub fn guideline_paths(touched: &[String]) -> Vec<String> {
 }
 
 /// Read whichever guideline files exist at `base_ref`. Failures are logged and skipped:
-/// guidelines improve an answer but never block one.
+/// guidelines improve an answer but never block one. The first failure that says GitHub
+/// is in trouble (a 5xx, a timeout, a rate limit) skips the files not read yet: read one
+/// after another, up to 19 of them, each could otherwise cost a full request timeout and
+/// together outlast the worker's own.
 pub async fn load_guidelines(
     github: &dyn GitHub,
     scope: &RepoScope,
@@ -71,6 +74,10 @@ pub async fn load_guidelines(
                 }
             }
             Ok(None) => {}
+            Err(err) if err.is_transient() => {
+                tracing::warn!(repo = %scope.full_name(), path, error = %err, "could not read a guideline file; going on without it and the rest");
+                break;
+            }
             Err(err) => {
                 tracing::warn!(repo = %scope.full_name(), path, error = %err, "could not read a guideline file; going on without it");
             }

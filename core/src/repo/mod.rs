@@ -77,7 +77,15 @@ impl ConfigLoader {
             Err(err) => {
                 tracing::warn!(repo = %scope.full_name(), error = %err, "could not read .parley.yml; using defaults");
                 (
-                    with_warning(branch, format!("could not be read ({err}); using defaults")),
+                    // Public text (reply footers, review summaries): what failed, not
+                    // the raw error, which names internal paths and GitHub's message.
+                    with_warning(
+                        branch,
+                        format!(
+                            "could not be read ({}); using defaults",
+                            err.public_reason()
+                        ),
+                    ),
                     false,
                 )
             }

@@ -68,23 +68,46 @@ pub async fn start(
     };
     // An attempt that died right after creating its check left it in progress under this
     // run's key: take it over rather than leave it beside a new one forever.
-    match github.list_check_runs(scope, head_sha, name).await {
-        Ok(runs) => {
-            if let Some(existing) = runs.iter().find(|r| {
-                r.external_id.as_deref() == Some(external_id) && r.status != CheckStatus::Completed
-            }) {
-                tracing::info!(repo = %scope.full_name(), check_run_id = existing.id, "taking over the check run an earlier attempt left in progress");
-                return Some(existing.id);
-            }
-        }
-        Err(err) => {
-            tracing::warn!(repo = %scope.full_name(), error = %err, "could not list check runs; creating a new one");
-        }
+    if let Some(id) = in_progress(github, scope, name, head_sha, external_id).await {
+        tracing::info!(repo = %scope.full_name(), check_run_id = id, "taking over the check run an earlier attempt left in progress");
+        return Some(id);
     }
     match github.create_check_run(scope, &run).await {
         Ok(run) => Some(run.id),
         Err(err) => {
+            // A 5xx or an answer that never came: the run may exist all the same. Unfound,
+            // it would stay "in progress" beside the completed one created at the end.
+            if matches!(err, GitHubError::Server { .. } | GitHubError::Network(_))
+                && let Some(id) = in_progress(github, scope, name, head_sha, external_id).await
+            {
+                tracing::info!(repo = %scope.full_name(), check_run_id = id, error = %err, "the check run was created despite the error; using it");
+                return Some(id);
+            }
             tracing::warn!(repo = %scope.full_name(), error = %err, "could not create the check run; reviewing without a gate");
+            None
+        }
+    }
+}
+
+/// This run's check still in progress on the head, by its external id: left by an attempt
+/// that died, or created although GitHub's answer said otherwise. Best effort.
+async fn in_progress(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    name: &str,
+    head_sha: &str,
+    external_id: &str,
+) -> Option<u64> {
+    match github.list_check_runs(scope, head_sha, name).await {
+        Ok(runs) => runs
+            .into_iter()
+            .find(|run| {
+                run.external_id.as_deref() == Some(external_id)
+                    && run.status != CheckStatus::Completed
+            })
+            .map(|run| run.id),
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), error = %err, "could not list check runs");
             None
         }
     }

@@ -245,9 +245,14 @@ impl ReviewHandler {
             run.check_run_id =
                 gate::start(github, &scope, gate::check_name(&run_key), &head_sha, &key).await;
         }
-        store.put_review_run(&run).await?;
-
-        match self.review_head(&scope, job, &pr, &loaded, &mut run).await {
+        // Recorded with its check's id before the review starts. Failing to record it is a
+        // failure like any later one: the check just created is concluded, never left in
+        // progress (a retry without the id would start a check of its own).
+        let result = match store.put_review_run(&run).await {
+            Ok(()) => self.review_head(&scope, job, &pr, &loaded, &mut run).await,
+            Err(err) => Err(err.into()),
+        };
+        match result {
             Ok(()) => Ok(()),
             Err(err) => {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");

@@ -4,7 +4,9 @@
 //! limit, so a warm Lambda reuses it until five minutes before it expires (the margin
 //! covers clock drift and a call that starts just before expiry). One async lock per
 //! installation makes concurrent calls for the same installation share a single mint, while
-//! different installations never wait on each other.
+//! different installations never wait on each other. A mint that fails fails the calls
+//! queued behind it too: each minting again in turn would make a hanging token endpoint
+//! cost one timeout per concurrent call.
 
 use parley_core::ports::github::GitHubError;
 use std::collections::HashMap;
@@ -37,7 +39,15 @@ impl fmt::Debug for InstallationToken {
     }
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<InstallationToken>>>;
+#[derive(Default)]
+struct SlotState {
+    token: Option<InstallationToken>,
+    /// When the last mint failed, and why: the calls that were already waiting then get
+    /// this error instead of minting again.
+    failed: Option<(std::time::Instant, GitHubError)>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<SlotState>>;
 
 #[derive(Default)]
 pub(crate) struct TokenCache {
@@ -68,26 +78,41 @@ impl TokenCache {
         Fut: Future<Output = Result<InstallationToken, GitHubError>>,
     {
         let slot = self.slot(installation_id);
-        let mut cached = slot.lock().await;
-        if let Some(token) = cached.as_ref().filter(|token| token.usable_at(now)) {
+        let queued_at = std::time::Instant::now();
+        let mut state = slot.lock().await;
+        if let Some(token) = state.token.as_ref().filter(|token| token.usable_at(now)) {
             return Ok(token.secret.clone());
         }
-        let token = mint().await?;
-        let secret = token.secret.clone();
-        *cached = Some(token);
-        Ok(secret)
+        if let Some((failed_at, err)) = &state.failed
+            && *failed_at >= queued_at
+        {
+            return Err(err.clone());
+        }
+        match mint().await {
+            Ok(token) => {
+                let secret = token.secret.clone();
+                state.token = Some(token);
+                state.failed = None;
+                Ok(secret)
+            }
+            Err(err) => {
+                state.failed = Some((std::time::Instant::now(), err.clone()));
+                Err(err)
+            }
+        }
     }
 
     /// Forget `rejected` after GitHub answered 401 to it (revoked, or the App's permissions
     /// changed). A token another call already replaced is left alone.
     pub(crate) async fn invalidate(&self, installation_id: u64, rejected: &str) {
         let slot = self.slot(installation_id);
-        let mut cached = slot.lock().await;
-        if cached
+        let mut state = slot.lock().await;
+        if state
+            .token
             .as_ref()
             .is_some_and(|token| token.secret == rejected)
         {
-            *cached = None;
+            state.token = None;
         }
     }
 }
@@ -166,6 +191,31 @@ mod tests {
             .get_or_mint(1, now, || async { Ok(token("fresh", expires)) })
             .await;
         assert_eq!(replaced.unwrap(), "fresh");
+    }
+
+    #[tokio::test]
+    async fn calls_queued_behind_a_failed_mint_share_its_failure() {
+        let cache = TokenCache::default();
+        let mints = AtomicU32::new(0);
+        let now = OffsetDateTime::now_utc();
+        let failing = || {
+            mints.fetch_add(1, Ordering::SeqCst);
+            async {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                Err(GitHubError::Network("token endpoint hung".into()))
+            }
+        };
+        let (a, b, c) = tokio::join!(
+            cache.get_or_mint(1, now, failing),
+            cache.get_or_mint(1, now, failing),
+            cache.get_or_mint(1, now, failing),
+        );
+        assert!(a.is_err() && b.is_err() && c.is_err());
+        assert_eq!(
+            mints.load(Ordering::SeqCst),
+            1,
+            "one mint, not one per call"
+        );
     }
 
     #[tokio::test]

@@ -538,6 +538,35 @@ async fn check_runs_create_and_update() {
 }
 
 #[tokio::test]
+async fn check_runs_listed_by_name_on_a_commit() {
+    let fake = FakeGitHub::with_token().await;
+    let github = client(&fake);
+    let sha = "ce587453ced02b1526dfb4cb910479d431683101";
+    let path = format!("/repos/octo-org/hello-world/commits/{sha}/check-runs");
+    // GitHub's list wraps the runs; each is shaped as the create example.
+    let run = example("checks__create.201.example-of-in-progress-conclusion").body;
+    fake.on(
+        Method::GET,
+        &path,
+        Canned::json(200, &json!({ "total_count": 1, "check_runs": [run] })),
+    );
+    let runs = github
+        .list_check_runs(&repo(), sha, "Parley review")
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        (runs[0].id, runs[0].status, runs[0].external_id.as_deref()),
+        (4, CheckStatus::InProgress, Some("42"))
+    );
+    let query = fake.requests_to(Method::GET, &path)[0].query_pairs();
+    assert!(
+        query.contains(&("check_name".into(), "Parley review".into())),
+        "{query:?}"
+    );
+}
+
+#[tokio::test]
 async fn reactions_on_both_comment_kinds_new_or_existing() {
     for (issue_example, review_example) in [
         (
