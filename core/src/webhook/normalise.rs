@@ -436,3 +436,107 @@ fn actor(user: &User<'_>) -> Actor {
         kind: user.kind.as_ref().map_or("User", Text::as_str).to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> NormaliseContext {
+        NormaliseContext {
+            handles: Some(Handles::new("parley", &[])),
+        }
+    }
+
+    /// What the webhook did before the fast path: parse a `Value`, then normalise it.
+    fn through_value(event: &str, body: &[u8]) -> Normalised {
+        match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(payload) => normalise(event, "d", &payload, &ctx()),
+            Err(err) => Normalised::Malformed(format!("invalid JSON: {err}")),
+        }
+    }
+
+    fn comment(body_json: &str) -> String {
+        format!(
+            r#"{{"action":"created","sender":{{"login":"alice"}},"installation":{{"id":9}},
+            "issue":{{"number":4,"title":"T\u00e9st \"q\"","body":null,"pull_request":{{"url":"x"}}}},
+            "comment":{{"id":7,"user":{{"login":"al\/ice","type":"User"}},"body":{body_json},
+                "html_url":"https://x/7","created_at":"2024-01-01T00:00:00Z"}},
+            "repository":{{"id":1,"name":"r","full_name":"o/r","owner":{{"login":"o"}}}},
+            "ignored":[1.5,-2e3,{{"deep":[[[]]]}},"\ud83d\ude00",true,null]}}"#
+        )
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_value_path() {
+        let bodies = [
+            comment(r#""@parley is \u00e9 \"ok\"?\n""#),
+            comment(r#""no mention""#),
+            comment("null"),
+            // Only the last of a repeated key counts, as in a `Value`.
+            comment(r#""first","body":"@parley second""#),
+            comment(r#"7"#),
+            r#"{"action":"created","comment":{}}"#.to_string(),
+            r#"{"action":5}"#.to_string(),
+            "[]".to_string(),
+            "null".to_string(),
+        ];
+        for body in &bodies {
+            let fast = normalise_body("issue_comment", "d", body.as_bytes(), &ctx());
+            assert_eq!(
+                fast,
+                through_value("issue_comment", body.as_bytes()),
+                "{body}"
+            );
+        }
+        // Good bodies are decoded from the text itself, without the `Value` fallback.
+        let direct = normalise_from("issue_comment", "d", &FromText(&bodies[0]), &ctx());
+        assert!(matches!(direct, Normalised::Job(_)), "{direct:?}");
+        let Normalised::Job(job) =
+            normalise_body("issue_comment", "d", bodies[0].as_bytes(), &ctx())
+        else {
+            panic!("not a job");
+        };
+        let Job::Conversation(job) = *job else {
+            panic!("not a conversation");
+        };
+        assert_eq!(job.comment.body, "@parley is é \"ok\"?\n");
+        assert_eq!(job.comment.author.login, "al/ice");
+        assert_eq!(job.topic.map(|t| t.title).as_deref(), Some("Tést \"q\""));
+    }
+
+    #[test]
+    fn bad_bodies_keep_their_reasons() {
+        let mut not_utf8 = comment(r#""x""#).into_bytes();
+        let at = not_utf8.len() - 10;
+        not_utf8[at] = 0xff;
+        let cases: [(&str, &[u8], &str); 6] = [
+            (
+                "pull_request",
+                br#"{"action":"opened","pull_request":{"#,
+                "invalid JSON",
+            ),
+            ("pull_request", br#"{"action":"opened"} x"#, "invalid JSON"),
+            ("ping", b"{\"zen\":", "invalid JSON"),
+            ("issue_comment", &not_utf8, "invalid JSON"),
+            // A type error before a syntax error is still reported as the syntax error.
+            ("pull_request", br#"{"action":7,"#, "invalid JSON"),
+            (
+                "pull_request",
+                br#"{"action":"opened","pull_request":{"number":"seven"}}"#,
+                "payload does not match the event",
+            ),
+        ];
+        for (event, body, reason) in cases {
+            let fast = normalise_body(event, "d", body, &ctx());
+            assert_eq!(fast, through_value(event, body), "{event}");
+            let Normalised::Malformed(text) = fast else {
+                panic!("{event}: {fast:?}");
+            };
+            assert!(text.starts_with(reason), "{text}");
+        }
+        assert_eq!(
+            normalise_body("ping", "d", b"{\"zen\":\"x\"}", &ctx()),
+            Normalised::Ping
+        );
+    }
+}
