@@ -9,10 +9,16 @@
 //! counting braces, so braces and backticks inside strings cannot fool it.
 
 use serde::de::IgnoredAny;
+use std::collections::HashSet;
 
 /// Upper bound on the positions we try to parse from, so a reply full of stray brackets
 /// costs a bounded amount of work rather than quadratic time.
 const MAX_SCAN_STARTS: usize = 256;
+
+/// How many times the reply's length failed parses may read, in all, before the scan for
+/// loose values gives up. Starts are bounded, but each can read to the end of the reply
+/// (`[[[[` before a long unterminated array): this keeps the scan linear in the reply.
+const MAX_FAILED_READ_FACTOR: usize = 4;
 
 /// Every JSON value in `reply`, most likely intended answer first:
 /// 1. the whole reply, when it is exactly one JSON value;
@@ -22,8 +28,11 @@ const MAX_SCAN_STARTS: usize = 256;
 /// Values nested inside an earlier candidate are not listed again.
 pub fn json_candidates(reply: &str) -> Vec<&str> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    // A set beside the list: a reply of many small fenced blocks must not cost
+    // quadratic time in duplicate checks.
+    let mut seen: HashSet<(usize, usize)> = HashSet::new();
     let mut push = |span: (usize, usize)| {
-        if !spans.contains(&span) {
+        if seen.insert(span) {
             spans.push(span);
         }
     };
@@ -38,7 +47,7 @@ pub fn json_candidates(reply: &str) -> Vec<&str> {
     for want_json_tag in [true, false] {
         for &(start, tagged_json) in &fences {
             if tagged_json == want_json_tag
-                && let Some(end) = value_end(reply, start)
+                && let Ok(end) = value_end(reply, start)
             {
                 push((start, end));
             }
@@ -47,19 +56,24 @@ pub fn json_candidates(reply: &str) -> Vec<&str> {
 
     let mut from = 0;
     let mut tries = 0;
-    while tries < MAX_SCAN_STARTS {
+    let mut failed_reads = 0usize;
+    let read_budget = reply.len().saturating_mul(MAX_FAILED_READ_FACTOR);
+    while tries < MAX_SCAN_STARTS && failed_reads <= read_budget {
         let Some(offset) = reply[from..].find(['{', '[']) else {
             break;
         };
         tries += 1;
         let start = from + offset;
         match value_end(reply, start) {
-            Some(end) => {
+            Ok(end) => {
                 push((start, end));
                 from = end;
             }
-            // Both brackets are one byte, so the next char boundary is one byte on.
-            None => from = start + 1,
+            Err(read) => {
+                failed_reads = failed_reads.saturating_add(read);
+                // Both brackets are one byte, so the next char boundary is one byte on.
+                from = start + 1;
+            }
         }
     }
 
@@ -69,17 +83,37 @@ pub fn json_candidates(reply: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Where one JSON object or array starting exactly at `start` ends, if one does.
-fn value_end(text: &str, start: usize) -> Option<usize> {
-    let rest = text.get(start..)?;
+/// Where one JSON object or array starting exactly at `start` ends, or, when none does,
+/// about how many bytes the parser read before it gave up.
+fn value_end(text: &str, start: usize) -> Result<usize, usize> {
+    let Some(rest) = text.get(start..) else {
+        return Err(0);
+    };
     if !rest.starts_with(['{', '[']) {
-        return None;
+        return Err(0);
     }
     let mut values = serde_json::Deserializer::from_str(rest).into_iter::<IgnoredAny>();
     match values.next() {
-        Some(Ok(_)) => Some(start + values.byte_offset()),
-        _ => None,
+        Some(Ok(_)) => Ok(start + values.byte_offset()),
+        Some(Err(err)) => Err(bytes_read(rest, &err)),
+        None => Err(rest.len()),
     }
+}
+
+/// Where in `text` the parser stopped with `err`: the end for a premature end of input,
+/// else its line and column turned into a byte offset.
+fn bytes_read(text: &str, err: &serde_json::Error) -> usize {
+    if err.is_eof() {
+        return text.len();
+    }
+    let line_start = match err.line() {
+        0 | 1 => 0,
+        line => text
+            .match_indices('\n')
+            .nth(line - 2)
+            .map_or(text.len(), |(at, _)| at + 1),
+    };
+    line_start.saturating_add(err.column()).min(text.len())
 }
 
 /// For each opening code fence (```` ``` ```` or `~~~`), the offset of the first
@@ -205,6 +239,15 @@ mod tests {
         // quadratic time.
         let far = format!("{}{{\"late\": 1}}", "{ ".repeat(10_000));
         assert!(json_candidates(&far).is_empty());
+    }
+
+    #[test]
+    fn failed_parses_report_how_far_they_read() {
+        let text = "[1,\n  2 x, 3]";
+        let err = serde_json::from_str::<IgnoredAny>(text).expect_err("syntax error");
+        assert_eq!(bytes_read(text, &err), text.find('x').expect("x") + 1);
+        assert_eq!(value_end("[1, [2", 0), Err(6));
+        assert_eq!(value_end("ab [1] c", 3), Ok(6));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! normalised job, then dedup and enqueue. Only a job that will be enqueued costs a store
 //! write, so ignored events and pings are free.
 
-use super::normalise::{NormaliseContext, Normalised, normalise};
+use super::normalise::{NormaliseContext, Normalised, normalise_body};
 use super::signature::{SignatureError, WebhookSecrets};
 use crate::job::Job;
 use crate::ports::store::keys;
@@ -154,11 +154,7 @@ impl Ingest {
         let Some(delivery) = request.delivery.filter(|d| !d.is_empty()) else {
             return reject(Rejection::MissingHeader("X-GitHub-Delivery"));
         };
-        let payload: serde_json::Value = match serde_json::from_slice(request.body) {
-            Ok(payload) => payload,
-            Err(err) => return reject(Rejection::Malformed(format!("invalid JSON: {err}"))),
-        };
-        match normalise(event, delivery, &payload, &self.settings.context) {
+        match normalise_body(event, delivery, request.body, &self.settings.context) {
             Normalised::Ping => Outcome::Pong,
             Normalised::Malformed(reason) => reject(Rejection::Malformed(reason)),
             Normalised::Ignored(reason) => Outcome::Ignored {

@@ -4,21 +4,27 @@
 //! authors, drafts, comments that do not concern Parley). Everything that needs GitHub or
 //! the store (permissions, whether a thread's root is a finding, turn limits) is the
 //! worker's call.
+//!
+//! One set of rules reads two sources: the raw body ([`normalise_body`], the webhook's hot
+//! path, which borrows what it reads and skips the rest) and an already parsed
+//! `serde_json::Value` ([`normalise`], for callers that build payloads as values). Both go
+//! through [`Source`], so they cannot drift apart.
 
 use super::payload::{
     Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository,
-    ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, User,
+    ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
     RepoRef, ReviewJob, ReviewTrigger, Surface, Topic,
 };
 use crate::mention::Handles;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 
 /// An issue description can run to 65 536 characters; the prompt needs far less, and the
 /// queue message (256 kB on SQS) must stay small.
 const MAX_TOPIC_BODY_CHARS: usize = 4000;
-use serde::de::DeserializeOwned;
 
 /// What the webhook knows about Parley itself.
 #[derive(Debug, Clone, Default)]
@@ -35,8 +41,47 @@ pub enum Normalised {
     Job(Box<Job>),
     /// Not for Parley; the reason is logged and returned to GitHub in the 202 body.
     Ignored(String),
-    /// JSON that parsed but lacks what this event must carry.
+    /// Not JSON, or JSON that lacks what this event must carry; the reason is the parser's.
     Malformed(String),
+}
+
+/// Classify one delivery from its raw body: the webhook's path.
+///
+/// The body is read once into the few fields Parley uses, borrowing their text, and
+/// everything else is skipped without being built. Any failure on that fast path is
+/// answered by [`normalise`] over a full `serde_json::Value` instead, so a bad body gets
+/// exactly the reason it always got (`invalid JSON: …` with the parser's position, or
+/// `payload does not match the event: …`), and a payload repeating a key Parley reads
+/// still means what it did (the last one wins), while good deliveries, nearly all of
+/// them, never pay for the full tree.
+///
+/// The fast path can only be more lenient, never stricter, and only about values Parley
+/// never reads: skipping does not range-check numbers, pair `\u` surrogate escapes or cap
+/// nesting inside them. Such a body needs a valid signature, i.e. comes from GitHub.
+pub fn normalise_body(
+    event: &str,
+    delivery_id: &str,
+    body: &[u8],
+    ctx: &NormaliseContext,
+) -> Normalised {
+    // UTF-8 is checked up front because skipped strings are not checked on the way.
+    if let Ok(text) = std::str::from_utf8(body) {
+        let fast = if event == "ping" {
+            match serde_json::from_str::<IgnoredAny>(text) {
+                Ok(_) => Normalised::Ping,
+                Err(err) => Normalised::Malformed(err.to_string()),
+            }
+        } else {
+            normalise_from(event, delivery_id, &FromText(text), ctx)
+        };
+        if !matches!(fast, Normalised::Malformed(_)) {
+            return fast;
+        }
+    }
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(payload) => normalise(event, delivery_id, &payload, ctx),
+        Err(err) => Normalised::Malformed(format!("invalid JSON: {err}")),
+    }
 }
 
 /// Classify one delivery. `payload` has already been parsed as JSON.
@@ -46,27 +91,62 @@ pub fn normalise(
     payload: &serde_json::Value,
     ctx: &NormaliseContext,
 ) -> Normalised {
+    normalise_from(event, delivery_id, &FromValue(payload), ctx)
+}
+
+/// Where the typed slices of a payload are decoded from. Each `decode` reads the whole
+/// payload into `T`, so an event costs two reads: its envelope, then (when its action is
+/// one Parley handles) its own fields.
+trait Source<'de> {
+    fn decode<T: Deserialize<'de>>(&self) -> Result<T, String>;
+}
+
+struct FromText<'de>(&'de str);
+
+impl<'de> Source<'de> for FromText<'de> {
+    fn decode<T: Deserialize<'de>>(&self) -> Result<T, String> {
+        serde_json::from_str(self.0).map_err(mismatch)
+    }
+}
+
+struct FromValue<'de>(&'de serde_json::Value);
+
+impl<'de> Source<'de> for FromValue<'de> {
+    fn decode<T: Deserialize<'de>>(&self) -> Result<T, String> {
+        T::deserialize(self.0).map_err(mismatch)
+    }
+}
+
+fn mismatch(err: serde_json::Error) -> String {
+    format!("payload does not match the event: {err}")
+}
+
+fn normalise_from<'de>(
+    event: &str,
+    delivery_id: &str,
+    payload: &impl Source<'de>,
+    ctx: &NormaliseContext,
+) -> Normalised {
     if event == "ping" {
         return Normalised::Ping;
     }
-    let envelope: Envelope = match decode(payload) {
+    let envelope: Envelope<'de> = match payload.decode() {
         Ok(envelope) => envelope,
         Err(reason) => return Normalised::Malformed(reason),
     };
     if let (Some(handles), Some(sender)) = (&ctx.handles, &envelope.sender)
-        && handles.is_self(&sender.login)
+        && handles.is_self(sender.login.as_str())
     {
-        return Normalised::Ignored(format!("event from Parley itself ({})", sender.login));
+        return Normalised::Ignored(format!(
+            "event from Parley itself ({})",
+            sender.login.as_str()
+        ));
     }
-    let action = envelope.action.as_deref().unwrap_or("");
+    let action = envelope.action.as_ref().map_or("", Text::as_str);
     let meta = Meta {
         delivery_id,
         installation_id: envelope.installation.as_ref().map(|i| i.id),
-        sender: envelope
-            .sender
-            .as_ref()
-            .map(|s| s.login.as_str())
-            .unwrap_or(""),
+        sender: envelope.sender.as_ref().map_or("", |s| s.login.as_str()),
     };
     let result = match (event, action) {
         ("pull_request", "opened" | "reopened" | "ready_for_review" | "synchronize") => {
@@ -103,8 +183,8 @@ struct Meta<'a> {
 
 type Step = Result<Normalised, String>;
 
-fn review(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
-    let event: PullRequestEvent = decode(payload)?;
+fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Step {
+    let event: PullRequestEvent<'de> = payload.decode()?;
     let pr = event.pull_request;
     if pr.draft {
         return Ok(Normalised::Ignored(format!(
@@ -124,20 +204,21 @@ fn review(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
         repo: repo_ref(&event.repository),
         number: pr.number,
         trigger,
-        head_sha: pr.head.sha,
-        base_sha: pr.base.sha,
-        base_ref: pr.base.name,
+        head_sha: pr.head.sha.into_string(),
+        base_sha: pr.base.sha.into_string(),
+        base_ref: pr.base.name.into_string(),
         before_sha: event
             .before
-            .filter(|_| trigger == ReviewTrigger::Synchronize),
+            .filter(|_| trigger == ReviewTrigger::Synchronize)
+            .map(Text::into_string),
         author: actor(&pr.user),
-        title: pr.title,
+        title: pr.title.into_string(),
         request: None,
     })))
 }
 
-fn closed(meta: &Meta<'_>, payload: &serde_json::Value) -> Step {
-    let event: PullRequestEvent = decode(payload)?;
+fn closed<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
+    let event: PullRequestEvent<'de> = payload.decode()?;
     Ok(bookkeeping(
         meta,
         BookkeepingEvent::PullRequestClosed {
@@ -148,10 +229,10 @@ fn closed(meta: &Meta<'_>, payload: &serde_json::Value) -> Step {
     ))
 }
 
-fn issue_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseContext) -> Step {
-    let event: IssueCommentEvent = decode(payload)?;
+fn issue_comment<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &NormaliseContext) -> Step {
+    let event: IssueCommentEvent<'de> = payload.decode()?;
     let c = event.comment;
-    let body = c.body.unwrap_or_default();
+    let body = c.body.map(Text::into_string).unwrap_or_default();
     let Some(mentions_bot) = candidate(ctx, &c.user, &body, false) else {
         return Ok(Normalised::Ignored(format!(
             "comment {} does not mention Parley",
@@ -169,27 +250,31 @@ fn issue_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseCo
             id: c.id,
             author: actor(&c.user),
             body,
-            html_url: c.html_url,
-            created_at: c.created_at,
+            html_url: c.html_url.into_string(),
+            created_at: c.created_at.into_string(),
         },
         in_reply_to_id: None,
         position: None,
         review_id: None,
         mentions_bot,
         topic: Some(Topic {
-            title: event.issue.title.unwrap_or_default(),
+            title: event.issue.title.map(Text::into_string).unwrap_or_default(),
             body: crate::sanitize::truncate(
-                &event.issue.body.unwrap_or_default(),
+                event.issue.body.as_ref().map_or("", Text::as_str),
                 MAX_TOPIC_BODY_CHARS,
             ),
         }),
     })))
 }
 
-fn review_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseContext) -> Step {
-    let event: ReviewCommentEvent = decode(payload)?;
+fn review_comment<'de>(
+    meta: &Meta<'_>,
+    payload: &impl Source<'de>,
+    ctx: &NormaliseContext,
+) -> Step {
+    let event: ReviewCommentEvent<'de> = payload.decode()?;
     let c = event.comment;
-    let body = c.body.unwrap_or_default();
+    let body = c.body.map(Text::into_string).unwrap_or_default();
     let is_reply = c.in_reply_to_id.is_some();
     let Some(mentions_bot) = candidate(ctx, &c.user, &body, is_reply) else {
         return Ok(Normalised::Ignored(format!(
@@ -208,17 +293,17 @@ fn review_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseC
             id: c.id,
             author: actor(&c.user),
             body,
-            html_url: c.html_url,
-            created_at: c.created_at,
+            html_url: c.html_url.into_string(),
+            created_at: c.created_at.into_string(),
         },
         in_reply_to_id: c.in_reply_to_id,
         position: Some(InlinePosition {
-            path: c.path,
+            path: c.path.into_string(),
             line: c.line,
             start_line: c.start_line,
-            side: c.side,
-            diff_hunk: c.diff_hunk,
-            commit_id: c.commit_id,
+            side: c.side.map(Text::into_string),
+            diff_hunk: c.diff_hunk.map(Text::into_string),
+            commit_id: c.commit_id.map(Text::into_string),
         }),
         review_id: c.pull_request_review_id,
         mentions_bot,
@@ -226,10 +311,10 @@ fn review_comment(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseC
     })))
 }
 
-fn review_body(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseContext) -> Step {
-    let event: ReviewEvent = decode(payload)?;
+fn review_body<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &NormaliseContext) -> Step {
+    let event: ReviewEvent<'de> = payload.decode()?;
     let r = event.review;
-    let body = r.body.unwrap_or_default();
+    let body = r.body.map(Text::into_string).unwrap_or_default();
     if body.trim().is_empty() {
         return Ok(Normalised::Ignored(format!("review {} has no body", r.id)));
     }
@@ -250,8 +335,8 @@ fn review_body(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseCont
             id: r.id,
             author: actor(&r.user),
             body,
-            html_url: r.html_url,
-            created_at: r.submitted_at.unwrap_or_default(),
+            html_url: r.html_url.into_string(),
+            created_at: r.submitted_at.map(Text::into_string).unwrap_or_default(),
         },
         in_reply_to_id: None,
         position: None,
@@ -261,8 +346,8 @@ fn review_body(meta: &Meta<'_>, payload: &serde_json::Value, ctx: &NormaliseCont
     })))
 }
 
-fn review_thread(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
-    let event: ReviewThreadEvent = decode(payload)?;
+fn review_thread<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Step {
+    let event: ReviewThreadEvent<'de> = payload.decode()?;
     Ok(bookkeeping(
         meta,
         BookkeepingEvent::ReviewThread {
@@ -275,16 +360,16 @@ fn review_thread(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> 
     ))
 }
 
-fn installation(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> Step {
-    let event: InstallationEvent = decode(payload)?;
-    let names = |repos: &[super::payload::RepositoryName]| {
+fn installation<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Step {
+    let event: InstallationEvent<'de> = payload.decode()?;
+    let names = |repos: Vec<super::payload::RepositoryName<'de>>| {
         repos
-            .iter()
-            .map(|r| r.full_name.clone())
+            .into_iter()
+            .map(|r| r.full_name.into_string())
             .collect::<Vec<_>>()
     };
-    let mut added = names(&event.repositories_added);
-    if let Some(repos) = &event.repositories {
+    let mut added = names(event.repositories_added);
+    if let Some(repos) = event.repositories {
         added.extend(names(repos));
     }
     Ok(bookkeeping(
@@ -292,9 +377,9 @@ fn installation(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> S
         BookkeepingEvent::Installation {
             action: action.to_string(),
             installation_id: event.installation.id,
-            account: event.installation.account.login,
+            account: event.installation.account.login.into_string(),
             repositories_added: added,
-            repositories_removed: names(&event.repositories_removed),
+            repositories_removed: names(event.repositories_removed),
         },
     ))
 }
@@ -303,7 +388,7 @@ fn installation(meta: &Meta<'_>, action: &str, payload: &serde_json::Value) -> S
 /// Bots are never answered, so their comments stop here.
 fn candidate(
     ctx: &NormaliseContext,
-    author: &User,
+    author: &User<'_>,
     body: &str,
     is_thread_reply: bool,
 ) -> Option<bool> {
@@ -331,28 +416,127 @@ fn bookkeeping(meta: &Meta<'_>, event: BookkeepingEvent) -> Normalised {
     }))
 }
 
-fn repo_ref(repo: &Repository) -> RepoRef {
+fn repo_ref(repo: &Repository<'_>) -> RepoRef {
     // `full_name` is authoritative when present (owner logins can be renamed mid-flight).
     let (owner, name) = repo
         .full_name
-        .as_deref()
-        .and_then(|full| full.split_once('/'))
-        .map(|(o, n)| (o.to_string(), n.to_string()))
-        .unwrap_or_else(|| (repo.owner.login.clone(), repo.name.clone()));
+        .as_ref()
+        .and_then(|full| full.as_str().split_once('/'))
+        .unwrap_or((repo.owner.login.as_str(), repo.name.as_str()));
     RepoRef {
         id: repo.id,
-        owner,
-        name,
+        owner: owner.to_string(),
+        name: name.to_string(),
     }
 }
 
-fn actor(user: &User) -> Actor {
+fn actor(user: &User<'_>) -> Actor {
     Actor {
-        login: user.login.clone(),
-        kind: user.kind.clone().unwrap_or_else(|| "User".to_string()),
+        login: user.login.as_str().to_string(),
+        kind: user.kind.as_ref().map_or("User", Text::as_str).to_string(),
     }
 }
 
-fn decode<T: DeserializeOwned>(payload: &serde_json::Value) -> Result<T, String> {
-    T::deserialize(payload).map_err(|err| format!("payload does not match the event: {err}"))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> NormaliseContext {
+        NormaliseContext {
+            handles: Some(Handles::new("parley", &[])),
+        }
+    }
+
+    /// What the webhook did before the fast path: parse a `Value`, then normalise it.
+    fn through_value(event: &str, body: &[u8]) -> Normalised {
+        match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(payload) => normalise(event, "d", &payload, &ctx()),
+            Err(err) => Normalised::Malformed(format!("invalid JSON: {err}")),
+        }
+    }
+
+    fn comment(body_json: &str) -> String {
+        format!(
+            r#"{{"action":"created","sender":{{"login":"alice"}},"installation":{{"id":9}},
+            "issue":{{"number":4,"title":"T\u00e9st \"q\"","body":null,"pull_request":{{"url":"x"}}}},
+            "comment":{{"id":7,"user":{{"login":"al\/ice","type":"User"}},"body":{body_json},
+                "html_url":"https://x/7","created_at":"2024-01-01T00:00:00Z"}},
+            "repository":{{"id":1,"name":"r","full_name":"o/r","owner":{{"login":"o"}}}},
+            "ignored":[1.5,-2e3,{{"deep":[[[]]]}},"\ud83d\ude00",true,null]}}"#
+        )
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_the_value_path() {
+        let bodies = [
+            comment(r#""@parley is \u00e9 \"ok\"?\n""#),
+            comment(r#""no mention""#),
+            comment("null"),
+            // Only the last of a repeated key counts, as in a `Value`.
+            comment(r#""first","body":"@parley second""#),
+            comment(r#"7"#),
+            r#"{"action":"created","comment":{}}"#.to_string(),
+            r#"{"action":5}"#.to_string(),
+            "[]".to_string(),
+            "null".to_string(),
+        ];
+        for body in &bodies {
+            let fast = normalise_body("issue_comment", "d", body.as_bytes(), &ctx());
+            assert_eq!(
+                fast,
+                through_value("issue_comment", body.as_bytes()),
+                "{body}"
+            );
+        }
+        // Good bodies are decoded from the text itself, without the `Value` fallback.
+        let direct = normalise_from("issue_comment", "d", &FromText(&bodies[0]), &ctx());
+        assert!(matches!(direct, Normalised::Job(_)), "{direct:?}");
+        let Normalised::Job(job) =
+            normalise_body("issue_comment", "d", bodies[0].as_bytes(), &ctx())
+        else {
+            panic!("not a job");
+        };
+        let Job::Conversation(job) = *job else {
+            panic!("not a conversation");
+        };
+        assert_eq!(job.comment.body, "@parley is é \"ok\"?\n");
+        assert_eq!(job.comment.author.login, "al/ice");
+        assert_eq!(job.topic.map(|t| t.title).as_deref(), Some("Tést \"q\""));
+    }
+
+    #[test]
+    fn bad_bodies_keep_their_reasons() {
+        let mut not_utf8 = comment(r#""x""#).into_bytes();
+        let at = not_utf8.len() - 10;
+        not_utf8[at] = 0xff;
+        let cases: [(&str, &[u8], &str); 6] = [
+            (
+                "pull_request",
+                br#"{"action":"opened","pull_request":{"#,
+                "invalid JSON",
+            ),
+            ("pull_request", br#"{"action":"opened"} x"#, "invalid JSON"),
+            ("ping", b"{\"zen\":", "invalid JSON"),
+            ("issue_comment", &not_utf8, "invalid JSON"),
+            // A type error before a syntax error is still reported as the syntax error.
+            ("pull_request", br#"{"action":7,"#, "invalid JSON"),
+            (
+                "pull_request",
+                br#"{"action":"opened","pull_request":{"number":"seven"}}"#,
+                "payload does not match the event",
+            ),
+        ];
+        for (event, body, reason) in cases {
+            let fast = normalise_body(event, "d", body, &ctx());
+            assert_eq!(fast, through_value(event, body), "{event}");
+            let Normalised::Malformed(text) = fast else {
+                panic!("{event}: {fast:?}");
+            };
+            assert!(text.starts_with(reason), "{text}");
+        }
+        assert_eq!(
+            normalise_body("ping", "d", b"{\"zen\":\"x\"}", &ctx()),
+            Normalised::Ping
+        );
+    }
 }

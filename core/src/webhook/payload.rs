@@ -3,22 +3,80 @@
 //! Hand-written rather than a generated crate (octocrab's models, github-webhook-types)
 //! because we need a dozen fields from six events, and every extra required field is one
 //! more way a real payload fails to parse. Optional where GitHub omits or nulls them.
+//!
+//! Strings borrow from the request body ([`Text`]) and everything else in a payload is
+//! skipped, not built: a `pull_request` payload is ~30 kB of which Parley reads a few
+//! hundred bytes, and building it as a `serde_json::Value` (hundreds of small maps and
+//! strings) was most of the webhook's time.
 
-use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, Visitor};
+use serde::{Deserialize, de};
+use std::borrow::Cow;
+use std::fmt;
 
-#[derive(Debug, Deserialize)]
-pub struct User {
-    pub login: String,
-    #[serde(rename = "type", default)]
-    pub kind: Option<String>,
+/// A JSON string: borrowed from the body, owned only when it had escapes to decode.
+///
+/// A newtype rather than `Cow<str>` with `#[serde(borrow)]` because serde borrows a bare
+/// `Cow` field but not one inside an `Option`, and most of these strings are optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+
+            // Same wording as `String`'s visitor, so type errors read as they always did.
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+
+        deserializer.deserialize_str(TextVisitor)
+    }
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Repository {
+pub struct User<'a> {
+    #[serde(borrow)]
+    pub login: Text<'a>,
+    #[serde(rename = "type", default, borrow)]
+    pub kind: Option<Text<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Repository<'a> {
     pub id: u64,
-    pub name: String,
-    pub full_name: Option<String>,
-    pub owner: User,
+    #[serde(borrow)]
+    pub name: Text<'a>,
+    #[serde(borrow)]
+    pub full_name: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub owner: User<'a>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -28,65 +86,82 @@ pub struct InstallationRef {
 
 /// Fields every event may carry.
 #[derive(Debug, Deserialize)]
-pub struct Envelope {
-    pub action: Option<String>,
-    pub sender: Option<User>,
+pub struct Envelope<'a> {
+    #[serde(borrow)]
+    pub action: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub sender: Option<User<'a>>,
     pub installation: Option<InstallationRef>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct GitRef {
-    pub sha: String,
-    #[serde(rename = "ref")]
-    pub name: String,
+pub struct GitRef<'a> {
+    #[serde(borrow)]
+    pub sha: Text<'a>,
+    #[serde(rename = "ref", borrow)]
+    pub name: Text<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PullRequest {
+pub struct PullRequest<'a> {
     pub number: u64,
     #[serde(default)]
     pub draft: bool,
     #[serde(default)]
     pub merged: Option<bool>,
-    pub title: String,
-    pub user: User,
-    pub head: GitRef,
-    pub base: GitRef,
+    #[serde(borrow)]
+    pub title: Text<'a>,
+    #[serde(borrow)]
+    pub user: User<'a>,
+    #[serde(borrow)]
+    pub head: GitRef<'a>,
+    #[serde(borrow)]
+    pub base: GitRef<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PullRequestEvent {
-    pub pull_request: PullRequest,
-    pub repository: Repository,
-    pub before: Option<String>,
+pub struct PullRequestEvent<'a> {
+    #[serde(borrow)]
+    pub pull_request: PullRequest<'a>,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
+    #[serde(borrow)]
+    pub before: Option<Text<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Issue {
+pub struct Issue<'a> {
     pub number: u64,
-    #[serde(default)]
-    pub title: Option<String>,
-    #[serde(default)]
-    pub body: Option<String>,
-    /// Present (an object of links) only when the issue is a pull request.
-    pub pull_request: Option<serde_json::Value>,
+    #[serde(default, borrow)]
+    pub title: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub body: Option<Text<'a>>,
+    /// Present (an object of links) only when the issue is a pull request; only its
+    /// presence matters, so its contents are skipped.
+    pub pull_request: Option<IgnoredAny>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct IssueComment {
+pub struct IssueComment<'a> {
     pub id: u64,
-    pub user: User,
-    #[serde(default)]
-    pub body: Option<String>,
-    pub html_url: String,
-    pub created_at: String,
+    #[serde(borrow)]
+    pub user: User<'a>,
+    #[serde(default, borrow)]
+    pub body: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub html_url: Text<'a>,
+    #[serde(borrow)]
+    pub created_at: Text<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct IssueCommentEvent {
-    pub issue: Issue,
-    pub comment: IssueComment,
-    pub repository: Repository,
+pub struct IssueCommentEvent<'a> {
+    #[serde(borrow)]
+    pub issue: Issue<'a>,
+    #[serde(borrow)]
+    pub comment: IssueComment<'a>,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,45 +170,59 @@ pub struct PullRequestNumber {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ReviewComment {
+pub struct ReviewComment<'a> {
     pub id: u64,
-    pub user: User,
-    #[serde(default)]
-    pub body: Option<String>,
-    pub html_url: String,
-    pub created_at: String,
+    #[serde(borrow)]
+    pub user: User<'a>,
+    #[serde(default, borrow)]
+    pub body: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub html_url: Text<'a>,
+    #[serde(borrow)]
+    pub created_at: Text<'a>,
     pub in_reply_to_id: Option<u64>,
-    pub path: String,
+    #[serde(borrow)]
+    pub path: Text<'a>,
     pub line: Option<u64>,
     pub start_line: Option<u64>,
-    pub side: Option<String>,
-    pub diff_hunk: Option<String>,
-    pub commit_id: Option<String>,
+    #[serde(borrow)]
+    pub side: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub diff_hunk: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub commit_id: Option<Text<'a>>,
     pub pull_request_review_id: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ReviewCommentEvent {
-    pub comment: ReviewComment,
+pub struct ReviewCommentEvent<'a> {
+    #[serde(borrow)]
+    pub comment: ReviewComment<'a>,
     pub pull_request: PullRequestNumber,
-    pub repository: Repository,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct Review {
+pub struct Review<'a> {
     pub id: u64,
-    pub user: User,
-    #[serde(default)]
-    pub body: Option<String>,
-    pub html_url: String,
-    pub submitted_at: Option<String>,
+    #[serde(borrow)]
+    pub user: User<'a>,
+    #[serde(default, borrow)]
+    pub body: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub html_url: Text<'a>,
+    #[serde(borrow)]
+    pub submitted_at: Option<Text<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ReviewEvent {
-    pub review: Review,
+pub struct ReviewEvent<'a> {
+    #[serde(borrow)]
+    pub review: Review<'a>,
     pub pull_request: PullRequestNumber,
-    pub repository: Repository,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,30 +237,34 @@ pub struct Thread {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ReviewThreadEvent {
+pub struct ReviewThreadEvent<'a> {
     pub thread: Thread,
     pub pull_request: PullRequestNumber,
-    pub repository: Repository,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct RepositoryName {
-    pub full_name: String,
+pub struct RepositoryName<'a> {
+    #[serde(borrow)]
+    pub full_name: Text<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct InstallationDetail {
+pub struct InstallationDetail<'a> {
     pub id: u64,
-    pub account: User,
+    #[serde(borrow)]
+    pub account: User<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct InstallationEvent {
-    pub installation: InstallationDetail,
-    #[serde(default)]
-    pub repositories: Option<Vec<RepositoryName>>,
-    #[serde(default)]
-    pub repositories_added: Vec<RepositoryName>,
-    #[serde(default)]
-    pub repositories_removed: Vec<RepositoryName>,
+pub struct InstallationEvent<'a> {
+    #[serde(borrow)]
+    pub installation: InstallationDetail<'a>,
+    #[serde(default, borrow)]
+    pub repositories: Option<Vec<RepositoryName<'a>>>,
+    #[serde(default, borrow)]
+    pub repositories_added: Vec<RepositoryName<'a>>,
+    #[serde(default, borrow)]
+    pub repositories_removed: Vec<RepositoryName<'a>>,
 }
