@@ -95,8 +95,17 @@ pub fn parse_all(body: &str) -> Vec<Marker> {
     let mut markers = Vec::new();
     let mut rest = body;
     while let Some(start) = rest.find(OPEN) {
-        let after = &rest[start + OPEN.len()..];
-        let Some(end) = after.find(CLOSE) else { break };
+        let mut after = &rest[start + OPEN.len()..];
+        let Some(mut end) = after.find(CLOSE) else {
+            break;
+        };
+        // An opener that is never closed before another opener (a user typing
+        // `<!-- parley:`) must not swallow the marker after it: start at the last opener
+        // before this closer.
+        while let Some(inner) = after[..end].find(OPEN) {
+            after = &after[inner + OPEN.len()..];
+            end -= inner + OPEN.len();
+        }
         let inner = after[..end].trim();
         let (kind, json) = inner.split_once(' ').unwrap_or((inner, "null"));
         if let Ok(data) = serde_json::from_str(json.trim())
@@ -149,8 +158,22 @@ pub fn has_marker(body: &str) -> bool {
     !parse_all(body).is_empty()
 }
 
-/// Remove every Parley marker from `body` (for quoting user text that copied one).
+/// Remove every Parley marker from `body` (for quoting user text that copied one). Repeated
+/// until nothing changes: cutting one marker out of `<!-- par<!-- parley:x -->ley:…`
+/// joins the rest into a new one, which must go too.
 pub fn strip(body: &str) -> String {
+    let mut current = strip_once(body);
+    while current.contains(OPEN) {
+        let next = strip_once(&current);
+        if next.len() == current.len() {
+            break;
+        }
+        current = next;
+    }
+    current
+}
+
+fn strip_once(body: &str) -> String {
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
     while let Some(start) = rest.find(OPEN) {

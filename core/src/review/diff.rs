@@ -153,6 +153,11 @@ impl HunkParser {
             range(old.strip_prefix('-').ok_or_else(bad)?).ok_or_else(bad)?;
         let (new_start, new_lines) =
             range(new.strip_prefix('+').ok_or_else(bad)?).ok_or_else(bad)?;
+        // A range past u32::MAX cannot be numbered: refuse it rather than wrap.
+        if old_start.checked_add(old_lines).is_none() || new_start.checked_add(new_lines).is_none()
+        {
+            return Err(bad());
+        }
         self.hunks.push(Hunk {
             old_start,
             old_lines,
@@ -196,12 +201,12 @@ impl HunkParser {
         };
         if takes_old {
             entry.old = Some(self.old_next);
-            self.old_next += 1;
+            self.old_next = self.old_next.saturating_add(1);
             self.old_left -= 1;
         }
         if takes_new {
             entry.new = Some(self.new_next);
-            self.new_next += 1;
+            self.new_next = self.new_next.saturating_add(1);
             self.new_left -= 1;
         }
         if let Some(hunk) = self.hunks.last_mut() {
