@@ -141,8 +141,8 @@ proptest! {
             _ => format!("{}{}", grow(&unit, MEGABYTE), encode(&value, false)),
         };
         let candidates = timed("json_candidates", || json_candidates(&reply))?;
-        if shape == 4 {
-            prop_assert!(candidates.len() <= 256 + reply.matches("```").count());
-        }
+        // At most the whole reply, one per fence and the bounded loose scan.
+        let fences = reply.matches("```").count() + reply.matches("~~~").count();
+        prop_assert!(candidates.len() <= 1 + fences + 256);
     }
 }
