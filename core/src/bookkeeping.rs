@@ -125,8 +125,20 @@ async fn thread_changed(
         return Ok(());
     };
     let scope = RepoScope::for_repo(installation, repo);
-    if state == FindingState::Resolved {
-        let decision = weigh_resolution(services, &scope, number, &finding, actor).await?;
+    // Weighing a resolution and reading its outcome both need the PR: read it once.
+    let pr = if state == FindingState::Resolved {
+        Some(
+            services
+                .github
+                .get_pull_request(&scope, number)
+                .await
+                .map_err(github_error)?,
+        )
+    } else {
+        None
+    };
+    if let Some(pr) = &pr {
+        let decision = weigh_resolution(services, &scope, pr, &finding, actor).await?;
         if !decision.lifts() {
             tracing::info!(repo = %full_name, number, finding = %finding.id, actor, ?decision, "thread resolved, but the resolution does not lift this blocking finding");
             explain_in_thread(services, &scope, number, root, &finding, &decision).await;
@@ -138,8 +150,8 @@ async fn thread_changed(
     finding.state_changed_at = Some(OffsetDateTime::now_utc());
     store.put_finding(&finding).await.map_err(transient)?;
     tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, actor, "finding follows its review thread");
-    if state == FindingState::Resolved && !is_bot_login(actor) {
-        let signal = resolution_signal(services, &scope, number, root, &finding, actor).await;
+    if let Some(pr) = pr.as_ref().filter(|_| !is_bot_login(actor)) {
+        let signal = resolution_signal(services, &scope, pr, root, &finding, actor).await;
         if let Err(err) = crate::learning::outcomes::record(store, &mut finding, &signal).await {
             tracing::warn!(repo = %full_name, finding = %finding.id, error = %err, "could not record the finding's outcome");
         }
@@ -206,16 +218,12 @@ async fn pull_request_closed(
 async fn weigh_resolution(
     services: &Services,
     scope: &RepoScope,
-    number: u64,
+    pr: &crate::ports::github::PullRequest,
     finding: &crate::ports::Finding,
     actor: &str,
 ) -> Result<resolution::Decision, JobError> {
     let github = services.github.as_ref();
-    let pr = github
-        .get_pull_request(scope, number)
-        .await
-        .map_err(github_error)?;
-    let config = services.config.for_pull(scope, &pr).await;
+    let config = services.config.for_pull(scope, pr).await;
     resolution::decide(
         github,
         scope,
@@ -289,7 +297,7 @@ fn is_bot_login(login: &str) -> bool {
 async fn resolution_signal(
     services: &Services,
     scope: &RepoScope,
-    number: u64,
+    pr: &crate::ports::github::PullRequest,
     root: u64,
     finding: &crate::ports::Finding,
     actor: &str,
@@ -298,9 +306,7 @@ async fn resolution_signal(
     use crate::ports::Verdict;
     let accepted = Signal::new(Verdict::Accepted, "thread_resolved", Some(actor));
     let github = services.github.as_ref();
-    let Ok(pr) = github.get_pull_request(scope, number).await else {
-        return accepted;
-    };
+    let number = pr.number;
     if resolution::code_changed(github, scope, finding, &pr.head.sha)
         .await
         .unwrap_or(true)

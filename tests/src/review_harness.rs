@@ -37,6 +37,37 @@ pub const JUDGE: &str = "final judge of an automated code review";
 /// `src/db.rs` of the standard PR: right-side lines 1-6, of which 2-4 are added.
 pub const DB_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
 
+/// One test module per scenario, each run on a fresh [`ReviewHarness`] over SQLite and
+/// over DynamoDB (moto): `review_on_both_stores!(scenario_a, scenario_b)` where each
+/// scenario is an `async fn(ReviewHarness)` in scope.
+#[macro_export]
+macro_rules! review_on_both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name(
+                    $crate::review_harness::ReviewHarness::start(
+                        $crate::review_harness::Backend::Sqlite,
+                    )
+                    .await,
+                )
+                .await;
+            }
+            #[tokio::test]
+            async fn dynamodb() {
+                super::$name(
+                    $crate::review_harness::ReviewHarness::start(
+                        $crate::review_harness::Backend::Dynamo,
+                    )
+                    .await,
+                )
+                .await;
+            }
+        }
+    )*};
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,

@@ -13,24 +13,7 @@ use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use serde_json::{Value, json};
 
-/// Each scenario once per store.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(ReviewHarness::start(Backend::Sqlite).await).await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(ReviewHarness::start(Backend::Dynamo).await).await;
-            }
-        }
-    )*};
-}
-
-on_both_stores!(
+parley_tests::review_on_both_stores!(
     open_blocking_finding_keeps_failing_after_an_unrelated_push,
     resolving_the_thread_lifts_the_gate_and_unresolving_restores_it,
     conceded_dispute_lifts_the_gate,

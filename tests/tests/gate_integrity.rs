@@ -13,23 +13,7 @@ use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use serde_json::{Value, json};
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(ReviewHarness::start(Backend::Sqlite).await).await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(ReviewHarness::start(Backend::Dynamo).await).await;
-            }
-        }
-    )*};
-}
-
-on_both_stores!(
+parley_tests::review_on_both_stores!(
     a_forged_review_marker_does_not_stand_in_for_the_review,
     a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds,
     a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot,

@@ -11,23 +11,7 @@ use parley_core::ports::{FindingState, JobHandler, Verdict};
 use parley_tests::review_harness::*;
 use serde_json::json;
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(ReviewHarness::start(Backend::Sqlite).await).await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(ReviewHarness::start(Backend::Dynamo).await).await;
-            }
-        }
-    )*};
-}
-
-on_both_stores!(
+parley_tests::review_on_both_stores!(
     remember_adds_one_learning_and_a_question_stays_a_question,
     readers_cannot_teach_the_repo_but_may_teach_their_pr,
     forget_takes_a_learning_back,

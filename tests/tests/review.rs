@@ -11,24 +11,7 @@ use parley_tests::review_harness::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// Each scenario once per store.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(ReviewHarness::start(Backend::Sqlite).await).await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(ReviewHarness::start(Backend::Dynamo).await).await;
-            }
-        }
-    )*};
-}
-
-on_both_stores!(
+parley_tests::review_on_both_stores!(
     inline_review_on_the_right_lines,
     finding_off_the_diff_goes_to_the_summary,
     duplicates_across_passes_are_merged,

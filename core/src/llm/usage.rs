@@ -112,13 +112,7 @@ pub async fn spent_this_month(
     store: &dyn crate::ports::Store,
     repo: &str,
 ) -> Result<SpentOnPr, crate::ports::StoreError> {
-    let scope = month_scope(repo, OffsetDateTime::now_utc());
-    Ok(SpentOnPr {
-        calls: store.counter(&scope, counters::CALLS).await?,
-        input_tokens: store.counter(&scope, counters::INPUT_TOKENS).await?,
-        output_tokens: store.counter(&scope, counters::OUTPUT_TOKENS).await?,
-        cost_micro_usd: store.counter(&scope, counters::COST_MICRO_USD).await?,
-    })
+    spent(store, &month_scope(repo, OffsetDateTime::now_utc())).await
 }
 
 /// The PR's usage counters as they stand.
@@ -127,12 +121,19 @@ pub async fn spent_on_pr(
     repo: &str,
     pr: u64,
 ) -> Result<SpentOnPr, crate::ports::StoreError> {
-    let scope = crate::ports::store::keys::pr_scope(repo, pr);
+    spent(store, &crate::ports::store::keys::pr_scope(repo, pr)).await
+}
+
+/// The usage counters under one scope.
+async fn spent(
+    store: &dyn crate::ports::Store,
+    scope: &str,
+) -> Result<SpentOnPr, crate::ports::StoreError> {
     Ok(SpentOnPr {
-        calls: store.counter(&scope, counters::CALLS).await?,
-        input_tokens: store.counter(&scope, counters::INPUT_TOKENS).await?,
-        output_tokens: store.counter(&scope, counters::OUTPUT_TOKENS).await?,
-        cost_micro_usd: store.counter(&scope, counters::COST_MICRO_USD).await?,
+        calls: store.counter(scope, counters::CALLS).await?,
+        input_tokens: store.counter(scope, counters::INPUT_TOKENS).await?,
+        output_tokens: store.counter(scope, counters::OUTPUT_TOKENS).await?,
+        cost_micro_usd: store.counter(scope, counters::COST_MICRO_USD).await?,
     })
 }
 
