@@ -91,6 +91,12 @@ struct State {
     /// `(method, path fragment, tripwire)`, checked in order.
     tripwires: Vec<(String, String, Arc<Tripwire>)>,
     app_slug: String,
+    /// A person's token this GitHub knows (`parley review` with `GITHUB_TOKEN`): any
+    /// other bearer that is neither an installation token nor a JWT gets 401.
+    personal_token: Option<String>,
+    /// The person's token may read but not write (a fine-grained token without
+    /// "Pull requests: write"): writes with it get 403.
+    personal_read_only: bool,
     /// `http://127.0.0.1:<port>`, for pagination links.
     base_url: String,
 }
@@ -128,6 +134,13 @@ impl FakeGitHub {
 
     pub fn set_latency(&self, latency: Duration) {
         self.state().latency = latency;
+    }
+
+    /// Accept `token` as a person's token; with `read_only`, writes with it get 403.
+    pub fn accept_personal_token(&self, token: &str, read_only: bool) {
+        let mut s = self.state();
+        s.personal_token = Some(token.to_string());
+        s.personal_read_only = read_only;
     }
 
     pub fn set_app_slug(&self, slug: &str) {
@@ -530,10 +543,13 @@ async fn handle(
     axum::extract::State(state): Shared,
     method: Method,
     uri: Uri,
-    _headers: HeaderMap,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_string();
+    if let Some(refused) = refuse_credential(&state, &method, &headers) {
+        return refused;
+    }
     let query = uri.query().unwrap_or("").to_string();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (latency, fault, injected, wire) = {
@@ -597,6 +613,50 @@ async fn handle(
         wire.hold().await;
     }
     response
+}
+
+/// GitHub's answers to a person's token it does not know (401), or that lacks the
+/// permission for a write (403). Only when a personal token was arranged.
+fn refuse_credential(
+    state: &Mutex<State>,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Option<Response> {
+    let s = state.lock().unwrap_or_else(|e| e.into_inner());
+    let known = s.personal_token.as_deref()?;
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("token "))
+        })
+        .unwrap_or("");
+    let app_credential = bearer.starts_with("ghs_fake") || bearer.matches('.').count() == 2;
+    if bearer == known {
+        if s.personal_read_only && method != Method::GET {
+            return Some(
+                (
+                    StatusCode::FORBIDDEN,
+                    axum::Json(
+                        json!({ "message": "Resource not accessible by personal access token" }),
+                    ),
+                )
+                    .into_response(),
+            );
+        }
+        return None;
+    }
+    if app_credential {
+        return None;
+    }
+    Some(
+        (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({ "message": "Bad credentials", "documentation_url": "https://docs.github.com/rest" })),
+        )
+            .into_response(),
+    )
 }
 
 /// Act on a request and answer it.
@@ -711,6 +771,10 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
 
 fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -> Response {
     match rest {
+        // Installed wherever a PR was arranged.
+        ["installation"] if s.pulls.keys().any(|(r, _)| r == repo) => ok(
+            json!({ "id": 1, "account": { "login": repo.split('/').next().unwrap_or_default() } }),
+        ),
         ["commits", sha, "check-runs"] => {
             let name = query_param(query, "check_name").map(|n| {
                 n.replace("%20", " ")

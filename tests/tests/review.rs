@@ -858,12 +858,20 @@ async fn retry_after_llm_down_shows_in_progress_then_the_real_conclusion(h: Revi
     assert_eq!(latest["status"], "completed");
     assert_eq!(latest["conclusion"], "failure", "the real conclusion");
     assert_eq!(latest["head_sha"], HEAD);
-    // The failed attempt's check was concluded once and never touched again.
+    // The failed attempt's check was concluded once (after its progress updates) and
+    // never touched again.
+    let patches = h
+        .github
+        .requests_to("PATCH", &format!("/check-runs/{failed_id}"));
+    let concluding: Vec<_> = patches
+        .iter()
+        .filter(|r| r.body["status"] == "completed")
+        .collect();
+    assert_eq!(concluding.len(), 1, "{patches:#?}");
     assert_eq!(
-        h.github
-            .requests_to("PATCH", &format!("/check-runs/{failed_id}"))
-            .len(),
-        1
+        patches.last().map(|r| &r.body["status"]),
+        Some(&serde_json::json!("completed")),
+        "nothing after the conclusion"
     );
     assert_eq!(h.reviews().len(), 1);
     let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();

@@ -62,3 +62,106 @@ async fn one_slot_completes_a_five_pass_review_four_slots_do_not() {
     );
     assert!(summary.contains("did not answer in time"), "{summary}");
 }
+
+/// On a slow model the check says how far the review got: one update per finished pass
+/// once the interval has passed, none before it, and none after an update failed.
+#[tokio::test]
+async fn the_check_shows_progress_within_bounds() {
+    use parley_core::ports::github::{CheckStatus, NewCheckRun, RepoScope};
+    use parley_core::review::progress::CheckProgress;
+    use parley_core::review::specialists::PassProgress;
+    use parley_tests::fake_github::Injected;
+
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
+    let check = h
+        .services
+        .github
+        .create_check_run(
+            &scope,
+            &NewCheckRun {
+                name: "Parley review".into(),
+                head_sha: HEAD.into(),
+                status: Some(CheckStatus::InProgress),
+                conclusion: None,
+                details_url: None,
+                external_id: None,
+                started_at: None,
+                completed_at: None,
+                output: None,
+            },
+        )
+        .await
+        .expect("check run");
+    let updates = || {
+        h.github
+            .requests_to("PATCH", &format!("/check-runs/{}", check.id))
+            .iter()
+            .filter_map(|r| r.body["output"]["title"].as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+
+    // Within the first interval (a fast review): nothing.
+    let quiet = CheckProgress::new(h.services.github.as_ref(), &scope, Some(check.id));
+    quiet.pass_done("security", true, 1, 2).await;
+    assert!(updates().is_empty());
+
+    // A slow review: each finished pass says so.
+    let slow = CheckProgress::with_interval(
+        h.services.github.as_ref(),
+        &scope,
+        Some(check.id),
+        Duration::ZERO,
+    );
+    slow.pass_done("security", true, 1, 3).await;
+    slow.pass_done("tests", false, 2, 3).await;
+    assert_eq!(
+        updates(),
+        [
+            "Reviewing: 1 of 3 passes done",
+            "Reviewing: 2 of 3 passes done"
+        ]
+    );
+    let last = h
+        .github
+        .requests_to("PATCH", &format!("/check-runs/{}", check.id));
+    let summary = last[1].body["output"]["summary"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(summary.contains("- tests: failed"), "{summary}");
+    assert!(
+        last[1].body.get("status").is_none(),
+        "progress never concludes"
+    );
+
+    // GitHub in trouble: one failed update, then no more.
+    h.github.inject(Injected {
+        method: "PATCH",
+        path_contains: "/check-runs/".into(),
+        status: 502,
+        body: serde_json::json!({"message": "bad gateway"}),
+        headers: Vec::new(),
+        times: 10,
+    });
+    let troubled = CheckProgress::with_interval(
+        h.services.github.as_ref(),
+        &scope,
+        Some(check.id),
+        Duration::ZERO,
+    );
+    let before = h.github.requests_to("PATCH", "/check-runs/").len();
+    troubled.pass_done("security", true, 1, 3).await;
+    troubled.pass_done("correctness", true, 2, 3).await;
+    troubled.pass_done("style", true, 3, 3).await;
+    let attempts = h.github.requests_to("PATCH", "/check-runs/").len() - before;
+    assert!(
+        (1..=4).contains(&attempts),
+        "only the first update is tried (with the client's own retries): {attempts}"
+    );
+    let after_first = h.github.requests_to("PATCH", "/check-runs/").len();
+    troubled.pass_done("guidelines", true, 3, 3).await;
+    assert_eq!(
+        h.github.requests_to("PATCH", "/check-runs/").len(),
+        after_first
+    );
+}

@@ -6,6 +6,7 @@
 
 mod describe;
 mod read;
+pub mod schema;
 
 pub use describe::describe;
 
@@ -207,6 +208,14 @@ impl Default for GateConfig {
     }
 }
 
+/// Every dotted key the reader knows: what the JSON Schema must describe.
+pub fn known_keys() -> std::collections::BTreeSet<String> {
+    let empty = serde_json::Value::Null;
+    let mut reader = Reader::new(&empty);
+    read_all(&mut reader);
+    reader.known().clone()
+}
+
 /// Parse `.parley.yml` text. Never fails: see the module docs.
 pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
     let defaults = RepoConfig::default();
@@ -225,8 +234,18 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
         }
     };
     let mut r = Reader::new(&value);
+    let mut config = read_all(&mut r);
+    config.explicit = r.explicit();
+    let warnings = r.finish();
+    (config, warnings)
+}
+
+/// Read every setting (each with its default): one list of keys for parsing and for
+/// [`known_keys`].
+fn read_all(r: &mut Reader<'_>) -> RepoConfig {
+    let defaults = RepoConfig::default();
     let d = &defaults;
-    let mut config = RepoConfig {
+    RepoConfig {
         mention: MentionConfig {
             allowed_users: r.strings("mention.allowedUsers", &d.mention.allowed_users),
             min_permission: r.parsed(
@@ -310,10 +329,7 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
             ),
         },
         explicit: Default::default(),
-    };
-    config.explicit = r.explicit();
-    let warnings = r.finish();
-    (config, warnings)
+    }
 }
 
 fn parse_severity(value: &str) -> Option<Severity> {

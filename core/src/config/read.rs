@@ -146,6 +146,11 @@ impl<'a> Reader<'a> {
         self.warnings
     }
 
+    /// Every key asked for so far.
+    pub(super) fn known(&self) -> &BTreeSet<String> {
+        &self.known
+    }
+
     /// The keys the file set to values that were accepted.
     pub(super) fn explicit(&self) -> BTreeSet<String> {
         self.present.clone()

@@ -831,6 +831,11 @@ pub trait GitHub: Send + Sync {
     /// The App itself (`GET /app`), for the bot's slug and login.
     async fn get_app(&self) -> Result<App, GitHubError>;
 
+    /// The id of the App's installation on `owner/name` (`GET /repos/{owner}/{repo}/installation`,
+    /// as the App): how `parley review` run by hand finds the installation a webhook would
+    /// have named. A 404 means the App is not installed there.
+    async fn repo_installation(&self, owner: &str, name: &str) -> Result<u64, GitHubError>;
+
     // --- pull requests ---
 
     async fn get_pull_request(

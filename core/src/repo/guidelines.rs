@@ -19,6 +19,16 @@ pub struct Guideline {
     pub text: String,
 }
 
+impl Guideline {
+    /// A guideline file's text as prompts take it: cleaned of hidden text and capped.
+    pub fn from_text(path: String, text: &str) -> Self {
+        Guideline {
+            path,
+            text: crate::sanitize::truncate(&crate::sanitize::user_text(text), MAX_CHARS),
+        }
+    }
+}
+
 /// The candidate paths for `touched` files: the root files, then each touched directory's
 /// own, nearest the root first, deduplicated and bounded.
 pub fn guideline_paths(touched: &[String]) -> Vec<String> {
@@ -64,13 +74,7 @@ pub async fn load_guidelines(
         match github.get_file_contents(scope, &path, base_ref).await {
             Ok(Some(file)) => {
                 if let Some(text) = file.text() {
-                    found.push(Guideline {
-                        path,
-                        text: crate::sanitize::truncate(
-                            &crate::sanitize::user_text(text),
-                            MAX_CHARS,
-                        ),
-                    });
+                    found.push(Guideline::from_text(path, text));
                 }
             }
             Ok(None) => {}

@@ -95,6 +95,36 @@ impl Patch {
         Some(text.join("\n"))
     }
 
+    /// The patch as GitHub sends it in a changed file's `patch` field (hunks only): how a
+    /// local `git diff` becomes the same input a PR review gets.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for hunk in &self.hunks {
+            out.push_str(&format!(
+                "@@ -{},{} +{},{} @@",
+                hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines
+            ));
+            if !hunk.section.is_empty() {
+                out.push(' ');
+                out.push_str(&hunk.section);
+            }
+            out.push('\n');
+            for line in &hunk.lines {
+                out.push(match line.kind {
+                    LineKind::Context => ' ',
+                    LineKind::Added => '+',
+                    LineKind::Removed => '-',
+                });
+                out.push_str(&line.text);
+                out.push('\n');
+            }
+        }
+        if out.ends_with('\n') {
+            out.pop();
+        }
+        out
+    }
+
     pub fn additions(&self) -> usize {
         self.lines().filter(|l| l.kind == LineKind::Added).count()
     }
@@ -485,6 +515,14 @@ fn unquote(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_patch_renders_back_to_text_that_parses_the_same() {
+        let text = "@@ -1,3 +1,4 @@ fn main() {\n use std::io;\n-let a = 1;\n+let a = 2;\n+let b = 3;\n fn a() {}\n@@ -10,2 +11,2 @@\n x\n-y\n+z";
+        let patch = parse_hunks(text).unwrap();
+        assert_eq!(patch.to_text(), text);
+        assert_eq!(parse_hunks(&patch.to_text()).unwrap(), patch);
+    }
+
     use super::*;
 
     #[test]

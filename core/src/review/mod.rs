@@ -15,6 +15,7 @@
 //! 6. later, when a finding is resolved, reopened or conceded, the current head's gate is
 //!    judged again ([`regate`]).
 
+pub mod analyse;
 pub mod diff;
 pub mod filter;
 pub mod findings;
@@ -23,6 +24,7 @@ pub mod inputs;
 pub mod learned;
 pub mod lifecycle;
 pub mod merge;
+pub mod progress;
 pub mod prompts;
 pub mod publish;
 pub mod regate;
@@ -42,10 +44,9 @@ use crate::ports::{Finding, FindingState, JobError, JobHandler, ReviewRun, RunSt
 use crate::repo::{LoadedConfig, load_guidelines};
 use crate::services::Services;
 use async_trait::async_trait;
-use diff::Patch;
 use merge::Candidate;
 use publish::Identified;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use time::OffsetDateTime;
 
 /// GitHub lists at most 3 000 files per PR; past this many, the rest are "not reviewed".
@@ -441,50 +442,14 @@ impl ReviewHandler {
 
         // The whole PR: its patches decide where inline comments may go, even for an
         // incremental review (GitHub places comments on the PR's diff).
-        let listing = github
-            .list_pull_request_files(scope, job.number, PageLimit::items(MAX_FILES))
-            .await?;
-        let pr_patches: HashMap<String, Patch> = listing
-            .items
-            .iter()
-            .filter_map(|f| {
-                Some((
-                    f.filename.clone(),
-                    diff::parse_hunks(f.patch.as_deref()?).ok()?,
-                ))
-            })
-            .collect();
-        let pr_paths: Vec<String> = listing.items.iter().map(|f| f.filename.clone()).collect();
+        let listing = analyse::PullFiles::fetch(github, scope, job.number).await?;
+        let (pr_patches, pr_paths) = (&listing.patches, &listing.paths);
 
         let scope_of_review = self
-            .changes_to_review(scope, job, pr, &listing.items, listing.truncated, &head_sha)
+            .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
-        let inputs = inputs::select(
-            scope_of_review.files.clone(),
-            scope_of_review.truncated,
-            &config.review,
-        );
-
         let guidelines = load_guidelines(github, scope, &pr.base.ref_name, &pr_paths).await;
-        // What the repository taught Parley and what it learned from earlier findings:
-        // the threshold in force, the learnings for the prompts, what to suppress.
-        let memory = learned::load(store, &repo, &job.repo.owner).await;
-        let (base_threshold, threshold_source) = crate::learning::stats::threshold_in_force(
-            config.review.min_confidence,
-            config.explicit.contains("review.minConfidence"),
-            config.review.auto_tune,
-            &memory.stats,
-        );
-        let path_refs: Vec<&str> = pr_paths.iter().map(String::as_str).collect();
-        let applied = crate::learning::apply::for_review(
-            &memory,
-            job.number,
-            &path_refs,
-            base_threshold,
-            threshold_source,
-        );
-        let memory_lines = crate::learning::apply::prompt_lines(&applied.relevant, false);
         let earlier = store.findings_for_pr(&repo, job.number).await?;
         if scope_of_review.incremental {
             learned::code_changed(
@@ -495,72 +460,28 @@ impl ReviewHandler {
             )
             .await;
         }
-        let posted: HashSet<String> = earlier.iter().map(|f| f.fingerprint.clone()).collect();
-        let earlier_lines: Vec<String> = earlier
-            .iter()
-            .map(|f| format!("{}:{} {}", f.path, f.line, f.title))
-            .collect();
-
-        let specialists = specialists::select(&config.review, !guidelines.is_empty());
-        let context = prompts::ReviewContext {
+        let subject = analyse::Subject {
             repo: &repo,
+            owner: &job.repo.owner,
+            number: job.number,
             title: &pr.title,
             description: &pr.body,
-            range: format!(
-                "{}..{}",
-                summary::short(&run.base_sha),
-                summary::short(&head_sha)
-            ),
-            whole_pr: scope_of_review.incremental.then(|| pr_paths.clone()),
+            base_sha: &run.base_sha,
+            head_sha: &head_sha,
+            incremental: scope_of_review.incremental,
+            files: scope_of_review.files.clone(),
+            truncated: scope_of_review.truncated,
+            pr_patches: &pr_patches,
+            pr_paths: &pr_paths,
             guidelines: &guidelines,
-            memory: &memory_lines,
-            earlier: &earlier_lines,
-            files: &inputs.files,
+            earlier: &earlier,
         };
         let metered = MeteredLlm::new(self.services.llm.clone(), self.services.prices.clone());
-        let results = if inputs.files.is_empty() {
-            Vec::new()
-        } else {
-            specialists::run_all(
-                &metered,
-                &specialists,
-                &prompts::user_message(&context),
-                std::time::Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
-            )
-            .await
-        };
-        if let Some(first) = all_failed(&results) {
-            return Err(ReviewError::AllPassesFailed(first.clone()));
-        }
-
-        let mut merged = merge::merge(&results, &pr_patches, &posted);
-        // The model read the PR (user text): what it wrote is posted only once cleaned of
-        // markers, hidden text and mentions of Parley.
         let silenced = self.services.identity.handles(github, true).await?;
-        for candidate in &mut merged.candidates {
-            sanitize_candidate(candidate, &silenced);
-        }
-        // Dismissals and false-positive patterns first (no model), then the judge.
-        let (kept, mut suppressed) = crate::learning::apply::suppress(
-            merged.candidates.clone(),
-            &applied,
-            &memory,
-            &config.gate,
-        );
-        let (kept, judge_status) = if config.review.judge {
-            let (kept, dropped, status) =
-                learned::judge(&metered, kept, &guidelines, &applied, &memory, &pr_patches).await;
-            suppressed.extend(dropped);
-            (kept, status)
-        } else {
-            (kept, learned::JudgeStatus::Off)
-        };
-        let filtered = filter::apply_with(
-            kept,
-            base_threshold,
-            |c| applied.thresholds.for_candidate(c),
-            config.review.max_inline_comments,
-        );
+        let progress = progress::CheckProgress::new(github, scope, run.check_run_id);
+        let analysis =
+            analyse::analyse(store, &metered, config, &subject, &silenced, &progress).await?;
+        let (inputs, merged, filtered) = (&analysis.inputs, &analysis.merged, &analysis.filtered);
 
         // Last look before publishing: a newer push makes this review stale.
         let current = github.get_pull_request(scope, job.number).await?;
@@ -576,49 +497,19 @@ impl ReviewHandler {
             .await
             .inspect_err(|err| tracing::warn!(%repo, number = job.number, error = %err, "could not read the PR's usage counters"))
             .ok();
-        // Public text: what failed, not the provider's raw message.
-        let passes_failed: Vec<(&str, String)> = results
-            .iter()
-            .filter_map(|r| {
-                r.outcome
-                    .as_ref()
-                    .err()
-                    .map(|e| (r.specialist, e.public_reason().to_string()))
-            })
-            .collect();
         let repo_url = repo_url(pr, &repo);
-        let report = summary::Summary {
+        let report = analysis.summary(analyse::Framing {
             repo_url: &repo_url,
             head_sha: &head_sha,
             base_sha: &run.base_sha,
             incremental: scope_of_review.incremental,
             trigger: &run.trigger,
             rerun_of: runs::parse_key(&run.head_sha).1,
-            files_reviewed: inputs.files.iter().map(|f| f.path.as_str()).collect(),
-            not_reviewed: &inputs.not_reviewed,
-            listing_truncated: inputs.listing_truncated,
-            passes_ok: results
-                .iter()
-                .filter(|r| r.outcome.is_ok())
-                .map(|r| r.specialist)
-                .collect(),
-            passes_failed: passes_failed.clone(),
-            filtered: &filtered,
-            duplicates: merged.duplicates,
-            already_posted: merged.already_posted,
-            guidelines: guidelines.iter().map(|g| g.path.as_str()).collect(),
+            guidelines: &guidelines,
             config_warnings: &loaded.warnings,
             usage: &usage,
             spent_on_pr,
-            closed_earlier: 0,
-            reopened_earlier: 0,
-            learning: summary::LearningReport {
-                thresholds: &applied.thresholds,
-                applied: applied.relevant.iter().map(|l| l.id.as_str()).collect(),
-                suppressed: &suppressed,
-                judge: &judge_status,
-            },
-        };
+        });
         // Earlier findings this review closes (summary-only ones a full review no longer
         // finds) or reopens (resolved ones found again); stored once the review is posted.
         let seen = lifecycle::Seen {
@@ -691,8 +582,8 @@ impl ReviewHandler {
             store,
             &repo,
             &job.repo.owner,
-            &applied,
-            &suppressed,
+            &analysis.applied,
+            &analysis.suppressed,
             &reported,
         )
         .await;
@@ -1007,7 +898,7 @@ struct ReviewScope {
 }
 
 /// The first error when every pass failed (and there were passes).
-fn all_failed(results: &[specialists::PassResult]) -> Option<&LlmError> {
+pub(crate) fn all_failed(results: &[specialists::PassResult]) -> Option<&LlmError> {
     if results.is_empty() {
         return None;
     }
@@ -1034,7 +925,7 @@ pub(crate) fn repo_url(pr: &PullRequest, repo: &str) -> String {
 }
 
 /// Clean a model-written finding for posting (see [`crate::sanitize::model_text`]).
-fn sanitize_candidate(candidate: &mut Candidate, silenced: &Handles) {
+pub(crate) fn sanitize_candidate(candidate: &mut Candidate, silenced: &Handles) {
     candidate.title = crate::sanitize::model_text(&candidate.title, silenced);
     candidate.category = crate::sanitize::model_text(&candidate.category, silenced);
     candidate.body = crate::sanitize::model_text(&candidate.body, silenced);

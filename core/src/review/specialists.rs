@@ -11,8 +11,10 @@ use crate::config::ReviewConfig;
 use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
 use crate::review::findings::{RawFinding, pass_output};
 use crate::review::prompts::{self, SpecialistPrompt};
+use async_trait::async_trait;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -35,6 +37,22 @@ pub struct PassResult {
     pub elapsed: Duration,
 }
 
+/// Told as each pass finishes: the terminal's progress bar, the check run's "3 of 5
+/// passes done". Awaited inside the pass, so an implementation keeps it short and never
+/// fails the pass (a progress update is decoration).
+#[async_trait]
+pub trait PassProgress: Send + Sync {
+    async fn pass_done(&self, specialist: &'static str, ok: bool, done: usize, total: usize);
+}
+
+/// For callers with nobody to tell.
+pub struct NoProgress;
+
+#[async_trait]
+impl PassProgress for NoProgress {
+    async fn pass_done(&self, _: &'static str, _: bool, _: usize, _: usize) {}
+}
+
 /// Output budget per pass: a list of findings with bodies and suggestions.
 const MAX_OUTPUT_TOKENS: u32 = 4096;
 
@@ -45,11 +63,18 @@ pub async fn run_all(
     specialists: &[&'static SpecialistPrompt],
     user_message: &str,
     deadline: Duration,
+    progress: &dyn PassProgress,
 ) -> Vec<PassResult> {
     let started = Instant::now();
+    let done = AtomicUsize::new(0);
+    let tally = Tally {
+        progress,
+        done: &done,
+        total: specialists.len(),
+    };
     let passes = specialists
         .iter()
-        .map(|specialist| run_one(llm, specialist, user_message))
+        .map(|specialist| run_one(llm, specialist, user_message, &tally))
         .collect();
     let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
     join_all(passes, Deadline::after(deadline))
@@ -73,10 +98,18 @@ pub async fn run_all(
         .collect()
 }
 
+/// The passes finished so far, and whom to tell.
+struct Tally<'a> {
+    progress: &'a dyn PassProgress,
+    done: &'a AtomicUsize,
+    total: usize,
+}
+
 async fn run_one(
     llm: &dyn Llm,
     specialist: &'static SpecialistPrompt,
     user_message: &str,
+    tally: &Tally<'_>,
 ) -> PassResult {
     let started = Instant::now();
     let mut request = LlmRequest::new(
@@ -99,6 +132,11 @@ async fn run_one(
             tracing::warn!(pass = specialist.name, error = %err, "review pass failed; the others go on")
         }
     }
+    let done = tally.done.fetch_add(1, Ordering::SeqCst) + 1;
+    tally
+        .progress
+        .pass_done(specialist.name, outcome.is_ok(), done, tally.total)
+        .await;
     PassResult {
         specialist: specialist.name,
         outcome,
@@ -253,7 +291,14 @@ mod tests {
             "guidelines pass needs guideline files"
         );
         let started = Instant::now();
-        let results = run_all(&SlowLlm, &specialists, "diff", Duration::from_secs(5)).await;
+        let results = run_all(
+            &SlowLlm,
+            &specialists,
+            "diff",
+            Duration::from_secs(5),
+            &NoProgress,
+        )
+        .await;
         assert!(
             started.elapsed() < Duration::from_millis(400),
             "{:?}",
@@ -270,7 +315,14 @@ mod tests {
         let specialists = select(&ReviewConfig::default(), false);
         let started = Instant::now();
         // Security takes 200 ms, the others 50 ms.
-        let results = run_all(&SlowLlm, &specialists, "diff", Duration::from_millis(120)).await;
+        let results = run_all(
+            &SlowLlm,
+            &specialists,
+            "diff",
+            Duration::from_millis(120),
+            &NoProgress,
+        )
+        .await;
         assert!(
             started.elapsed() < Duration::from_millis(190),
             "{:?}",

@@ -45,6 +45,18 @@ pub enum Normalised {
     Malformed(String),
 }
 
+/// Every webhook event Parley acts on (some actions of each): what the App subscribes
+/// to (`parley app manifest`). Kept beside the match below, which a test holds it to.
+pub const HANDLED_EVENTS: [&str; 7] = [
+    "pull_request",
+    "issue_comment",
+    "pull_request_review_comment",
+    "pull_request_review",
+    "pull_request_review_thread",
+    "installation",
+    "installation_repositories",
+];
+
 /// Classify one delivery from its raw body: the webhook's path.
 ///
 /// The body is read once into the few fields Parley uses, borrowing their text, and
@@ -464,6 +476,20 @@ mod tests {
             "repository":{{"id":1,"name":"r","full_name":"o/r","owner":{{"login":"o"}}}},
             "ignored":[1.5,-2e3,{{"deep":[[[]]]}},"\ud83d\ude00",true,null]}}"#
         )
+    }
+
+    #[test]
+    fn handled_events_are_exactly_the_ones_the_match_knows() {
+        let payload = serde_json::json!({"action": "no-such-action", "sender": {"login": "alice"}});
+        for event in HANDLED_EVENTS {
+            let said = format!("{:?}", normalise(event, "d", &payload, &ctx()));
+            assert!(
+                !said.contains(&format!("event {event} is not handled")),
+                "{event}: {said}"
+            );
+        }
+        let said = format!("{:?}", normalise("star", "d", &payload, &ctx()));
+        assert!(said.contains("event star is not handled"), "{said}");
     }
 
     #[test]

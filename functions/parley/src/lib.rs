@@ -1,10 +1,13 @@
-//! `parley serve`: the whole stack in one process.
+//! `parley`: the whole stack in one process (`serve`), and the commands a person runs.
 //!
 //! The same webhook handler as the Lambda, both workers polling the durable queue, and one
 //! SQLite file for queue and store. Started by `main.rs`, and in-process by the end-to-end
 //! tests.
 
+pub mod doctor;
+pub mod manifest;
 pub mod poller;
+pub mod review;
 pub mod server;
 
 use anyhow::Context;

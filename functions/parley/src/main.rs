@@ -1,34 +1,119 @@
-//! `parley`: the local runtime and operator commands.
+//! `parley`: the local runtime, a review from the terminal, and setup commands.
 //!
 //! ```text
-//! parley serve     webhook + both workers + SQLite store/queue in one process
+//! parley serve                 webhook + both workers + SQLite store/queue in one process
+//! parley review OWNER/REPO#N   review a PR and print the findings (--post to post them)
+//! parley review --git [A..B]   review a local change; nothing touches GitHub
+//! parley doctor [OWNER/REPO]   check every setting and dependency
+//! parley app manifest          the GitHub App manifest for this deployment
+//! parley config schema         the JSON Schema of .parley.yml
 //! ```
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
 use parley_cli::poller::PollerOptions;
-use parley_cli::{ServeOptions, start};
+use parley_cli::{ServeOptions, doctor, manifest, review, start};
 use parley_runtime::{clients, telemetry};
+use std::io::Write;
 use std::net::SocketAddr;
+use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
-const USAGE: &str = "usage: parley serve
+#[derive(Parser)]
+#[command(
+    name = "parley",
+    version,
+    about = "Parley: a code reviewer you can talk to"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-Runs the webhook on PORT (default 3000) at POST /webhook and both workers, with the
-store and queue in PARLEY_DB_PATH (default .parley/parley.db). Reads .env if present.
-Ctrl-C finishes in-flight jobs and exits.";
+#[derive(Subcommand)]
+enum Command {
+    /// Run the webhook on PORT (default 3000) at POST /webhook and both workers, with the
+    /// store and queue in PARLEY_DB_PATH (default .parley/parley.db). Ctrl-C finishes
+    /// in-flight jobs and exits.
+    Serve,
+    /// Review a PR or a local change and print the findings.
+    Review(review::ReviewArgs),
+    /// Check each setting and dependency; exit status 1 on any failure.
+    Doctor(doctor::DoctorArgs),
+    /// The GitHub App.
+    App {
+        #[command(subcommand)]
+        command: AppCommand,
+    },
+    /// `.parley.yml`.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AppCommand {
+    /// Print the GitHub App manifest: exactly the permissions and events Parley uses.
+    Manifest {
+        /// The deployment's base URL; the webhook is URL/webhook.
+        #[arg(long)]
+        url: Option<String>,
+        /// The App's name on GitHub.
+        #[arg(long, default_value = "Parley")]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the JSON Schema of .parley.yml (what schema/parley.schema.json holds).
+    Schema,
+}
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let _ = dotenvy::dotenv();
-    telemetry::init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("serve") => serve().await,
-        Some("help" | "--help" | "-h") | None => {
-            println!("{USAGE}");
-            Ok(())
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve => {
+            telemetry::init();
+            serve().await.map(|()| ExitCode::SUCCESS)
         }
-        Some(other) => bail!("unknown command {other:?}\n\n{USAGE}"),
+        Command::Review(args) => review_command(args).await,
+        Command::Doctor(args) => Ok(doctor::run(&args, &clients::process_env()).await),
+        Command::App {
+            command: AppCommand::Manifest { url, name },
+        } => print(&manifest::render(url.as_deref(), &name)),
+        Command::Config {
+            command: ConfigCommand::Schema,
+        } => print(&parley_core::config::schema::json()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("parley: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print(text: &str) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}").context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Errors are one line naming the fix, and exit status 2 (1 is left for "findings"
+/// policies a CI might add).
+async fn review_command(args: review::ReviewArgs) -> anyhow::Result<ExitCode> {
+    telemetry::init_cli();
+    match review::run(&args, &clients::process_env()).await {
+        Ok(report) => print(&review::render::render(&report, args.format)),
+        Err(err) => {
+            eprintln!("parley review: {err}");
+            Ok(ExitCode::from(2))
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The client value and how it authenticates each call.
 
 use crate::auth::AppSigner;
-use crate::config::{ENV_APP_ID, ENV_PRIVATE_KEY, ENV_PRIVATE_KEY_FILE, GitHubConfig};
+use crate::config::{
+    ENV_APP_ID, ENV_PRIVATE_KEY, ENV_PRIVATE_KEY_FILE, GitHubConfig, PrivateKeyPem,
+};
 use crate::endpoint::ApiBase;
 use crate::responses::decode;
 use crate::retry::{Replay, RetryPolicy};
@@ -29,6 +31,8 @@ pub struct GitHubClient {
     /// `None` when the process runs without App credentials; every call then fails with
     /// [`GitHubError::Config`].
     signer: Option<AppSigner>,
+    /// A person's token (`parley review`), used when there is no App key.
+    personal: Option<PrivateKeyPem>,
     tokens: TokenCache,
     pub(crate) retry: RetryPolicy,
 }
@@ -54,6 +58,7 @@ impl GitHubClient {
             http,
             base,
             signer,
+            personal: config.token,
             tokens: TokenCache::default(),
             retry: config.retry,
         })
@@ -62,11 +67,19 @@ impl GitHubClient {
     /// Whether calls can authenticate. A local server checks this to say, once at startup,
     /// that it will not talk to GitHub.
     pub fn has_credentials(&self) -> bool {
+        self.signer.is_some() || self.personal.is_some()
+    }
+
+    /// Whether this client acts as a GitHub App (else as a person, or not at all).
+    pub fn is_app(&self) -> bool {
         self.signer.is_some()
     }
 
     /// The secret to put in `Authorization: Bearer …` for `auth`.
     pub(crate) async fn credential(&self, auth: Auth) -> Result<String, GitHubError> {
+        if let (None, Some(token), Auth::Installation(_)) = (&self.signer, &self.personal, auth) {
+            return Ok(token.expose().to_owned());
+        }
         let signer = self.signer()?;
         match auth {
             Auth::App => signer.jwt(OffsetDateTime::now_utc()),

@@ -21,6 +21,8 @@ pub const ENV_APP_ID: &str = "GITHUB_APP_ID";
 pub const ENV_PRIVATE_KEY: &str = "GITHUB_PRIVATE_KEY";
 pub const ENV_PRIVATE_KEY_FILE: &str = "GITHUB_PRIVATE_KEY_FILE";
 pub const ENV_API_URL: &str = "GITHUB_API_URL";
+/// Read by `parley review` only: a server never acts as a person.
+pub const ENV_TOKEN: &str = "GITHUB_TOKEN";
 
 /// The App's private key. Its `Debug` never prints the key, so a config can be logged.
 #[derive(Clone)]
@@ -47,6 +49,11 @@ pub struct GitHubConfig {
     /// App id (`12345`) or client id (`Iv1.…`); either is a valid JWT issuer.
     pub app_id: Option<String>,
     pub private_key_pem: Option<PrivateKeyPem>,
+    /// A personal access token, for `parley review` run by a person: every repository
+    /// call then goes as that person (App calls still need the App's key). Never read
+    /// from the environment by [`from_lookup`](Self::from_lookup): a worker that found a
+    /// stray `GITHUB_TOKEN` (CI runners set one) must not post as someone else.
+    pub token: Option<PrivateKeyPem>,
     /// REST base: `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise
     /// Server. The GraphQL endpoint is derived from it.
     pub api_url: String,
@@ -62,6 +69,7 @@ impl Default for GitHubConfig {
         GitHubConfig {
             app_id: None,
             private_key_pem: None,
+            token: None,
             api_url: DEFAULT_API_URL.to_owned(),
             user_agent: DEFAULT_USER_AGENT.to_owned(),
             retry: RetryPolicy::default(),
@@ -128,7 +136,13 @@ impl GitHubConfig {
 
     /// Whether calls can authenticate at all.
     pub fn has_credentials(&self) -> bool {
-        self.app_id.is_some() && self.private_key_pem.is_some()
+        self.app_id.is_some() && self.private_key_pem.is_some() || self.token.is_some()
+    }
+
+    /// Repository calls as the person owning `token` (see [`GitHubConfig::token`]).
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(PrivateKeyPem::new(token.into().trim().to_owned()));
+        self
     }
 }
 

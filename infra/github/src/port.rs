@@ -20,6 +20,10 @@ impl GitHub for GitHubClient {
         app::get(self).await
     }
 
+    async fn repo_installation(&self, owner: &str, name: &str) -> Result<u64, GitHubError> {
+        app::repo_installation(self, owner, name).await
+    }
+
     async fn get_pull_request(
         &self,
         repo: &RepoScope,

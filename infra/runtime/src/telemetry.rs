@@ -19,3 +19,13 @@ pub fn init() {
         builder.try_init()
     };
 }
+
+/// For commands a person runs (`parley review`, `doctor`): only warnings, on stderr, so
+/// stdout carries nothing but the command's output.
+pub fn init_cli() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

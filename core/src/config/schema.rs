@@ -1,0 +1,335 @@
+//! The JSON Schema of `.parley.yml`, for editors (`yaml-language-server`) and CI.
+//!
+//! Generated with schemars from the file's shape below, whose defaults come from
+//! [`RepoConfig::default`] and whose keys a test holds to exactly the keys the reader in
+//! `super::parse` knows: a setting added to one and not the other fails the build's tests.
+//! The checked-in `schema/parley.schema.json` is compared with [`json`] by a test too.
+
+use super::{PermissionLevel, RepoConfig};
+use crate::ports::Severity;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// The schema as pretty-printed JSON (what `parley config schema` prints).
+pub fn json() -> String {
+    let schema = schemars::schema_for!(ParleyFile);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
+}
+
+/// Parley's per-repository settings, read from the default branch. Every key is
+/// optional; a bad value falls back to its default with a warning in the review summary.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[schemars(title = "Parley configuration (.parley.yml)")]
+struct ParleyFile {
+    mention: Mention,
+    dispute: Dispute,
+    review: Review,
+    gate: Gate,
+}
+
+/// Who may talk to Parley, and how conversations run.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Mention {
+    /// When non-empty, only these logins may talk to Parley.
+    allowed_users: Vec<String>,
+    /// Otherwise: the PR author, and anyone with at least this permission.
+    min_permission: Permission,
+    /// Whether `@claude` also summons Parley.
+    claude_alias: bool,
+    conversation: Conversation,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Conversation {
+    /// Answer replies in a thread on a finding without an @-mention.
+    reply_without_mention: bool,
+    /// Replies Parley posts per PR, at most.
+    #[schemars(range(min = 1, max = 50))]
+    max_turns_per_pr: u32,
+    /// Characters of thread and code context per reply.
+    #[schemars(range(min = 1000, max = 50000))]
+    context_budget_chars: u32,
+}
+
+/// Disputed findings.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Dispute {
+    /// Logins asked to weigh in when Parley escalates a dispute.
+    human_reviewers: Vec<String>,
+    /// Resolve the finding's thread when Parley concedes.
+    resolve_thread_on_concede: bool,
+}
+
+/// Automatic reviews.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Review {
+    triggers: Triggers,
+    /// Logins whose PRs are not reviewed automatically (bots, release accounts).
+    skip_authors: Vec<String>,
+    /// Globs of paths never reviewed; replaces the defaults when set.
+    skip_paths: Vec<String>,
+    /// The specialist passes to run.
+    specialists: Vec<Specialist>,
+    /// Findings below this confidence are counted, not shown. Setting it turns off the
+    /// tuned threshold.
+    #[schemars(range(min = 0, max = 100))]
+    min_confidence: u8,
+    #[schemars(range(min = 0, max = 100))]
+    max_inline_comments: u32,
+    /// Budget for the patches sent to each specialist, in estimated tokens.
+    #[schemars(range(min = 1000, max = 500000))]
+    max_patch_tokens: u32,
+    /// Deadline for all specialist passes together, in seconds.
+    #[schemars(range(min = 1, max = 240))]
+    pass_timeout_secs: u32,
+    /// Reviews asked for by comment per PR per hour; 0 turns them off.
+    #[schemars(range(min = 0, max = 60))]
+    manual_reviews_per_hour: u32,
+    /// Use the threshold tuned from accepted and rejected findings.
+    auto_tune: bool,
+    /// Run the judge pass over the merged findings.
+    judge: bool,
+}
+
+/// Which pull request events start a review.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Triggers {
+    opened: bool,
+    reopened: bool,
+    ready_for_review: bool,
+    synchronize: bool,
+}
+
+/// The "Parley review" check run.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Gate {
+    /// Severities that fail the check while open.
+    block_on: Vec<SeverityName>,
+    /// Who may lift a blocking finding without changing its code.
+    resolve_by: Permission,
+}
+
+#[derive(Serialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Permission {
+    Read,
+    Triage,
+    Write,
+    Maintain,
+    Admin,
+}
+
+#[derive(Serialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum SeverityName {
+    Critical,
+    High,
+    Medium,
+    Low,
+    Nit,
+}
+
+#[derive(Serialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Specialist {
+    Security,
+    Correctness,
+    Tests,
+    Style,
+    Guidelines,
+}
+
+impl From<PermissionLevel> for Permission {
+    fn from(level: PermissionLevel) -> Self {
+        match level {
+            PermissionLevel::Read => Permission::Read,
+            PermissionLevel::Triage => Permission::Triage,
+            PermissionLevel::Write => Permission::Write,
+            PermissionLevel::Maintain => Permission::Maintain,
+            PermissionLevel::Admin => Permission::Admin,
+        }
+    }
+}
+
+impl From<Severity> for SeverityName {
+    fn from(severity: Severity) -> Self {
+        match severity {
+            Severity::Critical => SeverityName::Critical,
+            Severity::High => SeverityName::High,
+            Severity::Medium => SeverityName::Medium,
+            Severity::Low => SeverityName::Low,
+            Severity::Nit => SeverityName::Nit,
+        }
+    }
+}
+
+fn specialist(name: &str) -> Option<Specialist> {
+    match name {
+        "security" => Some(Specialist::Security),
+        "correctness" => Some(Specialist::Correctness),
+        "tests" => Some(Specialist::Tests),
+        "style" => Some(Specialist::Style),
+        "guidelines" => Some(Specialist::Guidelines),
+        _ => None,
+    }
+}
+
+// The defaults, from the one place they are defined.
+
+impl Default for ParleyFile {
+    fn default() -> Self {
+        ParleyFile {
+            mention: Mention::default(),
+            dispute: Dispute::default(),
+            review: Review::default(),
+            gate: Gate::default(),
+        }
+    }
+}
+
+impl Default for Mention {
+    fn default() -> Self {
+        let d = RepoConfig::default().mention;
+        Mention {
+            allowed_users: d.allowed_users,
+            min_permission: d.min_permission.into(),
+            claude_alias: d.claude_alias,
+            conversation: Conversation::default(),
+        }
+    }
+}
+
+impl Default for Conversation {
+    fn default() -> Self {
+        let d = RepoConfig::default().mention;
+        Conversation {
+            reply_without_mention: d.reply_without_mention,
+            max_turns_per_pr: d.max_turns_per_pr,
+            context_budget_chars: d.context_budget_chars,
+        }
+    }
+}
+
+impl Default for Dispute {
+    fn default() -> Self {
+        let d = RepoConfig::default().dispute;
+        Dispute {
+            human_reviewers: d.human_reviewers,
+            resolve_thread_on_concede: d.resolve_thread_on_concede,
+        }
+    }
+}
+
+impl Default for Review {
+    fn default() -> Self {
+        let d = RepoConfig::default().review;
+        Review {
+            triggers: Triggers::default(),
+            skip_authors: d.skip_authors,
+            skip_paths: d.skip_paths,
+            specialists: d.specialists.iter().filter_map(|s| specialist(s)).collect(),
+            min_confidence: d.min_confidence,
+            max_inline_comments: d.max_inline_comments,
+            max_patch_tokens: d.max_patch_tokens,
+            pass_timeout_secs: d.pass_timeout_secs,
+            manual_reviews_per_hour: d.manual_reviews_per_hour,
+            auto_tune: d.auto_tune,
+            judge: d.judge,
+        }
+    }
+}
+
+impl Default for Triggers {
+    fn default() -> Self {
+        let d = RepoConfig::default().review.triggers;
+        Triggers {
+            opened: d.opened,
+            reopened: d.reopened,
+            ready_for_review: d.ready_for_review,
+            synchronize: d.synchronize,
+        }
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        let d = RepoConfig::default().gate;
+        Gate {
+            block_on: d.block_on.into_iter().map(Into::into).collect(),
+            resolve_by: d.resolve_by.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    /// Dotted paths of the schema's leaf settings.
+    fn leaves(schema: &Value, defs: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+        let schema = match schema.get("$ref").and_then(Value::as_str) {
+            Some(reference) => {
+                let name = reference.trim_start_matches("#/$defs/");
+                &defs[name]
+            }
+            None => schema,
+        };
+        match schema.get("properties").and_then(Value::as_object) {
+            Some(props) => {
+                for (key, sub) in props {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    leaves(sub, defs, &path, out);
+                }
+            }
+            None => {
+                out.insert(prefix.to_string());
+            }
+        }
+    }
+
+    #[test]
+    fn the_schema_has_exactly_the_keys_parley_reads() {
+        let schema: Value = serde_json::from_str(&json()).unwrap();
+        let mut in_schema = BTreeSet::new();
+        leaves(&schema, &schema["$defs"], "", &mut in_schema);
+        assert_eq!(in_schema, super::super::known_keys());
+    }
+
+    #[test]
+    fn defaults_and_ranges_are_the_code_s() {
+        let schema: Value = serde_json::from_str(&json()).unwrap();
+        let review = &schema["$defs"]["Review"]["properties"];
+        assert_eq!(review["minConfidence"]["default"], 75);
+        assert_eq!(review["passTimeoutSecs"]["maximum"], 240);
+        assert_eq!(
+            schema["$defs"]["Gate"]["properties"]["blockOn"]["default"],
+            serde_json::json!(["critical", "high"])
+        );
+    }
+
+    /// CI keeps the checked-in file (what editors fetch) equal to the code's schema:
+    /// regenerate with `cargo run -p parley-cli -- config schema > schema/parley.schema.json`.
+    #[test]
+    fn the_checked_in_schema_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../schema/parley.schema.json");
+        let checked_in = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(
+            checked_in.trim_end(),
+            json(),
+            "schema/parley.schema.json is stale: run `cargo run -p parley-cli -- config schema > schema/parley.schema.json`"
+        );
+    }
+}

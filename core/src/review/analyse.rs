@@ -1,0 +1,302 @@
+//! What a review finds, before anything is posted.
+//!
+//! The worker and `parley review` in a terminal run exactly this: specialist passes,
+//! merge, sanitising, learned dismissals and patterns, the judge, the thresholds. Only
+//! where the change comes from (GitHub or a local git range) and what happens to the
+//! result (a posted review with a check, or printed findings) differ, and those stay with
+//! the callers.
+
+use crate::config::RepoConfig;
+use crate::learning::apply::{Applied, Suppressed};
+use crate::learning::memory::RepoMemory;
+use crate::llm::MeteredLlm;
+use crate::mention::Handles;
+use crate::ports::github::ChangedFile;
+use crate::ports::{Finding, Store};
+use crate::repo::Guideline;
+use crate::review::diff::Patch;
+use crate::review::filter::{self, Filtered};
+use crate::review::inputs::{self, ReviewInputs};
+use crate::review::learned::{self, JudgeStatus};
+use crate::review::merge::{self, Merged};
+use crate::review::specialists::{self, PassProgress, PassResult};
+use crate::review::{ReviewError, prompts, summary};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+/// The change under review and what surrounds it.
+pub struct Subject<'a> {
+    /// `owner/name` (for a local change: the origin remote's, else the directory name).
+    pub repo: &'a str,
+    /// Whose organisation-wide learnings apply.
+    pub owner: &'a str,
+    /// The PR number; 0 for a local change, which has no PR-scoped learnings.
+    pub number: u64,
+    pub title: &'a str,
+    pub description: &'a str,
+    pub base_sha: &'a str,
+    pub head_sha: &'a str,
+    /// Only the commits since the last reviewed head (the worker's `synchronize`).
+    pub incremental: bool,
+    /// The files this review covers.
+    pub files: Vec<ChangedFile>,
+    /// The file listing stopped short (GitHub's cap): the review is partial.
+    pub truncated: bool,
+    /// Every file the PR changes, with its hunks: where inline comments may go.
+    pub pr_patches: &'a HashMap<String, Patch>,
+    pub pr_paths: &'a [String],
+    pub guidelines: &'a [Guideline],
+    /// Findings already on the PR: not reported twice, and named to the model.
+    pub earlier: &'a [Finding],
+}
+
+/// The findings of one review and everything its summary reports.
+pub struct Analysis {
+    pub inputs: ReviewInputs,
+    pub results: Vec<PassResult>,
+    pub merged: Merged,
+    pub suppressed: Vec<Suppressed>,
+    pub judge: JudgeStatus,
+    pub filtered: Filtered,
+    pub applied: Applied,
+    pub memory: RepoMemory,
+}
+
+/// Review `subject`. Errors only when every pass failed; a failed judge, unreadable
+/// memory or a single failed pass leave a review that says so.
+pub async fn analyse(
+    store: &dyn Store,
+    llm: &MeteredLlm,
+    config: &RepoConfig,
+    subject: &Subject<'_>,
+    silenced: &Handles,
+    progress: &dyn PassProgress,
+) -> Result<Analysis, ReviewError> {
+    let inputs = inputs::select(subject.files.clone(), subject.truncated, &config.review);
+
+    // What the repository taught Parley and what it learned from earlier findings: the
+    // threshold in force, the learnings for the prompts, what to suppress.
+    let memory = learned::load(store, subject.repo, subject.owner).await;
+    let (base_threshold, threshold_source) = crate::learning::stats::threshold_in_force(
+        config.review.min_confidence,
+        config.explicit.contains("review.minConfidence"),
+        config.review.auto_tune,
+        &memory.stats,
+    );
+    let path_refs: Vec<&str> = subject.pr_paths.iter().map(String::as_str).collect();
+    let applied = crate::learning::apply::for_review(
+        &memory,
+        subject.number,
+        &path_refs,
+        base_threshold,
+        threshold_source,
+    );
+    let memory_lines = crate::learning::apply::prompt_lines(&applied.relevant, false);
+    let posted: HashSet<String> = subject
+        .earlier
+        .iter()
+        .map(|f| f.fingerprint.clone())
+        .collect();
+    let earlier_lines: Vec<String> = subject
+        .earlier
+        .iter()
+        .map(|f| format!("{}:{} {}", f.path, f.line, f.title))
+        .collect();
+
+    let chosen = specialists::select(&config.review, !subject.guidelines.is_empty());
+    let context = prompts::ReviewContext {
+        repo: subject.repo,
+        title: subject.title,
+        description: subject.description,
+        range: format!(
+            "{}..{}",
+            summary::short(subject.base_sha),
+            summary::short(subject.head_sha)
+        ),
+        whole_pr: subject.incremental.then(|| subject.pr_paths.to_vec()),
+        guidelines: subject.guidelines,
+        memory: &memory_lines,
+        earlier: &earlier_lines,
+        files: &inputs.files,
+    };
+    let results = if inputs.files.is_empty() {
+        Vec::new()
+    } else {
+        specialists::run_all(
+            llm,
+            &chosen,
+            &prompts::user_message(&context),
+            Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
+            progress,
+        )
+        .await
+    };
+    if let Some(first) = super::all_failed(&results) {
+        return Err(ReviewError::AllPassesFailed(first.clone()));
+    }
+
+    let mut merged = merge::merge(&results, subject.pr_patches, &posted);
+    // The model read the PR (user text): what it wrote is posted only once cleaned of
+    // markers, hidden text and mentions of Parley.
+    for candidate in &mut merged.candidates {
+        super::sanitize_candidate(candidate, silenced);
+    }
+    // Dismissals and false-positive patterns first (no model), then the judge.
+    let (kept, mut suppressed) = crate::learning::apply::suppress(
+        merged.candidates.clone(),
+        &applied,
+        &memory,
+        &config.gate,
+    );
+    let (kept, judge) = if config.review.judge {
+        let (kept, dropped, status) = learned::judge(
+            llm,
+            kept,
+            subject.guidelines,
+            &applied,
+            &memory,
+            subject.pr_patches,
+        )
+        .await;
+        suppressed.extend(dropped);
+        (kept, status)
+    } else {
+        (kept, JudgeStatus::Off)
+    };
+    let filtered = filter::apply_with(
+        kept,
+        base_threshold,
+        |c| applied.thresholds.for_candidate(c),
+        config.review.max_inline_comments,
+    );
+    Ok(Analysis {
+        inputs,
+        results,
+        merged,
+        suppressed,
+        judge,
+        filtered,
+        applied,
+        memory,
+    })
+}
+
+/// Every file a PR changes, as GitHub lists them (up to [`super::MAX_FILES`]).
+pub struct PullFiles {
+    pub files: Vec<ChangedFile>,
+    /// GitHub had more than the listing cap.
+    pub truncated: bool,
+    /// Parsed hunks per path: where inline comments may go.
+    pub patches: HashMap<String, Patch>,
+    pub paths: Vec<String>,
+}
+
+impl PullFiles {
+    pub async fn fetch(
+        github: &dyn crate::ports::GitHub,
+        scope: &crate::ports::RepoScope,
+        number: u64,
+    ) -> Result<Self, crate::ports::GitHubError> {
+        let listing = github
+            .list_pull_request_files(
+                scope,
+                number,
+                crate::ports::github::PageLimit::items(super::MAX_FILES),
+            )
+            .await?;
+        Ok(Self::from_files(listing.items, listing.truncated))
+    }
+
+    /// From files read elsewhere (a local git range).
+    pub fn from_files(files: Vec<ChangedFile>, truncated: bool) -> Self {
+        let patches = files
+            .iter()
+            .filter_map(|f| {
+                Some((
+                    f.filename.clone(),
+                    crate::review::diff::parse_hunks(f.patch.as_deref()?).ok()?,
+                ))
+            })
+            .collect();
+        let paths = files.iter().map(|f| f.filename.clone()).collect();
+        PullFiles {
+            files,
+            truncated,
+            patches,
+            paths,
+        }
+    }
+}
+
+/// What the summary says about the review beyond its findings: where it ran and what it
+/// cost, which the caller knows.
+pub struct Framing<'a> {
+    pub repo_url: &'a str,
+    pub head_sha: &'a str,
+    pub base_sha: &'a str,
+    pub incremental: bool,
+    pub trigger: &'a str,
+    pub rerun_of: Option<u64>,
+    pub guidelines: &'a [Guideline],
+    pub config_warnings: &'a [crate::config::ConfigWarning],
+    pub usage: &'a crate::llm::UsageTally,
+    pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
+}
+
+impl Analysis {
+    /// The review's summary: the worker posts it, `parley review --post` too.
+    pub fn summary<'a>(&'a self, framing: Framing<'a>) -> summary::Summary<'a> {
+        summary::Summary {
+            repo_url: framing.repo_url,
+            head_sha: framing.head_sha,
+            base_sha: framing.base_sha,
+            incremental: framing.incremental,
+            trigger: framing.trigger,
+            rerun_of: framing.rerun_of,
+            files_reviewed: self.inputs.files.iter().map(|f| f.path.as_str()).collect(),
+            not_reviewed: &self.inputs.not_reviewed,
+            listing_truncated: self.inputs.listing_truncated,
+            passes_ok: self
+                .results
+                .iter()
+                .filter(|r| r.outcome.is_ok())
+                .map(|r| r.specialist)
+                .collect(),
+            passes_failed: self.passes_failed(),
+            filtered: &self.filtered,
+            duplicates: self.merged.duplicates,
+            already_posted: self.merged.already_posted,
+            guidelines: framing.guidelines.iter().map(|g| g.path.as_str()).collect(),
+            config_warnings: framing.config_warnings,
+            usage: framing.usage,
+            spent_on_pr: framing.spent_on_pr,
+            closed_earlier: 0,
+            reopened_earlier: 0,
+            learning: summary::LearningReport {
+                thresholds: &self.applied.thresholds,
+                applied: self
+                    .applied
+                    .relevant
+                    .iter()
+                    .map(|l| l.id.as_str())
+                    .collect(),
+                suppressed: &self.suppressed,
+                judge: &self.judge,
+            },
+        }
+    }
+
+    /// `(specialist, reason)` for each failed pass, in public words (never the provider's
+    /// raw message).
+    pub fn passes_failed(&self) -> Vec<(&'static str, String)> {
+        self.results
+            .iter()
+            .filter_map(|r| {
+                r.outcome
+                    .as_ref()
+                    .err()
+                    .map(|e| (r.specialist, e.public_reason().to_string()))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,327 @@
+//! `parley doctor`: every setting and dependency, checked for real, in one table.
+//!
+//! Each check does the smallest real thing that proves the dependency works — signs a JWT
+//! and calls `GET /app`, mints an installation token, sends the LLM a one-word prompt,
+//! reads the store — so an OK means it works, not merely that a variable is set.
+
+use parley_core::ports::github::{GitHub, RepoScope};
+use parley_core::ports::llm::{LlmRequest, Message};
+use parley_core::repo::ConfigLoader;
+use parley_github::{GitHubClient, GitHubConfig};
+use parley_runtime::clients::Env;
+use parley_runtime::{Settings, build_adapters, secrets};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DoctorArgs {
+    /// Also check the App's installation on this repository and its .parley.yml.
+    #[arg(value_name = "OWNER/REPO")]
+    pub repo: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Fail,
+    /// Not checked (nothing to check it with); never a failure.
+    Skip,
+}
+
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Status,
+    /// What was found, or how to fix it.
+    pub detail: String,
+}
+
+fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status: Status::Ok,
+        detail: detail.into(),
+    }
+}
+
+fn fail(name: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status: Status::Fail,
+        detail: detail.into(),
+    }
+}
+
+fn skip(name: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status: Status::Skip,
+        detail: detail.into(),
+    }
+}
+
+/// Print the table; exit 1 when anything failed.
+pub async fn run(args: &DoctorArgs, env: &Env) -> ExitCode {
+    parley_runtime::telemetry::init_cli();
+    let checks = checks(args, env).await;
+    print!("{}", table(&checks));
+    if checks.iter().any(|c| c.status == Status::Fail) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
+    let mut checks = vec![webhook_secret(env).await];
+    let (app, github) = app(env);
+    let app = match (app, &github) {
+        (check, Some(client)) if check.status == Status::Ok => match client.get_app().await {
+            Ok(found) => ok(
+                "GitHub App",
+                format!(
+                    "GET /app as the App: {}",
+                    found.slug.unwrap_or_else(|| "(no slug)".into())
+                ),
+            ),
+            Err(err) => fail(
+                "GitHub App",
+                format!(
+                    "GET /app refused the App's JWT ({}): check GITHUB_APP_ID matches the key, \
+                     and the host clock",
+                    err.public_reason()
+                ),
+            ),
+        },
+        (check, _) => check,
+    };
+    let app_ok = app.status == Status::Ok;
+    checks.push(app);
+    checks.push(installation(args, github.as_ref().filter(|_| app_ok)).await);
+    checks.push(llm(env).await);
+    checks.extend(store_and_queue(env).await);
+    checks.push(repo_config(args, github.filter(|_| app_ok)).await);
+    checks
+}
+
+async fn webhook_secret(env: &Env) -> Check {
+    const NAME: &str = "webhook secret";
+    match env("GITHUB_WEBHOOK_SECRET").filter(|v| !v.trim().is_empty()) {
+        None => fail(
+            NAME,
+            "GITHUB_WEBHOOK_SECRET is not set: make one (openssl rand -hex 32) and give the \
+             same value to the GitHub App",
+        ),
+        Some(value) if secrets::is_secret_arn(&value) => match secrets::resolve(value).await {
+            Ok(secret) if secret.len() >= 16 => ok(NAME, "read from Secrets Manager"),
+            Ok(_) => fail(
+                NAME,
+                "the secret in Secrets Manager is shorter than 16 characters",
+            ),
+            Err(err) => fail(
+                NAME,
+                format!("{err}: check the ARN and the role's secretsmanager:GetSecretValue"),
+            ),
+        },
+        Some(value) if value.len() < 16 => fail(
+            NAME,
+            "GITHUB_WEBHOOK_SECRET is shorter than 16 characters: use openssl rand -hex 32",
+        ),
+        Some(_) => ok(NAME, "set"),
+    }
+}
+
+/// The App's credentials, and a client when they are usable.
+fn app(env: &Env) -> (Check, Option<Arc<GitHubClient>>) {
+    const NAME: &str = "GitHub App";
+    let config = match GitHubConfig::from_lookup(|name| env(name)) {
+        Ok(config) => config,
+        Err(err) => return (fail(NAME, err.to_string()), None),
+    };
+    if !config.has_credentials() {
+        return (
+            fail(
+                NAME,
+                "GITHUB_APP_ID and GITHUB_PRIVATE_KEY_FILE (or GITHUB_PRIVATE_KEY) are not set: \
+                 create the App (parley app manifest) and download its private key",
+            ),
+            None,
+        );
+    }
+    match GitHubClient::new(config) {
+        Ok(client) => (ok(NAME, "credentials set"), Some(Arc::new(client))),
+        Err(err) => (fail(NAME, err.to_string()), None),
+    }
+}
+
+async fn installation(args: &DoctorArgs, github: Option<&Arc<GitHubClient>>) -> Check {
+    const NAME: &str = "installation token";
+    let Some(repo) = &args.repo else {
+        return skip(
+            NAME,
+            "give OWNER/REPO (parley doctor OWNER/REPO) to check it",
+        );
+    };
+    let Some(github) = github else {
+        return skip(NAME, "needs a working GitHub App first");
+    };
+    let Some((owner, name)) = repo.split_once('/') else {
+        return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
+    };
+    let id = match github.repo_installation(owner, name).await {
+        Ok(id) => id,
+        Err(err) if err.is_absent() => {
+            return fail(
+                NAME,
+                format!("the App is not installed on {repo}: install it from the App's page"),
+            );
+        }
+        Err(err) => return fail(NAME, format!("GitHub: {}", err.public_reason())),
+    };
+    // Reading a file mints the installation token first.
+    match github
+        .get_file_contents(&RepoScope::new(id, owner, name), ".parley.yml", "HEAD")
+        .await
+    {
+        Ok(_) => ok(NAME, format!("installation {id} on {repo}")),
+        Err(err) => fail(
+            NAME,
+            format!(
+                "installation {id} could not read {repo} ({}): check the App's Contents permission",
+                err.public_reason()
+            ),
+        ),
+    }
+}
+
+async fn llm(env: &Env) -> Check {
+    const NAME: &str = "LLM";
+    if let Err(err) = parley_llm::LlmConfig::from_lookup(|name| env(name)) {
+        return fail(
+            NAME,
+            format!(
+                "{err} (Ollama: LLM_PROVIDER=openai LLM_BASE_URL=http://localhost:11434/v1; `parley review` lists all three ways)"
+            ),
+        );
+    }
+    let llm = match parley_runtime::clients::llm_from_env(env).await {
+        Ok(llm) => llm,
+        Err(err) => return fail(NAME, err.to_string()),
+    };
+    let mut request = LlmRequest::new("", vec![Message::user("Reply with the word OK.")]);
+    request.options.max_tokens = 8;
+    request.options.timeout = Some(Duration::from_secs(60));
+    let started = Instant::now();
+    match llm.complete(&request).await {
+        Ok(reply) => ok(
+            NAME,
+            format!(
+                "{} answered in {} ms",
+                reply.model,
+                started.elapsed().as_millis()
+            ),
+        ),
+        Err(err) => fail(
+            NAME,
+            format!(
+                "{} ({}): check LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and that the server runs",
+                llm.model(),
+                err.public_reason()
+            ),
+        ),
+    }
+}
+
+async fn store_and_queue(env: &Env) -> Vec<Check> {
+    let settings = match Settings::from_lookup(|name| env(name)) {
+        Ok(settings) => settings,
+        Err(err) => return vec![fail("store", err.to_string())],
+    };
+    let store_kind = format!("{:?}", settings.store).to_lowercase();
+    let adapters = match build_adapters(&settings).await {
+        Ok(adapters) => adapters,
+        Err(err) => {
+            return vec![fail(
+                "store and queue",
+                format!(
+                    "{err}: check PARLEY_STORE/PARLEY_QUEUE, PARLEY_DB_PATH or the AWS settings"
+                ),
+            )];
+        }
+    };
+    let store = match adapters.store.counter("doctor", "checks").await {
+        Ok(_) => ok("store", format!("{store_kind}: read ok")),
+        Err(err) => fail(
+            "store",
+            format!("{store_kind}: {err}: check the table names and credentials"),
+        ),
+    };
+    let queue_kind = format!("{:?}", settings.queue).to_lowercase();
+    let queue = match adapters
+        .polling
+        .dead_letters(parley_core::ports::QueueName::Review)
+        .await
+    {
+        Ok(dead) => ok(
+            "queue",
+            format!(
+                "{queue_kind}: reachable, {} dead-lettered review job(s)",
+                dead.len()
+            ),
+        ),
+        Err(err) => fail(
+            "queue",
+            format!("{queue_kind}: {err}: check the queue URLs and credentials"),
+        ),
+    };
+    vec![store, queue]
+}
+
+async fn repo_config(args: &DoctorArgs, github: Option<Arc<GitHubClient>>) -> Check {
+    const NAME: &str = ".parley.yml";
+    let (Some(repo), Some(github)) = (&args.repo, github) else {
+        return skip(NAME, "give OWNER/REPO (and a working App) to check it");
+    };
+    let Some((owner, name)) = repo.split_once('/') else {
+        return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
+    };
+    let Ok(id) = github.repo_installation(owner, name).await else {
+        return skip(NAME, "needs the App's installation on the repository");
+    };
+    let scope = RepoScope::new(id, owner, name);
+    let loader = ConfigLoader::new(github as Arc<dyn GitHub>, ConfigLoader::DEFAULT_TTL);
+    let loaded = loader.load(&scope, "HEAD").await;
+    if loaded.warnings.is_empty() {
+        ok(NAME, format!("{repo}: valid (or absent: defaults)"))
+    } else {
+        let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        fail(NAME, format!("{repo}: {}", warnings.join("; ")))
+    }
+}
+
+/// `CHECK  STATUS  DETAIL`, aligned.
+pub fn table(checks: &[Check]) -> String {
+    let width = checks
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let mut out = format!(
+        "{:width$}  {:6}  {}\n",
+        "CHECK", "STATUS", "DETAIL / HOW TO FIX"
+    );
+    for check in checks {
+        let status = match check.status {
+            Status::Ok => "OK",
+            Status::Fail => "FAIL",
+            Status::Skip => "SKIP",
+        };
+        out.push_str(&format!(
+            "{:width$}  {:6}  {}\n",
+            check.name, status, check.detail
+        ));
+    }
+    out
+}

@@ -1,0 +1,497 @@
+//! `parley review`: one review from the terminal, with the worker's own review code.
+//!
+//! A PR (`owner/repo#N` or its URL) is read from GitHub with a personal token or the
+//! App's credentials; a local change (`--git`, `--diff`) never touches GitHub. Either
+//! way the change goes through [`parley_core::review::analyse`] — the same specialists,
+//! merge, learnings, judge and thresholds as a posted review — and the findings are
+//! printed. Nothing is posted unless `--post` asks for it.
+
+pub mod local;
+pub mod progress;
+pub mod render;
+pub mod target;
+
+use parley_core::config::RepoConfig;
+use parley_core::llm::{MeteredLlm, PriceTable, UsageTally};
+use parley_core::mention::Handles;
+use parley_core::ports::github::RepoScope;
+use parley_core::ports::llm::Llm;
+use parley_core::ports::{GitHub, GitHubError, Store};
+use parley_core::repo::{ConfigLoader, load_guidelines};
+use parley_core::review::analyse::{self, Analysis, PullFiles, Subject};
+use parley_core::review::merge::Candidate;
+use parley_core::review::publish::{self, Identified};
+use parley_core::review::{ReviewError, summary};
+use parley_github::{GitHubClient, GitHubConfig};
+use parley_runtime::clients::Env;
+use render::Format;
+use std::path::PathBuf;
+use std::sync::Arc;
+use target::PullRef;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReviewArgs {
+    /// The PR: https://github.com/OWNER/REPO/pull/N or OWNER/REPO#N.
+    #[arg(conflicts_with_all = ["git", "diff"], required_unless_present_any = ["git", "diff"])]
+    pub pull: Option<String>,
+    /// Review a local git range BASE..HEAD; without a value, the merge base with the
+    /// default branch up to the working tree.
+    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "BASE..HEAD", conflicts_with = "diff")]
+    pub git: Option<String>,
+    /// Review a unified diff from a file, or stdin with `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub diff: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    pub format: Format,
+    /// Post the review on the PR (one review, inline comments and a summary).
+    #[arg(long, conflicts_with_all = ["git", "diff"])]
+    pub post: bool,
+    /// The repository directory for --git and --diff.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo_dir: PathBuf,
+    /// No progress bar (it is drawn on stderr, and only on a terminal).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Why `parley review` stopped; each message names the fix. Nothing is posted after any
+/// of these.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Reference(#[from] target::BadReference),
+    #[error("{0}")]
+    NoLlm(String),
+    #[error(
+        "no GitHub credentials: set GITHUB_TOKEN to a token that can read {0} \
+         (or GITHUB_APP_ID and GITHUB_PRIVATE_KEY_FILE for the App)"
+    )]
+    NoGitHub(String),
+    #[error("GitHub refused the credentials ({0}): check GITHUB_TOKEN, or the App's id and key")]
+    BadCredentials(String),
+    #[error(
+        "{0} was not found: check the reference, and that the token can read the repository \
+         (or that the App is installed on it)"
+    )]
+    NotFound(String),
+    #[error(
+        "GitHub refused to post the review ({0}): the token needs \"Pull requests: write\" \
+         (a classic token: the repo scope)"
+    )]
+    CannotPost(String),
+    #[error("GitHub: {0}")]
+    GitHub(GitHubError),
+    #[error(
+        "the model did not answer ({0}); check LLM_PROVIDER, LLM_BASE_URL and that the server \
+         is running"
+    )]
+    Llm(String),
+    #[error(transparent)]
+    Local(#[from] local::LocalError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl CliError {
+    fn from_github(err: GitHubError, what: &str) -> Self {
+        match err {
+            GitHubError::NotFound(_) => CliError::NotFound(what.to_string()),
+            GitHubError::Unauthorized(m) => CliError::BadCredentials(m),
+            GitHubError::Config(m) => CliError::Setup(m),
+            other => CliError::GitHub(other),
+        }
+    }
+}
+
+/// The outcome of a review, whatever it was run on.
+pub struct Report {
+    /// `owner/repo#N`, or `owner/repo base..head` for a local change.
+    pub subject: String,
+    pub repo: String,
+    pub pr: Option<u64>,
+    pub base: String,
+    pub head: String,
+    pub inline: Vec<Candidate>,
+    pub in_summary: Vec<Candidate>,
+    pub not_reviewed: Vec<(String, String)>,
+    pub partial: bool,
+    pub passes_ok: Vec<&'static str>,
+    pub passes_failed: Vec<(&'static str, String)>,
+    pub below_threshold: usize,
+    pub min_confidence: u8,
+    pub suppressed: usize,
+    pub usage: UsageTally,
+    /// The posted review's URL, with `--post`.
+    pub posted: Option<String>,
+}
+
+/// Run one review and return what to print.
+pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
+    // A bad reference is reported before anything else is set up.
+    let pull = args.pull.as_deref().map(target::parse).transpose()?;
+    let llm = llm(env).await?;
+    let prices = Arc::new(prices(env)?);
+    let store = local_store(env).await?;
+    let silenced = Handles::new(
+        &env("GITHUB_APP_SLUG").unwrap_or_else(|| "parley".into()),
+        &[],
+    );
+    let progress = progress::Bar::new(args.quiet);
+    let metered = MeteredLlm::new(llm, prices);
+    let report = match (&args.pull, &args.git, &args.diff) {
+        (Some(_), _, _) => {
+            let Some(pull) = &pull else {
+                return Err(CliError::Setup("no PR reference".into()));
+            };
+            review_pull(
+                pull,
+                args.post,
+                env,
+                store.as_ref(),
+                &metered,
+                &silenced,
+                &progress,
+            )
+            .await?
+        }
+        (None, Some(range), _) => {
+            let range = Some(range.as_str()).filter(|r| !r.is_empty());
+            let change = local::from_git(&args.repo_dir, range)?;
+            review_local(change, store.as_ref(), &metered, &silenced, &progress).await?
+        }
+        (None, None, Some(source)) => {
+            let change = local::from_diff(source, &args.repo_dir)?;
+            review_local(change, store.as_ref(), &metered, &silenced, &progress).await?
+        }
+        (None, None, None) => {
+            return Err(CliError::Setup(
+                "give a PR (OWNER/REPO#N or its URL), --git [BASE..HEAD] or --diff FILE".into(),
+            ));
+        }
+    };
+    progress.finish();
+    Ok(report)
+}
+
+async fn review_pull(
+    pull: &PullRef,
+    post: bool,
+    env: &Env,
+    store: &dyn Store,
+    llm: &MeteredLlm,
+    silenced: &Handles,
+    progress: &progress::Bar,
+) -> Result<Report, CliError> {
+    let client = github(env, pull)?;
+    let installation = if client.is_app() {
+        client
+            .repo_installation(&pull.owner, &pull.name)
+            .await
+            .map_err(|err| match err {
+                GitHubError::NotFound(_) => CliError::NotFound(format!(
+                    "an installation of the App on {}/{}",
+                    pull.owner, pull.name
+                )),
+                other => CliError::from_github(other, &pull.to_string()),
+            })?
+    } else {
+        0
+    };
+    let github: Arc<dyn GitHub> = Arc::new(client);
+    let scope = RepoScope::new(installation, pull.owner.clone(), pull.name.clone());
+    let repo = scope.full_name();
+    let pr = github
+        .get_pull_request(&scope, pull.number)
+        .await
+        .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
+    let loaded = ConfigLoader::new(github.clone(), ConfigLoader::DEFAULT_TTL)
+        .for_pull(&scope, &pr)
+        .await;
+    let listing = PullFiles::fetch(github.as_ref(), &scope, pull.number)
+        .await
+        .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
+    let guidelines =
+        load_guidelines(github.as_ref(), &scope, &pr.base.ref_name, &listing.paths).await;
+    let earlier = store
+        .findings_for_pr(&repo, pull.number)
+        .await
+        .map_err(|e| CliError::Setup(format!("the local store: {e}")))?;
+    let subject = Subject {
+        repo: &repo,
+        owner: &pull.owner,
+        number: pull.number,
+        title: &pr.title,
+        description: &pr.body,
+        base_sha: &pr.base.sha,
+        head_sha: &pr.head.sha,
+        incremental: false,
+        files: listing.files.clone(),
+        truncated: listing.truncated,
+        pr_patches: &listing.patches,
+        pr_paths: &listing.paths,
+        guidelines: &guidelines,
+        earlier: &earlier,
+    };
+    let analysis = analysis(store, llm, &loaded.config, &subject, silenced, progress).await?;
+    let mut report = report(
+        &analysis,
+        llm,
+        pull.to_string(),
+        &repo,
+        Some(pull.number),
+        &pr.base.sha,
+        &pr.head.sha,
+    );
+    if post {
+        let repo_url = format!("https://github.com/{repo}");
+        let usage = llm.tally();
+        let summary = analysis.summary(analyse::Framing {
+            repo_url: &repo_url,
+            head_sha: &pr.head.sha,
+            base_sha: &pr.base.sha,
+            incremental: false,
+            trigger: "cli",
+            rerun_of: None,
+            guidelines: &guidelines,
+            config_warnings: &loaded.warnings,
+            usage: &usage,
+            spent_on_pr: None,
+        });
+        report.posted = Some(
+            post_review(
+                github.as_ref(),
+                store,
+                &scope,
+                pull.number,
+                &pr.head.sha,
+                &analysis,
+                &summary,
+            )
+            .await?,
+        );
+    }
+    Ok(report)
+}
+
+async fn review_local(
+    change: local::LocalChange,
+    store: &dyn Store,
+    llm: &MeteredLlm,
+    silenced: &Handles,
+    progress: &progress::Bar,
+) -> Result<Report, CliError> {
+    let listing = PullFiles::from_files(change.files.clone(), false);
+    let subject = Subject {
+        repo: &change.repo,
+        owner: &change.owner,
+        number: 0,
+        title: &change.title,
+        description: "",
+        base_sha: &change.base,
+        head_sha: &change.head,
+        incremental: false,
+        files: change.files.clone(),
+        truncated: false,
+        pr_patches: &listing.patches,
+        pr_paths: &listing.paths,
+        guidelines: &change.guidelines,
+        earlier: &[],
+    };
+    for warning in &change.warnings {
+        eprintln!("warning: .parley.yml {warning}");
+    }
+    let analysis = analysis(store, llm, &change.config, &subject, silenced, progress).await?;
+    let name = format!(
+        "{} {}..{}",
+        change.repo,
+        summary::short(&change.base),
+        summary::short(&change.head)
+    );
+    Ok(report(
+        &analysis,
+        llm,
+        name,
+        &change.repo,
+        None,
+        &change.base,
+        &change.head,
+    ))
+}
+
+async fn analysis(
+    store: &dyn Store,
+    llm: &MeteredLlm,
+    config: &RepoConfig,
+    subject: &Subject<'_>,
+    silenced: &Handles,
+    progress: &progress::Bar,
+) -> Result<Analysis, CliError> {
+    progress.start(&parley_core::review::specialists::select(
+        &config.review,
+        !subject.guidelines.is_empty(),
+    ));
+    analyse::analyse(store, llm, config, subject, silenced, progress)
+        .await
+        .map_err(|err| match err {
+            ReviewError::AllPassesFailed(e) => CliError::Llm(e.public_reason().to_string()),
+            other => CliError::Setup(other.to_string()),
+        })
+}
+
+fn report(
+    analysis: &Analysis,
+    llm: &MeteredLlm,
+    subject: String,
+    repo: &str,
+    pr: Option<u64>,
+    base: &str,
+    head: &str,
+) -> Report {
+    Report {
+        subject,
+        repo: repo.to_string(),
+        pr,
+        base: base.to_string(),
+        head: head.to_string(),
+        inline: analysis.filtered.inline.clone(),
+        in_summary: analysis.filtered.in_summary.clone(),
+        not_reviewed: analysis
+            .inputs
+            .not_reviewed
+            .iter()
+            .map(|n| (n.path.clone(), n.reason.clone()))
+            .collect(),
+        partial: analysis.inputs.listing_truncated || !analysis.inputs.not_reviewed.is_empty(),
+        passes_ok: analysis
+            .results
+            .iter()
+            .filter(|r| r.outcome.is_ok())
+            .map(|r| r.specialist)
+            .collect(),
+        passes_failed: analysis.passes_failed(),
+        below_threshold: analysis.filtered.below_threshold.len(),
+        min_confidence: analysis.filtered.min_confidence,
+        suppressed: analysis.suppressed.len(),
+        usage: llm.tally(),
+        posted: None,
+    }
+}
+
+/// One review on the PR, its findings kept in the local store (a later `parley review`
+/// of the same PR does not report them again).
+async fn post_review(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    scope: &RepoScope,
+    number: u64,
+    head_sha: &str,
+    analysis: &Analysis,
+    summary: &summary::Summary<'_>,
+) -> Result<String, CliError> {
+    let inline: Vec<Identified> = analysis
+        .filtered
+        .inline
+        .iter()
+        .map(|c| Identified::new(c.clone(), head_sha))
+        .collect();
+    let in_summary: Vec<Identified> = analysis
+        .filtered
+        .in_summary
+        .iter()
+        .map(|c| Identified::new(c.clone(), head_sha))
+        .collect();
+    let posted = publish::post_review(
+        github,
+        scope,
+        number,
+        head_sha,
+        &inline,
+        &summary.render(false),
+        &summary.render(true),
+    )
+    .await
+    .map_err(|err| match err {
+        GitHubError::Forbidden(m) => CliError::CannotPost(m),
+        GitHubError::NotFound(m) => CliError::CannotPost(m),
+        other => CliError::GitHub(other),
+    })?;
+    if let Err(err) = publish::record_findings(
+        github,
+        store,
+        scope,
+        number,
+        head_sha,
+        posted.review.id,
+        &inline,
+        &in_summary,
+    )
+    .await
+    {
+        // Posted already: a local bookkeeping failure must not read as "not posted".
+        eprintln!("warning: the review is posted, but its findings were not stored locally: {err}");
+    }
+    Ok(posted.review.html_url)
+}
+
+/// The LLM, or the first-run message naming the three ways to get one.
+async fn llm(env: &Env) -> Result<Arc<dyn Llm>, CliError> {
+    let lookup = |name: &str| env(name);
+    if let Err(err) = parley_llm::LlmConfig::from_lookup(lookup) {
+        let reason = match env(parley_llm::config::PROVIDER_ENV) {
+            None => "none is configured".to_string(),
+            Some(_) => err.to_string(),
+        };
+        return Err(CliError::NoLlm(first_run_message(&reason)));
+    }
+    parley_runtime::clients::llm_from_env(env)
+        .await
+        .map_err(|e| CliError::Setup(e.to_string()))
+}
+
+pub fn first_run_message(reason: &str) -> String {
+    format!(
+        "Parley needs an LLM, and {reason}. Pick one:\n\
+         \n  Ollama or any OpenAI-compatible server (local, no key):\n\
+         \x20   LLM_PROVIDER=openai LLM_BASE_URL=http://localhost:11434/v1 LLM_MODEL=qwen2.5-coder:7b LLM_MAX_CONCURRENCY=1\n\
+         \n  Anthropic:\n\
+         \x20   LLM_PROVIDER=anthropic LLM_API_KEY=sk-ant-...\n\
+         \n  Amazon Bedrock (AWS credentials from the usual places):\n\
+         \x20   LLM_PROVIDER=bedrock AWS_REGION=us-east-1\n\
+         \nPut them in the environment or in .env, then run parley review again."
+    )
+}
+
+fn prices(env: &Env) -> Result<PriceTable, CliError> {
+    let table = PriceTable::builtin();
+    match env(parley_core::llm::PRICES_ENV) {
+        Some(json) if !json.trim().is_empty() => table
+            .with_overrides_json(&json)
+            .map_err(|e| CliError::Setup(format!("PARLEY_LLM_PRICES: {e}"))),
+        _ => Ok(table),
+    }
+}
+
+/// The local SQLite store (`PARLEY_DB_PATH`): what `parley serve` learned applies here too.
+async fn local_store(env: &Env) -> Result<Arc<dyn Store>, CliError> {
+    let path = env("PARLEY_DB_PATH").unwrap_or_else(|| ".parley/parley.db".into());
+    let store = parley_store::sqlite::SqliteStore::open(std::path::Path::new(&path))
+        .map_err(|e| CliError::Setup(format!("cannot open the local store at {path}: {e}")))?;
+    Ok(Arc::new(store))
+}
+
+/// A person's token first (it is what someone running this by hand has), else the App.
+fn github(env: &Env, pull: &PullRef) -> Result<GitHubClient, CliError> {
+    let config =
+        GitHubConfig::from_lookup(|name| env(name)).map_err(|e| CliError::Setup(e.to_string()))?;
+    let config = match env(parley_github::config::ENV_TOKEN).filter(|t| !t.trim().is_empty()) {
+        Some(token) => GitHubConfig {
+            app_id: None,
+            private_key_pem: None,
+            ..config
+        }
+        .with_token(token),
+        None if config.has_credentials() => config,
+        None => return Err(CliError::NoGitHub(format!("{}/{}", pull.owner, pull.name))),
+    };
+    GitHubClient::new(config).map_err(|e| CliError::Setup(e.to_string()))
+}

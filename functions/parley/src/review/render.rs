@@ -1,0 +1,286 @@
+//! Printing a review: coloured for a terminal, Markdown, JSON, or SARIF for code scanning.
+
+use super::Report;
+use console::{Style, style};
+use parley_core::ports::Severity;
+use parley_core::review::merge::Candidate;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Coloured text (plain when stdout is not a terminal or NO_COLOR is set).
+    Terminal,
+    Markdown,
+    Json,
+    /// SARIF 2.1.0, for `github/codeql-action/upload-sarif`.
+    Sarif,
+}
+
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Terminal => terminal(report),
+        Format::Markdown => markdown(report),
+        Format::Json => serde_json::to_string_pretty(&json_value(report)).unwrap_or_default(),
+        Format::Sarif => serde_json::to_string_pretty(&sarif(report)).unwrap_or_default(),
+    }
+}
+
+fn findings(report: &Report) -> impl Iterator<Item = (&Candidate, bool)> {
+    report
+        .inline
+        .iter()
+        .map(|c| (c, true))
+        .chain(report.in_summary.iter().map(|c| (c, false)))
+}
+
+fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "critical",
+        Severity::High => "high",
+        Severity::Medium => "medium",
+        Severity::Low => "low",
+        Severity::Nit => "nit",
+    }
+}
+
+fn lines(c: &Candidate) -> String {
+    match c.start_line {
+        Some(start) if start != c.line => format!("{}-{}", start, c.line),
+        _ => c.line.to_string(),
+    }
+}
+
+fn terminal(report: &Report) -> String {
+    let colour = |s: Severity| match s {
+        Severity::Critical => Style::new().red().bold(),
+        Severity::High => Style::new().red(),
+        Severity::Medium => Style::new().yellow(),
+        Severity::Low => Style::new().cyan(),
+        Severity::Nit => Style::new().dim(),
+    };
+    let mut out = format!(
+        "{} {}\n",
+        style("Parley review of").bold(),
+        style(&report.subject).bold()
+    );
+    let count = report.inline.len() + report.in_summary.len();
+    out.push_str(&match count {
+        0 => "No findings.\n".to_string(),
+        1 => "1 finding.\n".to_string(),
+        n => format!("{n} findings.\n"),
+    });
+    for (c, _) in findings(report) {
+        out.push_str(&format!(
+            "\n{} {}:{}  {}  {}\n",
+            colour(c.severity).apply_to(format!("[{}]", severity_name(c.severity))),
+            style(&c.path).underlined(),
+            lines(c),
+            style(&c.title).bold(),
+            style(format!("({}, confidence {})", c.category, c.confidence)).dim()
+        ));
+        for line in c.body.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+        if let Some(suggestion) = &c.suggestion {
+            out.push_str(&format!("    {}\n", style("suggested:").green()));
+            for line in suggestion.lines() {
+                out.push_str(&format!("    {}\n", style(format!("+ {line}")).green()));
+            }
+        }
+    }
+    out.push_str(&footer(report, false));
+    out
+}
+
+fn markdown(report: &Report) -> String {
+    let mut out = format!("## Parley review of {}\n\n", report.subject);
+    let count = report.inline.len() + report.in_summary.len();
+    if count == 0 {
+        out.push_str("No findings.\n");
+    }
+    for (c, _) in findings(report) {
+        out.push_str(&format!(
+            "### **{}** `{}:{}` {}\n\n*{}, confidence {}*\n\n{}\n\n",
+            severity_name(c.severity),
+            c.path,
+            lines(c),
+            c.title,
+            c.category,
+            c.confidence,
+            c.body.trim()
+        ));
+        if let Some(suggestion) = &c.suggestion {
+            out.push_str(&format!(
+                "```suggestion\n{}\n```\n\n",
+                suggestion.trim_end()
+            ));
+        }
+    }
+    out.push_str(&footer(report, true));
+    out
+}
+
+/// What was not reviewed, failed passes, suppressed findings, cost: never silent.
+fn footer(report: &Report, markdown: bool) -> String {
+    let bullet = if markdown { "- " } else { "  " };
+    let mut out = String::new();
+    if !report.not_reviewed.is_empty() || report.partial {
+        out.push_str(&format!(
+            "\nNot reviewed ({}):\n",
+            report.not_reviewed.len()
+        ));
+        for (path, reason) in &report.not_reviewed {
+            out.push_str(&format!("{bullet}{path}: {reason}\n"));
+        }
+    }
+    if !report.passes_failed.is_empty() {
+        out.push_str("\nPasses that failed (their findings are missing):\n");
+        for (pass, reason) in &report.passes_failed {
+            out.push_str(&format!("{bullet}{pass}: {reason}\n"));
+        }
+    }
+    if report.below_threshold > 0 || report.suppressed > 0 {
+        out.push_str(&format!(
+            "\n{} below the confidence threshold ({}), {} suppressed by learnings.\n",
+            report.below_threshold, report.min_confidence, report.suppressed
+        ));
+    }
+    out.push_str(&format!(
+        "\n{} LLM calls, {} input / {} output tokens{}.\n",
+        report.usage.calls,
+        report.usage.usage.input_tokens,
+        report.usage.usage.output_tokens,
+        report
+            .usage
+            .cost_usd()
+            .map(|usd| format!(", about ${usd:.4}"))
+            .unwrap_or_default()
+    ));
+    if let Some(url) = &report.posted {
+        out.push_str(&format!("Posted: {url}\n"));
+    }
+    out
+}
+
+fn json_value(report: &Report) -> Value {
+    json!({
+        "subject": report.subject,
+        "repo": report.repo,
+        "pr": report.pr,
+        "base": report.base,
+        "head": report.head,
+        "findings": findings(report).map(|(c, inline)| json!({
+            "path": c.path,
+            "line": c.line,
+            "start_line": c.start_line,
+            "severity": severity_name(c.severity),
+            "category": c.category,
+            "confidence": c.confidence,
+            "title": c.title,
+            "body": c.body,
+            "suggestion": c.suggestion,
+            "passes": c.passes,
+            "on_diff": inline,
+            "fingerprint": c.fingerprint,
+        })).collect::<Vec<_>>(),
+        "not_reviewed": report.not_reviewed.iter().map(|(path, reason)| json!({"path": path, "reason": reason})).collect::<Vec<_>>(),
+        "partial": report.partial,
+        "passes": {
+            "ok": report.passes_ok,
+            "failed": report.passes_failed.iter().map(|(p, r)| json!({"pass": p, "reason": r})).collect::<Vec<_>>(),
+        },
+        "below_threshold": report.below_threshold,
+        "min_confidence": report.min_confidence,
+        "suppressed": report.suppressed,
+        "usage": {
+            "calls": report.usage.calls,
+            "input_tokens": report.usage.usage.input_tokens,
+            "output_tokens": report.usage.usage.output_tokens,
+            "cost_usd": report.usage.cost_usd(),
+        },
+        "posted": report.posted,
+    })
+}
+
+/// SARIF 2.1.0, the subset code scanning reads: one run, one rule per category, one
+/// result per finding with its location and a stable fingerprint (so a re-run updates
+/// alerts instead of duplicating them). Built with `serde_json`: a dozen fields do not
+/// justify a typed SARIF crate and its builder dependencies.
+fn sarif(report: &Report) -> Value {
+    let mut rules: Vec<String> = findings(report).map(|(c, _)| rule_id(c)).collect();
+    rules.sort();
+    rules.dedup();
+    let results: Vec<Value> = findings(report)
+        .map(|(c, _)| {
+            let mut region = json!({ "startLine": c.start_line.unwrap_or(c.line).max(1), "endLine": c.line.max(1) });
+            if c.start_line.is_none() {
+                region = json!({ "startLine": c.line.max(1) });
+            }
+            json!({
+                "ruleId": rule_id(c),
+                "level": match c.severity {
+                    Severity::Critical | Severity::High => "error",
+                    Severity::Medium => "warning",
+                    Severity::Low | Severity::Nit => "note",
+                },
+                "message": { "text": format!("{}\n\n{}", c.title, c.body.trim()) },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": { "uri": c.path, "uriBaseId": "%SRCROOT%" },
+                        "region": region,
+                    }
+                }],
+                "partialFingerprints": { "parleyFingerprint/v1": c.fingerprint },
+                "properties": {
+                    "severity": severity_name(c.severity),
+                    "confidence": c.confidence,
+                    "security-severity": security_severity(c.severity),
+                },
+            })
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": {
+                "name": "Parley",
+                "informationUri": "https://github.com/parley-review/parley",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.iter().map(|id| json!({
+                    "id": id,
+                    "shortDescription": { "text": format!("Parley {} finding", id.trim_start_matches("parley/")) },
+                })).collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }],
+    })
+}
+
+fn rule_id(c: &Candidate) -> String {
+    let category: String = c
+        .category
+        .to_ascii_lowercase()
+        .chars()
+        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' })
+        .collect();
+    format!(
+        "parley/{}",
+        if category.is_empty() {
+            "finding".into()
+        } else {
+            category
+        }
+    )
+}
+
+/// Code scanning's severity score (0-10) for the rule, which it shows as critical/high/….
+fn security_severity(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "9.5",
+        Severity::High => "8.0",
+        Severity::Medium => "5.5",
+        Severity::Low => "3.0",
+        Severity::Nit => "1.0",
+    }
+}
