@@ -75,8 +75,10 @@ impl GitHubClient {
                     // A cached token can be revoked early (App permissions changed,
                     // installation re-authorised): mint a new one once. A 401 with a fresh
                     // token or the JWT means the credentials themselves are wrong.
+                    // A person's token cannot be re-minted: its 401 is final.
                     if let Auth::Installation(installation_id) = call.auth
                         && !token_refreshed
+                        && self.is_app()
                     {
                         tracing::warn!(%context, installation_id, "401 from GitHub; minting a new installation token");
                         self.forget_token(installation_id, &credential).await;

@@ -1,0 +1,527 @@
+//! `parley review`, `parley doctor` and `parley app manifest` as a person runs them: the
+//! real binary, against the fake GitHub and fake LLM over HTTP, in a directory of its own
+//! (no `.env` found, nothing inherited from the test's environment).
+
+use parley_tests::fake_github::FakeGitHub;
+use parley_tests::fake_llm::FakeLlm;
+use parley_tests::review_harness::{
+    BASE, CORRECTNESS, DB_PATCH, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
+};
+use parley_tests::serve_process::{env_for, parley_binary};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const TOKEN: &str = "ghp_person_token_for_tests";
+
+struct Rig {
+    github: FakeGitHub,
+    llm: FakeLlm,
+    dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// PR #42 with `src/db.rs`; the security pass finds an SQL injection on line 3.
+    async fn start() -> Self {
+        let github = FakeGitHub::start().await;
+        let llm = FakeLlm::start().await;
+        llm.default_reply(r#"{"findings": []}"#);
+        llm.answer(
+            SECURITY,
+            &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
+        );
+        github.add_pull(REPO, PR, "alice", HEAD, BASE);
+        github.update_pull(REPO, PR, |pr| {
+            pr["html_url"] = format!("https://github.com/{REPO}/pull/{PR}").into();
+            pr["base"]["repo"]["default_branch"] = "main".into();
+        });
+        github.set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH)]);
+        github.accept_personal_token(TOKEN, false);
+        Rig {
+            github,
+            llm,
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// A person's environment: a token, the LLM, a local store; no App.
+    fn env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = env_for(
+            &self.github,
+            &self.llm,
+            &self.dir.path().join("parley.db"),
+            "s",
+        )
+        .into_iter()
+        .filter(|(k, _)| !["GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "RUST_LOG"].contains(&k.as_str()))
+        .collect();
+        env.push(("GITHUB_TOKEN".into(), TOKEN.into()));
+        env.push(("LLM_MAX_CONCURRENCY".into(), "4".into()));
+        env.push(("LLM_MAX_RETRIES".into(), "1".into()));
+        env.push(("LLM_RETRY_BASE_DELAY_MS".into(), "10".into()));
+        env
+    }
+
+    fn parley(&self, args: &[&str], env: &[(String, String)]) -> Output {
+        parley_in(self.dir.path(), args, env, None)
+    }
+
+    fn posts(&self) -> usize {
+        self.github.requests_to("POST", "/reviews").len()
+            + self.github.requests_to("POST", "/comments").len()
+    }
+}
+
+fn parley_in(dir: &Path, args: &[&str], env: &[(String, String)], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(parley_binary());
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn parley");
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        use std::io::Write;
+        pipe.write_all(text.as_bytes()).expect("write stdin");
+    }
+    child.wait_with_output().expect("parley output")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+async fn run(rig: &Rig, args: Vec<String>, env: Vec<(String, String)>) -> Output {
+    let dir = rig.dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        parley_in(&dir, &args, &env, None)
+    })
+    .await
+    .expect("join")
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
+    let rig = Rig::start().await;
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+
+    let out = run(&rig, args(&["review", &reference]), rig.env()).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Parley review of octo-org/hello-world#42"),
+        "{text}"
+    );
+    assert!(text.contains("[critical] src/db.rs:3"), "{text}");
+    assert!(text.contains("SQL injection"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "NO_COLOR: no escape codes: {text:?}"
+    );
+
+    let out = run(
+        &rig,
+        args(&["review", &reference, "--format", "markdown"]),
+        rig.env(),
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(text.starts_with("## Parley review of"), "{text}");
+    assert!(
+        text.contains("### **critical** `src/db.rs:3` SQL injection"),
+        "{text}"
+    );
+
+    let url = format!("https://github.com/{REPO}/pull/{PR}");
+    let out = run(&rig, args(&["review", &url, "--format", "json"]), rig.env()).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json on stdout, nothing else");
+    assert_eq!(json["pr"], PR);
+    assert_eq!(json["head"], HEAD);
+    let findings = json["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{json:#}");
+    assert_eq!(findings[0]["severity"], "critical");
+    assert_eq!(findings[0]["line"], 3);
+    assert_eq!(json["passes"]["ok"].as_array().map(Vec::len), Some(4));
+    assert!(json["usage"]["calls"].as_u64().unwrap_or(0) >= 4);
+
+    let out = run(
+        &rig,
+        args(&["review", &reference, "--format", "sarif"]),
+        rig.env(),
+    )
+    .await;
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("sarif");
+    assert_eq!(sarif["version"], "2.1.0");
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["level"], "error");
+    assert_eq!(
+        result["ruleId"],
+        format!(
+            "parley/{}",
+            findings[0]["category"].as_str().unwrap_or_default()
+        )
+    );
+    let location = &result["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "src/db.rs");
+    assert_eq!(location["region"]["startLine"], 3);
+    assert!(result["partialFingerprints"]["parleyFingerprint/v1"].is_string());
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    assert!(
+        rules.iter().any(|r| r["id"] == result["ruleId"]),
+        "every result's rule is declared"
+    );
+
+    assert_eq!(rig.posts(), 0, "nothing is posted without --post");
+    // The specialists saw the PR's patch, as the worker's passes do.
+    assert!(
+        rig.llm
+            .prompts()
+            .iter()
+            .any(|p| p.text().contains("SELECT * FROM users"))
+    );
+}
+
+#[tokio::test]
+async fn post_posts_exactly_one_review() {
+    let rig = Rig::start().await;
+    let out = run(
+        &rig,
+        args(&["review", "octo-org/hello-world#42", "--post"]),
+        rig.env(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reviews = rig.github.reviews(REPO, PR);
+    assert_eq!(reviews.len(), 1, "{reviews:#?}");
+    assert_eq!(rig.github.requests_to("POST", "/reviews").len(), 1);
+    let comments = rig.github.review_comments(REPO, PR);
+    assert_eq!(comments.len(), 1);
+    assert!(
+        comments[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("SQL injection")
+    );
+    assert!(stdout(&out).contains("Posted: "), "{}", stdout(&out));
+    // No check run: a review from a terminal is not the merge gate.
+    assert!(rig.github.check_runs(REPO).is_empty());
+}
+
+#[tokio::test]
+async fn a_local_git_range_is_reviewed_without_github() {
+    let rig = Rig::start().await;
+    rig.llm.remove_rules(SECURITY);
+    rig.llm.answer(
+        CORRECTNESS,
+        &reply(&[finding(
+            "src/lib.rs",
+            2,
+            "high",
+            88,
+            "Off-by-one in the loop bound",
+        )]),
+    );
+    let repo = tempfile::tempdir().expect("repo dir");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(repo.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .expect("git");
+        assert!(
+            status.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(repo.path().join("src")).unwrap();
+    std::fs::write(repo.path().join("src/lib.rs"), "fn a() {}\n").unwrap();
+    // The base's rules: a guideline file and a .parley.yml turning the judge off.
+    std::fs::write(
+        repo.path().join("CLAUDE.md"),
+        "Loops use inclusive bounds only with a comment.\n",
+    )
+    .unwrap();
+    std::fs::write(repo.path().join(".parley.yml"), "review:\n  judge: false\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "base"]);
+    git(&["checkout", "-q", "-b", "feature"]);
+    std::fs::write(
+        repo.path().join("src/lib.rs"),
+        "fn a() {}\nfn count(n: usize) {\n    for i in 0..=n { println!(\"{i}\"); }\n}\n",
+    )
+    .unwrap();
+    git(&["commit", "-q", "-am", "count things"]);
+
+    let env = rig.env();
+    let dir = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        parley_in(
+            &dir,
+            &["review", "--git", "main..HEAD", "--format", "json"],
+            &env,
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let findings = json["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{json:#}");
+    assert_eq!(findings[0]["path"], "src/lib.rs");
+    assert_eq!(json["pr"], Value::Null);
+    assert!(rig.github.requests().is_empty(), "nothing touches GitHub");
+    let prompts = rig.llm.prompts();
+    assert!(
+        prompts.iter().any(|p| p.text().contains("for i in 0..=n")),
+        "the local change was reviewed"
+    );
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.text().contains("inclusive bounds")),
+        "the base's guideline file"
+    );
+    assert!(
+        !prompts.iter().any(|p| p.text().contains("final judge")),
+        "the base's .parley.yml turned the judge off"
+    );
+
+    // The same change from a diff on stdin; and a diff that does not parse.
+    let diff = Command::new("git")
+        .args(["diff", "main..HEAD"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap()
+        .stdout;
+    let env = rig.env();
+    let dir = repo.path().to_path_buf();
+    let (ok, bad) = tokio::task::spawn_blocking(move || {
+        let diff = String::from_utf8_lossy(&diff).into_owned();
+        let ok = parley_in(
+            &dir,
+            &["review", "--diff", "-", "--format", "json"],
+            &env,
+            Some(&diff),
+        );
+        let broken = diff.replacen("@@ -1 +1,4 @@", "@@ -1 +1,9 @@", 1);
+        let bad = parley_in(&dir, &["review", "--diff", "-"], &env, Some(&broken));
+        (ok, bad)
+    })
+    .await
+    .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let json: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(json["findings"].as_array().map(Vec::len), Some(1));
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("the diff does not parse"),
+        "{}",
+        stderr(&bad)
+    );
+    assert!(stdout(&bad).is_empty());
+}
+
+/// Each bad input: one line naming the fix, exit status 2, nothing posted.
+#[tokio::test]
+async fn bad_input_is_one_line_that_names_the_fix() {
+    let rig = Rig::start().await;
+    let reference = "octo-org/hello-world#42";
+    let without = |name: &str| -> Vec<(String, String)> {
+        rig.env().into_iter().filter(|(k, _)| k != name).collect()
+    };
+    let with = |name: &str, value: &str| -> Vec<(String, String)> {
+        let mut env = without(name);
+        env.push((name.to_string(), value.to_string()));
+        env
+    };
+    let cases: Vec<(Vec<String>, Vec<(String, String)>, &str)> = vec![
+        (
+            args(&["review", "octo-org/hello-world"]),
+            rig.env(),
+            "OWNER/REPO#N",
+        ),
+        (
+            args(&["review", reference]),
+            without("GITHUB_TOKEN"),
+            "set GITHUB_TOKEN",
+        ),
+        (
+            args(&["review", reference]),
+            with("GITHUB_TOKEN", "ghp_wrong"),
+            "refused the credentials",
+        ),
+        (
+            args(&["review", "octo-org/hello-world#404"]),
+            rig.env(),
+            "was not found",
+        ),
+        (
+            args(&["review", reference]),
+            without("LLM_PROVIDER"),
+            "http://localhost:11434/v1",
+        ),
+        (
+            args(&["review", reference]),
+            with("LLM_BASE_URL", "http://127.0.0.1:9"),
+            "the model did not answer",
+        ),
+    ];
+    for (argv, env, expected) in cases {
+        let out = run(&rig, argv.clone(), env).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
+        assert!(err.contains(expected), "{argv:?}: {err}");
+        assert!(stdout(&out).is_empty(), "{argv:?}: {}", stdout(&out));
+        if !expected.contains("11434") {
+            assert_eq!(err.trim().lines().count(), 1, "{argv:?}: one line: {err}");
+        }
+    }
+    // A token that may read but not write: --post fails clearly, and nothing is posted.
+    rig.github.accept_personal_token(TOKEN, true);
+    let out = run(&rig, args(&["review", reference, "--post"]), rig.env()).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("Pull requests: write"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(rig.github.reviews(REPO, PR).is_empty());
+}
+
+#[tokio::test]
+async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
+    let rig = Rig::start().await;
+    let app_env = || {
+        let mut env = env_for(
+            &rig.github,
+            &rig.llm,
+            &rig.dir.path().join("parley.db"),
+            "a-webhook-secret-of-32-chars-xx",
+        );
+        env.retain(|(k, _)| k != "GITHUB_APP_SLUG" && k != "RUST_LOG");
+        env
+    };
+    let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
+    let table = stdout(&out);
+    assert!(out.status.success(), "{table}{}", stderr(&out));
+    for line in [
+        "webhook secret",
+        "GitHub App",
+        "installation token",
+        "LLM",
+        "store",
+        "queue",
+        ".parley.yml",
+    ] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(line))
+            .unwrap_or_else(|| panic!("{line}: {table}"));
+        assert!(row.contains(" OK "), "{row}");
+    }
+    assert!(
+        rig.llm
+            .prompts()
+            .iter()
+            .any(|p| p.text().contains("Reply with the word OK")),
+        "one tiny LLM call"
+    );
+
+    let broken: Vec<(&str, Option<&str>, &str, &str)> = vec![
+        (
+            "GITHUB_WEBHOOK_SECRET",
+            None,
+            "webhook secret",
+            "openssl rand -hex 32",
+        ),
+        (
+            "GITHUB_WEBHOOK_SECRET",
+            Some("short"),
+            "webhook secret",
+            "shorter than 16",
+        ),
+        ("GITHUB_APP_ID", None, "GitHub App", "GITHUB_APP_ID is not"),
+        ("LLM_PROVIDER", None, "LLM", "LLM_PROVIDER"),
+        (
+            "LLM_BASE_URL",
+            Some("http://127.0.0.1:9"),
+            "LLM",
+            "check LLM_PROVIDER",
+        ),
+        ("PARLEY_STORE", Some("postgres"), "store", "PARLEY_STORE"),
+    ];
+    for (name, value, row_name, fix) in broken {
+        let mut env = app_env();
+        env.retain(|(k, _)| k != name);
+        if let Some(value) = value {
+            env.push((name.to_string(), value.to_string()));
+        }
+        let out = run(&rig, args(&["doctor", REPO]), env).await;
+        let table = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {table}");
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(row_name) && l.contains("FAIL"))
+            .unwrap_or_else(|| panic!("{name}: no failing {row_name} row: {table}"));
+        assert!(row.contains(fix), "{name}: {row}");
+    }
+
+    // The App not installed on the repository.
+    let out = run(&rig, args(&["doctor", "octo-org/elsewhere"]), app_env()).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("not installed on octo-org/elsewhere"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[tokio::test]
+async fn app_manifest_and_config_schema_print_json() {
+    let rig = Rig::start().await;
+    let out = run(
+        &rig,
+        args(&["app", "manifest", "--url", "https://parley.example.com"]),
+        Vec::new(),
+    )
+    .await;
+    assert!(out.status.success());
+    let manifest: Value = serde_json::from_slice(&out.stdout).expect("manifest json");
+    assert_eq!(
+        manifest["hook_attributes"]["url"],
+        "https://parley.example.com/webhook"
+    );
+    assert_eq!(manifest["default_permissions"]["pull_requests"], "write");
+
+    let out = run(&rig, args(&["config", "schema"]), Vec::new()).await;
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("schema json");
+    assert_eq!(schema["title"], "Parley configuration (.parley.yml)");
+}
