@@ -20,10 +20,10 @@ pub fn init() {
     };
 }
 
-/// For commands a person runs (`parley review`, `doctor`): only warnings, on stderr, so
+/// For commands a person runs (`parley review`, `doctor`): only errors (RUST_LOG for more), on stderr, so
 /// stdout carries nothing but the command's output.
 pub fn init_cli() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
