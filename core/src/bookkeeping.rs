@@ -345,6 +345,8 @@ async fn resolution_signal(
 fn github_error(err: crate::ports::GitHubError) -> JobError {
     if err.is_transient() {
         JobError::Transient(err.to_string())
+    } else if err.is_config() {
+        JobError::Misconfigured(err.to_string())
     } else {
         JobError::Permanent(err.to_string())
     }

@@ -40,6 +40,11 @@ pub async fn process_fifo_batch(items: &[BatchItem<'_>], handler: &dyn JobHandle
             continue;
         }
         if let Err(err) = process_one(item, handler).await {
+            if !err.is_retried() {
+                // Deleted, not dead-lettered: nothing a retry or a redrive could change.
+                tracing::error!(message_id = item.message_id, error = %err, body = %preview(item.body), "job failed permanently; not retried");
+                continue;
+            }
             tracing::error!(message_id = item.message_id, error = %err, "job failed; it will be retried");
             failed.push(item.message_id.to_string());
             if let Some(group) = group {
@@ -67,4 +72,14 @@ pub async fn process_one(item: &BatchItem<'_>, handler: &dyn JobHandler) -> Resu
     })?;
     tracing::info!(message_id = item.message_id, delivery_id = job.delivery_id(), job = %job.describe(), "handling job");
     handler.handle(job).await
+}
+
+/// The start of a message body, for the log line of a message that is deleted unhandled.
+fn preview(body: &str) -> &str {
+    let end = body
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| i >= 2000)
+        .unwrap_or(body.len());
+    &body[..end]
 }

@@ -1,4 +1,6 @@
-//! A fake LLM on 127.0.0.1 speaking the Anthropic Messages API (`POST /v1/messages`).
+//! A fake LLM on 127.0.0.1 speaking the Anthropic Messages API (`POST /v1/messages`) and
+//! OpenAI-compatible Chat Completions (`POST /v1/chat/completions`, as Ollama, vLLM and
+//! the llama.cpp server do).
 //!
 //! Tests script replies by what the prompt contains (a specialist's name in the system
 //! prompt, a phrase in the question), add latency, or make it fail, and then read back the
@@ -22,6 +24,8 @@ pub struct Prompt {
     pub system: String,
     /// `(role, text)` in order.
     pub messages: Vec<(String, String)>,
+    /// The OpenAI `response_format.type` asked for (`json_schema`, `json_object`).
+    pub response_format: Option<String>,
 }
 
 impl Prompt {
@@ -63,6 +67,9 @@ struct State {
     prompts: Vec<Prompt>,
     /// `(prompt fragment, tripwire)`, checked in order.
     tripwires: Vec<(String, Arc<Tripwire>)>,
+    /// `response_format` types this server refuses with a 400, as older llama.cpp and
+    /// some OpenAI-compatible proxies do for `json_schema`.
+    refused_formats: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -87,6 +94,11 @@ impl FakeLlm {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Refuse requests whose `response_format.type` is one of `kinds` with a 400.
+    pub fn refuse_response_formats(&self, kinds: &[&str]) {
+        self.state().refused_formats = kinds.iter().map(|k| k.to_string()).collect();
     }
 
     /// Always answer `reply` when the prompt contains `contains`.
@@ -195,28 +207,67 @@ impl FakeLlm {
 
 type Shared = axum::extract::State<Arc<Mutex<State>>>;
 
-async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
+async fn handle(
+    axum::extract::State(state): Shared,
+    uri: axum::http::Uri,
+    body: Bytes,
+) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(_) => return (StatusCode::BAD_REQUEST, "not json").into_response(),
     };
-    let prompt = Prompt {
-        system: system_text(&request["system"]),
-        messages: request["messages"]
-            .as_array()
-            .map(|messages| {
-                messages
-                    .iter()
-                    .map(|m| {
-                        (
-                            m["role"].as_str().unwrap_or("").to_string(),
-                            content_text(&m["content"]),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+    let openai = uri.path().ends_with("/chat/completions");
+    let all: Vec<(String, String)> = request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap_or("").to_string(),
+                        content_text(&m["content"]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let prompt = if openai {
+        Prompt {
+            system: all
+                .iter()
+                .filter(|(role, _)| role == "system")
+                .map(|(_, text)| text.clone())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            messages: all
+                .into_iter()
+                .filter(|(role, _)| role != "system")
+                .collect(),
+            response_format: request["response_format"]["type"]
+                .as_str()
+                .map(str::to_string),
+        }
+    } else {
+        Prompt {
+            system: system_text(&request["system"]),
+            messages: all,
+            response_format: None,
+        }
     };
+    if let Some(kind) = &prompt.response_format {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.refused_formats.contains(kind) {
+            s.prompts.push(prompt.clone());
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": {
+                    "message": format!("response_format type {kind} is not supported by this server"),
+                    "type": "invalid_request_error",
+                }})),
+            )
+                .into_response();
+        }
+    }
     let text = prompt.text();
     let one_at_a_time = state
         .lock()
@@ -260,6 +311,18 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
             body,
         )
             .into_response(),
+        Reply::Text(text) if openai => {
+            let input_tokens = (body.len() / 4) as u64;
+            let output_tokens = (text.len() / 4) as u64 + 1;
+            axum::Json(json!({
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [ { "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" } ],
+                "usage": { "prompt_tokens": input_tokens, "completion_tokens": output_tokens }
+            }))
+            .into_response()
+        }
         Reply::Text(text) => {
             let input_tokens = (body.len() / 4) as u64;
             let output_tokens = (text.len() / 4) as u64 + 1;

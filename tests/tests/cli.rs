@@ -62,10 +62,6 @@ impl Rig {
         env
     }
 
-    fn parley(&self, args: &[&str], env: &[(String, String)]) -> Output {
-        parley_in(self.dir.path(), args, env, None)
-    }
-
     fn posts(&self) -> usize {
         self.github.requests_to("POST", "/reviews").len()
             + self.github.requests_to("POST", "/comments").len()

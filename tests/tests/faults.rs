@@ -580,6 +580,7 @@ fn outcome(result: &Result<(), JobError>) -> &'static str {
         Ok(()) => "ok",
         Err(JobError::Transient(_)) => "fails (transient)",
         Err(JobError::Permanent(_)) => "fails (permanent)",
+        Err(JobError::Misconfigured(_)) => "fails (misconfigured)",
     }
 }
 

@@ -5,7 +5,7 @@
 use parley_core::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers::{self, FindingMarker};
-use parley_core::ports::{RunState, Severity};
+use parley_core::ports::{JobError, RunState, Severity};
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use serde_json::{Value, json};
@@ -24,6 +24,7 @@ parley_tests::review_on_both_stores!(
     clean_automatic_review_succeeds,
     manual_review_is_neutral_even_with_blocking_findings,
     llm_down_is_neutral_never_failure,
+    garbage_from_every_pass_is_not_retried_and_said_once,
     one_failed_pass_is_reported_and_the_others_publish,
     guidelines_come_from_the_base_ref,
     large_pr_lists_what_was_not_reviewed,
@@ -1121,4 +1122,33 @@ async fn push_after_a_manual_review_diffs_from_its_head(h: ReviewHarness) {
     let gate = h.latest_check("Parley review");
     assert_eq!(gate["head_sha"], HEAD2);
     assert_eq!(gate["conclusion"], "success");
+}
+
+/// A model that cannot produce the findings even after the corrective retry: the job is
+/// not retried by the queue (permanent), the check is `neutral`, and the PR gets one short
+/// comment saying why, however many deliveries fail on the same head.
+async fn garbage_from_every_pass_is_not_retried_and_said_once(h: ReviewHarness) {
+    h.llm.default_reply("I only write poems about code.");
+    let result = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(
+        matches!(result, Err(JobError::Permanent(_))),
+        "not retried by the queue: {result:?}"
+    );
+    assert!(!result.as_ref().unwrap_err().is_retried());
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "neutral");
+    let notes = h.github.issue_comments(REPO, PR);
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    let body = notes[0]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("could not review"), "{body}");
+    assert!(body.contains("@parley review"), "{body}");
+    assert!(
+        !body.contains("poems"),
+        "public words, not the model's output: {body}"
+    );
+
+    // Another delivery for the same head (skipped while the failed run's claim holds, or
+    // failing the same way): still one comment.
+    let _ = h.run(job(ReviewTrigger::Opened, HEAD, "d-2")).await;
+    assert_eq!(h.github.issue_comments(REPO, PR).len(), 1);
+    assert!(h.reviews().is_empty());
 }

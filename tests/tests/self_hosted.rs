@@ -165,3 +165,107 @@ async fn the_check_shows_progress_within_bounds() {
         after_first
     );
 }
+
+fn openai_client(h: &ReviewHarness) -> Arc<parley_llm::OpenAiLlm> {
+    Arc::new(
+        parley_llm::OpenAiLlm::new(
+            &format!("{}/v1", h.llm.url),
+            None,
+            "qwen2.5-coder:7b",
+            Duration::from_secs(5),
+            parley_llm::RetryPolicy {
+                max_retries: 0,
+                base_delay: Duration::from_millis(5),
+                max_delay: Duration::from_millis(20),
+            },
+        )
+        .expect("openai client"),
+    )
+}
+
+/// On an OpenAI-compatible server Parley asks for the findings' JSON Schema itself;
+/// a server that refuses `json_schema` gets `json_object`, one that refuses that too gets
+/// plain text, and the answer is remembered for the process: later calls go straight to
+/// what works.
+#[tokio::test]
+async fn structured_output_asks_for_the_schema_and_falls_back_once() {
+    let mut h = ReviewHarness::start(Backend::Sqlite).await;
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
+    );
+    let client = openai_client(&h);
+    h.services.llm = client.clone();
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+
+    // A server that takes json_schema: every pass asks for it, with the findings schema.
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let formats: Vec<Option<String>> = h
+        .pass_prompts()
+        .iter()
+        .map(|p| p.response_format.clone())
+        .collect();
+    assert!(!formats.is_empty());
+    assert!(
+        formats.iter().all(|f| f.as_deref() == Some("json_schema")),
+        "{formats:?}"
+    );
+    assert_eq!(h.reviews().len(), 1);
+
+    // A server that refuses json_schema: one refusal, then json_object for everyone.
+    let mut h2 = ReviewHarness::start(Backend::Sqlite).await;
+    h2.llm.refuse_response_formats(&["json_schema"]);
+    h2.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
+    );
+    let client = openai_client(&h2);
+    h2.services.llm = Arc::new(Limited::new(client.clone(), 1));
+    h2.handler = parley_core::review::ReviewHandler::new(h2.services.clone());
+    h2.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let formats: Vec<String> = h2
+        .llm
+        .prompts()
+        .iter()
+        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
+        .collect();
+    assert_eq!(
+        formats.iter().filter(|f| *f == "json_schema").count(),
+        1,
+        "refused once, then remembered: {formats:?}"
+    );
+    assert!(
+        formats[1..].iter().all(|f| f == "json_object"),
+        "{formats:?}"
+    );
+    let comments = h2.github.review_comments(REPO, PR);
+    assert_eq!(comments.len(), 1, "the finding still arrives");
+
+    // A server that refuses both: plain text, the prompt's own shape description.
+    let mut h3 = ReviewHarness::start(Backend::Sqlite).await;
+    h3.llm
+        .refuse_response_formats(&["json_schema", "json_object"]);
+    let client = openai_client(&h3);
+    h3.services.llm = Arc::new(Limited::new(client.clone(), 1));
+    h3.handler = parley_core::review::ReviewHandler::new(h3.services.clone());
+    h3.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let formats: Vec<String> = h3
+        .llm
+        .prompts()
+        .iter()
+        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
+        .collect();
+    assert_eq!(
+        &formats[..3],
+        ["json_schema", "json_object", "plain"],
+        "{formats:?}"
+    );
+    assert!(formats[3..].iter().all(|f| f == "plain"), "{formats:?}");
+    assert_eq!(h3.reviews().len(), 1);
+}

@@ -21,8 +21,9 @@ pub enum ConversationError {
 }
 
 impl ConversationError {
-    /// Transient failures go back to the queue for another attempt; everything else still
-    /// takes the retry/DLQ path, but is reported as permanent so an operator sees why.
+    /// Transient failures go back to the queue for another attempt, and so do Parley's own
+    /// misconfigurations (then to the DLQ, for a redrive once fixed); the rest cannot
+    /// succeed on a retry and are not retried.
     pub fn is_transient(&self) -> bool {
         match self {
             ConversationError::GitHub(err) => err.is_transient(),
@@ -36,8 +37,17 @@ impl ConversationError {
 
 impl From<ConversationError> for JobError {
     fn from(err: ConversationError) -> Self {
+        let config = match &err {
+            ConversationError::GitHub(e) => e.is_config(),
+            ConversationError::Store(e) => matches!(e, StoreError::Config(_)),
+            ConversationError::Llm(e) => e.is_config(),
+            ConversationError::Queue(e) => matches!(e, QueueError::Config(_)),
+            ConversationError::NoInstallation => false,
+        };
         if err.is_transient() {
             JobError::Transient(err.to_string())
+        } else if config {
+            JobError::Misconfigured(err.to_string())
         } else {
             JobError::Permanent(err.to_string())
         }

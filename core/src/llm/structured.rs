@@ -8,10 +8,11 @@
 //! pass as failed, answer without a resolution).
 
 use crate::llm::extract::json_candidates;
-use crate::ports::llm::{Llm, LlmError, LlmRequest, Message, Usage};
+use crate::ports::llm::{Llm, LlmError, LlmRequest, Message, Usage, WireSchema};
 use serde::de::DeserializeOwned;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// Checks a deserialised value beyond what its type enforces (confidence within 0-100, a
 /// path that is in the diff). The message goes back to the model verbatim.
@@ -54,6 +55,8 @@ pub struct JsonReply<T> {
 /// reused (each review pass has one), hence a value rather than a function's arguments.
 pub struct JsonOutput<T> {
     schema: SchemaSpec,
+    /// Sent to providers that constrain output to a schema (see [`LlmOptions::schema`]).
+    wire: Option<Arc<WireSchema>>,
     validator: Option<Box<Validator<T>>>,
     _type: PhantomData<fn() -> T>,
 }
@@ -82,9 +85,17 @@ impl<T: DeserializeOwned> JsonOutput<T> {
     pub fn new(schema: SchemaSpec) -> Self {
         Self {
             schema,
+            wire: None,
             validator: None,
             _type: PhantomData,
         }
+    }
+
+    /// Also ask providers that can for output constrained to `schema` (the prompt's own
+    /// description stays: a provider that ignores the schema still knows the shape).
+    pub fn with_wire_schema(mut self, name: &'static str, schema: serde_json::Value) -> Self {
+        self.wire = Some(Arc::new(WireSchema { name, schema }));
+        self
     }
 
     pub fn with_validator(
@@ -154,6 +165,7 @@ impl<T: DeserializeOwned> JsonOutput<T> {
             format!("{}\n\n{}", request.system.trim_end(), self.instructions())
         };
         request.options.json = true;
+        request.options.schema = self.wire.clone();
 
         let mut usage = Usage::default();
         let mut attempt = 0;

@@ -99,6 +99,12 @@ impl GitHubError {
         )
     }
 
+    /// Parley's credentials or settings are at fault, not the request: fixing them and
+    /// redriving the job helps.
+    pub fn is_config(&self) -> bool {
+        matches!(self, GitHubError::Config(_) | GitHubError::Unauthorized(_))
+    }
+
     /// The target no longer exists: 404 or 410. Callers treat both as "absent".
     pub fn is_absent(&self) -> bool {
         matches!(self, GitHubError::NotFound(_) | GitHubError::Gone(_))

@@ -8,10 +8,24 @@ pub enum JobError {
     /// Worth retrying: the queue redelivers, and dead-letters after too many attempts.
     #[error("transient failure: {0}")]
     Transient(String),
-    /// Retrying cannot help (missing credentials, a job this worker cannot handle). The
-    /// message still goes through the retry/DLQ path so nothing is silently dropped.
+    /// Retrying the same message cannot help (it is not a job, its PR is gone, the model
+    /// cannot produce the output even after the corrective retry): the queue does not
+    /// retry it. The handler has already said so where people look (a PR comment, the
+    /// check run); the message is logged with the error and deleted.
     #[error("permanent failure: {0}")]
     Permanent(String),
+    /// Parley's own settings are wrong (missing or refused credentials, an unknown model):
+    /// retried and then dead-lettered, so the jobs can be redriven once the settings are
+    /// fixed, instead of lost.
+    #[error("misconfigured: {0}")]
+    Misconfigured(String),
+}
+
+impl JobError {
+    /// Whether the queue should deliver the message again.
+    pub fn is_retried(&self) -> bool {
+        !matches!(self, JobError::Permanent(_))
+    }
 }
 
 #[async_trait]

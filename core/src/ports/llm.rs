@@ -94,8 +94,19 @@ pub struct LlmOptions {
     /// `response_format: json_object`). Others ignore it; the structured-output helper
     /// extracts JSON from prose either way.
     pub json: bool,
+    /// The JSON Schema the reply must match, for providers that can constrain their output
+    /// to it (OpenAI-compatible `response_format: json_schema`). Others ignore it.
+    pub schema: Option<std::sync::Arc<WireSchema>>,
     /// Overrides the adapter's per-attempt timeout, for calls known to be short or long.
     pub timeout: Option<Duration>,
+}
+
+/// A named JSON Schema, as OpenAI's `response_format.json_schema` takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireSchema {
+    /// `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: &'static str,
+    pub schema: serde_json::Value,
 }
 
 impl Default for LlmOptions {
@@ -104,6 +115,7 @@ impl Default for LlmOptions {
             max_tokens: DEFAULT_MAX_TOKENS,
             temperature: None,
             json: false,
+            schema: None,
             timeout: None,
         }
     }
@@ -223,6 +235,18 @@ impl LlmError {
                 | LlmError::Timeout(_)
                 | LlmError::Server { .. }
                 | LlmError::Network(_)
+        )
+    }
+
+    /// Parley's provider settings are at fault (credentials, model id, quota): fixing them
+    /// and redriving the job helps.
+    pub fn is_config(&self) -> bool {
+        matches!(
+            self,
+            LlmError::Auth(_)
+                | LlmError::UnknownModel(_)
+                | LlmError::Config(_)
+                | LlmError::QuotaExceeded(_)
         )
     }
 

@@ -7,13 +7,13 @@ use crate::ports::Severity;
 use serde::Deserialize;
 
 /// The top level is an object because OpenAI's JSON mode can only produce objects.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct PassOutput {
     pub findings: Vec<RawFinding>,
 }
 
 /// One finding as the model reports it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct RawFinding {
     pub path: String,
     pub line: u32,
@@ -56,7 +56,16 @@ a single line."#;
 
 /// The expected output of every specialist pass.
 pub fn pass_output() -> JsonOutput<PassOutput> {
-    JsonOutput::described(SHAPE).with_validator(validate)
+    JsonOutput::described(SHAPE)
+        .with_wire_schema("review_findings", pass_schema())
+        .with_validator(validate)
+}
+
+/// The schema of [`PassOutput`], generated from the type the reply is parsed into, for
+/// servers that constrain their output to it (a small local model then cannot answer
+/// with prose or a wrong shape).
+pub fn pass_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(PassOutput)).unwrap_or_default()
 }
 
 fn validate(output: &PassOutput) -> Result<(), String> {

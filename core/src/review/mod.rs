@@ -97,10 +97,23 @@ impl ReviewError {
     }
 }
 
+impl ReviewError {
+    fn is_config(&self) -> bool {
+        match self {
+            ReviewError::NoInstallation => false,
+            ReviewError::GitHub(e) => e.is_config(),
+            ReviewError::Store(e) => matches!(e, StoreError::Config(_)),
+            ReviewError::AllPassesFailed(e) => e.is_config(),
+        }
+    }
+}
+
 impl From<ReviewError> for JobError {
     fn from(err: ReviewError) -> Self {
         if err.is_transient() {
             JobError::Transient(err.to_string())
+        } else if err.is_config() {
+            JobError::Misconfigured(err.to_string())
         } else {
             JobError::Permanent(err.to_string())
         }
@@ -286,8 +299,59 @@ impl ReviewHandler {
                 if let Err(store_err) = runs::finish(store, &mut run, RunState::Failed).await {
                     tracing::warn!(error = %store_err, "could not record the failed run");
                 }
+                // No retry will come: the PR says so, once per head.
+                if !err.is_transient() && !err.is_config() {
+                    self.report_failure(&scope, job.number, &head_sha, &parley, &err)
+                        .await;
+                }
                 Err(err)
             }
+        }
+    }
+
+    /// One short comment saying this head could not be reviewed and why (public words),
+    /// once per head SHA whatever the number of jobs that fail on it. Best effort: the
+    /// check run already says the same.
+    async fn report_failure(
+        &self,
+        scope: &RepoScope,
+        number: u64,
+        head_sha: &str,
+        parley: &Handles,
+        err: &ReviewError,
+    ) {
+        let store = self.services.store.as_ref();
+        let key = format!("review-failed#{}#{number}#{head_sha}", scope.full_name());
+        match store
+            .claim(&key, std::time::Duration::from_secs(30 * 24 * 3600))
+            .await
+        {
+            Ok(crate::ports::Claim::Won) => {}
+            Ok(crate::ports::Claim::AlreadyClaimed) => return,
+            Err(store_err) => {
+                tracing::warn!(error = %store_err, "could not claim the review-failure note");
+                return;
+            }
+        }
+        let handle = parley
+            .names()
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "parley".into());
+        let body = format!(
+            "Parley could not review `{}`: {}. It will not try this commit again; push a \
+             new commit or comment `@{handle} review` to ask again.",
+            summary::short(head_sha),
+            err.public_reason()
+        );
+        if let Err(post_err) = self
+            .services
+            .github
+            .create_issue_comment(scope, number, &body)
+            .await
+        {
+            tracing::warn!(error = %post_err, "could not post the review-failure note");
+            let _ = store.release(&key).await;
         }
     }
 

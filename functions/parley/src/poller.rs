@@ -82,6 +82,16 @@ async fn handle(
                 tracing::error!(message_id = %message.message_id, error = %err, "ack failed; the job may run again");
             }
         }
+        Err(err) if !err.is_retried() => {
+            tracing::error!(
+                message_id = %message.message_id,
+                error = %err,
+                "job failed permanently; not retried"
+            );
+            if let Err(err) = queue.ack(name, &message.receipt).await {
+                tracing::error!(message_id = %message.message_id, error = %err, "ack failed; the job may run again");
+            }
+        }
         Err(err) => {
             tracing::error!(
                 message_id = %message.message_id,

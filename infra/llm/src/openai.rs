@@ -11,6 +11,7 @@ use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usag
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 const PROVIDER: &str = "openai";
@@ -24,6 +25,39 @@ pub struct OpenAiLlm {
     reasoning: bool,
     timeout: Duration,
     retry: RetryPolicy,
+    /// The strictest structured-output mode this server has not refused, learned once per
+    /// process (see [`Format`]): after one refusal no later call pays for it again.
+    format: AtomicU8,
+}
+
+/// Structured-output modes, strictest first. OpenAI, vLLM and recent llama.cpp and Ollama
+/// constrain decoding to a JSON Schema; older servers and some proxies reject
+/// `json_schema` (400) but take `json_object`; a few reject `response_format` altogether.
+/// A small self-hosted model gets the most help from the strictest mode the server takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Format {
+    JsonSchema = 0,
+    JsonObject = 1,
+    Plain = 2,
+}
+
+impl Format {
+    fn from_u8(value: u8) -> Self {
+        match value {
+            0 => Format::JsonSchema,
+            1 => Format::JsonObject,
+            _ => Format::Plain,
+        }
+    }
+
+    fn weaker(self) -> Option<Self> {
+        match self {
+            Format::JsonSchema => Some(Format::JsonObject),
+            Format::JsonObject => Some(Format::Plain),
+            Format::Plain => None,
+        }
+    }
 }
 
 impl fmt::Debug for OpenAiLlm {
@@ -55,7 +89,38 @@ impl OpenAiLlm {
             model,
             timeout,
             retry,
+            format: AtomicU8::new(Format::JsonSchema as u8),
         })
+    }
+
+    /// The `response_format` for `request` in `format` (none for plain text, or when the
+    /// caller wants no JSON).
+    fn response_format(request: &LlmRequest, format: Format) -> Option<ResponseFormat> {
+        if !request.options.json {
+            return None;
+        }
+        match (format, &request.options.schema) {
+            (Format::JsonSchema, Some(schema)) => Some(ResponseFormat {
+                kind: "json_schema",
+                json_schema: Some(JsonSchemaFormat {
+                    name: schema.name,
+                    schema: schema.schema.clone(),
+                    strict: false,
+                }),
+            }),
+            (Format::JsonSchema | Format::JsonObject, _) => Some(ResponseFormat {
+                kind: "json_object",
+                json_schema: None,
+            }),
+            (Format::Plain, _) => None,
+        }
+    }
+
+    /// Remember that the server refused `refused`; the next mode down is used from now on.
+    fn downgrade(&self, refused: Format) -> Option<Format> {
+        let weaker = refused.weaker()?;
+        self.format.fetch_max(weaker as u8, Ordering::SeqCst);
+        Some(weaker)
     }
 
     async fn attempt(
@@ -126,10 +191,9 @@ impl Llm for OpenAiLlm {
             max_tokens: (!self.reasoning).then_some(max_tokens),
             max_completion_tokens: self.reasoning.then_some(max_tokens),
             temperature: request.options.temperature.filter(|_| !self.reasoning),
-            response_format: request.options.json.then_some(ResponseFormat {
-                kind: "json_object",
-            }),
+            response_format: None,
         };
+        let mut body = body;
         let timeout = request.options.timeout.unwrap_or(self.timeout);
         tracing::debug!(
             provider = PROVIDER,
@@ -138,10 +202,28 @@ impl Llm for OpenAiLlm {
             system_chars = request.system.len(),
             "LLM request"
         );
-        with_retries(&self.retry, PROVIDER, &self.model, || {
-            self.attempt(&body, timeout)
-        })
-        .await
+        let mut format = Format::from_u8(self.format.load(Ordering::SeqCst));
+        loop {
+            body.response_format = Self::response_format(request, format);
+            let asked = body.response_format.as_ref().map(|f| f.kind);
+            let result = with_retries(&self.retry, PROVIDER, &self.model, || {
+                self.attempt(&body, timeout)
+            })
+            .await;
+            match result {
+                Err(err) if asked.is_some() && refuses_format(&err) => {
+                    let Some(weaker) = self.downgrade(format) else {
+                        return Err(err);
+                    };
+                    tracing::warn!(
+                        model = %self.model, refused = ?asked, now = ?weaker,
+                        "the server refused this response_format; using a weaker one from now on"
+                    );
+                    format = weaker;
+                }
+                other => return other,
+            }
+        }
     }
 
     fn model(&self) -> &str {
@@ -233,6 +315,37 @@ struct ChatMessage<'a> {
 struct ResponseFormat {
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    json_schema: Option<JsonSchemaFormat>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat {
+    name: &'static str,
+    schema: serde_json::Value,
+    /// OpenAI's strict mode needs every property required and no optional fields; the
+    /// findings schema has optional ones, and the reply is validated by Parley anyway.
+    strict: bool,
+}
+
+/// Whether a 400-class refusal is about `response_format` (an unsupported mode), not
+/// about the prompt: only then is a weaker mode worth trying.
+fn refuses_format(err: &LlmError) -> bool {
+    let message = match err {
+        LlmError::InvalidRequest(message) => message,
+        LlmError::Server { status, message } if (400..500).contains(status) => message,
+        _ => return false,
+    };
+    let message = message.to_ascii_lowercase();
+    [
+        "response_format",
+        "json_schema",
+        "json_object",
+        "response format",
+        "schema",
+    ]
+    .iter()
+    .any(|hint| message.contains(hint))
 }
 
 #[derive(Deserialize)]
