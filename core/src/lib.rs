@@ -5,6 +5,7 @@
 //! and the local `parley serve` run the very same logic.
 
 pub mod bookkeeping;
+pub mod budget;
 pub mod commands;
 pub mod config;
 pub mod conversation;

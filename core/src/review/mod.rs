@@ -23,6 +23,7 @@ pub mod inputs;
 pub mod learned;
 pub mod lifecycle;
 pub mod merge;
+pub mod over_budget;
 pub mod prompts;
 pub mod publish;
 pub mod regate;
@@ -201,6 +202,20 @@ impl ReviewHandler {
         let run_key = self.run_key(job, &head_sha).await?;
         if self.settled(&scope, job, &run_key, &parley).await? {
             return Ok(());
+        }
+        // Cost control before anything is spent (see `crate::budget`).
+        if let Some(standing) =
+            crate::budget::exhausted(store, &self.services.budget, installation).await?
+        {
+            return over_budget::conclude(
+                &self.services,
+                &scope,
+                job,
+                &pr,
+                &loaded.config,
+                &standing,
+            )
+            .await;
         }
         if !runs::claim(store, job, &run_key).await? {
             tracing::info!(%repo, number = job.number, %run_key, "review skipped: another delivery holds this run");
@@ -571,7 +586,8 @@ impl ReviewHandler {
         // Spent whether or not the post succeeds (a retry runs the passes again), so it is
         // counted now; the summary then reports the PR's total with this run's share.
         let usage = metered.tally();
-        crate::llm::usage::record_for_pr(store, &repo, job.number, &usage).await;
+        crate::llm::usage::record_for_pr(store, scope.installation_id, &repo, job.number, &usage)
+            .await;
         let spent_on_pr = crate::llm::usage::spent_on_pr(store, &repo, job.number)
             .await
             .inspect_err(|err| tracing::warn!(%repo, number = job.number, error = %err, "could not read the PR's usage counters"))
