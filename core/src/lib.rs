@@ -14,6 +14,7 @@ pub mod learning;
 pub mod llm;
 pub mod markers;
 pub mod mention;
+pub mod metrics;
 pub mod ports;
 pub mod repo;
 pub mod review;

@@ -81,6 +81,7 @@ pub async fn record_for_pr(
     pr: u64,
     tally: &UsageTally,
 ) {
+    crate::metrics::llm_usage(tally);
     if tally.calls == 0 {
         return;
     }

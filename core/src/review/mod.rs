@@ -694,6 +694,11 @@ impl ReviewHandler {
             input_tokens = usage.usage.input_tokens, output_tokens = usage.usage.output_tokens,
             "review published"
         );
+        crate::metrics::findings(
+            inline.len() + in_summary.len(),
+            suppressed.len(),
+            filtered.below_threshold.len(),
+        );
 
         // The PR's findings as they stand now, this run's included. The gate is concluded
         // before the run is marked published: a failure on the way (store or GitHub) fails
