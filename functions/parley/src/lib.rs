@@ -1,11 +1,16 @@
-//! `parley serve`: the whole stack in one process.
+//! `parley serve`: the whole stack in one process; and the operator commands, one module
+//! each (`dlq`, `replay`, `tables`, `budget`).
 //!
 //! The same webhook handler as the Lambda, both workers polling the durable queue, and one
 //! SQLite file for queue and store. Started by `main.rs`, and in-process by the end-to-end
 //! tests.
 
+pub mod budget;
+pub mod dlq;
 pub mod poller;
+pub mod replay;
 pub mod server;
+pub mod tables;
 
 use anyhow::Context;
 use parley_core::conversation::ConversationHandler;

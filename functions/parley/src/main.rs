@@ -2,6 +2,10 @@
 //!
 //! ```text
 //! parley serve     webhook + both workers + SQLite store/queue in one process
+//! parley dlq       list | show <id> | redrive <id> | redrive --all
+//! parley replay    <payload.json> --event E [--url URL]: sign and send a delivery
+//! parley tables    create: the template's tables and queues in an emulator
+//! parley budget    show | set | clear: an installation's monthly LLM budget
 //! ```
 
 use anyhow::{Context, bail};
@@ -11,7 +15,8 @@ use parley_runtime::{clients, telemetry};
 use std::net::SocketAddr;
 use tokio_util::sync::CancellationToken;
 
-const USAGE: &str = "usage: parley serve
+const USAGE: &str =
+    "usage: parley serve | dlq | replay | tables | budget  (parley <command> --help)
 
 Runs the webhook on PORT (default 3000) at POST /webhook and both workers, with the
 store and queue in PARLEY_DB_PATH (default .parley/parley.db). Reads .env if present.
@@ -24,6 +29,10 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("serve") => serve().await,
+        Some("dlq") => parley_cli::dlq::main(&args[1..]).await,
+        Some("replay") => parley_cli::replay::main(&args[1..]).await,
+        Some("tables") => parley_cli::tables::main(&args[1..]).await,
+        Some("budget") => parley_cli::budget::main(&args[1..]).await,
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
