@@ -83,6 +83,31 @@ impl Job {
         }
     }
 
+    /// The job's kind, as log lines and metrics name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Job::Review(_) => "review",
+            Job::Conversation(_) => "conversation",
+            Job::Bookkeeping(_) => "bookkeeping",
+        }
+    }
+
+    /// `owner/name` and the PR (or issue) number the job concerns; installation events
+    /// concern neither.
+    pub fn subject(&self) -> (Option<String>, Option<u64>) {
+        match self {
+            Job::Review(j) => (Some(j.repo.full_name()), Some(j.number)),
+            Job::Conversation(j) => (Some(j.repo.full_name()), Some(j.number)),
+            Job::Bookkeeping(j) => match &j.event {
+                BookkeepingEvent::Installation { .. } => (None, None),
+                BookkeepingEvent::ReviewThread { repo, number, .. }
+                | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
+                    (Some(repo.full_name()), Some(*number))
+                }
+            },
+        }
+    }
+
     /// Short description for log lines.
     pub fn describe(&self) -> String {
         match self {

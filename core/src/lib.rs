@@ -5,6 +5,7 @@
 //! and the local `parley serve` run the very same logic.
 
 pub mod bookkeeping;
+pub mod budget;
 pub mod commands;
 pub mod config;
 pub mod conversation;
@@ -13,6 +14,7 @@ pub mod learning;
 pub mod llm;
 pub mod markers;
 pub mod mention;
+pub mod metrics;
 pub mod ports;
 pub mod repo;
 pub mod review;

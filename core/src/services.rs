@@ -21,4 +21,6 @@ pub struct Services {
     pub prices: Arc<PriceTable>,
     pub identity: Arc<BotIdentity>,
     pub config: Arc<ConfigLoader>,
+    /// The monthly LLM budget's default (`PARLEY_MONTHLY_BUDGET_USD`); see [`crate::budget`].
+    pub budget: crate::budget::BudgetPolicy,
 }

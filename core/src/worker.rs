@@ -10,6 +10,8 @@
 use crate::job::Job;
 use crate::ports::{JobError, JobHandler};
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// One queue message as the worker sees it.
 #[derive(Debug, Clone)]
@@ -65,13 +67,44 @@ fn group_of(item: &BatchItem<'_>) -> Option<String> {
     }
 }
 
-/// Decode and handle one message.
+/// Decode and handle one message, inside the job's span (see [`job_span`]).
 pub async fn process_one(item: &BatchItem<'_>, handler: &dyn JobHandler) -> Result<(), JobError> {
-    let job: Job = serde_json::from_str(item.body).map_err(|err| {
-        JobError::Permanent(format!("message {} is not a job: {err}", item.message_id))
-    })?;
-    tracing::info!(message_id = item.message_id, delivery_id = job.delivery_id(), job = %job.describe(), "handling job");
-    handler.handle(job).await
+    let job: Job = match serde_json::from_str(item.body) {
+        Ok(job) => job,
+        Err(err) => {
+            crate::metrics::job_done("unknown", false, Duration::ZERO);
+            return Err(JobError::Permanent(format!(
+                "message {} is not a job: {err}",
+                item.message_id
+            )));
+        }
+    };
+    let kind = job.kind();
+    let span = job_span(&job, item.message_id);
+    async move {
+        tracing::info!(job = %job.describe(), "handling job");
+        let started = Instant::now();
+        let result = handler.handle(job).await;
+        crate::metrics::job_done(kind, result.is_ok(), started.elapsed());
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+/// The span every log line of a job carries: which delivery, repository, PR, kind of job
+/// and queue message it is, so one job's lines can be found together (CloudWatch Logs
+/// Insights: `filter span.delivery_id = "…"`).
+pub fn job_span(job: &Job, message_id: &str) -> tracing::Span {
+    let (repo, pr) = job.subject();
+    tracing::info_span!(
+        "job",
+        delivery_id = job.delivery_id(),
+        repo = repo.as_deref(),
+        pr,
+        kind = job.kind(),
+        message_id,
+    )
 }
 
 /// The start of a message body, for the log line of a message that is deleted unhandled.

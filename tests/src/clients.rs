@@ -78,6 +78,7 @@ pub fn services(
         prices: Arc::new(PriceTable::builtin()),
         identity: Arc::new(BotIdentity::new(None, Vec::new())),
         config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
+        budget: parley_core::budget::BudgetPolicy::default(),
     }
 }
 

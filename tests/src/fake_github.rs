@@ -119,7 +119,13 @@ impl FakeGitHub {
             .expect("bind fake github");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         state.lock().unwrap_or_else(|e| e.into_inner()).base_url = url.clone();
-        let app = Router::new().fallback(handle).with_state(state.clone());
+        let app = Router::new()
+            .fallback(handle)
+            .layer(axum::middleware::map_response_with_state(
+                state.clone(),
+                rate_limit_header,
+            ))
+            .with_state(state.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -538,6 +544,27 @@ fn issue_comment_json(id: u64, repo: &str, number: u64, author: &str, body: &str
 }
 
 type Shared = axum::extract::State<Arc<Mutex<State>>>;
+
+/// Like GitHub, every answer says how many requests are left in the hour's window
+/// (5 000 for an installation), counting down with each request; it never reaches 0 on its
+/// own (that means "rate limited"), and an injected answer that sets it keeps its value.
+async fn rate_limit_header(
+    axum::extract::State(state): Shared,
+    mut response: Response,
+) -> Response {
+    if !response.headers().contains_key("x-ratelimit-remaining") {
+        let used = state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .requests
+            .len();
+        let remaining = 5000usize.saturating_sub(used).max(1);
+        response
+            .headers_mut()
+            .insert("x-ratelimit-remaining", http::HeaderValue::from(remaining));
+    }
+    response
+}
 
 async fn handle(
     axum::extract::State(state): Shared,

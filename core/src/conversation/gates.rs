@@ -52,6 +52,10 @@ pub mod key {
     pub fn limit_note(repo: &str, pr: u64) -> String {
         format!("limit-note#{repo}#{pr}")
     }
+    /// The one "budget used up" note of a PR in a month (`YYYY-MM`).
+    pub fn budget_note(repo: &str, pr: u64, month: &str) -> String {
+        format!("budget-note#mention#{repo}#{pr}#{month}")
+    }
     /// The one error note for a comment Parley could not answer.
     pub fn error_note(repo: &str, comment_id: u64) -> String {
         format!("error-note#{repo}#{comment_id}")

@@ -88,6 +88,9 @@ pub enum Outcome {
     /// A teaching or reporting command, answered.
     Taught(Taught),
     LimitReached,
+    /// The installation's monthly LLM budget is spent; the first such comment of the month
+    /// on the PR gets a note.
+    BudgetExhausted,
     Skipped(String),
 }
 
@@ -353,13 +356,32 @@ impl ConversationHandler {
             snap.mark_answered(trigger.id);
             return Ok(outcome);
         }
-        // Gate 5: the PR's turn limit.
+        // Gate 5: the installation's monthly LLM budget (see `crate::budget`).
+        if let Some(standing) = crate::budget::exhausted(
+            self.store(),
+            &self.services.budget,
+            snap.scope.installation_id,
+        )
+        .await?
+        {
+            notes::budget_exhausted(
+                self.github(),
+                self.store(),
+                snap,
+                trigger,
+                &destination,
+                &standing.month,
+            )
+            .await?;
+            return Ok(Outcome::BudgetExhausted);
+        }
+        // Gate 6: the PR's turn limit.
         if gates::take_turn(self.store(), snap, trigger.id).await? == gates::TurnGate::LimitReached
         {
             notes::limit_reached(self.github(), self.store(), snap, trigger, &destination).await?;
             return Ok(Outcome::LimitReached);
         }
-        // Gate 6: acknowledge.
+        // Gate 7: acknowledge.
         gates::acknowledge(self.github(), snap, trigger).await;
 
         let (err, ambiguous) = match self
@@ -422,6 +444,7 @@ impl ConversationHandler {
                 snap,
                 trigger,
                 conversation,
+                budget: &self.services.budget,
             };
             let (text, taught) = match command {
                 Command::Learn(learn) => teach::learn(&turn, learn).await?,
@@ -848,7 +871,7 @@ impl ConversationHandler {
             match self.take(snap, llm, &pending, &owner).await {
                 Ok(outcome) => {
                     tracing::info!(repo = %snap.repo, pr = snap.number, comment = pending.id, ?outcome, "pending comment swept");
-                    if outcome == Outcome::LimitReached {
+                    if matches!(outcome, Outcome::LimitReached | Outcome::BudgetExhausted) {
                         return;
                     }
                     // Turned away by a gate: costs little and does not count.
@@ -866,7 +889,14 @@ impl ConversationHandler {
 
     /// Tokens and estimated cost on the PR's counters (see [`crate::llm::usage::counters`]).
     async fn record_usage(&self, snap: &PrSnapshot, llm: &MeteredLlm) {
-        crate::llm::usage::record_for_pr(self.store(), &snap.repo, snap.number, &llm.tally()).await;
+        crate::llm::usage::record_for_pr(
+            self.store(),
+            snap.scope.installation_id,
+            &snap.repo,
+            snap.number,
+            &llm.tally(),
+        )
+        .await;
     }
 }
 

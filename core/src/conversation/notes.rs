@@ -1,6 +1,7 @@
 //! The short notes Parley posts instead of an answer, each at most once: "conversation
-//! limit reached" (once per PR), "I could not answer this" (once per comment) and "reviews
-//! are for pull requests" (once per review command on a plain issue). Each is guarded by a
+//! limit reached" (once per PR), "budget used up" (once per PR a month), "I could not
+//! answer this" (once per comment) and "reviews are for pull requests" (once per review
+//! command on a plain issue). Each is guarded by a
 //! claim in the store and carries a marker, so GitHub shows what it was.
 
 use super::answer::{self, Destination};
@@ -49,6 +50,45 @@ pub async fn limit_reached(
         return Err(err);
     }
     tracing::info!(repo = %snap.repo, pr = snap.number, max, "conversation limit reached; note posted");
+    Ok(())
+}
+
+/// Longer than a month, so the claim for a month's budget note outlives the month.
+const BUDGET_NOTE_TTL: Duration = Duration::from_secs(40 * 24 * 3600);
+
+/// Post the PR's one "budget used up" note of `month` (`YYYY-MM`), unless it is already
+/// there. No amounts: what an organisation spends is not for every reader of a public
+/// repository.
+pub async fn budget_exhausted(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+    month: &str,
+) -> Result<(), ConversationError> {
+    let claim_key = key::budget_note(&snap.repo, snap.number, month);
+    if store.claim(&claim_key, BUDGET_NOTE_TTL).await? == Claim::AlreadyClaimed {
+        return Ok(());
+    }
+    let text = format!(
+        "Sorry @{}, the monthly LLM budget of this GitHub App installation is used up, so I \
+         cannot answer here until next month, or until an operator raises the budget.",
+        trigger.author.login
+    );
+    let body = answer::compose(
+        &text,
+        &[],
+        destination,
+        kind::NOTE,
+        &answer::marker(kind::NOTE, trigger.id),
+        &snap.silenced,
+    );
+    if let Err(err) = answer::post(github, snap, destination, &body).await {
+        release(store, &claim_key).await;
+        return Err(err);
+    }
+    tracing::info!(repo = %snap.repo, pr = snap.number, %month, "monthly LLM budget exhausted; note posted");
     Ok(())
 }
 

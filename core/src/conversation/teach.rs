@@ -36,6 +36,8 @@ pub struct Turn<'a> {
     pub snap: &'a PrSnapshot,
     pub trigger: &'a Trigger,
     pub conversation: &'a Conversation,
+    /// The budget's default, for `stats`.
+    pub budget: &'a crate::budget::BudgetPolicy,
 }
 
 /// What a teaching command did, for the log and the tests.
@@ -278,15 +280,21 @@ pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationErro
         )
         .await?;
     let config = &snap.config.config;
-    Ok((
-        render_stats(
-            &memory.stats,
-            config,
-            month.cost_micro_usd,
-            reviews_this_month,
-        ),
-        Taught::Reported("stats"),
-    ))
+    let standing = crate::budget::standing(
+        turn.store,
+        turn.budget,
+        snap.scope.installation_id,
+        OffsetDateTime::now_utc(),
+    )
+    .await?;
+    let mut text = render_stats(
+        &memory.stats,
+        config,
+        month.cost_micro_usd,
+        reviews_this_month,
+    );
+    text.push_str(&render_budget(&standing));
+    Ok((text, Taught::Reported("stats")))
 }
 
 pub fn render_stats(
@@ -388,6 +396,27 @@ pub fn render_stats(
         "LLM cost this month: ${dollars:.4} over {reviews_this_month} review(s) (reviews and conversation turns; {per_review} per review).\n"
     ));
     out
+}
+
+/// The installation's spend this month against its budget: the counter the budget is
+/// enforced on, so what `stats` shows is what the gate sees.
+pub fn render_budget(standing: &crate::budget::Standing) -> String {
+    let spent = standing.spent_usd();
+    match standing.limit {
+        Some((limit, _)) => format!(
+            "Monthly LLM budget of this installation: ${spent:.4} of ${limit:.2} spent in {}{}.\n",
+            standing.month,
+            if standing.exhausted() {
+                " (used up: reviews and answers wait for next month)"
+            } else {
+                ""
+            }
+        ),
+        None => format!(
+            "This installation has spent ${spent:.4} on the LLM in {}; no monthly budget is set.\n",
+            standing.month
+        ),
+    }
 }
 
 /// `configuration`: every setting in force and where it came from.

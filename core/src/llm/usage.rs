@@ -71,20 +71,27 @@ pub struct SpentOnPr {
     pub cost_micro_usd: u64,
 }
 
-/// Add a job's tally to the PR's counters. Accounting never fails the job whose work is
-/// done, so errors are logged.
+/// Add a job's tally to the PR's counters, its repository's month and its installation's
+/// month (what the budget is checked against, see [`crate::budget`]). Accounting never
+/// fails the job whose work is done, so errors are logged.
 pub async fn record_for_pr(
     store: &dyn crate::ports::Store,
+    installation: u64,
     repo: &str,
     pr: u64,
     tally: &UsageTally,
 ) {
+    crate::metrics::llm_usage(tally);
     if tally.calls == 0 {
         return;
     }
     let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
-    let month = month_scope(repo, OffsetDateTime::now_utc());
-    for scope in [crate::ports::store::keys::pr_scope(repo, pr), month] {
+    let now = OffsetDateTime::now_utc();
+    for scope in [
+        crate::ports::store::keys::pr_scope(repo, pr),
+        month_scope(repo, now),
+        installation_month_scope(installation, now),
+    ] {
         for (counter, delta) in [
             (counters::CALLS, u64::from(tally.calls)),
             (counters::INPUT_TOKENS, tally.usage.input_tokens),
@@ -105,6 +112,15 @@ pub async fn record_for_pr(
 /// same counters as a PR's, added up per month for `@parley stats`.
 pub fn month_scope(repo: &str, at: OffsetDateTime) -> String {
     format!("usage#{repo}#{:04}-{:02}", at.year(), u8::from(at.month()))
+}
+
+/// The scope of an installation's usage counters for the calendar month (UTC) of `at`:
+/// the same counters, added up over every repository the installation covers.
+pub fn installation_month_scope(installation: u64, at: OffsetDateTime) -> String {
+    format!(
+        "usage#installation:{installation}#{}",
+        crate::budget::month(at)
+    )
 }
 
 /// A repository's usage this month, from its counters (one read per counter).

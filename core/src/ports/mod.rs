@@ -13,7 +13,9 @@ pub use corpus::{Corpus, CorpusStore, Document, Occurrence, QuantizedVector};
 pub use embeddings::{Embedder, EmbeddingError, Embeddings};
 pub use github::{GitHub, GitHubError, RepoScope};
 pub use handler::{JobError, JobHandler};
-pub use queue::{JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage};
+pub use queue::{
+    DeadLetter, JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
+};
 pub use store::{
     Claim, Finding, FindingOutcome, FindingState, Installation, MemoryItem, ReviewRun, RunState,
     Severity, Store, StoreError, Verdict,

@@ -58,6 +58,17 @@ pub struct ReceivedMessage {
     pub receive_count: u32,
 }
 
+/// A message that exhausted its attempts, as an operator sees it (`parley dlq`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub message_id: String,
+    /// The FIFO group it was sent with (`owner/repo#pr`).
+    pub group_id: String,
+    pub body: String,
+    /// How often it was received, when the queue says.
+    pub receive_count: Option<u32>,
+}
+
 /// Producer side: what the webhook needs.
 #[async_trait]
 pub trait JobQueue: Send + Sync {
@@ -84,6 +95,25 @@ pub trait PollingQueue: JobQueue {
     /// once it has been received too many times).
     async fn nack(&self, queue: QueueName, receipt: &str) -> Result<(), QueueError>;
 
-    /// Messages that exhausted their attempts, for operators and tests.
-    async fn dead_letters(&self, queue: QueueName) -> Result<Vec<String>, QueueError>;
+    /// The bodies of the messages that exhausted their attempts, oldest first.
+    async fn dead_letters(&self, queue: QueueName) -> Result<Vec<String>, QueueError> {
+        Ok(self
+            .list_dead_letters(queue)
+            .await?
+            .into_iter()
+            .map(|letter| letter.body)
+            .collect())
+    }
+
+    /// The messages that exhausted their attempts, oldest first; reading leaves them there.
+    async fn list_dead_letters(&self, queue: QueueName) -> Result<Vec<DeadLetter>, QueueError>;
+
+    /// Send the dead letter `message_id` back to `queue`, in its own group and at the end
+    /// of it, with its attempts counted from zero, and remove it from the dead letters.
+    /// `false` when there is no such dead letter (already redriven, or a wrong id).
+    async fn redrive_dead_letter(
+        &self,
+        queue: QueueName,
+        message_id: &str,
+    ) -> Result<bool, QueueError>;
 }

@@ -24,6 +24,7 @@ pub mod inputs;
 pub mod learned;
 pub mod lifecycle;
 pub mod merge;
+pub mod over_budget;
 pub mod progress;
 pub mod prompts;
 pub mod publish;
@@ -215,6 +216,20 @@ impl ReviewHandler {
         let run_key = self.run_key(job, &head_sha).await?;
         if self.settled(&scope, job, &run_key, &parley).await? {
             return Ok(());
+        }
+        // Cost control before anything is spent (see `crate::budget`).
+        if let Some(standing) =
+            crate::budget::exhausted(store, &self.services.budget, installation).await?
+        {
+            return over_budget::conclude(
+                &self.services,
+                &scope,
+                job,
+                &pr,
+                &loaded.config,
+                &standing,
+            )
+            .await;
         }
         if !runs::claim(store, job, &run_key).await? {
             tracing::info!(%repo, number = job.number, %run_key, "review skipped: another delivery holds this run");
@@ -556,7 +571,8 @@ impl ReviewHandler {
         // Spent whether or not the post succeeds (a retry runs the passes again), so it is
         // counted now; the summary then reports the PR's total with this run's share.
         let usage = metered.tally();
-        crate::llm::usage::record_for_pr(store, &repo, job.number, &usage).await;
+        crate::llm::usage::record_for_pr(store, scope.installation_id, &repo, job.number, &usage)
+            .await;
         let spent_on_pr = crate::llm::usage::spent_on_pr(store, &repo, job.number)
             .await
             .inspect_err(|err| tracing::warn!(%repo, number = job.number, error = %err, "could not read the PR's usage counters"))
@@ -632,6 +648,11 @@ impl ReviewHandler {
             filtered = filtered.below_threshold.len(),
             input_tokens = usage.usage.input_tokens, output_tokens = usage.usage.output_tokens,
             "review published"
+        );
+        crate::metrics::findings(
+            inline.len() + in_summary.len(),
+            analysis.suppressed.len(),
+            filtered.below_threshold.len(),
         );
 
         // The PR's findings as they stand now, this run's included. The gate is concluded

@@ -1,14 +1,20 @@
-//! `parley`: the whole stack in one process (`serve`), and the commands a person runs.
+//! `parley`: the whole stack in one process (`serve`), the commands a person runs
+//! (`review`, `doctor`, `app manifest`) and the operator commands, one module each
+//! (`dlq`, `replay`, `tables`, `budget`).
 //!
 //! The same webhook handler as the Lambda, both workers polling the durable queue, and one
 //! SQLite file for queue and store. Started by `main.rs`, and in-process by the end-to-end
 //! tests.
 
+pub mod budget;
+pub mod dlq;
 pub mod doctor;
 pub mod manifest;
 pub mod poller;
+pub mod replay;
 pub mod review;
 pub mod server;
+pub mod tables;
 
 use anyhow::Context;
 use parley_core::conversation::ConversationHandler;

@@ -7,6 +7,10 @@
 //! parley doctor [OWNER/REPO]   check every setting and dependency
 //! parley app manifest          the GitHub App manifest for this deployment
 //! parley config schema         the JSON Schema of .parley.yml
+//! parley dlq                   list | show <id> | redrive <id> | redrive --all
+//! parley replay                <payload.json> --event E [--url URL]: sign and send a delivery
+//! parley tables create         the template's tables and queues in an emulator
+//! parley budget                show | set | clear: an installation's monthly LLM budget
 //! ```
 
 use anyhow::Context;
@@ -50,6 +54,21 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Dead-lettered jobs: list | show <id> | redrive <id> | redrive --all.
+    Dlq(Operator),
+    /// Sign and send a webhook delivery: <payload.json> --event E [--url URL].
+    Replay(Operator),
+    /// The template's tables and queues in an emulator: create.
+    Tables(Operator),
+    /// An installation's monthly LLM budget: show | set | clear.
+    Budget(Operator),
+}
+
+/// An operator command's own arguments (`parley dlq --help` for each).
+#[derive(clap::Args)]
+struct Operator {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -88,6 +107,10 @@ async fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Schema,
         } => print(&parley_core::config::schema::json()),
+        Command::Dlq(op) => operator(parley_cli::dlq::main(&op.args)).await,
+        Command::Replay(op) => operator(parley_cli::replay::main(&op.args)).await,
+        Command::Tables(op) => operator(parley_cli::tables::main(&op.args)).await,
+        Command::Budget(op) => operator(parley_cli::budget::main(&op.args)).await,
     };
     match result {
         Ok(code) => code,
@@ -96,6 +119,13 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn operator(
+    command: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<ExitCode> {
+    telemetry::init();
+    command.await.map(|()| ExitCode::SUCCESS)
 }
 
 fn print(text: &str) -> anyhow::Result<ExitCode> {

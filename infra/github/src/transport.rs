@@ -196,6 +196,12 @@ impl GitHubClient {
             }
         };
         tracing::debug!(method = %call.method, path = call.url.path(), status = status.as_u16(), "GitHub call");
+        parley_core::metrics::github_call(
+            headers
+                .get("x-ratelimit-remaining")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok()),
+        );
 
         if status.is_success() {
             Ok(Ok(Reply { headers, body }))

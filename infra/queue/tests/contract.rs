@@ -274,6 +274,58 @@ async fn check_dead_letter_after_max_receives(q: Queue) {
     assert!(q.dead_letters(C).await.unwrap().is_empty());
 }
 
+/// Needs a queue whose max receive count is MAX_RECEIVES. Dead letters are listed with
+/// their group, and one redriven goes back to the end of its group with its attempts
+/// counted afresh, the others staying where they are.
+async fn check_dead_letters_listed_and_redriven(q: Queue) {
+    let group = "octo-org/hello#42";
+    for body in ["poison-1", "poison-2"] {
+        q.send(msg(R, group, body, body)).await.unwrap();
+        for _ in 0..MAX_RECEIVES {
+            let got = poll(&q, R, HOLD).await;
+            assert_eq!(bodies(&got), [body]);
+            q.nack(R, &got[0].receipt).await.unwrap();
+        }
+    }
+    // The receive after the last allowed one dead-letters the second poison too.
+    assert!(q.receive(R, 10, HOLD).await.unwrap().is_empty());
+
+    let dead = q.list_dead_letters(R).await.unwrap();
+    let dead_bodies: Vec<&str> = dead.iter().map(|d| d.body.as_str()).collect();
+    assert_eq!(dead_bodies, ["poison-1", "poison-2"]);
+    assert!(dead.iter().all(|d| d.group_id == group), "{dead:?}");
+    assert!(
+        dead.iter().all(|d| d.receive_count >= Some(MAX_RECEIVES)),
+        "{dead:?}"
+    );
+    assert!(q.list_dead_letters(C).await.unwrap().is_empty());
+
+    assert!(!q.redrive_dead_letter(R, "no-such-id").await.unwrap());
+    assert!(
+        !q.redrive_dead_letter(C, &dead[0].message_id).await.unwrap(),
+        "a dead letter of one queue is not redriven to the other"
+    );
+    assert!(q.redrive_dead_letter(R, &dead[0].message_id).await.unwrap());
+    assert!(
+        !q.redrive_dead_letter(R, &dead[0].message_id).await.unwrap(),
+        "redriven once"
+    );
+    let left: Vec<String> = q
+        .list_dead_letters(R)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.body)
+        .collect();
+    assert_eq!(left, ["poison-2"]);
+
+    let back = poll(&q, R, HOLD).await;
+    assert_eq!(bodies(&back), ["poison-1"]);
+    assert_eq!(back[0].group_id, group);
+    assert_eq!(back[0].receive_count, 1, "attempts start again");
+    q.ack(R, &back[0].receipt).await.unwrap();
+}
+
 /// Two consumers on the same queue never hold the same message or the same group at once.
 async fn check_competing_consumers(a: Queue, b: Queue) {
     for group in 0..4 {
@@ -451,6 +503,12 @@ mod sqlite_queue {
     async fn dead_letter_after_max_receives() {
         let (_dir, q) = sqlite().await;
         check_dead_letter_after_max_receives(q).await;
+    }
+
+    #[tokio::test]
+    async fn dead_letters_listed_and_redriven() {
+        let (_dir, q) = sqlite().await;
+        check_dead_letters_listed_and_redriven(q).await;
     }
 
     #[tokio::test]
@@ -672,6 +730,11 @@ mod sqs_queue {
     #[tokio::test]
     async fn dead_letter_after_max_receives() {
         check_dead_letter_after_max_receives(sqs().await).await;
+    }
+
+    #[tokio::test]
+    async fn dead_letters_listed_and_redriven() {
+        check_dead_letters_listed_and_redriven(sqs().await).await;
     }
 
     #[tokio::test]

@@ -26,6 +26,9 @@ pub enum ClientError {
     /// A bad `LLM_MAX_CONCURRENCY`: refuse to start rather than ignore the limit.
     #[error("{0}")]
     Llm(#[from] parley_core::ports::llm::LlmError),
+    /// A budget that cannot be read would be a budget silently not enforced.
+    #[error(transparent)]
+    Budget(#[from] parley_core::budget::BudgetError),
 }
 
 /// An environment: `std::env::var` in production, a map in tests.
@@ -110,6 +113,9 @@ pub async fn services_from_env(
     let github = github_from_env(env).await?;
     let llm = llm_from_env(env).await?;
     let prices = prices(env)?;
+    let budget = parley_core::budget::BudgetPolicy::from_env_value(
+        env(parley_core::budget::ENV).as_deref(),
+    )?;
     Ok(parley_core::services::Services {
         store: adapters.store.clone(),
         queue: adapters.queue.clone(),
@@ -124,6 +130,7 @@ pub async fn services_from_env(
             github,
             parley_core::repo::ConfigLoader::DEFAULT_TTL,
         )),
+        budget,
     })
 }
 

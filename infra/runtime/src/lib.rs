@@ -5,6 +5,7 @@
 
 pub mod adapters;
 pub mod clients;
+pub mod metrics;
 pub mod secrets;
 pub mod settings;
 pub mod sqs_batch;

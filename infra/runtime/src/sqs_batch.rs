@@ -17,13 +17,18 @@ where
     F: FnOnce(Services) -> H,
 {
     telemetry::init();
+    crate::metrics::init();
     let settings = Settings::from_env()?;
     let adapters = build_adapters(&settings).await?;
     let services = services_from_env(&process_env(), &settings, &adapters).await?;
     let handler = Arc::new(make(services));
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let handler = handler.clone();
-        async move { Ok::<_, Error>(respond(event.payload, handler.as_ref()).await?) }
+        async move {
+            let response = respond(event.payload, handler.as_ref()).await;
+            crate::metrics::flush();
+            Ok::<_, Error>(response?)
+        }
     }))
     .await
 }

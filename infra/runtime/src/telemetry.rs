@@ -1,22 +1,25 @@
 //! Logging. JSON lines inside Lambda (CloudWatch Logs Insights queries them by field);
 //! human-readable text on a terminal. `RUST_LOG` filters, default `info`.
+//!
+//! In JSON every line of a job carries the job's span (`span.delivery_id`, `span.repo`,
+//! `span.pr`, `span.kind`, `span.message_id`; see `parley_core::worker::job_span`): the
+//! current span only, not the list of its parents, which repeats the same fields.
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
 
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
     // `try_init`: a second call (tests, embedded use) keeps the first subscriber.
     let _ = if in_lambda {
-        builder
-            .json()
-            .with_current_span(false)
-            .with_ansi(false)
-            .without_time() // Lambda stamps every line itself.
-            .try_init()
+        tracing::subscriber::set_global_default(json(std::io::stdout, filter))
+            .map_err(|err| err.to_string())
     } else {
-        builder.try_init()
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .try_init()
+            .map_err(|err| err.to_string())
     };
 }
 
@@ -28,4 +31,20 @@ pub fn init_cli() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// The Lambda subscriber, writing to `writer`: JSON lines with the current span's fields.
+pub fn json<W>(writer: W, filter: EnvFilter) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_ansi(false)
+        .without_time() // Lambda stamps every line itself.
+        .finish()
 }

@@ -6,8 +6,8 @@
 //! An immediate transaction takes the write lock up front, so the second one waits on the
 //! busy timeout instead of failing to upgrade a read lock halfway through.
 
-use parley_core::ports::{OutgoingMessage, QueueName, ReceivedMessage};
-use rusqlite::{Connection, TransactionBehavior, params};
+use parley_core::ports::{DeadLetter, OutgoingMessage, QueueName, ReceivedMessage};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -199,11 +199,59 @@ pub(super) fn nack(
     Ok(released == 1)
 }
 
-pub(super) fn dead_letters(conn: &Connection, queue: QueueName) -> rusqlite::Result<Vec<String>> {
-    let mut statement =
-        conn.prepare_cached("SELECT body FROM queue_dead_letters WHERE queue = ?1 ORDER BY seq")?;
-    let bodies = statement.query_map([queue.as_str()], |row| row.get(0))?;
-    bodies.collect()
+pub(super) fn dead_letters(
+    conn: &Connection,
+    queue: QueueName,
+) -> rusqlite::Result<Vec<DeadLetter>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT message_id, group_id, body, receive_count FROM queue_dead_letters
+         WHERE queue = ?1 ORDER BY seq",
+    )?;
+    let letters = statement.query_map([queue.as_str()], |row| {
+        Ok(DeadLetter {
+            message_id: row.get(0)?,
+            group_id: row.get(1)?,
+            body: row.get(2)?,
+            receive_count: Some(row.get(3)?),
+        })
+    })?;
+    letters.collect()
+}
+
+/// Move the dead letter `message_id` back to the end of its group, as a new message
+/// (a new id, no receives yet). The dedup window is not consulted: an operator asked.
+pub(super) fn redrive(
+    conn: &mut Connection,
+    queue: QueueName,
+    message_id: &str,
+    now_ms: i64,
+) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: Option<(i64, String, String)> = tx
+        .query_row(
+            "SELECT seq, group_id, body FROM queue_dead_letters
+             WHERE queue = ?1 AND message_id = ?2 ORDER BY seq LIMIT 1",
+            params![queue.as_str(), message_id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .optional()?;
+    let Some((seq, group_id, body)) = found else {
+        return Ok(false);
+    };
+    tx.execute(
+        "INSERT INTO queue_messages (queue, message_id, group_id, body, sent_at_ms, visible_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![
+            queue.as_str(),
+            uuid::Uuid::new_v4().to_string(),
+            group_id,
+            body,
+            now_ms
+        ],
+    )?;
+    tx.execute("DELETE FROM queue_dead_letters WHERE seq = ?1", [seq])?;
+    tx.commit()?;
+    Ok(true)
 }
 
 fn millis(duration: Duration) -> i64 {
@@ -306,7 +354,11 @@ mod tests {
             got.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
             ["g/2"]
         );
-        assert_eq!(dead_letters(&conn, QueueName::Review).unwrap(), ["g/1"]);
+        let dead = dead_letters(&conn, QueueName::Review).unwrap();
+        assert_eq!(
+            dead.iter().map(|d| d.body.as_str()).collect::<Vec<_>>(),
+            ["g/1"]
+        );
         assert!(
             dead_letters(&conn, QueueName::Conversation)
                 .unwrap()

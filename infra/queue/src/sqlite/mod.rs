@@ -12,7 +12,7 @@ mod schema;
 
 use async_trait::async_trait;
 use parley_core::ports::{
-    JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
+    DeadLetter, JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
 };
 use rusqlite::Connection;
 use std::path::Path;
@@ -169,9 +169,21 @@ impl PollingQueue for SqliteQueue {
         current.then_some(()).ok_or_else(|| stale(queue, receipt))
     }
 
-    async fn dead_letters(&self, queue: QueueName) -> Result<Vec<String>, QueueError> {
+    async fn list_dead_letters(&self, queue: QueueName) -> Result<Vec<DeadLetter>, QueueError> {
         self.run("queue dead letters", move |conn| {
             fifo::dead_letters(conn, queue)
+        })
+        .await
+    }
+
+    async fn redrive_dead_letter(
+        &self,
+        queue: QueueName,
+        message_id: &str,
+    ) -> Result<bool, QueueError> {
+        let owned = message_id.to_string();
+        self.run("queue redrive", move |conn| {
+            fifo::redrive(conn, queue, &owned, now_ms())
         })
         .await
     }

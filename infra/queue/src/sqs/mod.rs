@@ -23,7 +23,7 @@ use aws_sdk_sqs::types::{
 };
 use errors::queue_error;
 use parley_core::ports::{
-    JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
+    DeadLetter, JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
 };
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ const GROUP_ID_ATTRIBUTE: &str = "parley-group-id";
 /// SQS refuses visibility timeouts above 12 hours.
 const MAX_VISIBILITY_SECONDS: u64 = 43_200;
 
-/// How long [`PollingQueue::dead_letters`] hides what it read before putting it back. Long
+/// How long [`PollingQueue::list_dead_letters`] hides what it read before putting it back. Long
 /// enough that its own paging never sees a message twice; it releases them explicitly.
 const PEEK_VISIBILITY_SECONDS: i32 = 30;
 
@@ -231,12 +231,69 @@ impl PollingQueue for SqsQueue {
     /// concurrent reader may see fewer messages, and because FIFO locks a group while any of
     /// its messages is in flight, a group with more dead letters than one batch (10) shows
     /// only its first batch.
-    async fn dead_letters(&self, queue: QueueName) -> Result<Vec<String>, QueueError> {
+    async fn list_dead_letters(&self, queue: QueueName) -> Result<Vec<DeadLetter>, QueueError> {
         let url = self.urls.dead_letter_queue(queue)?;
-        let mut bodies = Vec::new();
-        let mut receipts = Vec::new();
+        let (letters, outcome) = self.peek_dead_letters(url).await;
+        let receipts: Vec<String> = letters.iter().map(|(_, r)| r.clone()).collect();
+        self.release(url, &receipts).await;
+        outcome.map(|()| letters.into_iter().map(|(letter, _)| letter).collect())
+    }
+
+    /// SQS's own redrive (`StartMessageMoveTask`) moves a whole DLQ, not one message, so
+    /// this sends the message back itself: to the source queue, in its group, with a dedup
+    /// id derived from its id (a redrive retried within SQS's five minutes is not sent
+    /// twice), then deletes it from the DLQ.
+    async fn redrive_dead_letter(
+        &self,
+        queue: QueueName,
+        message_id: &str,
+    ) -> Result<bool, QueueError> {
+        let url = self.urls.dead_letter_queue(queue)?;
+        let (mut letters, outcome) = self.peek_dead_letters(url).await;
+        let position = letters
+            .iter()
+            .position(|(letter, _)| letter.message_id == message_id);
+        let found = position.map(|at| letters.remove(at));
+        let others: Vec<String> = letters.into_iter().map(|(_, r)| r).collect();
+        self.release(url, &others).await;
+        let Some((letter, receipt)) = found else {
+            return outcome.map(|()| false);
+        };
+        let sent = self
+            .send(OutgoingMessage {
+                queue,
+                group_id: letter.group_id.clone(),
+                dedup_id: format!("redrive-{}", letter.message_id),
+                body: letter.body,
+            })
+            .await;
+        if let Err(err) = sent {
+            self.release(url, std::slice::from_ref(&receipt)).await;
+            return Err(err);
+        }
+        self.client
+            .delete_message()
+            .queue_url(url)
+            .receipt_handle(&receipt)
+            .send()
+            .await
+            .map_err(|err| queue_error("DeleteMessage", url, err))?;
+        tracing::info!(queue = queue.as_str(), message_id, group_id = %letter.group_id, "dead letter redriven");
+        Ok(true)
+    }
+}
+
+impl SqsQueue {
+    /// Every dead letter of the DLQ at `url` with its receipt, hidden for
+    /// [`PEEK_VISIBILITY_SECONDS`]; the caller releases (or deletes) them. What was read
+    /// before an error is returned with the error.
+    async fn peek_dead_letters(
+        &self,
+        url: &str,
+    ) -> (Vec<(DeadLetter, String)>, Result<(), QueueError>) {
+        let mut letters = Vec::new();
         let mut outcome = Ok(());
-        while bodies.len() < MAX_DEAD_LETTERS_READ {
+        while letters.len() < MAX_DEAD_LETTERS_READ {
             let batch = self
                 .client
                 .receive_message()
@@ -244,6 +301,9 @@ impl PollingQueue for SqsQueue {
                 .max_number_of_messages(SQS_BATCH_LIMIT as i32)
                 .wait_time_seconds(0)
                 .visibility_timeout(PEEK_VISIBILITY_SECONDS)
+                .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+                .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+                .message_attribute_names(GROUP_ID_ATTRIBUTE)
                 .send()
                 .await
                 .map_err(|err| queue_error("ReceiveMessage", url, err));
@@ -258,19 +318,30 @@ impl PollingQueue for SqsQueue {
                 break;
             }
             for message in messages {
-                receipts.extend(message.receipt_handle);
-                bodies.extend(message.body);
+                match received(url, message) {
+                    Ok(m) => letters.push((
+                        DeadLetter {
+                            message_id: m.message_id,
+                            group_id: m.group_id,
+                            body: m.body,
+                            receive_count: Some(m.receive_count),
+                        },
+                        m.receipt,
+                    )),
+                    Err(err) => {
+                        tracing::warn!(queue = url, error = %err, "a dead letter SQS described incompletely is left out");
+                    }
+                }
             }
         }
-        if bodies.len() >= MAX_DEAD_LETTERS_READ {
+        if letters.len() >= MAX_DEAD_LETTERS_READ {
             tracing::warn!(
                 queue = url,
                 limit = MAX_DEAD_LETTERS_READ,
                 "dead-letter read stopped at its limit"
             );
         }
-        self.release(url, &receipts).await;
-        outcome.map(|()| bodies)
+        (letters, outcome)
     }
 }
 

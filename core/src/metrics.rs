@@ -1,0 +1,109 @@
+//! Operational metrics: what an operator graphs and alarms on.
+//!
+//! Recorded through the `metrics` facade, which does no I/O: with no recorder installed
+//! (`parley serve`, tests) every call is a no-op. The Lambda workers install a recorder
+//! that writes CloudWatch Embedded Metric Format lines to stdout after each invocation
+//! (`parley_runtime::metrics`), namespace [`NAMESPACE`]. The names, units and dimensions
+//! live here only, so the template's dashboard and alarms have one place to agree with.
+
+use crate::llm::usage::UsageTally;
+use metrics::{
+    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
+};
+use std::time::Duration;
+
+/// The CloudWatch namespace of every metric.
+pub const NAMESPACE: &str = "Parley";
+
+/// The one dimension: which kind of job (`review`, `conversation`, `bookkeeping`, or
+/// `unknown` for a message that is not a job). Per-repository dimensions would make a
+/// metric per repository, which CloudWatch bills one by one.
+pub const KIND: &str = "Kind";
+
+pub const JOBS_HANDLED: &str = "JobsHandled";
+pub const JOBS_FAILED: &str = "JobsFailed";
+/// Wall time of one job: a review, or a conversation turn (with its sweep).
+pub const JOB_DURATION: &str = "JobDuration";
+pub const LLM_CALLS: &str = "LlmCalls";
+pub const LLM_INPUT_TOKENS: &str = "LlmInputTokens";
+pub const LLM_OUTPUT_TOKENS: &str = "LlmOutputTokens";
+/// Estimated cost of the priced calls, in US dollars (one value per job).
+pub const LLM_COST_USD: &str = "LlmCostUSD";
+pub const GITHUB_CALLS: &str = "GitHubCalls";
+/// `x-ratelimit-remaining` of the last GitHub answer in the invocation.
+pub const GITHUB_RATE_LIMIT_REMAINING: &str = "GitHubRateLimitRemaining";
+/// Findings posted by a review, inline or in its summary.
+pub const FINDINGS_POSTED: &str = "FindingsPosted";
+/// Findings a review dropped because of what Parley learned: dismissals, false-positive
+/// patterns, the judge pass.
+pub const FINDINGS_SUPPRESSED: &str = "FindingsSuppressed";
+/// Findings a review dropped for confidence below the threshold in force.
+pub const FINDINGS_BELOW_THRESHOLD: &str = "FindingsBelowThreshold";
+
+/// Register every metric's unit with the installed recorder; call once after installing
+/// one (units are what the EMF directives carry).
+pub fn describe() {
+    describe_counter!(JOBS_HANDLED, Unit::Count, "Jobs taken off a queue");
+    describe_counter!(
+        JOBS_FAILED,
+        Unit::Count,
+        "Jobs that failed and go back to the queue"
+    );
+    describe_histogram!(JOB_DURATION, Unit::Milliseconds, "Wall time of one job");
+    describe_counter!(LLM_CALLS, Unit::Count, "LLM calls that returned");
+    describe_counter!(LLM_INPUT_TOKENS, Unit::Count, "LLM input tokens");
+    describe_counter!(LLM_OUTPUT_TOKENS, Unit::Count, "LLM output tokens");
+    describe_histogram!(LLM_COST_USD, "Estimated LLM cost in US dollars, per job");
+    describe_counter!(GITHUB_CALLS, Unit::Count, "HTTP exchanges with GitHub");
+    describe_gauge!(
+        GITHUB_RATE_LIMIT_REMAINING,
+        Unit::Count,
+        "GitHub API requests left in the rate-limit window"
+    );
+    describe_counter!(FINDINGS_POSTED, Unit::Count, "Findings posted");
+    describe_counter!(
+        FINDINGS_SUPPRESSED,
+        Unit::Count,
+        "Findings suppressed by learning"
+    );
+    describe_counter!(
+        FINDINGS_BELOW_THRESHOLD,
+        Unit::Count,
+        "Findings below the confidence threshold"
+    );
+}
+
+/// One job handled, and whether it failed.
+pub fn job_done(kind: &'static str, ok: bool, elapsed: Duration) {
+    counter!(JOBS_HANDLED, KIND => kind).increment(1);
+    if !ok {
+        counter!(JOBS_FAILED, KIND => kind).increment(1);
+    }
+    histogram!(JOB_DURATION, KIND => kind).record(elapsed.as_secs_f64() * 1000.0);
+}
+
+/// What one job spent on the LLM.
+pub fn llm_usage(tally: &UsageTally) {
+    if tally.calls == 0 {
+        return;
+    }
+    counter!(LLM_CALLS).increment(u64::from(tally.calls));
+    counter!(LLM_INPUT_TOKENS).increment(tally.usage.input_tokens);
+    counter!(LLM_OUTPUT_TOKENS).increment(tally.usage.output_tokens);
+    histogram!(LLM_COST_USD).record(tally.priced_usd);
+}
+
+/// One exchange with GitHub, and the rate limit it reported.
+pub fn github_call(rate_limit_remaining: Option<u64>) {
+    counter!(GITHUB_CALLS).increment(1);
+    if let Some(remaining) = rate_limit_remaining {
+        gauge!(GITHUB_RATE_LIMIT_REMAINING).set(remaining as f64);
+    }
+}
+
+/// What a published review did with its candidate findings.
+pub fn findings(posted: usize, suppressed: usize, below_threshold: usize) {
+    counter!(FINDINGS_POSTED).increment(posted as u64);
+    counter!(FINDINGS_SUPPRESSED).increment(suppressed as u64);
+    counter!(FINDINGS_BELOW_THRESHOLD).increment(below_threshold as u64);
+}

@@ -1,0 +1,126 @@
+//! A review asked for once the installation's monthly LLM budget is spent (see
+//! [`crate::budget`]): no pass runs. An automatic review still concludes the "Parley
+//! review" check, `neutral` and titled "Budget exhausted", or a team that requires the
+//! check would wait forever; like any review that did not run, it keeps a `failure` while
+//! blocking findings of earlier reviews are still open. The PR gets one note a month
+//! saying why, guarded by a claim so a redelivery or the next push does not repeat it.
+//!
+//! Public text names no amounts: what an organisation spends is not for every reader of a
+//! public repository. The log line has them.
+
+use super::{ReviewError, gate, pr_url, repo_url, runs};
+use crate::budget::Standing;
+use crate::config::RepoConfig;
+use crate::job::ReviewJob;
+use crate::markers::{self, ReplyMarker};
+use crate::ports::github::{CheckConclusion, PullRequest, RepoScope};
+use crate::ports::{Claim, Store};
+use crate::services::Services;
+use std::collections::HashSet;
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// The check's title when nothing blocks.
+pub const CHECK_TITLE: &str = "Budget exhausted";
+
+/// Why the review did not run, for the check's summary ("Parley did not review this
+/// commit: …").
+const REASON: &str = "this installation's monthly LLM budget is used up";
+
+/// Longer than a month, so the claim for this month's note outlives the month.
+const NOTE_TTL: Duration = Duration::from_secs(40 * 24 * 3600);
+
+/// The claim behind the PR's one note about the budget in `month` (`YYYY-MM`).
+pub fn note_key(repo: &str, pr: u64, month: &str) -> String {
+    format!("budget-note#review#{repo}#{pr}#{month}")
+}
+
+/// Conclude the check (automatic reviews of the current head) and post the month's note.
+pub async fn conclude(
+    services: &Services,
+    scope: &RepoScope,
+    job: &ReviewJob,
+    pr: &PullRequest,
+    config: &RepoConfig,
+    standing: &Standing,
+) -> Result<(), ReviewError> {
+    let repo = job.repo.full_name();
+    tracing::info!(%repo, number = job.number, installation = standing.installation, spent_usd = standing.spent_usd(), limit_usd = standing.limit.map(|(usd, _)| usd), "review not run: monthly LLM budget exhausted");
+    if !runs::is_manual(job.trigger) && pr.head.sha == job.head_sha {
+        let findings = services.store.findings_for_pr(&repo, job.number).await?;
+        let open = gate::open_blocking(
+            &findings,
+            &config.gate,
+            config.review.min_confidence,
+            &HashSet::new(),
+        );
+        let repo_url = repo_url(pr, &repo);
+        let pr_url = pr_url(pr, &repo_url);
+        let verdict = gate::Verdict::Skipped {
+            reason: REASON,
+            open,
+            repo_url: &repo_url,
+            pr_url: &pr_url,
+        };
+        let (conclusion, mut output) = gate::conclude(&verdict, &config.gate);
+        if conclusion == CheckConclusion::Neutral {
+            output.title = CHECK_TITLE.to_string();
+        }
+        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
+        let check = gate::Check {
+            id: None,
+            name: gate::CHECK_NAME,
+            head_sha: &pr.head.sha,
+            external_id: &key,
+        };
+        gate::complete(services.github.as_ref(), scope, &check, conclusion, output).await?;
+    }
+    note_once(services, scope, job, standing).await
+}
+
+/// The PR's note for this month, unless it was posted already. A failed post gives the
+/// claim back and fails the job, so the queue's retry posts it.
+async fn note_once(
+    services: &Services,
+    scope: &RepoScope,
+    job: &ReviewJob,
+    standing: &Standing,
+) -> Result<(), ReviewError> {
+    let store: &dyn Store = services.store.as_ref();
+    let repo = job.repo.full_name();
+    let key = note_key(&repo, job.number, &standing.month);
+    if store.claim(&key, NOTE_TTL).await? == Claim::AlreadyClaimed {
+        return Ok(());
+    }
+    let asked = job
+        .request
+        .as_ref()
+        .map(|r| format!("@{} ", r.author.login))
+        .unwrap_or_default();
+    let text = format!(
+        "{asked}Parley did not review this pull request: the monthly LLM budget of this \
+         GitHub App installation is used up. Reviews and answers resume next month, or as \
+         soon as an operator raises the budget."
+    );
+    let marker = ReplyMarker {
+        kind: markers::kind::NOTE.to_string(),
+        reply_to: job.request.as_ref().map_or(0, |r| r.comment_id),
+        finding: None,
+        resolution: None,
+        at: OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+    };
+    let body = markers::append(&text, markers::kind::NOTE, &marker);
+    if let Err(err) = services
+        .github
+        .create_issue_comment(scope, job.number, &body)
+        .await
+    {
+        if let Err(release) = store.release(&key).await {
+            tracing::warn!(key = %key, error = %release, "could not release the budget note's claim; it expires on its own");
+        }
+        return Err(err.into());
+    }
+    Ok(())
+}
