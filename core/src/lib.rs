@@ -15,6 +15,7 @@ pub mod markers;
 pub mod mention;
 pub mod ports;
 pub mod repo;
+pub mod retrieval;
 pub mod review;
 pub mod sanitize;
 pub mod services;
