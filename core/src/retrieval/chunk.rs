@@ -114,6 +114,8 @@ pub enum SkipReason {
     /// Matches a default or configured skip glob (lock, vendored, generated, binary…).
     Excluded,
     Binary,
+    /// A symbolic link: its "content" is a target path, not code.
+    Symlink,
     Deleted,
     /// GitHub sent no patch (binary or too large).
     NoPatch,
@@ -164,6 +166,9 @@ pub fn chunk_diff(text: &str, options: &ChunkOptions) -> Result<Chunked, DiffErr
     }
     Ok(chunker.finish())
 }
+
+/// Git's file mode of a symbolic link.
+const SYMLINK_MODE: &str = "120000";
 
 struct Chunker<'a> {
     options: &'a ChunkOptions,
@@ -217,6 +222,10 @@ impl<'a> Chunker<'a> {
         }
         if file.is_binary {
             self.skip(path, None, SkipReason::Binary);
+            return;
+        }
+        if file.new_mode.as_deref() == Some(SYMLINK_MODE) {
+            self.skip(path, None, SkipReason::Symlink);
             return;
         }
         self.patch(path, &file.patch);
@@ -388,6 +397,25 @@ mod tests {
         assert!(matches!(reasons[6], ("cut.rs", SkipReason::Unreadable(_))));
         assert_eq!(reasons[7], ("only_removed.rs", &SkipReason::NoAddedLines));
         assert_eq!(reasons.len(), 8);
+    }
+
+    #[test]
+    fn binary_files_and_symlinks_in_a_whole_diff_are_skipped() {
+        let text = "diff --git a/data.dat b/data.dat\nindex 1..2 100644\nBinary files a/data.dat and b/data.dat differ\ndiff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n@@ -0,0 +1,3 @@\n+a\n+b\n+c\n";
+        let chunked = chunk_diff(text, &ChunkOptions::default()).unwrap();
+        assert!(chunked.chunks.is_empty());
+        let reasons: Vec<(&str, &SkipReason)> = chunked
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), &s.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("data.dat", &SkipReason::Binary),
+                ("link", &SkipReason::Symlink)
+            ]
+        );
     }
 
     #[test]
