@@ -20,8 +20,8 @@
 use super::candidate::{Candidate, Source};
 use super::lexical::Hit;
 use super::provenance::{Cited, DropReason, Dropped, Provenance};
-use super::tokens::{jaccard, token_set};
-use std::collections::{BTreeMap, HashSet};
+use super::tokens::{TokenSet, jaccard, token_set};
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 /// The RRF constant: dampens the difference between the first ranks.
@@ -219,13 +219,18 @@ fn without_duplicates(
     threshold: f64,
     provenance: &mut Provenance,
 ) -> Vec<Fused> {
-    let mut kept: Vec<(Fused, HashSet<String>)> = Vec::with_capacity(ranked.len());
+    let mut kept: Vec<(Fused, TokenSet)> = Vec::with_capacity(ranked.len());
     for item in ranked {
         let candidate = &candidates[item.index];
         let tokens = token_set(&candidate.text);
+        // Jaccard is at most |smaller| / |larger|: most pairs are ruled out by size alone.
+        let could_match = |other: &TokenSet| {
+            let (small, large) = (tokens.len().min(other.len()), tokens.len().max(other.len()));
+            large == 0 || small as f64 / large as f64 >= threshold
+        };
         let original = kept
             .iter()
-            .find(|(_, other)| jaccard(&tokens, other) >= threshold)
+            .find(|(_, other)| could_match(other) && jaccard(&tokens, other) >= threshold)
             .map(|(k, _)| candidates[k.index].key.clone());
         match original {
             Some(of) => {

@@ -145,7 +145,7 @@ pub async fn retrieve(
         .zip(model.as_deref())
         .map(|(values, model)| QueryVector { model, values });
     let retrieved = rank(
-        candidates,
+        &candidates,
         query,
         vector,
         settings,
@@ -167,31 +167,30 @@ pub struct QueryVector<'a> {
 /// part of [`retrieve`], after the reads and the embedding call. `provenance` may already
 /// hold what the reads recorded.
 pub fn rank(
-    candidates: Vec<Candidate>,
+    candidates: &[Candidate],
     query: &Query,
     vector: Option<QueryVector<'_>>,
     settings: &Settings,
     now: OffsetDateTime,
     mut provenance: Provenance,
 ) -> Retrieved {
-    let candidates: Vec<Candidate> = candidates
-        .into_iter()
-        .filter(|c| match query.pr {
-            Some(pr) if c.only_from_pr(pr) => {
-                provenance.counts(c.source).same_pr += 1;
-                false
-            }
-            _ => true,
-        })
-        .collect();
     let search_text = query.search_text();
     let mut lists = Vec::new();
     for source in Source::ALL {
+        let mut same_pr = 0;
         let members: Vec<usize> = (0..candidates.len())
             .filter(|&i| candidates[i].source == source)
+            .filter(|&i| match query.pr {
+                Some(pr) if candidates[i].only_from_pr(pr) => {
+                    same_pr += 1;
+                    false
+                }
+                _ => true,
+            })
             .collect();
         let counts = provenance.counts(source);
         counts.candidates = members.len();
+        counts.same_pr = same_pr;
         if members.is_empty() {
             continue;
         }
@@ -229,14 +228,14 @@ pub fn rank(
         .fusion
         .unwrap_or_else(|| Fusion::for_trigger(query.trigger));
     let fused = fuse::fuse(
-        &candidates,
+        candidates,
         &lists,
         &fusion,
         query.language.as_deref(),
         now,
         &mut provenance,
     );
-    let prompt = context::render(&candidates, &fused, settings.budget_chars, &mut provenance);
+    let prompt = context::render(candidates, &fused, settings.budget_chars, &mut provenance);
     Retrieved { prompt, provenance }
 }
 

@@ -122,7 +122,7 @@ fn a_review_sees_the_earlier_hunk_of_the_same_function_and_how_its_finding_ended
     let mut docs = stored_code();
     docs.push(past_finding());
     let retrieved = rank(
-        candidates(docs),
+        &candidates(docs),
         &review_query(),
         None,
         &Settings::default(),
@@ -186,7 +186,7 @@ fn a_question_draws_on_learnings_and_guidelines_passed_in_memory() {
         pr: Some(2),
     };
     let retrieved = rank(
-        in_memory,
+        &in_memory,
         &query,
         None,
         &Settings::default(),
@@ -241,7 +241,7 @@ fn vector_search_finds_what_shares_no_word_with_the_query() {
         ..review_query()
     };
     let retrieved = rank(
-        candidates(docs),
+        &candidates(docs),
         &query,
         Some(QueryVector {
             model: "m",
