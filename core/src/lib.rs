@@ -17,6 +17,7 @@ pub mod mention;
 pub mod metrics;
 pub mod ports;
 pub mod repo;
+pub mod retrieval;
 pub mod review;
 pub mod sanitize;
 pub mod services;

@@ -19,7 +19,7 @@
 mod answer;
 mod budget;
 mod caches;
-mod concurrent;
+pub(crate) mod concurrent;
 mod context;
 mod dispute;
 mod error;

@@ -108,7 +108,7 @@ pub fn select(
 
 /// The configured globs; ones that do not compile were already reported by the config
 /// parser and are left out here.
-fn skip_set(globs: &[String]) -> GlobSet {
+pub(crate) fn skip_set(globs: &[String]) -> GlobSet {
     let mut builder = GlobSetBuilder::new();
     for glob in globs {
         if let Ok(glob) = Glob::new(glob) {
