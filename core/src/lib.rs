@@ -8,6 +8,7 @@ pub mod bookkeeping;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+pub mod embedding;
 pub mod job;
 pub mod learning;
 pub mod llm;

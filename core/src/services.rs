@@ -6,7 +6,7 @@
 
 use crate::llm::PriceTable;
 use crate::ports::llm::Llm;
-use crate::ports::{GitHub, JobQueue, Store};
+use crate::ports::{CorpusStore, Embedder, GitHub, JobQueue, Store};
 use crate::repo::{BotIdentity, ConfigLoader};
 use std::sync::Arc;
 
@@ -21,4 +21,10 @@ pub struct Services {
     pub prices: Arc<PriceTable>,
     pub identity: Arc<BotIdentity>,
     pub config: Arc<ConfigLoader>,
+    /// What retrieval searches: in production the same adapter (and table file) as
+    /// `store`, behind its corpus port.
+    pub corpus: Arc<dyn CorpusStore>,
+    /// `None` when no embeddings provider is configured: retrieval is lexical only and
+    /// nothing is enqueued for embedding.
+    pub embedder: Option<Arc<dyn Embedder>>,
 }
