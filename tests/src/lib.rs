@@ -58,11 +58,13 @@ pub mod clients;
 pub mod conversation_harness;
 pub mod counting_store;
 pub mod deliveries;
+pub mod fake_embeddings;
 pub mod fake_github;
 pub mod fake_llm;
 pub mod flaky_store;
 pub mod review_harness;
 pub mod serve_process;
+pub mod static_model;
 pub mod tripwire;
 
 pub mod stores {
