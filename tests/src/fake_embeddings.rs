@@ -129,6 +129,11 @@ impl FakeEmbeddings {
     pub fn raw_vector(&self, text: &str) -> Vec<f32> {
         bag_of_words(text, self.state().dimensions)
     }
+
+    /// [`FakeEmbeddings::raw_vector`] at a size the request asked for.
+    pub fn raw_vector_sized(&self, text: &str, dimensions: usize) -> Vec<f32> {
+        bag_of_words(text, dimensions)
+    }
 }
 
 /// A URL where nothing listens: an embeddings server that is down.
