@@ -1,7 +1,7 @@
 """Create template.yaml's DynamoDB tables and SQS queues in a local emulator (moto).
 
 Reads the resources straight from template.yaml, so the local tables have exactly the key
-schemas, GSIs, TTL attribute and queue settings (FIFO, visibility timeout, redrive to the
+schemas, GSIs, LSIs, TTL attribute and queue settings (FIFO, visibility timeout, redrive to the
 DLQ) that the deployed stack has. Talks to whatever AWS_ENDPOINT_URL points at (refuses to
 run without it, so it never touches a real account) and prints `export NAME=value` lines
 for the environment variables the functions read (PARLEY_*_TABLE, PARLEY_*_QUEUE_URL, ...).
@@ -47,6 +47,11 @@ def create_table(ddb, logical_id: str, props: dict, stack: str) -> str:
         "KeySchema": props["KeySchema"],
         "BillingMode": props.get("BillingMode", "PROVISIONED"),
     }
+    if props.get("LocalSecondaryIndexes"):
+        request["LocalSecondaryIndexes"] = [
+            {k: lsi[k] for k in ("IndexName", "KeySchema", "Projection")}
+            for lsi in props["LocalSecondaryIndexes"]
+        ]
     if props.get("GlobalSecondaryIndexes"):
         request["GlobalSecondaryIndexes"] = [
             {k: gsi[k] for k in ("IndexName", "KeySchema", "Projection")}

@@ -4,8 +4,9 @@
 //! queue message stays small (GitHub payloads run to 30 kB; SQS messages cap at 256 kB)
 //! and the worker never re-parses a webhook.
 
-use crate::ports::QueueName;
+use crate::ports::{Corpus, QueueName};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The repository an event concerns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +44,7 @@ pub enum Job {
     Review(ReviewJob),
     Conversation(ConversationJob),
     Bookkeeping(BookkeepingJob),
+    Embed(EmbedJob),
 }
 
 impl Job {
@@ -51,6 +53,7 @@ impl Job {
             Job::Review(j) => &j.delivery_id,
             Job::Conversation(j) => &j.delivery_id,
             Job::Bookkeeping(j) => &j.delivery_id,
+            Job::Embed(j) => &j.delivery_id,
         }
     }
 
@@ -60,11 +63,15 @@ impl Job {
         match self {
             Job::Review(_) => QueueName::Review,
             Job::Conversation(_) | Job::Bookkeeping(_) => QueueName::Conversation,
+            Job::Embed(_) => QueueName::Embedding,
         }
     }
 
     /// FIFO message group: `owner/repo#number` serialises work on one PR; installation
-    /// events group by installation.
+    /// events group by installation; embedding jobs group by repository, so one
+    /// repository's documents are embedded one job at a time (no two jobs racing to embed
+    /// the same hunk, a bounded request rate per repository) while repositories run in
+    /// parallel.
     pub fn group_id(&self) -> String {
         match self {
             Job::Review(j) => format!("{}#{}", j.repo.full_name(), j.number),
@@ -80,6 +87,7 @@ impl Job {
                     format!("{}#{}", repo.full_name(), number)
                 }
             },
+            Job::Embed(j) => j.repo.clone(),
         }
     }
 
@@ -89,6 +97,7 @@ impl Job {
             Job::Review(_) => "review",
             Job::Conversation(_) => "conversation",
             Job::Bookkeeping(_) => "bookkeeping",
+            Job::Embed(_) => "embed",
         }
     }
 
@@ -105,6 +114,7 @@ impl Job {
                     (Some(repo.full_name()), Some(*number))
                 }
             },
+            Job::Embed(j) => (Some(j.repo.clone()), None),
         }
     }
 
@@ -127,6 +137,7 @@ impl Job {
                 j.comment.author.login
             ),
             Job::Bookkeeping(j) => format!("bookkeeping {:?}", j.event),
+            Job::Embed(j) => format!("embed {} ({} documents)", j.repo, j.document_count()),
         }
     }
 }
@@ -269,4 +280,24 @@ pub enum BookkeepingEvent {
         number: u64,
         merged: bool,
     },
+}
+
+/// Embed stored documents (issue 10). Enqueued after a review is published, by
+/// [`crate::embedding::enqueue_for`]; the documents themselves are already in the corpus
+/// store, so the message carries only their keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbedJob {
+    /// Derived from the repository and the keys, so enqueueing the same work twice
+    /// (a retried publish) is one message within the queue's dedup window.
+    pub delivery_id: String,
+    /// `owner/name`.
+    pub repo: String,
+    /// Document keys to embed, by corpus.
+    pub keys: BTreeMap<Corpus, Vec<String>>,
+}
+
+impl EmbedJob {
+    pub fn document_count(&self) -> usize {
+        self.keys.values().map(Vec::len).sum()
+    }
 }

@@ -9,6 +9,7 @@ pub mod budget;
 pub mod commands;
 pub mod config;
 pub mod conversation;
+pub mod embedding;
 pub mod job;
 pub mod learning;
 pub mod llm;

@@ -6,7 +6,7 @@
 
 use crate::llm::PriceTable;
 use crate::ports::llm::Llm;
-use crate::ports::{GitHub, JobQueue, Store};
+use crate::ports::{CorpusStore, Embedder, GitHub, JobQueue, Store};
 use crate::repo::{BotIdentity, ConfigLoader};
 use std::sync::Arc;
 
@@ -23,4 +23,10 @@ pub struct Services {
     pub config: Arc<ConfigLoader>,
     /// The monthly LLM budget's default (`PARLEY_MONTHLY_BUDGET_USD`); see [`crate::budget`].
     pub budget: crate::budget::BudgetPolicy,
+    /// What retrieval searches: in production the same adapter (and table file) as
+    /// `store`, behind its corpus port.
+    pub corpus: Arc<dyn CorpusStore>,
+    /// `None` when no embeddings provider is configured: retrieval is lexical only and
+    /// nothing is enqueued for embedding.
+    pub embedder: Option<Arc<dyn Embedder>>,
 }

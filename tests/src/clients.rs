@@ -5,7 +5,7 @@ use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
 use parley_core::llm::PriceTable;
 use parley_core::ports::llm::Llm;
-use parley_core::ports::{GitHub, JobQueue, Store};
+use parley_core::ports::{CorpusStore, Embedder, GitHub, JobQueue, Store};
 use parley_core::repo::{BotIdentity, ConfigLoader};
 use parley_core::services::Services;
 use parley_github::{GitHubClient, GitHubConfig};
@@ -62,12 +62,30 @@ pub fn anthropic_llm_with_timeout(fake: &FakeLlm, timeout: Duration) -> Arc<dyn 
     )
 }
 
-/// Every service a worker needs, on the fakes and the given store and queue.
+/// Every service a worker needs, on the fakes and the given store and queue. The corpus
+/// is a private in-memory SQLite store and there is no embedder (retrieval lexical
+/// only); tests of retrieval use [`services_with_retrieval`].
 pub fn services(
     github: &FakeGitHub,
     llm: &FakeLlm,
     store: Arc<dyn Store>,
     queue: Arc<dyn JobQueue>,
+) -> Services {
+    let corpus = Arc::new(
+        parley_store::sqlite::SqliteStore::open_in_memory().expect("in-memory corpus store"),
+    );
+    services_with_retrieval(github, llm, store, queue, corpus, None)
+}
+
+/// [`services`] with the given corpus store (usually the same adapter as `store`) and
+/// embedder.
+pub fn services_with_retrieval(
+    github: &FakeGitHub,
+    llm: &FakeLlm,
+    store: Arc<dyn Store>,
+    queue: Arc<dyn JobQueue>,
+    corpus: Arc<dyn CorpusStore>,
+    embedder: Option<Arc<dyn Embedder>>,
 ) -> Services {
     let github: Arc<dyn GitHub> = Arc::new(github_client(github));
     Services {
@@ -79,6 +97,35 @@ pub fn services(
         identity: Arc::new(BotIdentity::new(None, Vec::new())),
         config: Arc::new(ConfigLoader::new(github, ConfigLoader::DEFAULT_TTL)),
         budget: parley_core::budget::BudgetPolicy::default(),
+        corpus,
+        embedder,
+    }
+}
+
+/// An OpenAI-compatible embeddings client against the fake, with fast retries.
+pub fn openai_embedder(
+    fake: &crate::fake_embeddings::FakeEmbeddings,
+    model: &str,
+    dimensions: usize,
+    timeout: Duration,
+) -> parley_embeddings::OpenAiEmbedder {
+    parley_embeddings::OpenAiEmbedder::new(
+        &fake.openai_base(),
+        Some("test-key".into()),
+        model,
+        dimensions,
+        timeout,
+        fast_retries(),
+    )
+    .expect("embeddings client")
+}
+
+/// Retries as in production, but with millisecond waits.
+pub fn fast_retries() -> parley_llm::RetryPolicy {
+    parley_llm::RetryPolicy {
+        max_retries: 2,
+        base_delay: Duration::from_millis(5),
+        max_delay: Duration::from_millis(50),
     }
 }
 

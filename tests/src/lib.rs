@@ -58,16 +58,18 @@ pub mod clients;
 pub mod conversation_harness;
 pub mod counting_store;
 pub mod deliveries;
+pub mod fake_embeddings;
 pub mod fake_github;
 pub mod fake_llm;
 pub mod flaky_store;
 pub mod review_harness;
 pub mod serve_process;
+pub mod static_model;
 pub mod tripwire;
 
 pub mod stores {
     //! Both store adapters, for end-to-end tests that must pass on each.
-    use parley_core::ports::Store;
+    use parley_core::ports::{CorpusStore, Store};
     use parley_store::dynamo::{DynamoStore, TableNames, create_tables};
     use parley_store::sqlite::SqliteStore;
     use std::sync::Arc;
@@ -79,9 +81,27 @@ pub mod stores {
         (Arc::new(store), dir)
     }
 
+    /// [`sqlite`] with the same store behind its corpus port too.
+    pub fn sqlite_with_corpus() -> (Arc<dyn Store>, Arc<dyn CorpusStore>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store =
+            Arc::new(SqliteStore::open(dir.path().join("parley.db")).expect("sqlite store"));
+        (store.clone(), store, dir)
+    }
+
+    /// [`dynamodb`] with the same store behind its corpus port too.
+    pub async fn dynamodb_with_corpus() -> (Arc<dyn Store>, Arc<dyn CorpusStore>) {
+        let store = dynamo_store().await;
+        (store.clone(), store)
+    }
+
     /// A DynamoDB store on moto with its own freshly created tables. Fails (never skips)
     /// when moto is not running: `scripts/test.sh` starts it and sets AWS_ENDPOINT_URL.
     pub async fn dynamodb() -> Arc<dyn Store> {
+        dynamo_store().await
+    }
+
+    async fn dynamo_store() -> Arc<DynamoStore> {
         assert!(
             std::env::var_os("AWS_ENDPOINT_URL").is_some(),
             "AWS_ENDPOINT_URL is not set: start moto (scripts/test.sh does it, or scripts/moto.sh for one run)"

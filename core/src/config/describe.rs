@@ -16,6 +16,7 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
     let d = &config.dispute;
     let r = &config.review;
     let g = &config.gate;
+    let rt = &config.retrieval;
     let severities: Vec<String> = g
         .block_on
         .iter()
@@ -70,6 +71,12 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         ("review.judge", r.judge.to_string()),
         ("gate.blockOn", list(&severities)),
         ("gate.resolveBy", level(g.resolve_by).to_string()),
+        ("retrieval.enabled", rt.enabled.to_string()),
+        (
+            "retrieval.hunkEmbedding.enabled",
+            rt.hunk_embedding.to_string(),
+        ),
+        ("retrieval.budgetChars", rt.budget_chars.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -105,7 +112,8 @@ mod tests {
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
              review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false}\n\
-             gate: {blockOn: [critical], resolveBy: admin}\n",
+             gate: {blockOn: [critical], resolveBy: admin}\n\
+             retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );
         assert!(warnings.is_empty(), "{warnings:?}");
         let explicit: Vec<String> = config.explicit.iter().cloned().collect();

@@ -35,6 +35,7 @@ pub struct RepoConfig {
     pub dispute: DisputeConfig,
     pub review: ReviewConfig,
     pub gate: GateConfig,
+    pub retrieval: RetrievalConfig,
     /// Keys `.parley.yml` set to a valid value (`review.minConfidence`, …): where each
     /// value in force came from, for `@parley configuration` and for the threshold, where
     /// a team's explicit choice wins over a tuned one.
@@ -216,6 +217,29 @@ pub fn known_keys() -> std::collections::BTreeSet<String> {
     reader.known().clone()
 }
 
+/// Retrieval (issue 10): what Parley remembers of earlier PRs and brings into prompts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrievalConfig {
+    /// Off: no related snippets, findings or threads in prompts, and nothing embedded.
+    pub enabled: bool,
+    /// Off: the hunks of reviewed PRs are not embedded (they stay searchable lexically);
+    /// findings and threads still are.
+    pub hunk_embedding: bool,
+    /// How much retrieved text a prompt may carry, in characters, inside the prompt's
+    /// own context budget.
+    pub budget_chars: u32,
+}
+
+impl Default for RetrievalConfig {
+    fn default() -> Self {
+        RetrievalConfig {
+            enabled: true,
+            hunk_embedding: true,
+            budget_chars: 6000,
+        }
+    }
+}
+
 /// Parse `.parley.yml` text. Never fails: see the module docs.
 pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
     let defaults = RepoConfig::default();
@@ -326,6 +350,18 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
                 &d.gate.block_on,
                 "critical, high, medium, low or nit",
                 parse_severity,
+            ),
+        },
+        retrieval: RetrievalConfig {
+            enabled: r.bool("retrieval.enabled", d.retrieval.enabled),
+            hunk_embedding: r.bool(
+                "retrieval.hunkEmbedding.enabled",
+                d.retrieval.hunk_embedding,
+            ),
+            budget_chars: r.number(
+                "retrieval.budgetChars",
+                d.retrieval.budget_chars,
+                500..=50_000,
             ),
         },
         explicit: Default::default(),

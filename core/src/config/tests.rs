@@ -120,3 +120,41 @@ fn pass_timeout_is_read_and_bounded_under_the_worker_timeout() {
         assert_eq!(keys, vec!["review.passTimeoutSecs"], "{bad}");
     }
 }
+
+#[test]
+fn retrieval_defaults_and_values() {
+    let d = RepoConfig::default().retrieval;
+    assert!(d.enabled);
+    assert!(d.hunk_embedding);
+    assert_eq!(d.budget_chars, 6000);
+
+    let (config, warnings) = parse(
+        "retrieval:\n  enabled: false\n  hunkEmbedding:\n    enabled: false\n  budgetChars: 2500\n",
+    );
+    assert_eq!(warnings, vec![]);
+    assert!(!config.retrieval.enabled);
+    assert!(!config.retrieval.hunk_embedding);
+    assert_eq!(config.retrieval.budget_chars, 2500);
+}
+
+#[test]
+fn bad_retrieval_values_fall_back_with_reasons() {
+    let (config, warnings) = parse(
+        "retrieval:\n  enabled: maybe\n  hunkEmbedding:\n    enabled: 3\n  budgetChars: 10\n",
+    );
+    assert_eq!(config.retrieval, RetrievalConfig::default());
+    let keys: Vec<_> = warnings.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "retrieval.enabled",
+            "retrieval.hunkEmbedding.enabled",
+            "retrieval.budgetChars"
+        ]
+    );
+    assert!(
+        warnings[2].message.contains("from 500 to 50000"),
+        "{}",
+        warnings[2]
+    );
+}

@@ -914,6 +914,10 @@ impl JobHandler for ConversationHandler {
                 job.repo.full_name(),
                 job.number
             ))),
+            Job::Embed(job) => Err(JobError::Permanent(format!(
+                "embedding job for {} reached the conversation worker",
+                job.repo
+            ))),
         }
     }
 }

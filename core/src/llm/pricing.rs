@@ -48,6 +48,11 @@ const BUILTIN: &[(&str, f64, f64)] = &[
     ("o3-mini", 1.1, 4.4),
     ("o3-pro", 20.0, 80.0),
     ("o4-mini", 1.1, 4.4),
+    // Embeddings: input only. Titan Text Embeddings V2 on Bedrock
+    // (`amazon.titan-embed-text-v2:0`), OpenAI's text-embedding-3 models.
+    ("titan-embed-text-v2", 0.02, 0.0),
+    ("text-embedding-3-small", 0.02, 0.0),
+    ("text-embedding-3-large", 0.13, 0.0),
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -221,6 +226,17 @@ mod tests {
         assert_eq!(price("gpt-4.1-nano"), Some((0.1, 0.4)));
         assert_eq!(price("o3-mini"), Some((1.1, 4.4)));
         assert_eq!(price("o3"), Some((2.0, 8.0)));
+    }
+
+    #[test]
+    fn embedding_models_are_priced_by_input() {
+        assert_eq!(price("amazon.titan-embed-text-v2:0"), Some((0.02, 0.0)));
+        assert_eq!(price("text-embedding-3-small"), Some((0.02, 0.0)));
+        let cost = PriceTable::builtin()
+            .cost_usd("amazon.titan-embed-text-v2:0", Usage::new(1_000_000, 0))
+            .unwrap();
+        assert!((cost - 0.02).abs() < 1e-12, "{cost}");
+        assert_eq!(price("potion-base-8M"), None);
     }
 
     #[test]

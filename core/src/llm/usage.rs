@@ -60,6 +60,11 @@ pub mod counters {
     pub const CALLS: &str = "llm_calls";
     /// Reviews published (month scope only).
     pub const REVIEWS: &str = "reviews";
+    /// Embedding calls, their input tokens and estimated cost (month scope only; see
+    /// `crate::embedding::usage`).
+    pub const EMBEDDING_CALLS: &str = "embedding_calls";
+    pub const EMBEDDING_INPUT_TOKENS: &str = "embedding_input_tokens";
+    pub const EMBEDDING_COST_MICRO_USD: &str = "embedding_cost_micro_usd";
 }
 
 /// What a PR has spent so far, from its counters.

@@ -1,5 +1,6 @@
-//! The queue port. Two FIFO queues (conversations, reviews), grouped by PR so work on one
-//! PR is serialised while different PRs run in parallel.
+//! The queue port. Three FIFO queues: conversations and reviews, grouped by PR so work on
+//! one PR is serialised while different PRs run in parallel, and embeddings, grouped by
+//! repository (see [`crate::embedding`]).
 
 use async_trait::async_trait;
 use std::time::Duration;
@@ -16,20 +17,28 @@ pub enum QueueError {
     StaleReceipt(String),
 }
 
-/// Which of the two work queues a job goes to.
+/// Which of the work queues a job goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QueueName {
     Conversation,
     Review,
+    /// Embedding documents after a review is published: its own queue, so a slow or
+    /// failing embeddings provider never holds up a review or a reply.
+    Embedding,
 }
 
 impl QueueName {
-    pub const ALL: [QueueName; 2] = [QueueName::Conversation, QueueName::Review];
+    pub const ALL: [QueueName; 3] = [
+        QueueName::Conversation,
+        QueueName::Review,
+        QueueName::Embedding,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             QueueName::Conversation => "conversation",
             QueueName::Review => "review",
+            QueueName::Embedding => "embedding",
         }
     }
 }

@@ -2,8 +2,8 @@
 //! (`review`, `doctor`, `app manifest`) and the operator commands, one module each
 //! (`dlq`, `replay`, `tables`, `budget`).
 //!
-//! The same webhook handler as the Lambda, both workers polling the durable queue, and one
-//! SQLite file for queue and store. Started by `main.rs`, and in-process by the end-to-end
+//! The same webhook handler as the Lambda, the workers polling the durable queue (the
+//! conversation, review and embedding queues), and one SQLite file for queue and store. Started by `main.rs`, and in-process by the end-to-end
 //! tests.
 
 pub mod budget;
@@ -18,6 +18,7 @@ pub mod tables;
 
 use anyhow::Context;
 use parley_core::conversation::ConversationHandler;
+use parley_core::embedding::EmbeddingHandler;
 use parley_core::ports::{JobHandler, QueueName};
 use parley_core::review::ReviewHandler;
 use parley_runtime::clients::{self, Env};
@@ -80,12 +81,19 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
     tasks.spawn(server::run(listener, ingest, shutdown.clone()));
 
     let services = clients::services_from_env(&env, &settings, &adapters).await?;
-    let handlers: [(QueueName, Arc<dyn JobHandler>); 2] = [
+    let handlers: [(QueueName, Arc<dyn JobHandler>); 3] = [
         (
             QueueName::Conversation,
             Arc::new(ConversationHandler::new(services.clone())),
         ),
-        (QueueName::Review, Arc::new(ReviewHandler::new(services))),
+        (
+            QueueName::Review,
+            Arc::new(ReviewHandler::new(services.clone())),
+        ),
+        (
+            QueueName::Embedding,
+            Arc::new(EmbeddingHandler::new(services)),
+        ),
     ];
     for (queue, handler) in handlers {
         for worker in 0..options.poller.workers_per_queue {

@@ -32,6 +32,7 @@ fn request() -> LlmRequest {
         max_tokens: 300,
         temperature: Some(0.0),
         json: false,
+        schema: None,
         timeout: None,
     })
 }

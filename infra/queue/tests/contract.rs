@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 const C: QueueName = QueueName::Conversation;
 const R: QueueName = QueueName::Review;
+const E: QueueName = QueueName::Embedding;
 
 /// Long enough that nothing times out by accident while a check runs.
 const HOLD: Duration = Duration::from_secs(30);
@@ -326,6 +327,34 @@ async fn check_dead_letters_listed_and_redriven(q: Queue) {
     q.ack(R, &back[0].receipt).await.unwrap();
 }
 
+/// The embedding queue is a queue of its own, with its own dead letters.
+async fn check_embedding_queue_is_separate(q: Queue) {
+    q.send(msg(E, "octo/repo", "embed-1", "embed me"))
+        .await
+        .unwrap();
+    q.send(msg(E, "octo/repo", "embed-2", "after"))
+        .await
+        .unwrap();
+    q.send(msg(R, "octo/repo", "embed-1", "review me"))
+        .await
+        .unwrap();
+    assert!(q.receive(C, 10, HOLD).await.unwrap().is_empty());
+
+    for attempt in 1..=MAX_RECEIVES {
+        let got = q.receive(E, 10, HOLD).await.unwrap();
+        assert_eq!(bodies(&got), ["embed me"], "attempt {attempt}");
+        assert_eq!(got[0].group_id, "octo/repo");
+        q.nack(E, &got[0].receipt).await.unwrap();
+    }
+    assert_eq!(bodies(&poll(&q, E, HOLD).await), ["after"], "dead-lettered");
+    assert_eq!(q.dead_letters(E).await.unwrap(), ["embed me"]);
+    assert!(q.dead_letters(R).await.unwrap().is_empty());
+    assert_eq!(
+        bodies(&q.receive(R, 10, HOLD).await.unwrap()),
+        ["review me"]
+    );
+}
+
 /// Two consumers on the same queue never hold the same message or the same group at once.
 async fn check_competing_consumers(a: Queue, b: Queue) {
     for group in 0..4 {
@@ -455,6 +484,12 @@ async fn sqlite() -> (tempfile::TempDir, Queue) {
 
 mod sqlite_queue {
     use super::*;
+
+    #[tokio::test]
+    async fn embedding_queue_is_separate() {
+        let (_dir, q) = sqlite().await;
+        check_embedding_queue_is_separate(q).await;
+    }
 
     #[tokio::test]
     async fn send_receive_ack() {
@@ -690,6 +725,11 @@ async fn sqs() -> Queue {
 /// why `SqsQueue::receive` asks for one message per call.
 mod sqs_queue {
     use super::*;
+
+    #[tokio::test]
+    async fn embedding_queue_is_separate() {
+        check_embedding_queue_is_separate(sqs().await).await;
+    }
 
     #[tokio::test]
     async fn send_receive_ack() {

@@ -1,7 +1,7 @@
 //! Pick and build the store and queue adapters the settings ask for.
 
 use crate::settings::{Backend, Settings};
-use parley_core::ports::{JobQueue, PollingQueue, Store};
+use parley_core::ports::{CorpusStore, JobQueue, PollingQueue, Store};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use parley_queue::sqs::SqsQueue;
 use parley_store::dynamo::DynamoStore;
@@ -21,14 +21,22 @@ pub enum AdapterError {
 #[derive(Clone)]
 pub struct Adapters {
     pub store: Arc<dyn Store>,
+    /// The same store behind its corpus port (retrieval documents and vectors).
+    pub corpus: Arc<dyn CorpusStore>,
     pub queue: Arc<dyn JobQueue>,
     pub polling: Arc<dyn PollingQueue>,
 }
 
 pub async fn build_adapters(settings: &Settings) -> Result<Adapters, AdapterError> {
-    let store: Arc<dyn Store> = match settings.store {
-        Backend::Aws => Arc::new(DynamoStore::from_env().await),
-        Backend::Sqlite => Arc::new(SqliteStore::open(&settings.db_path)?),
+    let (store, corpus): (Arc<dyn Store>, Arc<dyn CorpusStore>) = match settings.store {
+        Backend::Aws => {
+            let store = Arc::new(DynamoStore::from_env().await);
+            (store.clone(), store)
+        }
+        Backend::Sqlite => {
+            let store = Arc::new(SqliteStore::open(&settings.db_path)?);
+            (store.clone(), store)
+        }
     };
     let polling: Arc<dyn PollingQueue> = match settings.queue {
         Backend::Aws => Arc::new(SqsQueue::from_env().await?),
@@ -46,6 +54,7 @@ pub async fn build_adapters(settings: &Settings) -> Result<Adapters, AdapterErro
     let queue: Arc<dyn JobQueue> = polling.clone();
     Ok(Adapters {
         store,
+        corpus,
         queue,
         polling,
     })

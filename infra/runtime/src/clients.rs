@@ -7,8 +7,8 @@
 
 use crate::secrets;
 use async_trait::async_trait;
-use parley_core::ports::GitHub;
 use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse};
+use parley_core::ports::{Embedder, EmbeddingError, Embeddings, GitHub};
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_llm::LlmConfig;
 use std::collections::HashMap;
@@ -72,6 +72,44 @@ pub async fn llm_from_env(env: &Env) -> Result<Arc<dyn Llm>, ClientError> {
     Ok(Arc::new(parley_llm::limit::Limited::new(llm, slots)))
 }
 
+/// The embeddings provider from `EMBEDDINGS_PROVIDER`, `EMBEDDINGS_MODEL`,
+/// `EMBEDDINGS_BASE_URL`, `EMBEDDINGS_API_KEY`, `EMBEDDINGS_DIMENSIONS`; `None` when none
+/// is configured (retrieval is then lexical only). Never fails, like the LLM: settings
+/// that cannot be built become an embedder that names the problem on every call, so
+/// embedding jobs fail visibly (and dead-letter) while everything else runs.
+pub async fn embedder_from_env(env: &Env) -> Result<Option<Arc<dyn Embedder>>, ClientError> {
+    let lookup = resolved_env(env, &["EMBEDDINGS_API_KEY"]).await?;
+    let built = match parley_embeddings::EmbeddingsConfig::from_lookup(|name| lookup(name)) {
+        Ok(config) => parley_embeddings::build(config).await,
+        Err(err) => Err(err),
+    };
+    Ok(match built {
+        Ok(embedder) => embedder,
+        Err(err) => {
+            tracing::error!(error = %err, "embeddings provider cannot be built: embedding jobs will fail until it is fixed; retrieval stays lexical");
+            Some(Arc::new(UnconfiguredEmbedder(err.to_string())))
+        }
+    })
+}
+
+/// The embeddings slot when the configured provider cannot be built.
+struct UnconfiguredEmbedder(String);
+
+#[async_trait]
+impl Embedder for UnconfiguredEmbedder {
+    async fn embed(&self, _texts: &[String]) -> Result<Embeddings, EmbeddingError> {
+        Err(EmbeddingError::Config(self.0.clone()))
+    }
+
+    fn model(&self) -> &str {
+        "unconfigured"
+    }
+
+    fn dimensions(&self) -> usize {
+        0
+    }
+}
+
 /// An environment lookup in which the named variables, when they hold a Secrets Manager
 /// ARN, are replaced by the secret's value.
 async fn resolved_env(
@@ -112,6 +150,7 @@ pub async fn services_from_env(
 ) -> Result<parley_core::services::Services, ClientError> {
     let github = github_from_env(env).await?;
     let llm = llm_from_env(env).await?;
+    let embedder = embedder_from_env(env).await?;
     let prices = prices(env)?;
     let budget = parley_core::budget::BudgetPolicy::from_env_value(
         env(parley_core::budget::ENV).as_deref(),
@@ -131,6 +170,8 @@ pub async fn services_from_env(
             parley_core::repo::ConfigLoader::DEFAULT_TTL,
         )),
         budget,
+        corpus: adapters.corpus.clone(),
+        embedder,
     })
 }
 

@@ -9,7 +9,13 @@
 //! only show up in production:
 //! - [`expiry`]: claim lapse time, rounded to DynamoDB's whole-second TTL.
 //! - [`ordering`]: "oldest first" for findings and memory rules.
+//! - [`corpus_rules`]: how a corpus document upsert merges, what one document may hold,
+//!   and "newest first" for the retrieval candidate set.
+//!
+//! Both adapters implement [`parley_core::ports::CorpusStore`] too, in the same database
+//! (SQLite: the `store_documents` table; DynamoDB: the Snippets table).
 
+pub mod corpus_rules;
 pub mod dynamo;
 mod expiry;
 mod ordering;

@@ -22,6 +22,7 @@ async fn create_tables_builds_the_documented_schema_and_is_idempotent() {
         (&tables.findings, Some("sk")),
         (&tables.memory, Some("sk")),
         (&tables.installations, None),
+        (&tables.snippets, Some("sk")),
     ];
     for (name, sort_key) in expect {
         let table = client
@@ -97,4 +98,33 @@ async fn create_tables_builds_the_documented_schema_and_is_idempotent() {
         .find(|a| a.attribute_name() == "comment_id")
         .map(|a| a.attribute_type().clone());
     assert_eq!(comment_id_type, Some(ScalarAttributeType::N));
+}
+
+#[tokio::test]
+async fn snippets_have_the_newest_first_local_index() {
+    let client = common::dynamo_client().await;
+    let tables = common::dynamo_tables(&client).await;
+    let snippets = client
+        .describe_table()
+        .table_name(&tables.snippets)
+        .send()
+        .await
+        .unwrap()
+        .table
+        .unwrap();
+    let index = snippets
+        .local_secondary_indexes()
+        .iter()
+        .find(|i| i.index_name() == Some("newest"))
+        .expect("newest index");
+    let keys: Vec<(&str, &KeyType)> = index
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name(), k.key_type()))
+        .collect();
+    assert_eq!(keys, [("pk", &KeyType::Hash), ("newest", &KeyType::Range)]);
+    assert_eq!(
+        index.projection().and_then(|p| p.projection_type()),
+        Some(&ProjectionType::All)
+    );
 }

@@ -12,7 +12,8 @@ mod urls;
 pub use fifo_id::sqs_safe_id;
 pub use provision::create_fifo_queues;
 pub use urls::{
-    CONVERSATION_DLQ_URL, CONVERSATION_QUEUE_URL, QueueUrls, REVIEW_DLQ_URL, REVIEW_QUEUE_URL,
+    CONVERSATION_DLQ_URL, CONVERSATION_QUEUE_URL, EMBEDDING_DLQ_URL, EMBEDDING_QUEUE_URL,
+    QueueUrls, REVIEW_DLQ_URL, REVIEW_QUEUE_URL,
 };
 
 use async_trait::async_trait;
@@ -135,7 +136,7 @@ impl SqsQueue {
 #[async_trait]
 impl JobQueue for SqsQueue {
     async fn send(&self, message: OutgoingMessage) -> Result<(), QueueError> {
-        let url = self.urls.queue(message.queue);
+        let url = self.urls.queue(message.queue)?;
         let group_id = sqs_safe_id(&message.group_id);
         let dedup_id = sqs_safe_id(&message.dedup_id);
         let mut request = self
@@ -181,7 +182,7 @@ impl PollingQueue for SqsQueue {
         max: usize,
         visibility: Duration,
     ) -> Result<Vec<ReceivedMessage>, QueueError> {
-        let url = self.urls.queue(queue);
+        let url = self.urls.queue(queue)?;
         let visibility_seconds = visibility_seconds(visibility)?;
         let mut messages = Vec::new();
         while messages.len() < max {
@@ -201,7 +202,7 @@ impl PollingQueue for SqsQueue {
     }
 
     async fn ack(&self, queue: QueueName, receipt: &str) -> Result<(), QueueError> {
-        let url = self.urls.queue(queue);
+        let url = self.urls.queue(queue)?;
         self.client
             .delete_message()
             .queue_url(url)
@@ -213,7 +214,7 @@ impl PollingQueue for SqsQueue {
     }
 
     async fn nack(&self, queue: QueueName, receipt: &str) -> Result<(), QueueError> {
-        let url = self.urls.queue(queue);
+        let url = self.urls.queue(queue)?;
         self.client
             .change_message_visibility()
             .queue_url(url)
@@ -404,8 +405,10 @@ mod tests {
         let urls = QueueUrls {
             conversation: "http://unused/c.fifo".into(),
             review: "http://unused/r.fifo".into(),
+            embedding: None,
             conversation_dlq: None,
             review_dlq: None,
+            embedding_dlq: None,
         };
         let q = SqsQueue::new(Client::from_conf(config), urls);
         let err = q.dead_letters(QueueName::Review).await.unwrap_err();

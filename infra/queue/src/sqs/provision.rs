@@ -17,7 +17,8 @@ const RECEIVE_COUNT_RANGE: std::ops::RangeInclusive<u32> = 1..=1000;
 /// Dead letters wait for an operator, so keep them as long as SQS allows (14 days).
 const DLQ_RETENTION_SECONDS: &str = "1209600";
 
-/// Create `<prefix>-conversation.fifo` and `<prefix>-review.fifo`, each with a dead-letter
+/// Create `<prefix>-conversation.fifo`, `<prefix>-review.fifo` and
+/// `<prefix>-embedding.fifo`, each with a dead-letter
 /// queue `…-dlq.fifo` that takes a message once it has been received `max_receive_count`
 /// times. Creating queues that already exist with the same attributes is a no-op, so this
 /// is safe to call at every start of a local run.
@@ -31,11 +32,15 @@ pub async fn create_fifo_queues(
         create_pair(client, prefix, QueueName::Conversation, max_receive_count).await?;
     let (review, review_dlq) =
         create_pair(client, prefix, QueueName::Review, max_receive_count).await?;
+    let (embedding, embedding_dlq) =
+        create_pair(client, prefix, QueueName::Embedding, max_receive_count).await?;
     Ok(QueueUrls {
         conversation,
         review,
+        embedding: Some(embedding),
         conversation_dlq: Some(conversation_dlq),
         review_dlq: Some(review_dlq),
+        embedding_dlq: Some(embedding_dlq),
     })
 }
 

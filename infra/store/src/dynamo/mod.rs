@@ -6,6 +6,7 @@
 //! reads eventually consistently (a comment posted a moment ago may not be found yet;
 //! callers treat "not found" as "not ours", which is safe).
 
+mod corpus;
 mod items;
 mod tables;
 

@@ -9,8 +9,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification, TimeToLiveStatus,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    LocalSecondaryIndex, Projection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    TimeToLiveStatus,
 };
 use parley_core::ports::StoreError;
 use std::time::Duration;
@@ -19,6 +20,13 @@ use std::time::Duration;
 pub(crate) const TTL_ATTRIBUTE: &str = "expires_at";
 /// The findings GSI that answers "which finding is this review comment?".
 pub(crate) const BY_COMMENT_INDEX: &str = "by_comment";
+/// The snippets LSI that answers "the newest documents of one corpus of a repository":
+/// same partition (`pk` = repo), sort key [`NEWEST_ATTRIBUTE`].
+pub(crate) const NEWEST_INDEX: &str = "newest";
+/// `<corpus>#<updated_at as 20-digit epoch nanoseconds>#<key>`: sorts by corpus, then
+/// by time, then by key, so one descending `begins_with` query on the corpus is the
+/// newest-first candidate set.
+pub(crate) const NEWEST_ATTRIBUTE: &str = "newest";
 
 /// The physical table names, so one account can host several stacks (and each test its
 /// own tables).
@@ -29,6 +37,8 @@ pub struct TableNames {
     pub memory: String,
     pub idempotency: String,
     pub installations: String,
+    /// The corpus store (retrieval documents and their vectors).
+    pub snippets: String,
 }
 
 impl Default for TableNames {
@@ -39,14 +49,16 @@ impl Default for TableNames {
             memory: "parley-memory".into(),
             idempotency: "parley-idempotency".into(),
             installations: "parley-installations".into(),
+            snippets: "parley-snippets".into(),
         }
     }
 }
 
 impl TableNames {
     /// Names from `PARLEY_FINDINGS_TABLE`, `PARLEY_CONVERSATIONS_TABLE`,
-    /// `PARLEY_MEMORY_TABLE`, `PARLEY_IDEMPOTENCY_TABLE` and `PARLEY_INSTALLATIONS_TABLE`
-    /// (the SAM template sets them), each defaulting to `parley-<purpose>`.
+    /// `PARLEY_MEMORY_TABLE`, `PARLEY_IDEMPOTENCY_TABLE`, `PARLEY_INSTALLATIONS_TABLE` and
+    /// `PARLEY_SNIPPETS_TABLE` (the SAM template sets them), each defaulting to
+    /// `parley-<purpose>`.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -66,6 +78,7 @@ impl TableNames {
             memory: pick("PARLEY_MEMORY_TABLE", defaults.memory),
             idempotency: pick("PARLEY_IDEMPOTENCY_TABLE", defaults.idempotency),
             installations: pick("PARLEY_INSTALLATIONS_TABLE", defaults.installations),
+            snippets: pick("PARLEY_SNIPPETS_TABLE", defaults.snippets),
         }
     }
 
@@ -77,6 +90,7 @@ impl TableNames {
             memory: format!("{}{suffix}", self.memory),
             idempotency: format!("{}{suffix}", self.idempotency),
             installations: format!("{}{suffix}", self.installations),
+            snippets: format!("{}{suffix}", self.snippets),
         }
     }
 }
@@ -86,35 +100,47 @@ struct TableSpec<'a> {
     name: &'a str,
     has_sort_key: bool,
     by_comment_index: bool,
+    newest_index: bool,
 }
 
 /// The schema the SAM template must match.
-fn specs(tables: &TableNames) -> [TableSpec<'_>; 5] {
+fn specs(tables: &TableNames) -> [TableSpec<'_>; 6] {
     [
         TableSpec {
             name: &tables.idempotency,
             has_sort_key: false,
             by_comment_index: false,
+            newest_index: false,
         },
         TableSpec {
             name: &tables.conversations,
             has_sort_key: true,
             by_comment_index: false,
+            newest_index: false,
         },
         TableSpec {
             name: &tables.findings,
             has_sort_key: true,
             by_comment_index: true,
+            newest_index: false,
         },
         TableSpec {
             name: &tables.memory,
             has_sort_key: true,
             by_comment_index: false,
+            newest_index: false,
         },
         TableSpec {
             name: &tables.installations,
             has_sort_key: false,
             by_comment_index: false,
+            newest_index: false,
+        },
+        TableSpec {
+            name: &tables.snippets,
+            has_sort_key: true,
+            by_comment_index: false,
+            newest_index: true,
         },
     ]
 }
@@ -154,6 +180,22 @@ async fn create_table(client: &Client, spec: &TableSpec<'_>) -> Result<(), Store
         request = request
             .attribute_definitions(attribute("sk", ScalarAttributeType::S)?)
             .key_schema(key("sk", KeyType::Range)?);
+    }
+    if spec.newest_index {
+        let index = LocalSecondaryIndex::builder()
+            .index_name(NEWEST_INDEX)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .key_schema(key(NEWEST_ATTRIBUTE, KeyType::Range)?)
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
+            .build()
+            .map_err(config_error)?;
+        request = request
+            .attribute_definitions(attribute(NEWEST_ATTRIBUTE, ScalarAttributeType::S)?)
+            .local_secondary_indexes(index);
     }
     if spec.by_comment_index {
         let index = GlobalSecondaryIndex::builder()
@@ -260,6 +302,7 @@ mod tests {
         assert_eq!(names.memory, "parley-memory");
         assert_eq!(names.idempotency, "parley-idempotency");
         assert_eq!(names.installations, "parley-installations");
+        assert_eq!(names.snippets, "parley-snippets");
     }
 
     #[test]
@@ -270,6 +313,7 @@ mod tests {
             "PARLEY_MEMORY_TABLE" => Some("m".into()),
             "PARLEY_IDEMPOTENCY_TABLE" => Some("i".into()),
             "PARLEY_INSTALLATIONS_TABLE" => Some(" ".into()),
+            "PARLEY_SNIPPETS_TABLE" => Some("s".into()),
             _ => None,
         });
         assert_eq!(names.findings, "f");
@@ -277,5 +321,6 @@ mod tests {
         assert_eq!(names.memory, "m");
         assert_eq!(names.idempotency, "i");
         assert_eq!(names.installations, "parley-installations");
+        assert_eq!(names.snippets, "s");
     }
 }

@@ -6,6 +6,7 @@
 //! file through its own connection. Records are stored as JSON next to the columns that
 //! are looked up, so adding a field to a record needs no migration.
 
+mod corpus;
 mod schema;
 
 use async_trait::async_trait;

@@ -75,10 +75,31 @@ const MIGRATIONS: &[(i64, &str)] = &[
     );
     ",
     ),
+    (
+        4,
+        "
+    -- The corpus store (retrieval): one document per (repo, corpus, key), the document
+    -- as JSON without its vector, the int8 vector as a blob beside it.
+    CREATE TABLE IF NOT EXISTS store_documents (
+        repo         TEXT NOT NULL,
+        corpus       TEXT NOT NULL,
+        key          TEXT NOT NULL,
+        -- updated_at in epoch nanoseconds: the order of `documents`
+        updated_ns   INTEGER NOT NULL,
+        record       TEXT NOT NULL,
+        vector_model TEXT,
+        vector_scale REAL,
+        vector       BLOB,
+        PRIMARY KEY (repo, corpus, key)
+    );
+    CREATE INDEX IF NOT EXISTS store_documents_newest
+        ON store_documents (repo, corpus, updated_ns DESC, key DESC);
+    ",
+    ),
 ];
 
 /// The version this build writes and understands.
-pub(crate) const CURRENT_VERSION: i64 = 3;
+pub(crate) const CURRENT_VERSION: i64 = 4;
 
 /// Bring the schema up to [`CURRENT_VERSION`].
 ///

@@ -11,7 +11,7 @@ use aws_config::meta::region::RegionProviderChain;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use parley_core::ports::{
-    Finding, FindingOutcome, FindingState, Installation, Severity, Store, Verdict,
+    CorpusStore, Finding, FindingOutcome, FindingState, Installation, Severity, Store, Verdict,
 };
 use parley_store::{DynamoStore, SqliteStore, TableNames, create_tables};
 use std::path::PathBuf;
@@ -30,6 +30,8 @@ pub trait Vandal: Send + Sync {
 /// A store under test plus whatever keeps it alive.
 pub struct Fixture {
     pub store: Arc<dyn Store>,
+    /// The same adapter behind its corpus port.
+    pub corpus: Arc<dyn CorpusStore>,
     pub vandal: Box<dyn Vandal>,
     /// Held so the temporary directory outlives the test.
     _dir: Option<TempDir>,
@@ -41,9 +43,10 @@ pub fn sqlite() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
     // A nested path also checks that `open` creates missing parent directories.
     let path = dir.path().join("state").join("parley.db");
-    let store = SqliteStore::open(&path).expect("open sqlite store");
+    let store = Arc::new(SqliteStore::open(&path).expect("open sqlite store"));
     Fixture {
-        store: Arc::new(store),
+        store: store.clone(),
+        corpus: store,
         vandal: Box::new(SqliteVandal { path }),
         _dir: Some(dir),
     }
@@ -107,8 +110,10 @@ pub async fn dynamo_tables(client: &Client) -> TableNames {
 pub async fn dynamo() -> Fixture {
     let client = dynamo_client().await;
     let tables = dynamo_tables(&client).await;
+    let store = Arc::new(DynamoStore::new(client.clone(), tables.clone()));
     Fixture {
-        store: Arc::new(DynamoStore::new(client.clone(), tables.clone())),
+        store: store.clone(),
+        corpus: store,
         vandal: Box::new(DynamoVandal { client, tables }),
         _dir: None,
     }
