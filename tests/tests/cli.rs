@@ -14,6 +14,9 @@ use std::process::{Command, Output, Stdio};
 
 const TOKEN: &str = "ghp_person_token_for_tests";
 
+/// Variables for one run of the binary.
+type Env = Vec<(String, String)>;
+
 struct Rig {
     github: FakeGitHub,
     llm: FakeLlm,
@@ -358,7 +361,7 @@ async fn bad_input_is_one_line_that_names_the_fix() {
         env.push((name.to_string(), value.to_string()));
         env
     };
-    let cases: Vec<(Vec<String>, Vec<(String, String)>, &str)> = vec![
+    let cases: Vec<(Vec<String>, Env, &str)> = vec![
         (
             args(&["review", "octo-org/hello-world"]),
             rig.env(),

@@ -18,7 +18,7 @@ pub fn json() -> String {
 
 /// Parley's per-repository settings, read from the default branch. Every key is
 /// optional; a bad value falls back to its default with a warning in the review summary.
-#[derive(Serialize, JsonSchema)]
+#[derive(Serialize, JsonSchema, Default)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[schemars(title = "Parley configuration (.parley.yml)")]
 struct ParleyFile {
@@ -182,17 +182,6 @@ fn specialist(name: &str) -> Option<Specialist> {
 }
 
 // The defaults, from the one place they are defined.
-
-impl Default for ParleyFile {
-    fn default() -> Self {
-        ParleyFile {
-            mention: Mention::default(),
-            dispute: Dispute::default(),
-            review: Review::default(),
-            gate: Gate::default(),
-        }
-    }
-}
 
 impl Default for Mention {
     fn default() -> Self {

@@ -528,7 +528,7 @@ impl ReviewHandler {
             .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
-        let guidelines = load_guidelines(github, scope, &pr.base.ref_name, &pr_paths).await;
+        let guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
         let earlier = store.findings_for_pr(&repo, job.number).await?;
         if scope_of_review.incremental {
             learned::code_changed(
@@ -550,8 +550,8 @@ impl ReviewHandler {
             incremental: scope_of_review.incremental,
             files: scope_of_review.files.clone(),
             truncated: scope_of_review.truncated,
-            pr_patches: &pr_patches,
-            pr_paths: &pr_paths,
+            pr_patches,
+            pr_paths,
             guidelines: &guidelines,
             earlier: &earlier,
         };
