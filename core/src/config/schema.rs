@@ -26,6 +26,47 @@ struct ParleyFile {
     dispute: Dispute,
     review: Review,
     gate: Gate,
+    retrieval: Retrieval,
+}
+
+/// What Parley remembers of earlier PRs and brings into prompts.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct Retrieval {
+    /// Off: no related snippets, findings or threads in prompts, and nothing embedded.
+    enabled: bool,
+    hunk_embedding: HunkEmbedding,
+    /// Characters of retrieved text a prompt may carry.
+    #[schemars(range(min = 500, max = 50000))]
+    budget_chars: u32,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct HunkEmbedding {
+    /// Off: the hunks of reviewed PRs are not embedded (still searchable lexically).
+    enabled: bool,
+}
+
+impl Default for Retrieval {
+    fn default() -> Self {
+        let d = RepoConfig::default().retrieval;
+        Retrieval {
+            enabled: d.enabled,
+            hunk_embedding: HunkEmbedding {
+                enabled: d.hunk_embedding,
+            },
+            budget_chars: d.budget_chars,
+        }
+    }
+}
+
+impl Default for HunkEmbedding {
+    fn default() -> Self {
+        HunkEmbedding {
+            enabled: RepoConfig::default().retrieval.hunk_embedding,
+        }
+    }
 }
 
 /// Who may talk to Parley, and how conversations run.
