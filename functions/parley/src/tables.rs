@@ -198,6 +198,24 @@ async fn create_table(
         request =
             request.global_secondary_indexes(gsi.build().map_err(|e| problem(e.to_string()))?);
     }
+    // Local secondary indexes (the Snippets table's newest-first index): same shape.
+    for index in list(properties, "LocalSecondaryIndexes") {
+        let projection = index
+            .get("Projection")
+            .and_then(|p| text(p, "ProjectionType"))
+            .unwrap_or("ALL");
+        let mut lsi = aws_sdk_dynamodb::types::LocalSecondaryIndex::builder()
+            .index_name(text(index, "IndexName").unwrap_or_default())
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::from(projection))
+                    .build(),
+            );
+        for key in key_schema(index).map_err(problem)? {
+            lsi = lsi.key_schema(key);
+        }
+        request = request.local_secondary_indexes(lsi.build().map_err(|e| problem(e.to_string()))?);
+    }
     match request.send().await {
         Ok(_) => {}
         Err(err) => {
