@@ -459,3 +459,102 @@ async fn enqueue_fails_open_when_the_queue_is_missing() {
         "logged, not raised"
     );
 }
+
+// --- parley serve ------------------------------------------------------------------------------
+
+/// `parley serve` polls the embedding queue and builds the embedder from the same
+/// variables an operator sets: here the static model from local files, as a laptop
+/// would run it, with no service at all.
+#[tokio::test]
+async fn parley_serve_embeds_what_lands_on_the_embedding_queue() {
+    use parley_cli::poller::PollerOptions;
+    use parley_cli::{ServeOptions, start};
+    use std::collections::HashMap;
+    use tokio_util::sync::CancellationToken;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("parley.db");
+    let model_dir = dir.path().join("potion-tiny");
+    parley_tests::static_model::write(&model_dir, 8);
+    let github = FakeGitHub::start().await;
+    let llm = FakeLlm::start().await;
+    let vars: HashMap<String, String> = [
+        ("GITHUB_WEBHOOK_SECRET", "s".to_string()),
+        ("GITHUB_API_URL", github.url.clone()),
+        ("LLM_PROVIDER", "anthropic".to_string()),
+        ("LLM_BASE_URL", llm.url.clone()),
+        ("LLM_API_KEY", "test-key".to_string()),
+        ("PARLEY_DB_PATH", db.display().to_string()),
+        ("EMBEDDINGS_PROVIDER", "static".to_string()),
+        ("EMBEDDINGS_MODEL", model_dir.display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let env: parley_runtime::clients::Env = Arc::new(move |k: &str| vars.get(k).cloned());
+
+    // A document reviewed earlier, and its embedding job waiting in the queue.
+    let store = parley_store::sqlite::SqliteStore::open(&db).unwrap();
+    let doc = document(Corpus::Code, "abc123", "fn parse header input", 0);
+    store.upsert_document(&doc).await.unwrap();
+    let queue = SqliteQueue::open(&db, QueueSettings::default())
+        .await
+        .unwrap();
+    let job = Job::Embed(job(&[(Corpus::Code, "abc123")]));
+    queue
+        .send(parley_core::ports::OutgoingMessage {
+            queue: QueueName::Embedding,
+            group_id: job.group_id(),
+            dedup_id: job.delivery_id().to_string(),
+            body: serde_json::to_string(&job).unwrap(),
+        })
+        .await
+        .unwrap();
+
+    let shutdown = CancellationToken::new();
+    let running = start(
+        ServeOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            env,
+            poller: PollerOptions {
+                idle_wait: Duration::from_millis(20),
+                ..PollerOptions::default()
+            },
+        },
+        shutdown.clone(),
+    )
+    .await
+    .expect("start");
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let vector = loop {
+        let stored = store
+            .document(REPO, Corpus::Code, "abc123")
+            .await
+            .unwrap()
+            .unwrap();
+        if let Some(vector) = stored.vector {
+            break vector;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the embedding job was not run"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(vector.model, "static/potion-tiny");
+    assert_eq!(vector.dimensions(), 8);
+    assert!(
+        queue
+            .dead_letters(QueueName::Embedding)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), running.wait())
+        .await
+        .expect("drained in time")
+        .expect("clean shutdown");
+}
