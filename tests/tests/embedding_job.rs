@@ -558,3 +558,99 @@ async fn parley_serve_embeds_what_lands_on_the_embedding_queue() {
         .expect("drained in time")
         .expect("clean shutdown");
 }
+
+// --- the review worker Lambda: two event sources, one handler ---------------------------------
+
+/// Records the jobs the review side is given.
+struct ReviewSide(std::sync::Mutex<Vec<String>>);
+
+#[async_trait::async_trait]
+impl JobHandler for ReviewSide {
+    async fn handle(&self, job: Job) -> Result<(), JobError> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(job.delivery_id().to_string());
+        Ok(())
+    }
+}
+
+/// An SQS event from the embedding queue's event source, as Lambda delivers it.
+fn embedding_event(message_id: &str, job: &Job) -> serde_json::Value {
+    serde_json::json!({"Records": [{
+        "messageId": message_id,
+        "body": serde_json::to_string(job).unwrap(),
+        "attributes": {"MessageGroupId": job.group_id()},
+        "messageAttributes": {}
+    }]})
+}
+
+fn failed_ids(response: serde_json::Value) -> Vec<String> {
+    response["batchItemFailures"]
+        .as_array()
+        .map(|failures| {
+            failures
+                .iter()
+                .map(|f| f["itemIdentifier"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_review_worker_routes_embedding_jobs_and_reports_their_failures() {
+    use parley_core::embedding::WithEmbedding;
+
+    let h = Harness::start(Backend::Sqlite).await;
+    h.store_documents(&DOCS).await;
+    let review_side = Arc::new(ReviewSide(Default::default()));
+    let routed = WithEmbedding::new(ForwardTo(review_side.clone()), h.handler());
+
+    // An embedding batch: embedded, nothing reported failed, the review side not involved.
+    let embed = Job::Embed(job(&DOCS));
+    let response = parley_runtime::sqs_batch::respond(
+        serde_json::from_value(embedding_event("m-1", &embed)).unwrap(),
+        &routed,
+    )
+    .await
+    .unwrap();
+    assert!(failed_ids(serde_json::to_value(response).unwrap()).is_empty());
+    assert!(h.vector(Corpus::Code, "aa01").await.is_some());
+    assert!(review_side.0.lock().unwrap().is_empty());
+
+    // Any other job goes to the review side.
+    let other: Job = serde_json::from_value(serde_json::json!({
+        "kind": "bookkeeping", "delivery_id": "d-9", "installation_id": 1,
+        "event": {"event": "pull_request_closed", "repo": {"id": 1, "owner": "o", "name": "r"},
+                  "number": 3, "merged": true}
+    }))
+    .unwrap();
+    routed.handle(other).await.unwrap();
+    assert_eq!(*review_side.0.lock().unwrap(), ["d-9"]);
+
+    // The provider down: the message is reported failed, so SQS retries it.
+    let down = WithEmbedding::new(
+        ForwardTo(review_side.clone()),
+        h.handler_for_a_server_that_is_down().await,
+    );
+    let fresh = Job::Embed(job(&[(Corpus::Code, "not-yet")]));
+    h.store_documents(&[(Corpus::Code, "not-yet")]).await;
+    let response = parley_runtime::sqs_batch::respond(
+        serde_json::from_value(embedding_event("m-2", &fresh)).unwrap(),
+        &down,
+    )
+    .await
+    .unwrap();
+    assert_eq!(failed_ids(serde_json::to_value(response).unwrap()), ["m-2"]);
+    assert_eq!(h.vector(Corpus::Code, "not-yet").await, None);
+}
+
+/// A `JobHandler` that hands every job to a shared one.
+struct ForwardTo(Arc<ReviewSide>);
+
+#[async_trait::async_trait]
+impl JobHandler for ForwardTo {
+    async fn handle(&self, job: Job) -> Result<(), JobError> {
+        self.0.handle(job).await
+    }
+}
