@@ -459,3 +459,198 @@ async fn enqueue_fails_open_when_the_queue_is_missing() {
         "logged, not raised"
     );
 }
+
+// --- parley serve ------------------------------------------------------------------------------
+
+/// `parley serve` polls the embedding queue and builds the embedder from the same
+/// variables an operator sets: here the static model from local files, as a laptop
+/// would run it, with no service at all.
+#[tokio::test]
+async fn parley_serve_embeds_what_lands_on_the_embedding_queue() {
+    use parley_cli::poller::PollerOptions;
+    use parley_cli::{ServeOptions, start};
+    use std::collections::HashMap;
+    use tokio_util::sync::CancellationToken;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("parley.db");
+    let model_dir = dir.path().join("potion-tiny");
+    parley_tests::static_model::write(&model_dir, 8);
+    let github = FakeGitHub::start().await;
+    let llm = FakeLlm::start().await;
+    let vars: HashMap<String, String> = [
+        ("GITHUB_WEBHOOK_SECRET", "s".to_string()),
+        ("GITHUB_API_URL", github.url.clone()),
+        ("LLM_PROVIDER", "anthropic".to_string()),
+        ("LLM_BASE_URL", llm.url.clone()),
+        ("LLM_API_KEY", "test-key".to_string()),
+        ("PARLEY_DB_PATH", db.display().to_string()),
+        ("EMBEDDINGS_PROVIDER", "static".to_string()),
+        ("EMBEDDINGS_MODEL", model_dir.display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let env: parley_runtime::clients::Env = Arc::new(move |k: &str| vars.get(k).cloned());
+
+    // A document reviewed earlier, and its embedding job waiting in the queue.
+    let store = parley_store::sqlite::SqliteStore::open(&db).unwrap();
+    let doc = document(Corpus::Code, "abc123", "fn parse header input", 0);
+    store.upsert_document(&doc).await.unwrap();
+    let queue = SqliteQueue::open(&db, QueueSettings::default())
+        .await
+        .unwrap();
+    let job = Job::Embed(job(&[(Corpus::Code, "abc123")]));
+    queue
+        .send(parley_core::ports::OutgoingMessage {
+            queue: QueueName::Embedding,
+            group_id: job.group_id(),
+            dedup_id: job.delivery_id().to_string(),
+            body: serde_json::to_string(&job).unwrap(),
+        })
+        .await
+        .unwrap();
+
+    let shutdown = CancellationToken::new();
+    let running = start(
+        ServeOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            env,
+            poller: PollerOptions {
+                idle_wait: Duration::from_millis(20),
+                ..PollerOptions::default()
+            },
+        },
+        shutdown.clone(),
+    )
+    .await
+    .expect("start");
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let vector = loop {
+        let stored = store
+            .document(REPO, Corpus::Code, "abc123")
+            .await
+            .unwrap()
+            .unwrap();
+        if let Some(vector) = stored.vector {
+            break vector;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the embedding job was not run"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(vector.model, "static/potion-tiny");
+    assert_eq!(vector.dimensions(), 8);
+    assert!(
+        queue
+            .dead_letters(QueueName::Embedding)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), running.wait())
+        .await
+        .expect("drained in time")
+        .expect("clean shutdown");
+}
+
+// --- the review worker Lambda: two event sources, one handler ---------------------------------
+
+/// Records the jobs the review side is given.
+struct ReviewSide(std::sync::Mutex<Vec<String>>);
+
+#[async_trait::async_trait]
+impl JobHandler for ReviewSide {
+    async fn handle(&self, job: Job) -> Result<(), JobError> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(job.delivery_id().to_string());
+        Ok(())
+    }
+}
+
+/// An SQS event from the embedding queue's event source, as Lambda delivers it.
+fn embedding_event(message_id: &str, job: &Job) -> serde_json::Value {
+    serde_json::json!({"Records": [{
+        "messageId": message_id,
+        "body": serde_json::to_string(job).unwrap(),
+        "attributes": {"MessageGroupId": job.group_id()},
+        "messageAttributes": {}
+    }]})
+}
+
+fn failed_ids(response: serde_json::Value) -> Vec<String> {
+    response["batchItemFailures"]
+        .as_array()
+        .map(|failures| {
+            failures
+                .iter()
+                .map(|f| f["itemIdentifier"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_review_worker_routes_embedding_jobs_and_reports_their_failures() {
+    use parley_core::embedding::WithEmbedding;
+
+    let h = Harness::start(Backend::Sqlite).await;
+    h.store_documents(&DOCS).await;
+    let review_side = Arc::new(ReviewSide(Default::default()));
+    let routed = WithEmbedding::new(ForwardTo(review_side.clone()), h.handler());
+
+    // An embedding batch: embedded, nothing reported failed, the review side not involved.
+    let embed = Job::Embed(job(&DOCS));
+    let response = parley_runtime::sqs_batch::respond(
+        serde_json::from_value(embedding_event("m-1", &embed)).unwrap(),
+        &routed,
+    )
+    .await
+    .unwrap();
+    assert!(failed_ids(serde_json::to_value(response).unwrap()).is_empty());
+    assert!(h.vector(Corpus::Code, "aa01").await.is_some());
+    assert!(review_side.0.lock().unwrap().is_empty());
+
+    // Any other job goes to the review side.
+    let other: Job = serde_json::from_value(serde_json::json!({
+        "kind": "bookkeeping", "delivery_id": "d-9", "installation_id": 1,
+        "event": {"event": "pull_request_closed", "repo": {"id": 1, "owner": "o", "name": "r"},
+                  "number": 3, "merged": true}
+    }))
+    .unwrap();
+    routed.handle(other).await.unwrap();
+    assert_eq!(*review_side.0.lock().unwrap(), ["d-9"]);
+
+    // The provider down: the message is reported failed, so SQS retries it.
+    let down = WithEmbedding::new(
+        ForwardTo(review_side.clone()),
+        h.handler_for_a_server_that_is_down().await,
+    );
+    let fresh = Job::Embed(job(&[(Corpus::Code, "not-yet")]));
+    h.store_documents(&[(Corpus::Code, "not-yet")]).await;
+    let response = parley_runtime::sqs_batch::respond(
+        serde_json::from_value(embedding_event("m-2", &fresh)).unwrap(),
+        &down,
+    )
+    .await
+    .unwrap();
+    assert_eq!(failed_ids(serde_json::to_value(response).unwrap()), ["m-2"]);
+    assert_eq!(h.vector(Corpus::Code, "not-yet").await, None);
+}
+
+/// A `JobHandler` that hands every job to a shared one.
+struct ForwardTo(Arc<ReviewSide>);
+
+#[async_trait::async_trait]
+impl JobHandler for ForwardTo {
+    async fn handle(&self, job: Job) -> Result<(), JobError> {
+        self.0.handle(job).await
+    }
+}
