@@ -24,6 +24,8 @@ mod context;
 mod dispute;
 mod error;
 mod gates;
+
+pub use gates::RECORD_TTL;
 mod notes;
 mod prompt;
 mod review_request;

@@ -337,10 +337,7 @@ impl ReviewHandler {
     ) {
         let store = self.services.store.as_ref();
         let key = format!("review-failed#{}#{number}#{head_sha}", scope.full_name());
-        match store
-            .claim(&key, std::time::Duration::from_secs(30 * 24 * 3600))
-            .await
-        {
+        match store.claim(&key, crate::conversation::RECORD_TTL).await {
             Ok(crate::ports::Claim::Won) => {}
             Ok(crate::ports::Claim::AlreadyClaimed) => return,
             Err(store_err) => {

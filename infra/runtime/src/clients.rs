@@ -176,7 +176,7 @@ pub async fn services_from_env(
 }
 
 /// The price table, with `PARLEY_LLM_PRICES` overrides.
-fn prices(env: &Env) -> Result<parley_core::llm::PriceTable, ClientError> {
+pub fn prices(env: &Env) -> Result<parley_core::llm::PriceTable, ClientError> {
     let table = parley_core::llm::PriceTable::builtin();
     Ok(match env(parley_core::llm::PRICES_ENV) {
         Some(json) if !json.trim().is_empty() => table.with_overrides_json(&json)?,

@@ -12,7 +12,7 @@ pub mod render;
 pub mod target;
 
 use parley_core::config::RepoConfig;
-use parley_core::llm::{MeteredLlm, PriceTable, UsageTally};
+use parley_core::llm::{MeteredLlm, UsageTally};
 use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
 use parley_core::ports::llm::Llm;
@@ -130,7 +130,8 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
     // A bad reference is reported before anything else is set up.
     let pull = args.pull.as_deref().map(target::parse).transpose()?;
     let llm = llm(env).await?;
-    let prices = Arc::new(prices(env)?);
+    let prices =
+        Arc::new(parley_runtime::clients::prices(env).map_err(|e| CliError::Setup(e.to_string()))?);
     let store = local_store(env).await?;
     let silenced = Handles::new(
         &env("GITHUB_APP_SLUG").unwrap_or_else(|| "parley".into()),
@@ -459,16 +460,6 @@ pub fn first_run_message(reason: &str) -> String {
          \x20   LLM_PROVIDER=bedrock AWS_REGION=us-east-1\n\
          \nPut them in the environment or in .env, then run parley review again."
     )
-}
-
-fn prices(env: &Env) -> Result<PriceTable, CliError> {
-    let table = PriceTable::builtin();
-    match env(parley_core::llm::PRICES_ENV) {
-        Some(json) if !json.trim().is_empty() => table
-            .with_overrides_json(&json)
-            .map_err(|e| CliError::Setup(format!("PARLEY_LLM_PRICES: {e}"))),
-        _ => Ok(table),
-    }
 }
 
 /// The local SQLite store (`PARLEY_DB_PATH`): what `parley serve` learned applies here too.
