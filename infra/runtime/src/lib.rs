@@ -4,9 +4,11 @@
 //! defaults differ (DynamoDB + SQS inside Lambda, SQLite elsewhere).
 
 pub mod adapters;
+#[cfg(feature = "worker")]
 pub mod clients;
 pub mod secrets;
 pub mod settings;
+#[cfg(feature = "worker")]
 pub mod sqs_batch;
 pub mod telemetry;
 
