@@ -22,6 +22,8 @@ pub struct Prompt {
     pub system: String,
     /// `(role, text)` in order.
     pub messages: Vec<(String, String)>,
+    /// The `x-api-key` header the client sent.
+    pub api_key: Option<String>,
 }
 
 impl Prompt {
@@ -195,7 +197,11 @@ impl FakeLlm {
 
 type Shared = axum::extract::State<Arc<Mutex<State>>>;
 
-async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
+async fn handle(
+    axum::extract::State(state): Shared,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(_) => return (StatusCode::BAD_REQUEST, "not json").into_response(),
@@ -216,6 +222,10 @@ async fn handle(axum::extract::State(state): Shared, body: Bytes) -> Response {
                     .collect()
             })
             .unwrap_or_default(),
+        api_key: headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
     };
     let text = prompt.text();
     let one_at_a_time = state
