@@ -13,7 +13,9 @@
 pub mod dynamo;
 mod expiry;
 mod ordering;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 pub use dynamo::{DynamoStore, TableNames, create_tables};
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
