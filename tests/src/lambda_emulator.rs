@@ -92,6 +92,15 @@ impl LambdaFunction {
         &self.config.name
     }
 
+    /// The value of a variable of the function's own environment (not Lambda's).
+    pub fn env(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Invoke the function synchronously with `event` (`RequestResponse`).
     pub async fn invoke(&self, event: &Value) -> Outcome {
         let _one_at_a_time = self.busy.lock().await;

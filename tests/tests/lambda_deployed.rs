@@ -390,6 +390,22 @@ async fn the_webhook_secret_and_the_app_key_are_read_from_secrets_manager_by_arn
     for arn in [&arns.webhook_secret, &arns.private_key, &arns.llm_api_key] {
         assert!(arn.starts_with("arn:aws:secretsmanager:"), "{arn}");
     }
+    // The functions are given ARNs only, as the template wires them: no secret value is
+    // in any function's configuration.
+    let stack = &rig.stack;
+    assert_eq!(
+        stack.webhook.env("GITHUB_WEBHOOK_SECRET"),
+        Some(arns.webhook_secret.as_str())
+    );
+    for worker in [&stack.conversation_worker, &stack.review_worker] {
+        assert_eq!(
+            worker.env("GITHUB_PRIVATE_KEY"),
+            Some(arns.private_key.as_str())
+        );
+        assert_eq!(worker.env("LLM_API_KEY"), Some(arns.llm_api_key.as_str()));
+        assert_eq!(worker.env("GITHUB_WEBHOOK_SECRET"), None);
+    }
+    assert_eq!(stack.webhook.env("GITHUB_PRIVATE_KEY"), None);
     let (question, payload) = rig.mention(PR, "@parley where does this id come from?");
 
     // A function that took the variable for the secret would accept this signature.
