@@ -6,6 +6,8 @@
 #   start_moto    start moto_server on a free 127.0.0.1 port, wait until it answers, and
 #                 export AWS_ENDPOINT_URL and fake credentials/region for the AWS SDKs
 #   stop_moto     stop it again (idempotent; register it with `trap`)
+#   ensure_lambda_target   the Rust target the Lambda functions are built for (arm64)
+#   lambda_size_check NAME FILE   a bootstrap's size against its budget
 
 PARLEY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${PARLEY_VENV:-$PARLEY_ROOT/.venv}"
@@ -39,10 +41,10 @@ ensure_venv() {
   local stamp="$VENV/.parley-requirements.sha256" want have=""
   want="$( (cat "$REQUIREMENTS"; "$VENV/bin/python" -V) | sha256sum | cut -d' ' -f1)"
   [[ -f "$stamp" ]] && have="$(cat "$stamp")"
-  if [[ "$want" == "$have" && -x "$VENV/bin/moto_server" && -x "$VENV/bin/cfn-lint" && -x "$VENV/bin/sam" ]]; then
+  if [[ "$want" == "$have" && -x "$VENV/bin/moto_server" && -x "$VENV/bin/cfn-lint" && -x "$VENV/bin/sam" && -x "$VENV/bin/cargo-lambda" ]]; then
     return 0
   fi
-  log "installing Python tooling into $VENV (moto[server], cfn-lint, aws-sam-cli)"
+  log "installing Python tooling into $VENV (moto[server], cfn-lint, aws-sam-cli, cargo-lambda, ziglang)"
   "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQUIREMENTS"
   printf '%s\n' "$want" >"$stamp"
 }
@@ -110,5 +112,38 @@ stop_moto() {
   if [[ -n "$MOTO_LOG" ]]; then
     rm -f "$MOTO_LOG"
     MOTO_LOG=""
+  fi
+}
+
+# The functions run on arm64 (template.yaml: Architectures). cargo-lambda links with zig,
+# so the Rust standard library for the target is all rustup has to add.
+LAMBDA_TARGET=aarch64-unknown-linux-gnu
+
+ensure_lambda_target() {
+  if ! command -v rustup >/dev/null 2>&1; then
+    log "no rustup: assuming the $LAMBDA_TARGET standard library is installed"
+    return 0
+  fi
+  if ! rustup target list --installed | grep -qx "$LAMBDA_TARGET"; then
+    log "adding the Rust target $LAMBDA_TARGET"
+    rustup target add "$LAMBDA_TARGET" || die "could not add the Rust target $LAMBDA_TARGET (rustup target add $LAMBDA_TARGET)"
+  fi
+}
+
+# Size budgets of the stripped arm64 bootstraps, in bytes (decimal MB): the webhook links
+# no GitHub or LLM client, the workers do. PARLEY_SIZE_CHECK=0 reports without failing.
+lambda_size_check() {
+  local name="$1" file="$2" budget size
+  case "$name" in
+    WebhookFunction | webhook) budget=8000000 ;;
+    *) budget=12000000 ;;
+  esac
+  [[ -f "$file" ]] || die "$file not found"
+  size="$(stat -c %s "$file")"
+  awk -v n="$name" -v s="$size" -v b="$budget" \
+    'BEGIN { printf "%-28s %10d bytes  %6.2f MB (%.2f MiB)  budget %d MB\n", n, s, s / 1e6, s / 1048576, b / 1e6 }' >&2
+  if ((size > budget)) && [[ "${PARLEY_SIZE_CHECK:-1}" != 0 ]]; then
+    printf 'error: %s is over its size budget\n' "$file" >&2
+    return 1
   fi
 }

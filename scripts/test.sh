@@ -8,12 +8,14 @@
 #    AWS_ENDPOINT_URL with fake credentials, so no AWS account is touched.
 # 3. cfn-lint and `sam validate` (plain and --lint) on template.yaml, offline; the
 #    template's tables and queues created in moto (scripts/provision_moto.py).
-# 4. cargo fmt --check, cargo clippy -D warnings.
+# 4. cargo fmt --check, cargo clippy -D warnings; the webhook's arm64 Lambda bootstrap
+#    (cargo-lambda, as `sam build` builds it) and its size budget.
 # 5. The tests: doctests, then cargo nextest (installed if missing; with
 #    PARLEY_NO_NEXTEST_INSTALL=1 or a failed install, `cargo test` runs everything instead).
 #
 # Knobs (all optional; the default runs everything):
 #   SKIP_CARGO=1                  only the venv, moto and template checks (for script work)
+#   PARLEY_SKIP_LAMBDA_BUILD=1    skip the arm64 release build of the webhook (slow)
 #   PARLEY_NO_NEXTEST_INSTALL=1   use `cargo test` when cargo-nextest is missing
 #   MOTO_PORT=NNNN                use a fixed port instead of a free one
 #   PYTHON=/path/to/python3       interpreter for creating .venv (>= 3.10)
@@ -69,6 +71,17 @@ cargo fmt --all --check
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+
+# The deployed build, for one function: the full `sam build` (scripts/sam_build.sh, three
+# release builds with fat LTO) does not fit CI's time on 2 cores, so CI cross-compiles
+# the webhook for arm64 exactly as `sam build` does (cargo-lambda from its package
+# directory) and checks its size budget. The workers are built by scripts/sam_build.sh.
+if [[ "${PARLEY_SKIP_LAMBDA_BUILD:-0}" != 1 ]]; then
+  step "webhook bootstrap for arm64: cargo lambda build --release --arm64 (functions/webhook)"
+  ensure_lambda_target
+  (cd functions/webhook && PATH="$VENV/bin:$PATH" cargo lambda build --release --arm64 --bin webhook)
+  lambda_size_check WebhookFunction "${CARGO_TARGET_DIR:-$PARLEY_ROOT/target}/lambda/webhook/bootstrap"
+fi
 
 if ! cargo nextest --version >/dev/null 2>&1 && [[ "${PARLEY_NO_NEXTEST_INSTALL:-0}" != 1 ]]; then
   step "installing cargo-nextest"

@@ -24,6 +24,8 @@ pub struct Recorded {
     pub path: String,
     pub query: String,
     pub body: Value,
+    /// The `Authorization` header: the App JWT or the installation token the client sent.
+    pub authorization: Option<String>,
 }
 
 /// A scripted failure: the next `times` requests matching `method` and containing
@@ -586,6 +588,10 @@ async fn handle(
             path: path.clone(),
             query: query.clone(),
             body: body.clone(),
+            authorization: headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
         });
         let wire = s.take_tripwire(method.as_str(), &path);
         let fault = s.take_fault(method.as_str(), &path);

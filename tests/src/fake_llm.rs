@@ -26,6 +26,8 @@ pub struct Prompt {
     pub messages: Vec<(String, String)>,
     /// The OpenAI `response_format.type` asked for (`json_schema`, `json_object`).
     pub response_format: Option<String>,
+    /// The `x-api-key` header the client sent.
+    pub api_key: Option<String>,
 }
 
 impl Prompt {
@@ -210,6 +212,7 @@ type Shared = axum::extract::State<Arc<Mutex<State>>>;
 async fn handle(
     axum::extract::State(state): Shared,
     uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
@@ -217,6 +220,10 @@ async fn handle(
         Err(_) => return (StatusCode::BAD_REQUEST, "not json").into_response(),
     };
     let openai = uri.path().ends_with("/chat/completions");
+    let api_key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let all: Vec<(String, String)> = request["messages"]
         .as_array()
         .map(|messages| {
@@ -246,12 +253,14 @@ async fn handle(
             response_format: request["response_format"]["type"]
                 .as_str()
                 .map(str::to_string),
+            api_key,
         }
     } else {
         Prompt {
             system: system_text(&request["system"]),
             messages: all,
             response_format: None,
+            api_key,
         }
     };
     if let Some(kind) = &prompt.response_format {

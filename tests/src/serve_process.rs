@@ -15,11 +15,28 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The `parley` binary of the profile this test or bench was built with, built first if
-/// needed. A test target gets no `CARGO_BIN_EXE_*` for another package's binary, and a
-/// stale binary would test old code, so `cargo build -p parley-cli --bin parley` runs once
-/// per test process (a no-op when it is up to date; cargo's own lock serialises parallel
-/// test processes).
+/// needed (see [`workspace_binaries`]).
 pub fn parley_binary() -> PathBuf {
+    workspace_binaries().join("parley")
+}
+
+/// The packages and binaries [`workspace_binaries`] builds: `parley serve` and the three
+/// Lambda functions.
+const BINARIES: [(&str, &str); 4] = [
+    ("parley-cli", "parley"),
+    ("parley-webhook", "webhook"),
+    ("parley-conversation-worker", "conversation-worker"),
+    ("parley-review-worker", "review-worker"),
+];
+
+/// The directory holding the workspace's binaries of the profile this test or bench was
+/// built with, built first if needed. A test target gets no `CARGO_BIN_EXE_*` for another
+/// package's binary, and a stale binary would test old code, so one `cargo build` of all
+/// of them runs once per test process (a no-op when they are up to date; cargo's own lock
+/// serialises parallel test processes). One command for all four, always the same: each
+/// package set resolves features its own way, and a second set would build a second copy
+/// of half the dependency tree.
+pub fn workspace_binaries() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -58,22 +75,27 @@ pub fn parley_binary() -> PathBuf {
                     build.env_remove(name.as_ref());
                 }
             }
+            build.args(["build", "--quiet"]);
+            for (package, binary) in BINARIES {
+                build.args(["-p", package, "--bin", binary]);
+            }
             let status = build
-                .args(["build", "--quiet", "-p", "parley-cli", "--bin", "parley"])
                 .args(["--profile", profile])
                 .arg("--target-dir")
                 .arg(target_dir)
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .status()
-                .expect("run cargo build for the parley binary");
-            assert!(status.success(), "building the parley binary failed");
-            let binary = profile_dir.join("parley");
-            assert!(
-                binary.is_file(),
-                "{} not found after the build",
-                binary.display()
-            );
-            binary
+                .expect("run cargo build for the workspace binaries");
+            assert!(status.success(), "building the workspace binaries failed");
+            for (_, binary) in BINARIES {
+                let binary = profile_dir.join(binary);
+                assert!(
+                    binary.is_file(),
+                    "{} not found after the build",
+                    binary.display()
+                );
+            }
+            profile_dir.to_path_buf()
         })
         .clone()
 }

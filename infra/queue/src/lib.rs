@@ -11,5 +11,6 @@
 //!
 //! Both pass one contract suite, `tests/contract.rs`.
 
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod sqs;

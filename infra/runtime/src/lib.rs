@@ -4,10 +4,13 @@
 //! defaults differ (DynamoDB + SQS inside Lambda, SQLite elsewhere).
 
 pub mod adapters;
+#[cfg(feature = "worker")]
 pub mod clients;
+#[cfg(feature = "worker")]
 pub mod metrics;
 pub mod secrets;
 pub mod settings;
+#[cfg(feature = "worker")]
 pub mod sqs_batch;
 pub mod telemetry;
 

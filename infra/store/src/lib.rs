@@ -19,7 +19,9 @@ pub mod corpus_rules;
 pub mod dynamo;
 mod expiry;
 mod ordering;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 pub use dynamo::{DynamoStore, TableNames, create_tables};
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -1,0 +1,487 @@
+//! The deployed stack, emulated: template.yaml's tables and queues in moto, its secrets in
+//! moto's Secrets Manager, its three functions under [`LambdaFunction`] with the
+//! environment the template gives them, and its two SQS event source mappings played by
+//! [`EventSourceMapping`]. GitHub and the LLM are the HTTP fakes.
+//!
+//! Everything a test needs to know about the stack is read from template.yaml (binary
+//! names, timeouts, memory, batch sizes, variable names) or from the resources themselves
+//! (queue visibility timeouts, redrive policies), so a template change is tested, not
+//! shadowed by a copy of its numbers here.
+
+use crate::fake_github::FakeGitHub;
+use crate::fake_llm::FakeLlm;
+use crate::lambda_apigw;
+use crate::lambda_emulator::{FunctionConfig, LambdaFunction, Outcome};
+use crate::lambda_esm::EventSourceMapping;
+use parley_store::dynamo::{DynamoStore, TableNames};
+use serde_json::Value;
+use serde_norway::Value as Yaml;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Fails (never skips) without moto, like the other DynamoDB/SQS tests: `scripts/test.sh`
+/// starts it and sets AWS_ENDPOINT_URL.
+pub fn require_moto() {
+    assert!(
+        std::env::var_os("AWS_ENDPOINT_URL").is_some(),
+        "AWS_ENDPOINT_URL is not set: start moto (scripts/test.sh does it, or scripts/moto.sh for one run)"
+    );
+}
+
+/// template.yaml, parsed.
+pub struct Template(Yaml);
+
+impl Template {
+    pub fn load() -> Template {
+        let path = root().join("template.yaml");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        Template(serde_norway::from_str(&text).expect("template.yaml is YAML"))
+    }
+
+    fn resource(&self, logical_id: &str) -> &Yaml {
+        let resource = &self.0["Resources"][logical_id];
+        assert!(
+            !resource.is_null(),
+            "template.yaml has no resource {logical_id}"
+        );
+        resource
+    }
+
+    /// The function's binary (`BuildProperties.Binary`) and its Lambda configuration.
+    pub fn function(&self, logical_id: &str) -> (String, FunctionConfig) {
+        let resource = self.resource(logical_id);
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{logical_id}: no BuildProperties.Binary"))
+            .to_string();
+        let number = |key: &str| {
+            resource["Properties"][key]
+                .as_u64()
+                .or_else(|| self.0["Globals"]["Function"][key].as_u64())
+                .unwrap_or_else(|| panic!("{logical_id}: no {key}"))
+        };
+        let config = FunctionConfig {
+            name: binary.clone(),
+            memory_mb: number("MemorySize") as u32,
+            timeout: Duration::from_secs(number("Timeout")),
+        };
+        (binary, config)
+    }
+
+    /// The variables the template sets on this function itself (beyond the Globals).
+    pub fn function_variables(&self, logical_id: &str) -> Vec<String> {
+        self.resource(logical_id)["Properties"]["Environment"]["Variables"]
+            .as_mapping()
+            .map(|vars| {
+                vars.keys()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The variables of `Globals.Function.Environment`.
+    pub fn global_variables(&self) -> Vec<String> {
+        self.0["Globals"]["Function"]["Environment"]["Variables"]
+            .as_mapping()
+            .map(|vars| {
+                vars.keys()
+                    .filter_map(|k| k.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `BatchSize` of an `AWS::Lambda::EventSourceMapping`.
+    pub fn batch_size(&self, mapping: &str) -> i32 {
+        self.resource(mapping)["Properties"]["BatchSize"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{mapping}: no BatchSize")) as i32
+    }
+}
+
+/// The stack's AWS resources in moto, under a stack name of their own.
+pub struct Resources {
+    /// The Globals environment as the template wires it: table names, queue URLs and
+    /// literals (`PARLEY_STORE=dynamodb`, …), printed by scripts/provision_moto.py.
+    pub globals: Vec<(String, String)>,
+    pub sqs: aws_sdk_sqs::Client,
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub secrets: aws_sdk_secretsmanager::Client,
+}
+
+impl Resources {
+    /// Create template.yaml's tables and queues with scripts/provision_moto.py, the
+    /// script `scripts/test.sh` and `scripts/moto.sh --provision` use.
+    pub async fn provision(stack_name: &str) -> Resources {
+        require_moto();
+        let venv = std::env::var_os("PARLEY_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join(".venv"));
+        let python = venv.join("bin/python");
+        let output = Command::new(&python)
+            .arg(root().join("scripts/provision_moto.py"))
+            .args(["--stack-name", stack_name])
+            .current_dir(root())
+            .output()
+            .unwrap_or_else(|err| {
+                panic!(
+                    "run scripts/provision_moto.py with {} (scripts/test.sh creates the venv): {err}",
+                    python.display()
+                )
+            });
+        assert!(
+            output.status.success(),
+            "scripts/provision_moto.py failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let globals = parse_exports(&String::from_utf8_lossy(&output.stdout));
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Resources {
+            globals,
+            sqs: aws_sdk_sqs::Client::new(&config),
+            dynamodb: aws_sdk_dynamodb::Client::new(&config),
+            secrets: aws_sdk_secretsmanager::Client::new(&config),
+        }
+    }
+
+    /// A Globals variable.
+    pub fn var(&self, name: &str) -> String {
+        self.globals
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("provision_moto.py printed no {name}"))
+    }
+
+    /// A new secret; returns its ARN.
+    pub async fn create_secret(&self, name: &str, value: &str) -> String {
+        self.secrets
+            .create_secret()
+            .name(name)
+            .secret_string(value)
+            .send()
+            .await
+            .expect("create the secret in moto")
+            .arn
+            .expect("a new secret has an ARN")
+    }
+
+    /// The DynamoDB store on the stack's tables, for assertions on what the functions
+    /// wrote.
+    pub fn store(&self) -> DynamoStore {
+        let tables = TableNames::from_lookup(|name| {
+            self.globals
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        });
+        DynamoStore::new(self.dynamodb.clone(), tables)
+    }
+
+    /// Visible (waiting) messages in a queue, by its URL.
+    pub async fn depth(&self, queue_url: &str) -> u64 {
+        let attributes = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .expect("queue attributes")
+            .attributes
+            .unwrap_or_default();
+        attributes
+            .get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_default()
+    }
+
+    /// `maxReceiveCount` of the redrive policy of the queue whose URL is in Globals
+    /// variable `queue_var`.
+    pub async fn max_receive_count(&self, queue_var: &str) -> u32 {
+        let attributes = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(self.var(queue_var))
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
+            .send()
+            .await
+            .expect("queue attributes")
+            .attributes
+            .unwrap_or_default();
+        let policy: Value = attributes
+            .get(&aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
+            .and_then(|p| serde_json::from_str(p).ok())
+            .unwrap_or_else(|| panic!("{queue_var} has no redrive policy"));
+        match &policy["maxReceiveCount"] {
+            Value::Number(n) => n.as_u64().unwrap_or(0) as u32,
+            Value::String(s) => s.parse().unwrap_or(0),
+            other => panic!("maxReceiveCount: {other}"),
+        }
+    }
+
+    /// Every message in a queue (a dead-letter queue, typically), received and left
+    /// there: `(body, attributes)`.
+    pub async fn peek(&self, queue_url: &str) -> Vec<(String, Value)> {
+        let output = self
+            .sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+            .send()
+            .await
+            .expect("receive from the queue");
+        output
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| {
+                let attributes: serde_json::Map<String, Value> = m
+                    .attributes
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k.as_str().to_string(), Value::String(v)))
+                    .collect();
+                (m.body.unwrap_or_default(), Value::Object(attributes))
+            })
+            .collect()
+    }
+}
+
+/// `export NAME=value` lines (values quoted by Python's `shlex.quote`).
+fn parse_exports(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("export "))
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| {
+            let value = match value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+                Some(quoted) => quoted.replace("'\"'\"'", "'"),
+                None => value.to_string(),
+            };
+            (name.to_string(), value)
+        })
+        .collect()
+}
+
+/// The ARNs of the stack's secrets, as the functions receive them.
+#[derive(Debug, Clone)]
+pub struct SecretArns {
+    pub webhook_secret: String,
+    pub private_key: String,
+    pub llm_api_key: String,
+}
+
+/// The whole stack: resources, secrets, the three functions and both event source
+/// mappings, pointed at the fakes.
+pub struct LambdaStack {
+    pub resources: Resources,
+    pub secret_arns: SecretArns,
+    /// The webhook secret's value (GitHub signs with it).
+    pub webhook_secret: String,
+    pub webhook: Arc<LambdaFunction>,
+    pub conversation_worker: Arc<LambdaFunction>,
+    pub review_worker: Arc<LambdaFunction>,
+    pub conversations: EventSourceMapping,
+    pub reviews: EventSourceMapping,
+    /// The functions' logs and scratch files.
+    pub dir: tempfile::TempDir,
+}
+
+impl LambdaStack {
+    /// Provision a fresh stack (its own tables, queues and secrets) and set up its
+    /// functions; no process starts before the first invocation.
+    pub async fn start(github: &FakeGitHub, llm: &FakeLlm) -> LambdaStack {
+        require_moto();
+        let binaries = crate::serve_process::workspace_binaries();
+        let template = Template::load();
+        let name = format!(
+            "parley-e2e-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..10]
+        );
+        let resources = Resources::provision(&name).await;
+
+        // The template's secrets: the webhook secret from a parameter, the App key stored
+        // by the operator after the first deploy, the LLM key an existing secret.
+        let webhook_secret = format!("whsec-{}", uuid::Uuid::new_v4().simple());
+        let secret_arns = SecretArns {
+            webhook_secret: resources
+                .create_secret(&format!("{name}-WebhookSecret"), &webhook_secret)
+                .await,
+            private_key: resources
+                .create_secret(
+                    &format!("{name}-PrivateKeySecret"),
+                    &crate::clients::app_key(),
+                )
+                .await,
+            llm_api_key: resources
+                .create_secret(&format!("{name}-LlmApiKey"), LLM_API_KEY)
+                .await,
+        };
+
+        // Globals: what provision_moto.py wired, plus the template's parameters.
+        let parameters = [
+            ("RUST_LOG", "info".to_string()),
+            ("GITHUB_APP_ID", "12345".to_string()),
+            ("GITHUB_APP_SLUG", "parley".to_string()),
+            ("GITHUB_API_URL", github.url.clone()),
+            ("LLM_PROVIDER", "anthropic".to_string()),
+            ("LLM_MODEL", crate::clients::MODEL.to_string()),
+            ("LLM_BASE_URL", llm.url.clone()),
+        ];
+        let mut globals = resources.globals.clone();
+        globals.extend(parameters.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        // Not the template's: what makes the AWS SDK reach moto instead of AWS.
+        for name in [
+            "AWS_ENDPOINT_URL",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+        ] {
+            if let Ok(value) = std::env::var(name) {
+                globals.push((name.to_string(), value));
+            }
+        }
+        for variable in template.global_variables() {
+            let wired = globals.iter().any(|(k, _)| *k == variable);
+            let optional = ["PARLEY_MENTION_ALIASES", "PARLEY_SECRETS_REVISION"];
+            assert!(
+                wired || optional.contains(&variable.as_str()),
+                "template.yaml sets {variable} on every function; wire it in lambda_stack.rs"
+            );
+        }
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let function = |logical_id: &str, own: Vec<(&str, String)>| {
+            let (binary, config) = template.function(logical_id);
+            for variable in template.function_variables(logical_id) {
+                assert!(
+                    own.iter().any(|(k, _)| *k == variable),
+                    "template.yaml sets {variable} on {logical_id}; wire it in lambda_stack.rs"
+                );
+            }
+            let mut env = globals.clone();
+            env.extend(own.into_iter().map(|(k, v)| (k.to_string(), v)));
+            (binaries.join(binary), config, env)
+        };
+        let (binary, config, env) = function(
+            "WebhookFunction",
+            vec![("GITHUB_WEBHOOK_SECRET", secret_arns.webhook_secret.clone())],
+        );
+        let webhook = Arc::new(LambdaFunction::new(config, &binary, env, dir.path()).await);
+        let worker_secrets = vec![
+            ("GITHUB_PRIVATE_KEY", secret_arns.private_key.clone()),
+            ("LLM_API_KEY", secret_arns.llm_api_key.clone()),
+        ];
+        let (binary, config, env) = function("ConversationWorkerFunction", worker_secrets.clone());
+        let conversation_worker =
+            Arc::new(LambdaFunction::new(config, &binary, env, dir.path()).await);
+        let (binary, config, env) = function("ReviewWorkerFunction", worker_secrets);
+        let review_worker = Arc::new(LambdaFunction::new(config, &binary, env, dir.path()).await);
+
+        let conversations = EventSourceMapping::new(
+            resources.sqs.clone(),
+            &resources.var("PARLEY_CONVERSATION_QUEUE_URL"),
+            template.batch_size("ConversationWorkerQueueMapping"),
+            conversation_worker.clone(),
+        )
+        .await;
+        let reviews = EventSourceMapping::new(
+            resources.sqs.clone(),
+            &resources.var("PARLEY_REVIEW_QUEUE_URL"),
+            template.batch_size("ReviewWorkerQueueMapping"),
+            review_worker.clone(),
+        )
+        .await;
+        LambdaStack {
+            resources,
+            secret_arns,
+            webhook_secret,
+            webhook,
+            conversation_worker,
+            review_worker,
+            conversations,
+            reviews,
+            dir,
+        }
+    }
+
+    /// A delivery as GitHub sends it, through API Gateway to the webhook function, signed
+    /// with the webhook secret. Returns the status and body the function answered.
+    pub async fn deliver(&self, event: &str, delivery: &str, payload: &Value) -> (u16, String) {
+        self.deliver_signed(&self.webhook_secret.clone(), event, delivery, payload)
+            .await
+    }
+
+    /// [`LambdaStack::deliver`] signed with `secret`.
+    pub async fn deliver_signed(
+        &self,
+        secret: &str,
+        event: &str,
+        delivery: &str,
+        payload: &Value,
+    ) -> (u16, String) {
+        let body = serde_json::to_vec(payload).expect("encode the payload");
+        let signature = crate::sign(secret, &body);
+        let request = lambda_apigw::http_api_request(
+            "POST",
+            "/webhook",
+            &[
+                ("Content-Type", "application/json"),
+                ("User-Agent", "GitHub-Hookshot/e2e"),
+                ("X-GitHub-Event", event),
+                ("X-GitHub-Delivery", delivery),
+                ("X-Hub-Signature-256", &signature),
+            ],
+            &body,
+        );
+        match self.webhook.invoke(&request).await {
+            Outcome::Response(response) => lambda_apigw::status_and_body(&response),
+            other => panic!(
+                "the webhook function failed: {other:?}\n{}",
+                self.webhook.logs()
+            ),
+        }
+    }
+
+    /// Run both event source mappings until both queues are empty (failed messages are
+    /// made visible again at once, as if their visibility timeout had run out), at most
+    /// `max_polls` polls each.
+    pub async fn drain(&self, max_polls: usize) {
+        self.conversations.drain(max_polls).await;
+        self.reviews.drain(max_polls).await;
+        // A conversation job can enqueue a review (`@parley review`) and back.
+        self.conversations.drain(max_polls).await;
+    }
+
+    /// All three functions' logs, for failure messages.
+    pub fn logs(&self) -> String {
+        [
+            &self.webhook,
+            &self.conversation_worker,
+            &self.review_worker,
+        ]
+        .iter()
+        .map(|f| format!("--- {} ---\n{}", f.name(), f.logs()))
+        .collect::<Vec<_>>()
+        .join("\n")
+    }
+
+    pub fn log_dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The LLM API key the stack's secret holds.
+pub const LLM_API_KEY: &str = "llm-key-from-secrets-manager";
