@@ -87,7 +87,17 @@ def attribute(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def create_queues(sqs, queues: dict, stack: str) -> dict[str, tuple[str, str]]:
+def parameter_default(value, parameters: dict):
+    """A literal, or the default of the template parameter a `!Ref` names."""
+    if isinstance(value, dict) and "Ref" in value:
+        name = value["Ref"]
+        if name not in parameters or "Default" not in parameters[name]:
+            raise SystemExit(f"!Ref {name}: no such parameter with a default")
+        return parameters[name]["Default"]
+    return value
+
+
+def create_queues(sqs, queues: dict, stack: str, parameters: dict) -> dict[str, tuple[str, str]]:
     """Creates dead-letter queues before the queues that redrive into them."""
     created: dict[str, tuple[str, str]] = {}  # logical id -> (url, arn)
 
@@ -104,7 +114,7 @@ def create_queues(sqs, queues: dict, stack: str) -> dict[str, tuple[str, str]]:
             dlq = target["Fn::GetAtt"]
             dlq = dlq[0] if isinstance(dlq, list) else dlq.split(".")[0]
             attributes["RedrivePolicy"] = json.dumps(
-                {"deadLetterTargetArn": create(dlq)[1], "maxReceiveCount": redrive["maxReceiveCount"]}
+                {"deadLetterTargetArn": create(dlq)[1], "maxReceiveCount": parameter_default(redrive["maxReceiveCount"], parameters)}
             )
         name = sub(props.get("QueueName") or f"{stack}-{logical_id}", stack)
         if props.get("FifoQueue") and not name.endswith(".fifo"):
@@ -139,7 +149,7 @@ def main() -> int:
     refs: dict[str, str] = {}
     for logical_id, props in tables.items():
         refs[logical_id] = create_table(ddb, logical_id, props, args.stack_name)
-    for logical_id, (url, _arn) in create_queues(sqs, queues, args.stack_name).items():
+    for logical_id, (url, _arn) in create_queues(sqs, queues, args.stack_name, template.get("Parameters", {})).items():
         refs[logical_id] = url
 
     # The functions' environment, as the template wires it: literals and Refs to the

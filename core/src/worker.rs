@@ -8,7 +8,7 @@
 //! message must not drag unrelated PRs' jobs towards the dead-letter queue.
 
 use crate::job::Job;
-use crate::ports::{JobError, JobHandler};
+use crate::ports::{Attempt, JobError, JobHandler};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -22,6 +22,8 @@ pub struct BatchItem<'a> {
     /// and a body that is not a job shares a group with nothing.
     pub group_id: Option<&'a str>,
     pub body: &'a str,
+    /// Which delivery this is, when the queue says (see [`Attempt`]).
+    pub attempt: Option<Attempt>,
 }
 
 /// Run `items` through `handler` in order; return the ids of the messages to retry.
@@ -80,11 +82,11 @@ pub async fn process_one(item: &BatchItem<'_>, handler: &dyn JobHandler) -> Resu
         }
     };
     let kind = job.kind();
-    let span = job_span(&job, item.message_id);
+    let span = job_span(&job, item.message_id, item.attempt);
     async move {
         tracing::info!(job = %job.describe(), "handling job");
         let started = Instant::now();
-        let result = handler.handle(job).await;
+        let result = handler.handle_attempt(job, item.attempt).await;
         crate::metrics::job_done(kind, result.is_ok(), started.elapsed());
         result
     }
@@ -95,7 +97,7 @@ pub async fn process_one(item: &BatchItem<'_>, handler: &dyn JobHandler) -> Resu
 /// The span every log line of a job carries: which delivery, repository, PR, kind of job
 /// and queue message it is, so one job's lines can be found together (CloudWatch Logs
 /// Insights: `filter span.delivery_id = "…"`).
-pub fn job_span(job: &Job, message_id: &str) -> tracing::Span {
+pub fn job_span(job: &Job, message_id: &str, attempt: Option<Attempt>) -> tracing::Span {
     let (repo, pr) = job.subject();
     tracing::info_span!(
         "job",
@@ -104,6 +106,7 @@ pub fn job_span(job: &Job, message_id: &str) -> tracing::Span {
         pr,
         kind = job.kind(),
         message_id,
+        attempt = attempt.map(|a| a.number),
     )
 }
 

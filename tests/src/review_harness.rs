@@ -7,7 +7,7 @@ use crate::fake_llm::FakeLlm;
 use parley_core::Job;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
 use parley_core::mention::Handles;
-use parley_core::ports::{JobError, JobHandler, Store};
+use parley_core::ports::{Attempt, JobError, JobHandler, Store};
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
 use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
@@ -142,6 +142,13 @@ impl ReviewHarness {
 
     pub async fn run(&self, job: Job) -> Result<(), JobError> {
         self.handler.handle(job).await
+    }
+
+    /// [`run`](Self::run) as delivery `number` of `of` (the queue's `maxReceiveCount`).
+    pub async fn run_attempt(&self, job: Job, number: u32, of: u32) -> Result<(), JobError> {
+        self.handler
+            .handle_attempt(job, Some(Attempt { number, of }))
+            .await
     }
 
     /// The check runs on the repository, as GitHub holds them after every update.

@@ -611,6 +611,7 @@ async fn the_review_worker_routes_embedding_jobs_and_reports_their_failures() {
     let response = parley_runtime::sqs_batch::respond(
         serde_json::from_value(embedding_event("m-1", &embed)).unwrap(),
         &routed,
+        5,
     )
     .await
     .unwrap();
@@ -638,6 +639,7 @@ async fn the_review_worker_routes_embedding_jobs_and_reports_their_failures() {
     let response = parley_runtime::sqs_batch::respond(
         serde_json::from_value(embedding_event("m-2", &fresh)).unwrap(),
         &down,
+        5,
     )
     .await
     .unwrap();

@@ -132,12 +132,14 @@ async fn a_review_job_is_reported_in_valid_emf() {
         message_id: "m-1",
         group_id: None,
         body: &body,
+        attempt: None,
     };
     process_one(&item, &h.handler).await.expect("review");
     let broken = BatchItem {
         message_id: "m-2",
         group_id: None,
         body: "{not a job",
+        attempt: None,
     };
     assert!(process_one(&broken, &h.handler).await.is_err());
 

@@ -25,6 +25,7 @@ parley_tests::review_on_both_stores!(
     manual_review_is_neutral_even_with_blocking_findings,
     llm_down_is_neutral_never_failure,
     garbage_from_every_pass_is_not_retried_and_said_once,
+    llm_down_on_every_attempt_is_said_once_after_the_last,
     one_failed_pass_is_reported_and_the_others_publish,
     guidelines_come_from_the_base_ref,
     large_pr_lists_what_was_not_reviewed,
@@ -1149,6 +1150,43 @@ async fn garbage_from_every_pass_is_not_retried_and_said_once(h: ReviewHarness) 
     // Another delivery for the same head (skipped while the failed run's claim holds, or
     // failing the same way): still one comment.
     let _ = h.run(job(ReviewTrigger::Opened, HEAD, "d-2")).await;
+    assert_eq!(h.github.issue_comments(REPO, PR).len(), 1);
+    assert!(h.reviews().is_empty());
+}
+
+/// A transient failure is retried by the queue and said nowhere but the check run until
+/// the last attempt; after that the message is dead-lettered, so the PR hears it, once.
+async fn llm_down_on_every_attempt_is_said_once_after_the_last(h: ReviewHarness) {
+    h.llm.fail("", 503);
+    for attempt in 1..5 {
+        let result = h
+            .run_attempt(job(ReviewTrigger::Opened, HEAD, "d-1"), attempt, 5)
+            .await;
+        assert!(
+            matches!(result, Err(JobError::Transient(_))),
+            "attempt {attempt}: {result:?}"
+        );
+        assert!(
+            h.github.issue_comments(REPO, PR).is_empty(),
+            "quiet before the last attempt ({attempt})"
+        );
+    }
+    let last = h
+        .run_attempt(job(ReviewTrigger::Opened, HEAD, "d-1"), 5, 5)
+        .await;
+    assert!(matches!(last, Err(JobError::Transient(_))), "{last:?}");
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "neutral");
+    let notes = h.github.issue_comments(REPO, PR);
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    let body = notes[0]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("could not review"), "{body}");
+    assert!(body.contains("after 5 attempts"), "{body}");
+    assert!(body.contains("@parley review"), "{body}");
+
+    // A second job for the same head that also runs out of attempts: still one note.
+    let _ = h
+        .run_attempt(job(ReviewTrigger::Opened, HEAD, "d-2"), 5, 5)
+        .await;
     assert_eq!(h.github.issue_comments(REPO, PR).len(), 1);
     assert!(h.reviews().is_empty());
 }

@@ -2,7 +2,7 @@
 
 use super::EmbeddingHandler;
 use crate::job::Job;
-use crate::ports::{JobError, JobHandler};
+use crate::ports::{Attempt, JobError, JobHandler};
 use async_trait::async_trait;
 
 /// Sends embedding jobs to an [`EmbeddingHandler`] and every other job to `inner`, so a
@@ -26,6 +26,13 @@ impl<H: JobHandler> JobHandler for WithEmbedding<H> {
         match job {
             Job::Embed(_) => self.embedding.handle(job).await,
             other => self.inner.handle(other).await,
+        }
+    }
+
+    async fn handle_attempt(&self, job: Job, attempt: Option<Attempt>) -> Result<(), JobError> {
+        match job {
+            Job::Embed(_) => self.embedding.handle_attempt(job, attempt).await,
+            other => self.inner.handle_attempt(other, attempt).await,
         }
     }
 }

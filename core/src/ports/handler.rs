@@ -28,7 +28,58 @@ impl JobError {
     }
 }
 
+/// Which delivery of its queue message a job is on. A handler whose failures people
+/// wait on (a review: the PR shows "in progress") says so on the last one, because after
+/// it the message goes to the dead-letter queue and nothing else will.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// 1 for the first delivery (SQS `ApproximateReceiveCount`, the SQLite queue's count).
+    pub number: u32,
+    /// Deliveries before the message is dead-lettered (the queue's `maxReceiveCount`).
+    pub of: u32,
+}
+
+impl Attempt {
+    /// `None` when the queue did not say how often the message was received: then no
+    /// attempt is taken for the last (a job never says "giving up" and then runs again).
+    pub fn from_count(received: Option<u32>, max_receive_count: u32) -> Option<Attempt> {
+        received.map(|number| Attempt {
+            number,
+            of: max_receive_count,
+        })
+    }
+
+    pub fn is_last(&self) -> bool {
+        self.number >= self.of
+    }
+}
+
 #[async_trait]
 pub trait JobHandler: Send + Sync {
     async fn handle(&self, job: Job) -> Result<(), JobError>;
+
+    /// [`handle`](JobHandler::handle), knowing which delivery this is (`None`: unknown).
+    /// The workers call this; handlers that treat the last attempt differently override
+    /// it, and a router must forward it.
+    async fn handle_attempt(&self, job: Job, attempt: Option<Attempt>) -> Result<(), JobError> {
+        let _ = attempt;
+        self.handle(job).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Attempt;
+
+    #[test]
+    fn the_last_attempt_is_the_queues_max_receive_count() {
+        assert_eq!(Attempt::from_count(None, 5), None);
+        let attempt = |n| Attempt::from_count(Some(n), 5).expect("counted");
+        assert!(!attempt(1).is_last());
+        assert!(!attempt(4).is_last());
+        assert!(attempt(5).is_last());
+        // A queue whose maxReceiveCount is higher than Parley was told still ends some
+        // time: past the count Parley knows, every attempt says so (once per head anyway).
+        assert!(attempt(6).is_last());
+    }
 }

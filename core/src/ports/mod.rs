@@ -12,7 +12,7 @@ pub mod store;
 pub use corpus::{Corpus, CorpusStore, Document, Occurrence, QuantizedVector};
 pub use embeddings::{Embedder, EmbeddingError, Embeddings};
 pub use github::{GitHub, GitHubError, RepoScope};
-pub use handler::{JobError, JobHandler};
+pub use handler::{Attempt, JobError, JobHandler};
 pub use queue::{
     DeadLetter, JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
 };

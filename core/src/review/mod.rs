@@ -41,7 +41,9 @@ use crate::markers::{self, FindingMarker};
 use crate::mention::Handles;
 use crate::ports::github::{GitHubError, PageLimit, PullRequest, RepoScope, Review};
 use crate::ports::llm::LlmError;
-use crate::ports::{Finding, FindingState, JobError, JobHandler, ReviewRun, RunState, StoreError};
+use crate::ports::{
+    Attempt, Finding, FindingState, JobError, JobHandler, ReviewRun, RunState, StoreError,
+};
 use crate::repo::{LoadedConfig, load_guidelines};
 use crate::services::Services;
 use async_trait::async_trait;
@@ -134,8 +136,12 @@ impl ReviewHandler {
 #[async_trait]
 impl JobHandler for ReviewHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
+        self.handle_attempt(job, None).await
+    }
+
+    async fn handle_attempt(&self, job: Job, attempt: Option<Attempt>) -> Result<(), JobError> {
         match job {
-            Job::Review(job) => self.review(&job).await.map_err(JobError::from),
+            Job::Review(job) => self.review(&job, attempt).await.map_err(JobError::from),
             other => Err(JobError::Permanent(format!(
                 "{} reached the review worker",
                 other.describe()
@@ -180,7 +186,7 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
 }
 
 impl ReviewHandler {
-    async fn review(&self, job: &ReviewJob) -> Result<(), ReviewError> {
+    async fn review(&self, job: &ReviewJob, attempt: Option<Attempt>) -> Result<(), ReviewError> {
         let github = self.services.github.as_ref();
         let store = self.services.store.as_ref();
         let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
@@ -314,9 +320,13 @@ impl ReviewHandler {
                 if let Err(store_err) = runs::finish(store, &mut run, RunState::Failed).await {
                     tracing::warn!(error = %store_err, "could not record the failed run");
                 }
-                // No retry will come: the PR says so, once per head.
-                if !err.is_transient() && !err.is_config() {
-                    self.report_failure(&scope, job.number, &head_sha, &parley, &err)
+                // No retry will come (a permanent error, or the queue's last attempt: the
+                // message goes to the dead-letter queue next): the PR says so, once per
+                // head. Earlier attempts stay quiet; the check run shows the trouble.
+                let retried = err.is_transient() || err.is_config();
+                if !retried || attempt.is_some_and(|a| a.is_last()) {
+                    let tries = attempt.map(|a| a.number).filter(|_| retried);
+                    self.report_failure(&scope, job.number, &head_sha, &parley, &err, tries)
                         .await;
                 }
                 Err(err)
@@ -334,6 +344,7 @@ impl ReviewHandler {
         head_sha: &str,
         parley: &Handles,
         err: &ReviewError,
+        tries: Option<u32>,
     ) {
         let store = self.services.store.as_ref();
         let key = format!("review-failed#{}#{number}#{head_sha}", scope.full_name());
@@ -350,9 +361,13 @@ impl ReviewHandler {
             .first()
             .cloned()
             .unwrap_or_else(|| "parley".into());
+        let after = match tries {
+            Some(n) if n > 1 => format!(" after {n} attempts"),
+            _ => String::new(),
+        };
         let body = format!(
-            "Parley could not review `{}`: {}. It will not try this commit again; push a \
-             new commit or comment `@{handle} review` to ask again.",
+            "Parley could not review `{}`{after}: {}. It will not try this commit again; \
+             push a new commit or comment `@{handle} review` to ask again.",
             summary::short(head_sha),
             err.public_reason()
         );

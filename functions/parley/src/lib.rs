@@ -81,6 +81,11 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
     tasks.spawn(server::run(listener, ingest, shutdown.clone()));
 
     let services = clients::services_from_env(&env, &settings, &adapters).await?;
+    // The SQLite queue dead-letters after the settings' count: the handlers hear the same.
+    let poller = PollerOptions {
+        max_receive_count: settings.max_receive_count,
+        ..options.poller
+    };
     let handlers: [(QueueName, Arc<dyn JobHandler>); 3] = [
         (
             QueueName::Conversation,
@@ -96,12 +101,12 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
         ),
     ];
     for (queue, handler) in handlers {
-        for worker in 0..options.poller.workers_per_queue {
+        for worker in 0..poller.workers_per_queue {
             tasks.spawn(poller::run(
                 adapters.polling.clone(),
                 queue,
                 handler.clone(),
-                options.poller.clone(),
+                poller.clone(),
                 shutdown.clone(),
                 worker,
             ));

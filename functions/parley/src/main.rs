@@ -81,6 +81,9 @@ enum AppCommand {
         /// The App's name on GitHub.
         #[arg(long, default_value = "Parley")]
         name: String,
+        /// Where GitHub sends the browser with the one-time `code` once the App exists.
+        #[arg(long, default_value = manifest::DEFAULT_REDIRECT_URL)]
+        redirect_url: String,
     },
 }
 
@@ -102,8 +105,13 @@ async fn main() -> ExitCode {
         Command::Review(args) => review_command(args).await,
         Command::Doctor(args) => Ok(doctor::run(&args, &clients::process_env()).await),
         Command::App {
-            command: AppCommand::Manifest { url, name },
-        } => print(&manifest::render(url.as_deref(), &name)),
+            command:
+                AppCommand::Manifest {
+                    url,
+                    name,
+                    redirect_url,
+                },
+        } => print(&manifest::render(url.as_deref(), &name, &redirect_url)),
         Command::Config {
             command: ConfigCommand::Schema,
         } => print(&parley_core::config::schema::json()),

@@ -46,12 +46,17 @@ pub const EVENTS: [&str; 5] = [
     "pull_request_review_thread",
 ];
 
+/// Where GitHub sends the browser after creating the App, with `?code=…&state=…`. Nothing
+/// needs to answer there: the one-time code is read from the address bar and exchanged
+/// by hand (docs/DEPLOY.md), so no server has to be running to receive it.
+pub const DEFAULT_REDIRECT_URL: &str = "http://localhost/parley-app-created";
+
 /// The manifest JSON. Without a URL the webhook is left inactive (set it after deploying).
-pub fn render(url: Option<&str>, name: &str) -> String {
-    serde_json::to_string_pretty(&manifest(url, name)).unwrap_or_default()
+pub fn render(url: Option<&str>, name: &str, redirect_url: &str) -> String {
+    serde_json::to_string_pretty(&manifest(url, name, redirect_url)).unwrap_or_default()
 }
 
-pub fn manifest(url: Option<&str>, name: &str) -> Value {
+pub fn manifest(url: Option<&str>, name: &str, redirect_url: &str) -> Value {
     let base = url.map(|u| {
         u.trim_end_matches('/')
             .trim_end_matches("/webhook")
@@ -65,6 +70,7 @@ pub fn manifest(url: Option<&str>, name: &str) -> Value {
         "name": name,
         "url": base.clone().unwrap_or_else(|| "https://github.com".into()),
         "description": "Reviews pull requests and talks about its findings.",
+        "redirect_url": redirect_url,
         "public": false,
         "default_permissions": permissions,
         "default_events": EVENTS,
@@ -85,16 +91,23 @@ mod tests {
         let m = manifest(
             Some("https://abc.execute-api.us-east-1.amazonaws.com/"),
             "Parley",
+            DEFAULT_REDIRECT_URL,
         );
         assert_eq!(
             m["hook_attributes"]["url"],
             "https://abc.execute-api.us-east-1.amazonaws.com/webhook"
         );
         assert_eq!(m["hook_attributes"]["active"], true);
-        let m = manifest(Some("https://x.example/webhook"), "Parley");
+        let m = manifest(
+            Some("https://x.example/webhook"),
+            "Parley",
+            "https://x.example/done",
+        );
         assert_eq!(m["hook_attributes"]["url"], "https://x.example/webhook");
-        let m = manifest(None, "Parley");
+        assert_eq!(m["redirect_url"], "https://x.example/done");
+        let m = manifest(None, "Parley", DEFAULT_REDIRECT_URL);
         assert_eq!(m["hook_attributes"]["active"], false);
+        assert_eq!(m["redirect_url"], DEFAULT_REDIRECT_URL);
     }
 
     #[test]
@@ -108,7 +121,7 @@ mod tests {
         let mut asked: Vec<&str> = EVENTS.to_vec();
         asked.sort_unstable();
         assert_eq!(asked, handled);
-        let m = manifest(None, "Parley");
+        let m = manifest(None, "Parley", DEFAULT_REDIRECT_URL);
         assert_eq!(m["default_permissions"]["checks"], "write");
         assert_eq!(m["default_permissions"]["contents"], "read");
         assert_eq!(

@@ -4,7 +4,7 @@
 //! becomes visible again after `retry_delay`, and the queue dead-letters it after too many
 //! receives. On shutdown it stops taking new messages and finishes the one in hand.
 
-use parley_core::ports::{JobHandler, PollingQueue, QueueName, ReceivedMessage};
+use parley_core::ports::{Attempt, JobHandler, PollingQueue, QueueName, ReceivedMessage};
 use parley_core::worker::{BatchItem, process_one};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +20,10 @@ pub struct PollerOptions {
     pub visibility: Duration,
     /// Delay before a failed job is retried.
     pub retry_delay: Duration,
+    /// Deliveries before the queue dead-letters a message, so the handlers know which
+    /// attempt is the last. `start` sets it from `PARLEY_MAX_RECEIVE`, the count the
+    /// SQLite queue itself uses.
+    pub max_receive_count: u32,
 }
 
 impl Default for PollerOptions {
@@ -29,6 +33,7 @@ impl Default for PollerOptions {
             idle_wait: Duration::from_millis(250),
             visibility: Duration::from_secs(15 * 60),
             retry_delay: Duration::from_secs(10),
+            max_receive_count: 5,
         }
     }
 }
@@ -75,6 +80,10 @@ async fn handle(
         message_id: &message.message_id,
         group_id: None,
         body: &message.body,
+        attempt: Some(Attempt {
+            number: message.receive_count,
+            of: options.max_receive_count,
+        }),
     };
     match process_one(&item, handler).await {
         Ok(()) => {

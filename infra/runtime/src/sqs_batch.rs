@@ -4,7 +4,7 @@ use crate::clients::{process_env, services_from_env};
 use crate::{Settings, build_adapters, telemetry};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
-use parley_core::ports::JobHandler;
+use parley_core::ports::{Attempt, JobHandler};
 use parley_core::services::Services;
 use parley_core::worker::{BatchItem, process_fifo_batch};
 use std::sync::Arc;
@@ -22,10 +22,11 @@ where
     let adapters = build_adapters(&settings).await?;
     let services = services_from_env(&process_env(), &settings, &adapters).await?;
     let handler = Arc::new(make(services));
+    let max_receive_count = settings.max_receive_count;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let handler = handler.clone();
         async move {
-            let response = respond(event.payload, handler.as_ref()).await;
+            let response = respond(event.payload, handler.as_ref(), max_receive_count).await;
             crate::metrics::flush();
             Ok::<_, Error>(response?)
         }
@@ -38,9 +39,14 @@ where
 /// A record without a message id cannot be reported; with `ReportBatchItemFailures` an
 /// unreportable failure would be deleted, so such a record fails the whole invocation
 /// instead (SQS then retries the batch).
+///
+/// `max_receive_count` is the queues' redrive `maxReceiveCount` (`PARLEY_MAX_RECEIVE`, set
+/// from the same template parameter): with each record's `ApproximateReceiveCount` it
+/// tells a handler when an attempt is the last before the dead-letter queue.
 pub async fn respond(
     event: SqsEvent,
     handler: &dyn JobHandler,
+    max_receive_count: u32,
 ) -> Result<SqsBatchResponse, String> {
     let mut items = Vec::with_capacity(event.records.len());
     for record in &event.records {
@@ -51,6 +57,13 @@ pub async fn respond(
             message_id,
             group_id: record.attributes.get("MessageGroupId").map(String::as_str),
             body: record.body.as_deref().unwrap_or(""),
+            attempt: Attempt::from_count(
+                record
+                    .attributes
+                    .get("ApproximateReceiveCount")
+                    .and_then(|count| count.parse().ok()),
+                max_receive_count,
+            ),
         });
     }
     let failed = process_fifo_batch(&items, handler).await;

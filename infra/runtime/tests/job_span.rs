@@ -69,6 +69,7 @@ async fn logged(body: &str, message_id: &str, handler: &dyn JobHandler) -> Vec<V
         message_id,
         group_id: None,
         body,
+        attempt: None,
     };
     let _ = process_one(&item, handler).await;
     buffer.lines()

@@ -79,7 +79,7 @@ async fn after_a_failure_the_rest_of_its_group_fails_unrun() {
         ("m3", job_body("d3")),
         ("m4", job_body("d4")),
     ]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+    let response = parley_runtime::sqs_batch::respond(batch, &handler, 5)
         .await
         .expect("response");
     assert_eq!(failures(&response), vec!["m2", "m3", "m4"]);
@@ -104,7 +104,7 @@ async fn a_failure_does_not_hold_back_other_groups() {
         ("m3", "o/r#7", job_on_pr("d3", 7)),
         ("m4", "o/r#8", job_on_pr("d4", 8)),
     ]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+    let response = parley_runtime::sqs_batch::respond(batch, &handler, 5)
         .await
         .expect("response");
     assert_eq!(failures(&response), vec!["m2", "m3"]);
@@ -119,7 +119,7 @@ async fn a_failure_does_not_hold_back_other_groups() {
         ("m2", job_on_pr("d2", 9)),
         ("m3", job_on_pr("d3", 7)),
     ]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+    let response = parley_runtime::sqs_batch::respond(batch, &handler, 5)
         .await
         .expect("response");
     assert_eq!(failures(&response), vec!["m1", "m3"]);
@@ -133,7 +133,7 @@ async fn a_clean_batch_reports_no_failures() {
         seen: Mutex::new(Vec::new()),
     };
     let batch = event(&[("m1", job_body("d1")), ("m2", job_body("d2"))]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+    let response = parley_runtime::sqs_batch::respond(batch, &handler, 5)
         .await
         .expect("response");
     assert!(failures(&response).is_empty());
@@ -151,7 +151,7 @@ async fn an_undecodable_message_is_not_retried_and_holds_nothing_back() {
         ("m2", "o/r#7", job_body("d2")),
         ("m3", "o/r#8", job_on_pr("d3", 8)),
     ]);
-    let response = parley_runtime::sqs_batch::respond(batch, &handler)
+    let response = parley_runtime::sqs_batch::respond(batch, &handler, 5)
         .await
         .expect("response");
     // Not a job: no retry can change that (a permanent failure), so it is logged and
@@ -166,9 +166,10 @@ async fn the_response_serialises_as_lambda_expects() {
         fail_on: "d1",
         seen: Mutex::new(Vec::new()),
     };
-    let response = parley_runtime::sqs_batch::respond(event(&[("m1", job_body("d1"))]), &handler)
-        .await
-        .expect("response");
+    let response =
+        parley_runtime::sqs_batch::respond(event(&[("m1", job_body("d1"))]), &handler, 5)
+            .await
+            .expect("response");
     let json = serde_json::to_value(&response).expect("json");
     assert_eq!(
         json,

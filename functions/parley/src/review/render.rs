@@ -245,7 +245,6 @@ fn sarif(report: &Report) -> Value {
         "runs": [{
             "tool": { "driver": {
                 "name": "Parley",
-                "informationUri": "https://github.com/parley-review/parley",
                 "version": env!("CARGO_PKG_VERSION"),
                 "rules": rules.iter().map(|id| json!({
                     "id": id,
