@@ -338,6 +338,22 @@ impl LambdaStack {
             ("LLM_PROVIDER", "anthropic".to_string()),
             ("LLM_MODEL", crate::clients::MODEL.to_string()),
             ("LLM_BASE_URL", llm.url.clone()),
+            // Retrieval without vectors: lexical only (the embedding job's own Lambda path
+            // is tested in embedding_job.rs; `parley serve` covers it end to end).
+            ("EMBEDDINGS_PROVIDER", "none".to_string()),
+            (
+                "EMBEDDINGS_MODEL",
+                "amazon.titan-embed-text-v2:0".to_string(),
+            ),
+            ("EMBEDDINGS_DIMENSIONS", "512".to_string()),
+            // The template gives the functions the queues' own maxReceiveCount.
+            (
+                "PARLEY_MAX_RECEIVE",
+                resources
+                    .max_receive_count("PARLEY_REVIEW_QUEUE_URL")
+                    .await
+                    .to_string(),
+            ),
         ];
         let mut globals = resources.globals.clone();
         globals.extend(parameters.iter().map(|(k, v)| (k.to_string(), v.clone())));
@@ -355,7 +371,13 @@ impl LambdaStack {
         }
         for variable in template.global_variables() {
             let wired = globals.iter().any(|(k, _)| *k == variable);
-            let optional = ["PARLEY_MENTION_ALIASES", "PARLEY_SECRETS_REVISION"];
+            // Set only when their parameter is (`!If … AWS::NoValue`).
+            let optional = [
+                "PARLEY_MENTION_ALIASES",
+                "PARLEY_SECRETS_REVISION",
+                "EMBEDDINGS_BASE_URL",
+                "PARLEY_MONTHLY_BUDGET_USD",
+            ];
             assert!(
                 wired || optional.contains(&variable.as_str()),
                 "template.yaml sets {variable} on every function; wire it in lambda_stack.rs"
@@ -366,8 +388,10 @@ impl LambdaStack {
         let function = |logical_id: &str, own: Vec<(&str, String)>| {
             let (binary, config) = template.function(logical_id);
             for variable in template.function_variables(logical_id) {
+                // Set only when its parameter is (`!If … AWS::NoValue`).
+                let optional = variable == "EMBEDDINGS_API_KEY";
                 assert!(
-                    own.iter().any(|(k, _)| *k == variable),
+                    optional || own.iter().any(|(k, _)| *k == variable),
                     "template.yaml sets {variable} on {logical_id}; wire it in lambda_stack.rs"
                 );
             }
