@@ -129,7 +129,14 @@ pub async fn create(
         created.tables.insert(id, name);
     }
     let sqs = aws_sdk_sqs::Client::new(config);
-    let queues: BTreeMap<String, Value> = of_type("AWS::SQS::Queue").into_iter().collect();
+    let parameters = template.get("Parameters").cloned().unwrap_or(Value::Null);
+    let queues: BTreeMap<String, Value> = of_type("AWS::SQS::Queue")
+        .into_iter()
+        .map(|(id, mut properties)| {
+            parameter_defaults(&mut properties, &parameters);
+            (id, properties)
+        })
+        .collect();
     let mut arns = BTreeMap::new();
     for id in queues.keys() {
         create_queue(
@@ -387,6 +394,28 @@ fn intrinsic<'a>(value: &'a Value, name: &str) -> Option<&'a Value> {
         Value::Tagged(tagged) if tagged.tag == name => Some(&tagged.value),
         Value::Mapping(map) if map.len() == 1 => map.get(format!("Fn::{name}")),
         _ => None,
+    }
+}
+
+/// Replace every `!Ref P` of a template parameter `P` with its default, as a deploy that
+/// leaves `P` alone would (the queues' `maxReceiveCount` is a parameter). References to
+/// resources stay for the code that creates them.
+fn parameter_defaults(value: &mut Value, parameters: &Value) {
+    if let Some(default) =
+        reference(value).and_then(|name| parameters.get(name.as_str())?.get("Default").cloned())
+    {
+        *value = default;
+        return;
+    }
+    match value {
+        Value::Mapping(map) => map
+            .values_mut()
+            .for_each(|v| parameter_defaults(v, parameters)),
+        Value::Sequence(items) => items
+            .iter_mut()
+            .for_each(|v| parameter_defaults(v, parameters)),
+        Value::Tagged(tagged) => parameter_defaults(&mut tagged.value, parameters),
+        _ => {}
     }
 }
 
