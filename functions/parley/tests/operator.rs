@@ -423,6 +423,8 @@ async fn tables_create_provisions_the_template_in_moto() {
         target.ends_with(&format!(":{stack}-ReviewDLQ.fifo")),
         "{policy}"
     );
+    // The template's MaxReceiveCount parameter, at its default.
+    assert_eq!(policy["maxReceiveCount"], 5, "{policy}");
     assert_eq!(policy["maxReceiveCount"], 5, "{policy}");
     assert_eq!(
         redrive[&aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout],
