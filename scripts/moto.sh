@@ -7,7 +7,7 @@
 #                                   scripts/moto.sh cargo nextest run -p parley-store
 #   scripts/moto.sh --provision [CMD [ARGS...]]
 #                                   also create template.yaml's tables and queues in moto
-#                                   (scripts/provision_moto.py) and export the functions'
+#                                   (`parley tables create`) and export the functions'
 #                                   PARLEY_* variables for them, e.g. to run the Lambda
 #                                   binaries under `cargo lambda watch` against "AWS":
 #                                   scripts/moto.sh --provision cargo lambda watch
@@ -37,7 +37,7 @@ export AWS_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY
 export AWS_REGION=$AWS_REGION
 export AWS_DEFAULT_REGION=$AWS_DEFAULT_REGION"
 if [[ $provision == 1 ]]; then
-  provisioned="$("$VENV/bin/python" "$PARLEY_ROOT/scripts/provision_moto.py" --stack-name parley-local)"
+  provisioned="$(cd "$PARLEY_ROOT" && cargo run -q -p parley-cli -- tables create --stack-name parley-local)"
   eval "$provisioned"
   exports+=$'\n'"$provisioned"
 fi

@@ -17,7 +17,6 @@ use parley_store::dynamo::{DynamoStore, TableNames};
 use serde_json::Value;
 use serde_norway::Value as Yaml;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,7 +110,7 @@ impl Template {
 /// The stack's AWS resources in moto, under a stack name of their own.
 pub struct Resources {
     /// The Globals environment as the template wires it: table names, queue URLs and
-    /// literals (`PARLEY_STORE=dynamodb`, …), printed by scripts/provision_moto.py.
+    /// literals (`PARLEY_STORE=dynamodb`, …), as `parley tables create` resolves them.
     pub globals: Vec<(String, String)>,
     pub sqs: aws_sdk_sqs::Client,
     pub dynamodb: aws_sdk_dynamodb::Client,
@@ -119,32 +118,16 @@ pub struct Resources {
 }
 
 impl Resources {
-    /// Create template.yaml's tables and queues with scripts/provision_moto.py, the
-    /// script `scripts/test.sh` and `scripts/moto.sh --provision` use.
+    /// Create template.yaml's tables and queues with `parley tables create` (the code the
+    /// operator runs against an emulator, called in-process).
     pub async fn provision(stack_name: &str) -> Resources {
         require_moto();
-        let venv = std::env::var_os("PARLEY_VENV")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join(".venv"));
-        let python = venv.join("bin/python");
-        let output = Command::new(&python)
-            .arg(root().join("scripts/provision_moto.py"))
-            .args(["--stack-name", stack_name])
-            .current_dir(root())
-            .output()
-            .unwrap_or_else(|err| {
-                panic!(
-                    "run scripts/provision_moto.py with {} (scripts/test.sh creates the venv): {err}",
-                    python.display()
-                )
-            });
-        assert!(
-            output.status.success(),
-            "scripts/provision_moto.py failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let globals = parse_exports(&String::from_utf8_lossy(&output.stdout));
         let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let created =
+            parley_cli::tables::create(&root().join("template.yaml"), stack_name, &config)
+                .await
+                .unwrap_or_else(|err| panic!("parley tables create: {err:#}"));
+        let globals = created.variables;
         Resources {
             globals,
             sqs: aws_sdk_sqs::Client::new(&config),
@@ -159,7 +142,7 @@ impl Resources {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
-            .unwrap_or_else(|| panic!("provision_moto.py printed no {name}"))
+            .unwrap_or_else(|| panic!("the template's Globals have no {name}"))
     }
 
     /// A new secret; returns its ARN.
@@ -259,21 +242,6 @@ impl Resources {
     }
 }
 
-/// `export NAME=value` lines (values quoted by Python's `shlex.quote`).
-fn parse_exports(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|line| line.strip_prefix("export "))
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(name, value)| {
-            let value = match value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
-                Some(quoted) => quoted.replace("'\"'\"'", "'"),
-                None => value.to_string(),
-            };
-            (name.to_string(), value)
-        })
-        .collect()
-}
-
 /// The ARNs of the stack's secrets, as the functions receive them.
 #[derive(Debug, Clone)]
 pub struct SecretArns {
@@ -329,7 +297,7 @@ impl LambdaStack {
                 .await,
         };
 
-        // Globals: what provision_moto.py wired, plus the template's parameters.
+        // Globals: what `parley tables create` wired, plus the template's parameters.
         let parameters = [
             ("RUST_LOG", "info".to_string()),
             ("GITHUB_APP_ID", "12345".to_string()),
