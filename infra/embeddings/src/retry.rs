@@ -1,4 +1,4 @@
-//! The retry loop both remote adapters share, with the LLM client's policy
+//! The embeddings adapters' verdict on each failure, run through the LLM client's retry loop
 //! ([`parley_llm::RetryPolicy`]: exponential backoff with jitter, a provider's
 //! `Retry-After` honoured up to a cap).
 //!
@@ -7,6 +7,7 @@
 
 use parley_core::ports::EmbeddingError;
 use parley_llm::RetryPolicy;
+use parley_llm::retry::retry_while;
 use std::future::Future;
 use std::time::Duration;
 
@@ -20,42 +21,46 @@ pub enum Failure {
     Stop(EmbeddingError),
 }
 
-/// Run `attempt` until it succeeds, fails for good, or the policy's retries are spent.
+impl Failure {
+    fn into_error(self) -> EmbeddingError {
+        match self {
+            Failure::Retry(error, _) | Failure::Stop(error) => error,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Retry(error, _) | Failure::Stop(error) => error.fmt(f),
+        }
+    }
+}
+
+/// Run `attempt` until it succeeds, fails for good, or the policy's retries are spent:
+/// the LLM client's loop, with the adapter's own verdict on each failure.
 pub async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
     provider: &'static str,
     model: &str,
-    mut attempt: F,
+    attempt: F,
 ) -> Result<T, EmbeddingError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
-    let mut retry = 0;
-    loop {
-        let (error, hint) = match attempt().await {
-            Ok(value) => return Ok(value),
-            Err(Failure::Stop(error)) => return Err(error),
-            Err(Failure::Retry(error, hint)) => (error, hint),
-        };
-        if retry >= policy.max_retries {
-            return Err(error);
-        }
-        let Some(wait) = policy.delay(retry, hint) else {
-            tracing::warn!(provider, model, %error, "embeddings provider asked for a longer wait than we retry for");
-            return Err(error);
-        };
-        retry += 1;
-        tracing::warn!(
-            provider,
-            model,
-            %error,
-            retry,
-            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-            "embeddings call failed; retrying"
-        );
-        tokio::time::sleep(wait).await;
-    }
+    retry_while(
+        policy,
+        provider,
+        model,
+        attempt,
+        |failure: &Failure| match failure {
+            Failure::Retry(_, hint) => Some(*hint),
+            Failure::Stop(_) => None,
+        },
+    )
+    .await
+    .map_err(Failure::into_error)
 }
 
 #[cfg(test)]

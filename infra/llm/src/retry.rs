@@ -65,33 +65,55 @@ pub async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
     provider: &'static str,
     model: &str,
-    mut attempt: F,
+    attempt: F,
 ) -> Result<T, LlmError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, LlmError>>,
 {
-    let mut retry = 0;
+    retry_while(policy, provider, model, attempt, |error: &LlmError| {
+        is_retryable(error).then(|| error.retry_after())
+    })
+    .await
+}
+
+/// The loop every remote adapter shares (the LLM clients here, the embeddings clients in
+/// parley-embeddings), so backoff, the `Retry-After` cap and the log line are one policy.
+/// `retry` says whether an error is worth another attempt: `None` to stop, or
+/// `Some(hint)` with the provider's own wait, if it gave one.
+pub async fn retry_while<T, E, F, Fut>(
+    policy: &RetryPolicy,
+    provider: &'static str,
+    model: &str,
+    mut attempt: F,
+    retry: impl Fn(&E) -> Option<Option<Duration>>,
+) -> Result<T, E>
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut retries = 0;
     loop {
         let error = match attempt().await {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        if !is_retryable(&error) || retry >= policy.max_retries {
-            return Err(error);
-        }
-        let Some(wait) = policy.delay(retry, error.retry_after()) else {
-            tracing::warn!(provider, model, %error, "LLM provider asked for a longer wait than we retry for");
+        let Some(hint) = retry(&error).filter(|_| retries < policy.max_retries) else {
             return Err(error);
         };
-        retry += 1;
+        let Some(wait) = policy.delay(retries, hint) else {
+            tracing::warn!(provider, model, %error, "provider asked for a longer wait than we retry for");
+            return Err(error);
+        };
+        retries += 1;
         tracing::warn!(
             provider,
             model,
             %error,
-            retry,
+            retry = retries,
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-            "LLM call failed; retrying"
+            "provider call failed; retrying"
         );
         tokio::time::sleep(wait).await;
     }
