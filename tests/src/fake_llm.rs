@@ -72,6 +72,9 @@ struct State {
     /// `response_format` types this server refuses with a 400, as older llama.cpp and
     /// some OpenAI-compatible proxies do for `json_schema`.
     refused_formats: Vec<String>,
+    /// Refuse them as llama-cpp-python's server does: its request validation fails, and it
+    /// answers 500 with the validation error as the message.
+    refuse_with_500: bool,
 }
 
 #[derive(Clone)]
@@ -101,6 +104,14 @@ impl FakeLlm {
     /// Refuse requests whose `response_format.type` is one of `kinds` with a 400.
     pub fn refuse_response_formats(&self, kinds: &[&str]) {
         self.state().refused_formats = kinds.iter().map(|k| k.to_string()).collect();
+    }
+
+    /// Refuse `kinds` as llama-cpp-python's server (0.3) does: `500` with its validation
+    /// error, in the words that server uses.
+    pub fn refuse_response_formats_with_500(&self, kinds: &[&str]) {
+        let mut state = self.state();
+        state.refused_formats = kinds.iter().map(|k| k.to_string()).collect();
+        state.refuse_with_500 = true;
     }
 
     /// Always answer `reply` when the prompt contains `contains`.
@@ -267,6 +278,16 @@ async fn handle(
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         if s.refused_formats.contains(kind) {
             s.prompts.push(prompt.clone());
+            if s.refuse_with_500 {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    axum::Json(json!({"error": {
+                        "message": format!("1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}"),
+                        "type": "internal_server_error", "param": null, "code": null,
+                    }})),
+                )
+                    .into_response();
+            }
             return (
                 StatusCode::BAD_REQUEST,
                 axum::Json(json!({"error": {

@@ -268,4 +268,31 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
     );
     assert!(formats[3..].iter().all(|f| f == "plain"), "{formats:?}");
     assert_eq!(h3.reviews().len(), 1);
+
+    // llama-cpp-python's server refuses json_schema with a 500 (its request validation):
+    // a refusal all the same, taken at once (not retried as a server error), remembered.
+    let mut h4 = ReviewHarness::start(Backend::Sqlite).await;
+    h4.llm.refuse_response_formats_with_500(&["json_schema"]);
+    let client = openai_client(&h4);
+    h4.services.llm = Arc::new(Limited::new(client.clone(), 1));
+    h4.handler = parley_core::review::ReviewHandler::new(h4.services.clone());
+    h4.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let formats: Vec<String> = h4
+        .llm
+        .prompts()
+        .iter()
+        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
+        .collect();
+    assert_eq!(
+        formats.iter().filter(|f| *f == "json_schema").count(),
+        1,
+        "one refusal, no retries of it: {formats:?}"
+    );
+    assert!(
+        formats[1..].iter().all(|f| f == "json_object"),
+        "{formats:?}"
+    );
+    assert_eq!(h4.reviews().len(), 1);
 }

@@ -4,7 +4,7 @@
 //! relies on what they all share. The key is optional because local servers take none.
 
 use crate::http::{self, ErrorInfo, RawResponse};
-use crate::retry::{RetryPolicy, with_retries};
+use crate::retry::{self, RetryPolicy, retry_while};
 use async_trait::async_trait;
 use parley_core::llm::normalise_model_id;
 use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usage};
@@ -206,9 +206,20 @@ impl Llm for OpenAiLlm {
         loop {
             body.response_format = Self::response_format(request, format);
             let asked = body.response_format.as_ref().map(|f| f.kind);
-            let result = with_retries(&self.retry, PROVIDER, &self.model, || {
-                self.attempt(&body, timeout)
-            })
+            // A refused format is not retried as it is: the loop below asks again in a
+            // weaker mode at once, whatever status the server gave it.
+            let result = retry_while(
+                &self.retry,
+                PROVIDER,
+                &self.model,
+                || self.attempt(&body, timeout),
+                |err: &LlmError| {
+                    if asked.is_some() && refuses_format(err) {
+                        return None;
+                    }
+                    retry::is_retryable(err).then(|| err.retry_after())
+                },
+            )
             .await;
             match result {
                 Err(err) if asked.is_some() && refuses_format(&err) => {
@@ -328,25 +339,32 @@ struct JsonSchemaFormat {
     strict: bool,
 }
 
-/// Whether a 400-class refusal is about `response_format` (an unsupported mode), not
-/// about the prompt: only then is a weaker mode worth trying.
+/// Whether a refusal is about `response_format` (an unsupported mode), not about the
+/// prompt: only then is a weaker mode worth trying. A 400-class refusal may say so in
+/// loose words; a 5xx must name the field, as llama-cpp-python's server does (it answers
+/// its own request-validation error with a 500), so that an ordinary server error is
+/// still retried.
 fn refuses_format(err: &LlmError) -> bool {
-    let message = match err {
-        LlmError::InvalidRequest(message) => message,
-        LlmError::Server { status, message } if (400..500).contains(status) => message,
+    let (message, hints): (&str, &[&str]) = match err {
+        LlmError::InvalidRequest(message) => (message, &LOOSE_HINTS),
+        LlmError::Server { status, message } if (400..500).contains(status) => {
+            (message, &LOOSE_HINTS)
+        }
+        LlmError::Server { message, .. } => (message, &NAMED_HINTS),
         _ => return false,
     };
     let message = message.to_ascii_lowercase();
-    [
-        "response_format",
-        "json_schema",
-        "json_object",
-        "response format",
-        "schema",
-    ]
-    .iter()
-    .any(|hint| message.contains(hint))
+    hints.iter().any(|hint| message.contains(hint))
 }
+
+const NAMED_HINTS: [&str; 3] = ["response_format", "json_schema", "json_object"];
+const LOOSE_HINTS: [&str; 5] = [
+    "response_format",
+    "json_schema",
+    "json_object",
+    "response format",
+    "schema",
+];
 
 #[derive(Deserialize)]
 struct ChatResponse {

@@ -50,7 +50,7 @@ impl RetryPolicy {
 }
 
 /// Whether an adapter should try again by itself.
-fn is_retryable(error: &LlmError) -> bool {
+pub fn is_retryable(error: &LlmError) -> bool {
     matches!(
         error,
         LlmError::RateLimited { .. }
