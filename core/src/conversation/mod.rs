@@ -441,6 +441,7 @@ impl ConversationHandler {
             let turn = teach::Turn {
                 github,
                 store: self.store(),
+                corpus: self.services.corpus.as_ref(),
                 llm,
                 permissions: &self.permissions,
                 snap,
@@ -591,8 +592,13 @@ impl ConversationHandler {
                             "wont_fix",
                             Some(&trigger.author.login),
                         );
-                        if let Err(err) =
-                            crate::learning::outcomes::record(store, &mut f, &signal).await
+                        if let Err(err) = crate::learning::outcomes::record(
+                            store,
+                            self.services.corpus.as_ref(),
+                            &mut f,
+                            &signal,
+                        )
+                        .await
                         {
                             tracing::warn!(finding = %f.id, error = %err, "could not record the finding's outcome");
                         }
@@ -764,6 +770,7 @@ impl ConversationHandler {
     async fn record_concession(&self, snap: &PrSnapshot, finding: &str, trigger: &Trigger) {
         crate::learning::outcomes::record_by_id(
             self.store(),
+            self.services.corpus.as_ref(),
             &snap.repo,
             snap.number,
             finding,
