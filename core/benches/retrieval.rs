@@ -177,7 +177,7 @@ fn memory_per_10k() {
     let mut rng = Rng(7);
     let before = ALLOCATOR.current();
     let vectors: Vec<QuantizedVector> = (0..10_000)
-        .map(|_| quantize(&random_unit(&mut rng)))
+        .map(|_| QuantizedVector::quantize(MODEL, &random_unit(&mut rng)))
         .collect();
     let bytes = ALLOCATOR.current() - before;
     println!(
@@ -337,7 +337,7 @@ fn document(i: usize, vocabulary: &[String], rng: &mut Rng, now: OffsetDateTime)
             line_count: lines.len() as u32,
             created_at: created,
         }],
-        vector: Some(quantize(&random_unit(rng))),
+        vector: Some(QuantizedVector::quantize(MODEL, &random_unit(rng))),
         updated_at: Some(created),
     }
 }
@@ -373,7 +373,11 @@ fn perturbed(
     for i in (1..lines.len()).rev() {
         lines.swap(i, rng.below(i + 1));
     }
-    let planted_vector = dequantize(planted.vector.as_ref().expect("planted vectors exist"));
+    let planted_vector = planted
+        .vector
+        .as_ref()
+        .expect("planted vectors exist")
+        .to_f32();
     let noise = random_unit(rng);
     let query_vector = unit(
         &planted_vector
@@ -391,26 +395,6 @@ fn perturbed(
         pr: Some(999_999),
     };
     (query, query_vector, planted.key.clone())
-}
-
-/// Symmetric int8 quantisation, one scale per vector. Bench-local on purpose: the
-/// production `QuantizedVector::quantize` belongs to the embeddings work (corpus port);
-/// this keeps the benchmark independent of it. Same scheme: value ≈ i8 × scale.
-fn quantize(vector: &[f32]) -> QuantizedVector {
-    let max = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-    QuantizedVector {
-        model: MODEL.to_string(),
-        scale,
-        values: vector
-            .iter()
-            .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8)
-            .collect(),
-    }
-}
-
-fn dequantize(v: &QuantizedVector) -> Vec<f32> {
-    v.values.iter().map(|&x| f32::from(x) * v.scale).collect()
 }
 
 fn random_unit(rng: &mut Rng) -> Vec<f32> {

@@ -152,7 +152,14 @@ async fn thread_changed(
     tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, actor, "finding follows its review thread");
     if let Some(pr) = pr.as_ref().filter(|_| !is_bot_login(actor)) {
         let signal = resolution_signal(services, &scope, pr, root, &finding, actor).await;
-        if let Err(err) = crate::learning::outcomes::record(store, &mut finding, &signal).await {
+        if let Err(err) = crate::learning::outcomes::record(
+            store,
+            services.corpus.as_ref(),
+            &mut finding,
+            &signal,
+        )
+        .await
+        {
             tracing::warn!(repo = %full_name, finding = %finding.id, error = %err, "could not record the finding's outcome");
         }
     }
@@ -202,6 +209,7 @@ async fn pull_request_closed(
     let recorded = crate::learning::outcomes::at_close(
         services.github.as_ref(),
         services.store.as_ref(),
+        services.corpus.as_ref(),
         &scope,
         &full_name,
         number,

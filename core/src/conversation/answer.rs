@@ -15,7 +15,7 @@ use crate::llm::JsonOutput;
 use crate::markers::{self, ReplyMarker};
 use crate::mention::Handles;
 use crate::ports::GitHubError;
-use crate::ports::github::GitHub;
+use crate::ports::github::{GitHub, ReviewComment};
 use crate::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message};
 use crate::sanitize;
 use serde::{Deserialize, Serialize};
@@ -148,21 +148,45 @@ pub fn marker(kind: &str, reply_to: u64) -> ReplyMarker {
     }
 }
 
-/// Post `body` where it belongs. An inline reply GitHub refuses because the thread is gone
-/// or cannot take replies (404/422) goes to the PR's conversation instead, with the quote.
+/// Post `body` where it belongs (see [`post_answer`]); the posted comment's id.
 pub async fn post(
     github: &dyn GitHub,
     snap: &PrSnapshot,
     destination: &Destination,
     body: &str,
 ) -> Result<u64, ConversationError> {
+    post_answer(github, snap, destination, body)
+        .await
+        .map(|posted| posted.id)
+}
+
+/// A posted answer.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub id: u64,
+    /// The reply as GitHub holds it, when it landed in the inline thread (the thread is
+    /// then remembered for retrieval with it).
+    pub in_thread: Option<ReviewComment>,
+}
+
+/// Post `body` where it belongs. An inline reply GitHub refuses because the thread is gone
+/// or cannot take replies (404/422) goes to the PR's conversation instead, with the quote.
+pub async fn post_answer(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    destination: &Destination,
+    body: &str,
+) -> Result<Posted, ConversationError> {
     match destination {
         Destination::Thread { reply_to, quote } => {
             match github
                 .reply_to_review_comment(&snap.scope, snap.number, *reply_to, body)
                 .await
             {
-                Ok(posted) => Ok(posted.id),
+                Ok(posted) => Ok(Posted {
+                    id: posted.id,
+                    in_thread: Some(posted),
+                }),
                 Err(
                     err @ (GitHubError::NotFound(_)
                     | GitHubError::Gone(_)
@@ -171,18 +195,28 @@ pub async fn post(
                     tracing::warn!(repo = %snap.repo, pr = snap.number, reply_to, error = %err,
                         "cannot reply in the thread; answering in the PR conversation");
                     let body = format!("{quote}\n\n{body}");
-                    Ok(github
+                    let id = github
                         .create_issue_comment(&snap.scope, snap.number, &body)
                         .await?
-                        .id)
+                        .id;
+                    Ok(Posted {
+                        id,
+                        in_thread: None,
+                    })
                 }
                 Err(err) => Err(err.into()),
             }
         }
-        Destination::Issue { .. } => Ok(github
-            .create_issue_comment(&snap.scope, snap.number, body)
-            .await?
-            .id),
+        Destination::Issue { .. } => {
+            let id = github
+                .create_issue_comment(&snap.scope, snap.number, body)
+                .await?
+                .id;
+            Ok(Posted {
+                id,
+                in_thread: None,
+            })
+        }
     }
 }
 

@@ -14,6 +14,8 @@ use crate::markers::{self, FindingMarker};
 use crate::ports::github::{GitHub, PageLimit};
 use crate::ports::{Finding, FindingState, Store};
 use crate::repo::{Guideline, load_guidelines};
+use crate::retrieval::queries::{self, QuestionContext};
+use crate::retrieval::{Candidate, Recall, Retrieved};
 use crate::sanitize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,12 +93,17 @@ pub struct Context {
     /// The repository's learnings that concern this conversation (`[L-3f9a] kind: text`),
     /// so an answer respects what the team taught and can cite it.
     pub learnings: Vec<String>,
+    /// Related code, past findings and threads of earlier PRs, and learnings about other
+    /// files, found for this question ([`crate::retrieval`]); empty when retrieval is
+    /// off, found nothing, or the conversation left no room.
+    pub retrieved: Retrieved,
 }
 
 pub struct Sources<'a> {
     pub github: &'a dyn GitHub,
     pub store: &'a dyn Store,
     pub guidelines: &'a GuidelineCache,
+    pub recall: Recall<'a>,
 }
 
 pub async fn assemble(
@@ -149,6 +156,39 @@ pub async fn assemble(
         })
         .collect();
     let history = budget::fit(turns, budget_chars, finding_chars);
+    let (learnings, other_learnings) = learnings(
+        sources.store,
+        snap,
+        conversation,
+        path_for_learnings(trigger),
+    )
+    .await;
+    let question = sanitize::truncate(
+        &sanitize::user_text(&markers::strip(&trigger.body)),
+        cap.max(2_000),
+    );
+    // Retrieval fills what the finding and the thread leave of the context budget.
+    let room = budget_chars.saturating_sub(finding_chars + history.chars());
+    let finding_about = finding
+        .as_ref()
+        .map(|f| format!("{}\n{}", f.finding.title, finding_text(&f.finding, cap)));
+    let history_text: Vec<String> = history.turns.iter().map(|t| t.text.clone()).collect();
+    let about = QuestionContext {
+        finding: finding_about.as_deref(),
+        history: &history_text,
+        path: path.as_deref(),
+        diff_hunk: diff_hunk.as_deref(),
+    };
+    let retrieved = match queries::settings(&snap.config.config.retrieval, room) {
+        Some(settings) => {
+            let query = queries::for_question(&question, &about, Some(snap.number));
+            sources
+                .recall
+                .retrieve(&snap.repo, &query, other_learnings, &settings)
+                .await
+        }
+        None => Retrieved::default(),
+    };
 
     let about = match &snap.subject {
         Subject::Pull(pr) => About::Pull(PrSummary {
@@ -189,18 +229,10 @@ pub async fn assemble(
         guidelines,
         history,
         question_author: trigger.author.login.clone(),
-        question: sanitize::truncate(
-            &sanitize::user_text(&markers::strip(&trigger.body)),
-            cap.max(2_000),
-        ),
+        question,
         parent_missing: conversation.parent_missing,
-        learnings: learnings(
-            sources.store,
-            snap,
-            conversation,
-            path_for_learnings(trigger),
-        )
-        .await,
+        learnings,
+        retrieved,
     })
 }
 
@@ -208,37 +240,41 @@ fn path_for_learnings(trigger: &Trigger) -> Option<&str> {
     trigger.path.as_deref()
 }
 
-/// The active learnings whose scope covers this PR (or issue) and thread and whose paths
-/// (if any) match the commented file. Fail open: a turn without them is still a turn.
+/// The active learnings whose scope covers this PR (or issue) and thread: as prompt lines
+/// those whose paths (if any) match the commented file, which the answer must respect;
+/// as retrieval candidates the others (about other files), which the question may still
+/// be about. Fail open: a turn without them is still a turn.
 async fn learnings(
     store: &dyn Store,
     snap: &PrSnapshot,
     conversation: &Conversation,
     path: Option<&str>,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<Candidate>) {
     let memory = match crate::learning::memory::load(store, &snap.repo, &snap.repo_ref.owner).await
     {
         Ok(memory) => memory,
         Err(err) => {
             tracing::warn!(repo = %snap.repo, error = %err, "could not read learnings; answering without them");
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
     };
     let root = conversation.root.as_ref().map(|r| r.id);
-    let relevant: Vec<crate::learning::Learning> = memory
+    let (relevant, elsewhere): (Vec<crate::learning::Learning>, Vec<_>) = memory
         .active()
         .filter(|l| l.scope.covers(snap.number, root))
-        .filter(|l| {
+        .cloned()
+        .partition(|l| {
             l.hints.paths.is_empty()
                 || path.is_none_or(|p| {
                     l.hints.paths.iter().any(|g| {
                         globset::Glob::new(g).is_ok_and(|g| g.compile_matcher().is_match(p))
                     })
                 })
-        })
-        .cloned()
-        .collect();
-    crate::learning::apply::prompt_lines(&relevant, true)
+        });
+    (
+        crate::learning::apply::prompt_lines(&relevant, true),
+        elsewhere.iter().map(Candidate::learning).collect(),
+    )
 }
 
 /// The finding's text as the prompt shows it (and the budget counts it).

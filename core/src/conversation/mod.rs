@@ -441,6 +441,7 @@ impl ConversationHandler {
             let turn = teach::Turn {
                 github,
                 store: self.store(),
+                corpus: self.services.corpus.as_ref(),
                 llm,
                 permissions: &self.permissions,
                 snap,
@@ -591,8 +592,13 @@ impl ConversationHandler {
                             "wont_fix",
                             Some(&trigger.author.login),
                         );
-                        if let Err(err) =
-                            crate::learning::outcomes::record(store, &mut f, &signal).await
+                        if let Err(err) = crate::learning::outcomes::record(
+                            store,
+                            self.services.corpus.as_ref(),
+                            &mut f,
+                            &signal,
+                        )
+                        .await
                         {
                             tracing::warn!(finding = %f.id, error = %err, "could not record the finding's outcome");
                         }
@@ -631,6 +637,7 @@ impl ConversationHandler {
             github: self.github(),
             store: self.store(),
             guidelines: &self.guidelines,
+            recall: crate::retrieval::Recall::of(&self.services),
         };
         let conversation = &self.permitted_history(snap, conversation).await;
         let ctx = context::assemble(&sources, snap, trigger, conversation)
@@ -661,6 +668,9 @@ impl ConversationHandler {
             _ => true,
         };
         extras.extend(config_footer(snap));
+        if ctx.retrieved.used() {
+            extras.push(ctx.retrieved.context_used(&snap.silenced));
+        }
         let mut marker = answer::marker(markers::kind::REPLY, trigger.id);
         marker.finding = ctx.finding.as_ref().map(|f| f.finding.id.clone());
         marker.resolution = resolution.map(|r| r.as_str().to_string());
@@ -672,11 +682,16 @@ impl ConversationHandler {
             &marker,
             &snap.silenced,
         );
-        let reply_id = answer::post(self.github(), snap, destination, &body)
+        let posted = answer::post_answer(self.github(), snap, destination, &body)
             .await
             .map_err(Failed::Posting)?;
+        let reply_id = posted.id;
         snap.mark_answered(trigger.id);
         gates::record_answered(self.store(), snap, trigger.id, reply_id).await;
+        if let Some(reply) = posted.in_thread {
+            self.remember_thread(snap, trigger, conversation, reply)
+                .await;
+        }
 
         if let (Some(resolution), Some(in_play), Some(root)) =
             (resolution, &ctx.finding, &conversation.root)
@@ -705,6 +720,52 @@ impl ConversationHandler {
             comment_id: trigger.id,
             reply_id,
         })
+    }
+
+    /// Remember the inline thread just answered for retrieval (later questions and reviews
+    /// on other PRs may find it): the turns the answer was based on, the question and the
+    /// answer. The history is the permitted one, so a turn kept out of this prompt is kept
+    /// out of every later one too. Fail open, like all of retrieval.
+    async fn remember_thread(
+        &self,
+        snap: &PrSnapshot,
+        trigger: &Trigger,
+        conversation: &Conversation,
+        reply: crate::ports::github::ReviewComment,
+    ) {
+        let Some(pr) = snap.pull() else {
+            return;
+        };
+        let listing = match snap.review_comments(self.github()).await {
+            Ok(listing) => listing,
+            Err(err) => {
+                tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not list the thread to remember it");
+                return;
+            }
+        };
+        let mut wanted: std::collections::HashSet<u64> =
+            conversation.history.iter().map(|said| said.id).collect();
+        wanted.insert(trigger.id);
+        let mut comments: Vec<crate::ports::github::ReviewComment> = listing
+            .items
+            .iter()
+            .filter(|c| wanted.contains(&c.id))
+            .cloned()
+            .collect();
+        comments.extend(conversation.root.iter().cloned());
+        comments.push(reply);
+        let pr_ref = crate::retrieval::documents::PrRef {
+            repo: &snap.repo,
+            number: snap.number,
+            title: &pr.title,
+        };
+        crate::retrieval::remember::thread(
+            &self.services,
+            &snap.config.config.retrieval,
+            pr_ref,
+            &comments,
+        )
+        .await;
     }
 
     /// Apply a concession Parley already posted (its reply marker says `concede`) whose
@@ -764,6 +825,7 @@ impl ConversationHandler {
     async fn record_concession(&self, snap: &PrSnapshot, finding: &str, trigger: &Trigger) {
         crate::learning::outcomes::record_by_id(
             self.store(),
+            self.services.corpus.as_ref(),
             &snap.repo,
             snap.number,
             finding,

@@ -138,6 +138,8 @@ pub fn user_message(ctx: &Context, budget_chars: usize) -> String {
         }
         out.push_str("</learning>\n");
     }
+    // Retrieval's own heading, preamble and fences (see `crate::retrieval::context`).
+    out.push_str(&ctx.retrieved.prompt);
     if ctx.parent_missing {
         out.push_str(
             "\n## Conversation so far\n(The comment this replies to was deleted; no thread history.)\n",

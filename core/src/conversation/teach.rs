@@ -31,6 +31,8 @@ use time::OffsetDateTime;
 pub struct Turn<'a> {
     pub github: &'a dyn GitHub,
     pub store: &'a dyn Store,
+    /// Where a finding's retrieval document is updated when its outcome changes.
+    pub corpus: &'a dyn crate::ports::CorpusStore,
     pub llm: &'a dyn Llm,
     pub permissions: &'a Permissions,
     pub snap: &'a PrSnapshot,
@@ -133,7 +135,7 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
         "wont_fix",
         Some(&turn.trigger.author.login),
     );
-    outcomes::record(turn.store, finding, &signal).await?;
+    outcomes::record(turn.store, turn.corpus, finding, &signal).await?;
     if finding.state != FindingState::Open {
         return Ok(String::new());
     }

@@ -71,6 +71,10 @@ pub struct Context<'a> {
     pub patterns: &'a [String],
     /// Code around each finding, by index.
     pub code: &'a [String],
+    /// Similar findings of earlier PRs and how they ended (retrieval's rendering, fenced);
+    /// empty when there are none. A finding like one this repository rejected before is
+    /// a candidate for dropping; one like an accepted finding, for keeping.
+    pub past_findings: &'a str,
 }
 
 pub async fn judge(llm: &dyn Llm, findings: &[Candidate], context: &Context<'_>) -> Judgement {
@@ -151,6 +155,11 @@ fn user_message(findings: &[Candidate], context: &Context<'_>) -> String {
             "<guideline>\n{}\n</guideline>\n\n",
             crate::sanitize::fence_safe(&crate::sanitize::truncate(guideline, 4000))
         ));
+    }
+    if !context.past_findings.is_empty() {
+        out.push_str("Past findings on this code in earlier pull requests, and how they ended:");
+        out.push_str(context.past_findings);
+        out.push('\n');
     }
     out.push_str("Findings:\n");
     for (index, finding) in findings.iter().enumerate() {

@@ -14,7 +14,9 @@
 use super::memory;
 use super::patterns::Pattern;
 use crate::ports::github::{GitHub, PageLimit, ReactionContent, RepoScope};
-use crate::ports::{Finding, FindingOutcome, FindingState, Store, StoreError, Verdict};
+use crate::ports::{
+    CorpusStore, Finding, FindingOutcome, FindingState, Store, StoreError, Verdict,
+};
 use crate::review::summary::severity_name;
 use time::OffsetDateTime;
 
@@ -42,10 +44,12 @@ impl Signal {
     }
 }
 
-/// Record `signal` on `finding` (stored), its statistics and patterns. Returns whether
-/// anything changed (the same verdict again changes nothing).
+/// Record `signal` on `finding` (stored), its statistics and patterns, and on its
+/// retrieval document (when it has one), so later reviews see how it ended. Returns
+/// whether anything changed (the same verdict again changes nothing).
 pub async fn record(
     store: &dyn Store,
+    corpus: &dyn CorpusStore,
     finding: &mut Finding,
     signal: &Signal,
 ) -> Result<bool, StoreError> {
@@ -91,16 +95,24 @@ pub async fn record(
         .await?;
     }
     tracing::info!(repo = %finding.repo, pr = finding.pr, finding = %finding.id, ?verdict, signal = signal.signal, "finding outcome recorded");
+    crate::retrieval::remember::outcome(corpus, finding).await;
     Ok(true)
 }
 
 /// Record `signal` on the stored finding with `id`, if there is one. Best effort for
 /// callers whose main job is done: failures are logged.
-pub async fn record_by_id(store: &dyn Store, repo: &str, pr: u64, id: &str, signal: Signal) {
+pub async fn record_by_id(
+    store: &dyn Store,
+    corpus: &dyn CorpusStore,
+    repo: &str,
+    pr: u64,
+    id: &str,
+    signal: Signal,
+) {
     let result = async {
         let mut findings = store.findings_for_pr(repo, pr).await?;
         match findings.iter_mut().find(|f| f.id == id) {
-            Some(finding) => record(store, finding, &signal).await,
+            Some(finding) => record(store, corpus, finding, &signal).await,
             None => Ok(false),
         }
     }
@@ -116,6 +128,7 @@ pub async fn record_by_id(store: &dyn Store, repo: &str, pr: u64, id: &str, sign
 pub async fn at_close(
     github: &dyn GitHub,
     store: &dyn Store,
+    corpus: &dyn CorpusStore,
     scope: &RepoScope,
     repo: &str,
     pr: u64,
@@ -147,7 +160,7 @@ pub async fn at_close(
             signal = Some(Signal::new(Verdict::Ignored, "closed_unanswered", None));
         }
         if let Some(signal) = signal
-            && record(store, finding, &signal).await?
+            && record(store, corpus, finding, &signal).await?
         {
             recorded += 1;
         }

@@ -35,10 +35,25 @@ pub fn render(
     budget_chars: usize,
     provenance: &mut Provenance,
 ) -> String {
+    let blocks = blocks(candidates, fused, budget_chars, provenance);
+    let out = prompt(&blocks, |_| true);
+    provenance.used_chars = out.chars().count();
+    out
+}
+
+/// The items that fit `budget_chars` (with the preamble), each rendered with its corpus,
+/// best first: [`render`]'s parts, kept so a caller can show one corpus alone (the judge
+/// pass sees only the past findings of the review's retrieval).
+pub fn blocks(
+    candidates: &[Candidate],
+    fused: &[Fused],
+    budget_chars: usize,
+    provenance: &mut Provenance,
+) -> Vec<(Source, String)> {
     provenance.budget_chars = budget_chars;
     let preamble_chars = PREAMBLE.chars().count();
     let mut remaining = budget_chars.saturating_sub(preamble_chars);
-    let mut blocks = String::new();
+    let mut blocks = Vec::new();
     for item in fused {
         let candidate = &candidates[item.index];
         let block = block(candidate);
@@ -46,7 +61,7 @@ pub fn render(
         let cited = Cited::of(candidate, item.score);
         if chars <= remaining && budget_chars >= preamble_chars {
             remaining -= chars;
-            blocks.push_str(&block);
+            blocks.push((candidate.source, block));
             provenance.counts(candidate.source).included += 1;
             provenance.included.push(cited);
         } else {
@@ -57,13 +72,20 @@ pub fn render(
             });
         }
     }
-    if blocks.is_empty() {
-        provenance.used_chars = 0;
+    blocks
+}
+
+/// The preamble and the `blocks` of the sources `keep` selects; empty when none is.
+pub fn prompt(blocks: &[(Source, String)], keep: impl Fn(Source) -> bool) -> String {
+    let kept: String = blocks
+        .iter()
+        .filter(|(source, _)| keep(*source))
+        .map(|(_, block)| block.as_str())
+        .collect();
+    if kept.is_empty() {
         return String::new();
     }
-    let out = format!("{PREAMBLE}{blocks}");
-    provenance.used_chars = out.chars().count();
-    out
+    format!("{PREAMBLE}{kept}")
 }
 
 /// One item: a heading that cites it, and its text fenced in its own tag.

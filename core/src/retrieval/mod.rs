@@ -21,6 +21,8 @@ pub mod fuse;
 pub mod language;
 pub mod lexical;
 pub mod provenance;
+pub mod queries;
+pub mod remember;
 pub mod tokens;
 pub mod vector;
 
@@ -34,6 +36,35 @@ use crate::mention::Handles;
 use crate::ports::{Corpus, CorpusStore, Document, Embedder, StoreError};
 use fuse::Lists;
 use time::OffsetDateTime;
+
+/// Where retrieval reads: the corpus store, and the embedder when one is configured.
+/// Borrowed from [`crate::services::Services`] by the workers; `parley review` in a
+/// terminal has none and reviews without retrieval.
+#[derive(Clone, Copy)]
+pub struct Recall<'a> {
+    pub corpus: &'a dyn CorpusStore,
+    pub embedder: Option<&'a dyn Embedder>,
+}
+
+impl<'a> Recall<'a> {
+    pub fn of(services: &'a crate::services::Services) -> Self {
+        Recall {
+            corpus: services.corpus.as_ref(),
+            embedder: services.embedder.as_deref(),
+        }
+    }
+
+    /// [`retrieve`] from these sources.
+    pub async fn retrieve(
+        &self,
+        repo: &str,
+        query: &Query,
+        in_memory: Vec<Candidate>,
+        settings: &Settings,
+    ) -> Retrieved {
+        retrieve(self.corpus, self.embedder, repo, query, in_memory, settings).await
+    }
+}
 
 /// What to find context for.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,9 +123,23 @@ pub struct Retrieved {
     /// For the prompt; empty when nothing relevant fitted.
     pub prompt: String,
     pub provenance: Provenance,
+    /// The items of `prompt`, each with its corpus, best first.
+    pub blocks: Vec<(Source, String)>,
 }
 
 impl Retrieved {
+    /// Whether anything made it into the prompt: only then do a review summary and a
+    /// reply carry a "Context used" section (a section listing nothing is noise).
+    pub fn used(&self) -> bool {
+        !self.provenance.included.is_empty()
+    }
+
+    /// The prompt text of `sources` only (with the same preamble), e.g. the past findings
+    /// for the judge pass; empty when none of them was included.
+    pub fn section(&self, sources: &[Source]) -> String {
+        context::prompt(&self.blocks, |source| sources.contains(&source))
+    }
+
     /// The collapsed "Context used" section for the review summary or a reply (empty when
     /// retrieval had nothing to search).
     pub fn context_used(&self, handles: &Handles) -> String {
@@ -235,8 +280,14 @@ pub fn rank(
         now,
         &mut provenance,
     );
-    let prompt = context::render(candidates, &fused, settings.budget_chars, &mut provenance);
-    Retrieved { prompt, provenance }
+    let blocks = context::blocks(candidates, &fused, settings.budget_chars, &mut provenance);
+    let prompt = context::prompt(&blocks, |_| true);
+    provenance.used_chars = prompt.chars().count();
+    Retrieved {
+        prompt,
+        provenance,
+        blocks,
+    }
 }
 
 /// Keep a corpus's documents as candidates, or record why it contributed none.

@@ -3,7 +3,6 @@
 
 use super::chunk::{ChunkOptions, chunk_changed_files};
 use super::documents::{PrRef, code_documents, finding_document};
-use super::vector::tests::quantize;
 use super::*;
 use crate::learning::record::{Hints, Learning, LearningKind, Scope};
 use crate::ports::github::{ChangedFile, FileStatus};
@@ -228,10 +227,13 @@ fn vector_search_finds_what_shares_no_word_with_the_query() {
         } else {
             unit(&[0.0, 0.2, 1.0, 0.0])
         };
-        doc.vector = Some(quantize("m", &v));
+        doc.vector = Some(QuantizedVector::quantize("m", &v));
     }
     // A vector of another model is ignored even if it is identical to the query.
-    docs[0].vector = Some(quantize("other", &unit(&[1.0, 0.0, 0.0, 0.0])));
+    docs[0].vector = Some(QuantizedVector::quantize(
+        "other",
+        &unit(&[1.0, 0.0, 0.0, 0.0]),
+    ));
     let query_vector = unit(&[1.0, 0.0, 0.0, 0.0]);
     let query = Query {
         text: "zzz-unmatched words only".into(),

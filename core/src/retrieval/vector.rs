@@ -77,23 +77,11 @@ fn dot_and_norm(values: &[i8], query: &[f32]) -> (f32, f32) {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
-    /// Symmetric int8 quantisation with one scale per vector, as the embedding job stores
-    /// vectors. Test-only: the real `QuantizedVector::quantize` lives with the corpus
-    /// port (the embeddings work); this keeps retrieval's tests independent of it.
-    pub(crate) fn quantize(model: &str, vector: &[f32]) -> QuantizedVector {
-        let max = vector.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        QuantizedVector {
-            model: model.to_string(),
-            scale,
-            values: vector
-                .iter()
-                .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8)
-                .collect(),
-        }
+    fn quantize(model: &str, vector: &[f32]) -> QuantizedVector {
+        QuantizedVector::quantize(model, vector)
     }
 
     fn normalised(v: &[f32]) -> Vec<f32> {

@@ -7,6 +7,7 @@
 //! the callers.
 
 use crate::config::RepoConfig;
+use crate::conversation::concurrent::join2;
 use crate::learning::apply::{Applied, Suppressed};
 use crate::learning::memory::RepoMemory;
 use crate::llm::MeteredLlm;
@@ -14,6 +15,7 @@ use crate::mention::Handles;
 use crate::ports::github::ChangedFile;
 use crate::ports::{Finding, Store};
 use crate::repo::Guideline;
+use crate::retrieval::{Recall, Retrieved, Source, queries};
 use crate::review::diff::Patch;
 use crate::review::filter::{self, Filtered};
 use crate::review::inputs::{self, ReviewInputs};
@@ -48,6 +50,9 @@ pub struct Subject<'a> {
     pub guidelines: &'a [Guideline],
     /// Findings already on the PR: not reported twice, and named to the model.
     pub earlier: &'a [Finding],
+    /// Where related code, past findings and threads are searched; `None` reviews without
+    /// them (`parley review` in a terminal has no corpus).
+    pub recall: Option<Recall<'a>>,
 }
 
 /// The findings of one review and everything its summary reports.
@@ -60,6 +65,10 @@ pub struct Analysis {
     pub filtered: Filtered,
     pub applied: Applied,
     pub memory: RepoMemory,
+    /// What retrieval put in the prompts (empty when it was off or found nothing).
+    pub retrieved: Retrieved,
+    /// The summary's "Context used" section; empty when nothing was used.
+    pub context_used: String,
 }
 
 /// Review `subject`. Errors only when every pass failed; a failed judge, unreadable
@@ -74,9 +83,19 @@ pub async fn analyse(
 ) -> Result<Analysis, ReviewError> {
     let inputs = inputs::select(subject.files.clone(), subject.truncated, &config.review);
 
-    // What the repository taught Parley and what it learned from earlier findings: the
-    // threshold in force, the learnings for the prompts, what to suppress.
-    let memory = learned::load(store, subject.repo, subject.owner).await;
+    // What the repository taught Parley and what it learned from earlier findings (the
+    // threshold in force, the learnings for the prompts, what to suppress), and what it
+    // remembers of earlier PRs, read at once: one retrieval for every pass and the judge.
+    let (memory, retrieved) = join2(
+        learned::load(store, subject.repo, subject.owner),
+        related(config, subject, &inputs),
+    )
+    .await;
+    let context_used = if retrieved.used() {
+        retrieved.context_used(silenced)
+    } else {
+        String::new()
+    };
     let (base_threshold, threshold_source) = crate::learning::stats::threshold_in_force(
         config.review.min_confidence,
         config.explicit.contains("review.minConfidence"),
@@ -117,6 +136,7 @@ pub async fn analyse(
         guidelines: subject.guidelines,
         memory: &memory_lines,
         earlier: &earlier_lines,
+        related: &retrieved.prompt,
         files: &inputs.files,
     };
     let results = if inputs.files.is_empty() {
@@ -156,6 +176,7 @@ pub async fn analyse(
             &applied,
             &memory,
             subject.pr_patches,
+            &retrieved.section(&[Source::Finding]),
         )
         .await;
         suppressed.extend(dropped);
@@ -178,7 +199,36 @@ pub async fn analyse(
         filtered,
         applied,
         memory,
+        retrieved,
+        context_used,
     })
+}
+
+/// Related code from earlier PRs, past findings on it and review threads, for the changed
+/// code under review (this PR's own documents left out). It fills the room the patch
+/// token budget (`review.maxPatchTokens`, four characters a token) leaves after the diff,
+/// up to `retrieval.budgetChars`. Learnings and guideline files are not searched here:
+/// the passes are shown them whole already.
+async fn related(config: &RepoConfig, subject: &Subject<'_>, inputs: &ReviewInputs) -> Retrieved {
+    let (Some(recall), false) = (subject.recall, inputs.files.is_empty()) else {
+        return Retrieved::default();
+    };
+    let room_tokens = (config.review.max_patch_tokens as usize).saturating_sub(inputs.tokens);
+    let Some(settings) = queries::settings(&config.retrieval, room_tokens.saturating_mul(4)) else {
+        return Retrieved::default();
+    };
+    let reviewed: HashSet<&str> = inputs.files.iter().map(|f| f.path.as_str()).collect();
+    let files: Vec<ChangedFile> = subject
+        .files
+        .iter()
+        .filter(|f| reviewed.contains(f.filename.as_str()))
+        .cloned()
+        .collect();
+    let pr = (subject.number > 0).then_some(subject.number);
+    let query = queries::for_review(&files, &config.review.skip_paths, pr);
+    recall
+        .retrieve(subject.repo, &query, Vec::new(), &settings)
+        .await
 }
 
 /// Every file a PR changes, as GitHub lists them (up to [`super::MAX_FILES`]).
@@ -272,6 +322,7 @@ impl Analysis {
             spent_on_pr: framing.spent_on_pr,
             closed_earlier: 0,
             reopened_earlier: 0,
+            context_used: &self.context_used,
             learning: summary::LearningReport {
                 thresholds: &self.applied.thresholds,
                 applied: self

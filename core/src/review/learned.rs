@@ -50,6 +50,7 @@ pub async fn judge(
     applied: &Applied,
     memory: &RepoMemory,
     patches: &HashMap<String, Patch>,
+    past_findings: &str,
 ) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
     if kept.is_empty() {
         return (kept, Vec::new(), JudgeStatus::Idle);
@@ -83,6 +84,7 @@ pub async fn judge(
         learnings: &learnings,
         patterns: &patterns,
         code: &code,
+        past_findings,
     };
     match judge::judge(llm, &kept, &context).await {
         Judgement::Skipped(why) => (kept, Vec::new(), JudgeStatus::Failed(why)),
@@ -193,6 +195,7 @@ pub async fn account(
 /// weighed (their line numbers are that commit's, the compare's old side).
 pub async fn code_changed(
     store: &dyn Store,
+    corpus: &dyn crate::ports::CorpusStore,
     earlier: &[Finding],
     previous_head: &str,
     compare: &[ChangedFile],
@@ -215,6 +218,7 @@ pub async fn code_changed(
             let mut finding = finding.clone();
             if let Err(err) = outcomes::record(
                 store,
+                corpus,
                 &mut finding,
                 &Signal::new(Verdict::Accepted, "code_changed", None),
             )

@@ -545,6 +545,7 @@ impl ReviewHandler {
         if scope_of_review.incremental {
             learned::code_changed(
                 store,
+                self.services.corpus.as_ref(),
                 &earlier,
                 &scope_of_review.base_sha,
                 &scope_of_review.files,
@@ -566,6 +567,7 @@ impl ReviewHandler {
             pr_paths,
             guidelines: &guidelines,
             earlier: &earlier,
+            recall: Some(crate::retrieval::Recall::of(&self.services)),
         };
         let metered = MeteredLlm::new(self.services.llm.clone(), self.services.prices.clone());
         let silenced = self.services.identity.handles(github, true).await?;
@@ -732,6 +734,28 @@ impl ReviewHandler {
         if !automatic && (!changes.closed.is_empty() || !changes.reopened.is_empty()) {
             regate::regate(&self.services, scope, job.number).await;
         }
+        // Remembered for later reviews and answers once everything above is done: an
+        // extra that fails open, so it can neither fail nor hold up the review or its
+        // check. The whole PR's hunks, not only this run's: a missed write (a crash right
+        // here) is made good by the PR's next review.
+        let changed: HashSet<&str> = changes.all().map(|f| f.id.as_str()).collect();
+        let findings: Vec<Finding> = on_pr
+            .into_iter()
+            .filter(|f| f.review_id == Some(review.id) || changed.contains(f.id.as_str()))
+            .collect();
+        let pr_ref = crate::retrieval::documents::PrRef {
+            repo: &repo,
+            number: job.number,
+            title: &pr.title,
+        };
+        crate::retrieval::remember::review(
+            &self.services,
+            config,
+            pr_ref,
+            &listing.files,
+            &findings,
+        )
+        .await;
         Ok(())
     }
 

@@ -80,6 +80,9 @@ pub struct ReviewContext<'a> {
     pub memory: &'a [String],
     /// `path:line title` of findings already reported on this PR.
     pub earlier: &'a [String],
+    /// Retrieval's section (related code from earlier PRs, past findings, threads), as
+    /// rendered and fenced by [`crate::retrieval`]; empty when there is none.
+    pub related: &'a str,
     pub files: &'a [InputFile],
 }
 
@@ -127,6 +130,7 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
             out.push_str(&format!("- {finding}\n"));
         }
     }
+    out.push_str(context.related);
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
     for file in context.files {
         out.push_str(&format!("\n### {}\n", file.path));

@@ -120,6 +120,8 @@ pub struct Summary<'a> {
     pub closed_earlier: usize,
     /// Earlier resolved findings found again, open again.
     pub reopened_earlier: usize,
+    /// Retrieval's collapsed "Context used" section; empty when nothing was used.
+    pub context_used: &'a str,
     pub learning: LearningReport<'a>,
 }
 
@@ -148,6 +150,10 @@ impl Summary<'_> {
         out.push_str(&self.scope());
         out.push_str(&self.filter_notes());
         out.push_str(&self.learning.render());
+        if !self.context_used.is_empty() {
+            out.push('\n');
+            out.push_str(self.context_used);
+        }
         out.push_str(&self.cost());
         markers::append(
             &out,

@@ -232,6 +232,8 @@ async fn review_pull(
         pr_paths: &listing.paths,
         guidelines: &guidelines,
         earlier: &earlier,
+        // The terminal review has no corpus of earlier PRs to search.
+        recall: None,
     };
     let analysis = analysis(store, llm, &loaded.config, &subject, silenced, progress).await?;
     let mut report = report(
@@ -297,6 +299,7 @@ async fn review_local(
         pr_paths: &listing.paths,
         guidelines: &change.guidelines,
         earlier: &[],
+        recall: None,
     };
     for warning in &change.warnings {
         eprintln!("warning: .parley.yml {warning}");
