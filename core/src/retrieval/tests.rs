@@ -152,6 +152,44 @@ fn a_review_sees_the_earlier_hunk_of_the_same_function_and_how_its_finding_ended
 }
 
 #[test]
+fn the_judge_gets_the_past_findings_of_the_same_retrieval_alone() {
+    let mut docs = stored_code();
+    docs.push(past_finding());
+    let retrieved = rank(
+        &candidates(docs),
+        &review_query(),
+        None,
+        &Settings::default(),
+        NOW,
+        Provenance::default(),
+    );
+    assert!(retrieved.used());
+    let findings = retrieved.section(&[Source::Finding]);
+    assert!(
+        findings.contains("Past finding — `src/config.rs` line 12"),
+        "{findings}"
+    );
+    assert!(!findings.contains("<snippet>"), "{findings}");
+    assert!(findings.starts_with("\n## Related context"), "{findings}");
+    // The blocks are the prompt's own, in its order.
+    let all = retrieved.section(&Source::ALL);
+    assert_eq!(all, retrieved.prompt);
+    assert_eq!(retrieved.provenance.used_chars, all.chars().count());
+    assert_eq!(retrieved.section(&[Source::Thread]), "");
+
+    let nothing = rank(
+        &[],
+        &review_query(),
+        None,
+        &Settings::default(),
+        NOW,
+        Provenance::default(),
+    );
+    assert!(!nothing.used());
+    assert_eq!(nothing.section(&[Source::Finding]), "");
+}
+
+#[test]
 fn a_question_draws_on_learnings_and_guidelines_passed_in_memory() {
     let learning = Learning {
         id: "L-3f9a".into(),
