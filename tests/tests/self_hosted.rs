@@ -221,18 +221,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
         SECURITY,
         &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
     );
-    let client = openai_client(&h2);
-    h2.services.llm = Arc::new(Limited::new(client.clone(), 1));
-    h2.handler = parley_core::review::ReviewHandler::new(h2.services.clone());
-    h2.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
-    let formats: Vec<String> = h2
-        .llm
-        .prompts()
-        .iter()
-        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
-        .collect();
+    let formats = review_on_one_openai_slot(&mut h2).await;
     assert_eq!(
         formats.iter().filter(|f| *f == "json_schema").count(),
         1,
@@ -249,18 +238,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
     let mut h3 = ReviewHarness::start(Backend::Sqlite).await;
     h3.llm
         .refuse_response_formats(&["json_schema", "json_object"]);
-    let client = openai_client(&h3);
-    h3.services.llm = Arc::new(Limited::new(client.clone(), 1));
-    h3.handler = parley_core::review::ReviewHandler::new(h3.services.clone());
-    h3.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
-    let formats: Vec<String> = h3
-        .llm
-        .prompts()
-        .iter()
-        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
-        .collect();
+    let formats = review_on_one_openai_slot(&mut h3).await;
     assert_eq!(
         &formats[..3],
         ["json_schema", "json_object", "plain"],
@@ -273,18 +251,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
     // a refusal all the same, taken at once (not retried as a server error), remembered.
     let mut h4 = ReviewHarness::start(Backend::Sqlite).await;
     h4.llm.refuse_response_formats_with_500(&["json_schema"]);
-    let client = openai_client(&h4);
-    h4.services.llm = Arc::new(Limited::new(client.clone(), 1));
-    h4.handler = parley_core::review::ReviewHandler::new(h4.services.clone());
-    h4.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
-    let formats: Vec<String> = h4
-        .llm
-        .prompts()
-        .iter()
-        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
-        .collect();
+    let formats = review_on_one_openai_slot(&mut h4).await;
     assert_eq!(
         formats.iter().filter(|f| *f == "json_schema").count(),
         1,
@@ -295,4 +262,20 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
         "{formats:?}"
     );
     assert_eq!(h4.reviews().len(), 1);
+}
+
+/// Review the standard PR through the OpenAI-compatible client on one slot; the
+/// `response_format` of every request the server saw, in order ("plain": none).
+async fn review_on_one_openai_slot(h: &mut ReviewHarness) -> Vec<String> {
+    let client = openai_client(h);
+    h.services.llm = Arc::new(Limited::new(client, 1));
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    h.llm
+        .prompts()
+        .iter()
+        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
+        .collect()
 }
