@@ -131,6 +131,7 @@ fn document(corpus: Corpus, key: &str, text: &str, seconds: i64) -> Document {
         attributes: Default::default(),
         occurrences: Vec::new(),
         vector: None,
+        terms: None,
         created_at: at,
         updated_at: at,
     }

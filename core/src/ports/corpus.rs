@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::StoreError;
+use crate::retrieval::TermCounts;
 
 /// Which body of knowledge a document belongs to. Learnings and guideline files are
 /// corpora too, but they are read from memory and from the repository at query time, so
@@ -127,6 +128,12 @@ pub struct Document {
     pub occurrences: Vec<Occurrence>,
     /// Absent until the embedding job has run (or when no provider is configured).
     pub vector: Option<QuantizedVector>,
+    /// What lexical search needs of `text`, counted once by the store when it writes the
+    /// document (in its own column or attribute, like the vector) and read back with it.
+    /// `None` on a document being built, and on one stored before counts were kept:
+    /// search then tokenises the text, with the same result.
+    #[serde(skip)]
+    pub terms: Option<TermCounts>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]

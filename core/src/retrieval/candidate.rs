@@ -5,6 +5,8 @@
 //! arrive here as text; the caller may bring their vectors when it has them.
 
 use super::language::language_of;
+use super::lexical::Terms;
+use super::term_counts::TermCounts;
 use crate::learning::record::Learning;
 use crate::ports::{Corpus, Document, Occurrence, QuantizedVector};
 use crate::repo::Guideline;
@@ -65,6 +67,9 @@ pub struct Candidate {
     /// Where a stored document was seen, oldest first as stored.
     pub occurrences: Vec<Occurrence>,
     pub vector: Option<QuantizedVector>,
+    /// The text's term counts when the store kept them; lexical search reads these
+    /// instead of tokenising the text.
+    pub terms: Option<TermCounts>,
     /// For the recency boost. `None` for learnings and guidelines: they are the
     /// repository's current rules, whatever their age.
     pub updated_at: Option<OffsetDateTime>,
@@ -102,6 +107,7 @@ impl Candidate {
             attributes,
             occurrences: Vec::new(),
             vector: None,
+            terms: None,
             updated_at: None,
         }
     }
@@ -123,9 +129,18 @@ impl Candidate {
                 attributes: BTreeMap::new(),
                 occurrences: Vec::new(),
                 vector: None,
+                terms: None,
                 updated_at: None,
             })
             .collect()
+    }
+
+    /// What BM25 reads of this candidate: its stored counts, or else its text.
+    pub fn lexical_terms(&self) -> Terms<'_> {
+        match &self.terms {
+            Some(counts) => Terms::Counted(counts),
+            None => Terms::Text(&self.text),
+        }
     }
 
     pub fn with_vector(mut self, vector: QuantizedVector) -> Self {
@@ -152,6 +167,7 @@ impl From<Document> for Candidate {
             attributes: doc.attributes,
             occurrences: doc.occurrences,
             vector: doc.vector,
+            terms: doc.terms,
             updated_at: Some(doc.updated_at),
         }
     }

@@ -346,6 +346,7 @@ mod tests {
                 created_at: datetime!(2026-01-01 0:00 UTC),
             }],
             vector: None,
+            terms: None,
             updated_at: None,
         }
     }

@@ -52,6 +52,7 @@ pub fn code_documents(pr: PrRef<'_>, chunks: &[Chunk], now: OffsetDateTime) -> V
             attributes: BTreeMap::new(),
             occurrences: vec![occurrence],
             vector: None,
+            terms: None,
             created_at: now,
             updated_at: now,
         });
@@ -97,6 +98,7 @@ pub fn finding_document(finding: &Finding, pr_title: &str, now: OffsetDateTime) 
             created_at: finding.created_at,
         }],
         vector: None,
+        terms: None,
         created_at: finding.created_at,
         updated_at: now,
     }
@@ -162,6 +164,7 @@ pub fn thread_document(
             created_at: created,
         }],
         vector: None,
+        terms: None,
         created_at: created,
         updated_at: now,
     })

@@ -265,6 +265,7 @@ mod tests {
             attributes: BTreeMap::new(),
             occurrences: Vec::new(),
             vector: None,
+            terms: None,
             updated_at: None,
         }
     }

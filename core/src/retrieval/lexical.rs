@@ -9,12 +9,17 @@
 //! 50 ms budget for the whole retrieval; tantivy builds a segmented on-disk-style index,
 //! heavier still for a one-shot set, and a large dependency for the domain crate. For a
 //! single query BM25 needs only, per document, its length and the frequencies of the
-//! query's terms, plus each term's document frequency: one pass over the tokens with a
-//! hash lookup each (rustc-hash's Fx hasher: term lookups are most of the time, and the
-//! keys are the query's own terms, so no untrusted input picks the hash), below. The formula is the standard one (Robertson/Sparck Jones idf
-//! in Lucene's non-negative form, k1 = 1.2, b = 0.75), and the tests check it by hand.
+//! query's terms, plus each term's document frequency. A stored document brings those as
+//! [`TermCounts`] computed when it was written, so scoring it is a lookup of each of its
+//! distinct terms among the query's; a text without them (learnings, guidelines, a
+//! document stored before they existed) is tokenised here, as 64-bit hashes
+//! (`tokens::for_each_term`), with the same result. rustc-hash's Fx hasher keys the
+//! lookup: its keys are already hashes, and only the query's own terms are stored. The
+//! formula is the standard one (Robertson/Sparck Jones idf in Lucene's non-negative form, k1 = 1.2,
+//! b = 0.75), and the tests check it by hand.
 
-use super::tokens::for_each_token;
+use super::term_counts::TermCounts;
+use super::tokens::for_each_term;
 use rustc_hash::FxHashMap;
 
 /// BM25 term-frequency saturation.
@@ -29,20 +34,43 @@ pub struct Hit {
     pub score: f64,
 }
 
-/// Score `texts` against `query`; the best `limit` with a positive score (sharing at
+/// What BM25 reads of one document.
+#[derive(Debug, Clone, Copy)]
+pub enum Terms<'a> {
+    /// Counted when the document was stored.
+    Counted(&'a TermCounts),
+    /// To be tokenised now.
+    Text(&'a str),
+}
+
+impl<'a> From<&'a str> for Terms<'a> {
+    fn from(text: &'a str) -> Self {
+        Terms::Text(text)
+    }
+}
+
+impl<'a> From<&'a TermCounts> for Terms<'a> {
+    fn from(counts: &'a TermCounts) -> Self {
+        Terms::Counted(counts)
+    }
+}
+
+/// Score `documents` against `query`; the best `limit` with a positive score (sharing at
 /// least one term with the query), best first, ties by input order.
-pub fn rank<'a>(query: &str, texts: impl IntoIterator<Item = &'a str>, limit: usize) -> Vec<Hit> {
-    let mut terms: FxHashMap<String, usize> = FxHashMap::default();
-    for_each_token(query, |t| {
-        if !terms.contains_key(t) {
-            let next = terms.len();
-            terms.insert(t.to_string(), next);
-        }
+pub fn rank<'a, T: Into<Terms<'a>>>(
+    query: &str,
+    documents: impl IntoIterator<Item = T>,
+    limit: usize,
+) -> Vec<Hit> {
+    let mut terms: FxHashMap<u64, usize> = FxHashMap::default();
+    for_each_term(query, |t| {
+        let next = terms.len();
+        terms.entry(t).or_insert(next);
     });
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let counts = count(&terms, texts);
+    let counts = count(&terms, documents);
     let scores = counts.scores();
     top(scores, limit)
 }
@@ -55,7 +83,10 @@ struct Counts {
     document_frequency: Vec<u32>,
 }
 
-fn count<'a>(terms: &FxHashMap<String, usize>, texts: impl IntoIterator<Item = &'a str>) -> Counts {
+fn count<'a, T: Into<Terms<'a>>>(
+    terms: &FxHashMap<u64, usize>,
+    documents: impl IntoIterator<Item = T>,
+) -> Counts {
     let mut counts = Counts {
         lengths: Vec::new(),
         postings: Vec::new(),
@@ -64,20 +95,43 @@ fn count<'a>(terms: &FxHashMap<String, usize>, texts: impl IntoIterator<Item = &
     let mut frequency = vec![0u32; terms.len()];
     let mut present: Vec<usize> = Vec::new();
     let filter = Prefilter::of(terms.keys());
-    for (document, text) in texts.into_iter().enumerate() {
-        let mut length = 0u32;
-        for_each_token(text, |t| {
-            length += 1;
-            if !filter.may_contain(t) {
-                return;
-            }
-            if let Some(&term) = terms.get(t) {
-                if frequency[term] == 0 {
-                    present.push(term);
+    let query_term = |hash: u64| {
+        if filter.may_contain(hash) {
+            terms.get(&hash).copied()
+        } else {
+            None
+        }
+    };
+    let occurs = |term: usize, times: u32, frequency: &mut [u32], present: &mut Vec<usize>| {
+        if frequency[term] == 0 {
+            present.push(term);
+        }
+        frequency[term] += times;
+    };
+    for (document, terms_of) in documents.into_iter().enumerate() {
+        let length = match terms_of.into() {
+            Terms::Counted(counted) => {
+                for &(hash, times) in counted.terms() {
+                    if let Some(term) = query_term(hash) {
+                        occurs(term, u32::from(times), &mut frequency, &mut present);
+                    }
                 }
-                frequency[term] += 1;
+                counted.length()
             }
-        });
+            Terms::Text(text) => {
+                let mut length = 0u32;
+                for_each_term(text, |hash| {
+                    length += 1;
+                    if let Some(term) = query_term(hash) {
+                        occurs(term, 1, &mut frequency, &mut present);
+                    }
+                });
+                length
+            }
+        };
+        // In query-term order, so a document's score is summed in the same order whether
+        // its terms came counted or from its text (floating-point sums depend on it).
+        present.sort_unstable();
         for &term in &present {
             counts.postings.push((
                 u32::try_from(document).unwrap_or(u32::MAX),
@@ -93,15 +147,15 @@ fn count<'a>(terms: &FxHashMap<String, usize>, texts: impl IntoIterator<Item = &
     counts
 }
 
-/// A 4,096-bit set of (length, first byte, last byte) of the query's terms: most tokens
-/// of a document are not query terms, and this rejects nearly all of them before a hash
-/// lookup, which is most of the scan's cost otherwise.
+/// A 4,096-bit set of the query's terms (by the top 12 bits of their hashes): most tokens
+/// of a document are not query terms, and this rejects nearly all of them before the map
+/// lookup.
 struct Prefilter([u64; 64]);
 
 impl Prefilter {
-    fn of<'a>(terms: impl Iterator<Item = &'a String>) -> Self {
+    fn of<'a>(terms: impl Iterator<Item = &'a u64>) -> Self {
         let mut bits = [0u64; 64];
-        for term in terms {
+        for &term in terms {
             let slot = Self::slot(term);
             bits[slot / 64] |= 1 << (slot % 64);
         }
@@ -109,18 +163,15 @@ impl Prefilter {
     }
 
     #[inline]
-    fn may_contain(&self, token: &str) -> bool {
-        let slot = Self::slot(token);
+    fn may_contain(&self, term: u64) -> bool {
+        let slot = Self::slot(term);
         self.0[slot / 64] & (1 << (slot % 64)) != 0
     }
 
+    /// The top bits: FNV-1a ends with a multiplication, which carries into the high bits.
     #[inline]
-    fn slot(token: &str) -> usize {
-        let bytes = token.as_bytes();
-        let first = bytes.first().copied().map_or(0, usize::from);
-        let last = bytes.last().copied().map_or(0, usize::from);
-        (bytes.len().wrapping_mul(0x9E37) ^ first.wrapping_mul(0x85EB) ^ last.wrapping_mul(0xC2B2))
-            % 4096
+    fn slot(term: u64) -> usize {
+        (term >> 52) as usize
     }
 }
 
@@ -234,6 +285,49 @@ mod tests {
         assert!((by_index(0) - first).abs() < 1e-12);
         assert!((by_index(1) - second).abs() < 1e-12);
         assert_eq!(hits[0].index, 1, "{second} > {first}");
+    }
+
+    #[test]
+    fn stored_counts_score_exactly_as_the_text() {
+        let counted: Vec<TermCounts> = CORPUS.iter().map(|t| TermCounts::of(t)).collect();
+        for query in [
+            "parse header",
+            "header",
+            "why so many retries?",
+            "Body body",
+        ] {
+            let from_text = rank(query, CORPUS, 10);
+            let from_counts = rank(query, &counted, 10);
+            assert!(!from_text.is_empty());
+            assert_eq!(from_text, from_counts, "{query}");
+            // Mixed: some documents counted, some not.
+            let mixed = CORPUS
+                .iter()
+                .zip(&counted)
+                .enumerate()
+                .map(|(i, (text, counts))| {
+                    if i % 2 == 0 {
+                        Terms::Text(text)
+                    } else {
+                        Terms::Counted(counts)
+                    }
+                });
+            assert_eq!(rank(query, mixed, 10), from_text, "{query}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stored_counts_score_as_the_text_for_any_corpus(
+            texts in proptest::collection::vec("[a-zA-Z_ ]{0,40}", 1..12),
+            query in "[a-zA-Z_ ]{1,30}",
+        ) {
+            let counted: Vec<TermCounts> = texts.iter().map(|t| TermCounts::of(t)).collect();
+            proptest::prop_assert_eq!(
+                rank(&query, texts.iter().map(String::as_str), 20),
+                rank(&query, &counted, 20)
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod lexical;
 pub mod provenance;
 pub mod queries;
 pub mod remember;
+pub mod term_counts;
 pub mod tokens;
 pub mod vector;
 
@@ -30,6 +31,7 @@ pub use candidate::{Candidate, Source};
 pub use context::DEFAULT_BUDGET_CHARS;
 pub use fuse::{Fusion, Trigger, Weights};
 pub use provenance::{Provenance, VectorUse};
+pub use term_counts::TermCounts;
 
 use crate::conversation::concurrent::join2;
 use crate::mention::Handles;
@@ -249,7 +251,7 @@ pub fn rank(
         };
         let lexical = global(lexical::rank(
             &search_text,
-            members.iter().map(|&i| candidates[i].text.as_str()),
+            members.iter().map(|&i| candidates[i].lexical_terms()),
             settings.per_list,
         ));
         let vector = match vector {

@@ -6,15 +6,65 @@
 //! its camelCase / snake_case parts when it has more than one. One-letter words and bare
 //! numbers carry no meaning across documents and are left out.
 
-use std::hash::Hasher;
-
-/// Call `emit` with each token of `text`, in order. Lexical search runs this over every
-/// candidate on every query (most of its time), so ASCII is scanned byte by byte through
-/// a table, only non-ASCII characters are decoded, and nothing is allocated per token: an
-/// already lower-case token is passed as a slice of `text`, others through one buffer.
+/// Call `emit` with each token of `text`, in order. This is the readable definition of a
+/// token; lexical search and near-duplicate removal use [`for_each_term`], which yields
+/// the same tokens as hashes and is several times faster.
 pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
-    let bytes = text.as_bytes();
     let mut lower = String::new();
+    for_each_word(text, |word, ascii| {
+        if ascii {
+            ascii_word(word, &mut lower, &mut emit);
+        } else {
+            unicode_word(word, &mut lower, &mut emit);
+        }
+    });
+}
+
+/// Call `emit` with [`term_hash`] of each token of `text`: the same multiset as
+/// [`for_each_token`], though an identifier's parts may come before the whole.
+///
+/// Lexical search runs this over every candidate on every query (a Lambda keeps no index
+/// between jobs), which made tokenising most of a retrieval's time. ASCII text (nearly
+/// all code) is therefore scanned in one pass that finds words, cuts identifiers into
+/// parts and hashes them as it goes, lower-casing byte by byte: no string is built or
+/// compared, and the caller's lookups are of integers. Text with non-ASCII characters is
+/// split into words first; their ASCII words take the same scanner, the others the
+/// string path, hashed after.
+pub fn for_each_term(text: &str, mut emit: impl FnMut(u64)) {
+    if text.is_ascii() {
+        return ascii_terms(text.as_bytes(), &mut emit);
+    }
+    let mut lower = String::new();
+    for_each_word(text, |word, ascii| {
+        if ascii {
+            ascii_terms(word.as_bytes(), &mut emit);
+        } else {
+            unicode_word(word, &mut lower, &mut |token| emit(term_hash(token)));
+        }
+    });
+}
+
+/// A token's identity for search: 64-bit FNV-1a of its (lower-cased) bytes. Two
+/// different tokens sharing a hash would count as one word; at the few hundred thousand
+/// distinct words of a repository the chance of any such pair is ~1e-9, and a collision
+/// someone crafted could only make their own text look related to a query that
+/// retrieval then shows as context, never change a finding or a merge gate.
+pub fn term_hash(token: &str) -> u64 {
+    token.bytes().fold(FNV_OFFSET, fnv_step)
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+#[inline]
+fn fnv_step(hash: u64, byte: u8) -> u64 {
+    (hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME)
+}
+
+/// Call `word` with each run of word characters in `text` and whether it is all ASCII.
+/// ASCII is scanned byte by byte through a table; only non-ASCII characters are decoded.
+fn for_each_word(text: &str, mut word: impl FnMut(&str, bool)) {
+    let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
         // Separators, ASCII first.
@@ -46,11 +96,82 @@ pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
             ascii = false;
             at += width;
         }
-        let word = &text[start..at];
-        if ascii {
-            ascii_word(word, &mut lower, &mut emit);
-        } else {
-            unicode_word(word, &mut lower, &mut emit);
+        word(&text[start..at], ascii);
+    }
+}
+
+/// [`ascii_word`]'s tokens, as hashes, of every word of ASCII `text` in one pass.
+///
+/// A word's leading underscores are skipped and its trailing ones dropped (a run of
+/// underscores is only a cut when a letter or digit follows). A part is emitted at each
+/// cut (`_`, or a lower-case letter or digit followed by an upper-case letter); the whole
+/// word's hash equals its first part's until the first cut, so a second hash is kept only
+/// from there; with no cut the word is its one part.
+fn ascii_terms(text: &[u8], emit: &mut impl FnMut(u64)) {
+    let alphanumeric = |at: usize| text.get(at).is_some_and(u8::is_ascii_alphanumeric);
+    let keep = |len: usize, digits: bool| len >= 2 && !digits;
+    let mut at = 0;
+    while at < text.len() {
+        while at < text.len() && !alphanumeric(at) {
+            at += 1;
+        }
+        if at >= text.len() {
+            break;
+        }
+        // A word from here (leading underscores were skipped with the separators).
+        let start = at;
+        let (mut part, mut part_start, mut part_digits) = (FNV_OFFSET, at, true);
+        let (mut whole, mut whole_digits) = (FNV_OFFSET, true);
+        let (mut cut, mut previous_lower) = (false, false);
+        let end = loop {
+            let byte = text[at];
+            if previous_lower && byte.is_ascii_uppercase() {
+                if keep(at - part_start, part_digits) {
+                    emit(part);
+                }
+                if !cut {
+                    (whole, cut) = (part, true);
+                }
+                (part, part_start, part_digits) = (FNV_OFFSET, at, true);
+            }
+            let lower = byte.to_ascii_lowercase();
+            let digit = byte.is_ascii_digit();
+            part = fnv_step(part, lower);
+            if cut {
+                whole = fnv_step(whole, lower);
+            }
+            part_digits &= digit;
+            whole_digits &= digit;
+            previous_lower = byte.is_ascii_lowercase() || digit;
+            at += 1;
+            if alphanumeric(at) {
+                continue;
+            }
+            let underscores = at;
+            while text.get(at) == Some(&b'_') {
+                at += 1;
+            }
+            if at == underscores || !alphanumeric(at) {
+                break underscores; // trailing underscores are not part of the word
+            }
+            if keep(underscores - part_start, part_digits) {
+                emit(part);
+            }
+            if !cut {
+                (whole, cut) = (part, true);
+            }
+            for _ in underscores..at {
+                whole = fnv_step(whole, b'_');
+            }
+            whole_digits = false;
+            (part, part_start, part_digits) = (FNV_OFFSET, at, true);
+            previous_lower = false;
+        };
+        if keep(end - part_start, part_digits) {
+            emit(part);
+        }
+        if cut && keep(end - start, whole_digits) {
+            emit(whole);
         }
     }
 }
@@ -178,11 +299,7 @@ impl TokenSet {
 
 pub fn token_set(text: &str) -> TokenSet {
     let mut hashes = Vec::new();
-    for_each_token(text, |t| {
-        let mut hasher = rustc_hash::FxHasher::default();
-        hasher.write(t.as_bytes());
-        hashes.push(hasher.finish());
-    });
+    for_each_term(text, |t| hashes.push(t));
     hashes.sort_unstable();
     hashes.dedup();
     TokenSet(hashes)
@@ -299,6 +416,59 @@ mod tests {
         // One-letter words, bare numbers and lone underscores are not tokens.
         assert_eq!(tokens("a = 42 + _ + __init__"), ["init"]);
         assert_eq!(tokens("Größe ÜBER"), ["größe", "über"]);
+    }
+
+    /// `for_each_term`'s hashes, sorted, against the hashes of `for_each_token`'s strings.
+    fn same_terms(text: &str) -> Result<(), String> {
+        let mut expected: Vec<u64> = tokens(text).iter().map(|t| term_hash(t)).collect();
+        let mut hashed = Vec::new();
+        for_each_term(text, |t| hashed.push(t));
+        expected.sort_unstable();
+        hashed.sort_unstable();
+        if expected == hashed {
+            Ok(())
+        } else {
+            Err(format!("{text:?}: tokens {:?}", tokens(text)))
+        }
+    }
+
+    #[test]
+    fn hashed_terms_are_the_tokens() {
+        for text in [
+            "fn parseHunkHeader(x: u32) -> parse_hunk_header",
+            "a = 42 + _ + __init__ + ___",
+            "HTTPServer getHTTP2Response x2Y a_b_c __a__b__ 2fa mp3 v8_engine",
+            "_a_ __ a1B2 1_2 x__init__ AB_cd fooBAR_baz9Qux 12 ab_ _ab aB",
+            "ends_with_",
+            "Größe ÜBER straßeName fooΩbar naïve_café",
+            "",
+        ] {
+            assert_eq!(same_terms(text), Ok(()));
+        }
+        // Every diff of the shared corpus, as real code and prose.
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpora/diffs");
+        let mut folders = vec![corpus.clone()];
+        let mut seen = 0;
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).expect("the shared diff corpus exists") {
+                let path = entry.expect("a directory entry").path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else if let Ok(text) = std::fs::read_to_string(&path) {
+                    assert_eq!(same_terms(&text), Ok(()), "{}", path.display());
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 30, "read {seen} files of {}", corpus.display());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn hashed_terms_are_the_tokens_of_any_text(text in "[a-zA-Z0-9_ .:(){}ßÜΩé\\-]{0,80}") {
+            proptest::prop_assert_eq!(same_terms(&text), Ok(()));
+        }
     }
 
     #[test]

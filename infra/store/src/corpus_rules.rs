@@ -6,6 +6,7 @@
 //! so a document upserted on a laptop ends up exactly as it would in AWS.
 
 use parley_core::ports::{Document, Occurrence, StoreError};
+use parley_core::retrieval::TermCounts;
 use std::cmp::Ordering;
 
 /// Text beyond this many bytes is cut (at a character boundary). A hunk or finding of
@@ -57,9 +58,30 @@ pub fn merge(stored: Document, incoming: &Document) -> Document {
         attributes: incoming.attributes.clone(),
         occurrences,
         vector,
+        // Counted again from the merged text when the store writes it.
+        terms: None,
         created_at: stored.created_at.min(incoming.created_at),
         updated_at: stored.updated_at.max(incoming.updated_at),
     }
+}
+
+/// Term counts larger than this are not kept (the text is tokenised at query time
+/// instead). Code of 32 KiB has a few thousand distinct terms (tens of KB); only text
+/// built of nothing but distinct short words comes near it, and it must not push an item
+/// towards DynamoDB's 400 KB.
+pub const MAX_TERMS_BYTES: usize = 64 * 1024;
+
+/// `doc` as the store writes it: within the limits ([`capped`]) and with the term counts
+/// of its (possibly cut) text, which lexical search reads instead of tokenising the text
+/// on every query.
+pub fn prepared(doc: Document) -> Result<Document, StoreError> {
+    let mut doc = capped(doc)?;
+    let counts = TermCounts::of(&doc.text);
+    doc.terms = (counts.stored_len() <= MAX_TERMS_BYTES).then_some(counts);
+    if doc.terms.is_none() {
+        tracing::debug!(repo = %doc.repo, key = %doc.key, "term counts too large to keep; the text is tokenised at query time");
+    }
+    Ok(doc)
 }
 
 /// `doc` within the limits: text cut to [`MAX_TEXT_BYTES`], the newest
@@ -110,6 +132,21 @@ pub fn newest_first(documents: &mut [Document]) {
     documents.sort_by(|a, b| (b.updated_at, &b.key).cmp(&(a.updated_at, &a.key)));
 }
 
+/// Stored term counts read back. Unreadable ones (written by a newer format, or damaged)
+/// are not an error: lexical search tokenises the text instead, which gives the same
+/// scores, so the document stays usable.
+pub fn term_counts(bytes: &[u8], location: &str) -> Option<TermCounts> {
+    let counts = TermCounts::from_bytes(bytes);
+    if counts.is_none() {
+        tracing::warn!(
+            location,
+            bytes = bytes.len(),
+            "unreadable term counts; lexical search tokenises the text"
+        );
+    }
+    counts
+}
+
 /// Vector values as stored bytes (two's complement, one byte each) and back.
 pub fn vector_bytes(values: &[i8]) -> Vec<u8> {
     values
@@ -154,6 +191,7 @@ mod tests {
             attributes: Default::default(),
             occurrences,
             vector: None,
+            terms: None,
             created_at: datetime!(2024-01-01 00:00 UTC),
             updated_at: datetime!(2024-01-01 00:00 UTC),
         }
@@ -203,6 +241,26 @@ mod tests {
             matches!(&err, StoreError::Config(m) if m.contains("at most")),
             "{err}"
         );
+    }
+
+    #[test]
+    fn counts_are_kept_unless_they_would_bloat_the_item() {
+        let small = prepared(doc("fn retry_after(header: Header)", vec![])).unwrap();
+        assert_eq!(
+            small.terms,
+            Some(TermCounts::of("fn retry_after(header: Header)"))
+        );
+
+        // 32 KiB of distinct three-letter words: ~8,000 distinct terms, 80 KB of counts.
+        let letters = |i: usize| {
+            let c = |n: usize| char::from(b'a' + u8::try_from(n % 26).unwrap_or(0));
+            format!("{}{}{} ", c(i / 676), c(i / 26), c(i))
+        };
+        let words: String = (0..MAX_TEXT_BYTES / 4).map(letters).collect();
+        assert!(TermCounts::of(&words).stored_len() > MAX_TERMS_BYTES);
+        let large = prepared(doc(&words, vec![])).unwrap();
+        assert_eq!(large.terms, None, "tokenised at query time instead");
+        assert_eq!(large.text, words, "the text itself is kept");
     }
 
     #[test]

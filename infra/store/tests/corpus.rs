@@ -5,6 +5,7 @@
 mod common;
 
 use parley_core::ports::{Corpus, CorpusStore, Document, Occurrence, QuantizedVector, StoreError};
+use parley_core::retrieval::TermCounts;
 use parley_store::corpus_rules::{MAX_DOCUMENT_BYTES, MAX_TEXT_BYTES};
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -46,6 +47,14 @@ corpus_tests!(
     check_documents_reads_past_a_page,
 );
 
+/// `doc` as a read returns it: with the term counts the store computed from its text.
+fn as_stored(doc: &Document) -> Document {
+    Document {
+        terms: Some(TermCounts::of(&doc.text)),
+        ..doc.clone()
+    }
+}
+
 fn at(day: i64, nanos: i64) -> OffsetDateTime {
     datetime!(2025-03-01 12:00 UTC) + time::Duration::days(day) + time::Duration::nanoseconds(nanos)
 }
@@ -81,6 +90,7 @@ fn document(
             .collect(),
         occurrences: vec![occurrence(1, "src/parse.rs", 10, 0)],
         vector: None,
+        terms: None,
         created_at: updated,
         updated_at: updated,
     }
@@ -102,7 +112,7 @@ async fn check_insert_and_read_back(corpus: Arc<dyn CorpusStore>) {
     assert!(corpus.upsert_document(&doc).await.unwrap(), "new document");
     assert_eq!(
         corpus.document(REPO, Corpus::Code, "aa11").await.unwrap(),
-        Some(doc.clone())
+        Some(as_stored(&doc))
     );
     assert_eq!(
         corpus
@@ -128,7 +138,7 @@ async fn check_insert_and_read_back(corpus: Arc<dyn CorpusStore>) {
     assert!(corpus.upsert_document(&bare).await.unwrap());
     assert_eq!(
         corpus.document(REPO, Corpus::Thread, "4242").await.unwrap(),
-        Some(bare)
+        Some(as_stored(&bare))
     );
 }
 
@@ -254,6 +264,11 @@ async fn check_set_vector_and_what_an_upsert_does_to_it(corpus: Arc<dyn CorpusSt
         .unwrap();
     assert_eq!(stored.vector, None);
     assert_eq!(stored.text, "SQL injection in find_user");
+    assert_eq!(
+        stored.terms,
+        Some(TermCounts::of("SQL injection in find_user")),
+        "the term counts follow the text"
+    );
 
     // No document, no half document.
     corpus
@@ -381,6 +396,11 @@ async fn check_limits_cap_text_and_refuse_absurd_documents(corpus: Arc<dyn Corpu
         .unwrap();
     assert_eq!(stored.text.len(), MAX_TEXT_BYTES);
     assert!(long.starts_with(&stored.text));
+    assert_eq!(
+        stored.terms,
+        Some(TermCounts::of(&stored.text)),
+        "counted from the text as cut"
+    );
 
     let many: Vec<Occurrence> = (1..=130)
         .map(|pr| occurrence(pr, "src/parse.rs", 1, pr as i64))
@@ -467,4 +487,57 @@ async fn check_documents_reads_past_a_page(corpus: Arc<dyn CorpusStore>) {
             .len(),
         35
     );
+}
+
+// --- term counts as stored: adapter-level, so each backend's own raw write ----------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_term_counts_missing_or_unreadable_fall_back_to_the_text() {
+    let fixture = common::sqlite();
+    check_term_counts_missing_or_unreadable(&fixture).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_term_counts_missing_or_unreadable_fall_back_to_the_text() {
+    let fixture = common::dynamo().await;
+    check_term_counts_missing_or_unreadable(&fixture).await;
+}
+
+/// A document written before counts were kept, or whose counts were damaged, still
+/// reads whole (lexical search then tokenises its text); the next upsert counts again.
+async fn check_term_counts_missing_or_unreadable(fixture: &common::Fixture) {
+    let corpus = &fixture.corpus;
+    let doc = document(
+        REPO,
+        Corpus::Code,
+        "cc33",
+        "fn retry_after(header) {}",
+        at(0, 0),
+    );
+    corpus.upsert_document(&doc).await.unwrap();
+    let read = || async {
+        corpus
+            .document(REPO, Corpus::Code, "cc33")
+            .await
+            .expect("the document still reads")
+            .expect("the document exists")
+    };
+    assert_eq!(read().await, as_stored(&doc));
+
+    let expected_without = Document {
+        terms: None,
+        ..doc.clone()
+    };
+    for raw in [Some(vec![9, 9, 9]), Some(Vec::new()), None] {
+        fixture
+            .vandal
+            .set_document_terms(REPO, ("code", "cc33"), raw.clone())
+            .await;
+        assert_eq!(read().await, expected_without, "{raw:?}");
+        let newest = corpus.documents(REPO, Corpus::Code, 10).await.unwrap();
+        assert_eq!(newest, std::slice::from_ref(&expected_without), "{raw:?}");
+    }
+
+    corpus.upsert_document(&doc).await.unwrap();
+    assert_eq!(read().await, as_stored(&doc), "counted again");
 }

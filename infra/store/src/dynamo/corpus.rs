@@ -3,8 +3,9 @@
 //! Item: `pk` = repo, `sk` = `<corpus>#<key>`, the document's fields as attributes, the
 //! int8 vector as one binary attribute (`vector`, one byte per dimension: 1 KB for 1024
 //! dimensions, against ~10 KB as a list of numbers) with `vector_model` and
-//! `vector_scale`, a `version` for optimistic concurrency, and the `newest` attribute
-//! the [`NEWEST_INDEX`] LSI sorts by.
+//! `vector_scale`, the text's term counts for lexical search as another (`terms`), a
+//! `version` for optimistic concurrency, and the `newest` attribute the [`NEWEST_INDEX`]
+//! LSI sorts by.
 //!
 //! Newest first in one query: the LSI shares the table's partition key, so `documents`
 //! is a single descending Query on the index with `begins_with(newest, "<corpus>#")`,
@@ -26,6 +27,8 @@ const VERSION: &str = "version";
 const VECTOR: &str = "vector";
 const VECTOR_MODEL: &str = "vector_model";
 const VECTOR_SCALE: &str = "vector_scale";
+/// The document's term counts for lexical search, one binary attribute.
+const TERMS: &str = "terms";
 /// Attempts of the read-merge-write loop before an upsert gives up as contended. A lost
 /// attempt means another writer's attempt won, so with this many attempts up to ten
 /// writers of one document at once all get through; more than two is already rare (the
@@ -59,7 +62,7 @@ impl CorpusStore for DynamoStore {
                 }
                 None => (doc.clone(), None),
             };
-            let merged = corpus_rules::capped(merged)?;
+            let merged = corpus_rules::prepared(merged)?;
             let mut item = encode_document(&merged, &sk)?;
             item.insert(VERSION.into(), n(version.map_or(1, |v| v + 1)));
             let request = self
@@ -244,6 +247,9 @@ fn encode_document(doc: &Document, sk: &str) -> Result<Item, StoreError> {
         item.insert(VECTOR_MODEL.into(), s(&vector.model));
         item.insert(VECTOR_SCALE.into(), n(vector.scale));
     }
+    if let Some(terms) = &doc.terms {
+        item.insert(TERMS.into(), AttributeValue::B(Blob::new(terms.to_bytes())));
+    }
     Ok(item)
 }
 
@@ -256,6 +262,11 @@ fn decode_document(mut item: Item, location: &str) -> Result<Document, StoreErro
     let bytes = item.remove(VECTOR);
     let model = item.remove(VECTOR_MODEL);
     item.remove(VECTOR_SCALE);
+    let terms = match item.remove(TERMS) {
+        None => None,
+        Some(AttributeValue::B(bytes)) => corpus_rules::term_counts(bytes.as_ref(), location),
+        Some(_) => corpus_rules::term_counts(&[], location),
+    };
     let vector = match (bytes, model, scale) {
         (None, None, None) => None,
         (Some(AttributeValue::B(bytes)), Some(AttributeValue::S(model)), Some(scale)) => {
@@ -276,5 +287,6 @@ fn decode_document(mut item: Item, location: &str) -> Result<Document, StoreErro
     };
     let mut doc: Document = decode(item, location)?;
     doc.vector = vector;
+    doc.terms = terms;
     Ok(doc)
 }

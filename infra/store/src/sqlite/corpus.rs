@@ -8,6 +8,7 @@ use super::{SqliteStore, decode, encode, unavailable};
 use crate::corpus_rules;
 use async_trait::async_trait;
 use parley_core::ports::{Corpus, CorpusStore, Document, QuantizedVector, StoreError};
+use parley_core::retrieval::TermCounts;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 /// The stored columns of one document, before decoding.
@@ -17,9 +18,10 @@ struct StoredRow {
     vector_model: Option<String>,
     vector_scale: Option<f64>,
     vector: Option<Vec<u8>>,
+    terms: Option<Vec<u8>>,
 }
 
-const COLUMNS: &str = "key, record, vector_model, vector_scale, vector";
+const COLUMNS: &str = "key, record, vector_model, vector_scale, vector, terms";
 
 #[async_trait]
 impl CorpusStore for SqliteStore {
@@ -34,7 +36,7 @@ impl CorpusStore for SqliteStore {
                 Some(stored) => corpus_rules::merge(stored, &incoming),
                 None => incoming,
             };
-            let merged = corpus_rules::capped(merged)?;
+            let merged = corpus_rules::prepared(merged)?;
             write(&tx, &merged)?;
             tx.commit()
                 .map_err(|e| unavailable("upsert_document", &e))?;
@@ -159,8 +161,8 @@ fn write(conn: &Connection, doc: &Document) -> Result<(), StoreError> {
     };
     conn.execute(
         "INSERT OR REPLACE INTO store_documents
-         (repo, corpus, key, updated_ns, record, vector_model, vector_scale, vector)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+         (repo, corpus, key, updated_ns, record, vector_model, vector_scale, vector, terms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
             doc.repo,
             doc.corpus.as_str(),
@@ -170,6 +172,7 @@ fn write(conn: &Connection, doc: &Document) -> Result<(), StoreError> {
             model,
             scale,
             bytes,
+            doc.terms.as_ref().map(TermCounts::to_bytes),
         ],
     )
     .map_err(|e| unavailable("upsert_document", &e))?;
@@ -183,12 +186,16 @@ fn stored_row(row: &Row<'_>) -> rusqlite::Result<StoredRow> {
         vector_model: row.get(2)?,
         vector_scale: row.get(3)?,
         vector: row.get(4)?,
+        terms: row.get(5)?,
     })
 }
 
 fn decode_row(row: StoredRow, repo: &str, corpus: Corpus) -> Result<Document, StoreError> {
     let location = format!("store_documents/{repo}/{}/{}", corpus.as_str(), row.key);
     let mut doc: Document = decode(&row.record, location.clone())?;
+    doc.terms = row
+        .terms
+        .and_then(|bytes| corpus_rules::term_counts(&bytes, &location));
     doc.vector = match (row.vector_model, row.vector_scale, row.vector) {
         (None, None, None) => None,
         (Some(model), Some(scale), Some(bytes)) => Some(QuantizedVector {

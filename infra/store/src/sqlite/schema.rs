@@ -96,10 +96,18 @@ const MIGRATIONS: &[(i64, &str)] = &[
         ON store_documents (repo, corpus, updated_ns DESC, key DESC);
     ",
     ),
+    (
+        5,
+        "
+    -- Each document's term counts (lexical search reads them instead of tokenising the
+    -- text on every query). Rows written before stay NULL until upserted again.
+    ALTER TABLE store_documents ADD COLUMN terms BLOB;
+    ",
+    ),
 ];
 
 /// The version this build writes and understands.
-pub(crate) const CURRENT_VERSION: i64 = 4;
+pub(crate) const CURRENT_VERSION: i64 = 5;
 
 /// Bring the schema up to [`CURRENT_VERSION`].
 ///

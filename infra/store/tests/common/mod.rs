@@ -25,6 +25,9 @@ use time::macros::datetime;
 pub trait Vandal: Send + Sync {
     /// Replace installation `id` with something that does not decode.
     async fn corrupt_installation(&self, id: u64);
+    /// Set a stored document's term counts to raw `bytes`, or remove them (`None`: a
+    /// document written before counts were kept).
+    async fn set_document_terms(&self, repo: &str, sk: (&str, &str), bytes: Option<Vec<u8>>);
 }
 
 /// A store under test plus whatever keeps it alive.
@@ -66,6 +69,22 @@ impl Vandal for SqliteVandal {
             rusqlite::params![i64::try_from(id).expect("small id"), "{not json"],
         )
         .expect("write corrupt installation");
+    }
+
+    async fn set_document_terms(
+        &self,
+        repo: &str,
+        (corpus, key): (&str, &str),
+        bytes: Option<Vec<u8>>,
+    ) {
+        let conn = rusqlite::Connection::open(&self.path).expect("open raw connection");
+        let changed = conn
+            .execute(
+                "UPDATE store_documents SET terms = ?4 WHERE repo = ?1 AND corpus = ?2 AND key = ?3",
+                rusqlite::params![repo, corpus, key, bytes],
+            )
+            .expect("write raw terms");
+        assert_eq!(changed, 1, "the document exists");
     }
 }
 
@@ -135,6 +154,32 @@ impl Vandal for DynamoVandal {
             .send()
             .await
             .expect("write corrupt installation");
+    }
+
+    async fn set_document_terms(
+        &self,
+        repo: &str,
+        (corpus, key): (&str, &str),
+        bytes: Option<Vec<u8>>,
+    ) {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.snippets)
+            .key("pk", AttributeValue::S(repo.into()))
+            .key("sk", AttributeValue::S(format!("{corpus}#{key}")))
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#terms", "terms");
+        let update = match bytes {
+            Some(bytes) => update
+                .update_expression("SET #terms = :terms")
+                .expression_attribute_values(
+                    ":terms",
+                    AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(bytes)),
+                ),
+            None => update.update_expression("REMOVE #terms"),
+        };
+        update.send().await.expect("write raw terms");
     }
 }
 
