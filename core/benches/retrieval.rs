@@ -58,10 +58,17 @@ fn run(size: usize, queries: usize) {
         .iter()
         .map(|&i| perturbed(&candidates[i], &vocabulary, &mut rng))
         .collect();
+    let counts_bytes: usize = candidates
+        .iter()
+        .filter_map(|c| c.terms.as_ref())
+        .map(TermCounts::stored_len)
+        .sum();
     println!(
-        "\n== {size} chunks (built in {:.1} s; {:.1} MB of text)",
+        "\n== {size} chunks (built in {:.1} s; {:.1} MB of text, {:.1} MB of stored term counts: {} bytes a document)",
         started.elapsed().as_secs_f64(),
-        candidates.iter().map(|c| c.text.len()).sum::<usize>() as f64 / 1e6
+        candidates.iter().map(|c| c.text.len()).sum::<usize>() as f64 / 1e6,
+        counts_bytes as f64 / 1e6,
+        counts_bytes / size.max(1),
     );
 
     let settings = Settings::default();

@@ -12,14 +12,13 @@
 //! query's terms, plus each term's document frequency. A stored document brings those as
 //! [`TermCounts`] computed when it was written, so scoring it is a lookup of each of its
 //! distinct terms among the query's; a text without them (learnings, guidelines, a
-//! document stored before they existed) is tokenised here, as 64-bit hashes
-//! (`tokens::for_each_term`), with the same result. rustc-hash's Fx hasher keys the
+//! document stored before they existed) is tokenised here into the same term ids
+//! (`term_counts::for_each_term_id`), with the same result. rustc-hash's Fx hasher keys the
 //! lookup: its keys are already hashes, and only the query's own terms are stored. The
 //! formula is the standard one (Robertson/Sparck Jones idf in Lucene's non-negative form, k1 = 1.2,
 //! b = 0.75), and the tests check it by hand.
 
-use super::term_counts::TermCounts;
-use super::tokens::for_each_term;
+use super::term_counts::{TermCounts, for_each_term_id};
 use rustc_hash::FxHashMap;
 
 /// BM25 term-frequency saturation.
@@ -62,8 +61,8 @@ pub fn rank<'a, T: Into<Terms<'a>>>(
     documents: impl IntoIterator<Item = T>,
     limit: usize,
 ) -> Vec<Hit> {
-    let mut terms: FxHashMap<u64, usize> = FxHashMap::default();
-    for_each_term(query, |t| {
+    let mut terms: FxHashMap<u32, usize> = FxHashMap::default();
+    for_each_term_id(query, |t| {
         let next = terms.len();
         terms.entry(t).or_insert(next);
     });
@@ -84,7 +83,7 @@ struct Counts {
 }
 
 fn count<'a, T: Into<Terms<'a>>>(
-    terms: &FxHashMap<u64, usize>,
+    terms: &FxHashMap<u32, usize>,
     documents: impl IntoIterator<Item = T>,
 ) -> Counts {
     let mut counts = Counts {
@@ -95,9 +94,9 @@ fn count<'a, T: Into<Terms<'a>>>(
     let mut frequency = vec![0u32; terms.len()];
     let mut present: Vec<usize> = Vec::new();
     let filter = Prefilter::of(terms.keys());
-    let query_term = |hash: u64| {
-        if filter.may_contain(hash) {
-            terms.get(&hash).copied()
+    let query_term = |id: u32| {
+        if filter.may_contain(id) {
+            terms.get(&id).copied()
         } else {
             None
         }
@@ -111,18 +110,18 @@ fn count<'a, T: Into<Terms<'a>>>(
     for (document, terms_of) in documents.into_iter().enumerate() {
         let length = match terms_of.into() {
             Terms::Counted(counted) => {
-                for &(hash, times) in counted.terms() {
-                    if let Some(term) = query_term(hash) {
-                        occurs(term, u32::from(times), &mut frequency, &mut present);
+                for &(id, times) in counted.terms() {
+                    if let Some(term) = query_term(id) {
+                        occurs(term, times, &mut frequency, &mut present);
                     }
                 }
                 counted.length()
             }
             Terms::Text(text) => {
                 let mut length = 0u32;
-                for_each_term(text, |hash| {
+                for_each_term_id(text, |id| {
                     length += 1;
-                    if let Some(term) = query_term(hash) {
+                    if let Some(term) = query_term(id) {
                         occurs(term, 1, &mut frequency, &mut present);
                     }
                 });
@@ -147,13 +146,13 @@ fn count<'a, T: Into<Terms<'a>>>(
     counts
 }
 
-/// A 4,096-bit set of the query's terms (by the top 12 bits of their hashes): most tokens
+/// A 4,096-bit set of the query's terms (by the top 12 bits of their ids): most tokens
 /// of a document are not query terms, and this rejects nearly all of them before the map
 /// lookup.
 struct Prefilter([u64; 64]);
 
 impl Prefilter {
-    fn of<'a>(terms: impl Iterator<Item = &'a u64>) -> Self {
+    fn of<'a>(terms: impl Iterator<Item = &'a u32>) -> Self {
         let mut bits = [0u64; 64];
         for &term in terms {
             let slot = Self::slot(term);
@@ -163,15 +162,15 @@ impl Prefilter {
     }
 
     #[inline]
-    fn may_contain(&self, term: u64) -> bool {
+    fn may_contain(&self, term: u32) -> bool {
         let slot = Self::slot(term);
         self.0[slot / 64] & (1 << (slot % 64)) != 0
     }
 
     /// The top bits: FNV-1a ends with a multiplication, which carries into the high bits.
     #[inline]
-    fn slot(term: u64) -> usize {
-        (term >> 52) as usize
+    fn slot(term: u32) -> usize {
+        (term >> 20) as usize
     }
 }
 

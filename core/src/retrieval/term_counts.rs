@@ -4,39 +4,55 @@
 //! occurs in it. Tokenising every candidate's text on every query made that most of a
 //! retrieval's time (a Lambda keeps no index between jobs, so nothing is reused), while
 //! a document's text changes only when it is upserted. So the corpus store keeps, beside
-//! the text, its distinct terms (as [`term_hash`](super::tokens::term_hash)es) with their
-//! counts, and a query only looks those up: a few dozen integer probes per document
-//! instead of a pass over every byte. A document stored before this existed, or whose
-//! counts cannot be read, is tokenised from its text instead, with the same result.
+//! the text, its distinct terms with their counts, and a query only looks those up: a few
+//! dozen integer probes per document instead of a pass over every byte. A document
+//! stored before this existed, or whose counts cannot be read, is tokenised from its text
+//! instead, with the same result.
+//!
+//! Terms are 32-bit ids ([`term_id`]) rather than the tokenizer's 64-bit hashes, to keep
+//! the stored counts smaller than the text they describe (about 5 bytes a distinct term;
+//! a typical hunk has ~75). The cost is rare false matches: with ~100 distinct query
+//! terms and ~100,000 distinct terms in a repository's candidates, about one query in
+//! 400 has some document in which one unrelated term counts as a query term, adding one
+//! term's weight to that document's BM25 score. Near-duplicate removal keeps the full
+//! 64-bit hashes.
 
 use super::tokens::for_each_term;
 
-/// Distinct terms with their counts (sorted by hash) and the total token count.
+/// Distinct terms with their counts (sorted by id) and the total token count.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TermCounts {
     length: u32,
-    terms: Vec<(u64, u16)>,
+    terms: Vec<(u32, u32)>,
+}
+
+/// A token's identity for lexical search: its 64-bit hash folded to 32 bits (both
+/// halves, since FNV-1a mixes its low bits least).
+pub fn term_id(hash: u64) -> u32 {
+    ((hash >> 32) as u32) ^ (hash as u32)
+}
+
+/// Call `emit` with the [`term_id`] of each token of `text`.
+pub fn for_each_term_id(text: &str, mut emit: impl FnMut(u32)) {
+    for_each_term(text, |hash| emit(term_id(hash)));
 }
 
 /// The first byte of the stored form; another layout would take another number.
 const FORMAT: u8 = 1;
+/// The format byte and the length (u32).
 const HEADER: usize = 1 + 4;
-const ENTRY: usize = 8 + 2;
 
 impl TermCounts {
-    /// The counts of `text`'s tokens. A count beyond `u16::MAX` is kept at that (the store
-    /// caps a text at 32 KiB, and a token with its separator takes at least 3 bytes, so
-    /// no stored document comes near it).
     pub fn of(text: &str) -> Self {
-        let mut hashes = Vec::new();
-        for_each_term(text, |t| hashes.push(t));
-        let length = u32::try_from(hashes.len()).unwrap_or(u32::MAX);
-        hashes.sort_unstable();
-        let mut terms: Vec<(u64, u16)> = Vec::new();
-        for hash in hashes {
+        let mut ids = Vec::new();
+        for_each_term_id(text, |id| ids.push(id));
+        let length = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        ids.sort_unstable();
+        let mut terms: Vec<(u32, u32)> = Vec::new();
+        for id in ids {
             match terms.last_mut() {
-                Some((last, count)) if *last == hash => *count = count.saturating_add(1),
-                _ => terms.push((hash, 1)),
+                Some((last, count)) if *last == id => *count = count.saturating_add(1),
+                _ => terms.push((id, 1)),
             }
         }
         TermCounts { length, terms }
@@ -47,53 +63,89 @@ impl TermCounts {
         self.length
     }
 
-    /// `(term hash, count)` of each distinct term, by hash.
-    pub fn terms(&self) -> &[(u64, u16)] {
+    /// `(term id, count)` of each distinct term, by id.
+    pub fn terms(&self) -> &[(u32, u32)] {
         &self.terms
     }
 
     /// The size of [`to_bytes`](Self::to_bytes), without building it.
     pub fn stored_len(&self) -> usize {
-        HEADER + ENTRY * self.terms.len()
+        HEADER
+            + self
+                .terms
+                .iter()
+                .map(|&(_, count)| 4 + varint_len(count))
+                .sum::<usize>()
     }
 
-    /// The stored form: a format byte, the length (u32), then 10 bytes per distinct term
-    /// (hash u64, count u16; little-endian). About half the size of a hunk's text.
+    /// The stored form: a format byte, the length (u32 little-endian), then per distinct
+    /// term its id (u32 little-endian) and its count (LEB128: one byte below 128).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(self.stored_len());
         bytes.push(FORMAT);
         bytes.extend_from_slice(&self.length.to_le_bytes());
-        for (hash, count) in &self.terms {
-            bytes.extend_from_slice(&hash.to_le_bytes());
-            bytes.extend_from_slice(&count.to_le_bytes());
+        for &(id, count) in &self.terms {
+            bytes.extend_from_slice(&id.to_le_bytes());
+            let mut rest = count;
+            while rest >= 0x80 {
+                bytes.push((rest as u8 & 0x7f) | 0x80);
+                rest >>= 7;
+            }
+            bytes.push(rest as u8);
         }
         bytes
     }
 
     /// Read the stored form back; `None` for anything [`to_bytes`](Self::to_bytes) cannot
-    /// have written (another format, a cut or padded blob, terms out of order, zero
-    /// counts), and the caller tokenises the text instead.
+    /// have written (another format, a cut or padded blob, ids out of order, zero or
+    /// overlong counts, more counted than the length), and the caller tokenises the
+    /// text instead.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
         let (&format, rest) = bytes.split_first()?;
-        if format != FORMAT || rest.len() < 4 || (rest.len() - 4) % ENTRY != 0 {
+        if format != FORMAT {
             return None;
         }
-        let (length, entries) = rest.split_at(4);
+        let (length, mut rest) = rest.split_at_checked(4)?;
         let length = u32::from_le_bytes(length.try_into().ok()?);
-        let mut terms = Vec::with_capacity(entries.len() / ENTRY);
+        let mut terms: Vec<(u32, u32)> = Vec::new();
         let mut total = 0u64;
-        for entry in entries.chunks_exact(ENTRY) {
-            let hash = u64::from_le_bytes(entry[..8].try_into().ok()?);
-            let count = u16::from_le_bytes(entry[8..].try_into().ok()?);
-            if count == 0 || terms.last().is_some_and(|(last, _)| *last >= hash) {
+        while !rest.is_empty() {
+            let (id, after) = rest.split_at_checked(4)?;
+            let id = u32::from_le_bytes(id.try_into().ok()?);
+            let (count, after) = read_varint(after)?;
+            if count == 0 || terms.last().is_some_and(|(last, _)| *last >= id) {
                 return None;
             }
             total += u64::from(count);
-            terms.push((hash, count));
+            terms.push((id, count));
+            rest = after;
         }
-        // Counts may be capped, so they can only fall short of the length, never exceed it.
-        (total <= u64::from(length)).then_some(TermCounts { length, terms })
+        (total == u64::from(length)).then_some(TermCounts { length, terms })
     }
+}
+
+fn varint_len(value: u32) -> usize {
+    match value {
+        0..0x80 => 1,
+        0x80..0x4000 => 2,
+        0x4000..0x20_0000 => 3,
+        0x20_0000..0x1000_0000 => 4,
+        _ => 5,
+    }
+}
+
+/// A LEB128 u32 and what follows it; `None` when cut, longer than five bytes, beyond
+/// `u32`, or not in its shortest form (which `to_bytes` always writes).
+fn read_varint(bytes: &[u8]) -> Option<(u32, &[u8])> {
+    let mut value = 0u64;
+    for (i, &byte) in bytes.iter().enumerate().take(5) {
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            let value = u32::try_from(value).ok()?;
+            return (varint_len(value) == i + 1).then_some((value, &bytes[i + 1..]));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -111,7 +163,7 @@ mod tests {
             counts
                 .terms()
                 .iter()
-                .find(|(h, _)| *h == term_hash(word))
+                .find(|(id, _)| *id == term_id(term_hash(word)))
                 .map_or(0, |(_, c)| *c)
         };
         // "header" alone twice, as a part of parse_header once, and "Header" lower-cased.
@@ -126,41 +178,76 @@ mod tests {
 
     #[test]
     fn the_stored_form_round_trips_and_refuses_what_it_cannot_be() {
-        let counts = TermCounts::of("let retries = config.max_retries; retry(retries)");
+        // One term 200 times (a two-byte count) among ones counted once.
+        let text = format!("let retries = config.max_retries; {}", "retry ".repeat(200));
+        let counts = TermCounts::of(&text);
         let bytes = counts.to_bytes();
-        assert_eq!(bytes.len(), HEADER + ENTRY * counts.terms().len());
         assert_eq!(bytes.len(), counts.stored_len());
+        assert_eq!(bytes.len(), HEADER + 5 * counts.terms().len() + 1);
         assert_eq!(TermCounts::from_bytes(&bytes), Some(counts.clone()));
         assert_eq!(
             TermCounts::from_bytes(&TermCounts::default().to_bytes()),
             Some(TermCounts::default())
         );
 
-        assert_eq!(TermCounts::from_bytes(&[]), None);
-        assert_eq!(
-            TermCounts::from_bytes(&bytes[..bytes.len() - 1]),
-            None,
-            "cut"
-        );
+        let refused = |bytes: &[u8], why: &str| {
+            assert_eq!(TermCounts::from_bytes(bytes), None, "{why}");
+        };
+        refused(&[], "empty");
+        refused(&bytes[..bytes.len() - 1], "cut");
+        refused(&[bytes.clone(), vec![0]].concat(), "padded");
         let mut other_format = bytes.clone();
         other_format[0] = 2;
-        assert_eq!(TermCounts::from_bytes(&other_format), None);
-        let mut swapped = bytes.clone();
-        let (a, b) = (HEADER, HEADER + ENTRY);
-        let first: Vec<u8> = swapped[a..b].to_vec();
-        let second: Vec<u8> = swapped[b..b + ENTRY].to_vec();
-        swapped[a..b].copy_from_slice(&second);
-        swapped[b..b + ENTRY].copy_from_slice(&first);
-        assert_eq!(TermCounts::from_bytes(&swapped), None, "out of order");
-        let mut zero = bytes.clone();
-        zero[HEADER + 8..HEADER + ENTRY].copy_from_slice(&0u16.to_le_bytes());
-        assert_eq!(TermCounts::from_bytes(&zero), None, "a zero count");
-        let mut short = bytes;
-        short[1..5].copy_from_slice(&1u32.to_le_bytes());
+        refused(&other_format, "another format");
+
+        // Two one-byte-count terms, hand-written: ids 7 and 9, counts 1 and 2.
+        let entry = |id: u32, count: &[u8]| [id.to_le_bytes().as_slice(), count].concat();
+        let written = |length: u32, entries: &[Vec<u8>]| {
+            [
+                vec![FORMAT],
+                length.to_le_bytes().to_vec(),
+                entries.concat(),
+            ]
+            .concat()
+        };
         assert_eq!(
-            TermCounts::from_bytes(&short),
-            None,
-            "more counted than its length"
+            TermCounts::from_bytes(&written(3, &[entry(7, &[1]), entry(9, &[2])])),
+            Some(TermCounts {
+                length: 3,
+                terms: vec![(7, 1), (9, 2)]
+            })
         );
+        refused(
+            &written(3, &[entry(9, &[2]), entry(7, &[1])]),
+            "out of order",
+        );
+        refused(
+            &written(2, &[entry(7, &[1]), entry(7, &[1])]),
+            "a repeated id",
+        );
+        refused(&written(0, &[entry(7, &[0])]), "a zero count");
+        refused(
+            &written(4, &[entry(7, &[1]), entry(9, &[2])]),
+            "length disagrees",
+        );
+        refused(&written(1, &[entry(7, &[0x81, 0x00])]), "overlong count");
+        refused(
+            &written(1, &[entry(7, &[0xff, 0xff, 0xff, 0xff, 0x7f])]),
+            "count beyond u32",
+        );
+        refused(&written(1, &[entry(7, &[0x80])]), "count cut");
+    }
+
+    #[test]
+    fn varints_round_trip_at_every_width() {
+        for value in [1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, u32::MAX] {
+            let counts = TermCounts {
+                length: value,
+                terms: vec![(1, value)],
+            };
+            let bytes = counts.to_bytes();
+            assert_eq!(bytes.len(), HEADER + 4 + varint_len(value), "{value}");
+            assert_eq!(TermCounts::from_bytes(&bytes), Some(counts), "{value}");
+        }
     }
 }

@@ -66,10 +66,10 @@ pub fn merge(stored: Document, incoming: &Document) -> Document {
 }
 
 /// Term counts larger than this are not kept (the text is tokenised at query time
-/// instead). Code of 32 KiB has a few thousand distinct terms (tens of KB); only text
-/// built of nothing but distinct short words comes near it, and it must not push an item
-/// towards DynamoDB's 400 KB.
-pub const MAX_TERMS_BYTES: usize = 64 * 1024;
+/// instead), so they never outweigh the text they describe. Code of 32 KiB has a few
+/// thousand distinct terms (~5 bytes each, ~15 KB); only text built of nothing but
+/// distinct short words goes past it.
+pub const MAX_TERMS_BYTES: usize = 32 * 1024;
 
 /// `doc` as the store writes it: within the limits ([`capped`]) and with the term counts
 /// of its (possibly cut) text, which lexical search reads instead of tokenising the text
@@ -251,7 +251,7 @@ mod tests {
             Some(TermCounts::of("fn retry_after(header: Header)"))
         );
 
-        // 32 KiB of distinct three-letter words: ~8,000 distinct terms, 80 KB of counts.
+        // 32 KiB of distinct three-letter words: ~8,000 distinct terms, 40 KB of counts.
         let letters = |i: usize| {
             let c = |n: usize| char::from(b'a' + u8::try_from(n % 26).unwrap_or(0));
             format!("{}{}{} ", c(i / 676), c(i / 26), c(i))
