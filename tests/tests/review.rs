@@ -333,9 +333,19 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
     let queue = std::sync::Arc::new(
         parley_queue::sqlite::SqliteQueue::open_in_memory(Default::default()).expect("queue"),
     );
-    let services = parley_tests::clients::services(&h.github, &h.llm, fresh.clone(), queue);
+    let corpus = std::sync::Arc::new(
+        parley_store::sqlite::SqliteStore::open_in_memory().expect("corpus store"),
+    );
+    let services = parley_tests::clients::services_with_retrieval(
+        &h.github,
+        &h.llm,
+        fresh.clone(),
+        queue,
+        corpus.clone(),
+        None,
+    );
     let handler = parley_core::review::ReviewHandler::new(services);
-    use parley_core::ports::JobHandler;
+    use parley_core::ports::{Corpus, CorpusStore, JobHandler};
     handler
         .handle(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
@@ -346,6 +356,21 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
     assert_eq!(found.map(|f| f.title), Some("SQL injection".to_string()));
     let run = fresh.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
     assert_eq!(run.state, RunState::Published);
+
+    // What the dead worker never got to: the review remembered for retrieval, with the
+    // recovered finding and the PR's hunks.
+    let findings = corpus.documents(REPO, Corpus::Finding, 10).await.unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert!(
+        findings[0].text.contains("SQL injection"),
+        "{}",
+        findings[0].text
+    );
+    let code = corpus.documents(REPO, Corpus::Code, 10).await.unwrap();
+    assert!(
+        code.iter().any(|d| d.path.as_deref() == Some("src/db.rs")),
+        "{code:#?}"
+    );
 }
 
 async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) {

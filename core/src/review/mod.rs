@@ -1006,7 +1006,47 @@ impl ReviewHandler {
         run.review_id = Some(review.id);
         run.review_url = Some(review.html_url.clone());
         runs::finish(store, run, RunState::Published).await?;
+        // The crash may have come before the review was remembered for retrieval: do it
+        // now, as publishing does (failing open), rather than wait for the PR's next review.
+        let findings: Vec<Finding> = on_pr
+            .into_iter()
+            .filter(|f| f.review_id == Some(review.id))
+            .collect();
+        self.remember_recovered(scope, job.number, pr, config, &findings)
+            .await;
         Ok(())
+    }
+
+    /// [`crate::retrieval::remember::review`] for a recovered review, which has no file
+    /// listing of its own: one more read, and a failure only leaves the remembering to
+    /// the PR's next review.
+    async fn remember_recovered(
+        &self,
+        scope: &RepoScope,
+        number: u64,
+        pr: &PullRequest,
+        config: &RepoConfig,
+        findings: &[Finding],
+    ) {
+        if !config.retrieval.enabled {
+            return;
+        }
+        let files = match analyse::PullFiles::fetch(self.services.github.as_ref(), scope, number)
+            .await
+        {
+            Ok(listing) => listing.files,
+            Err(err) => {
+                tracing::warn!(repo = %scope.full_name(), number, error = %err, "could not list the PR's files to remember the recovered review; its next review will");
+                return;
+            }
+        };
+        let repo = scope.full_name();
+        let pr_ref = crate::retrieval::documents::PrRef {
+            repo: &repo,
+            number,
+            title: &pr.title,
+        };
+        crate::retrieval::remember::review(&self.services, config, pr_ref, &files, findings).await;
     }
 }
 
