@@ -15,7 +15,7 @@ use parley_core::embedding::EmbeddingHandler;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewTrigger};
 use parley_core::mention::Handles;
 use parley_core::ports::{
-    Corpus, CorpusStore, Embedder, JobHandler, PollingQueue, QueueName, Store,
+    Corpus, CorpusStore, Embedder, FindingState, JobHandler, PollingQueue, QueueName, Store,
 };
 use parley_core::repo::ConfigLoader;
 use parley_core::review::ReviewHandler;
@@ -80,6 +80,7 @@ on_both_stores!(
     embeddings_down_or_garbage_change_nothing_but_the_context_note,
     retrieval_off_remembers_and_retrieves_nothing,
     an_answer_cites_an_earlier_review_thread,
+    a_finding_held_again_after_a_concession_is_shown_open,
 );
 
 #[derive(Clone, Copy)]
@@ -609,6 +610,57 @@ async fn an_answer_cites_an_earlier_review_thread(backend: Backend) {
         replies[0]
     );
     assert!(replies[0].contains("thread — PR #1"), "{}", replies[0]);
+}
+
+/// A state change with no outcome behind it (a conceded finding held again in its
+/// thread) reaches the finding's document too, so a later review or the judge does not
+/// see it as set aside.
+async fn a_finding_held_again_after_a_concession_is_shown_open(backend: Backend) {
+    let world = World::start(backend).await;
+    world.review(&world.services, PR1, HEAD1).await;
+    let mut finding = world
+        .store
+        .findings_for_pr(REPO, PR1)
+        .await
+        .expect("findings")
+        .into_iter()
+        .find(|f| f.title == FINDING1)
+        .expect("PR 1's finding is stored");
+    // Conceded earlier (as a concession's outcome records it, document included).
+    finding.state = FindingState::WontFix;
+    world.store.put_finding(&finding).await.expect("store");
+    parley_core::retrieval::remember::outcome(world.corpus.as_ref(), &finding).await;
+    let state = |docs: Vec<parley_core::ports::Document>| docs[0].attributes["state"].clone();
+    assert_eq!(state(world.documents(Corpus::Finding).await), "wont_fix");
+
+    // bob brings new evidence; Parley holds the finding, which opens it again.
+    world.llm.answer(
+        CONVERSATION,
+        &json!({"reply": "On second look the colon check is still missing.", "resolution": "maintain"})
+            .to_string(),
+    );
+    let root = finding.comment_id.expect("posted inline");
+    ConversationHandler::new(world.services.clone())
+        .handle(inline_comment(
+            &world,
+            PR1,
+            "Are you sure? It was conceded.",
+            Some(root),
+            13,
+            PATCH1,
+        ))
+        .await
+        .expect("PR 1 turn");
+    let stored = world
+        .store
+        .findings_for_pr(REPO, PR1)
+        .await
+        .expect("findings")
+        .into_iter()
+        .find(|f| f.id == finding.id)
+        .expect("still stored");
+    assert_eq!(stored.state, FindingState::Open);
+    assert_eq!(state(world.documents(Corpus::Finding).await), "open");
 }
 
 /// `{"findings": [...]}` with one finding per `(line, title)` on `src/parse.rs`.

@@ -708,9 +708,15 @@ impl ConversationHandler {
             )
             .await;
             // The model agreed the finding was wrong: a rejection, whoever it lifts it for.
+            // Recording it also rewrites the finding's retrieval document; any other
+            // change of state (a conceded finding held again) is written there directly.
             if resolution == Resolution::Concede {
                 self.record_concession(snap, &in_play.finding.id, trigger)
                     .await;
+            } else if state != in_play.finding.state {
+                let mut changed = in_play.finding.clone();
+                changed.state = state;
+                crate::retrieval::remember::outcome(self.services.corpus.as_ref(), &changed).await;
             }
             if state != in_play.finding.state {
                 crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
