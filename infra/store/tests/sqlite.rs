@@ -102,3 +102,61 @@ async fn in_memory_store_works_and_is_private() {
     assert_eq!(a.claim("k", HOUR).await.unwrap(), Claim::Won);
     assert_eq!(b.claim("k", HOUR).await.unwrap(), Claim::Won);
 }
+
+/// A file written before term counts were kept (schema version 4, no `terms` column)
+/// is migrated in place: its documents still read, without counts (lexical search then
+/// tokenises their text), and gain them when next upserted.
+#[tokio::test]
+async fn a_version_4_file_gains_term_counts_without_losing_documents() {
+    use parley_core::ports::{Corpus, CorpusStore, Document};
+    use parley_core::retrieval::TermCounts;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("parley.db");
+    let now = time::macros::datetime!(2025-03-01 12:00 UTC);
+    let doc = Document {
+        repo: "octo-org/old".into(),
+        corpus: Corpus::Code,
+        key: "aa11".into(),
+        text: "fn parse_header(line: &str) {}".into(),
+        path: Some("src/parse.rs".into()),
+        language: Some("rust".into()),
+        function_context: None,
+        attributes: Default::default(),
+        occurrences: Vec::new(),
+        vector: None,
+        terms: None,
+        created_at: now,
+        updated_at: now,
+    };
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        store.upsert_document(&doc).await.unwrap();
+    }
+    // Back to what a build before term counts left behind.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute_batch(
+        "ALTER TABLE store_documents DROP COLUMN terms; UPDATE store_schema SET version = 4;",
+    )
+    .unwrap();
+    drop(raw);
+
+    let store = SqliteStore::open(&path).expect("migrates to the current schema");
+    let read = |store: &SqliteStore| {
+        let store = store.clone();
+        async move {
+            store
+                .document("octo-org/old", Corpus::Code, "aa11")
+                .await
+                .expect("reads")
+                .expect("still there")
+        }
+    };
+    assert_eq!(read(&store).await, doc, "the document, without counts");
+    store.upsert_document(&doc).await.unwrap();
+    assert_eq!(
+        read(&store).await.terms,
+        Some(TermCounts::of(&doc.text)),
+        "counted on the next upsert"
+    );
+}
