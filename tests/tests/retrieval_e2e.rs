@@ -226,17 +226,21 @@ impl World {
         reviews[0]["body"].as_str().unwrap_or_default().to_string()
     }
 
-    /// PR 1's finding, rejected with a 👎 and the PR closed (the bookkeeping job records
-    /// the outcome, which must reach the finding's retrieval document).
-    async fn reject_finding_and_close_pr1(&self) {
-        let finding = self
-            .store
+    /// PR 1's finding as stored now.
+    async fn pr1_finding(&self) -> parley_core::ports::Finding {
+        self.store
             .findings_for_pr(REPO, PR1)
             .await
             .expect("findings")
             .into_iter()
             .find(|f| f.title == FINDING1)
-            .expect("PR 1's finding is stored");
+            .expect("PR 1's finding is stored")
+    }
+
+    /// PR 1's finding, rejected with a 👎 and the PR closed (the bookkeeping job records
+    /// the outcome, which must reach the finding's retrieval document).
+    async fn reject_finding_and_close_pr1(&self) {
+        let finding = self.pr1_finding().await;
         self.github.react_to_review_comment(
             finding.comment_id.expect("posted inline"),
             "-1",
@@ -618,14 +622,7 @@ async fn an_answer_cites_an_earlier_review_thread(backend: Backend) {
 async fn a_finding_held_again_after_a_concession_is_shown_open(backend: Backend) {
     let world = World::start(backend).await;
     world.review(&world.services, PR1, HEAD1).await;
-    let mut finding = world
-        .store
-        .findings_for_pr(REPO, PR1)
-        .await
-        .expect("findings")
-        .into_iter()
-        .find(|f| f.title == FINDING1)
-        .expect("PR 1's finding is stored");
+    let mut finding = world.pr1_finding().await;
     // Conceded earlier (as a concession's outcome records it, document included).
     finding.state = FindingState::WontFix;
     world.store.put_finding(&finding).await.expect("store");
@@ -651,15 +648,7 @@ async fn a_finding_held_again_after_a_concession_is_shown_open(backend: Backend)
         ))
         .await
         .expect("PR 1 turn");
-    let stored = world
-        .store
-        .findings_for_pr(REPO, PR1)
-        .await
-        .expect("findings")
-        .into_iter()
-        .find(|f| f.id == finding.id)
-        .expect("still stored");
-    assert_eq!(stored.state, FindingState::Open);
+    assert_eq!(world.pr1_finding().await.state, FindingState::Open);
     assert_eq!(state(world.documents(Corpus::Finding).await), "open");
 }
 

@@ -4,12 +4,11 @@
 
 mod common;
 
+use common::{at, document, occurrence};
 use parley_core::ports::{Corpus, CorpusStore, Document, Occurrence, QuantizedVector, StoreError};
 use parley_core::retrieval::TermCounts;
 use parley_store::corpus_rules::{MAX_DOCUMENT_BYTES, MAX_TEXT_BYTES};
 use std::sync::Arc;
-use time::OffsetDateTime;
-use time::macros::datetime;
 
 const REPO: &str = "octo-org/corpus";
 
@@ -52,47 +51,6 @@ fn as_stored(doc: &Document) -> Document {
     Document {
         terms: Some(TermCounts::of(&doc.text)),
         ..doc.clone()
-    }
-}
-
-fn at(day: i64, nanos: i64) -> OffsetDateTime {
-    datetime!(2025-03-01 12:00 UTC) + time::Duration::days(day) + time::Duration::nanoseconds(nanos)
-}
-
-fn occurrence(pr: u64, path: &str, start_line: u32, day: i64) -> Occurrence {
-    Occurrence {
-        pr,
-        pr_title: format!("Fix the parser ({pr})"),
-        path: path.into(),
-        start_line,
-        line_count: 7,
-        created_at: at(day, 0),
-    }
-}
-
-fn document(
-    repo: &str,
-    corpus: Corpus,
-    key: &str,
-    text: &str,
-    updated: OffsetDateTime,
-) -> Document {
-    Document {
-        repo: repo.into(),
-        corpus,
-        key: key.into(),
-        text: text.into(),
-        path: Some("src/parse.rs".into()),
-        language: Some("rust".into()),
-        function_context: Some("fn parse_header(input: &str)".into()),
-        attributes: [("severity".to_string(), "high".to_string())]
-            .into_iter()
-            .collect(),
-        occurrences: vec![occurrence(1, "src/parse.rs", 10, 0)],
-        vector: None,
-        terms: None,
-        created_at: updated,
-        updated_at: updated,
     }
 }
 

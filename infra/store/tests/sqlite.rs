@@ -108,27 +108,18 @@ async fn in_memory_store_works_and_is_private() {
 /// tokenises their text), and gain them when next upserted.
 #[tokio::test]
 async fn a_version_4_file_gains_term_counts_without_losing_documents() {
-    use parley_core::ports::{Corpus, CorpusStore, Document};
+    use parley_core::ports::{Corpus, CorpusStore};
     use parley_core::retrieval::TermCounts;
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("parley.db");
-    let now = time::macros::datetime!(2025-03-01 12:00 UTC);
-    let doc = Document {
-        repo: "octo-org/old".into(),
-        corpus: Corpus::Code,
-        key: "aa11".into(),
-        text: "fn parse_header(line: &str) {}".into(),
-        path: Some("src/parse.rs".into()),
-        language: Some("rust".into()),
-        function_context: None,
-        attributes: Default::default(),
-        occurrences: Vec::new(),
-        vector: None,
-        terms: None,
-        created_at: now,
-        updated_at: now,
-    };
+    let doc = common::document(
+        "octo-org/old",
+        Corpus::Code,
+        "aa11",
+        "fn parse_header(line: &str) {}",
+        common::at(0, 0),
+    );
     {
         let store = SqliteStore::open(&path).unwrap();
         store.upsert_document(&doc).await.unwrap();

@@ -11,7 +11,8 @@ use aws_config::meta::region::RegionProviderChain;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use parley_core::ports::{
-    CorpusStore, Finding, FindingOutcome, FindingState, Installation, Severity, Store, Verdict,
+    Corpus, CorpusStore, Document, Finding, FindingOutcome, FindingState, Installation, Occurrence,
+    Severity, Store, Verdict,
 };
 use parley_store::{DynamoStore, SqliteStore, TableNames, create_tables};
 use std::path::PathBuf;
@@ -184,6 +185,50 @@ impl Vandal for DynamoVandal {
 }
 
 // --- sample records -------------------------------------------------------------------
+
+/// A moment `day` days (and `nanos` ns) after a fixed start.
+pub fn at(day: i64, nanos: i64) -> OffsetDateTime {
+    datetime!(2025-03-01 12:00 UTC) + time::Duration::days(day) + time::Duration::nanoseconds(nanos)
+}
+
+/// Where a corpus document was seen: PR `pr`, on `day`.
+pub fn occurrence(pr: u64, path: &str, start_line: u32, day: i64) -> Occurrence {
+    Occurrence {
+        pr,
+        pr_title: format!("Fix the parser ({pr})"),
+        path: path.into(),
+        start_line,
+        line_count: 7,
+        created_at: at(day, 0),
+    }
+}
+
+/// A code-like corpus document with one occurrence and one attribute.
+pub fn document(
+    repo: &str,
+    corpus: Corpus,
+    key: &str,
+    text: &str,
+    updated: OffsetDateTime,
+) -> Document {
+    Document {
+        repo: repo.into(),
+        corpus,
+        key: key.into(),
+        text: text.into(),
+        path: Some("src/parse.rs".into()),
+        language: Some("rust".into()),
+        function_context: Some("fn parse_header(input: &str)".into()),
+        attributes: [("severity".to_string(), "high".to_string())]
+            .into_iter()
+            .collect(),
+        occurrences: vec![occurrence(1, "src/parse.rs", 10, 0)],
+        vector: None,
+        terms: None,
+        created_at: updated,
+        updated_at: updated,
+    }
+}
 
 pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Finding {
     Finding {
