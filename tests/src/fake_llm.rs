@@ -28,6 +28,8 @@ pub struct Prompt {
     pub response_format: Option<String>,
     /// The `x-api-key` header the client sent.
     pub api_key: Option<String>,
+    /// The output tokens asked for (`max_tokens`, or OpenAI's `max_completion_tokens`).
+    pub max_tokens: Option<u64>,
 }
 
 impl Prompt {
@@ -249,6 +251,9 @@ async fn handle(
                 .collect()
         })
         .unwrap_or_default();
+    let max_tokens = request["max_tokens"]
+        .as_u64()
+        .or_else(|| request["max_completion_tokens"].as_u64());
     let prompt = if openai {
         Prompt {
             system: all
@@ -265,6 +270,7 @@ async fn handle(
                 .as_str()
                 .map(str::to_string),
             api_key,
+            max_tokens,
         }
     } else {
         Prompt {
@@ -272,6 +278,7 @@ async fn handle(
             messages: all,
             response_format: None,
             api_key,
+            max_tokens,
         }
     };
     if let Some(kind) = &prompt.response_format {

@@ -349,6 +349,36 @@ async fn a_local_git_range_is_reviewed_without_github() {
 }
 
 /// Each bad input: one line naming the fix, exit status 2, nothing posted.
+/// `LLM_MAX_OUTPUT_TOKENS` lowers what every call asks for (a specialist pass asks for
+/// 4,096), so a small local model that never closes its JSON stops early.
+#[tokio::test]
+async fn an_output_cap_lowers_what_every_call_asks_for() {
+    let rig = Rig::start().await;
+    let mut env = rig.env();
+    env.push(("LLM_MAX_OUTPUT_TOKENS".into(), "512".into()));
+    let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("SQL injection"), "{}", stdout(&out));
+    let asked: Vec<Option<u64>> = rig.llm.prompts().iter().map(|p| p.max_tokens).collect();
+    assert!(asked.len() >= 5, "{asked:?}");
+    assert!(asked.iter().all(|t| *t == Some(512)), "{asked:?}");
+
+    // Without it, the passes ask for what they need.
+    let before = asked.len();
+    let out = run(
+        &rig,
+        args(&["review", "octo-org/hello-world#42"]),
+        rig.env(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let uncapped: Vec<Option<u64>> = rig.llm.prompts()[before..]
+        .iter()
+        .map(|p| p.max_tokens)
+        .collect();
+    assert!(uncapped.contains(&Some(4096)), "{uncapped:?}");
+}
+
 #[tokio::test]
 async fn bad_input_is_one_line_that_names_the_fix() {
     let rig = Rig::start().await;
@@ -391,6 +421,11 @@ async fn bad_input_is_one_line_that_names_the_fix() {
             args(&["review", reference]),
             with("LLM_BASE_URL", "http://127.0.0.1:9"),
             "the model did not answer",
+        ),
+        (
+            args(&["review", reference]),
+            with("LLM_MAX_OUTPUT_TOKENS", "12"),
+            "LLM_MAX_OUTPUT_TOKENS must be a whole number of at least 256",
         ),
     ];
     for (argv, env, expected) in cases {

@@ -23,7 +23,8 @@ pub enum ClientError {
     Secret(#[from] secrets::SecretError),
     #[error("GitHub client: {0}")]
     GitHub(#[from] parley_core::ports::GitHubError),
-    /// A bad `LLM_MAX_CONCURRENCY`: refuse to start rather than ignore the limit.
+    /// A bad `LLM_MAX_CONCURRENCY` or `LLM_MAX_OUTPUT_TOKENS`: refuse to start rather
+    /// than ignore the limit.
     #[error("{0}")]
     Llm(#[from] parley_core::ports::llm::LlmError),
     /// A budget that cannot be read would be a budget silently not enforced.
@@ -69,7 +70,12 @@ pub async fn llm_from_env(env: &Env) -> Result<Arc<dyn Llm>, ClientError> {
     // One limit for the whole process: every job's calls queue in the same line.
     let slots =
         parley_llm::limit::slots_from(lookup(parley_llm::limit::MAX_CONCURRENCY_ENV).as_deref())?;
-    Ok(Arc::new(parley_llm::limit::Limited::new(llm, slots)))
+    let cap = parley_llm::limit::output_cap_from(
+        lookup(parley_llm::limit::MAX_OUTPUT_TOKENS_ENV).as_deref(),
+    )?;
+    Ok(Arc::new(
+        parley_llm::limit::Limited::new(llm, slots).with_output_cap(cap),
+    ))
 }
 
 /// The embeddings provider from `EMBEDDINGS_PROVIDER`, `EMBEDDINGS_MODEL`,
