@@ -379,6 +379,34 @@ async fn an_output_cap_lowers_what_every_call_asks_for() {
     assert!(uncapped.contains(&Some(4096)), "{uncapped:?}");
 }
 
+/// A model that answers every pass with something that is not a review (a small local
+/// model's runaway or malformed JSON) is told apart from one that does not answer: the
+/// fix is a different model, not the server's address.
+#[tokio::test]
+async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
+    let rig = Rig::start().await;
+    rig.llm.remove_rules(SECURITY);
+    // Cut off mid-object, as a capped runaway reply is, every time (the repair retry too).
+    rig.llm
+        .default_reply(r#"{"findings": [{"path": "src/db.rs", "line": 3, "title": "SQL inj"#);
+    let out = run(
+        &rig,
+        args(&["review", "octo-org/hello-world#42"]),
+        rig.env(),
+    )
+    .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the model answered, but not with a usable review"),
+        "{err}"
+    );
+    assert!(err.contains("LLM_MAX_OUTPUT_TOKENS"), "{err}");
+    assert!(!err.contains("LLM_BASE_URL"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
 #[tokio::test]
 async fn bad_input_is_one_line_that_names_the_fix() {
     let rig = Rig::start().await;

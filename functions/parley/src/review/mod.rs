@@ -15,7 +15,7 @@ use parley_core::config::RepoConfig;
 use parley_core::llm::{MeteredLlm, UsageTally};
 use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
-use parley_core::ports::llm::Llm;
+use parley_core::ports::llm::{Llm, LlmError};
 use parley_core::ports::{GitHub, GitHubError, Store};
 use parley_core::repo::{ConfigLoader, load_guidelines};
 use parley_core::review::analyse::{self, Analysis, PullFiles, Subject};
@@ -86,6 +86,14 @@ pub enum CliError {
          is running"
     )]
     Llm(String),
+    /// The model answered every pass, but never in a shape a review can use: the server
+    /// is fine, the model (or its output cap) is not.
+    #[error(
+        "the model answered, but not with a usable review ({0}); small models often cannot \
+         follow the review format: try a larger one (and if its replies are cut off, raise \
+         or unset LLM_MAX_OUTPUT_TOKENS)"
+    )]
+    Unusable(String),
     #[error(transparent)]
     Local(#[from] local::LocalError),
     #[error("{0}")]
@@ -337,6 +345,9 @@ async fn analysis(
     analyse::analyse(store, llm, config, subject, silenced, progress)
         .await
         .map_err(|err| match err {
+            ReviewError::AllPassesFailed(e @ LlmError::InvalidOutput { .. }) => {
+                CliError::Unusable(e.public_reason().to_string())
+            }
             ReviewError::AllPassesFailed(e) => CliError::Llm(e.public_reason().to_string()),
             other => CliError::Setup(other.to_string()),
         })
