@@ -349,6 +349,82 @@ async fn a_local_git_range_is_reviewed_without_github() {
 }
 
 /// Each bad input: one line naming the fix, exit status 2, nothing posted.
+/// A terminal review searches what `parley serve` remembered in the same local store
+/// (here: a hunk of an earlier PR touching the same query), shows it to the specialists
+/// and lists it; it writes nothing there itself.
+#[tokio::test]
+async fn a_terminal_review_uses_what_the_local_store_remembers() {
+    use parley_core::ports::{Corpus, CorpusStore, Document, Occurrence};
+    let rig = Rig::start().await;
+    const EARLIER: &str = "let row = db.query(\"SELECT * FROM users WHERE id = ?\", &[&id])?;";
+    let now = time::OffsetDateTime::now_utc();
+    let earlier = Document {
+        repo: REPO.into(),
+        corpus: Corpus::Code,
+        key: "e1".repeat(32),
+        text: format!("Parameterise the users query\nsrc/users.rs\nfn find_user(\n{EARLIER}"),
+        path: Some("src/users.rs".into()),
+        language: Some("rust".into()),
+        function_context: Some("fn find_user(id: &str) -> Result<User>".into()),
+        attributes: Default::default(),
+        occurrences: vec![Occurrence {
+            pr: 7,
+            pr_title: "Parameterise the users query".into(),
+            path: "src/users.rs".into(),
+            start_line: 3,
+            line_count: 1,
+            created_at: now,
+        }],
+        vector: None,
+        terms: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let db = rig.dir.path().join("parley.db");
+    {
+        let store = parley_store::sqlite::SqliteStore::open(&db).expect("local store");
+        store.upsert_document(&earlier).await.expect("remembered");
+    }
+
+    let out = run(
+        &rig,
+        args(&["review", "octo-org/hello-world#42"]),
+        rig.env(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Context used (earlier reviews in the local store):"),
+        "{text}"
+    );
+    assert!(text.contains("PR #7 `src/users.rs`"), "{text}");
+    let prompts = rig.llm.prompts();
+    let security = prompts
+        .iter()
+        .map(|p| p.text())
+        .find(|t| t.contains(SECURITY))
+        .expect("the security pass");
+    assert!(security.contains(EARLIER), "{security}");
+
+    // JSON lists it too; and the store holds only what was put there.
+    let out = run(
+        &rig,
+        args(&["review", "octo-org/hello-world#42", "--format", "json"]),
+        rig.env(),
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert_eq!(
+        json["context_used"].as_array().map(Vec::len),
+        Some(1),
+        "{json}"
+    );
+    let store = parley_store::sqlite::SqliteStore::open(&db).expect("local store");
+    let code = store.documents(REPO, Corpus::Code, 10).await.expect("read");
+    assert_eq!(code.len(), 1, "{code:#?}");
+}
+
 /// `LLM_MAX_OUTPUT_TOKENS` lowers what every call asks for (a specialist pass asks for
 /// 4,096), so a small local model that never closes its JSON stops early.
 #[tokio::test]

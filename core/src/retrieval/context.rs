@@ -303,7 +303,7 @@ pub fn context_used(provenance: &Provenance, handles: &Handles) -> String {
 }
 
 /// `code — PR #12 `src/a.rs` lines 3-9`.
-fn citation(item: &Cited) -> String {
+pub(crate) fn citation(item: &Cited) -> String {
     let mut out = item.source.name().trim_end_matches('s').to_string();
     out.push_str(" —");
     if let Some(pr) = item.pr {

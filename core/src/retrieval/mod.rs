@@ -147,6 +147,16 @@ impl Retrieved {
     pub fn context_used(&self, handles: &Handles) -> String {
         context::context_used(&self.provenance, handles)
     }
+
+    /// One line per item put in the prompt (`code — PR #1 \`src/parse.rs\` lines 10-17`),
+    /// for a report that is not a PR comment (the terminal review).
+    pub fn citations(&self) -> Vec<String> {
+        self.provenance
+            .included
+            .iter()
+            .map(context::citation)
+            .collect()
+    }
 }
 
 /// Find context for `query` in `repo`: the stored corpora read from `store` (the newest

@@ -18,12 +18,14 @@ use parley_core::ports::github::RepoScope;
 use parley_core::ports::llm::{Llm, LlmError};
 use parley_core::ports::{GitHub, GitHubError, Store};
 use parley_core::repo::{ConfigLoader, load_guidelines};
+use parley_core::retrieval::Recall;
 use parley_core::review::analyse::{self, Analysis, PullFiles, Subject};
 use parley_core::review::merge::Candidate;
 use parley_core::review::publish::{self, Identified};
 use parley_core::review::{ReviewError, summary};
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
+use parley_store::sqlite::SqliteStore;
 use render::Format;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -131,6 +133,9 @@ pub struct Report {
     pub usage: UsageTally,
     /// The posted review's URL, with `--post`.
     pub posted: Option<String>,
+    /// What retrieval put in the prompts from the local store's earlier reviews, one line
+    /// each.
+    pub context_used: Vec<String>,
 }
 
 /// Run one review and return what to print.
@@ -141,6 +146,16 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
     let prices =
         Arc::new(parley_runtime::clients::prices(env).map_err(|e| CliError::Setup(e.to_string()))?);
     let store = local_store(env).await?;
+    // What `parley serve` remembered in the same file is searched too (read only: a
+    // terminal review writes nothing for later retrieval). No embeddings provider means
+    // lexical search, as in the App.
+    let embedder = parley_runtime::clients::embedder_from_env(env)
+        .await
+        .map_err(|e| CliError::Setup(e.to_string()))?;
+    let recall = Recall {
+        corpus: store.as_ref(),
+        embedder: embedder.as_deref(),
+    };
     let silenced = Handles::new(
         &env("GITHUB_APP_SLUG").unwrap_or_else(|| "parley".into()),
         &[],
@@ -157,6 +172,7 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
                 args.post,
                 env,
                 store.as_ref(),
+                recall,
                 &metered,
                 &silenced,
                 &progress,
@@ -166,11 +182,27 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
         (None, Some(range), _) => {
             let range = Some(range.as_str()).filter(|r| !r.is_empty());
             let change = local::from_git(&args.repo_dir, range)?;
-            review_local(change, store.as_ref(), &metered, &silenced, &progress).await?
+            review_local(
+                change,
+                store.as_ref(),
+                recall,
+                &metered,
+                &silenced,
+                &progress,
+            )
+            .await?
         }
         (None, None, Some(source)) => {
             let change = local::from_diff(source, &args.repo_dir)?;
-            review_local(change, store.as_ref(), &metered, &silenced, &progress).await?
+            review_local(
+                change,
+                store.as_ref(),
+                recall,
+                &metered,
+                &silenced,
+                &progress,
+            )
+            .await?
         }
         (None, None, None) => {
             return Err(CliError::Setup(
@@ -187,6 +219,7 @@ async fn review_pull(
     post: bool,
     env: &Env,
     store: &dyn Store,
+    recall: Recall<'_>,
     llm: &MeteredLlm,
     silenced: &Handles,
     progress: &progress::Bar,
@@ -240,8 +273,7 @@ async fn review_pull(
         pr_paths: &listing.paths,
         guidelines: &guidelines,
         earlier: &earlier,
-        // The terminal review has no corpus of earlier PRs to search.
-        recall: None,
+        recall: Some(recall),
     };
     let analysis = analysis(store, llm, &loaded.config, &subject, silenced, progress).await?;
     let mut report = report(
@@ -287,6 +319,7 @@ async fn review_pull(
 async fn review_local(
     change: local::LocalChange,
     store: &dyn Store,
+    recall: Recall<'_>,
     llm: &MeteredLlm,
     silenced: &Handles,
     progress: &progress::Bar,
@@ -307,7 +340,7 @@ async fn review_local(
         pr_paths: &listing.paths,
         guidelines: &change.guidelines,
         earlier: &[],
-        recall: None,
+        recall: Some(recall),
     };
     for warning in &change.warnings {
         eprintln!("warning: .parley.yml {warning}");
@@ -389,6 +422,7 @@ fn report(
         suppressed: analysis.suppressed.len(),
         usage: llm.tally(),
         posted: None,
+        context_used: analysis.retrieved.citations(),
     }
 }
 
@@ -477,9 +511,9 @@ pub fn first_run_message(reason: &str) -> String {
 }
 
 /// The local SQLite store (`PARLEY_DB_PATH`): what `parley serve` learned applies here too.
-async fn local_store(env: &Env) -> Result<Arc<dyn Store>, CliError> {
+async fn local_store(env: &Env) -> Result<Arc<SqliteStore>, CliError> {
     let path = env("PARLEY_DB_PATH").unwrap_or_else(|| ".parley/parley.db".into());
-    let store = parley_store::sqlite::SqliteStore::open(std::path::Path::new(&path))
+    let store = SqliteStore::open(std::path::Path::new(&path))
         .map_err(|e| CliError::Setup(format!("cannot open the local store at {path}: {e}")))?;
     Ok(Arc::new(store))
 }

@@ -139,6 +139,12 @@ fn footer(report: &Report, markdown: bool) -> String {
             out.push_str(&format!("{bullet}{pass}: {reason}\n"));
         }
     }
+    if !report.context_used.is_empty() {
+        out.push_str("\nContext used (earlier reviews in the local store):\n");
+        for item in &report.context_used {
+            out.push_str(&format!("{bullet}{item}\n"));
+        }
+    }
     if report.below_threshold > 0 || report.suppressed > 0 {
         out.push_str(&format!(
             "\n{} below the confidence threshold ({}), {} suppressed by learnings.\n",
@@ -199,6 +205,7 @@ fn json_value(report: &Report) -> Value {
             "cost_usd": report.usage.cost_usd(),
         },
         "posted": report.posted,
+        "context_used": report.context_used,
     })
 }
 
