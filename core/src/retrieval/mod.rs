@@ -41,7 +41,7 @@ use time::OffsetDateTime;
 
 /// Where retrieval reads: the corpus store, and the embedder when one is configured.
 /// Borrowed from [`crate::services::Services`] by the workers; `parley review` in a
-/// terminal has none and reviews without retrieval.
+/// terminal reads the local store.
 #[derive(Clone, Copy)]
 pub struct Recall<'a> {
     pub corpus: &'a dyn CorpusStore,

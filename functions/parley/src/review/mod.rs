@@ -162,47 +162,28 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
     );
     let progress = progress::Bar::new(args.quiet);
     let metered = MeteredLlm::new(llm, prices);
+    let session = Session {
+        store: store.as_ref(),
+        recall,
+        llm: &metered,
+        silenced: &silenced,
+        progress: &progress,
+    };
     let report = match (&args.pull, &args.git, &args.diff) {
         (Some(_), _, _) => {
             let Some(pull) = &pull else {
                 return Err(CliError::Setup("no PR reference".into()));
             };
-            review_pull(
-                pull,
-                args.post,
-                env,
-                store.as_ref(),
-                recall,
-                &metered,
-                &silenced,
-                &progress,
-            )
-            .await?
+            review_pull(pull, args.post, env, &session).await?
         }
         (None, Some(range), _) => {
             let range = Some(range.as_str()).filter(|r| !r.is_empty());
             let change = local::from_git(&args.repo_dir, range)?;
-            review_local(
-                change,
-                store.as_ref(),
-                recall,
-                &metered,
-                &silenced,
-                &progress,
-            )
-            .await?
+            review_local(change, &session).await?
         }
         (None, None, Some(source)) => {
             let change = local::from_diff(source, &args.repo_dir)?;
-            review_local(
-                change,
-                store.as_ref(),
-                recall,
-                &metered,
-                &silenced,
-                &progress,
-            )
-            .await?
+            review_local(change, &session).await?
         }
         (None, None, None) => {
             return Err(CliError::Setup(
@@ -214,16 +195,23 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
     Ok(report)
 }
 
+/// What every review run here shares: the local store (learnings, earlier findings, and
+/// the corpora retrieval searches), the metered model, the bot's handles, the progress bar.
+struct Session<'a> {
+    store: &'a dyn Store,
+    recall: Recall<'a>,
+    llm: &'a MeteredLlm,
+    silenced: &'a Handles,
+    progress: &'a progress::Bar,
+}
+
 async fn review_pull(
     pull: &PullRef,
     post: bool,
     env: &Env,
-    store: &dyn Store,
-    recall: Recall<'_>,
-    llm: &MeteredLlm,
-    silenced: &Handles,
-    progress: &progress::Bar,
+    session: &Session<'_>,
 ) -> Result<Report, CliError> {
+    let (store, llm) = (session.store, session.llm);
     let client = github(env, pull)?;
     let installation = if client.is_app() {
         client
@@ -273,9 +261,9 @@ async fn review_pull(
         pr_paths: &listing.paths,
         guidelines: &guidelines,
         earlier: &earlier,
-        recall: Some(recall),
+        recall: Some(session.recall),
     };
-    let analysis = analysis(store, llm, &loaded.config, &subject, silenced, progress).await?;
+    let analysis = analysis(session, &loaded.config, &subject).await?;
     let mut report = report(
         &analysis,
         llm,
@@ -318,11 +306,7 @@ async fn review_pull(
 
 async fn review_local(
     change: local::LocalChange,
-    store: &dyn Store,
-    recall: Recall<'_>,
-    llm: &MeteredLlm,
-    silenced: &Handles,
-    progress: &progress::Bar,
+    session: &Session<'_>,
 ) -> Result<Report, CliError> {
     let listing = PullFiles::from_files(change.files.clone(), false);
     let subject = Subject {
@@ -340,12 +324,12 @@ async fn review_local(
         pr_paths: &listing.paths,
         guidelines: &change.guidelines,
         earlier: &[],
-        recall: Some(recall),
+        recall: Some(session.recall),
     };
     for warning in &change.warnings {
         eprintln!("warning: .parley.yml {warning}");
     }
-    let analysis = analysis(store, llm, &change.config, &subject, silenced, progress).await?;
+    let analysis = analysis(session, &change.config, &subject).await?;
     let name = format!(
         "{} {}..{}",
         change.repo,
@@ -354,7 +338,7 @@ async fn review_local(
     );
     Ok(report(
         &analysis,
-        llm,
+        session.llm,
         name,
         &change.repo,
         None,
@@ -364,13 +348,17 @@ async fn review_local(
 }
 
 async fn analysis(
-    store: &dyn Store,
-    llm: &MeteredLlm,
+    session: &Session<'_>,
     config: &RepoConfig,
     subject: &Subject<'_>,
-    silenced: &Handles,
-    progress: &progress::Bar,
 ) -> Result<Analysis, CliError> {
+    let Session {
+        store,
+        llm,
+        silenced,
+        progress,
+        ..
+    } = *session;
     progress.start(&parley_core::review::specialists::select(
         &config.review,
         !subject.guidelines.is_empty(),
