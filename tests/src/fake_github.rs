@@ -84,6 +84,10 @@ struct State {
     reviews: Vec<(String, u64, Value)>,
     contents: HashMap<(String, String, String), String>,
     permissions: HashMap<(String, String), String>,
+    /// `(org, user)` → `role` of an active membership; an org listed in
+    /// `members_hidden` answers 403 (the App lacks "Members: read").
+    org_roles: HashMap<(String, String), String>,
+    members_hidden: Vec<String>,
     check_runs: Vec<(String, Value)>,
     reactions: Vec<(String, u64, String)>,
     /// People's reactions on inline comments: (comment id, content, login).
@@ -255,6 +259,19 @@ impl FakeGitHub {
             (repo.to_string(), git_ref.to_string(), path.to_string()),
             content.to_string(),
         );
+    }
+
+    /// Make `user` an active member of `org` with `role` (`admin` or `member`).
+    pub fn set_org_role(&self, org: &str, user: &str, role: &str) {
+        self.state()
+            .org_roles
+            .insert((org.to_string(), user.to_string()), role.to_string());
+    }
+
+    /// Answer 403 for `org`'s memberships, as GitHub does when the App was not granted
+    /// the organisation permission "Members: read".
+    pub fn hide_members(&self, org: &str) {
+        self.state().members_hidden.push(org.to_string());
     }
 
     pub fn set_permission(&self, repo: &str, user: &str, permission: &str) {
@@ -792,6 +809,32 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
             created(token)
         }
         ("POST", ["graphql"]) => graphql(s, body),
+        ("GET", ["orgs", org, "memberships", user]) => {
+            if s.members_hidden.iter().any(|o| o == org) {
+                return (
+                    StatusCode::FORBIDDEN,
+                    axum::Json(json!({
+                        "message": "Resource not accessible by integration",
+                        "documentation_url": "https://docs.github.com/rest/orgs/members#get-organization-membership-for-a-user",
+                        "status": "403"
+                    })),
+                )
+                    .into_response();
+            }
+            match s.org_roles.get(&(org.to_string(), user.to_string())) {
+                // The documented shape of an active membership, the fields Parley reads
+                // and a few around them.
+                Some(role) => ok(json!({
+                    "url": format!("https://api.github.com/orgs/{org}/memberships/{user}"),
+                    "state": "active",
+                    "role": role,
+                    "organization_url": format!("https://api.github.com/orgs/{org}"),
+                    "organization": { "login": org },
+                    "user": { "login": user, "type": "User" }
+                })),
+                None => not_found(),
+            }
+        }
         ("GET", ["repos", owner, name, rest @ ..]) => {
             get_repo(s, &format!("{owner}/{name}"), rest, path, query)
         }

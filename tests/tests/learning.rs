@@ -115,18 +115,42 @@ async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) 
         "{all:#?}"
     );
 
-    // Organisation-wide needs an admin.
-    h.github.set_permission(REPO, "bob", "write");
+    // Organisation-wide needs an admin of the organisation: admin of this repository,
+    // or an ordinary member of the organisation, is not enough.
+    let org_learnings = || async {
+        learnings(&h)
+            .await
+            .into_iter()
+            .filter(|l| l.scope == parley_core::learning::Scope::Org)
+            .count()
+    };
+    h.github.set_permission(REPO, "bob", "admin");
     say(&h, "bob", "@parley remember for all repos: we squash merge").await;
-    assert!(last_said(&h).contains("organisation-wide learnings need"));
-    h.github.set_permission(REPO, "ada", "admin");
+    let said = last_said(&h);
+    assert!(said.contains("need an admin of octo-org"), "{said}");
+    assert!(said.contains("@bob is not an admin of octo-org"), "{said}");
+    h.github.set_org_role(OWNER, "bob", "member");
+    say(&h, "bob", "@parley remember for all repos: we rebase merge").await;
+    let said = last_said(&h);
+    assert!(said.contains("@bob is a member there (active)"), "{said}");
+    assert_eq!(org_learnings().await, 0);
+
+    h.github.set_permission(REPO, "ada", "write");
+    h.github.set_org_role(OWNER, "ada", "admin");
     say(&h, "ada", "@parley remember for all repos: we squash merge").await;
-    let org: Vec<_> = learnings(&h)
-        .await
-        .into_iter()
-        .filter(|l| l.scope == parley_core::learning::Scope::Org)
-        .collect();
-    assert_eq!(org.len(), 1);
+    assert_eq!(org_learnings().await, 1, "{}", last_said(&h));
+
+    // An App installed without "Members: read" cannot tell: refused, and said why.
+    h.github.hide_members(OWNER);
+    say(
+        &h,
+        "ada",
+        "@parley remember for all repos: releases are tagged",
+    )
+    .await;
+    let said = last_said(&h);
+    assert!(said.contains("\"Members: read\""), "{said}");
+    assert_eq!(org_learnings().await, 1);
 }
 
 async fn forget_takes_a_learning_back(h: ReviewHarness) {

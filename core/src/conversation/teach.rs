@@ -3,11 +3,11 @@
 //! command gets; the caller posts it and records the comment as answered.
 //!
 //! **Who may teach.** A learning for the repository needs `write` on it; one for the
-//! whole organisation needs `admin` (read as the repository's `admin` permission: the
-//! GitHub port has no organisation-membership lookup, so an org admin is recognised by
-//! the admin access that role grants on every repository); PR- and thread-scoped ones
-//! need only the right to talk to Parley, which the comment already passed. Forgetting
-//! needs what adding needed, or being the learning's author.
+//! whole organisation applies to every repository of the owner, so it needs an active
+//! admin of the owning organisation (or, for a user account, that user), read from
+//! GitHub's organisation membership: admin on one repository is not enough. PR- and
+//! thread-scoped ones need only the right to talk to Parley, which the comment already
+//! passed. Forgetting needs what adding needed, or being the learning's author.
 
 use super::error::ConversationError;
 use super::gates::Permissions;
@@ -22,7 +22,7 @@ use crate::learning::record::{
     Direction, Forgotten, Learning, LearningKind, Scope, canonical_id, partition,
 };
 use crate::learning::stats;
-use crate::ports::github::{GitHub, Permission};
+use crate::ports::github::{GitHub, GitHubError, Permission};
 use crate::ports::llm::Llm;
 use crate::ports::{FindingState, Store, Verdict};
 use time::OffsetDateTime;
@@ -523,10 +523,7 @@ async fn may_teach(turn: &Turn<'_>, scope: &Scope) -> Result<Option<String>, Con
             PermissionLevel::Write,
             "repository learnings need write permission",
         ),
-        Scope::Org => (
-            PermissionLevel::Admin,
-            "organisation-wide learnings need an organisation admin (admin permission here)",
-        ),
+        Scope::Org => return may_teach_org(turn).await,
     };
     let needed: Permission = crate::review::resolution::permission(needed);
     Ok(turn
@@ -537,6 +534,41 @@ async fn may_teach(turn: &Turn<'_>, scope: &Scope) -> Result<Option<String>, Con
         .map(|has| {
             format!("{what}; {has}. A learning for this PR only (`… for this PR`) needs none.")
         }))
+}
+
+/// Why the author may not teach the whole organisation, if they may not: only the owning
+/// account itself or an active admin of the owning organisation may.
+async fn may_teach_org(turn: &Turn<'_>) -> Result<Option<String>, ConversationError> {
+    let owner = &turn.snap.scope.owner;
+    let login = &turn.trigger.author.login;
+    if login.eq_ignore_ascii_case(owner) {
+        return Ok(None);
+    }
+    let refused = |why: String| {
+        Ok(Some(format!(
+            "organisation-wide learnings apply to every repository of {owner}, so they need an \
+             admin of {owner}; {why}. A learning for this repository (`… for this repo`) or \
+             this PR (`… for this PR`) needs less."
+        )))
+    };
+    match turn
+        .github
+        .get_org_membership(&turn.snap.scope, login)
+        .await
+    {
+        Ok(Some(membership)) if membership.is_active_admin() => Ok(None),
+        Ok(Some(membership)) => refused(format!(
+            "@{login} is a {} there ({})",
+            membership.role, membership.state
+        )),
+        Ok(None) => refused(format!("@{login} is not an admin of {owner}")),
+        Err(GitHubError::Forbidden(_)) => refused(
+            "Parley cannot see who that is: the App needs the organisation permission \
+             \"Members: read\""
+                .to_string(),
+        ),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// The learning's text with its hints, in one line.

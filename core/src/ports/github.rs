@@ -348,6 +348,22 @@ impl<'de> Deserialize<'de> for Permission {
     }
 }
 
+/// `GET /orgs/{org}/memberships/{username}`: someone's membership of an organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OrgMembership {
+    /// `active`, or `pending` for an invitation not yet accepted.
+    pub state: String,
+    /// `admin`, `member` or `billing_manager`.
+    pub role: String,
+}
+
+impl OrgMembership {
+    /// An owner of the organisation, and not only invited to be one.
+    pub fn is_active_admin(&self) -> bool {
+        self.state == "active" && self.role == "admin"
+    }
+}
+
 /// `GET /repos/{owner}/{repo}/collaborators/{username}/permission`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CollaboratorPermission {
@@ -1010,6 +1026,16 @@ pub trait GitHub: Send + Sync {
         repo: &RepoScope,
         username: &str,
     ) -> Result<CollaboratorPermission, GitHubError>;
+
+    /// `username`'s membership of the organisation that owns `repo` (read with `repo`'s
+    /// installation). `None` when they are not a member, or when the owner is a user
+    /// account. Needs the App's organisation permission "Members: read": without it
+    /// GitHub answers 403, [`GitHubError::Forbidden`].
+    async fn get_org_membership(
+        &self,
+        repo: &RepoScope,
+        username: &str,
+    ) -> Result<Option<OrgMembership>, GitHubError>;
 
     // --- check runs ---
 

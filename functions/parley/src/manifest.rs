@@ -7,8 +7,9 @@
 
 use serde_json::{Value, json};
 
-/// Repository permissions and what needs them.
-pub const PERMISSIONS: [(&str, &str, &str); 5] = [
+/// Permissions and what needs them: repository permissions, and `members`, the one
+/// organisation permission.
+pub const PERMISSIONS: [(&str, &str, &str); 6] = [
     (
         "pull_requests",
         "write",
@@ -33,6 +34,11 @@ pub const PERMISSIONS: [(&str, &str, &str); 5] = [
         "metadata",
         "read",
         "mandatory for every App; collaborator permissions",
+    ),
+    (
+        "members",
+        "read",
+        "organisation permission: who is an organisation admin, for organisation-wide learnings",
     ),
 ];
 
@@ -124,9 +130,10 @@ mod tests {
         let m = manifest(None, "Parley", DEFAULT_REDIRECT_URL);
         assert_eq!(m["default_permissions"]["checks"], "write");
         assert_eq!(m["default_permissions"]["contents"], "read");
+        assert_eq!(m["default_permissions"]["members"], "read");
         assert_eq!(
             m["default_permissions"].as_object().map(|o| o.len()),
-            Some(5)
+            Some(6)
         );
     }
 }

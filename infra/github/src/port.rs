@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use parley_core::ports::github::{
     App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, FileContent,
     GitHub, GitHubError, IssueComment, Listing, NewCheckRun, NewReview, NewReviewComment,
-    PageLimit, PullRequest, Reaction, ReactionContent, RepoScope, Review, ReviewComment,
-    ReviewThread, ReviewerRequest,
+    OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, RepoScope, Review,
+    ReviewComment, ReviewThread, ReviewerRequest,
 };
 use time::OffsetDateTime;
 
@@ -202,6 +202,14 @@ impl GitHub for GitHubClient {
         username: &str,
     ) -> Result<CollaboratorPermission, GitHubError> {
         permissions::collaborator(self, repo, username).await
+    }
+
+    async fn get_org_membership(
+        &self,
+        repo: &RepoScope,
+        username: &str,
+    ) -> Result<Option<OrgMembership>, GitHubError> {
+        permissions::org_membership(self, repo, username).await
     }
 
     async fn create_check_run(

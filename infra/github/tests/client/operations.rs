@@ -471,6 +471,65 @@ async fn collaborator_permission() {
     assert!(permission.level() >= Permission::Write);
 }
 
+/// An active admin, a pending invitation, not a member (404), and an App without
+/// "Members: read" (403), read from the organisation that owns the repository.
+#[tokio::test]
+async fn org_membership() {
+    let fake = FakeGitHub::with_token().await;
+    let path = |user: &str| format!("/orgs/octo-org/memberships/{user}");
+    let membership = |state: &str, role: &str| {
+        json!({
+            "url": "https://api.github.com/orgs/octo-org/memberships/someone",
+            "state": state,
+            "role": role,
+            "organization_url": "https://api.github.com/orgs/octo-org",
+            "organization": { "login": "octo-org", "id": 1 },
+            "user": { "login": "someone", "id": 2, "type": "User" }
+        })
+    };
+    fake.on(
+        Method::GET,
+        &path("ada"),
+        Canned::json(200, &membership("active", "admin")),
+    );
+    fake.on(
+        Method::GET,
+        &path("bob"),
+        Canned::json(200, &membership("pending", "admin")),
+    );
+    fake.on(
+        Method::GET,
+        &path("eve"),
+        Canned::json(404, &json!({"message": "Not Found"})),
+    );
+    fake.on(
+        Method::GET,
+        &path("hidden"),
+        Canned::json(
+            403,
+            &json!({"message": "Resource not accessible by integration"}),
+        ),
+    );
+    let github = client(&fake);
+    let ada = github.get_org_membership(&repo(), "ada").await.unwrap();
+    assert!(ada.is_some_and(|m| m.is_active_admin()));
+    let bob = github.get_org_membership(&repo(), "bob").await.unwrap();
+    assert!(
+        bob.is_some_and(|m| !m.is_active_admin()),
+        "pending is not yet admin"
+    );
+    assert_eq!(
+        github.get_org_membership(&repo(), "eve").await.unwrap(),
+        None
+    );
+    let err = github
+        .get_org_membership(&repo(), "hidden")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GitHubError::Forbidden(_)), "{err:?}");
+    assert_eq!(fake.requests_to(Method::GET, &path("ada")).len(), 1);
+}
+
 #[tokio::test]
 async fn check_runs_create_and_update() {
     let fake = FakeGitHub::with_token().await;
