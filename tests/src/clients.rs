@@ -120,6 +120,23 @@ pub fn openai_embedder(
     .expect("embeddings client")
 }
 
+/// An OpenAI-compatible embeddings client for a port nothing listens on (no key, as for a
+/// local server): every call fails with a network error, after the fast retries.
+pub async fn unreachable_embedder(
+    model: &str,
+    dimensions: usize,
+) -> parley_embeddings::OpenAiEmbedder {
+    parley_embeddings::OpenAiEmbedder::new(
+        &format!("{}/v1", crate::fake_embeddings::closed_url().await),
+        None,
+        model,
+        dimensions,
+        Duration::from_secs(2),
+        fast_retries(),
+    )
+    .expect("embeddings client")
+}
+
 /// Retries as in production, but with millisecond waits.
 pub fn fast_retries() -> parley_llm::RetryPolicy {
     parley_llm::RetryPolicy {

@@ -33,11 +33,7 @@ pub const ISSUE_BODY: &str = "After resetting my password the login spinner neve
 pub use crate::clients::{MODEL, app_key, github_client};
 pub const HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Dynamo,
-}
+pub use crate::stores::Backend;
 
 pub struct Harness {
     pub github: FakeGitHub,
@@ -53,13 +49,7 @@ impl Harness {
     /// PR #7 by `alice` on `octo-org/talk`, `bob` with write access, `mallory` read-only,
     /// and a model that answers `{"reply": "Here is my answer."}` unless scripted.
     pub async fn start(backend: Backend) -> Self {
-        let (store, dir) = match backend {
-            Backend::Sqlite => {
-                let (store, dir) = crate::stores::sqlite();
-                (store, Some(dir))
-            }
-            Backend::Dynamo => (crate::stores::dynamodb().await, None),
-        };
+        let (store, _, dir) = crate::stores::open(backend).await;
         Self::start_with(store, dir).await
     }
 

@@ -85,6 +85,34 @@ pub mod stores {
         (Arc::new(store), dir)
     }
 
+    /// Which adapter an end-to-end scenario runs on (each runs on both).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Backend {
+        Sqlite,
+        Dynamo,
+    }
+
+    /// A fresh store on `backend`, behind both its ports, with the temp dir a SQLite file
+    /// lives in (kept alive by the caller).
+    pub async fn open(
+        backend: Backend,
+    ) -> (
+        Arc<dyn Store>,
+        Arc<dyn CorpusStore>,
+        Option<tempfile::TempDir>,
+    ) {
+        match backend {
+            Backend::Sqlite => {
+                let (store, corpus, dir) = sqlite_with_corpus();
+                (store, corpus, Some(dir))
+            }
+            Backend::Dynamo => {
+                let (store, corpus) = dynamodb_with_corpus().await;
+                (store, corpus, None)
+            }
+        }
+    }
+
     /// [`sqlite`] with the same store behind its corpus port too.
     pub fn sqlite_with_corpus() -> (Arc<dyn Store>, Arc<dyn CorpusStore>, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("tempdir");

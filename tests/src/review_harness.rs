@@ -68,11 +68,7 @@ macro_rules! review_on_both_stores {
     )*};
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Dynamo,
-}
+pub use crate::stores::Backend;
 
 pub struct ReviewHarness {
     pub github: FakeGitHub,
@@ -101,13 +97,7 @@ impl ReviewHarness {
     /// A fake GitHub with PR #42 (head [`HEAD`], base [`BASE`], one file `src/db.rs`), a
     /// fake LLM whose passes find nothing unless scripted, and a fresh store.
     pub async fn start(backend: Backend) -> Self {
-        let (store, dir) = match backend {
-            Backend::Sqlite => {
-                let (store, dir) = crate::stores::sqlite();
-                (store, Some(dir))
-            }
-            Backend::Dynamo => (crate::stores::dynamodb().await, None),
-        };
+        let (store, _, dir) = crate::stores::open(backend).await;
         Self::start_with(store, dir).await
     }
 

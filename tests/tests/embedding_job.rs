@@ -12,10 +12,11 @@ use parley_core::ports::{
 };
 use parley_core::services::Services;
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
-use parley_tests::clients::{fast_retries, openai_embedder, services_with_retrieval};
-use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble, closed_url};
+use parley_tests::clients::{openai_embedder, services_with_retrieval, unreachable_embedder};
+use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
 use parley_tests::fake_github::FakeGitHub;
 use parley_tests::fake_llm::FakeLlm;
+use parley_tests::stores::Backend;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,12 +25,6 @@ use time::OffsetDateTime;
 const REPO: &str = "octo-org/embed";
 const MODEL: &str = "nomic-embed-text";
 const DIMS: usize = 32;
-
-#[derive(Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Dynamo,
-}
 
 struct Harness {
     fake: FakeEmbeddings,
@@ -43,16 +38,7 @@ struct Harness {
 
 impl Harness {
     async fn start(backend: Backend) -> Self {
-        let (store, corpus, dir) = match backend {
-            Backend::Sqlite => {
-                let (store, corpus, dir) = parley_tests::stores::sqlite_with_corpus();
-                (store, corpus, Some(dir))
-            }
-            Backend::Dynamo => {
-                let (store, corpus) = parley_tests::stores::dynamodb_with_corpus().await;
-                (store, corpus, None)
-            }
-        };
+        let (store, corpus, dir) = parley_tests::stores::open(backend).await;
         Harness {
             fake: FakeEmbeddings::start(DIMS).await,
             store,
@@ -82,16 +68,7 @@ impl Harness {
 
     /// A handler whose provider is down (nothing listens at its URL).
     async fn handler_for_a_server_that_is_down(&self) -> EmbeddingHandler {
-        let base = format!("{}/v1", closed_url().await);
-        let embedder = parley_embeddings::OpenAiEmbedder::new(
-            &base,
-            None,
-            MODEL,
-            DIMS,
-            Duration::from_secs(2),
-            fast_retries(),
-        )
-        .expect("client");
+        let embedder = unreachable_embedder(MODEL, DIMS).await;
         EmbeddingHandler::new(self.services(Some(Arc::new(embedder))))
     }
 

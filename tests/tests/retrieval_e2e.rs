@@ -22,10 +22,11 @@ use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
 use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
-use parley_tests::clients::{fast_retries, openai_embedder, services_with_retrieval};
-use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble, closed_url};
+use parley_tests::clients::{openai_embedder, services_with_retrieval, unreachable_embedder};
+use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
 use parley_tests::fake_github::FakeGitHub;
 use parley_tests::fake_llm::FakeLlm;
+use parley_tests::stores::Backend;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,12 +84,6 @@ on_both_stores!(
     a_finding_held_again_after_a_concession_is_shown_open,
 );
 
-#[derive(Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Dynamo,
-}
-
 /// One repository's world: fakes, one store (behind both ports) and a local queue.
 struct World {
     github: FakeGitHub,
@@ -103,16 +98,7 @@ struct World {
 
 impl World {
     async fn start(backend: Backend) -> Self {
-        let (store, corpus, dir) = match backend {
-            Backend::Sqlite => {
-                let (store, corpus, dir) = parley_tests::stores::sqlite_with_corpus();
-                (store, corpus, Some(dir))
-            }
-            Backend::Dynamo => {
-                let (store, corpus) = parley_tests::stores::dynamodb_with_corpus().await;
-                (store, corpus, None)
-            }
-        };
+        let (store, corpus, dir) = parley_tests::stores::open(backend).await;
         let github = FakeGitHub::start().await;
         let llm = FakeLlm::start().await;
         let embeddings = FakeEmbeddings::start(DIMS).await;
@@ -438,15 +424,7 @@ async fn embeddings_down_or_garbage_change_nothing_but_the_context_note(backend:
     pr1_then_pr2(&healthy, &healthy.services).await;
 
     let down = World::start(backend).await;
-    let unreachable = parley_embeddings::OpenAiEmbedder::new(
-        &format!("{}/v1", closed_url().await),
-        None,
-        MODEL,
-        DIMS,
-        Duration::from_secs(2),
-        fast_retries(),
-    )
-    .expect("client");
+    let unreachable = unreachable_embedder(MODEL, DIMS).await;
     pr1_then_pr2(&down, &down.services_with(Some(Arc::new(unreachable)))).await;
 
     let garbage = World::start(backend).await;

@@ -116,18 +116,23 @@ fn candidates(docs: Vec<Document>) -> Vec<Candidate> {
     docs.into_iter().map(Candidate::from).collect()
 }
 
-#[test]
-fn a_review_sees_the_earlier_hunk_of_the_same_function_and_how_its_finding_ended() {
+/// PR 2's review query ranked over the stored code and PR 1's finding, lexical only.
+fn review_of_pr2() -> Retrieved {
     let mut docs = stored_code();
     docs.push(past_finding());
-    let retrieved = rank(
+    rank(
         &candidates(docs),
         &review_query(),
         None,
         &Settings::default(),
         NOW,
         Provenance::default(),
-    );
+    )
+}
+
+#[test]
+fn a_review_sees_the_earlier_hunk_of_the_same_function_and_how_its_finding_ended() {
+    let retrieved = review_of_pr2();
     let prompt = &retrieved.prompt;
     assert!(
         prompt.contains("### Code from PR #1 (Read retries from the config) — `src/config.rs` lines 10-14, in `fn parse_config(text: &str) -> Result<Config, ConfigError> {`"),
@@ -153,16 +158,7 @@ fn a_review_sees_the_earlier_hunk_of_the_same_function_and_how_its_finding_ended
 
 #[test]
 fn the_judge_gets_the_past_findings_of_the_same_retrieval_alone() {
-    let mut docs = stored_code();
-    docs.push(past_finding());
-    let retrieved = rank(
-        &candidates(docs),
-        &review_query(),
-        None,
-        &Settings::default(),
-        NOW,
-        Provenance::default(),
-    );
+    let retrieved = review_of_pr2();
     assert!(retrieved.used());
     let findings = retrieved.section(&[Source::Finding]);
     assert!(

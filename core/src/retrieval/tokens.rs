@@ -7,8 +7,10 @@
 //! numbers carry no meaning across documents and are left out.
 
 /// Call `emit` with each token of `text`, in order. This is the readable definition of a
-/// token; lexical search and near-duplicate removal use [`for_each_term`], which yields
-/// the same tokens as hashes and is several times faster.
+/// token, kept as the oracle the tests hold [`for_each_term`] to: lexical search and
+/// near-duplicate removal use that one, which yields the same tokens as hashes and is
+/// several times faster, so this is not built outside tests.
+#[cfg(test)]
 pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
     let mut lower = String::new();
     for_each_word(text, |word, ascii| {
@@ -21,7 +23,8 @@ pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
 }
 
 /// Call `emit` with [`term_hash`] of each token of `text`: the same multiset as
-/// [`for_each_token`], though an identifier's parts may come before the whole.
+/// `for_each_token` (the string tokenizer the tests compare against), though an
+/// identifier's parts may come before the whole.
 ///
 /// Lexical search runs this over every candidate on every query (a Lambda keeps no index
 /// between jobs), which made tokenising most of a retrieval's time. ASCII text (nearly
@@ -100,7 +103,7 @@ fn for_each_word(text: &str, mut word: impl FnMut(&str, bool)) {
     }
 }
 
-/// [`ascii_word`]'s tokens, as hashes, of every word of ASCII `text` in one pass.
+/// `ascii_word`'s tokens, as hashes, of every word of ASCII `text` in one pass.
 ///
 /// A word's leading underscores are skipped and its trailing ones dropped (a run of
 /// underscores is only a cut when a letter or digit follows). A part is emitted at each
@@ -202,6 +205,7 @@ const WORD_BYTE: [bool; 128] = {
 };
 
 /// An ASCII identifier in one pass: the whole (lower-cased), then its parts.
+#[cfg(test)]
 fn ascii_word(word: &str, lower: &mut String, emit: &mut impl FnMut(&str)) {
     let word = word.trim_matches('_');
     let bytes = word.as_bytes();
@@ -245,6 +249,7 @@ fn ascii_word(word: &str, lower: &mut String, emit: &mut impl FnMut(&str)) {
     }
 }
 
+#[cfg(test)]
 fn ascii_lower<'a>(word: &'a str, upper: bool, buffer: &'a mut String) -> &'a str {
     if !upper {
         return word;
@@ -274,6 +279,7 @@ fn unicode_word(word: &str, lower: &mut String, emit: &mut impl FnMut(&str)) {
 }
 
 /// The tokens of `text`, in order.
+#[cfg(test)]
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_token(text, |t| out.push(t.to_string()));

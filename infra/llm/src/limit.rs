@@ -118,14 +118,22 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
+    /// A model taking 20 ms a call that records how many calls were in flight at most and
+    /// the `max_tokens` each asked for.
+    #[derive(Default)]
     struct Slow {
         in_flight: AtomicUsize,
         most: AtomicUsize,
+        asked: std::sync::Mutex<Vec<u32>>,
     }
 
     #[async_trait]
     impl Llm for Slow {
-        async fn complete(&self, _request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+            self.asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(request.options.max_tokens);
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -144,10 +152,7 @@ mod tests {
 
     #[tokio::test]
     async fn no_more_than_the_slots_run_at_once() {
-        let slow = Arc::new(Slow {
-            in_flight: AtomicUsize::new(0),
-            most: AtomicUsize::new(0),
-        });
+        let slow = Arc::new(Slow::default());
         let limited = Arc::new(Limited::new(slow.clone(), 2));
         let request = LlmRequest::new("s".to_string(), vec![]);
         let calls: Vec<_> = (0..6)
@@ -179,32 +184,9 @@ mod tests {
         }
     }
 
-    /// Records the `max_tokens` each call asked for.
-    #[derive(Default)]
-    struct Asked(std::sync::Mutex<Vec<u32>>);
-
-    #[async_trait]
-    impl Llm for Asked {
-        async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            self.0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(request.options.max_tokens);
-            Ok(LlmResponse {
-                text: "{}".into(),
-                usage: Usage::new(1, 1),
-                model: "m".into(),
-                truncated: false,
-            })
-        }
-        fn model(&self) -> &str {
-            "m"
-        }
-    }
-
     #[tokio::test]
     async fn the_output_cap_lowers_what_is_asked_and_never_raises_it() {
-        let asked = Arc::new(Asked::default());
+        let asked = Arc::new(Slow::default());
         let capped = Limited::new(asked.clone(), 1).with_output_cap(Some(1024));
         let uncapped = Limited::new(asked.clone(), 1);
         for max_tokens in [4096, 1024, 300] {
@@ -213,7 +195,7 @@ mod tests {
             capped.complete(&request).await.expect("answered");
             uncapped.complete(&request).await.expect("answered");
         }
-        let asked = asked.0.lock().unwrap().clone();
+        let asked = asked.asked.lock().unwrap().clone();
         assert_eq!(asked, [1024, 4096, 1024, 1024, 300, 300]);
     }
 }
