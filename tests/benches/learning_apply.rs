@@ -52,7 +52,17 @@ fn main() {
         for _ in 0..ROUNDS {
             let started = Instant::now();
             let (base, source) = stats::threshold_in_force(75, false, true, &loaded.stats);
-            let applied = apply::for_review(&loaded, 7, &paths, base, source);
+            let applied = apply::for_review(
+                &loaded,
+                7,
+                &paths,
+                apply::Base {
+                    threshold: base,
+                    source,
+                    configured: 75,
+                    blocking: gate.block_on.clone(),
+                },
+            );
             let lines = apply::prompt_lines(&applied.relevant, false);
             let (kept, suppressed) =
                 apply::suppress(candidates.clone(), &applied, &loaded, &gate);
@@ -128,6 +138,7 @@ async fn seed(store: &dyn Store) {
             created_at: now,
             forgotten: None,
             times_applied: 0,
+            authority: None,
             findings_suppressed: 0,
         };
         memory::add_learning(store, OWNER, learning)

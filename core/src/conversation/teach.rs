@@ -7,7 +7,15 @@
 //! admin of the owning organisation (or, for a user account, that user), read from
 //! GitHub's organisation membership: admin on one repository is not enough. PR- and
 //! thread-scoped ones need only the right to talk to Parley, which the comment already
-//! passed. Forgetting needs what adding needed, or being the learning's author.
+//! passed, as long as they make Parley stricter or add context.
+//!
+//! **Only authority loosens.** Whatever the scope, a learning that lowers what Parley
+//! reports ("don't flag …", "be more lenient with …") needs the repository's
+//! `gate.resolveBy` permission: the same people who may lift a blocking finding. Every
+//! learning records who taught it ([`Authority`]), so prompts can say so and reviews can
+//! refuse a loosening that slipped in before this rule. Forgetting one's own learning is
+//! always allowed; forgetting someone else's takes `resolveBy` as well as what adding it
+//! needed.
 
 use super::error::ConversationError;
 use super::gates::Permissions;
@@ -19,7 +27,7 @@ use crate::config::{ConfigWarning, PermissionLevel, RepoConfig};
 use crate::learning::memory::{self, RepoMemory};
 use crate::learning::outcomes::{self, Signal};
 use crate::learning::record::{
-    Direction, Forgotten, Learning, LearningKind, Scope, canonical_id, partition,
+    Authority, Direction, Forgotten, Learning, LearningKind, Scope, canonical_id, partition,
 };
 use crate::learning::stats;
 use crate::ports::github::{GitHub, GitHubError, Permission};
@@ -71,6 +79,27 @@ pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), Co
         commands::Direction::Stricter => Direction::Stricter,
         commands::Direction::Lenient => Direction::Lenient,
     });
+    let authority = authority(turn).await?;
+    let loosens = kind == LearningKind::Dismiss || direction == Some(Direction::Lenient);
+    if loosens && !authority.may_loosen() {
+        let why = format!(
+            "making Parley report less (`don't flag …`, `be more lenient …`) needs {} permission on this repository, the same as lifting a blocking finding; you may make it stricter (`be stricter about …`) or add context (`remember …`)",
+            level_name(turn.snap.config.config.gate.resolve_by)
+        );
+        let mut text = format!(
+            "I did not add that as a learning, @{}: {why}.",
+            turn.trigger.author.login
+        );
+        // `won't fix: …` in a finding's thread still speaks about that one finding, which
+        // the resolution rules weigh on their own.
+        if kind == LearningKind::Dismiss
+            && matches!(scope, Scope::Pr { .. })
+            && let Some(marker) = &turn.conversation.finding
+        {
+            text.push_str(&wont_fix(turn, &marker.id).await?);
+        }
+        return Ok((text, Taught::Refused(why)));
+    }
     let hints = crate::learning::hints::extract(
         turn.llm,
         kind,
@@ -88,6 +117,7 @@ pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), Co
         text: crate::sanitize::user_text(&learn.text),
         hints,
         author: turn.trigger.author.login.clone(),
+        authority: Some(authority),
         source_url: turn.trigger.html_url.clone(),
         source_comment_id: turn.trigger.id,
         created_at: OffsetDateTime::now_utc(),
@@ -169,6 +199,9 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
 pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), ConversationError> {
     let snap = turn.snap;
     let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    // Text finds only what is in force here: another PR's learnings are not this PR's to
+    // take back by accident (by id, a maintainer may still name one).
+    let here = snap.pull().map(|pr| pr.number);
     let found: Vec<&Learning> = match &what {
         Forget::Id(id) => {
             let id = canonical_id(id).unwrap_or_else(|| id.clone());
@@ -178,6 +211,11 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
             let needle = text.trim().to_lowercase();
             memory
                 .active()
+                .filter(|l| match (&l.scope, here) {
+                    (Scope::Repo | Scope::Org, _) => true,
+                    (Scope::Pr { pr } | Scope::Thread { pr, .. }, Some(here)) => *pr == here,
+                    _ => false,
+                })
                 .filter(|l| !needle.is_empty() && l.text.to_lowercase().contains(&needle))
                 .collect()
         }
@@ -203,9 +241,20 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
     let is_author = learning
         .author
         .eq_ignore_ascii_case(&turn.trigger.author.login);
-    if !is_author && let Some(why) = may_teach(turn, &learning.scope).await? {
-        let text = format!("Sorry @{}, {why}", turn.trigger.author.login);
-        return Ok((text, Taught::Refused(why)));
+    if !is_author {
+        if let Some(why) = may_teach(turn, &learning.scope).await? {
+            let text = format!("Sorry @{}, {why}", turn.trigger.author.login);
+            return Ok((text, Taught::Refused(why)));
+        }
+        if !authority(turn).await?.may_loosen() {
+            let why = format!(
+                "taking back someone else's learning needs {} permission on this repository (or being its author, @{})",
+                level_name(turn.snap.config.config.gate.resolve_by),
+                learning.author
+            );
+            let text = format!("Sorry @{}, {why}.", turn.trigger.author.login);
+            return Ok((text, Taught::Refused(why)));
+        }
     }
     let part = partition(&learning.repo, &snap.repo_ref.owner, &learning.scope);
     let who = turn.trigger.author.login.clone();
@@ -234,10 +283,16 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
 pub async fn learnings(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
     let snap = turn.snap;
     let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
-    Ok((render_learnings(&memory), Taught::Reported("learnings")))
+    Ok((
+        render_learnings(&memory, &snap.repo),
+        Taught::Reported("learnings"),
+    ))
 }
 
-pub fn render_learnings(memory: &RepoMemory) -> String {
+/// The active learnings as a table. An organisation learning taught in another
+/// repository is shown without its link (which names that repository, perhaps a private
+/// one the reader cannot see): its text and author only.
+pub fn render_learnings(memory: &RepoMemory, here: &str) -> String {
     let active: Vec<&Learning> = memory.active().collect();
     if active.is_empty() {
         return "I have no learnings for this repository yet. Teach me with `@parley remember …`, `@parley don't flag …` or `@parley be stricter about …`.".to_string();
@@ -249,7 +304,7 @@ pub fn render_learnings(memory: &RepoMemory) -> String {
             .created_at
             .format(time::macros::format_description!("[year]-[month]-[day]"))
             .unwrap_or_default();
-        let by = if l.source_url.is_empty() {
+        let by = if l.source_url.is_empty() || l.repo != here {
             l.author.clone()
         } else {
             format!("[{}]({})", l.author, l.source_url)
@@ -295,7 +350,21 @@ pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationErro
         month.cost_micro_usd,
         reviews_this_month,
     );
-    text.push_str(&render_budget(&standing));
+    // The installation's spend covers every repository it is installed on: people who
+    // cannot write to this one (a fork PR's author) do not see it.
+    let writer = turn
+        .permissions
+        .at_least(
+            turn.github,
+            snap,
+            &turn.trigger.author.login,
+            Permission::Write,
+        )
+        .await?
+        .is_ok();
+    if writer {
+        text.push_str(&render_budget(&standing));
+    }
     Ok((text, Taught::Reported("stats")))
 }
 
@@ -374,6 +443,11 @@ pub fn render_stats(
     );
     let tuned = match stats.tuned_threshold() {
         Some(t) => format!("tuned value {t} from {} decided findings", total.decided()),
+        None if total.decided() >= stats::MIN_DECIDED => format!(
+            "not tuned: no threshold reaches {:.0}% acceptance over {} decided findings, so the configured value stands",
+            stats::TARGET_ACCEPTANCE * 100.0,
+            total.decided()
+        ),
         None => format!(
             "not tuned yet ({} of {} decided findings needed)",
             total.decided(),
@@ -512,6 +586,38 @@ fn scope(turn: &Turn<'_>, said: Option<ScopeWord>) -> Result<Scope, String> {
                 "A learning for \"this thread\" needs a review thread; say it in one.".to_string(),
             ),
         },
+    }
+}
+
+/// Who the trigger's author is for the merge gate: a maintainer holds `gate.resolveBy`.
+async fn authority(turn: &Turn<'_>) -> Result<Authority, ConversationError> {
+    let login = &turn.trigger.author.login;
+    let needed = crate::review::resolution::permission(turn.snap.config.config.gate.resolve_by);
+    let may_resolve = turn
+        .permissions
+        .at_least(turn.github, turn.snap, login, needed)
+        .await?
+        .is_ok();
+    Ok(if may_resolve {
+        Authority::Maintainer
+    } else if turn
+        .snap
+        .author()
+        .is_some_and(|author| author.eq_ignore_ascii_case(login))
+    {
+        Authority::PrAuthor
+    } else {
+        Authority::Participant
+    })
+}
+
+fn level_name(level: PermissionLevel) -> &'static str {
+    match level {
+        PermissionLevel::Read => "read",
+        PermissionLevel::Triage => "triage",
+        PermissionLevel::Write => "write",
+        PermissionLevel::Maintain => "maintain",
+        PermissionLevel::Admin => "admin",
     }
 }
 

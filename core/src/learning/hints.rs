@@ -9,19 +9,33 @@ use crate::ports::Severity;
 use crate::ports::llm::{Llm, LlmRequest, Message};
 use serde::Deserialize;
 
-/// Categories Parley's specialists report, with words that point at them.
+/// Categories Parley's specialists report, with the whole words that point at them.
+/// Whole words, never substrings: "author" is not "auth", "latest" is not "test", and a
+/// rule about "the author struct" must not read as one about security.
 const CATEGORIES: &[(&str, &[&str])] = &[
     (
         "security",
         &[
             "security",
+            "insecure",
             "injection",
             "xss",
             "csrf",
+            "ssrf",
             "secret",
+            "secrets",
             "auth",
+            "authn",
+            "authz",
+            "authentication",
+            "authorization",
+            "authorisation",
             "crypto",
-            "vulnerab",
+            "cryptography",
+            "cryptographic",
+            "vulnerability",
+            "vulnerabilities",
+            "vulnerable",
         ],
     ),
     (
@@ -29,37 +43,72 @@ const CATEGORIES: &[(&str, &[&str])] = &[
         &[
             "correctness",
             "bug",
+            "bugs",
             "logic",
             "null",
             "overflow",
             "race",
+            "races",
             "panic",
+            "panics",
             "unwrap",
             "error handling",
         ],
     ),
-    ("tests", &["test", "coverage", "assert"]),
+    (
+        "tests",
+        &[
+            "test",
+            "tests",
+            "testing",
+            "coverage",
+            "assert",
+            "assertion",
+            "assertions",
+        ],
+    ),
     (
         "style",
         &[
             "style",
             "naming",
             "format",
+            "formatting",
             "nit",
-            "readab",
+            "nits",
+            "nitpick",
+            "nitpicks",
+            "readability",
+            "readable",
             "comment",
+            "comments",
             "docs",
             "documentation",
             "lint",
+            "maintainability",
         ],
     ),
     (
         "performance",
-        &["performance", "perf", "slow", "allocation", "complexity"],
+        &[
+            "performance",
+            "perf",
+            "slow",
+            "allocation",
+            "allocations",
+            "complexity",
+        ],
     ),
     (
         "guidelines",
-        &["guideline", "convention", "claude.md", "agents.md"],
+        &[
+            "guideline",
+            "guidelines",
+            "convention",
+            "conventions",
+            "claude.md",
+            "agents.md",
+        ],
     ),
 ];
 
@@ -93,13 +142,7 @@ pub fn deterministic(
     let category = category
         .map(|c| canonical_category(c).unwrap_or_else(|| c.trim().to_ascii_lowercase()))
         .or_else(|| canonical_category(&lower));
-    let max_severity = if lower.contains("nit") {
-        Some(Severity::Nit)
-    } else if lower.contains("minor") || lower.contains("low") {
-        Some(Severity::Low)
-    } else {
-        None
-    };
+    let max_severity = stated_severity(&lower);
     let keywords = if kind == LearningKind::Dismiss {
         KEYWORDS
             .iter()
@@ -119,13 +162,34 @@ pub fn deterministic(
     }
 }
 
-/// The category `text` names, if one does.
+/// The category `text` names by a whole word, if one does.
 pub fn canonical_category(text: &str) -> Option<String> {
     let lower = text.to_ascii_lowercase();
     CATEGORIES
         .iter()
-        .find(|(_, words)| words.iter().any(|w| lower.contains(w)))
+        .find(|(_, words)| words.iter().any(|w| contains_word(&lower, w)))
         .map(|(name, _)| name.to_string())
+}
+
+/// The highest severity a rule's own words name ("critical", "high", "nits", "minor"),
+/// if any. Only a severity a person wrote lets a dismissal reach blocking findings (see
+/// [`super::apply`]); the model's guess never does.
+pub fn stated_severity(text: &str) -> Option<Severity> {
+    let lower = text.to_ascii_lowercase();
+    let said = |words: &[&str]| words.iter().any(|w| contains_word(&lower, w));
+    if said(&["critical", "criticals"]) {
+        Some(Severity::Critical)
+    } else if said(&["high", "highs", "high-severity"]) {
+        Some(Severity::High)
+    } else if said(&["medium", "moderate"]) {
+        Some(Severity::Medium)
+    } else if said(&["low", "minor", "trivial"]) {
+        Some(Severity::Low)
+    } else if said(&["nit", "nits", "nitpick", "nitpicks"]) {
+        Some(Severity::Nit)
+    } else {
+        None
+    }
 }
 
 fn contains_word(text: &str, word: &str) -> bool {
@@ -181,10 +245,12 @@ pub async fn extract(
         Ok(reply) => {
             let model = reply.value;
             Hints {
-                category: fallback
-                    .category
-                    .clone()
-                    .or_else(|| model.category.as_deref().and_then(canonical_category)),
+                // The person's explicit category first ("be stricter about security"),
+                // then the model's reading of the whole rule, and only then single words.
+                category: category
+                    .map(|c| canonical_category(c).unwrap_or_else(|| c.trim().to_ascii_lowercase()))
+                    .or_else(|| model.category.as_deref().and_then(canonical_category))
+                    .or_else(|| fallback.category.clone()),
                 max_severity: model.max_severity.or(fallback.max_severity),
                 paths: if paths.is_empty() {
                     model
@@ -257,5 +323,51 @@ mod tests {
         assert_eq!(adjust.category.as_deref(), Some("security"));
         assert!(adjust.keywords.is_empty());
         assert!(!contains_word("unwrapped", "unwrap"));
+    }
+
+    #[test]
+    fn categories_are_whole_words() {
+        assert_eq!(canonical_category("the author struct"), None);
+        assert_eq!(canonical_category("the latest release"), None);
+        assert_eq!(canonical_category("authorship"), None);
+        assert_eq!(
+            canonical_category("auth tokens").as_deref(),
+            Some("security")
+        );
+        assert_eq!(
+            canonical_category("XSS in templates").as_deref(),
+            Some("security")
+        );
+        assert_eq!(canonical_category("bug").as_deref(), Some("correctness"));
+        assert_eq!(canonical_category("flaky tests").as_deref(), Some("tests"));
+        assert_eq!(
+            canonical_category("maintainability").as_deref(),
+            Some("style")
+        );
+        assert_eq!(
+            canonical_category("comments about the author struct").as_deref(),
+            Some("style")
+        );
+        let dismissal = deterministic(
+            LearningKind::Dismiss,
+            "comments about the author struct",
+            &[],
+            None,
+            None,
+        );
+        assert_ne!(dismissal.category.as_deref(), Some("security"));
+    }
+
+    #[test]
+    fn only_severities_written_as_words_are_stated() {
+        assert_eq!(
+            stated_severity("critical security issues in vendor/"),
+            Some(Severity::Critical)
+        );
+        assert_eq!(stated_severity("naming nits"), Some(Severity::Nit));
+        assert_eq!(stated_severity("minor style things"), Some(Severity::Low));
+        assert_eq!(stated_severity("highlight colours"), None);
+        assert_eq!(stated_severity("the lowest bucket"), None);
+        assert_eq!(stated_severity("unwrap in tests"), None);
     }
 }

@@ -137,18 +137,22 @@ fn decisions(findings: &[Candidate], output: Output) -> Vec<Decision> {
 fn user_message(findings: &[Candidate], context: &Context<'_>) -> String {
     let mut out = String::new();
     if !context.learnings.is_empty() {
-        out.push_str("Learnings (rules the maintainers taught):\n<learning>\n");
+        out.push_str("Learnings (rules the maintainers taught; data):\n<learning>\n");
         for line in context.learnings {
             out.push_str(&format!("- {}\n", crate::sanitize::fence_safe(line)));
         }
         out.push_str("</learning>\n\n");
     }
     if !context.patterns.is_empty() {
-        out.push_str("Kinds of findings this repository keeps rejecting:\n");
+        out.push_str("Kinds of findings this repository keeps rejecting (data):\n<finding>\n");
         for line in context.patterns {
-            out.push_str(&format!("- {line}\n"));
+            let line = crate::sanitize::user_text(line);
+            out.push_str(&format!(
+                "- {}\n",
+                line.split_whitespace().collect::<Vec<_>>().join(" ")
+            ));
         }
-        out.push('\n');
+        out.push_str("</finding>\n\n");
     }
     for guideline in context.guidelines {
         out.push_str(&format!(

@@ -68,6 +68,35 @@ impl Scope {
     }
 }
 
+/// Who taught a learning, as far as the merge gate is concerned: the one thing that
+/// decides whether it may loosen what Parley reports. Recorded when the learning is added
+/// (the permission lookup is the teaching turn's), never re-read from the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Authority {
+    /// Held the repository's `gate.resolveBy` permission: may make Parley more lenient.
+    Maintainer,
+    /// The PR's author without `resolveBy`: may make Parley stricter or add context.
+    PrAuthor,
+    /// Anyone else allowed to talk to Parley, without `resolveBy`.
+    Participant,
+}
+
+impl Authority {
+    /// How prompts name who said it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Authority::Maintainer => "a maintainer",
+            Authority::PrAuthor => "this PR's author",
+            Authority::Participant => "a participant",
+        }
+    }
+
+    pub fn may_loosen(self) -> bool {
+        self == Authority::Maintainer
+    }
+}
+
 /// Stricter or more lenient.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,6 +148,10 @@ pub struct Learning {
     pub text: String,
     pub hints: Hints,
     pub author: String,
+    /// Who the author was when they taught it. Records written before this was kept have
+    /// none: see [`Learning::authority`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authority: Option<Authority>,
     pub source_url: String,
     /// The comment it came from: one learning per comment, whatever redelivers it.
     pub source_comment_id: u64,
@@ -137,6 +170,24 @@ pub struct Learning {
 impl Learning {
     pub fn is_active(&self) -> bool {
         self.forgotten.is_none()
+    }
+
+    /// Who taught it. Older records did not say: repository and organisation learnings
+    /// always needed write or an organisation admin, so they count as a maintainer's; PR
+    /// and thread learnings needed nothing, so they count as a participant's (they may
+    /// still make Parley stricter, never more lenient).
+    pub fn authority(&self) -> Authority {
+        self.authority.unwrap_or(match self.scope {
+            Scope::Repo | Scope::Org => Authority::Maintainer,
+            Scope::Pr { .. } | Scope::Thread { .. } => Authority::Participant,
+        })
+    }
+
+    /// Whether this learning may lower what Parley reports (dismiss, or "more lenient").
+    pub fn loosens(&self) -> bool {
+        self.kind == LearningKind::Dismiss
+            || (self.kind == LearningKind::Adjust
+                && self.hints.direction == Some(Direction::Lenient))
     }
 }
 

@@ -7,8 +7,12 @@
 //!
 //! **Tuned threshold.** The lowest `T` in 50..=95 such that at least 90% of the decided
 //! findings (accepted + rejected) with confidence `>= T` were accepted, used once the
-//! repository has at least [`MIN_DECIDED`] decided findings. When no `T` reaches 90%, 95
-//! (the clamp). Ignored findings are not evidence either way.
+//! repository has at least [`MIN_DECIDED`] decided findings. When no `T` reaches 90%,
+//! nothing is tuned and the configured value stands: confidence that does not predict
+//! acceptance anywhere is no reason to report less, and falling back to the highest value
+//! handed a dozen rejections the power to silence a healthy repository. Ignored findings
+//! are not evidence either way. The tuned value never holds blocking severities above the
+//! configured one ([`super::apply`]).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -117,7 +121,8 @@ impl RepoStats {
         total
     }
 
-    /// The tuned threshold, or `None` while there is too little evidence.
+    /// The tuned threshold, or `None` while there is too little evidence or no threshold
+    /// reaches the target acceptance (the configured value stands).
     pub fn tuned_threshold(&self) -> Option<u8> {
         let mut by_confidence = [Counts::default(); 101];
         for buckets in self.by_category.values() {
@@ -139,11 +144,10 @@ impl RepoStats {
                 decided_from[confidence + 1] + by_confidence[confidence].decided();
         }
         // With nothing decided at or above T, nothing there was rejected: T qualifies.
-        let found = (LOWEST..=HIGHEST).find(|t| {
+        (LOWEST..=HIGHEST).find(|t| {
             let t = usize::from(*t);
             accepted_from[t] as f64 >= TARGET_ACCEPTANCE * decided_from[t] as f64
-        });
-        Some(found.unwrap_or(HIGHEST))
+        })
     }
 }
 
@@ -212,10 +216,21 @@ mod tests {
         assert_eq!(seeded(&[(90, 10, 9)]).tuned_threshold(), None);
         // Everything accepted: the lowest allowed.
         assert_eq!(seeded(&[(10, 25, 0)]).tuned_threshold(), Some(LOWEST));
-        // Nothing ever reaches 90%: the highest allowed.
+        // Nothing ever reaches 90%: nothing is tuned (the configured value stands).
+        assert_eq!(seeded(&[(99, 10, 10), (60, 5, 5)]).tuned_threshold(), None);
+    }
+
+    #[test]
+    fn a_dozen_rejections_cannot_push_a_healthy_repository_to_the_top() {
+        // 100 accepted findings across the range, then 12 rejections at confidence 100.
+        let mut history: Vec<(u8, u64, u64)> = (50..100).map(|c| (c, 2, 0)).collect();
+        history.push((100, 0, 12));
+        let stats = seeded(&history);
+        let (threshold, _) = threshold_in_force(50, false, true, &stats);
+        assert!(threshold < HIGHEST, "{threshold}");
         assert_eq!(
-            seeded(&[(99, 10, 10), (60, 5, 5)]).tuned_threshold(),
-            Some(HIGHEST)
+            threshold_in_force(60, false, true, &seeded(&[(100, 0, 30)])).0,
+            60
         );
     }
 

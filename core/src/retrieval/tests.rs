@@ -200,6 +200,7 @@ fn a_question_draws_on_learnings_and_guidelines_passed_in_memory() {
         created_at: datetime!(2025-01-01 0:00 UTC),
         forgotten: None,
         times_applied: 0,
+        authority: None,
         findings_suppressed: 0,
     };
     let guideline = Guideline {
@@ -378,6 +379,7 @@ async fn a_store_that_cannot_be_read_costs_context_not_the_job() {
         created_at: NOW,
         forgotten: None,
         times_applied: 0,
+        authority: None,
         findings_suppressed: 0,
     })];
     let retrieved = retrieve(

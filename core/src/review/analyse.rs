@@ -96,20 +96,10 @@ pub async fn analyse(
     } else {
         String::new()
     };
-    let (base_threshold, threshold_source) = crate::learning::stats::threshold_in_force(
-        config.review.min_confidence,
-        config.explicit.contains("review.minConfidence"),
-        config.review.auto_tune,
-        &memory.stats,
-    );
+    let base = crate::learning::apply::Base::for_config(config, &memory.stats);
+    let base_threshold = base.threshold;
     let path_refs: Vec<&str> = subject.pr_paths.iter().map(String::as_str).collect();
-    let applied = crate::learning::apply::for_review(
-        &memory,
-        subject.number,
-        &path_refs,
-        base_threshold,
-        threshold_source,
-    );
+    let applied = crate::learning::apply::for_review(&memory, subject.number, &path_refs, base);
     let memory_lines = crate::learning::apply::prompt_lines(&applied.relevant, false);
     let posted: HashSet<String> = subject
         .earlier
@@ -177,6 +167,7 @@ pub async fn analyse(
             &memory,
             subject.pr_patches,
             &retrieved.section(&[Source::Finding]),
+            &config.gate.block_on,
         )
         .await;
         suppressed.extend(dropped);

@@ -51,11 +51,21 @@ pub async fn judge(
     memory: &RepoMemory,
     patches: &HashMap<String, Patch>,
     past_findings: &str,
+    blocking: &[crate::ports::Severity],
 ) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
     if kept.is_empty() {
         return (kept, Vec::new(), JudgeStatus::Idle);
     }
-    let learnings = crate::learning::apply::prompt_lines(&applied.relevant, true);
+    // The judge only ever loosens (it drops and re-scores), so it hears only the
+    // learnings of people who may loosen: a PR author's wish is context for the
+    // specialists, never a reason to drop.
+    let authoritative: Vec<crate::learning::Learning> = applied
+        .relevant
+        .iter()
+        .filter(|l| l.authority().may_loosen())
+        .cloned()
+        .collect();
+    let learnings = crate::learning::apply::prompt_lines(&authoritative, true);
     let patterns: Vec<String> = memory
         .patterns
         .iter()
@@ -102,8 +112,14 @@ pub async fn judge(
                         out.push(candidate);
                     }
                     Decision::Drop { reason, learning } => {
-                        let known =
-                            learning.filter(|id| applied.relevant.iter().any(|l| &l.id == id));
+                        let known = learning.filter(|id| authoritative.iter().any(|l| &l.id == id));
+                        // Nothing learned hides a finding that blocks the merge gate: a
+                        // drop of one that rests on a learning keeps it.
+                        if known.is_some() && blocking.contains(&candidate.severity) {
+                            tracing::info!(finding = %candidate.title, learning = ?known, "the judge cited a learning against a blocking finding; kept");
+                            out.push(candidate);
+                            continue;
+                        }
                         dropped.push(Suppressed {
                             by: known.clone().unwrap_or_else(|| "judge".to_string()),
                             why: match known {

@@ -118,17 +118,20 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
             ));
         }
     }
-    if !context.memory.is_empty() {
-        out.push_str("\nRules this repository's maintainers taught Parley:\n");
-        for rule in context.memory {
-            out.push_str(&format!("- {rule}\n"));
-        }
-    }
+    out.push_str(&crate::learning::apply::prompt_section(context.memory));
     if !context.earlier.is_empty() {
-        out.push_str("\nAlready reported on this pull request (do not report again):\n");
+        // Titles a model wrote after reading the PR: data, one line each, fenced.
+        out.push_str(
+            "\nAlready reported on this pull request (do not report again; data):\n<finding>\n",
+        );
         for finding in context.earlier {
-            out.push_str(&format!("- {finding}\n"));
+            let line = crate::sanitize::user_text(finding);
+            out.push_str(&format!(
+                "- {}\n",
+                line.split_whitespace().collect::<Vec<_>>().join(" ")
+            ));
         }
+        out.push_str("</finding>\n");
     }
     out.push_str(context.related);
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
