@@ -106,13 +106,22 @@ async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) 
     assert!(said.contains("need write permission"), "{said}");
     assert!(learnings(&h).await.is_empty());
 
+    // For their PR they may add context or make Parley stricter, never more lenient.
     say(&h, "mallory", "@parley don't flag style issues for this PR").await;
+    let said = last_said(&h);
+    assert!(said.contains("needs write permission"), "{said}");
+    assert!(learnings(&h).await.is_empty());
+    say(&h, "mallory", "@parley be stricter about style for this PR").await;
     let all = learnings(&h).await;
-    assert_eq!(all.len(), 1);
+    assert_eq!(all.len(), 1, "{}", last_said(&h));
     assert_eq!(
         all[0].scope,
         parley_core::learning::Scope::Pr { pr: PR },
         "{all:#?}"
+    );
+    assert_eq!(
+        all[0].authority,
+        Some(parley_core::learning::record::Authority::Participant)
     );
 
     // Organisation-wide needs an admin of the organisation: admin of this repository,

@@ -344,6 +344,13 @@ impl ConversationHandler {
             in_finding_thread: conversation.finding.is_some(),
         };
         if let Some(command) = crate::commands::parse(&trigger.body, &snap.handles, parse_context) {
+            // Teaching and asking what Parley knows are turns like any answer (and
+            // `remember` calls the model): a comment storm of commands meets the same
+            // limit and budget as one of questions.
+            let teaching = is_teaching(&command);
+            if teaching && let Some(stopped) = self.spend(snap, trigger, &destination).await? {
+                return Ok(stopped);
+            }
             let outcome = self
                 .command(
                     snap,
@@ -354,34 +361,15 @@ impl ConversationHandler {
                     command,
                     owner,
                 )
-                .await?;
+                .await;
+            if teaching && outcome.is_err() {
+                gates::give_back_turn(self.store(), snap, trigger.id, false).await;
+            }
             snap.mark_answered(trigger.id);
-            return Ok(outcome);
+            return outcome;
         }
-        // Gate 5: the installation's monthly LLM budget (see `crate::budget`).
-        if let Some(standing) = crate::budget::exhausted(
-            self.store(),
-            &self.services.budget,
-            snap.scope.installation_id,
-        )
-        .await?
-        {
-            notes::budget_exhausted(
-                self.github(),
-                self.store(),
-                snap,
-                trigger,
-                &destination,
-                &standing.month,
-            )
-            .await?;
-            return Ok(Outcome::BudgetExhausted);
-        }
-        // Gate 6: the PR's turn limit.
-        if gates::take_turn(self.store(), snap, trigger.id).await? == gates::TurnGate::LimitReached
-        {
-            notes::limit_reached(self.github(), self.store(), snap, trigger, &destination).await?;
-            return Ok(Outcome::LimitReached);
+        if let Some(stopped) = self.spend(snap, trigger, &destination).await? {
+            return Ok(stopped);
         }
         // Gate 7: acknowledge.
         gates::acknowledge(self.github(), snap, trigger).await;
@@ -422,6 +410,41 @@ impl ConversationHandler {
         Err(err)
     }
 
+    /// Gates 5 and 6, for anything that answers with the model or takes a turn: the
+    /// installation's monthly LLM budget (see `crate::budget`), then the PR's turn limit.
+    /// `Some` when the comment stops here (its note is posted).
+    async fn spend(
+        &self,
+        snap: &PrSnapshot,
+        trigger: &Trigger,
+        destination: &Destination,
+    ) -> Result<Option<Outcome>, ConversationError> {
+        if let Some(standing) = crate::budget::exhausted(
+            self.store(),
+            &self.services.budget,
+            snap.scope.installation_id,
+        )
+        .await?
+        {
+            notes::budget_exhausted(
+                self.github(),
+                self.store(),
+                snap,
+                trigger,
+                destination,
+                &standing.month,
+            )
+            .await?;
+            return Ok(Some(Outcome::BudgetExhausted));
+        }
+        if gates::take_turn(self.store(), snap, trigger.id).await? == gates::TurnGate::LimitReached
+        {
+            notes::limit_reached(self.github(), self.store(), snap, trigger, destination).await?;
+            return Ok(Some(Outcome::LimitReached));
+        }
+        Ok(None)
+    }
+
     /// A command instead of a question: queue a review (for those allowed, within the
     /// hourly allowance) or dismiss a finding. Every path answers the comment once and
     /// records it, so neither a redelivery nor the sweep runs it again.
@@ -437,7 +460,7 @@ impl ConversationHandler {
         owner: &str,
     ) -> Result<Outcome, ConversationError> {
         let github = self.github();
-        if command.trigger().is_none() && !matches!(command, Command::DismissFinding { .. }) {
+        if is_teaching(&command) {
             let turn = teach::Turn {
                 github,
                 store: self.store(),
@@ -1000,6 +1023,12 @@ fn permission_name(level: crate::config::PermissionLevel) -> String {
 enum Failed {
     BeforePosting(ConversationError),
     Posting(ConversationError),
+}
+
+/// Commands answered from what Parley knows (teaching, forgetting, reporting), as opposed
+/// to reviews and dismissals, which have their own allowances.
+fn is_teaching(command: &Command) -> bool {
+    command.trigger().is_none() && !matches!(command, Command::DismissFinding { .. })
 }
 
 fn skipped(snap: &PrSnapshot, trigger: &Trigger, why: &str) -> Outcome {

@@ -112,14 +112,15 @@ pub async fn judge(
                         out.push(candidate);
                     }
                     Decision::Drop { reason, learning } => {
-                        let known = learning.filter(|id| authoritative.iter().any(|l| &l.id == id));
                         // Nothing learned hides a finding that blocks the merge gate: a
-                        // drop of one that rests on a learning keeps it.
-                        if known.is_some() && blocking.contains(&candidate.severity) {
-                            tracing::info!(finding = %candidate.title, learning = ?known, "the judge cited a learning against a blocking finding; kept");
+                        // drop of one that rests on a learning (any id the judge names,
+                        // one it was shown or not) keeps it.
+                        if learning.is_some() && blocking.contains(&candidate.severity) {
+                            tracing::info!(finding = %candidate.title, learning = ?learning, "the judge cited a learning against a blocking finding; kept");
                             out.push(candidate);
                             continue;
                         }
+                        let known = learning.filter(|id| authoritative.iter().any(|l| &l.id == id));
                         dropped.push(Suppressed {
                             by: known.clone().unwrap_or_else(|| "judge".to_string()),
                             why: match known {
