@@ -201,6 +201,28 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
     );
 }
 
+/// `--post` goes to the server the PR's URL names: a URL on that server posts there; a
+/// URL on another server than `GITHUB_API_URL` is refused before anything is read.
+#[tokio::test]
+async fn post_goes_to_the_urls_server_or_nowhere() {
+    let rig = Rig::start().await;
+    let elsewhere = format!("https://github.com/{REPO}/pull/{PR}");
+    let out = run(&rig, args(&["review", &elsewhere, "--post"]), rig.env()).await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not posting there"), "{err}");
+    assert!(err.contains("https://api.github.com"), "{err}");
+    assert!(
+        rig.github.requests().is_empty(),
+        "nothing read, nothing posted"
+    );
+
+    let here = format!("{}/{REPO}/pull/{PR}", rig.github.url);
+    let out = run(&rig, args(&["review", &here, "--post"]), rig.env()).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(rig.github.reviews(REPO, PR).len(), 1);
+}
+
 #[tokio::test]
 async fn post_posts_exactly_one_review() {
     let rig = Rig::start().await;
@@ -276,6 +298,12 @@ async fn a_local_git_range_is_reviewed_without_github() {
         "fn a() {}\nfn count(n: usize) {\n    for i in 0..=n { println!(\"{i}\"); }\n}\n",
     )
     .unwrap();
+    // The change also loosens its own rules: neither `--git` nor `--diff` may heed that.
+    std::fs::write(
+        repo.path().join(".parley.yml"),
+        "review:\n  judge: false\n  minConfidence: 95\n",
+    )
+    .unwrap();
     git(&["commit", "-q", "-am", "count things"]);
 
     let env = rig.env();
@@ -338,7 +366,11 @@ async fn a_local_git_range_is_reviewed_without_github() {
     .unwrap();
     assert!(ok.status.success(), "{}", stderr(&ok));
     let json: Value = serde_json::from_slice(&ok.stdout).unwrap();
-    assert_eq!(json["findings"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        json["findings"].as_array().map(Vec::len),
+        Some(1),
+        "the base's .parley.yml, not the diff's head's: {json:#}"
+    );
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(
         stderr(&bad).contains("the diff does not parse"),

@@ -108,8 +108,10 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
     })
 }
 
-/// A unified diff from a file, or stdin with `-`. Defaults apply (there is no base to read
-/// `.parley.yml` from), unless the diff is read inside a git repository: then its HEAD's.
+/// A unified diff from a file, or stdin with `-`. Inside a git repository the rules come
+/// from the base, as for `--git`: the merge base of the default branch and HEAD (a diff of
+/// a branch that edits `.parley.yml` must not be judged by its own edit). Outside one, or
+/// with no default branch to find the base by, the defaults apply and a warning says why.
 pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
     let text = if source == "-" {
         std::io::read_to_string(std::io::stdin()).map_err(|source| LocalError::Read {
@@ -124,8 +126,18 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
     };
     let files = files_from_diff(&text)?;
     let git = Git::at(dir).ok();
-    let read = |path: &str| git.as_ref().and_then(|g| g.show("HEAD", path));
-    let (config, warnings) = config::parse(&read(config::FILE_NAME).unwrap_or_default());
+    let base = git.as_ref().map(Git::base_of_head);
+    let read = |path: &str| match (&git, &base) {
+        (Some(git), Some(Ok(base))) => git.show(base, path),
+        _ => None,
+    };
+    let (config, mut warnings) = config::parse(&read(config::FILE_NAME).unwrap_or_default());
+    if let Some(Err(why)) = &base {
+        warnings.push(ConfigWarning {
+            key: config::FILE_NAME.to_string(),
+            message: format!("was not read: no base to read it from ({why}); using defaults"),
+        });
+    }
     let touched: Vec<String> = files.iter().map(|f| f.filename.clone()).collect();
     let guidelines = guideline_paths(&touched)
         .into_iter()
@@ -246,6 +258,15 @@ impl Git {
                       give a range: --git BASE..HEAD"
                 .into(),
         })
+    }
+
+    /// The commit a change on HEAD is judged from: where HEAD left the default branch.
+    fn base_of_head(&self) -> Result<String, LocalError> {
+        let branch = self.default_branch()?;
+        Ok(self
+            .run(&["merge-base", &branch, "HEAD"])?
+            .trim()
+            .to_string())
     }
 
     /// `(owner, owner/name)` from the origin remote's URL, else the directory name.

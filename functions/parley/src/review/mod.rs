@@ -98,6 +98,18 @@ pub enum CliError {
     Unusable(String),
     #[error(transparent)]
     Local(#[from] local::LocalError),
+    /// `--post` to a PR URL on one server while `GITHUB_API_URL` names another: posting
+    /// would go to (or fail on) the wrong GitHub.
+    #[error(
+        "{url} is on {origin}, but GITHUB_API_URL is {api_url}: not posting there. Unset \
+         GITHUB_API_URL (Parley then uses {derived}), or give a PR on that server"
+    )]
+    HostMismatch {
+        url: String,
+        origin: String,
+        api_url: String,
+        derived: String,
+    },
     #[error("{0}")]
     Setup(String),
 }
@@ -174,7 +186,8 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
             let Some(pull) = &pull else {
                 return Err(CliError::Setup("no PR reference".into()));
             };
-            review_pull(pull, args.post, env, &session).await?
+            let reference = args.pull.as_deref().unwrap_or_default();
+            review_pull(pull, reference, args.post, env, &session).await?
         }
         (None, Some(range), _) => {
             let range = Some(range.as_str()).filter(|r| !r.is_empty());
@@ -207,12 +220,13 @@ struct Session<'a> {
 
 async fn review_pull(
     pull: &PullRef,
+    reference: &str,
     post: bool,
     env: &Env,
     session: &Session<'_>,
 ) -> Result<Report, CliError> {
     let (store, llm) = (session.store, session.llm);
-    let client = github(env, pull)?;
+    let client = github(env, pull, reference, post)?;
     let installation = if client.is_app() {
         client
             .repo_installation(&pull.owner, &pull.name)
@@ -229,11 +243,14 @@ async fn review_pull(
     };
     let github: Arc<dyn GitHub> = Arc::new(client);
     let scope = RepoScope::new(installation, pull.owner.clone(), pull.name.clone());
-    let repo = scope.full_name();
     let pr = github
         .get_pull_request(&scope, pull.number)
         .await
         .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
+    // What was typed may differ from the repository's name (case, a rename GitHub
+    // redirects): what Parley keeps is keyed by the name GitHub gives.
+    let scope = canonical_scope(scope, &pr);
+    let repo = scope.full_name();
     let loaded = ConfigLoader::new(github.clone(), ConfigLoader::DEFAULT_TTL)
         .for_pull(&scope, &pr)
         .await;
@@ -274,7 +291,12 @@ async fn review_pull(
         &pr.head.sha,
     );
     if post {
-        let repo_url = format!("https://github.com/{repo}");
+        // The PR's own page names its server (github.com or an Enterprise host).
+        let repo_url = pr
+            .html_url
+            .rsplit_once("/pull/")
+            .map(|(repo_url, _)| repo_url.to_string())
+            .unwrap_or_else(|| format!("https://github.com/{repo}"));
         let usage = llm.tally();
         let summary = analysis.summary(analyse::Framing {
             repo_url: &repo_url,
@@ -506,10 +528,50 @@ async fn local_store(env: &Env) -> Result<Arc<SqliteStore>, CliError> {
     Ok(Arc::new(store))
 }
 
+/// `scope` named as GitHub names the PR's base repository.
+fn canonical_scope(scope: RepoScope, pr: &parley_core::ports::github::PullRequest) -> RepoScope {
+    let canonical = pr
+        .base
+        .repo
+        .as_ref()
+        .and_then(|repo| repo.full_name.split_once('/'))
+        .filter(|(owner, name)| !owner.is_empty() && !name.is_empty());
+    match canonical {
+        Some((owner, name)) => RepoScope::new(scope.installation_id, owner, name),
+        None => scope,
+    }
+}
+
 /// A person's token first (it is what someone running this by hand has), else the App.
-fn github(env: &Env, pull: &PullRef) -> Result<GitHubClient, CliError> {
-    let config =
-        GitHubConfig::from_lookup(|name| env(name)).map_err(|e| CliError::Setup(e.to_string()))?;
+/// The server is the one the PR's URL names, unless `GITHUB_API_URL` says otherwise; with
+/// `--post`, a `GITHUB_API_URL` on another server than the URL's is refused.
+fn github(
+    env: &Env,
+    pull: &PullRef,
+    reference: &str,
+    post: bool,
+) -> Result<GitHubClient, CliError> {
+    let configured = env(parley_github::config::ENV_API_URL).filter(|u| !u.trim().is_empty());
+    let api_url = match (&configured, pull.api_url()) {
+        (Some(api_url), Some(derived)) if post && !pull.served_by(api_url) => {
+            return Err(CliError::HostMismatch {
+                url: reference.trim().to_string(),
+                origin: pull.origin.clone().unwrap_or_default(),
+                api_url: api_url.clone(),
+                derived,
+            });
+        }
+        (Some(api_url), _) => Some(api_url.clone()),
+        (None, derived) => derived,
+    };
+    let config = GitHubConfig::from_lookup(|name| {
+        if name == parley_github::config::ENV_API_URL {
+            api_url.clone()
+        } else {
+            env(name)
+        }
+    })
+    .map_err(|e| CliError::Setup(e.to_string()))?;
     let config = match env(parley_github::config::ENV_TOKEN).filter(|t| !t.trim().is_empty()) {
         Some(token) => GitHubConfig {
             app_id: None,

@@ -7,6 +7,48 @@ pub struct PullRef {
     pub owner: String,
     pub name: String,
     pub number: u64,
+    /// `https://HOST` when the PR was given by URL: the server it lives on (github.com or a
+    /// GitHub Enterprise Server), which decides where to read it and post to.
+    pub origin: Option<String>,
+}
+
+impl PullRef {
+    /// The REST API of the server the URL names: `https://api.github.com` for github.com,
+    /// `ORIGIN/api/v3` for GitHub Enterprise Server. `None` for `OWNER/REPO#N`.
+    pub fn api_url(&self) -> Option<String> {
+        let origin = self.origin.as_deref()?;
+        let host = origin.split_once("://").map_or(origin, |(_, host)| host);
+        Some(if is_dotcom(host) {
+            "https://api.github.com".to_string()
+        } else {
+            format!("{origin}/api/v3")
+        })
+    }
+
+    /// Whether `api_url` (`GITHUB_API_URL`) is the API of the server the URL names.
+    /// `true` for `OWNER/REPO#N`, which names no server.
+    pub fn served_by(&self, api_url: &str) -> bool {
+        let Some(origin) = self.origin.as_deref() else {
+            return true;
+        };
+        let host = |url: &str| {
+            let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+            rest.split('/')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase()
+        };
+        let (pr_host, api_host) = (host(origin), host(api_url));
+        if is_dotcom(&pr_host) {
+            api_host == "api.github.com"
+        } else {
+            api_host == pr_host
+        }
+    }
+}
+
+fn is_dotcom(host: &str) -> bool {
+    host.eq_ignore_ascii_case("github.com") || host.eq_ignore_ascii_case("www.github.com")
 }
 
 impl fmt::Display for PullRef {
@@ -26,12 +68,15 @@ pub struct BadReference(pub String);
 pub fn parse(text: &str) -> Result<PullRef, BadReference> {
     let bad = || BadReference(text.to_string());
     let trimmed = text.trim();
-    let (repo, number) = if let Some(rest) = trimmed
+    let mut origin = None;
+    let (repo, number) = if let Some((scheme, rest)) = trimmed
         .strip_prefix("https://")
-        .or_else(|| trimmed.strip_prefix("http://"))
+        .map(|rest| ("https", rest))
+        .or_else(|| trimmed.strip_prefix("http://").map(|rest| ("http", rest)))
     {
         let mut parts = rest.split('/');
-        let _host = parts.next().ok_or_else(bad)?;
+        let host = parts.next().filter(|h| !h.is_empty()).ok_or_else(bad)?;
+        origin = Some(format!("{scheme}://{host}"));
         let owner = parts.next().ok_or_else(bad)?;
         let name = parts.next().ok_or_else(bad)?;
         if parts.next() != Some("pull") {
@@ -67,6 +112,7 @@ pub fn parse(text: &str) -> Result<PullRef, BadReference> {
         owner: owner.to_string(),
         name: name.to_string(),
         number,
+        origin,
     })
 }
 
@@ -83,13 +129,10 @@ mod tests {
             "octo-org/hello-world#42",
             " octo-org/hello-world#42\n",
         ] {
+            let parsed = parse(text).expect(text);
             assert_eq!(
-                parse(text),
-                Ok(PullRef {
-                    owner: "octo-org".into(),
-                    name: "hello-world".into(),
-                    number: 42
-                }),
+                (parsed.owner.as_str(), parsed.name.as_str(), parsed.number),
+                ("octo-org", "hello-world", 42),
                 "{text}"
             );
         }
@@ -97,6 +140,27 @@ mod tests {
             parse("https://ghe.example.com/a/b.c/pull/7").map(|p| p.to_string()),
             Ok("a/b.c#7".to_string())
         );
+    }
+
+    #[test]
+    fn the_url_names_the_server_to_talk_to() {
+        let dotcom = parse("https://github.com/o/r/pull/1").unwrap();
+        assert_eq!(dotcom.api_url().as_deref(), Some("https://api.github.com"));
+        assert!(dotcom.served_by("https://api.github.com"));
+        assert!(!dotcom.served_by("https://ghe.example.com/api/v3"));
+        let ghes = parse("https://ghe.example.com/o/r/pull/1").unwrap();
+        assert_eq!(
+            ghes.api_url().as_deref(),
+            Some("https://ghe.example.com/api/v3")
+        );
+        assert!(ghes.served_by("https://GHE.example.com/api/v3"));
+        assert!(!ghes.served_by("https://api.github.com"));
+        let local = parse("http://127.0.0.1:8080/o/r/pull/1").unwrap();
+        assert!(local.served_by("http://127.0.0.1:8080"));
+        assert!(!local.served_by("http://127.0.0.1:9090"));
+        let short = parse("o/r#1").unwrap();
+        assert_eq!(short.api_url(), None);
+        assert!(short.served_by("https://ghe.example.com/api/v3"));
     }
 
     #[test]
