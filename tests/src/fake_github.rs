@@ -206,6 +206,14 @@ impl FakeGitHub {
         pr["body"] = "Please review.".into();
         pr["draft"] = false.into();
         pr["state"] = "open".into();
+        // The example's repositories are another one's: the PR lives in `repo`, from a
+        // branch of `repo` (not a fork).
+        let (owner, name) = repo.split_once('/').unwrap_or((repo, repo));
+        for side in ["base", "head"] {
+            pr[side]["repo"]["full_name"] = repo.into();
+            pr[side]["repo"]["name"] = name.into();
+            pr[side]["repo"]["owner"]["login"] = owner.into();
+        }
         self.state().pulls.insert((repo.to_string(), number), pr);
     }
 
