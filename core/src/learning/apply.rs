@@ -193,6 +193,12 @@ impl Thresholds {
         }
     }
 
+    /// Whether findings of `severity` block the merge gate (`gate.blockOn`): out of reach
+    /// of everything learned.
+    pub fn blocks(&self, severity: Severity) -> bool {
+        self.blocking.contains(&severity)
+    }
+
     /// The threshold for one finding.
     pub fn for_candidate(&self, candidate: &Candidate) -> u8 {
         let blocking = self.blocking.contains(&candidate.severity);

@@ -167,7 +167,6 @@ pub async fn analyse(
             &memory,
             subject.pr_patches,
             &retrieved.section(&[Source::Finding]),
-            &config.gate.block_on,
         )
         .await;
         suppressed.extend(dropped);

@@ -51,7 +51,6 @@ pub async fn judge(
     memory: &RepoMemory,
     patches: &HashMap<String, Patch>,
     past_findings: &str,
-    blocking: &[crate::ports::Severity],
 ) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
     if kept.is_empty() {
         return (kept, Vec::new(), JudgeStatus::Idle);
@@ -115,7 +114,7 @@ pub async fn judge(
                         // Nothing learned hides a finding that blocks the merge gate: a
                         // drop of one that rests on a learning (any id the judge names,
                         // one it was shown or not) keeps it.
-                        if learning.is_some() && blocking.contains(&candidate.severity) {
+                        if learning.is_some() && applied.thresholds.blocks(candidate.severity) {
                             tracing::info!(finding = %candidate.title, learning = ?learning, "the judge cited a learning against a blocking finding; kept");
                             out.push(candidate);
                             continue;
