@@ -371,7 +371,8 @@ async fn a_later_review_sees_the_earlier_hunk_and_how_its_finding_ended(backend:
             "PR 1's hunk is in every pass:\n{prompt}"
         );
         assert!(
-            prompt.contains(&format!("Code from PR #1 ({TITLE1})")),
+            prompt.contains("Code from PR #1 — ")
+                && prompt.contains(&format!("<snippet>\nPR #1 title: {TITLE1}\n")),
             "{prompt}"
         );
         assert!(prompt.contains("<snippet>"), "{prompt}");

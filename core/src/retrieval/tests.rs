@@ -135,7 +135,7 @@ fn a_review_sees_the_earlier_hunk_of_the_same_function_and_how_its_finding_ended
     let retrieved = review_of_pr2();
     let prompt = &retrieved.prompt;
     assert!(
-        prompt.contains("### Code from PR #1 (Read retries from the config) — `src/config.rs` lines 10-14, in `fn parse_config(text: &str) -> Result<Config, ConfigError> {`"),
+        prompt.contains("### Code from PR #1 — `src/config.rs` lines 10-14, in `fn parse_config(text: &str) -> Result<Config, ConfigError> {`\n<snippet>\nPR #1 title: Read retries from the config\n"),
         "{prompt}"
     );
     assert!(prompt.contains("serde_yaml::from_str(raw)?;"));
