@@ -218,7 +218,32 @@ async fn pull_request_closed(
     .await
     .map_err(transient)?;
     tracing::info!(repo = %full_name, number, merged, recorded, "pull request closed; finding outcomes collected");
+    if merged {
+        remember_merged_fork(services, &scope, &full_name, number).await;
+    }
     Ok(())
+}
+
+/// A merged PR from a fork enters the retrieval corpora now (see
+/// [`crate::retrieval::remember`]); a branch PR is there since its review. An extra: a
+/// failure is logged and the job goes on.
+async fn remember_merged_fork(services: &Services, scope: &RepoScope, repo: &str, number: u64) {
+    match services.github.get_pull_request(scope, number).await {
+        Ok(pr) if crate::retrieval::remember::from_fork(&pr) => {
+            let remembered = crate::retrieval::remember::merged(services, scope, repo, &pr).await;
+            tracing::info!(
+                repo,
+                number,
+                code = remembered.code,
+                findings = remembered.findings,
+                "merged fork PR remembered for retrieval"
+            );
+        }
+        Ok(_) => {}
+        Err(err) => {
+            tracing::warn!(repo, number, error = %err, "could not read the merged PR; a fork PR's code is not remembered");
+        }
+    }
 }
 
 /// Whether `actor` resolving the finding's thread lifts it (see [`resolution`]). GitHub

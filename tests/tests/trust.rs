@@ -21,6 +21,7 @@ parley_tests::review_on_both_stores!(
     teaching_commands_take_turns,
     rejections_cannot_push_the_tuned_threshold_over_blocking_findings,
     a_tuned_threshold_never_holds_blocking_findings_above_the_configured_one,
+    a_fork_prs_code_is_remembered_only_once_merged,
 );
 
 fn talk(h: &ReviewHarness) -> ConversationHandler {
@@ -430,4 +431,73 @@ async fn a_tuned_threshold_never_holds_blocking_findings_above_the_configured_on
     let posted = inline_titles(&h2);
     assert_eq!(posted.len(), 1, "{posted:#?}");
     assert!(posted[0].contains("Null dereference"), "{posted:#?}");
+}
+
+/// Unmerged fork PRs' hunks and titles used to be stored as the repository's history and
+/// shown to later reviews.
+async fn a_fork_prs_code_is_remembered_only_once_merged(h: ReviewHarness) {
+    use parley_core::ports::Corpus;
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["head"]["repo"]["full_name"] = "mallory/hello-world".into();
+        pr["head"]["repo"]["id"] = 999_999.into();
+        pr["head"]["repo"]["fork"] = true.into();
+    });
+    h.llm.answer(
+        SECURITY,
+        &reply(&[security(finding(
+            "src/db.rs",
+            3,
+            "medium",
+            90,
+            "SQL injection",
+        ))]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    assert_eq!(
+        h.inline_comments().len(),
+        1,
+        "the fork PR is reviewed as any other"
+    );
+    let corpus = h.services.corpus.clone();
+    let stored = |kind| {
+        let corpus = corpus.clone();
+        async move {
+            corpus
+                .documents(REPO, kind, 100)
+                .await
+                .expect("documents")
+                .len()
+        }
+    };
+    assert_eq!(stored(Corpus::Code).await, 0);
+    assert_eq!(stored(Corpus::Finding).await, 0);
+
+    // Closed unmerged: nothing; merged: its code and findings are history now.
+    talk(&h)
+        .handle(closed(false, "close-1"))
+        .await
+        .expect("closed");
+    assert_eq!(stored(Corpus::Code).await, 0);
+    h.github
+        .update_pull(REPO, PR, |pr| pr["merged"] = true.into());
+    talk(&h)
+        .handle(closed(true, "close-2"))
+        .await
+        .expect("merged");
+    assert!(stored(Corpus::Code).await > 0);
+    assert_eq!(stored(Corpus::Finding).await, 1);
+}
+
+/// GitHub's `pull_request.closed` delivery for the PR.
+fn closed(merged: bool, delivery: &str) -> parley_core::Job {
+    let mut payload = parley_tests::webhook_example("pull_request", "closed.payload.json");
+    payload["repository"]["full_name"] = REPO.into();
+    payload["repository"]["name"] = NAME.into();
+    payload["repository"]["owner"]["login"] = OWNER.into();
+    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    payload["pull_request"]["number"] = PR.into();
+    payload["pull_request"]["merged"] = merged.into();
+    normalised("pull_request", delivery, &payload)
 }

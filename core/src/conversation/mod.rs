@@ -783,6 +783,9 @@ impl ConversationHandler {
             .collect();
         comments.extend(conversation.root.iter().cloned());
         comments.push(reply);
+        if !crate::retrieval::remember::admissible(pr) {
+            return;
+        }
         let pr_ref = crate::retrieval::documents::PrRef {
             repo: &snap.repo,
             number: snap.number,

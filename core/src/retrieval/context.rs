@@ -385,7 +385,10 @@ mod tests {
         assert_eq!(text.matches("\n### ").count(), 1, "{text}");
         assert_eq!(text.matches("</snippet>").count(), 1, "{text}");
         let fence = text.find("<snippet>").expect("fenced");
-        assert!(text.find("Report nothing").is_some_and(|at| at > fence), "{text}");
+        assert!(
+            text.find("Report nothing").is_some_and(|at| at > fence),
+            "{text}"
+        );
     }
 
     #[test]

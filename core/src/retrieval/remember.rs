@@ -6,6 +6,13 @@
 //! Every write is an upsert by key (content hash, finding id, root comment id), so a
 //! retried job or a review of the next push writes the same documents again harmlessly.
 //! With `retrieval.enabled: false` nothing is written (and nothing embedded).
+//!
+//! **Fork PRs wait for their merge.** What the corpora hold is shown to every later review
+//! as the repository's history. A PR from a fork is written by someone who may not write
+//! to the repository; until a maintainer merges it, its hunks, title and threads are a
+//! stranger's words, and storing them would let anyone seed what later reviews are told.
+//! So a fork PR's review and threads are not remembered ([`admissible`]); when it is
+//! merged, the bookkeeping of `pull_request.closed` remembers it then ([`merged`]).
 
 use super::chunk::{ChunkOptions, chunk_changed_files};
 use super::documents::{PrRef, code_documents, finding_document, thread_document};
@@ -13,7 +20,7 @@ use crate::config::RepoConfig;
 use crate::config::RetrievalConfig;
 use crate::conversation::concurrent::join_all;
 use crate::embedding;
-use crate::ports::github::{ChangedFile, ReviewComment};
+use crate::ports::github::{ChangedFile, PullRequest, ReviewComment};
 use crate::ports::{Corpus, CorpusStore, Document, Finding};
 use crate::services::Services;
 use std::collections::BTreeMap;
@@ -22,6 +29,65 @@ use time::OffsetDateTime;
 /// Upserts in flight at once: a review's hundred hunks cost a few round trips of wall
 /// time rather than a hundred, without a burst a small table's capacity would throttle.
 const CONCURRENT_WRITES: usize = 8;
+
+/// Whether `pr`'s code and words may enter the repository's corpora now: a PR from a fork
+/// (or whose head repository is gone) only once merged.
+pub fn admissible(pr: &PullRequest) -> bool {
+    pr.merged || !from_fork(pr)
+}
+
+/// Whether the PR's head lives in another repository than its base. A deleted head
+/// repository counts as a fork: nothing says it was the base.
+pub fn from_fork(pr: &PullRequest) -> bool {
+    match (&pr.head.repo, &pr.base.repo) {
+        (Some(head), Some(base)) => {
+            let same_id = head.id != 0 && head.id == base.id;
+            !(same_id || head.full_name.eq_ignore_ascii_case(&base.full_name))
+        }
+        (None, _) => true,
+        (Some(_), None) => false,
+    }
+}
+
+/// A fork PR was merged: its hunks and findings become the repository's history now, as
+/// a branch PR's did when it was reviewed. One listing of the PR's files; fails open.
+pub async fn merged(
+    services: &Services,
+    scope: &crate::ports::github::RepoScope,
+    repo: &str,
+    pr: &PullRequest,
+) -> Remembered {
+    let config = services.config.for_pull(scope, pr).await;
+    if !config.config.retrieval.enabled || !from_fork(pr) {
+        return Remembered::default();
+    }
+    let files = match crate::review::analyse::PullFiles::fetch(
+        services.github.as_ref(),
+        scope,
+        pr.number,
+    )
+    .await
+    {
+        Ok(listing) => listing.files,
+        Err(err) => {
+            tracing::warn!(repo, pr = pr.number, error = %err, "could not list the merged fork PR's files; it is not remembered for retrieval");
+            return Remembered::default();
+        }
+    };
+    let findings = match services.store.findings_for_pr(repo, pr.number).await {
+        Ok(findings) => findings,
+        Err(err) => {
+            tracing::warn!(repo, pr = pr.number, error = %err, "could not read the merged fork PR's findings; remembering its code only");
+            Vec::new()
+        }
+    };
+    let pr_ref = PrRef {
+        repo,
+        number: pr.number,
+        title: &pr.title,
+    };
+    review(services, &config.config, pr_ref, &files, &findings).await
+}
 
 /// What [`review`] wrote, for the log and the tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

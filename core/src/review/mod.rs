@@ -748,14 +748,18 @@ impl ReviewHandler {
             number: job.number,
             title: &pr.title,
         };
-        crate::retrieval::remember::review(
-            &self.services,
-            config,
-            pr_ref,
-            &listing.files,
-            &findings,
-        )
-        .await;
+        if crate::retrieval::remember::admissible(&pr) {
+            crate::retrieval::remember::review(
+                &self.services,
+                config,
+                pr_ref,
+                &listing.files,
+                &findings,
+            )
+            .await;
+        } else {
+            tracing::info!(repo = %repo, number = job.number, "a fork PR is remembered for retrieval once merged");
+        }
         Ok(())
     }
 
@@ -1028,7 +1032,7 @@ impl ReviewHandler {
         config: &RepoConfig,
         findings: &[Finding],
     ) {
-        if !config.retrieval.enabled {
+        if !config.retrieval.enabled || !crate::retrieval::remember::admissible(pr) {
             return;
         }
         let files = match analyse::PullFiles::fetch(self.services.github.as_ref(), scope, number)
