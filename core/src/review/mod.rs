@@ -748,7 +748,7 @@ impl ReviewHandler {
             number: job.number,
             title: &pr.title,
         };
-        if crate::retrieval::remember::admissible(&pr) {
+        if crate::retrieval::remember::admissible(pr) {
             crate::retrieval::remember::review(
                 &self.services,
                 config,
