@@ -175,6 +175,14 @@ impl Store for FlakyStore {
         self.enter("put_finding")?;
         self.inner.put_finding(finding).await
     }
+    async fn put_finding_if(
+        &self,
+        finding: &Finding,
+        read: Option<&Finding>,
+    ) -> Result<bool, StoreError> {
+        self.enter("put_finding_if")?;
+        self.inner.put_finding_if(finding, read).await
+    }
 
     async fn finding_by_comment(
         &self,

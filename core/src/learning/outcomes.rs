@@ -62,7 +62,10 @@ pub async fn record(
         verdict: signal.verdict,
         signal: signal.signal.to_string(),
         by: signal.by.first().cloned(),
+        also_by: signal.by.iter().skip(1).cloned().collect(),
         at: now,
+        replaces: previous,
+        counted: true,
     });
     store.put_finding(finding).await?;
     let (category, severity, confidence) = (
