@@ -168,8 +168,10 @@ async fn thread_changed(
 }
 
 /// A PR closed: the outcomes of its findings that are still undecided, from 👍 / 👎 on
-/// them, or "ignored" for those still open that nobody answered. Store trouble retries the
-/// job; GitHub trouble reading reactions leaves those findings undecided (logged).
+/// them by people with `gate.resolveBy`, or "ignored" for those still open that nobody
+/// answered. Store trouble retries the job (and a redelivery counts nothing twice: see
+/// [`crate::learning::outcomes`]); GitHub trouble reading reactions leaves those findings
+/// undecided (logged).
 async fn pull_request_closed(
     services: &Services,
     installation_id: Option<u64>,
@@ -183,6 +185,14 @@ async fn pull_request_closed(
         return Ok(());
     };
     let scope = RepoScope::for_repo(installation, repo);
+    // Whose reactions count (`gate.resolveBy`) is the repository's setting, read from its
+    // default branch, which the PR names.
+    let pr = services
+        .github
+        .get_pull_request(&scope, number)
+        .await
+        .map_err(github_error)?;
+    let config = services.config.for_pull(&scope, &pr).await;
     // Which findings someone replied to: a listing of the PR's inline comments.
     let replied: std::collections::HashSet<u64> = match services
         .github
@@ -211,6 +221,7 @@ async fn pull_request_closed(
         services.store.as_ref(),
         services.corpus.as_ref(),
         &scope,
+        &config.config.gate,
         &full_name,
         number,
         &|comment| replied.contains(&comment),

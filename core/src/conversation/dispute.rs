@@ -85,6 +85,34 @@ pub async fn weigh_concession(
     .await
 }
 
+/// Parley conceded `finding` to `who`: the model agreed the finding was wrong. That is a
+/// rejection for the statistics and false-positive patterns only when `who` could have
+/// decided about it (`gate.resolveBy`, see [`crate::learning::outcomes`]): anyone who
+/// may talk to Parley can argue with it, and a PR's author who talks the model round
+/// must not teach it to stop reporting such findings for everyone. The concession stays
+/// a reply in the thread either way. Best effort, like the settlement.
+pub async fn record_concession(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    corpus: &dyn crate::ports::CorpusStore,
+    snap: &PrSnapshot,
+    finding: &str,
+    who: &str,
+) -> bool {
+    crate::learning::outcomes::record_from(
+        github,
+        store,
+        corpus,
+        &snap.scope,
+        &snap.config.config.gate,
+        snap.number,
+        finding,
+        who,
+        crate::learning::outcomes::Signal::new(crate::ports::Verdict::Rejected, "conceded", Some(who)),
+    )
+    .await
+}
+
 /// After the reply is posted: record the outcome on the finding, and resolve the thread on
 /// a concession that `lifts` the finding (one that does not leaves it open, thread and
 /// all). Returns the finding's state now. Failures are logged: the reply (and its marker,
