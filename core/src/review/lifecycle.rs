@@ -12,10 +12,11 @@
 //!   fingerprint and so the same code, is open again: the problem is still there.
 //!   Concessions (`WontFix`) stay: Parley agreed, and saying it again would be noise.
 //!
-//! Pure: the caller stores what changed once its review is posted.
+//! [`after_review`] is pure; [`write_back`] stores what changed once the review is
+//! posted, without undoing what people decided meanwhile.
 
 use crate::config::GateConfig;
-use crate::ports::{Finding, FindingState};
+use crate::ports::{Finding, FindingState, Store, StoreError};
 use crate::review::merge::Candidate;
 use std::collections::HashSet;
 use time::OffsetDateTime;
@@ -92,6 +93,67 @@ pub fn after_review(
         }
     }
     changes
+}
+
+/// Attempts of one finding's conditional write before the review leaves it as it is.
+const ATTEMPTS: usize = 5;
+
+/// Store the review's changes to earlier findings. The review read `earlier` before its
+/// passes, minutes ago; the conversation worker runs on another queue and may have
+/// resolved, conceded, dismissed or recorded an outcome on one of them since. So each
+/// write is conditional on the finding being as the review read it, and on a lost
+/// condition the finding is read again and only the review's own change (its state, and
+/// who changed it) is applied, and only while the state is still the one the review
+/// judged: a person's later decision wins over the review's older view. Returns how many
+/// findings were changed.
+pub async fn write_back(
+    store: &dyn Store,
+    earlier: &[Finding],
+    changes: &Changes,
+) -> Result<usize, StoreError> {
+    let mut written = 0;
+    for changed in changes.all() {
+        let Some(read) = earlier.iter().find(|f| f.id == changed.id) else {
+            continue;
+        };
+        if write_one(store, read, changed).await? {
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+async fn write_one(store: &dyn Store, read: &Finding, changed: &Finding) -> Result<bool, StoreError> {
+    let mut read = read.clone();
+    let mut next = changed.clone();
+    for _ in 0..ATTEMPTS {
+        if store.put_finding_if(&next, Some(&read)).await? {
+            return Ok(true);
+        }
+        let Some(fresh) = store
+            .findings_for_pr(&read.repo, read.pr)
+            .await?
+            .into_iter()
+            .find(|f| f.id == read.id)
+        else {
+            return Ok(false);
+        };
+        if fresh.state != read.state {
+            tracing::info!(repo = %read.repo, pr = read.pr, finding = %read.id, was = ?read.state, now = ?fresh.state, "finding changed while the review ran; the later decision stands");
+            return Ok(false);
+        }
+        // Only the state changed concurrently matters; keep everything else as stored
+        // now (an outcome recorded meanwhile, a comment id).
+        next = Finding {
+            state: changed.state,
+            state_changed_by: changed.state_changed_by.clone(),
+            state_changed_at: changed.state_changed_at,
+            ..fresh.clone()
+        };
+        read = fresh;
+    }
+    tracing::warn!(repo = %read.repo, pr = read.pr, finding = %read.id, "finding kept changing; the review leaves it as it is");
+    Ok(false)
 }
 
 fn with_state(finding: &Finding, state: FindingState, by: &str, now: OffsetDateTime) -> Finding {
