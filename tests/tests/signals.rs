@@ -316,10 +316,17 @@ async fn a_concession_to_a_reader_records_no_rejection(h: ReviewHarness) {
 async fn a_redelivered_close_counts_once(h: ReviewHarness) {
     let flaky = FlakyStore::new(h.store.clone());
     let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
-    review(&h, &[finding("src/db.rs", 3, "medium", 90, "Unused helper")]).await;
+    review(
+        &h,
+        &[finding("src/db.rs", 3, "medium", 90, "Unused helper")],
+    )
+    .await;
     h.github.set_permission(REPO, "maya", "write");
     h.github.set_permission(REPO, "sam", "write");
-    let unused = by_title(&h, "Unused helper").await.comment_id.expect("inline");
+    let unused = by_title(&h, "Unused helper")
+        .await
+        .comment_id
+        .expect("inline");
     for who in ["maya", "sam"] {
         h.github.react_to_review_comment(unused, "-1", who);
     }
@@ -374,8 +381,12 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
         .add_issue_comment(REPO, PR, "maya", "@parley full review");
     let full_review = h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", request));
     let dismiss = async {
-        held.wait_caught(1, Duration::from_secs(60), "the full review's security pass")
-            .await;
+        held.wait_caught(
+            1,
+            Duration::from_secs(60),
+            "the full review's security pass",
+        )
+        .await;
         talk(&h)
             .handle(top_level(&h, "maya", &format!("@parley dismiss {id}")))
             .await
@@ -411,7 +422,11 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
 
 async fn one_review_counts_once_in_the_month(h: ReviewHarness) {
     let month = parley_core::llm::usage::month_scope(REPO, time::OffsetDateTime::now_utc());
-    review(&h, &[finding("src/db.rs", 3, "medium", 90, "Unused helper")]).await;
+    review(
+        &h,
+        &[finding("src/db.rs", 3, "medium", 90, "Unused helper")],
+    )
+    .await;
     let reviews = h
         .store
         .counter(&month, parley_core::llm::usage::counters::REVIEWS)

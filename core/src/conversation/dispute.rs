@@ -108,7 +108,11 @@ pub async fn record_concession(
         snap.number,
         finding,
         who,
-        crate::learning::outcomes::Signal::new(crate::ports::Verdict::Rejected, "conceded", Some(who)),
+        crate::learning::outcomes::Signal::new(
+            crate::ports::Verdict::Rejected,
+            "conceded",
+            Some(who),
+        ),
     )
     .await
 }

@@ -160,8 +160,7 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
         finding.state_changed_at = Some(OffsetDateTime::now_utc());
         turn.store.put_finding(finding).await?;
     }
-    let mut deciders =
-        outcomes::Deciders::new(turn.github, &snap.scope, &snap.config.config.gate);
+    let mut deciders = outcomes::Deciders::new(turn.github, &snap.scope, &snap.config.config.gate);
     let counts = deciders.decides(login).await?;
     if counts {
         let signal = Signal::new(Verdict::Rejected, "wont_fix", Some(login));

@@ -209,7 +209,13 @@ fn outcome_of(
     // What the statistics hold for the finding now: the previous outcome once counted,
     // else what that one replaced (its counting never happened or never finished; the
     // statistics' own memory says which, and wins).
-    let replaces = previous.and_then(|p| if p.counted { Some(p.verdict) } else { p.replaces });
+    let replaces = previous.and_then(|p| {
+        if p.counted {
+            Some(p.verdict)
+        } else {
+            p.replaces
+        }
+    });
     FindingOutcome {
         verdict: signal.verdict,
         signal: signal.signal.to_string(),
@@ -343,7 +349,11 @@ struct CountedPattern {
     #[serde(flatten)]
     pattern: Pattern,
     /// `<pr>/<finding id>` of the rejections counted, oldest first.
-    #[serde(default, rename = "counted_findings", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "counted_findings",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     counted: Vec<String>,
 }
 
@@ -471,7 +481,12 @@ pub async fn at_close(
             recorded += 1;
         }
     }
-    tracing::info!(repo, pr, permission_lookups = deciders.lookups(), "reactions weighed");
+    tracing::info!(
+        repo,
+        pr,
+        permission_lookups = deciders.lookups(),
+        "reactions weighed"
+    );
     Ok(recorded)
 }
 
@@ -567,7 +582,10 @@ mod tests {
         assert_eq!(down.verdict, Verdict::Rejected);
         assert_eq!(down.by, vec!["amy", "bob"]);
         assert_eq!(
-            from_reactions(&[reaction(ThumbsUp, "a"), reaction(ThumbsDown, "b")], &everyone),
+            from_reactions(
+                &[reaction(ThumbsUp, "a"), reaction(ThumbsDown, "b")],
+                &everyone
+            ),
             None
         );
         assert_eq!(from_reactions(&[reaction(Eyes, "a")], &everyone), None);
@@ -610,13 +628,19 @@ mod tests {
             counted: true,
             ..outcome_of(&Signal::new(Verdict::Accepted, "thumbs_up", None), None, at)
         };
-        assert_eq!(outcome_of(&signal, Some(&counted), at).replaces, Some(Verdict::Accepted));
+        assert_eq!(
+            outcome_of(&signal, Some(&counted), at).replaces,
+            Some(Verdict::Accepted)
+        );
         // An outcome whose counting never finished: the counts still hold what it replaced.
         let unfinished = FindingOutcome {
             replaces: Some(Verdict::Ignored),
             ..outcome_of(&Signal::new(Verdict::Accepted, "thumbs_up", None), None, at)
         };
-        assert_eq!(outcome_of(&signal, Some(&unfinished), at).replaces, Some(Verdict::Ignored));
+        assert_eq!(
+            outcome_of(&signal, Some(&unfinished), at).replaces,
+            Some(Verdict::Ignored)
+        );
         let fresh = outcome_of(&signal, None, at);
         assert!(!fresh.counted);
         assert_eq!(fresh.by.as_deref(), Some("maya"));

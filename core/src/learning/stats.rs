@@ -311,10 +311,7 @@ mod tests {
         // says it replaces.
         let mut legacy = seeded(&[(80, 0, 1)]);
         assert!(legacy.count_outcome("2/f_b", "style", "low", 80, Accepted, Some(Rejected)));
-        assert_eq!(
-            (legacy.total().accepted, legacy.total().rejected),
-            (1, 0)
-        );
+        assert_eq!((legacy.total().accepted, legacy.total().rejected), (1, 0));
     }
 
     #[test]
@@ -324,7 +321,10 @@ mod tests {
             stats.count_outcome(&format!("1/f_{i}"), "bug", "low", 60, Accepted, None);
         }
         assert_eq!(stats.counted.len(), COUNTED_KEEP);
-        assert_eq!(stats.counted[0].0, "1/f_10", "the oldest are forgotten first");
+        assert_eq!(
+            stats.counted[0].0, "1/f_10",
+            "the oldest are forgotten first"
+        );
         assert_eq!(stats.total().accepted, (COUNTED_KEEP + 10) as u64);
     }
 

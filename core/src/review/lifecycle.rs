@@ -123,7 +123,11 @@ pub async fn write_back(
     Ok(written)
 }
 
-async fn write_one(store: &dyn Store, read: &Finding, changed: &Finding) -> Result<bool, StoreError> {
+async fn write_one(
+    store: &dyn Store,
+    read: &Finding,
+    changed: &Finding,
+) -> Result<bool, StoreError> {
     let mut read = read.clone();
     let mut next = changed.clone();
     for _ in 0..ATTEMPTS {

@@ -354,7 +354,11 @@ async fn check_conditional_finding_writes(store: Arc<dyn Store>) {
     );
 
     // The review read it; the conversation worker then records an outcome.
-    let read_by_review = store.findings_for_pr("octo/app", 7).await.unwrap().remove(0);
+    let read_by_review = store
+        .findings_for_pr("octo/app", 7)
+        .await
+        .unwrap()
+        .remove(0);
     let mut decided = read_by_review.clone();
     decided.state = FindingState::WontFix;
     decided.state_changed_by = Some("maya".into());
@@ -379,9 +383,21 @@ async fn check_conditional_finding_writes(store: Arc<dyn Store>) {
     let mut stale = read_by_review.clone();
     stale.state = FindingState::Resolved;
     stale.state_changed_by = Some("parley".into());
-    assert!(!store.put_finding_if(&stale, Some(&read_by_review)).await.unwrap());
-    let stored = store.findings_for_pr("octo/app", 7).await.unwrap().remove(0);
-    assert_eq!(stored, decided, "the decision survived, every field round-tripped");
+    assert!(
+        !store
+            .put_finding_if(&stale, Some(&read_by_review))
+            .await
+            .unwrap()
+    );
+    let stored = store
+        .findings_for_pr("octo/app", 7)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        stored, decided,
+        "the decision survived, every field round-tripped"
+    );
 
     // Guarded by the finding as read back, the write goes through; fields that are not
     // a decision (a comment id) do not break the guard.
@@ -412,7 +428,11 @@ async fn check_conditional_finding_writes(store: Arc<dyn Store>) {
 async fn check_concurrent_conditional_finding_writers_have_one_winner(store: Arc<dyn Store>) {
     let base = common::finding("octo/race", 9, "f-race", datetime!(2024-05-01 09:00 UTC));
     store.put_finding(&base).await.unwrap();
-    let read = store.findings_for_pr("octo/race", 9).await.unwrap().remove(0);
+    let read = store
+        .findings_for_pr("octo/race", 9)
+        .await
+        .unwrap()
+        .remove(0);
     let counter = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let outcomes = race(&store, move |store| {
         let read = read.clone();
@@ -425,7 +445,11 @@ async fn check_concurrent_conditional_finding_writers_have_one_winner(store: Arc
         }
     })
     .await;
-    assert_eq!(outcomes.iter().filter(|won| **won).count(), 1, "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|won| **won).count(),
+        1,
+        "{outcomes:?}"
+    );
 }
 
 async fn check_findings_for_pr_order_and_isolation(store: Arc<dyn Store>) {
