@@ -9,6 +9,7 @@ use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
 use crate::ports::github::{GitHub, GitHubError, ReviewerRequest};
 use crate::ports::{FindingState, Store};
+use crate::review::lifecycle;
 use crate::review::resolution::{self, Decision};
 use time::OffsetDateTime;
 
@@ -142,7 +143,12 @@ pub async fn settle(
         finding.state = state;
         finding.state_changed_by = Some(who.to_string());
         finding.state_changed_at = Some(OffsetDateTime::now_utc());
-        if let Err(err) = store.put_finding(&finding).await {
+        // The turn read the finding before the model answered; a review may have
+        // written it since: conditional, this (newer) decision applied over that.
+        let read = in_play.stored.then_some(&in_play.finding);
+        if let Err(err) =
+            lifecycle::store_state(store, read, &finding, lifecycle::Precedence::Newest).await
+        {
             tracing::warn!(repo = %snap.repo, finding = %finding.id, error = %err, "could not store the dispute's outcome");
         }
     }

@@ -155,10 +155,19 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
     }
     let closed = finding.state == FindingState::Open;
     if closed {
+        let read = finding.clone();
         finding.state = FindingState::WontFix;
         finding.state_changed_by = Some(login.clone());
         finding.state_changed_at = Some(OffsetDateTime::now_utc());
-        turn.store.put_finding(finding).await?;
+        // Conditional (a review may write the finding meanwhile); if this merged into a
+        // newer version, recording the outcome below reads that one again.
+        crate::review::lifecycle::store_state(
+            turn.store,
+            Some(&read),
+            finding,
+            crate::review::lifecycle::Precedence::Newest,
+        )
+        .await?;
     }
     let mut deciders = outcomes::Deciders::new(turn.github, &snap.scope, &snap.config.config.gate);
     let counts = deciders.decides(login).await?;

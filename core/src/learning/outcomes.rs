@@ -122,6 +122,7 @@ impl<'a> Deciders<'a> {
         }
         if self.lookups >= MAX_PERMISSION_LOOKUPS {
             tracing::info!(repo = %self.scope.full_name(), login, "permission lookups of this job used up; not counting this person");
+            self.known.insert(key, false);
             return Ok(false);
         }
         self.lookups += 1;
