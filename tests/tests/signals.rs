@@ -20,8 +20,10 @@ parley_tests::review_on_both_stores!(
     strangers_reactions_decide_nothing_and_a_maintainers_do,
     wont_fix_from_the_author_without_resolve_by_records_no_rejection,
     a_concession_to_a_reader_records_no_rejection,
+    the_authors_own_resolution_after_arguing_records_no_rejection,
     a_redelivered_close_counts_once,
     an_outcome_set_while_a_review_runs_survives_its_write_back,
+    an_outcome_a_review_records_while_a_turn_runs_survives_the_turn,
     one_review_counts_once_in_the_month,
 );
 
@@ -310,6 +312,45 @@ async fn a_concession_to_a_reader_records_no_rejection(h: ReviewHarness) {
     assert_eq!(pattern_rejections(&h).await, 1);
 }
 
+/// GitHub lets a PR's author resolve threads on their own PR: arguing with a finding and
+/// resolving it unchanged is a rejection only when the one resolving has resolveBy.
+async fn the_authors_own_resolution_after_arguing_records_no_rejection(h: ReviewHarness) {
+    review(
+        &h,
+        &[
+            finding("src/db.rs", 2, "medium", 90, "Unchecked id"),
+            finding("src/db.rs", 3, "medium", 90, "Unused helper"),
+        ],
+    )
+    .await;
+    h.github.set_permission(REPO, "maya", "write");
+    for (title, resolver) in [("Unused helper", "alice"), ("Unchecked id", "maya")] {
+        let root = by_title(&h, title).await.comment_id.expect("inline");
+        // alice (the PR's author, read access) argues in the thread; the reply is on
+        // GitHub, which is where the resolution's weighing reads it.
+        let _ = reply_in_thread(&h, root, "alice", "This is how the loader finds it.");
+        talk(&h)
+            .handle(thread_job_by(root, true, &format!("t-{root}"), resolver))
+            .await
+            .expect("bookkeeping");
+        assert_eq!(by_title(&h, title).await.state, FindingState::Resolved);
+    }
+    assert_eq!(by_title(&h, "Unused helper").await.outcome, None);
+    assert_eq!(
+        by_title(&h, "Unchecked id")
+            .await
+            .outcome
+            .map(|o| (o.verdict, o.signal, o.by)),
+        Some((
+            Verdict::Rejected,
+            "resolved_after_dispute".into(),
+            Some("alice".into())
+        ))
+    );
+    assert_eq!(totals(&h).await, (0, 1, 0));
+    assert_eq!(pattern_rejections(&h).await, 1);
+}
+
 /// The close job dies at each write of the counting in turn (the statistics, the
 /// pattern, marking the finding counted) and is retried, then redelivered once more:
 /// every count lands exactly once.
@@ -418,6 +459,73 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
     mark_closed(&h);
     talk(&h).handle(close_job()).await.expect("bookkeeping");
     assert_eq!(totals(&h).await, (0, 1, 0));
+}
+
+/// The other way round: a dispute's turn reads the finding, and while the model thinks, a
+/// push's review records that the finding's code changed (accepted). The concession to a
+/// reader then changes the finding's state, and keeps that outcome.
+async fn an_outcome_a_review_records_while_a_turn_runs_survives_the_turn(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "mention:\n  minPermission: read\n",
+    );
+    review(
+        &h,
+        &[finding("src/db.rs", 3, "medium", 90, "SQL injection")],
+    )
+    .await;
+    let root = by_title(&h, "SQL injection")
+        .await
+        .comment_id
+        .expect("inline");
+    h.llm.answer(
+        CONVERSATION,
+        &json!({ "reply": "Fair point.", "resolution": "concede" }).to_string(),
+    );
+    let held = h.llm.tripwire(CONVERSATION, 1);
+    h.github.set_permission(REPO, "rita", "read");
+    let turn_job = reply_in_thread(&h, root, "rita", "The id is numeric, so it is safe.");
+    let handler = talk(&h);
+    let turn = handler.handle(turn_job);
+    let push = async {
+        held.wait_caught(1, Duration::from_secs(60), "the dispute's model call")
+            .await;
+        h.github
+            .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+        h.github.set_compare(
+            REPO,
+            HEAD,
+            HEAD2,
+            &[(
+                "src/db.rs",
+                "modified",
+                "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }",
+            )],
+        );
+        h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+            .await
+            .expect("incremental review");
+        assert_eq!(
+            by_title(&h, "SQL injection")
+                .await
+                .outcome
+                .map(|o| (o.verdict, o.signal)),
+            Some((Verdict::Accepted, "code_changed".into()))
+        );
+        held.release();
+    };
+    let (answered, ()) = tokio::join!(turn, push);
+    answered.expect("turn");
+    let after = by_title(&h, "SQL injection").await;
+    assert_eq!(after.state, FindingState::WontFix, "{after:#?}");
+    assert_eq!(
+        after.outcome.map(|o| (o.verdict, o.signal)),
+        Some((Verdict::Accepted, "code_changed".into())),
+        "the turn's write kept the review's outcome"
+    );
+    assert_eq!(totals(&h).await, (1, 0, 0));
 }
 
 async fn one_review_counts_once_in_the_month(h: ReviewHarness) {
