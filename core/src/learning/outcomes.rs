@@ -12,8 +12,10 @@
 //! who could have decided about the finding: at least `gate.resolveBy` on the
 //! repository ([`Deciders`]). Otherwise the author of a PR, or any passer-by on a public
 //! repository, could teach Parley to stop reporting what they do not want to hear.
-//! Bots never count. What people do to the code (a push that changes the finding's
-//! lines) and a resolution that lifts the finding count as before.
+//! Bots never count; nor does a thread its PR's author argued in and then resolved
+//! unchanged, unless the one resolving has `gate.resolveBy` (see the bookkeeping job).
+//! What people do to the code (a push that changes the finding's lines) and a
+//! resolution that lifts the finding count as before.
 //!
 //! The first decisive signal sets the outcome; a later one of another verdict replaces it
 //! (the statistics take the old one back). Reactions are read when the PR closes (a
