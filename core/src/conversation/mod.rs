@@ -582,10 +582,19 @@ impl ConversationHandler {
                 match decision.explain(&f) {
                     Some(why) => (format!("I cannot dismiss it for you: {why}"), false),
                     None => {
+                        let read = f.clone();
                         f.state = crate::ports::FindingState::WontFix;
                         f.state_changed_by = Some(trigger.author.login.clone());
                         f.state_changed_at = Some(time::OffsetDateTime::now_utc());
-                        store.put_finding(&f).await?;
+                        // Conditional: a review may have written the finding since it
+                        // was read (see `lifecycle::store_state`).
+                        crate::review::lifecycle::store_state(
+                            store,
+                            Some(&read),
+                            &f,
+                            crate::review::lifecycle::Precedence::Newest,
+                        )
+                        .await?;
                         tracing::info!(repo = %snap.repo, pr = snap.number, finding = %f.id, by = %trigger.author.login, "finding dismissed by command");
                         // A rejection only from someone with `gate.resolveBy` (see
                         // `learning::outcomes`).
