@@ -5,7 +5,7 @@
 use crate::job::{BookkeepingEvent, BookkeepingJob, RepoRef};
 use crate::ports::github::RepoScope;
 use crate::ports::{FindingState, Installation, JobError, StoreError};
-use crate::review::{regate, resolution};
+use crate::review::{lifecycle, regate, resolution};
 use crate::services::Services;
 use time::OffsetDateTime;
 
@@ -145,31 +145,37 @@ async fn thread_changed(
             return Ok(());
         }
     }
+    let read = finding.clone();
     finding.state = state;
     finding.state_changed_by = Some(actor.to_string());
     finding.state_changed_at = Some(OffsetDateTime::now_utc());
-    store.put_finding(&finding).await.map_err(transient)?;
+    // Conditional: a review on the other queue may have written the finding since it was
+    // read (an outcome from a code change); the thread's state is applied over that.
+    lifecycle::store_state(store, Some(&read), &finding, lifecycle::Precedence::Newest)
+        .await
+        .map_err(transient)?;
     tracing::info!(repo = %full_name, number, finding = %finding.id, state = ?finding.state, actor, "finding follows its review thread");
-    if let Some(pr) = pr.as_ref().filter(|_| !is_bot_login(actor)) {
-        let signal = resolution_signal(services, &scope, pr, root, &finding, actor).await;
-        if let Err(err) = crate::learning::outcomes::record(
+    if let Some(pr) = pr.as_ref().filter(|_| !is_bot_login(actor))
+        && let Some(signal) = resolution_signal(services, &scope, pr, root, &finding, actor).await
+        && let Err(err) = crate::learning::outcomes::record(
             store,
             services.corpus.as_ref(),
             &mut finding,
             &signal,
         )
         .await
-        {
-            tracing::warn!(repo = %full_name, finding = %finding.id, error = %err, "could not record the finding's outcome");
-        }
+    {
+        tracing::warn!(repo = %full_name, finding = %finding.id, error = %err, "could not record the finding's outcome");
     }
     regate::regate(services, &scope, number).await;
     Ok(())
 }
 
 /// A PR closed: the outcomes of its findings that are still undecided, from 👍 / 👎 on
-/// them, or "ignored" for those still open that nobody answered. Store trouble retries the
-/// job; GitHub trouble reading reactions leaves those findings undecided (logged).
+/// them by people with `gate.resolveBy`, or "ignored" for those still open that nobody
+/// answered. Store trouble retries the job (and a redelivery counts nothing twice: see
+/// [`crate::learning::outcomes`]); GitHub trouble reading reactions leaves those findings
+/// undecided (logged).
 async fn pull_request_closed(
     services: &Services,
     installation_id: Option<u64>,
@@ -183,6 +189,14 @@ async fn pull_request_closed(
         return Ok(());
     };
     let scope = RepoScope::for_repo(installation, repo);
+    // Whose reactions count (`gate.resolveBy`) is the repository's setting, read from its
+    // default branch, which the PR names.
+    let pr = services
+        .github
+        .get_pull_request(&scope, number)
+        .await
+        .map_err(github_error)?;
+    let config = services.config.for_pull(&scope, &pr).await;
     // Which findings someone replied to: a listing of the PR's inline comments.
     let replied: std::collections::HashSet<u64> = match services
         .github
@@ -211,6 +225,7 @@ async fn pull_request_closed(
         services.store.as_ref(),
         services.corpus.as_ref(),
         &scope,
+        &config.config.gate,
         &full_name,
         number,
         &|comment| replied.contains(&comment),
@@ -327,6 +342,11 @@ fn is_bot_login(login: &str) -> bool {
 /// A person resolved a finding's thread: accepted, unless the code at its lines did not
 /// change and the PR's author had argued with it in the thread (then it was waved off:
 /// rejected). Best effort: when GitHub cannot tell, a resolution counts as accepted.
+///
+/// The rejection counts only when the one who resolved it has `gate.resolveBy` (`None`
+/// otherwise): GitHub lets a PR's author resolve threads on their own PR, and arguing
+/// with a non-blocking finding then resolving it unchanged must not teach Parley that
+/// such findings are wrong (see [`crate::learning::outcomes`]).
 async fn resolution_signal(
     services: &Services,
     scope: &RepoScope,
@@ -334,7 +354,7 @@ async fn resolution_signal(
     root: u64,
     finding: &crate::ports::Finding,
     actor: &str,
-) -> crate::learning::outcomes::Signal {
+) -> Option<crate::learning::outcomes::Signal> {
     use crate::learning::outcomes::Signal;
     use crate::ports::Verdict;
     let accepted = Signal::new(Verdict::Accepted, "thread_resolved", Some(actor));
@@ -344,7 +364,7 @@ async fn resolution_signal(
         .await
         .unwrap_or(true)
     {
-        return accepted;
+        return Some(accepted);
     }
     let author = pr
         .user
@@ -368,10 +388,25 @@ async fn resolution_signal(
         }),
         Err(_) => false,
     };
-    if disputed {
-        Signal::new(Verdict::Rejected, "resolved_after_dispute", Some(&author))
-    } else {
-        accepted
+    if !disputed {
+        return Some(accepted);
+    }
+    let config = services.config.for_pull(scope, pr).await;
+    let mut deciders = crate::learning::outcomes::Deciders::new(github, scope, &config.config.gate);
+    match deciders.decides(actor).await {
+        Ok(true) => Some(Signal::new(
+            Verdict::Rejected,
+            "resolved_after_dispute",
+            Some(&author),
+        )),
+        Ok(false) => {
+            tracing::info!(repo = %scope.full_name(), number, finding = %finding.id, actor, "resolved unchanged after a dispute by someone without gate.resolveBy: no outcome");
+            None
+        }
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), number, finding = %finding.id, actor, error = %err, "could not read the resolver's permission; no outcome");
+            None
+        }
     }
 }
 

@@ -112,6 +112,14 @@ impl Store for CountingStore {
         self.tick();
         self.inner.put_finding(finding).await
     }
+    async fn put_finding_if(
+        &self,
+        finding: &Finding,
+        read: Option<&Finding>,
+    ) -> Result<bool, StoreError> {
+        self.tick();
+        self.inner.put_finding_if(finding, read).await
+    }
     async fn finding_by_comment(
         &self,
         repo: &str,

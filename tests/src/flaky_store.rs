@@ -20,6 +20,9 @@ pub enum Outage {
     From(usize),
     /// Call number `n` alone fails: a blip.
     Only(usize),
+    /// The `n`-th call (from 0) of the method named so fails alone: a crash at a chosen
+    /// write, wherever it falls in the job.
+    Nth(&'static str, usize),
 }
 
 struct State {
@@ -72,8 +75,10 @@ impl FlakyStore {
     fn enter(&self, name: &'static str) -> Result<(), StoreError> {
         let mut state = self.state();
         let number = state.calls.len();
+        let of_this_name = state.calls.iter().filter(|call| **call == name).count();
         state.calls.push(name);
         let fails = match state.outage {
+            Outage::Nth(method, n) => method == name && of_this_name == n,
             Outage::None => false,
             Outage::Down => true,
             Outage::From(n) => number >= n,
@@ -174,6 +179,14 @@ impl Store for FlakyStore {
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
         self.enter("put_finding")?;
         self.inner.put_finding(finding).await
+    }
+    async fn put_finding_if(
+        &self,
+        finding: &Finding,
+        read: Option<&Finding>,
+    ) -> Result<bool, StoreError> {
+        self.enter("put_finding_if")?;
+        self.inner.put_finding_if(finding, read).await
     }
 
     async fn finding_by_comment(

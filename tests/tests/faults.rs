@@ -1412,7 +1412,7 @@ async fn review_faults_dynamodb() {
     // Mid-job: the store goes away when the posted findings are stored.
     let record = calls
         .iter()
-        .position(|c| *c == "put_finding")
+        .position(|c| *c == "put_finding_if")
         .expect("findings are stored");
     let scenarios = vec![
         (

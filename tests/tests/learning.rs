@@ -296,6 +296,8 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
         .await
         .expect("turn");
     // 👍 on "Missing doc"; nothing on "Unused helper"; then the PR closes.
+    // Reactions count from people with `gate.resolveBy` (see tests/tests/signals.rs).
+    h.github.set_permission(REPO, "carol", "write");
     let doc = by_title(&found, "Missing doc");
     h.github
         .react_to_review_comment(doc.comment_id.expect("inline"), "+1", "carol");
@@ -393,6 +395,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
         .await
         .expect("turn");
     for who in ["amy", "cat"] {
+        h.github.set_permission(REPO, who, "write");
         h.github
             .react_to_review_comment(id_of("Unused helper"), "-1", who);
     }

@@ -227,6 +227,8 @@ impl World {
     /// the outcome, which must reach the finding's retrieval document).
     async fn reject_finding_and_close_pr1(&self) {
         let finding = self.pr1_finding().await;
+        // A maintainer's 👎: reactions count only from people with `gate.resolveBy`.
+        self.github.set_permission(REPO, "carol", "write");
         self.github.react_to_review_comment(
             finding.comment_id.expect("posted inline"),
             "-1",

@@ -9,6 +9,7 @@ use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
 use crate::ports::github::{GitHub, GitHubError, ReviewerRequest};
 use crate::ports::{FindingState, Store};
+use crate::review::lifecycle;
 use crate::review::resolution::{self, Decision};
 use time::OffsetDateTime;
 
@@ -85,6 +86,38 @@ pub async fn weigh_concession(
     .await
 }
 
+/// Parley conceded `finding` to `who`: the model agreed the finding was wrong. That is a
+/// rejection for the statistics and false-positive patterns only when `who` could have
+/// decided about it (`gate.resolveBy`, see [`crate::learning::outcomes`]): anyone who
+/// may talk to Parley can argue with it, and a PR's author who talks the model round
+/// must not teach it to stop reporting such findings for everyone. The concession stays
+/// a reply in the thread either way. Best effort, like the settlement.
+pub async fn record_concession(
+    github: &dyn GitHub,
+    store: &dyn Store,
+    corpus: &dyn crate::ports::CorpusStore,
+    snap: &PrSnapshot,
+    finding: &str,
+    who: &str,
+) -> bool {
+    crate::learning::outcomes::record_from(
+        github,
+        store,
+        corpus,
+        &snap.scope,
+        &snap.config.config.gate,
+        snap.number,
+        finding,
+        who,
+        crate::learning::outcomes::Signal::new(
+            crate::ports::Verdict::Rejected,
+            "conceded",
+            Some(who),
+        ),
+    )
+    .await
+}
+
 /// After the reply is posted: record the outcome on the finding, and resolve the thread on
 /// a concession that `lifts` the finding (one that does not leaves it open, thread and
 /// all). Returns the finding's state now. Failures are logged: the reply (and its marker,
@@ -110,7 +143,12 @@ pub async fn settle(
         finding.state = state;
         finding.state_changed_by = Some(who.to_string());
         finding.state_changed_at = Some(OffsetDateTime::now_utc());
-        if let Err(err) = store.put_finding(&finding).await {
+        // The turn read the finding before the model answered; a review may have
+        // written it since: conditional, this (newer) decision applied over that.
+        let read = in_play.stored.then_some(&in_play.finding);
+        if let Err(err) =
+            lifecycle::store_state(store, read, &finding, lifecycle::Precedence::Newest).await
+        {
             tracing::warn!(repo = %snap.repo, finding = %finding.id, error = %err, "could not store the dispute's outcome");
         }
     }

@@ -605,26 +605,38 @@ impl ConversationHandler {
                 match decision.explain(&f) {
                     Some(why) => (format!("I cannot dismiss it for you: {why}"), false),
                     None => {
+                        let read = f.clone();
                         f.state = crate::ports::FindingState::WontFix;
                         f.state_changed_by = Some(trigger.author.login.clone());
                         f.state_changed_at = Some(time::OffsetDateTime::now_utc());
-                        store.put_finding(&f).await?;
+                        // Conditional: a review may have written the finding since it
+                        // was read (see `lifecycle::store_state`).
+                        crate::review::lifecycle::store_state(
+                            store,
+                            Some(&read),
+                            &f,
+                            crate::review::lifecycle::Precedence::Newest,
+                        )
+                        .await?;
                         tracing::info!(repo = %snap.repo, pr = snap.number, finding = %f.id, by = %trigger.author.login, "finding dismissed by command");
-                        let signal = crate::learning::outcomes::Signal::new(
-                            crate::ports::Verdict::Rejected,
-                            "wont_fix",
-                            Some(&trigger.author.login),
-                        );
-                        if let Err(err) = crate::learning::outcomes::record(
+                        // A rejection only from someone with `gate.resolveBy` (see
+                        // `learning::outcomes`).
+                        crate::learning::outcomes::record_from(
+                            github,
                             store,
                             self.services.corpus.as_ref(),
-                            &mut f,
-                            &signal,
+                            &snap.scope,
+                            &snap.config.config.gate,
+                            snap.number,
+                            &f.id,
+                            &trigger.author.login,
+                            crate::learning::outcomes::Signal::new(
+                                crate::ports::Verdict::Rejected,
+                                "wont_fix",
+                                Some(&trigger.author.login),
+                            ),
                         )
-                        .await
-                        {
-                            tracing::warn!(finding = %f.id, error = %err, "could not record the finding's outcome");
-                        }
+                        .await;
                         (
                             format!(
                                 "Dismissed `{id}` ({}): it no longer counts for this pull request's merge gate.",
@@ -852,20 +864,16 @@ impl ConversationHandler {
         }
     }
 
-    /// Parley conceded `finding` to the trigger's author: the finding was wrong, a
-    /// rejection (whoever it lifts the gate for).
+    /// Parley conceded `finding` to the trigger's author: a rejection when they could
+    /// have decided about it (see [`dispute::record_concession`]).
     async fn record_concession(&self, snap: &PrSnapshot, finding: &str, trigger: &Trigger) {
-        crate::learning::outcomes::record_by_id(
+        dispute::record_concession(
+            self.github(),
             self.store(),
             self.services.corpus.as_ref(),
-            &snap.repo,
-            snap.number,
+            snap,
             finding,
-            crate::learning::outcomes::Signal::new(
-                crate::ports::Verdict::Rejected,
-                "conceded",
-                Some(&trigger.author.login),
-            ),
+            &trigger.author.login,
         )
         .await;
     }

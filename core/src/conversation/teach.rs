@@ -152,32 +152,30 @@ pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), Co
     ))
 }
 
-/// Record a `won't fix` on the finding in play: a rejection, and (when the one saying it
-/// may lift it) the finding closed.
+/// Settle a `won't fix` on the finding in play. The resolution rules come first
+/// ([`crate::review::resolution::decide`]): when they refuse (the PR's author on a
+/// blocking finding whose code has not changed, someone without `gate.resolveBy`), the
+/// reply says why and nothing is recorded, since a rejection feeds the statistics and
+/// false-positive patterns every later review applies. When they accept, the finding is
+/// closed, and the rejection counts only from someone with `gate.resolveBy` (see
+/// [`outcomes`]: a PR's author may close a non-blocking finding on their own PR, but not
+/// teach Parley that such findings are wrong).
 async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, ConversationError> {
     let snap = turn.snap;
     let mut findings = turn.store.findings_for_pr(&snap.repo, snap.number).await?;
     let Some(finding) = findings.iter_mut().find(|f| f.id == finding_id) else {
         return Ok(String::new());
     };
-    let signal = Signal::new(
-        Verdict::Rejected,
-        "wont_fix",
-        Some(&turn.trigger.author.login),
-    );
-    outcomes::record(turn.store, turn.corpus, finding, &signal).await?;
-    if finding.state != FindingState::Open {
-        return Ok(String::new());
-    }
     let Some(pr) = snap.pull() else {
         return Ok(String::new());
     };
+    let login = &turn.trigger.author.login;
     let decision = crate::review::resolution::decide(
         turn.github,
         &snap.scope,
         &snap.config.config.gate,
         finding,
-        &turn.trigger.author.login,
+        login,
         snap.author(),
         &pr.head.sha,
     )
@@ -185,14 +183,44 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
     if let Some(why) = decision.explain(finding) {
         return Ok(format!("\n\n{why}"));
     }
-    finding.state = FindingState::WontFix;
-    finding.state_changed_by = Some(turn.trigger.author.login.clone());
-    finding.state_changed_at = Some(OffsetDateTime::now_utc());
-    turn.store.put_finding(finding).await?;
-    Ok(format!(
-        "\n\nThe finding `{}` is marked won't fix.",
-        finding.id
-    ))
+    let closed = finding.state == FindingState::Open;
+    if closed {
+        let read = finding.clone();
+        finding.state = FindingState::WontFix;
+        finding.state_changed_by = Some(login.clone());
+        finding.state_changed_at = Some(OffsetDateTime::now_utc());
+        // Conditional (a review may write the finding meanwhile); if this merged into a
+        // newer version, recording the outcome below reads that one again.
+        crate::review::lifecycle::store_state(
+            turn.store,
+            Some(&read),
+            finding,
+            crate::review::lifecycle::Precedence::Newest,
+        )
+        .await?;
+    }
+    let mut deciders = outcomes::Deciders::new(turn.github, &snap.scope, &snap.config.config.gate);
+    let counts = deciders.decides(login).await?;
+    if counts {
+        let signal = Signal::new(Verdict::Rejected, "wont_fix", Some(login));
+        outcomes::record(turn.store, turn.corpus, finding, &signal).await?;
+    } else {
+        tracing::info!(repo = %snap.repo, pr = snap.number, finding = %finding.id, login, "won't fix from someone without gate.resolveBy: not counted as a rejection");
+    }
+    let mut text = String::new();
+    if closed {
+        text.push_str(&format!(
+            "\n\nThe finding `{}` is marked won't fix.",
+            finding.id
+        ));
+    }
+    if !counts {
+        text.push_str(
+            "\n\nIt is not counted as a false positive in Parley's statistics: that takes \
+             someone with the repository's `gate.resolveBy` permission.",
+        );
+    }
+    Ok(text)
 }
 
 /// `forget L-3f9a` / `forget "…"`: a soft delete, kept for the record.

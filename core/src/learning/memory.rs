@@ -157,7 +157,7 @@ pub async fn update_pattern(
 
 /// Read-modify-write one record with its version. `change` gets the current record
 /// (`None` when absent) and returns the new one (`None`: leave it).
-async fn update<T: Serialize + DeserializeOwned + Clone>(
+pub(crate) async fn update<T: Serialize + DeserializeOwned + Clone>(
     store: &dyn Store,
     partition: &str,
     key: &str,

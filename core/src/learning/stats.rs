@@ -21,6 +21,11 @@ pub const MIN_DECIDED: u64 = 20;
 pub const TARGET_ACCEPTANCE: f64 = 0.9;
 pub const LOWEST: u8 = 50;
 pub const HIGHEST: u8 = 95;
+/// Outcomes the statistics remember having counted (see [`RepoStats::count_outcome`]).
+/// A retry comes within minutes of the attempt it repeats; this many other outcomes in
+/// one repository in between is far beyond what happens, and it keeps the record small
+/// (about 30 bytes each, well under DynamoDB's 400 KB item).
+pub const COUNTED_KEEP: usize = 500;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
@@ -65,6 +70,10 @@ pub struct RepoStats {
     pub suppressed_by_category: BTreeMap<String, u64>,
     #[serde(default)]
     pub reviews: u64,
+    /// The latest outcomes counted, oldest first: (`<pr>/<finding id>`, the verdict the
+    /// counts hold for it), at most [`COUNTED_KEEP`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counted: Vec<(String, crate::ports::Verdict)>,
 }
 
 /// Where the threshold in force came from, for the summary.
@@ -98,6 +107,50 @@ impl RepoStats {
             verdict,
             delta,
         );
+    }
+
+    /// Count `verdict` as the outcome of finding `key` (`<pr>/<id>`), taking back the
+    /// verdict counted for it before: the one this record remembers, else `replaces` (what
+    /// the finding says was counted, for outcomes older than the memory). Returns whether
+    /// anything changed: nothing does when this verdict is already counted for the finding.
+    ///
+    /// Why the statistics remember what they counted, rather than the finding remembering
+    /// what was counted: the counts and the memory of them change in one versioned write,
+    /// so a crash between the finding's write and this one, a redelivered event or a
+    /// retried job can repeat the call any number of times and the counts move once.
+    /// Remembering on the finding instead would take a second write that a crash can
+    /// separate from this one, and the retry could not tell whether to count again.
+    #[allow(clippy::too_many_arguments)] // the finding's key and what is counted of it
+    pub fn count_outcome(
+        &mut self,
+        key: &str,
+        category: &str,
+        severity: &str,
+        confidence: u8,
+        verdict: crate::ports::Verdict,
+        replaces: Option<crate::ports::Verdict>,
+    ) -> bool {
+        let remembered = self.counted.iter().position(|(k, _)| k == key);
+        let before = match remembered {
+            Some(at) => Some(self.counted.remove(at).1),
+            None => replaces,
+        };
+        if before == Some(verdict) {
+            // Already counted: put the memory back where it was found (at the end now,
+            // which only makes it live longer).
+            self.counted.push((key.to_string(), verdict));
+            return false;
+        }
+        if let Some(old) = before {
+            self.count(category, severity, confidence, old, -1);
+        }
+        self.count(category, severity, confidence, verdict, 1);
+        self.counted.push((key.to_string(), verdict));
+        if self.counted.len() > COUNTED_KEEP {
+            let excess = self.counted.len() - COUNTED_KEEP;
+            self.counted.drain(..excess);
+        }
+        true
     }
 
     pub fn totals_by_category(&self) -> BTreeMap<&str, Counts> {
@@ -253,6 +306,41 @@ mod tests {
             threshold_in_force(75, false, true, &RepoStats::default()),
             (75, ThresholdSource::Default)
         );
+    }
+
+    #[test]
+    fn an_outcome_counts_once_however_often_it_is_counted() {
+        let mut stats = RepoStats::default();
+        assert!(stats.count_outcome("1/f_a", "bug", "high", 80, Rejected, None));
+        assert!(!stats.count_outcome("1/f_a", "bug", "high", 80, Rejected, None));
+        assert_eq!(stats.total().rejected, 1);
+        // A later verdict replaces the counted one, once.
+        assert!(stats.count_outcome("1/f_a", "bug", "high", 80, Accepted, Some(Rejected)));
+        assert!(!stats.count_outcome("1/f_a", "bug", "high", 80, Accepted, Some(Rejected)));
+        assert_eq!(
+            (stats.total().accepted, stats.total().rejected),
+            (1, 0),
+            "the rejection was taken back"
+        );
+        // An outcome counted before the memory existed is taken back by what the finding
+        // says it replaces.
+        let mut legacy = seeded(&[(80, 0, 1)]);
+        assert!(legacy.count_outcome("2/f_b", "style", "low", 80, Accepted, Some(Rejected)));
+        assert_eq!((legacy.total().accepted, legacy.total().rejected), (1, 0));
+    }
+
+    #[test]
+    fn the_memory_of_counted_outcomes_is_bounded() {
+        let mut stats = RepoStats::default();
+        for i in 0..COUNTED_KEEP + 10 {
+            stats.count_outcome(&format!("1/f_{i}"), "bug", "low", 60, Accepted, None);
+        }
+        assert_eq!(stats.counted.len(), COUNTED_KEEP);
+        assert_eq!(
+            stats.counted[0].0, "1/f_10",
+            "the oldest are forgotten first"
+        );
+        assert_eq!(stats.total().accepted, (COUNTED_KEEP + 10) as u64);
     }
 
     #[test]

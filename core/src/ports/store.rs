@@ -127,8 +127,47 @@ pub struct FindingOutcome {
     pub signal: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// Everyone else who gave the signal (several people's 👎), so that counting it again
+    /// after a crash feeds the same people into the false-positive pattern.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_by: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The verdict the statistics counted for this finding before this one, which they
+    /// take back when they count this one. Kept on the finding because a retry after a
+    /// crash sees only the new outcome (see [`crate::learning::outcomes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<Verdict>,
+    /// Whether the statistics and patterns have counted this outcome. Written `false`
+    /// with the outcome and `true` once they have, so a retry knows there is counting
+    /// left to finish. Records from before this field were counted when written.
+    #[serde(default = "counted_before_the_flag")]
+    pub counted: bool,
+}
+
+fn counted_before_the_flag() -> bool {
+    true
+}
+
+impl Finding {
+    /// A short digest of what people decided about the finding (its state, who changed it
+    /// and when, its outcome): what a conditional write ([`Store::put_finding_if`])
+    /// compares. The review and the conversation worker run on different queues, so
+    /// either may change a finding the other read a moment ago; comparing these fields
+    /// (not the whole record) lets a writer that only adds its own fields (a comment id)
+    /// tell a real conflict from none. Both adapters compute it the same way.
+    pub fn decision_token(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let decided = serde_json::to_value(self)
+            .ok()
+            .map(|value| {
+                ["state", "state_changed_by", "state_changed_at", "outcome"]
+                    .map(|field| value.get(field).cloned().unwrap_or_default())
+            })
+            .map(|fields| serde_json::Value::from(fields.to_vec()).to_string())
+            .unwrap_or_default();
+        hex::encode(&Sha256::digest(decided.as_bytes())[..12])
+    }
 }
 
 /// One record of what Parley learned about a repository or organisation (a learning, a
@@ -251,6 +290,18 @@ pub trait Store: Send + Sync {
 
     /// Insert or replace a finding (keyed by repo, PR and finding id).
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError>;
+    /// Write `finding` only if the stored one is still as the writer read it: `read` is
+    /// the finding as read (compared by [`Finding::decision_token`]: state, who changed
+    /// it, outcome), `None` to insert only when there is no such finding yet. `false`
+    /// when the condition failed: someone decided something meanwhile, and the caller
+    /// reads again and merges only its own fields. A review reads the PR's findings
+    /// minutes before it writes them back; without this it would undo a thread resolved,
+    /// a concession or an outcome recorded by the conversation worker in between.
+    async fn put_finding_if(
+        &self,
+        finding: &Finding,
+        read: Option<&Finding>,
+    ) -> Result<bool, StoreError>;
     /// Look a finding up by the GitHub comment it was posted as: how a reply in a thread
     /// finds what it is talking about.
     async fn finding_by_comment(

@@ -263,6 +263,9 @@ mod tests {
                 signal: "code_changed".into(),
                 by: None,
                 at: datetime!(2026-01-02 0:00 UTC),
+                also_by: Vec::new(),
+                replaces: None,
+                counted: true,
             }),
         };
         let doc = finding_document(&finding, "Add the DB layer", NOW);

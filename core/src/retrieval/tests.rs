@@ -96,6 +96,9 @@ fn past_finding() -> Document {
             signal: "code_changed".into(),
             by: None,
             at: datetime!(2026-04-02 0:00 UTC),
+            also_by: Vec::new(),
+            replaces: None,
+            counted: true,
         }),
     };
     finding_document(&finding, "Read retries from the config", NOW)

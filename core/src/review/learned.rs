@@ -185,13 +185,6 @@ pub async fn account(
     {
         tracing::warn!(repo, error = %err, "could not count the review in this month's usage");
     }
-    let month = crate::llm::usage::month_scope(repo, time::OffsetDateTime::now_utc());
-    if let Err(err) = store
-        .add_to_counter(&month, crate::llm::usage::counters::REVIEWS, 1)
-        .await
-    {
-        tracing::warn!(repo, error = %err, "could not count the review in this month's usage");
-    }
     for learning in &applied.relevant {
         let suppressed_here = by.get(&learning.id).copied().unwrap_or(0);
         let part = partition(&learning.repo, owner, &learning.scope);

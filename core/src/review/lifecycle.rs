@@ -12,10 +12,11 @@
 //!   fingerprint and so the same code, is open again: the problem is still there.
 //!   Concessions (`WontFix`) stay: Parley agreed, and saying it again would be noise.
 //!
-//! Pure: the caller stores what changed once its review is posted.
+//! [`after_review`] is pure; [`write_back`] stores what changed once the review is
+//! posted, without undoing what people decided meanwhile.
 
 use crate::config::GateConfig;
-use crate::ports::{Finding, FindingState};
+use crate::ports::{Finding, FindingState, Store, StoreError};
 use crate::review::merge::Candidate;
 use std::collections::HashSet;
 use time::OffsetDateTime;
@@ -92,6 +93,94 @@ pub fn after_review(
         }
     }
     changes
+}
+
+/// Attempts of one finding's conditional write before giving up.
+const ATTEMPTS: usize = 5;
+
+/// Whose change a state write is, which decides what happens when the finding changed
+/// since the writer read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precedence {
+    /// A person's action, now (a dispute settled, a thread resolved, a won't fix): it is
+    /// the newest decision and applies over whatever changed meanwhile.
+    Newest,
+    /// A review's judgment from findings read before its passes: it applies only while
+    /// the finding's state is still the one the review judged.
+    WhileUnchanged,
+}
+
+/// Store the review's changes to earlier findings. The review read `earlier` before its
+/// passes, minutes ago; the conversation worker runs on another queue and may have
+/// resolved, conceded, dismissed or recorded an outcome on one of them since. So each
+/// write is conditional on the finding being as the review read it, and on a lost
+/// condition the finding is read again and only the review's own change (its state, and
+/// who changed it) is applied, and only while the state is still the one the review
+/// judged: a person's later decision wins over the review's older view. Returns how many
+/// findings were changed.
+pub async fn write_back(
+    store: &dyn Store,
+    earlier: &[Finding],
+    changes: &Changes,
+) -> Result<usize, StoreError> {
+    let mut written = 0;
+    for changed in changes.all() {
+        let Some(read) = earlier.iter().find(|f| f.id == changed.id) else {
+            continue;
+        };
+        if store_state(store, Some(read), changed, Precedence::WhileUnchanged).await? {
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+/// Store `changed`'s state (and who changed it, when) over the finding as the writer
+/// `read` it (`None`: it was not stored then), with a conditional write. On a lost
+/// condition the finding is read again and only the state change is applied to it as it
+/// is now, keeping everything else another job wrote meanwhile (an outcome, a comment
+/// id), as `precedence` allows. Every state change goes through here, so no writer
+/// undoes another's work by writing back a stale copy. Returns whether it was written.
+pub async fn store_state(
+    store: &dyn Store,
+    read: Option<&Finding>,
+    changed: &Finding,
+    precedence: Precedence,
+) -> Result<bool, StoreError> {
+    let mut read = read.cloned();
+    let mut next = changed.clone();
+    for _ in 0..ATTEMPTS {
+        if store.put_finding_if(&next, read.as_ref()).await? {
+            return Ok(true);
+        }
+        let fresh = store
+            .findings_for_pr(&changed.repo, changed.pr)
+            .await?
+            .into_iter()
+            .find(|f| f.id == changed.id);
+        let Some(fresh) = fresh else {
+            // Gone (never there, for an insert that lost to a delete): insert again.
+            read = None;
+            continue;
+        };
+        if precedence == Precedence::WhileUnchanged
+            && read.as_ref().is_none_or(|r| r.state != fresh.state)
+        {
+            tracing::info!(repo = %changed.repo, pr = changed.pr, finding = %changed.id, now = ?fresh.state, "finding changed while the review ran; the later decision stands");
+            return Ok(false);
+        }
+        next = Finding {
+            state: changed.state,
+            state_changed_by: changed.state_changed_by.clone(),
+            state_changed_at: changed.state_changed_at,
+            ..fresh.clone()
+        };
+        read = Some(fresh);
+    }
+    Err(StoreError::Unavailable(format!(
+        "finding {} kept changing while its state was stored",
+        changed.id
+    )))
 }
 
 fn with_state(finding: &Finding, state: FindingState, by: &str, now: OffsetDateTime) -> Finding {

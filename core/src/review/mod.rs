@@ -673,9 +673,7 @@ impl ReviewHandler {
         // before the run is marked published: a failure on the way (store or GitHub) fails
         // the job, and the queue's retry recovers the posted review and concludes then. A
         // run is never "published" with its check left in progress.
-        for finding in changes.all() {
-            store.put_finding(finding).await?;
-        }
+        lifecycle::write_back(store, &earlier, &changes).await?;
         let reported: Vec<&Candidate> = filtered.reported().collect();
         learned::account(
             store,
@@ -942,7 +940,9 @@ impl ReviewHandler {
                     created_at: OffsetDateTime::now_utc(),
                     outcome: None,
                 };
-                store.put_finding(&finding).await?;
+                // Only if still absent: one stored since the listing above keeps what
+                // people decided about it.
+                store.put_finding_if(&finding, None).await?;
             }
             recovered.push(candidate_from_marker(marker));
         }

@@ -187,9 +187,42 @@ pub async fn record_findings(
             created_at: now,
             outcome: None,
         };
-        store.put_finding(&record).await?;
+        store_new(store, &record).await?;
     }
     Ok(comment_ids.len())
+}
+
+/// Store a finding this review posted. A finding of the same id already stored (the same
+/// finding on the same head, stored by an earlier attempt of this run) keeps what people
+/// decided about it since; only the review's own fields (where it was posted) are
+/// brought up to date. A blind write here would reopen a finding resolved or conceded in
+/// between, and drop its outcome, which would then be counted again.
+async fn store_new(store: &dyn Store, record: &Finding) -> Result<(), StoreError> {
+    for _ in 0..5 {
+        if store.put_finding_if(record, None).await? {
+            return Ok(());
+        }
+        let Some(stored) = store
+            .findings_for_pr(&record.repo, record.pr)
+            .await?
+            .into_iter()
+            .find(|f| f.id == record.id)
+        else {
+            continue;
+        };
+        let merged = Finding {
+            review_id: record.review_id.or(stored.review_id),
+            comment_id: record.comment_id.or(stored.comment_id),
+            ..stored.clone()
+        };
+        if merged == stored || store.put_finding_if(&merged, Some(&stored)).await? {
+            return Ok(());
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "finding {} kept changing while the review stored it",
+        record.id
+    )))
 }
 
 /// Finding id → comment id for the comments of `review_id` that carry a finding marker.

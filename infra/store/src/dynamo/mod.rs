@@ -28,6 +28,9 @@ use crate::{expiry, ordering};
 const FINDING_PREFIX: &str = "finding#";
 /// A memory item's version and its JSON record (a string: the record's shape is the
 /// domain's, not the table's).
+/// The finding's [`Finding::decision_token`], stored beside its fields so that a
+/// conditional write can compare it in a condition expression.
+const FINDING_DECISION: &str = "decision";
 const MEMORY_VERSION: &str = "version";
 const MEMORY_RECORD: &str = "record";
 const COUNTER_PREFIX: &str = "counter#";
@@ -368,12 +371,44 @@ impl Store for DynamoStore {
     }
 
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
-        let pk = keys::pr_scope(&finding.repo, finding.pr);
-        let sk = format!("{FINDING_PREFIX}{}", finding.id);
-        // `repo` and `comment_id` are top-level fields of the record already, which is
-        // what the `by_comment` index keys on.
-        let item = encode(finding, &[("pk", &pk), ("sk", &sk)], "finding")?;
+        let item = finding_item(finding)?;
         self.put(&self.tables.findings, item, "put_finding").await
+    }
+
+    async fn put_finding_if(
+        &self,
+        finding: &Finding,
+        read: Option<&Finding>,
+    ) -> Result<bool, StoreError> {
+        let request = self
+            .client
+            .put_item()
+            .table_name(&self.tables.findings)
+            .set_item(Some(finding_item(finding)?));
+        let request = match read {
+            None => request.condition_expression("attribute_not_exists(pk)"),
+            // A finding written before the token existed has none: its state is compared
+            // instead, the closest check such a record allows (it gets a token now).
+            Some(read) => request
+                .condition_expression(
+                    "attribute_exists(pk) AND (#decision = :decision \
+                     OR (attribute_not_exists(#decision) AND #state = :state))",
+                )
+                .expression_attribute_names("#decision", FINDING_DECISION)
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":decision", s(&read.decision_token()))
+                .expression_attribute_values(":state", state_value(read)?),
+        };
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(unavailable("put_finding_if", &e)),
+        }
     }
 
     async fn finding_by_comment(
@@ -497,6 +532,23 @@ impl Store for DynamoStore {
             Err(e) => Err(unavailable("put_memory", &e)),
         }
     }
+}
+
+/// A finding as its item: its fields, its keys and its decision token.
+fn finding_item(finding: &Finding) -> Result<Item, StoreError> {
+    let pk = keys::pr_scope(&finding.repo, finding.pr);
+    let sk = format!("{FINDING_PREFIX}{}", finding.id);
+    // `repo` and `comment_id` are top-level fields of the record already, which is
+    // what the `by_comment` index keys on.
+    let mut item = encode(finding, &[("pk", &pk), ("sk", &sk)], "finding")?;
+    item.insert(FINDING_DECISION.to_owned(), s(&finding.decision_token()));
+    Ok(item)
+}
+
+/// The `state` attribute as the item stores it (serde's name for the variant).
+fn state_value(finding: &Finding) -> Result<aws_sdk_dynamodb::types::AttributeValue, StoreError> {
+    serde_dynamo::aws_sdk_dynamodb_1::to_attribute_value(finding.state)
+        .map_err(|e| StoreError::Config(format!("encoding a finding's state for DynamoDB: {e}")))
 }
 
 /// `table/pk/sk` of an item, for error messages.

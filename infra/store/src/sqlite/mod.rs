@@ -368,6 +368,61 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn put_finding_if(
+        &self,
+        finding: &Finding,
+        read: Option<&Finding>,
+    ) -> Result<bool, StoreError> {
+        let record = encode(finding, "finding")?;
+        let (repo, pr, id) = (
+            finding.repo.clone(),
+            id_column(finding.pr),
+            finding.id.clone(),
+        );
+        let comment_id = finding.comment_id.map(id_column);
+        let expected = read.map(Finding::decision_token);
+        self.run("put_finding_if", move |conn| {
+            // Read, compare and write under one immediate transaction: no other writer
+            // (another connection to the file) can slip in between.
+            let tx = rusqlite::Transaction::new_unchecked(
+                conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .map_err(|e| unavailable("put_finding_if", &e))?;
+            let stored: Option<String> = tx
+                .query_row(
+                    "SELECT record FROM store_findings WHERE repo = ?1 AND pr = ?2 AND id = ?3",
+                    params![repo, pr, id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("put_finding_if", &e))?;
+            let holds = match (&expected, stored) {
+                (None, None) => true,
+                (Some(expected), Some(stored)) => {
+                    let stored: Finding =
+                        decode(&stored, format!("store_findings/{repo}#{pr}/{id}"))?;
+                    stored.decision_token() == *expected
+                }
+                _ => false,
+            };
+            if !holds {
+                return Ok(false);
+            }
+            tx.execute(
+                "INSERT INTO store_findings (repo, pr, id, comment_id, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (repo, pr, id) DO UPDATE
+                 SET comment_id = excluded.comment_id, record = excluded.record",
+                params![repo, pr, id, comment_id, record],
+            )
+            .map_err(|e| unavailable("put_finding_if", &e))?;
+            tx.commit().map_err(|e| unavailable("put_finding_if", &e))?;
+            Ok(true)
+        })
+        .await
+    }
+
     async fn finding_by_comment(
         &self,
         repo: &str,

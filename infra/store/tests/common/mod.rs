@@ -270,6 +270,9 @@ pub fn posted_finding(repo: &str, pr: u64, id: &str, comment_id: u64) -> Finding
             signal: "conceded".into(),
             by: Some("octocat".into()),
             at: datetime!(2024-05-02 10:00:00 UTC),
+            also_by: Vec::new(),
+            replaces: None,
+            counted: true,
         }),
         ..finding(repo, pr, id, datetime!(2024-05-01 09:30:00 UTC))
     }
