@@ -20,11 +20,35 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
             repositories_removed,
         } => {
             if action == "deleted" {
+                // Everything kept about the installation's repositories goes with it:
+                // the repositories its record lists and the ones the event names. The
+                // record is deleted last, so a retried job still knows what to purge.
+                let recorded = store
+                    .installation(*installation_id)
+                    .await
+                    .map_err(transient)?;
+                let mut repos: Vec<String> = recorded
+                    .map(|i| i.repositories)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(repositories_added.iter().cloned())
+                    .collect();
+                repos.sort_unstable();
+                repos.dedup();
+                purge(services, &repos).await?;
+                let org = crate::learning::record::org_partition(account);
+                let learnings = store.purge_memory(&org).await.map_err(transient)?;
                 store
                     .delete_installation(*installation_id)
                     .await
                     .map_err(transient)?;
-                tracing::info!(installation_id, account, "installation removed");
+                tracing::info!(
+                    installation_id,
+                    account,
+                    repositories = repos.len(),
+                    org_learnings = learnings,
+                    "installation removed; what it stored is purged"
+                );
                 return Ok(());
             }
             let existing = store
@@ -48,6 +72,8 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 .put_installation(&installation)
                 .await
                 .map_err(transient)?;
+            // A repository taken out of the installation takes what Parley kept about it.
+            purge(services, repositories_removed).await?;
             tracing::info!(
                 installation_id,
                 account,
@@ -81,6 +107,26 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
         } => {
             pull_request_closed(services, job.installation_id, repo, *number, *merged).await?;
         }
+    }
+    Ok(())
+}
+
+/// Delete what Parley stored about each of `repos` (`owner/name`): findings, runs,
+/// counters, learnings, statistics and patterns, and the retrieval corpora. A store
+/// failure is transient: the queue retries the job, and purging again is harmless.
+async fn purge(services: &Services, repos: &[String]) -> Result<(), JobError> {
+    for repo in repos {
+        let records = services
+            .store
+            .purge_repository(repo)
+            .await
+            .map_err(transient)?;
+        let documents = services
+            .corpus
+            .purge_documents(repo)
+            .await
+            .map_err(transient)?;
+        tracing::info!(repo, records, documents, "repository purged");
     }
     Ok(())
 }

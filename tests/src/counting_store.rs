@@ -149,4 +149,14 @@ impl Store for CountingStore {
             .put_memory(partition, sort_key, record, expected)
             .await
     }
+
+    async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
+        self.tick();
+        self.inner.purge_repository(repo).await
+    }
+
+    async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError> {
+        self.tick();
+        self.inner.purge_memory(partition).await
+    }
 }

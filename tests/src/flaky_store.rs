@@ -220,4 +220,14 @@ impl Store for FlakyStore {
             .put_memory(partition, sort_key, record, expected)
             .await
     }
+
+    async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
+        self.enter("purge_repository")?;
+        self.inner.purge_repository(repo).await
+    }
+
+    async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError> {
+        self.enter("purge_memory")?;
+        self.inner.purge_memory(partition).await
+    }
 }

@@ -22,6 +22,7 @@ parley_tests::review_on_both_stores!(
     rejections_cannot_push_the_tuned_threshold_over_blocking_findings,
     a_tuned_threshold_never_holds_blocking_findings_above_the_configured_one,
     a_fork_prs_code_is_remembered_only_once_merged,
+    uninstalling_purges_what_parley_kept,
 );
 
 fn talk(h: &ReviewHarness) -> ConversationHandler {
@@ -500,4 +501,150 @@ fn closed(merged: bool, delivery: &str) -> parley_core::Job {
     payload["pull_request"]["number"] = PR.into();
     payload["pull_request"]["merged"] = merged.into();
     normalised("pull_request", delivery, &payload)
+}
+
+/// Uninstalling used to delete nothing but the installation record: learnings, findings
+/// and corpora stayed, for whoever later held the name. Removing one repository from the
+/// installation purges that one; deleting the installation purges the rest and the
+/// organisation's learnings.
+async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
+    use parley_core::ports::Corpus;
+    const SIBLING: &str = "octo-org/hello-world-2";
+    h.github.set_permission(REPO, "bob", "write");
+    say(
+        &h,
+        "bob",
+        "@parley remember that ids are validated at the boundary",
+    )
+    .await;
+    stored(
+        &h,
+        SIBLING,
+        Scope::Repo,
+        LearningKind::Remember,
+        "tabs",
+        Hints::default(),
+        3,
+    )
+    .await;
+    stored(
+        &h,
+        REPO,
+        Scope::Org,
+        LearningKind::Remember,
+        "we squash merge",
+        Hints::default(),
+        4,
+    )
+    .await;
+    h.llm.answer(
+        SECURITY,
+        &reply(&[security(finding(
+            "src/db.rs",
+            3,
+            "medium",
+            90,
+            "SQL injection",
+        ))]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    let store = h.store.clone();
+    let corpus = h.services.corpus.clone();
+    let kept = || {
+        let (store, corpus) = (store.clone(), corpus.clone());
+        async move {
+            (
+                store
+                    .findings_for_pr(REPO, PR)
+                    .await
+                    .expect("findings")
+                    .len(),
+                memory::load(store.as_ref(), REPO, OWNER)
+                    .await
+                    .expect("memory")
+                    .learnings
+                    .len(),
+                corpus
+                    .documents(REPO, Corpus::Code, 100)
+                    .await
+                    .expect("documents")
+                    .len(),
+            )
+        }
+    };
+    let (findings, learned, documents) = kept().await;
+    assert!(
+        findings == 1 && learned == 2 && documents > 0,
+        "{:?}",
+        (findings, learned, documents)
+    );
+
+    let event = |file: &str, delivery: &str, repos_key: &str, repos: &[&str]| {
+        let mut payload = parley_tests::webhook_example(
+            if file.starts_with("removed") {
+                "installation_repositories"
+            } else {
+                "installation"
+            },
+            file,
+        );
+        payload["installation"]["id"] = INSTALLATION.into();
+        payload["installation"]["account"]["login"] = OWNER.into();
+        payload[repos_key] = repos
+            .iter()
+            .map(|full| {
+                let name = full.split_once('/').map_or(*full, |(_, n)| n);
+                json!({ "id": 1, "node_id": "x", "name": name, "full_name": full, "private": false })
+            })
+            .collect();
+        normalised(
+            if file.starts_with("removed") {
+                "installation_repositories"
+            } else {
+                "installation"
+            },
+            delivery,
+            &payload,
+        )
+    };
+    // The sibling repository leaves the installation: only it is purged.
+    talk(&h)
+        .handle(event(
+            "removed.payload.json",
+            "i-1",
+            "repositories_removed",
+            &[SIBLING],
+        ))
+        .await
+        .expect("repositories removed");
+    assert!(
+        memory::load(h.store.as_ref(), SIBLING, OWNER)
+            .await
+            .expect("memory")
+            .learnings
+            .iter()
+            .all(|l| l.repo != SIBLING)
+    );
+    assert_eq!(kept().await, (findings, learned, documents));
+
+    // The App is uninstalled: everything of the repository and the organisation goes.
+    talk(&h)
+        .handle(event(
+            "deleted.payload.json",
+            "i-2",
+            "repositories",
+            &[REPO],
+        ))
+        .await
+        .expect("uninstalled");
+    assert_eq!(kept().await, (0, 0, 0));
+    assert!(
+        h.store
+            .installation(INSTALLATION)
+            .await
+            .expect("read")
+            .is_none()
+    );
 }

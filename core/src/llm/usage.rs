@@ -213,6 +213,15 @@ mod tests {
     use super::*;
     use crate::ports::llm::Message;
 
+    #[test]
+    fn a_repositorys_month_scopes_are_what_a_purge_deletes() {
+        let scope = month_scope("o/r", time::macros::datetime!(2026-11-25 0:00 UTC));
+        let [pr, usage] = crate::ports::store::keys::repo_scope_prefixes("o/r");
+        assert!(scope.starts_with(&usage), "{scope}");
+        assert!(!scope.starts_with(&pr));
+        assert!(!month_scope("o/r-2", time::OffsetDateTime::now_utc()).starts_with(&usage));
+    }
+
     struct EchoModel(&'static str);
 
     #[async_trait]

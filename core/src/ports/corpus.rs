@@ -182,6 +182,10 @@ pub trait CorpusStore: Send + Sync {
         corpus: Corpus,
         limit: usize,
     ) -> Result<Vec<Document>, StoreError>;
+
+    /// Delete every document of every corpus of `repo` (an uninstalled repository's
+    /// history). Idempotent; returns how many went.
+    async fn purge_documents(&self, repo: &str) -> Result<u64, StoreError>;
 }
 
 #[cfg(test)]

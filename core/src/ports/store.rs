@@ -329,6 +329,20 @@ pub trait Store: Send + Sync {
         record: &serde_json::Value,
         expected: u64,
     ) -> Result<bool, StoreError>;
+
+    // --- tenancy -----------------------------------------------------------------------
+
+    /// Delete everything kept about repository `repo`: its findings, review runs, per-PR
+    /// counters (`repo#N`), usage counters (`usage#repo#…`) and its memory partition
+    /// (learnings, patterns, statistics). What an App stored about a repository must not
+    /// outlive its access to it, nor pass to whoever later holds the name. Idempotent;
+    /// returns how many records went. Claims (delivery ids, answered comments) carry no
+    /// content and expire on their own.
+    async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError>;
+
+    /// Delete one memory partition whole: an organisation's learnings, when the App is
+    /// uninstalled from the organisation. Idempotent; returns how many records went.
+    async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError>;
 }
 
 /// Key builders, so adapters and callers agree on what a key means.
@@ -341,5 +355,12 @@ pub mod keys {
     /// Scope for per-PR state (turn counters, review runs): `owner/name#number`.
     pub fn pr_scope(repo: &str, number: u64) -> String {
         format!("{repo}#{number}")
+    }
+
+    /// The prefixes of every counter scope that belongs to `repo`: its PRs'
+    /// ([`pr_scope`]) and its monthly usage (`crate::llm::usage::month_scope`). What a
+    /// purge of the repository deletes.
+    pub fn repo_scope_prefixes(repo: &str) -> [String; 2] {
+        [format!("{repo}#"), format!("usage#{repo}#")]
     }
 }

@@ -341,6 +341,12 @@ impl CorpusStore for ListStore {
             .cloned()
             .collect())
     }
+
+    async fn purge_documents(&self, _repo: &str) -> Result<u64, StoreError> {
+        Err(StoreError::Unavailable(
+            "a read-only list in these tests".into(),
+        ))
+    }
 }
 
 /// An embedder with one canned answer.

@@ -62,6 +62,7 @@ contract_tests!(
     check_concurrent_owned_claims_have_one_winner,
     check_added_counters,
     check_review_runs,
+    check_purge_takes_one_repository_whole,
 );
 
 // --- idempotency ----------------------------------------------------------------------
@@ -809,4 +810,109 @@ where
 
 fn won(outcomes: &[Claim]) -> usize {
     outcomes.iter().filter(|c| **c == Claim::Won).count()
+}
+
+// --- tenancy ----------------------------------------------------------------------------
+
+/// An uninstalled repository's findings, runs, counters and memory all go; a repository
+/// whose name merely starts the same (`octo/app-2`), and the organisation's memory, stay
+/// until purged themselves. Purging again is harmless.
+async fn check_purge_takes_one_repository_whole(store: Arc<dyn Store>) {
+    let run = |repo: &str| ReviewRun {
+        repo: repo.into(),
+        pr: 3,
+        head_sha: "aaa".into(),
+        base_sha: "base".into(),
+        trigger: "opened".into(),
+        state: RunState::Published,
+        check_run_id: None,
+        review_id: None,
+        review_url: None,
+        started_at: datetime!(2026-01-01 10:00 UTC),
+        finished_at: None,
+    };
+    let record = serde_json::json!({ "text": "we squash merge" });
+    for repo in ["octo/app", "octo/app-2"] {
+        store
+            .put_finding(&common::posted_finding(repo, 3, "f-1", 11))
+            .await
+            .unwrap();
+        store.put_review_run(&run(repo)).await.unwrap();
+        store
+            .add_to_counter(&keys::pr_scope(repo, 3), "turns", 2)
+            .await
+            .unwrap();
+        store
+            .add_to_counter(&format!("usage#{repo}#2026-11"), "reviews", 1)
+            .await
+            .unwrap();
+        assert!(
+            store
+                .put_memory(repo, "learning#L-1", &record, 0)
+                .await
+                .unwrap()
+        );
+    }
+    assert!(
+        store
+            .put_memory("org:octo", "learning#L-2", &record, 0)
+            .await
+            .unwrap()
+    );
+
+    let deleted = store.purge_repository("octo/app").await.unwrap();
+    assert_eq!(deleted, 5, "finding, run, two counters, one memory record");
+    assert!(
+        store
+            .findings_for_pr("octo/app", 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.finding_by_comment("octo/app", 11).await.unwrap(),
+        None
+    );
+    assert!(store.review_runs("octo/app", 3).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("octo/app", 3), "turns")
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .counter("usage#octo/app#2026-11", "reviews")
+            .await
+            .unwrap(),
+        0
+    );
+    assert!(store.memory("octo/app").await.unwrap().is_empty());
+
+    assert_eq!(
+        store.findings_for_pr("octo/app-2", 3).await.unwrap().len(),
+        1
+    );
+    assert_eq!(store.review_runs("octo/app-2", 3).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("octo/app-2", 3), "turns")
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .counter("usage#octo/app-2#2026-11", "reviews")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.memory("octo/app-2").await.unwrap().len(), 1);
+    assert_eq!(store.memory("org:octo").await.unwrap().len(), 1);
+
+    assert_eq!(store.purge_repository("octo/app").await.unwrap(), 0);
+    assert_eq!(store.purge_memory("org:octo").await.unwrap(), 1);
+    assert!(store.memory("org:octo").await.unwrap().is_empty());
 }

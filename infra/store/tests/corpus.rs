@@ -44,6 +44,7 @@ corpus_tests!(
     check_limits_cap_text_and_refuse_absurd_documents,
     check_concurrent_upserts_keep_every_occurrence,
     check_documents_reads_past_a_page,
+    check_purge_takes_a_repositorys_documents,
 );
 
 /// `doc` as a read returns it: with the term counts the store computed from its text.
@@ -498,4 +499,36 @@ async fn check_term_counts_missing_or_unreadable(fixture: &common::Fixture) {
 
     corpus.upsert_document(&doc).await.unwrap();
     assert_eq!(read().await, as_stored(&doc), "counted again");
+}
+
+/// Purging a repository takes every corpus of it and nothing of another.
+async fn check_purge_takes_a_repositorys_documents(corpus: Arc<dyn CorpusStore>) {
+    let other = "octo-org/corpus-2";
+    for (key, kind) in [
+        ("a", Corpus::Code),
+        ("b", Corpus::Finding),
+        ("c", Corpus::Thread),
+    ] {
+        corpus
+            .upsert_document(&document(REPO, kind, key, "mine", at(0, 0)))
+            .await
+            .unwrap();
+    }
+    corpus
+        .upsert_document(&document(other, Corpus::Code, "a", "theirs", at(0, 0)))
+        .await
+        .unwrap();
+    assert_eq!(corpus.purge_documents(REPO).await.unwrap(), 3);
+    for kind in [Corpus::Code, Corpus::Finding, Corpus::Thread] {
+        assert!(corpus.documents(REPO, kind, 10).await.unwrap().is_empty());
+    }
+    assert_eq!(
+        corpus
+            .documents(other, Corpus::Code, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(corpus.purge_documents(REPO).await.unwrap(), 0);
 }

@@ -201,6 +201,14 @@ impl CorpusStore for DynamoStore {
         documents.truncate(limit);
         Ok(documents)
     }
+
+    async fn purge_documents(&self, repo: &str) -> Result<u64, StoreError> {
+        let found = self
+            .query_partition(&self.tables.snippets, repo, "", "purge_documents")
+            .await?;
+        self.delete_keys(&self.tables.snippets, found, "purge_documents")
+            .await
+    }
 }
 
 /// `attempt` × [`UPSERT_BACKOFF`] plus a jitter from the clock's nanoseconds, so writers

@@ -8,6 +8,7 @@
 
 mod corpus;
 mod items;
+mod purge;
 mod tables;
 
 pub use tables::{TableNames, create_tables};
@@ -531,6 +532,24 @@ impl Store for DynamoStore {
             }
             Err(e) => Err(unavailable("put_memory", &e)),
         }
+    }
+
+    async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
+        let prefixes = keys::repo_scope_prefixes(repo);
+        let mut deleted = 0;
+        for table in [&self.tables.findings, &self.tables.conversations] {
+            let found = self.scan_keys(table, &prefixes, "purge_repository").await?;
+            deleted += self.delete_keys(table, found, "purge_repository").await?;
+        }
+        Ok(deleted + self.purge_memory(repo).await?)
+    }
+
+    async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError> {
+        let found = self
+            .query_partition(&self.tables.memory, partition, "", "purge_memory")
+            .await?;
+        self.delete_keys(&self.tables.memory, found, "purge_memory")
+            .await
     }
 }
 

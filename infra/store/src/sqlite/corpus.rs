@@ -120,6 +120,17 @@ impl CorpusStore for SqliteStore {
         })
         .await
     }
+
+    async fn purge_documents(&self, repo: &str) -> Result<u64, StoreError> {
+        let repo = repo.to_owned();
+        self.run("purge_documents", move |conn| {
+            let deleted = conn
+                .execute("DELETE FROM store_documents WHERE repo = ?1", params![repo])
+                .map_err(|e| unavailable("purge_documents", &e))?;
+            Ok(deleted as u64)
+        })
+        .await
+    }
 }
 
 fn select_one(

@@ -10,6 +10,7 @@ mod corpus;
 mod schema;
 
 use async_trait::async_trait;
+use parley_core::ports::store::keys;
 use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -543,6 +544,53 @@ impl Store for SqliteStore {
             }
             .map_err(|e| unavailable("put_memory", &e))?;
             Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
+        let repo = repo.to_owned();
+        self.run("purge_repository", move |conn| {
+            let failed = |e: rusqlite::Error| unavailable("purge_repository", &e);
+            // One transaction: a purge either happened or did not.
+            let tx = conn.unchecked_transaction().map_err(failed)?;
+            let [pr_scopes, usage_scopes] = keys::repo_scope_prefixes(&repo);
+            let mut deleted = 0;
+            for (sql, args) in [
+                ("DELETE FROM store_findings WHERE repo = ?1", params![repo]),
+                (
+                    "DELETE FROM store_review_runs WHERE repo = ?1",
+                    params![repo],
+                ),
+                (
+                    "DELETE FROM store_memory WHERE partition = ?1",
+                    params![repo],
+                ),
+                // By prefix, compared as text (LIKE would read `_` and `%` in a name).
+                (
+                    "DELETE FROM store_counters WHERE substr(scope, 1, length(?1)) = ?1 \
+                     OR substr(scope, 1, length(?2)) = ?2",
+                    params![pr_scopes, usage_scopes],
+                ),
+            ] {
+                deleted += tx.execute(sql, args).map_err(failed)?;
+            }
+            tx.commit().map_err(failed)?;
+            Ok(deleted as u64)
+        })
+        .await
+    }
+
+    async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError> {
+        let partition = partition.to_owned();
+        self.run("purge_memory", move |conn| {
+            let deleted = conn
+                .execute(
+                    "DELETE FROM store_memory WHERE partition = ?1",
+                    params![partition],
+                )
+                .map_err(|e| unavailable("purge_memory", &e))?;
+            Ok(deleted as u64)
         })
         .await
     }
