@@ -350,6 +350,19 @@ pub fn top_level(h: &ReviewHarness, author: &str, text: &str) -> Job {
     normalised("issue_comment", &format!("delivery-{id}"), &payload)
 }
 
+/// GitHub's `pull_request.closed` delivery for the PR (merged or not), as the bookkeeping
+/// job it becomes.
+pub fn closed_job(merged: bool, delivery: &str) -> Job {
+    let mut closed = crate::webhook_example("pull_request", "closed.payload.json");
+    closed["repository"]["full_name"] = REPO.into();
+    closed["repository"]["name"] = NAME.into();
+    closed["repository"]["owner"]["login"] = OWNER.into();
+    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
+    closed["pull_request"]["number"] = PR.into();
+    closed["pull_request"]["merged"] = merged.into();
+    normalised("pull_request", delivery, &closed)
+}
+
 /// Parley's top-level comments' bodies, oldest first.
 pub fn parley_says(h: &ReviewHarness) -> Vec<String> {
     h.github

@@ -442,14 +442,8 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
 /// The PR closes: GitHub's `pull_request.closed` delivery, through the conversation
 /// worker's bookkeeping.
 async fn close_pr(h: &ReviewHarness) {
-    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
-    closed["repository"]["full_name"] = REPO.into();
-    closed["repository"]["name"] = NAME.into();
-    closed["repository"]["owner"]["login"] = OWNER.into();
-    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    closed["pull_request"]["number"] = PR.into();
     talk(h)
-        .handle(normalised("pull_request", "close-1", &closed))
+        .handle(closed_job(false, "close-1"))
         .await
         .expect("bookkeeping");
 }

@@ -5,7 +5,6 @@
 //! decided while the review ran; a review counts once in the month's usage. Fake GitHub
 //! and fake LLM over HTTP; every scenario on SQLite and on DynamoDB (moto).
 
-use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::learning::{RepoMemory, memory};
@@ -87,17 +86,6 @@ async fn review(h: &ReviewHarness, findings: &[serde_json::Value]) {
         .expect("review");
 }
 
-/// GitHub's `pull_request.closed` delivery, as the job it becomes.
-fn close_job() -> Job {
-    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
-    closed["repository"]["full_name"] = REPO.into();
-    closed["repository"]["name"] = NAME.into();
-    closed["repository"]["owner"]["login"] = OWNER.into();
-    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    closed["pull_request"]["number"] = PR.into();
-    normalised("pull_request", "close-1", &closed)
-}
-
 fn mark_closed(h: &ReviewHarness) {
     h.github.update_pull(REPO, PR, |pr| {
         pr["state"] = "closed".into();
@@ -141,7 +129,10 @@ async fn strangers_reactions_decide_nothing_and_a_maintainers_do(h: ReviewHarnes
     h.github.react_to_review_comment(unused, "-1", "maya");
     h.github.react_to_review_comment(doc, "+1", "maya");
     mark_closed(&h);
-    talk(&h).handle(close_job()).await.expect("bookkeeping");
+    talk(&h)
+        .handle(closed_job(false, "close-1"))
+        .await
+        .expect("bookkeeping");
 
     let outcome = |f: Finding| f.outcome.map(|o| (o.verdict, o.signal, o.by));
     assert_eq!(
@@ -381,11 +372,14 @@ async fn a_redelivered_close_counts_once(h: ReviewHarness) {
     ] {
         flaky.reset_calls();
         flaky.set_outage(crash);
-        let failed = talk(&h).handle(close_job()).await;
+        let failed = talk(&h).handle(closed_job(false, "close-1")).await;
         flaky.heal();
         assert!(failed.is_err(), "{crash:?}: the job fails and is retried");
     }
-    talk(&h).handle(close_job()).await.expect("retried");
+    talk(&h)
+        .handle(closed_job(false, "close-1"))
+        .await
+        .expect("retried");
     let counted = (totals(&h).await, pattern_rejections(&h).await);
     assert_eq!(
         counted,
@@ -393,7 +387,10 @@ async fn a_redelivered_close_counts_once(h: ReviewHarness) {
         "one rejection (from two people), counted once"
     );
     // A redelivery of the close changes nothing.
-    talk(&h).handle(close_job()).await.expect("redelivered");
+    talk(&h)
+        .handle(closed_job(false, "close-1"))
+        .await
+        .expect("redelivered");
     assert_eq!((totals(&h).await, pattern_rejections(&h).await), counted);
     let all = findings(&h).await;
     assert!(
@@ -457,7 +454,10 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
     );
     // And the PR closing later counts nothing again.
     mark_closed(&h);
-    talk(&h).handle(close_job()).await.expect("bookkeeping");
+    talk(&h)
+        .handle(closed_job(false, "close-1"))
+        .await
+        .expect("bookkeeping");
     assert_eq!(totals(&h).await, (0, 1, 0));
 }
 

@@ -84,6 +84,15 @@ fn security(mut finding: serde_json::Value) -> serde_json::Value {
     finding
 }
 
+/// The security pass reports `findings`; the PR's first review runs.
+async fn review_finding(h: &ReviewHarness, findings: &[serde_json::Value]) {
+    let findings: Vec<serde_json::Value> = findings.iter().cloned().map(security).collect();
+    h.llm.answer(SECURITY, &reply(&findings));
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+}
+
 fn inline_titles(h: &ReviewHarness) -> Vec<String> {
     h.inline_comments()
         .iter()
@@ -123,19 +132,11 @@ async fn a_pr_authors_leniency_does_not_hide_a_critical_finding(h: ReviewHarness
         )
         .await;
     }
-    h.llm.answer(
-        SECURITY,
-        &reply(&[security(finding(
-            "src/db.rs",
-            3,
-            "critical",
-            90,
-            "SQL injection",
-        ))]),
-    );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    review_finding(
+        &h,
+        &[finding("src/db.rs", 3, "critical", 90, "SQL injection")],
+    )
+    .await;
     let posted = inline_titles(&h);
     assert_eq!(posted.len(), 1, "{posted:#?}");
     assert!(posted[0].contains("SQL injection"));
@@ -443,19 +444,11 @@ async fn a_fork_prs_code_is_remembered_only_once_merged(h: ReviewHarness) {
         pr["head"]["repo"]["id"] = 999_999.into();
         pr["head"]["repo"]["fork"] = true.into();
     });
-    h.llm.answer(
-        SECURITY,
-        &reply(&[security(finding(
-            "src/db.rs",
-            3,
-            "medium",
-            90,
-            "SQL injection",
-        ))]),
-    );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    review_finding(
+        &h,
+        &[finding("src/db.rs", 3, "medium", 90, "SQL injection")],
+    )
+    .await;
     assert_eq!(
         h.inline_comments().len(),
         1,
@@ -477,30 +470,18 @@ async fn a_fork_prs_code_is_remembered_only_once_merged(h: ReviewHarness) {
 
     // Closed unmerged: nothing; merged: its code and findings are history now.
     talk(&h)
-        .handle(closed(false, "close-1"))
+        .handle(closed_job(false, "close-1"))
         .await
         .expect("closed");
     assert_eq!(stored(Corpus::Code).await, 0);
     h.github
         .update_pull(REPO, PR, |pr| pr["merged"] = true.into());
     talk(&h)
-        .handle(closed(true, "close-2"))
+        .handle(closed_job(true, "close-2"))
         .await
         .expect("merged");
     assert!(stored(Corpus::Code).await > 0);
     assert_eq!(stored(Corpus::Finding).await, 1);
-}
-
-/// GitHub's `pull_request.closed` delivery for the PR.
-fn closed(merged: bool, delivery: &str) -> parley_core::Job {
-    let mut payload = parley_tests::webhook_example("pull_request", "closed.payload.json");
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    payload["pull_request"]["number"] = PR.into();
-    payload["pull_request"]["merged"] = merged.into();
-    normalised("pull_request", delivery, &payload)
 }
 
 /// Uninstalling used to delete nothing but the installation record: learnings, findings
@@ -537,19 +518,11 @@ async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
         4,
     )
     .await;
-    h.llm.answer(
-        SECURITY,
-        &reply(&[security(finding(
-            "src/db.rs",
-            3,
-            "medium",
-            90,
-            "SQL injection",
-        ))]),
-    );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    review_finding(
+        &h,
+        &[finding("src/db.rs", 3, "medium", 90, "SQL injection")],
+    )
+    .await;
     let store = h.store.clone();
     let corpus = h.services.corpus.clone();
     let kept = || {

@@ -128,7 +128,7 @@ async fn scenario(acts: Vec<Act>) {
                 ))
                 .await
             }
-            Act::ClosePr => talk.handle(closed_job(&format!("close-{n}"))).await,
+            Act::ClosePr => talk.handle(closed_job(false, &format!("close-{n}"))).await,
         };
         result.unwrap_or_else(|err| panic!("{act:?} failed: {err}"));
     }
@@ -177,15 +177,4 @@ const EXTRA_PATCH: &str = "@@ -0,0 +1,3 @@\n+pub fn run(cmd: &str) {\n+    std::
 fn security(mut finding: serde_json::Value) -> serde_json::Value {
     finding["category"] = "security".into();
     finding
-}
-
-/// GitHub's `pull_request.closed` delivery for the PR, as the bookkeeping job it becomes.
-fn closed_job(delivery: &str) -> parley_core::Job {
-    let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
-    closed["repository"]["full_name"] = REPO.into();
-    closed["repository"]["name"] = NAME.into();
-    closed["repository"]["owner"]["login"] = OWNER.into();
-    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    closed["pull_request"]["number"] = PR.into();
-    normalised("pull_request", delivery, &closed)
 }
