@@ -7,6 +7,7 @@ use crate::ports::github::RepoScope;
 use crate::ports::{FindingState, Installation, JobError, StoreError};
 use crate::review::{lifecycle, regate, resolution};
 use crate::services::Services;
+use crate::tenancy::Tenant;
 use time::OffsetDateTime;
 
 pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), JobError> {
@@ -16,8 +17,11 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
             action,
             installation_id,
             account,
+            account_id,
             repositories_added,
+            repository_ids_added,
             repositories_removed,
+            repository_ids_removed,
         } => {
             if action == "deleted" {
                 // Everything kept about the installation's repositories goes with it:
@@ -27,17 +31,31 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                     .installation(*installation_id)
                     .await
                     .map_err(transient)?;
-                let mut repos: Vec<String> = recorded
-                    .map(|i| i.repositories)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .chain(repositories_added.iter().cloned())
+                let (mut repos, mut ids) = recorded
+                    .map(|i| (i.repositories, i.repository_ids))
+                    .unwrap_or_default();
+                repos.extend(repositories_added.iter().cloned());
+                ids.extend(repository_ids_added);
+                let mut keys: Vec<String> = repos
+                    .iter()
+                    .filter_map(|full| full.split_once('/'))
+                    .map(|(owner, name)| Tenant::name_keyed(owner, name).repo)
+                    .chain(ids.iter().map(|id| Tenant::of(*id, 0, "", "").repo))
                     .collect();
-                repos.sort_unstable();
-                repos.dedup();
-                purge(services, &repos).await?;
-                let org = crate::learning::record::org_partition(account);
-                let learnings = store.purge_memory(&org).await.map_err(transient)?;
+                keys.sort_unstable();
+                keys.dedup();
+                purge(services, &keys).await?;
+                // Learnings written before ids were kept sit under the login.
+                let mut learnings = store
+                    .purge_memory(&Tenant::name_keyed(account, "").org)
+                    .await
+                    .map_err(transient)?;
+                if *account_id != 0 {
+                    learnings += store
+                        .purge_memory(&Tenant::of(0, *account_id, account, "").org)
+                        .await
+                        .map_err(transient)?;
+                }
                 store
                     .delete_installation(*installation_id)
                     .await
@@ -59,21 +77,33 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 id: *installation_id,
                 account: account.clone(),
                 repositories: Vec::new(),
+                repository_ids: Vec::new(),
                 suspended: false,
                 updated_at: OffsetDateTime::now_utc(),
             });
             apply(
                 &mut installation,
                 action,
-                repositories_added,
-                repositories_removed,
+                (repositories_added, repository_ids_added),
+                (repositories_removed, repository_ids_removed),
             );
             store
                 .put_installation(&installation)
                 .await
                 .map_err(transient)?;
-            // A repository taken out of the installation takes what Parley kept about it.
-            purge(services, repositories_removed).await?;
+            // A repository taken out of the installation takes what Parley kept about it,
+            // under its id and under the name older records were keyed by.
+            let keys: Vec<String> = repositories_removed
+                .iter()
+                .filter_map(|full| full.split_once('/'))
+                .map(|(owner, name)| Tenant::name_keyed(owner, name).repo)
+                .chain(
+                    repository_ids_removed
+                        .iter()
+                        .map(|id| Tenant::of(*id, 0, "", "").repo),
+                )
+                .collect();
+            purge(services, &keys).await?;
             tracing::info!(
                 installation_id,
                 account,
@@ -111,7 +141,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
     Ok(())
 }
 
-/// Delete what Parley stored about each of `repos` (`owner/name`): findings, runs,
+/// Delete what Parley stored under each of the repository keys `repos`: findings, runs,
 /// counters, learnings, statistics and patterns, and the retrieval corpora. A store
 /// failure is transient: the queue retries the job, and purging again is harmless.
 async fn purge(services: &Services, repos: &[String]) -> Result<(), JobError> {
@@ -153,7 +183,7 @@ async fn thread_changed(
     };
     let store = services.store.as_ref();
     let Some(mut finding) = store
-        .finding_by_comment(&full_name, root)
+        .finding_by_comment(&repo.tenant().repo, root)
         .await
         .map_err(transient)?
     else {
@@ -272,7 +302,7 @@ async fn pull_request_closed(
         services.corpus.as_ref(),
         &scope,
         &config.config.gate,
-        &full_name,
+        &repo.tenant().repo,
         number,
         &|comment| replied.contains(&comment),
     )
@@ -280,7 +310,7 @@ async fn pull_request_closed(
     .map_err(transient)?;
     tracing::info!(repo = %full_name, number, merged, recorded, "pull request closed; finding outcomes collected");
     if merged {
-        remember_merged_fork(services, &scope, &full_name, number).await;
+        remember_merged_fork(services, &scope, &repo.tenant().repo, number).await;
     }
     Ok(())
 }
@@ -346,7 +376,7 @@ async fn explain_in_thread(
     };
     let key = format!(
         "resolution-note#{}#{}#{:?}",
-        scope.full_name(),
+        scope.tenant().repo,
         finding.id,
         std::mem::discriminant(decision)
     );
@@ -479,21 +509,30 @@ fn state_after_thread(current: FindingState, resolved: bool) -> Option<FindingSt
 }
 
 /// Fold one installation event into the stored record.
-fn apply(installation: &mut Installation, action: &str, added: &[String], removed: &[String]) {
+/// Names and ids, added and removed.
+type Repos<'a> = (&'a [String], &'a [u64]);
+
+fn apply(installation: &mut Installation, action: &str, added: Repos<'_>, removed: Repos<'_>) {
     match action {
         "suspend" => installation.suspended = true,
         "unsuspend" => installation.suspended = false,
         _ => {}
     }
-    for repo in added {
+    for repo in added.0 {
         if !installation.repositories.contains(repo) {
             installation.repositories.push(repo.clone());
         }
     }
     installation
         .repositories
-        .retain(|repo| !removed.contains(repo));
+        .retain(|repo| !removed.0.contains(repo));
     installation.repositories.sort();
+    installation.repository_ids.extend(added.1);
+    installation
+        .repository_ids
+        .retain(|id| !removed.1.contains(id));
+    installation.repository_ids.sort_unstable();
+    installation.repository_ids.dedup();
     installation.updated_at = OffsetDateTime::now_utc();
 }
 
@@ -511,14 +550,22 @@ mod tests {
             id: 1,
             account: "octo".into(),
             repositories: vec!["octo/a".into()],
+            repository_ids: vec![1],
             suspended: false,
             updated_at: OffsetDateTime::UNIX_EPOCH,
         };
-        apply(&mut inst, "added", &["octo/b".into(), "octo/a".into()], &[]);
+        apply(
+            &mut inst,
+            "added",
+            (&["octo/b".into(), "octo/a".into()], &[2, 1]),
+            (&[], &[]),
+        );
         assert_eq!(inst.repositories, vec!["octo/a", "octo/b"]);
-        apply(&mut inst, "removed", &[], &["octo/a".into()]);
+        assert_eq!(inst.repository_ids, vec![1, 2]);
+        apply(&mut inst, "removed", (&[], &[]), (&["octo/a".into()], &[1]));
         assert_eq!(inst.repositories, vec!["octo/b"]);
-        apply(&mut inst, "suspend", &[], &[]);
+        assert_eq!(inst.repository_ids, vec![2]);
+        apply(&mut inst, "suspend", (&[], &[]), (&[], &[]));
         assert!(inst.suspended);
     }
 

@@ -14,12 +14,21 @@ pub struct RepoRef {
     pub id: u64,
     pub owner: String,
     pub name: String,
+    /// The owner account's id: what organisation-wide learnings are keyed by. Absent
+    /// (0) in jobs queued before it was carried.
+    #[serde(default)]
+    pub owner_id: u64,
 }
 
 impl RepoRef {
     /// `owner/name`.
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.name)
+    }
+
+    /// Where this repository's records live in the store.
+    pub fn tenant(&self) -> crate::tenancy::Tenant {
+        crate::tenancy::Tenant::of(self.id, self.owner_id, &self.owner, &self.name)
     }
 }
 
@@ -262,8 +271,20 @@ pub enum BookkeepingEvent {
         action: String,
         installation_id: u64,
         account: String,
+        /// The account's id (0 in jobs queued before it was carried): the key of its
+        /// organisation-wide learnings.
+        #[serde(default)]
+        account_id: u64,
         repositories_added: Vec<String>,
+        /// The added (or, for `created` and `deleted`, listed) repositories' ids (empty
+        /// in jobs queued before they were carried).
+        #[serde(default)]
+        repository_ids_added: Vec<u64>,
         repositories_removed: Vec<String>,
+        /// The removed repositories' ids, in the order of `repositories_removed` (empty
+        /// in jobs queued before they were carried).
+        #[serde(default)]
+        repository_ids_removed: Vec<u64>,
     },
     /// A review thread was resolved or unresolved (feeds learning later).
     ReviewThread {

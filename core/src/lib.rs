@@ -22,6 +22,7 @@ pub mod retrieval;
 pub mod review;
 pub mod sanitize;
 pub mod services;
+pub mod tenancy;
 pub mod webhook;
 pub mod worker;
 

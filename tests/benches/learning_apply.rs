@@ -15,6 +15,7 @@ use parley_core::ports::{Finding, FindingState, Severity, Store, Verdict};
 use parley_core::review::filter;
 use parley_core::review::merge::Candidate;
 use parley_tests::counting_store::CountingStore;
+use parley_tests::tenants::{key, org};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
@@ -38,7 +39,7 @@ fn main() {
         let store = CountingStore::new(inner);
 
         let started = Instant::now();
-        let loaded = memory::load(&store, REPO, OWNER).await.expect("load");
+        let loaded = memory::load(&store, &key(REPO), &org(OWNER)).await.expect("load");
         let load_time = started.elapsed();
         let reads = store.memory_reads();
         assert_eq!(loaded.learnings.len(), LEARNINGS);
@@ -105,7 +106,7 @@ async fn seed(store: &dyn Store) {
         };
         let learning = Learning {
             id: String::new(),
-            repo: REPO.into(),
+            repo: key(REPO),
             scope,
             kind,
             text: format!(
@@ -141,7 +142,7 @@ async fn seed(store: &dyn Store) {
             authority: None,
             findings_suppressed: 0,
         };
-        memory::add_learning(store, OWNER, learning)
+        memory::add_learning(store, &org(OWNER), learning)
             .await
             .expect("learning");
     }
@@ -179,7 +180,7 @@ async fn seed(store: &dyn Store) {
 
 fn finding(i: usize) -> Finding {
     Finding {
-        repo: REPO.into(),
+        repo: key(REPO),
         pr: (i % 40) as u64,
         id: format!("f{i}"),
         fingerprint: format!("fp{i}"),

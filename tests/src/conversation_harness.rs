@@ -5,6 +5,7 @@
 
 use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
+use crate::tenants::key;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
@@ -137,7 +138,7 @@ impl Harness {
             .github
             .add_review_comment(REPO, PR, BOT, &body, None, "src/db.rs", 3);
         let finding = Finding {
-            repo: REPO.into(),
+            repo: key(REPO),
             pr: PR,
             id: marker.id.clone(),
             fingerprint: marker.fingerprint.clone(),
@@ -334,6 +335,7 @@ fn repo_and_installation(payload: &mut Value) {
     payload["repository"]["full_name"] = REPO.into();
     payload["repository"]["name"] = NAME.into();
     payload["repository"]["owner"]["login"] = OWNER.into();
+    crate::tenants::stamp(payload);
     payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
 }
 

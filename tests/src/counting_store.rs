@@ -150,6 +150,14 @@ impl Store for CountingStore {
             .await
     }
 
+    async fn rekey_repository(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.tick();
+        self.inner.rekey_repository(from, to).await
+    }
+    async fn rekey_memory(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.tick();
+        self.inner.rekey_memory(from, to).await
+    }
     async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
         self.tick();
         self.inner.purge_repository(repo).await

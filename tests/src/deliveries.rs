@@ -31,6 +31,7 @@ impl Source {
         payload["repository"]["full_name"] = self.full_name().into();
         payload["repository"]["name"] = self.name.clone().into();
         payload["repository"]["owner"]["login"] = self.owner.clone().into();
+        crate::tenants::stamp(payload);
         payload["installation"] = json!({ "id": self.installation, "node_id": "x" });
     }
 }

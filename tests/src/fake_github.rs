@@ -213,6 +213,8 @@ impl FakeGitHub {
             pr[side]["repo"]["full_name"] = repo.into();
             pr[side]["repo"]["name"] = name.into();
             pr[side]["repo"]["owner"]["login"] = owner.into();
+            pr[side]["repo"]["id"] = crate::tenants::repo_id(repo).into();
+            pr[side]["repo"]["owner"]["id"] = crate::tenants::owner_id(owner).into();
         }
         self.state().pulls.insert((repo.to_string(), number), pr);
     }

@@ -221,6 +221,16 @@ impl Store for FlakyStore {
             .await
     }
 
+    async fn rekey_repository(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.enter("rekey_repository")?;
+        self.inner.rekey_repository(from, to).await
+    }
+
+    async fn rekey_memory(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.enter("rekey_memory")?;
+        self.inner.rekey_memory(from, to).await
+    }
+
     async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
         self.enter("purge_repository")?;
         self.inner.purge_repository(repo).await

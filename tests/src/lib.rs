@@ -69,6 +69,7 @@ pub mod lambda_stack;
 pub mod review_harness;
 pub mod serve_process;
 pub mod static_model;
+pub mod tenants;
 pub mod tripwire;
 
 pub mod stores {

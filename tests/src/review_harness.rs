@@ -210,9 +210,10 @@ pub fn job(trigger: ReviewTrigger, head: &str, delivery: &str) -> Job {
         delivery_id: delivery.to_string(),
         installation_id: Some(INSTALLATION),
         repo: RepoRef {
-            id: 1,
+            id: crate::tenants::repo_id(REPO),
             owner: OWNER.to_string(),
             name: NAME.to_string(),
+            owner_id: crate::tenants::owner_id(OWNER),
         },
         number: PR,
         trigger,
@@ -274,6 +275,7 @@ pub fn thread_job_by(root: u64, resolved: bool, delivery: &str, actor: &str) -> 
     payload["repository"]["full_name"] = REPO.into();
     payload["repository"]["name"] = NAME.into();
     payload["repository"]["owner"]["login"] = OWNER.into();
+    crate::tenants::stamp(&mut payload);
     payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
     payload["pull_request"]["number"] = PR.into();
     if let Some(comments) = payload["thread"]["comments"].as_array_mut() {
@@ -321,6 +323,7 @@ pub fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -
     payload["repository"]["full_name"] = REPO.into();
     payload["repository"]["name"] = NAME.into();
     payload["repository"]["owner"]["login"] = OWNER.into();
+    crate::tenants::stamp(&mut payload);
     payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
     normalised(
         "pull_request_review_comment",
@@ -346,6 +349,7 @@ pub fn top_level(h: &ReviewHarness, author: &str, text: &str) -> Job {
     payload["repository"]["full_name"] = REPO.into();
     payload["repository"]["name"] = NAME.into();
     payload["repository"]["owner"]["login"] = OWNER.into();
+    crate::tenants::stamp(&mut payload);
     payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
     normalised("issue_comment", &format!("delivery-{id}"), &payload)
 }
@@ -357,6 +361,7 @@ pub fn closed_job(merged: bool, delivery: &str) -> Job {
     closed["repository"]["full_name"] = REPO.into();
     closed["repository"]["name"] = NAME.into();
     closed["repository"]["owner"]["login"] = OWNER.into();
+    crate::tenants::stamp(&mut closed);
     closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
     closed["pull_request"]["number"] = PR.into();
     closed["pull_request"]["merged"] = merged.into();

@@ -8,6 +8,7 @@ use parley_tests::review_harness::{
     BASE, CORRECTNESS, DB_PATCH, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
 };
 use parley_tests::serve_process::{env_for, parley_binary};
+use parley_tests::tenants::key;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -391,7 +392,7 @@ async fn a_terminal_review_uses_what_the_local_store_remembers() {
     const EARLIER: &str = "let row = db.query(\"SELECT * FROM users WHERE id = ?\", &[&id])?;";
     let now = time::OffsetDateTime::now_utc();
     let earlier = Document {
-        repo: REPO.into(),
+        repo: key(REPO),
         corpus: Corpus::Code,
         key: "e1".repeat(32),
         text: format!("Parameterise the users query\nsrc/users.rs\nfn find_user(\n{EARLIER}"),
@@ -453,7 +454,10 @@ async fn a_terminal_review_uses_what_the_local_store_remembers() {
         "{json}"
     );
     let store = parley_store::sqlite::SqliteStore::open(&db).expect("local store");
-    let code = store.documents(REPO, Corpus::Code, 10).await.expect("read");
+    let code = store
+        .documents(&key(REPO), Corpus::Code, 10)
+        .await
+        .expect("read");
     assert_eq!(code.len(), 1, "{code:#?}");
 }
 

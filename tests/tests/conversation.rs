@@ -12,6 +12,7 @@ use parley_tests::conversation_harness::{
     AUTHOR, BOT, Backend, Harness, PR, REPO, answer, reply_marker,
 };
 use parley_tests::fake_github::Injected;
+use parley_tests::tenants::key;
 use serde_json::json;
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ async fn reply_to_a_finding_is_answered_in_its_thread(backend: Backend) {
             .contains(&("review".into(), asked, "eyes".into())),
         "eyes on the question"
     );
-    let scope = pr_scope(REPO, PR);
+    let scope = pr_scope(&key(REPO), PR);
     assert_eq!(h.store.counter(&scope, "turns").await.unwrap(), 1);
     use parley_core::llm::usage::counters;
     assert_eq!(h.store.counter(&scope, counters::CALLS).await.unwrap(), 1);
@@ -305,7 +306,10 @@ async fn duplicate_deliveries_get_one_reply(backend: Backend) {
     assert_eq!(h.replies_to(asked).len(), 1);
     assert_eq!(h.llm.prompts().len(), 1, "the model is asked once");
     assert_eq!(
-        h.store.counter(&pr_scope(REPO, PR), "turns").await.unwrap(),
+        h.store
+            .counter(&pr_scope(&key(REPO), PR), "turns")
+            .await
+            .unwrap(),
         1
     );
 
@@ -338,7 +342,10 @@ async fn two_jobs_racing_for_the_last_turn_get_one_reply(backend: Backend) {
     assert_eq!(replies.len(), 1, "exactly one reply");
     assert_eq!(h.notes_of_kind("limit").len(), 1, "and one limit note");
     assert_eq!(
-        h.store.counter(&pr_scope(REPO, PR), "turns").await.unwrap(),
+        h.store
+            .counter(&pr_scope(&key(REPO), PR), "turns")
+            .await
+            .unwrap(),
         1
     );
 }
@@ -385,7 +392,7 @@ async fn conceding_a_dispute_resolves_the_thread_and_updates_the_finding(backend
     assert_eq!(h.github.resolved_threads(), vec![format!("PRRT_{root}")]);
     let finding = h
         .store
-        .finding_by_comment(REPO, root)
+        .finding_by_comment(&key(REPO), root)
         .await
         .unwrap()
         .expect("finding");
@@ -414,7 +421,7 @@ async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
     assert!(h.github.resolved_threads().is_empty());
     let finding = h
         .store
-        .finding_by_comment(REPO, root)
+        .finding_by_comment(&key(REPO), root)
         .await
         .unwrap()
         .expect("stored now");
@@ -1095,7 +1102,7 @@ async fn duplicate_deliveries_on_issues_get_one_reply(backend: Backend) {
     assert_eq!(h.llm.prompts().len(), 1, "the model is asked once");
     assert_eq!(
         h.store
-            .counter(&pr_scope(REPO, ISSUE), "turns")
+            .counter(&pr_scope(&key(REPO), ISSUE), "turns")
             .await
             .unwrap(),
         1
@@ -1130,7 +1137,7 @@ async fn review_commands_on_issues_get_a_note_not_a_review(backend: Backend) {
     assert!(h.llm.prompts().is_empty(), "no conversation turn");
     assert_eq!(
         h.store
-            .counter(&pr_scope(REPO, ISSUE), "turns")
+            .counter(&pr_scope(&key(REPO), ISSUE), "turns")
             .await
             .unwrap(),
         0,

@@ -21,6 +21,7 @@ use parley_tests::fake_github::{FakeGitHub, HoldPoint};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::review_harness::{CORRECTNESS, DB_PATCH, GUIDELINES, SECURITY, STYLE, TESTS};
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
+use parley_tests::tenants::key;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -405,7 +406,7 @@ async fn assert_reviewed_once(rig: &mut Rig) {
 
     let findings = rig
         .store()
-        .findings_for_pr(REPO, PR)
+        .findings_for_pr(&key(REPO), PR)
         .await
         .expect("read findings");
     assert_eq!(findings.len(), 1, "the finding is recorded: {findings:#?}");
@@ -488,7 +489,7 @@ async fn killed_after_github_stored_the_review_the_restart_records_it_and_posts_
     assert_eq!(rig.reviews_of(HEAD).len(), 1, "the fake stored the review");
     assert!(
         rig.store()
-            .findings_for_pr(REPO, PR)
+            .findings_for_pr(&key(REPO), PR)
             .await
             .expect("findings")
             .is_empty(),
@@ -578,7 +579,7 @@ async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_d
     // Medium: a concession to the PR's author lifts it (a blocking one would need a code
     // change first, see `parley_core::review::resolution`), so the thread gets resolved.
     let finding = Finding {
-        repo: REPO.into(),
+        repo: key(REPO),
         pr: PR,
         id: "f-sql-1".into(),
         fingerprint: "fp-f-sql-1".into(),
@@ -634,7 +635,7 @@ async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_d
     assert_eq!(rig.github.requests_to("POST", &reply_path).len(), 1);
     let stored = rig
         .store()
-        .findings_for_pr(REPO, PR)
+        .findings_for_pr(&key(REPO), PR)
         .await
         .expect("findings");
     assert_eq!(stored.len(), 1);

@@ -39,6 +39,7 @@ use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::flaky_store::{FlakyStore, Outage};
 use parley_tests::review_harness::{self as rev, ReviewHarness};
+use parley_tests::tenants::key;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::future::Future;
@@ -966,7 +967,7 @@ impl ReviewRig {
         let now = time::OffsetDateTime::now_utc();
         h.store
             .put_review_run(&ReviewRun {
-                repo: rev::REPO.into(),
+                repo: key(rev::REPO),
                 pr: rev::PR,
                 head_sha: rev::HEAD.into(),
                 base_sha: rev::BASE.into(),
@@ -1048,7 +1049,7 @@ impl ReviewRig {
         let stored = self
             .h
             .store
-            .findings_for_pr(rev::REPO, rev::PR)
+            .findings_for_pr(&key(rev::REPO), rev::PR)
             .await
             .unwrap_or_default();
         let linked = posted.iter().all(|(comment, marker)| {

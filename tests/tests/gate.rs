@@ -11,6 +11,7 @@ use parley_core::ports::{Finding, FindingState, JobHandler};
 use parley_core::review::regate::{Regated, regate};
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
+use parley_tests::tenants::key;
 use serde_json::{Value, json};
 
 parley_tests::review_on_both_stores!(
@@ -39,7 +40,11 @@ async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
         .await
         .expect("review of HEAD");
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
-    let findings = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let findings = h
+        .store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings");
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert!(findings[0].comment_id.is_some(), "posted inline");
     findings[0].clone()
@@ -67,7 +72,7 @@ fn latest_gate(h: &ReviewHarness, head: &str) -> Value {
 
 async fn stored(h: &ReviewHarness, finding: &Finding) -> Finding {
     h.store
-        .finding_by_comment(REPO, finding.comment_id.expect("comment id"))
+        .finding_by_comment(&key(REPO), finding.comment_id.expect("comment id"))
         .await
         .expect("store")
         .expect("finding")

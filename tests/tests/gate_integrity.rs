@@ -11,6 +11,7 @@ use parley_core::ports::{Finding, FindingState, JobError, JobHandler, RunState};
 use parley_core::review::summary::ReviewMarker;
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
+use parley_tests::tenants::key;
 use serde_json::{Value, json};
 
 parley_tests::review_on_both_stores!(
@@ -50,7 +51,10 @@ fn latest_gate(h: &ReviewHarness, head: &str) -> Value {
 }
 
 async fn findings(h: &ReviewHarness) -> Vec<Finding> {
-    h.store.findings_for_pr(REPO, PR).await.expect("findings")
+    h.store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings")
 }
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -97,7 +101,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
     assert_eq!(finding.title, TITLE);
     let run = h
         .store
-        .review_run(REPO, PR, HEAD)
+        .review_run(&key(REPO), PR, HEAD)
         .await
         .expect("store")
         .expect("run");
@@ -418,7 +422,11 @@ async fn a_run_is_published_only_after_its_check_is_concluded(h: ReviewHarness) 
         .expect_err("the job fails");
     assert!(matches!(err, JobError::Transient(_)), "{err:?}");
     assert_eq!(h.reviews().len(), 1, "the review was posted");
-    let run = h.store.review_run(REPO, PR, HEAD).await.expect("store");
+    let run = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .expect("store");
     assert_ne!(run.map(|r| r.state), Some(RunState::Published));
 
     // The queue's retry: the posted review is recovered, not posted again, and the gate
@@ -436,7 +444,7 @@ async fn a_run_is_published_only_after_its_check_is_concluded(h: ReviewHarness) 
     assert_eq!(gate["conclusion"], "failure");
     let run = h
         .store
-        .review_run(REPO, PR, HEAD)
+        .review_run(&key(REPO), PR, HEAD)
         .await
         .expect("store")
         .expect("run");
@@ -449,7 +457,7 @@ async fn recovery_keeps_what_happened_to_findings_since_the_crash(h: ReviewHarne
     // was conceded.
     let mut run = h
         .store
-        .review_run(REPO, PR, HEAD)
+        .review_run(&key(REPO), PR, HEAD)
         .await
         .expect("store")
         .expect("run");

@@ -14,6 +14,7 @@ use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
 use parley_tests::lambda_stack::{self, LambdaStack};
 use parley_tests::review_harness::{CORRECTNESS, DB_PATCH, GUIDELINES, SECURITY, STYLE, TESTS};
+use parley_tests::tenants::key;
 use serde_json::{Value, json};
 
 const OWNER: &str = "octo-org";
@@ -243,7 +244,7 @@ async fn a_pull_request_is_reviewed_with_its_check_run() {
         .stack
         .resources
         .store()
-        .findings_for_pr(REPO, PR)
+        .findings_for_pr(&key(REPO), PR)
         .await
         .expect("read the findings from DynamoDB");
     assert_eq!(findings.len(), 1, "recorded in DynamoDB: {findings:#?}");

@@ -9,6 +9,7 @@ use parley_core::job::ReviewTrigger;
 use parley_core::learning::memory;
 use parley_core::ports::{FindingState, JobHandler, Verdict};
 use parley_tests::review_harness::*;
+use parley_tests::tenants::{key, org};
 use serde_json::json;
 
 parley_tests::review_on_both_stores!(
@@ -47,7 +48,7 @@ fn last_said(h: &ReviewHarness) -> String {
 }
 
 async fn learnings(h: &ReviewHarness) -> Vec<parley_core::learning::Learning> {
-    memory::load(h.store.as_ref(), REPO, OWNER)
+    memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
         .await
         .expect("memory")
         .learnings
@@ -267,7 +268,11 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
             .cloned()
             .unwrap_or_else(|| panic!("no {title}"))
     };
-    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let found = h
+        .store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings");
     assert_eq!(found.len(), 4);
     // A maintainer resolves "Unchecked id": accepted.
     let unchecked = by_title(&found, "Unchecked id");
@@ -307,7 +312,11 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
     });
     close_pr(&h).await;
 
-    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let found = h
+        .store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings");
     let verdict = |title: &str| {
         by_title(&found, title)
             .outcome
@@ -329,14 +338,14 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
         verdict("Unused helper"),
         Some((Verdict::Ignored, "closed_unanswered".into()))
     );
-    let stats = memory::load(h.store.as_ref(), REPO, OWNER)
+    let stats = memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
         .await
         .expect("memory")
         .stats;
     let total = stats.total();
     assert_eq!((total.accepted, total.rejected, total.ignored), (2, 1, 1));
     assert_eq!(
-        memory::load(h.store.as_ref(), REPO, OWNER)
+        memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
             .await
             .expect("memory")
             .patterns
@@ -359,7 +368,11 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("review");
-    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let found = h
+        .store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings");
     let id_of = |title: &str| {
         found
             .iter()
@@ -400,7 +413,11 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
             .react_to_review_comment(id_of("Unused helper"), "-1", who);
     }
     close_pr(&h).await;
-    let found = h.store.findings_for_pr(REPO, PR).await.expect("findings");
+    let found = h
+        .store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings");
     let verdict = |title: &str| {
         found
             .iter()
@@ -420,7 +437,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
         verdict("Unused helper"),
         Some((Verdict::Rejected, "thumbs_down".into()))
     );
-    let memory = memory::load(h.store.as_ref(), REPO, OWNER)
+    let memory = memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
         .await
         .expect("memory");
     let pattern = memory

@@ -27,6 +27,7 @@ use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
 use parley_tests::fake_github::FakeGitHub;
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::stores::Backend;
+use parley_tests::tenants::key;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -200,7 +201,7 @@ impl World {
 
     async fn documents(&self, corpus: Corpus) -> Vec<parley_core::ports::Document> {
         self.corpus
-            .documents(REPO, corpus, 100)
+            .documents(&key(REPO), corpus, 100)
             .await
             .expect("corpus read")
     }
@@ -215,7 +216,7 @@ impl World {
     /// PR 1's finding as stored now.
     async fn pr1_finding(&self) -> parley_core::ports::Finding {
         self.store
-            .findings_for_pr(REPO, PR1)
+            .findings_for_pr(&key(REPO), PR1)
             .await
             .expect("findings")
             .into_iter()
@@ -510,7 +511,7 @@ async fn an_answer_cites_an_earlier_review_thread(backend: Backend) {
     world.review(&world.services, PR1, HEAD1).await;
     let root = world
         .store
-        .findings_for_pr(REPO, PR1)
+        .findings_for_pr(&key(REPO), PR1)
         .await
         .expect("findings")[0]
         .comment_id
@@ -536,7 +537,7 @@ async fn an_answer_cites_an_earlier_review_thread(backend: Backend) {
     // The thread is remembered under its root: the finding, bob and Parley's answer.
     let thread = world
         .corpus
-        .document(REPO, Corpus::Thread, &root.to_string())
+        .document(&key(REPO), Corpus::Thread, &root.to_string())
         .await
         .expect("read")
         .expect("the thread is remembered");
@@ -653,9 +654,10 @@ fn review_job(number: u64, head: &str) -> Job {
         delivery_id: format!("review-{number}-{head}"),
         installation_id: Some(INSTALLATION),
         repo: RepoRef {
-            id: 1,
+            id: parley_tests::tenants::repo_id(REPO),
             owner: OWNER.to_string(),
             name: NAME.to_string(),
+            owner_id: parley_tests::tenants::owner_id(OWNER),
         },
         number,
         trigger: ReviewTrigger::Opened,
@@ -725,6 +727,7 @@ fn in_repo(payload: &mut Value) {
     payload["repository"]["full_name"] = REPO.into();
     payload["repository"]["name"] = NAME.into();
     payload["repository"]["owner"]["login"] = OWNER.into();
+    parley_tests::tenants::stamp(payload);
     payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
 }
 

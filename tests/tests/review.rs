@@ -8,6 +8,7 @@ use parley_core::markers::{self, FindingMarker};
 use parley_core::ports::{JobError, RunState, Severity};
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
+use parley_tests::tenants::key;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -135,7 +136,7 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
         let id = comment["id"].as_u64().unwrap();
         let stored = h
             .store
-            .finding_by_comment(REPO, id)
+            .finding_by_comment(&key(REPO), id)
             .await
             .unwrap()
             .expect("finding stored under its comment id");
@@ -146,7 +147,10 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
         assert_eq!(stored.head_sha, HEAD);
         assert!(stored.review_id.is_some());
     }
-    assert_eq!(h.store.findings_for_pr(REPO, PR).await.unwrap().len(), 2);
+    assert_eq!(
+        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
+        2
+    );
 
     // The gate: in progress at start, failure at the end (automatic, critical finding).
     let created = h.github.requests_to("POST", "/check-runs");
@@ -160,7 +164,12 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
             .unwrap()
             .contains("SQL injection through format!")
     );
-    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let record = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(record.state, RunState::Published);
     assert!(record.review_url.is_some());
 }
@@ -187,7 +196,7 @@ async fn finding_off_the_diff_goes_to_the_summary(h: ReviewHarness) {
         "{text}"
     );
     // Still a finding: stored (without a comment id) and it gates.
-    let stored = h.store.findings_for_pr(REPO, PR).await.unwrap();
+    let stored = h.store.findings_for_pr(&key(REPO), PR).await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].comment_id, None);
     assert_eq!(h.conclusion(), "failure");
@@ -272,7 +281,7 @@ async fn inline_refused_with_422_falls_back_to_the_summary(h: ReviewHarness) {
         text.contains(&format!("blob/{HEAD}/src/db.rs#L3")),
         "{text}"
     );
-    let stored = h.store.findings_for_pr(REPO, PR).await.unwrap();
+    let stored = h.store.findings_for_pr(&key(REPO), PR).await.unwrap();
     assert_eq!(stored.len(), 1, "the finding is kept");
     assert_eq!(h.conclusion(), "failure");
 }
@@ -296,9 +305,20 @@ async fn superseded_run_does_not_publish(h: ReviewHarness) {
         h.check_runs()[0]["output"]["title"],
         "Superseded by c2c2c2c"
     );
-    let run = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let run = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, RunState::Superseded);
-    assert!(h.store.findings_for_pr(REPO, PR).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .findings_for_pr(&key(REPO), PR)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A job for a head that has already moved on does not even start.
     run_ok(&h, job(ReviewTrigger::Synchronize, "0000000", "d-2")).await;
@@ -352,21 +372,34 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
         .expect("recovery succeeds");
     assert_eq!(review_posts(&h).len(), 1);
     let comment_id = h.inline_comments()[0]["id"].as_u64().unwrap();
-    let found = fresh.finding_by_comment(REPO, comment_id).await.unwrap();
+    let found = fresh
+        .finding_by_comment(&key(REPO), comment_id)
+        .await
+        .unwrap();
     assert_eq!(found.map(|f| f.title), Some("SQL injection".to_string()));
-    let run = fresh.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let run = fresh
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, RunState::Published);
 
     // What the dead worker never got to: the review remembered for retrieval, with the
     // recovered finding and the PR's hunks.
-    let findings = corpus.documents(REPO, Corpus::Finding, 10).await.unwrap();
+    let findings = corpus
+        .documents(&key(REPO), Corpus::Finding, 10)
+        .await
+        .unwrap();
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert!(
         findings[0].text.contains("SQL injection"),
         "{}",
         findings[0].text
     );
-    let code = corpus.documents(REPO, Corpus::Code, 10).await.unwrap();
+    let code = corpus
+        .documents(&key(REPO), Corpus::Code, 10)
+        .await
+        .unwrap();
     assert!(
         code.iter().any(|d| d.path.as_deref() == Some("src/db.rs")),
         "{code:#?}"
@@ -430,7 +463,10 @@ async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) 
         "whole PR listed for context"
     );
     assert!(second_round.contains("src/db.rs:3 SQL injection"));
-    assert_eq!(h.store.findings_for_pr(REPO, PR).await.unwrap().len(), 2);
+    assert_eq!(
+        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
+        2
+    );
 }
 
 async fn clean_automatic_review_succeeds(h: ReviewHarness) {
@@ -471,7 +507,12 @@ async fn llm_down_is_neutral_never_failure(h: ReviewHarness) {
     );
     assert!(h.reviews().is_empty());
     assert_eq!(h.conclusion(), "neutral");
-    let run = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let run = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, RunState::Failed);
 
     // The retry (same delivery) resumes once the LLM is back; its own check run (GitHub
@@ -793,7 +834,10 @@ async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHa
         "only the new finding is posted: {comments:#?}"
     );
     assert_eq!(comments[1]["line"], 2);
-    assert_eq!(h.store.findings_for_pr(REPO, PR).await.unwrap().len(), 2);
+    assert_eq!(
+        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
+        2
+    );
     // Not answered "already reviewed".
     assert!(
         !h.github
@@ -843,7 +887,12 @@ async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHa
             .starts_with("Already reviewed at `a1a1a1a`")
     }),);
     // The head's own run is what a later push's incremental review starts from.
-    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let record = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(record.state, RunState::Published);
     assert_eq!(record.trigger, "opened", "the head's own run is untouched");
 }
@@ -901,7 +950,12 @@ async fn retry_after_llm_down_shows_in_progress_then_the_real_conclusion(h: Revi
         "nothing after the conclusion"
     );
     assert_eq!(h.reviews().len(), 1);
-    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let record = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(record.state, RunState::Published);
     assert_eq!(record.check_run_id, latest["id"].as_u64());
 }
@@ -1016,7 +1070,11 @@ async fn manual_first_then_automatic(h: ReviewHarness, trigger: ReviewTrigger, c
     assert_eq!(manual[0]["conclusion"], "neutral");
     assert_eq!(manual[0]["head_sha"], HEAD);
     assert!(
-        h.store.review_run(REPO, PR, HEAD).await.unwrap().is_none(),
+        h.store
+            .review_run(&key(REPO), PR, HEAD)
+            .await
+            .unwrap()
+            .is_none(),
         "the head's automatic run is not claimed or recorded by the manual review"
     );
 
@@ -1038,14 +1096,22 @@ async fn manual_first_then_automatic(h: ReviewHarness, trigger: ReviewTrigger, c
     // No finding posted twice.
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
-    assert_eq!(h.store.findings_for_pr(REPO, PR).await.unwrap().len(), 1);
+    assert_eq!(
+        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
+        1
+    );
     let second = h.reviews()[1]["body"].as_str().unwrap().to_string();
     assert!(
         second.contains("1 finding(s) already reported on this PR not repeated"),
         "{second}"
     );
     assert!(already_reviewed_answers(&h).is_empty());
-    let record = h.store.review_run(REPO, PR, HEAD).await.unwrap().unwrap();
+    let record = h
+        .store
+        .review_run(&key(REPO), PR, HEAD)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(record.state, RunState::Published);
     assert_eq!(record.trigger, "opened");
 

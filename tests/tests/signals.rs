@@ -11,6 +11,7 @@ use parley_core::learning::{RepoMemory, memory};
 use parley_core::ports::{Finding, FindingState, JobHandler, Verdict};
 use parley_tests::flaky_store::{FlakyStore, Outage};
 use parley_tests::review_harness::*;
+use parley_tests::tenants::{key, org};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,10 @@ fn talk(h: &ReviewHarness) -> ConversationHandler {
 }
 
 async fn findings(h: &ReviewHarness) -> Vec<Finding> {
-    h.store.findings_for_pr(REPO, PR).await.expect("findings")
+    h.store
+        .findings_for_pr(&key(REPO), PR)
+        .await
+        .expect("findings")
 }
 
 async fn by_title(h: &ReviewHarness, title: &str) -> Finding {
@@ -45,7 +49,7 @@ async fn by_title(h: &ReviewHarness, title: &str) -> Finding {
 }
 
 async fn learned(h: &ReviewHarness) -> RepoMemory {
-    memory::load(h.store.as_ref(), REPO, OWNER)
+    memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
         .await
         .expect("memory")
 }

@@ -9,6 +9,7 @@ use parley_core::learning::memory;
 use parley_core::learning::record::{Authority, Direction, Hints, Learning, LearningKind, Scope};
 use parley_core::ports::JobHandler;
 use parley_tests::review_harness::*;
+use parley_tests::tenants::{key, org};
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -41,7 +42,7 @@ fn last_said(h: &ReviewHarness) -> String {
 }
 
 async fn learnings(h: &ReviewHarness) -> Vec<Learning> {
-    memory::load(h.store.as_ref(), REPO, OWNER)
+    memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
         .await
         .expect("memory")
         .learnings
@@ -73,7 +74,7 @@ async fn stored(
         times_applied: 0,
         findings_suppressed: 0,
     };
-    memory::add_learning(h.store.as_ref(), OWNER, learning)
+    memory::add_learning(h.store.as_ref(), &org(OWNER), learning)
         .await
         .expect("stored")
         .0
@@ -459,7 +460,7 @@ async fn a_fork_prs_code_is_remembered_only_once_merged(h: ReviewHarness) {
         let corpus = corpus.clone();
         async move {
             corpus
-                .documents(REPO, kind, 100)
+                .documents(&key(REPO), kind, 100)
                 .await
                 .expect("documents")
                 .len()
@@ -530,17 +531,17 @@ async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
         async move {
             (
                 store
-                    .findings_for_pr(REPO, PR)
+                    .findings_for_pr(&key(REPO), PR)
                     .await
                     .expect("findings")
                     .len(),
-                memory::load(store.as_ref(), REPO, OWNER)
+                memory::load(store.as_ref(), &key(REPO), &org(OWNER))
                     .await
                     .expect("memory")
                     .learnings
                     .len(),
                 corpus
-                    .documents(REPO, Corpus::Code, 100)
+                    .documents(&key(REPO), Corpus::Code, 100)
                     .await
                     .expect("documents")
                     .len(),
@@ -593,7 +594,7 @@ async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
         .await
         .expect("repositories removed");
     assert!(
-        memory::load(h.store.as_ref(), SIBLING, OWNER)
+        memory::load(h.store.as_ref(), &key(SIBLING), &org(OWNER))
             .await
             .expect("memory")
             .learnings

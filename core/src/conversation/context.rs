@@ -250,8 +250,7 @@ async fn learnings(
     conversation: &Conversation,
     path: Option<&str>,
 ) -> (Vec<String>, Vec<Candidate>) {
-    let memory = match crate::learning::memory::load(store, &snap.repo, &snap.repo_ref.owner).await
-    {
+    let memory = match crate::learning::memory::load(store, &snap.repo, &snap.org).await {
         Ok(memory) => memory,
         Err(err) => {
             tracing::warn!(repo = %snap.repo, error = %err, "could not read learnings; answering without them");

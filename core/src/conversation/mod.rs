@@ -478,13 +478,9 @@ impl ConversationHandler {
                 Command::Learnings => teach::learnings(&turn).await?,
                 Command::Stats => teach::stats(&turn).await?,
                 Command::Configuration => {
-                    let memory = crate::learning::memory::load(
-                        self.store(),
-                        &snap.repo,
-                        &snap.repo_ref.owner,
-                    )
-                    .await
-                    .ok();
+                    let memory = crate::learning::memory::load(self.store(), &snap.repo, &snap.org)
+                        .await
+                        .ok();
                     (
                         teach::configuration(snap, memory.as_ref()),
                         Taught::Reported("configuration"),
@@ -1007,6 +1003,7 @@ impl ConversationHandler {
 #[async_trait]
 impl JobHandler for ConversationHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
+        crate::tenancy::settle(&self.services, &job).await?;
         match job {
             Job::Bookkeeping(job) => bookkeeping::record(&self.services, &job).await,
             Job::Conversation(job) => self.converse(&job).await.map_err(|err| {

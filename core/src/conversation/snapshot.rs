@@ -104,8 +104,10 @@ pub enum Subject {
 pub struct PrSnapshot {
     pub scope: RepoScope,
     pub repo_ref: RepoRef,
-    /// `owner/name`.
+    /// The repository's store key (its id: see [`crate::tenancy`]); `scope` has its name.
     pub repo: String,
+    /// Its organisation's memory partition, where organisation-wide learnings live.
+    pub org: String,
     /// The PR or issue number (they share one sequence per repository).
     pub number: u64,
     pub subject: Subject,
@@ -135,8 +137,10 @@ impl PrSnapshot {
         handles: Handles,
         silenced: Handles,
     ) -> Self {
+        let tenant = scope.tenant();
         PrSnapshot {
-            repo: scope.full_name(),
+            repo: tenant.repo,
+            org: tenant.org,
             number,
             scope,
             repo_ref,

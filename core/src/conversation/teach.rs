@@ -125,7 +125,7 @@ pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), Co
         times_applied: 0,
         findings_suppressed: 0,
     };
-    let (learning, new) = memory::add_learning(turn.store, &snap.repo_ref.owner, learning).await?;
+    let (learning, new) = memory::add_learning(turn.store, &snap.org, learning).await?;
     tracing::info!(repo = %snap.repo, learning = %learning.id, kind = kind.name(), scope = %scope.name(), new, "learning added");
     // `won't fix: …` in a finding's thread also settles that finding.
     let mut extra = String::new();
@@ -226,7 +226,7 @@ async fn wont_fix(turn: &Turn<'_>, finding_id: &str) -> Result<String, Conversat
 /// `forget L-3f9a` / `forget "…"`: a soft delete, kept for the record.
 pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), ConversationError> {
     let snap = turn.snap;
-    let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    let memory = memory::load(turn.store, &snap.repo, &snap.org).await?;
     // Text finds only what is in force here: another PR's learnings are not this PR's to
     // take back by accident (by id, a maintainer may still name one).
     let here = snap.pull().map(|pr| pr.number);
@@ -284,7 +284,7 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
             return Ok((text, Taught::Refused(why)));
         }
     }
-    let part = partition(&learning.repo, &snap.repo_ref.owner, &learning.scope);
+    let part = partition(&learning.repo, &snap.org, &learning.scope);
     let who = turn.trigger.author.login.clone();
     memory::update_learning(turn.store, &part, &learning.id, |l| {
         if l.forgotten.is_none() {
@@ -310,7 +310,7 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
 /// `learnings`: the active learnings, as a table.
 pub async fn learnings(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
     let snap = turn.snap;
-    let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    let memory = memory::load(turn.store, &snap.repo, &snap.org).await?;
     Ok((
         render_learnings(&memory, &snap.repo),
         Taught::Reported("learnings"),
@@ -355,7 +355,7 @@ pub fn render_learnings(memory: &RepoMemory, here: &str) -> String {
 /// `stats`: how findings fared, the threshold, and the cost.
 pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
     let snap = turn.snap;
-    let memory = memory::load(turn.store, &snap.repo, &snap.repo_ref.owner).await?;
+    let memory = memory::load(turn.store, &snap.repo, &snap.org).await?;
     let month = crate::llm::usage::spent_this_month(turn.store, &snap.repo).await?;
     let reviews_this_month = turn
         .store

@@ -8,7 +8,7 @@
 //! each other's counts.
 
 use super::patterns::{PATTERN_PREFIX, Pattern};
-use super::record::{LEARNING_PREFIX, Learning, org_partition, partition, sort_key};
+use super::record::{LEARNING_PREFIX, Learning, partition, sort_key};
 use super::stats::RepoStats;
 use crate::ports::{MemoryItem, Store, StoreError};
 use serde::Serialize;
@@ -41,12 +41,12 @@ impl RepoMemory {
 }
 
 /// Read everything: the repository's partition and the organisation's.
-pub async fn load(store: &dyn Store, repo: &str, owner: &str) -> Result<RepoMemory, StoreError> {
+pub async fn load(store: &dyn Store, repo: &str, org: &str) -> Result<RepoMemory, StoreError> {
     let mut memory = RepoMemory::default();
     for item in store.memory(repo).await? {
         absorb(&mut memory, item, true);
     }
-    for item in store.memory(&org_partition(owner)).await? {
+    for item in store.memory(org).await? {
         absorb(&mut memory, item, false);
     }
     memory
@@ -83,10 +83,10 @@ fn absorb(memory: &mut RepoMemory, item: MemoryItem, own_repo: bool) {
 /// learning: the new one, or the one that comment added before (a redelivery).
 pub async fn add_learning(
     store: &dyn Store,
-    owner: &str,
+    org: &str,
     mut learning: Learning,
 ) -> Result<(Learning, bool), StoreError> {
-    let partition = partition(&learning.repo, owner, &learning.scope);
+    let partition = partition(&learning.repo, org, &learning.scope);
     for long in [false, true] {
         learning.id = super::record::learning_id(&learning.repo, learning.source_comment_id, long);
         let record = to_value(&learning)?;

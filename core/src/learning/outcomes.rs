@@ -375,7 +375,7 @@ pub async fn record_from(
     person: &str,
     signal: Signal,
 ) -> bool {
-    let repo = scope.full_name();
+    let repo = scope.tenant().repo;
     match Deciders::new(github, scope, gate).decides(person).await {
         Ok(true) => {
             record_by_id(store, corpus, &repo, pr, id, signal).await;

@@ -193,13 +193,17 @@ impl Learning {
 
 /// The store partition of learnings in `scope`: the repository's, or for an organisation
 /// learning the organisation's (shared by all its repositories).
-pub fn partition(repo: &str, owner: &str, scope: &Scope) -> String {
+/// The memory partition a learning lives in: its repository's key, or for an
+/// organisation-wide one the organisation's (`org`, from [`crate::tenancy::Tenant`]).
+pub fn partition(repo: &str, org: &str, scope: &Scope) -> String {
     match scope {
-        Scope::Org => org_partition(owner),
+        Scope::Org => org.to_string(),
         _ => repo.to_string(),
     }
 }
 
+/// An organisation's partition as it was keyed by login, before ids (see
+/// [`crate::tenancy`]).
 pub fn org_partition(owner: &str) -> String {
     format!("org:{}", owner.to_ascii_lowercase())
 }

@@ -186,6 +186,11 @@ pub trait CorpusStore: Send + Sync {
     /// Delete every document of every corpus of `repo` (an uninstalled repository's
     /// history). Idempotent; returns how many went.
     async fn purge_documents(&self, repo: &str) -> Result<u64, StoreError>;
+
+    /// Move every document of `from` to repository key `to` (see
+    /// `crate::tenancy`), keeping any document `to` already has. Idempotent; returns
+    /// how many moved.
+    async fn rekey_documents(&self, from: &str, to: &str) -> Result<u64, StoreError>;
 }
 
 #[cfg(test)]

@@ -202,6 +202,10 @@ pub struct RepoScope {
     pub installation_id: u64,
     pub owner: String,
     pub name: String,
+    /// GitHub's ids of the repository and its owner, 0 when unknown (a scope typed by
+    /// hand): what the store keys the repository's records by ([`RepoScope::tenant`]).
+    pub repo_id: u64,
+    pub owner_id: u64,
 }
 
 impl RepoScope {
@@ -210,12 +214,27 @@ impl RepoScope {
             installation_id,
             owner: owner.into(),
             name: name.into(),
+            repo_id: 0,
+            owner_id: 0,
         }
+    }
+
+    /// The same scope with GitHub's ids, once they are known.
+    pub fn with_ids(mut self, repo_id: u64, owner_id: u64) -> Self {
+        self.repo_id = repo_id;
+        self.owner_id = owner_id;
+        self
     }
 
     /// From the repository a job names and the installation the webhook came through.
     pub fn for_repo(installation_id: u64, repo: &RepoRef) -> Self {
         RepoScope::new(installation_id, repo.owner.clone(), repo.name.clone())
+            .with_ids(repo.id, repo.owner_id)
+    }
+
+    /// Where this repository's records live in the store.
+    pub fn tenant(&self) -> crate::tenancy::Tenant {
+        crate::tenancy::Tenant::of(self.repo_id, self.owner_id, &self.owner, &self.name)
     }
 
     /// `owner/name`.
@@ -455,10 +474,20 @@ pub struct RepoSummary {
     #[serde(default)]
     pub id: u64,
     pub full_name: String,
+    /// The owner account (its id keys organisation-wide learnings).
+    #[serde(default)]
+    pub owner: Option<AccountSummary>,
     #[serde(default)]
     pub fork: bool,
     #[serde(default)]
     pub default_branch: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AccountSummary {
+    #[serde(default)]
+    pub id: u64,
+    pub login: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -39,6 +39,10 @@ pub struct Installation {
     pub account: String,
     /// `owner/name` of the repositories the installation covers, when GitHub listed them.
     pub repositories: Vec<String>,
+    /// Their GitHub ids, what their records are keyed by (absent from records written
+    /// before ids were kept).
+    #[serde(default)]
+    pub repository_ids: Vec<u64>,
     pub suspended: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
@@ -343,6 +347,18 @@ pub trait Store: Send + Sync {
     /// Delete one memory partition whole: an organisation's learnings, when the App is
     /// uninstalled from the organisation. Idempotent; returns how many records went.
     async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError>;
+
+    /// Move everything kept under repository key `from` to `to` (what
+    /// [`Store::purge_repository`] would delete): findings, review runs, counters and the
+    /// memory partition, with each record's own `repo` field rewritten. A record that
+    /// already exists under `to` is kept as it is (it is newer) and the `from` one
+    /// dropped. Idempotent; returns how many records moved. How records keyed by name
+    /// come to be keyed by id: see `crate::tenancy`.
+    async fn rekey_repository(&self, from: &str, to: &str) -> Result<u64, StoreError>;
+
+    /// Move one memory partition (an organisation's learnings) from `from` to `to`, on
+    /// the same terms as [`Store::rekey_repository`].
+    async fn rekey_memory(&self, from: &str, to: &str) -> Result<u64, StoreError>;
 }
 
 /// Key builders, so adapters and callers agree on what a key means.

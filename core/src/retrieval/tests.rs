@@ -342,6 +342,10 @@ impl CorpusStore for ListStore {
             .collect())
     }
 
+    async fn rekey_documents(&self, _from: &str, _to: &str) -> Result<u64, StoreError> {
+        Err(StoreError::Config("read-only test store".into()))
+    }
+
     async fn purge_documents(&self, _repo: &str) -> Result<u64, StoreError> {
         Err(StoreError::Unavailable(
             "a read-only list in these tests".into(),

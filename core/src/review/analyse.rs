@@ -28,10 +28,12 @@ use std::time::Duration;
 
 /// The change under review and what surrounds it.
 pub struct Subject<'a> {
-    /// `owner/name` (for a local change: the origin remote's, else the directory name).
+    /// `owner/name` (for a local change: the origin remote's, else the directory name),
+    /// as prompts and people read it.
     pub repo: &'a str,
-    /// Whose organisation-wide learnings apply.
-    pub owner: &'a str,
+    /// Where the repository's records (learnings, history) and its organisation's
+    /// learnings are kept.
+    pub tenant: &'a crate::tenancy::Tenant,
     /// The PR number; 0 for a local change, which has no PR-scoped learnings.
     pub number: u64,
     pub title: &'a str,
@@ -87,7 +89,7 @@ pub async fn analyse(
     // threshold in force, the learnings for the prompts, what to suppress), and what it
     // remembers of earlier PRs, read at once: one retrieval for every pass and the judge.
     let (memory, retrieved) = join2(
-        learned::load(store, subject.repo, subject.owner),
+        learned::load(store, &subject.tenant.repo, &subject.tenant.org),
         related(config, subject, &inputs),
     )
     .await;
@@ -217,7 +219,7 @@ async fn related(config: &RepoConfig, subject: &Subject<'_>, inputs: &ReviewInpu
     let pr = (subject.number > 0).then_some(subject.number);
     let query = queries::for_review(&files, &config.review.skip_paths, pr);
     recall
-        .retrieve(subject.repo, &query, Vec::new(), &settings)
+        .retrieve(&subject.tenant.repo, &query, Vec::new(), &settings)
         .await
 }
 

@@ -31,8 +31,8 @@ pub enum JudgeStatus {
 }
 
 /// The repository's memory, or an empty one (logged) when it cannot be read.
-pub async fn load(store: &dyn Store, repo: &str, owner: &str) -> RepoMemory {
-    match memory::load(store, repo, owner).await {
+pub async fn load(store: &dyn Store, repo: &str, org: &str) -> RepoMemory {
+    match memory::load(store, repo, org).await {
         Ok(memory) => memory,
         Err(err) => {
             tracing::warn!(repo, error = %err, "could not read what Parley learned; reviewing without it");
@@ -145,7 +145,7 @@ pub async fn judge(
 pub async fn account(
     store: &dyn Store,
     repo: &str,
-    owner: &str,
+    org: &str,
     applied: &Applied,
     suppressed: &[Suppressed],
     posted: &[&Candidate],
@@ -187,7 +187,7 @@ pub async fn account(
     }
     for learning in &applied.relevant {
         let suppressed_here = by.get(&learning.id).copied().unwrap_or(0);
-        let part = partition(&learning.repo, owner, &learning.scope);
+        let part = partition(&learning.repo, org, &learning.scope);
         let result = memory::update_learning(store, &part, &learning.id, |l| {
             l.times_applied += 1;
             l.findings_suppressed += suppressed_here;

@@ -140,6 +140,7 @@ impl JobHandler for ReviewHandler {
     }
 
     async fn handle_attempt(&self, job: Job, attempt: Option<Attempt>) -> Result<(), JobError> {
+        crate::tenancy::settle(&self.services, &job).await?;
         match job {
             Job::Review(job) => self.review(&job, attempt).await.map_err(JobError::from),
             other => Err(JobError::Permanent(format!(
@@ -191,7 +192,7 @@ impl ReviewHandler {
         let store = self.services.store.as_ref();
         let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
         let scope = RepoScope::for_repo(installation, &job.repo);
-        let repo = job.repo.full_name();
+        let repo = job.repo.tenant().repo;
         let manual = runs::is_manual(job.trigger);
 
         let pr = github.get_pull_request(&scope, job.number).await?;
@@ -347,7 +348,7 @@ impl ReviewHandler {
         tries: Option<u32>,
     ) {
         let store = self.services.store.as_ref();
-        let key = format!("review-failed#{}#{number}#{head_sha}", scope.full_name());
+        let key = format!("review-failed#{}#{number}#{head_sha}", scope.tenant().repo);
         match store.claim(&key, crate::conversation::RECORD_TTL).await {
             Ok(crate::ports::Claim::Won) => {}
             Ok(crate::ports::Claim::AlreadyClaimed) => return,
@@ -399,7 +400,7 @@ impl ReviewHandler {
         if pr.state != "open" || runs::is_manual(job.trigger) || pr.head.sha != job.head_sha {
             return Ok(());
         }
-        let repo = job.repo.full_name();
+        let repo = job.repo.tenant().repo;
         let findings = self
             .services
             .store
@@ -411,7 +412,7 @@ impl ReviewHandler {
             config.review.min_confidence,
             &HashSet::new(),
         );
-        let repo_url = repo_url(pr, &repo);
+        let repo_url = repo_url(pr, &job.repo.full_name());
         let pr_url = pr_url(pr, &repo_url);
         let verdict = gate::Verdict::Skipped {
             reason,
@@ -456,7 +457,7 @@ impl ReviewHandler {
         let known = self
             .services
             .store
-            .review_runs(&job.repo.full_name(), job.number)
+            .review_runs(&job.repo.tenant().repo, job.number)
             .await?;
         // A redelivered or retried request resumes its own run.
         if known.iter().any(|run| run.head_sha == own) {
@@ -482,7 +483,7 @@ impl ReviewHandler {
         run_key: &str,
         parley: &Handles,
     ) -> Result<bool, ReviewError> {
-        let repo = job.repo.full_name();
+        let repo = job.repo.tenant().repo;
         let head_sha = runs::head_of(run_key);
         let Some(run) = self
             .services
@@ -528,7 +529,7 @@ impl ReviewHandler {
         let github = self.services.github.as_ref();
         let store = self.services.store.as_ref();
         let config = &loaded.config;
-        let repo = job.repo.full_name();
+        let repo = job.repo.tenant().repo;
         let head_sha = runs::head_of(&run.head_sha).to_string();
 
         // The whole PR: its patches decide where inline comments may go, even for an
@@ -553,8 +554,8 @@ impl ReviewHandler {
             .await;
         }
         let subject = analyse::Subject {
-            repo: &repo,
-            owner: &job.repo.owner,
+            repo: &job.repo.full_name(),
+            tenant: &job.repo.tenant(),
             number: job.number,
             title: &pr.title,
             description: &pr.body,
@@ -591,7 +592,7 @@ impl ReviewHandler {
             .await
             .inspect_err(|err| tracing::warn!(%repo, number = job.number, error = %err, "could not read the PR's usage counters"))
             .ok();
-        let repo_url = repo_url(pr, &repo);
+        let repo_url = repo_url(pr, &job.repo.full_name());
         let report = analysis.summary(analyse::Framing {
             repo_url: &repo_url,
             head_sha: &head_sha,
@@ -678,7 +679,7 @@ impl ReviewHandler {
         learned::account(
             store,
             &repo,
-            &job.repo.owner,
+            &job.repo.tenant().org,
             &analysis.applied,
             &analysis.suppressed,
             &reported,
@@ -814,7 +815,7 @@ impl ReviewHandler {
         ) {
             return Ok(full);
         }
-        let repo = job.repo.full_name();
+        let repo = job.repo.tenant().repo;
         let Some(previous) =
             runs::last_reviewed(self.services.store.as_ref(), &repo, job.number, head_sha).await?
         else {
@@ -949,7 +950,7 @@ impl ReviewHandler {
         // Read (and the check concluded) before marking the run published: a failure
         // retries the whole recovery.
         let on_pr = store.findings_for_pr(&run.repo, job.number).await?;
-        let repo_url = repo_url(pr, &run.repo);
+        let repo_url = repo_url(pr, &job.repo.full_name());
         let pr_url = pr_url(pr, &repo_url);
         let automatic = !runs::is_manual(job.trigger);
         // Only findings still open count as this run's: one resolved since the crash must
@@ -1044,7 +1045,7 @@ impl ReviewHandler {
                 return;
             }
         };
-        let repo = scope.full_name();
+        let repo = scope.tenant().repo;
         let pr_ref = crate::retrieval::documents::PrRef {
             repo: &repo,
             number,
@@ -1083,6 +1084,7 @@ pub(crate) fn pr_url(pr: &PullRequest, repo_url: &str) -> String {
 
 /// The repository's web root, from the PR's URL (right on GitHub Enterprise too).
 pub(crate) fn repo_url(pr: &PullRequest, repo: &str) -> String {
+    debug_assert!(repo.contains('/'), "a repository's name, not its store key");
     match pr.html_url.rsplit_once("/pull/") {
         Some((root, _)) if root.ends_with(&format!("/{repo}")) => root.to_string(),
         _ => format!("https://github.com/{repo}"),

@@ -44,7 +44,7 @@ pub async fn conclude(
     config: &RepoConfig,
     standing: &Standing,
 ) -> Result<(), ReviewError> {
-    let repo = job.repo.full_name();
+    let repo = job.repo.tenant().repo;
     tracing::info!(%repo, number = job.number, installation = standing.installation, spent_usd = standing.spent_usd(), limit_usd = standing.limit.map(|(usd, _)| usd), "review not run: monthly LLM budget exhausted");
     if !runs::is_manual(job.trigger) && pr.head.sha == job.head_sha {
         let findings = services.store.findings_for_pr(&repo, job.number).await?;
@@ -54,7 +54,7 @@ pub async fn conclude(
             config.review.min_confidence,
             &HashSet::new(),
         );
-        let repo_url = repo_url(pr, &repo);
+        let repo_url = repo_url(pr, &job.repo.full_name());
         let pr_url = pr_url(pr, &repo_url);
         let verdict = gate::Verdict::Skipped {
             reason: REASON,
@@ -87,7 +87,7 @@ async fn note_once(
     standing: &Standing,
 ) -> Result<(), ReviewError> {
     let store: &dyn Store = services.store.as_ref();
-    let repo = job.repo.full_name();
+    let repo = job.repo.tenant().repo;
     let key = note_key(&repo, job.number, &standing.month);
     if store.claim(&key, NOTE_TTL).await? == Claim::AlreadyClaimed {
         return Ok(());

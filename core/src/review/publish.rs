@@ -161,7 +161,7 @@ pub async fn record_findings(
     } else {
         comment_ids_by_marker(github, scope, number, review_id).await?
     };
-    let repo = scope.full_name();
+    let repo = scope.tenant().repo;
     let now = OffsetDateTime::now_utc();
     for finding in inline.iter().chain(in_summary.iter()) {
         let c = &finding.candidate;

@@ -70,7 +70,7 @@ async fn try_regate(
 ) -> Result<Regated, RegateError> {
     let github = services.github.as_ref();
     let store = services.store.as_ref();
-    let repo = scope.full_name();
+    let repo = scope.tenant().repo;
 
     let pr = github.get_pull_request(scope, number).await?;
     if pr.state != "open" {
@@ -113,7 +113,7 @@ async fn try_regate(
     } else {
         None
     };
-    let repo_url = repo_url(&pr, &repo);
+    let repo_url = repo_url(&pr, &scope.full_name());
     let pr_url = pr_url(&pr, &repo_url);
     let verdict = gate::Verdict::Regated {
         open,

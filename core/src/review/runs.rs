@@ -83,7 +83,7 @@ pub fn head_of(run_key: &str) -> &str {
 
 /// Claim the run for this delivery. `false` when another delivery holds it.
 pub async fn claim(store: &dyn Store, job: &ReviewJob, head_sha: &str) -> Result<bool, StoreError> {
-    let key = claim_key(&job.repo.full_name(), job.number, head_sha);
+    let key = claim_key(&job.repo.tenant().repo, job.number, head_sha);
     Ok(store.claim_as(&key, &job.delivery_id, CLAIM_TTL).await? == Claim::Won)
 }
 

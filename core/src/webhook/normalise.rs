@@ -380,18 +380,31 @@ fn installation<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) 
             .map(|r| r.full_name.into_string())
             .collect::<Vec<_>>()
     };
+    let ids = |repos: &[super::payload::RepositoryName<'de>]| {
+        repos
+            .iter()
+            .map(|r| r.id)
+            .filter(|id| *id != 0)
+            .collect::<Vec<u64>>()
+    };
+    let mut added_ids = ids(&event.repositories_added);
     let mut added = names(event.repositories_added);
     if let Some(repos) = event.repositories {
+        added_ids.extend(ids(&repos));
         added.extend(names(repos));
     }
+    let removed_ids = ids(&event.repositories_removed);
     Ok(bookkeeping(
         meta,
         BookkeepingEvent::Installation {
             action: action.to_string(),
             installation_id: event.installation.id,
-            account: event.installation.account.login.into_string(),
+            account: event.installation.account.login.as_str().to_string(),
+            account_id: event.installation.account.id,
             repositories_added: added,
+            repository_ids_added: added_ids,
             repositories_removed: names(event.repositories_removed),
+            repository_ids_removed: removed_ids,
         },
     ))
 }
@@ -439,6 +452,7 @@ fn repo_ref(repo: &Repository<'_>) -> RepoRef {
         id: repo.id,
         owner: owner.to_string(),
         name: name.to_string(),
+        owner_id: repo.owner.id,
     }
 }
 

@@ -62,6 +62,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 
 #[derive(Debug, Deserialize)]
 pub struct User<'a> {
+    /// 0 where a payload leaves it out (it never does for real accounts).
+    #[serde(default)]
+    pub id: u64,
     #[serde(borrow)]
     pub login: Text<'a>,
     #[serde(rename = "type", default, borrow)]
@@ -246,6 +249,8 @@ pub struct ReviewThreadEvent<'a> {
 
 #[derive(Debug, Deserialize)]
 pub struct RepositoryName<'a> {
+    #[serde(default)]
+    pub id: u64,
     #[serde(borrow)]
     pub full_name: Text<'a>,
 }

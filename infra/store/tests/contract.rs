@@ -63,6 +63,7 @@ contract_tests!(
     check_added_counters,
     check_review_runs,
     check_purge_takes_one_repository_whole,
+    check_rekey_moves_one_repository_whole,
 );
 
 // --- idempotency ----------------------------------------------------------------------
@@ -915,4 +916,158 @@ async fn check_purge_takes_one_repository_whole(store: Arc<dyn Store>) {
     assert_eq!(store.purge_repository("octo/app").await.unwrap(), 0);
     assert_eq!(store.purge_memory("org:octo").await.unwrap(), 1);
     assert!(store.memory("org:octo").await.unwrap().is_empty());
+}
+
+/// Moving a repository from its name to its id takes every kind of record, rewrites the
+/// records' own `repo`, keeps what the new key already holds (newer), leaves a repository
+/// whose name merely starts the same alone, and is harmless to run again.
+async fn check_rekey_moves_one_repository_whole(store: Arc<dyn Store>) {
+    let run = |repo: &str| ReviewRun {
+        repo: repo.into(),
+        pr: 3,
+        head_sha: "aaa".into(),
+        base_sha: "base".into(),
+        trigger: "opened".into(),
+        state: RunState::Published,
+        check_run_id: None,
+        review_id: None,
+        review_url: None,
+        started_at: datetime!(2026-01-01 10:00 UTC),
+        finished_at: None,
+    };
+    for repo in ["octo/app", "octo/app-2"] {
+        store
+            .put_finding(&common::posted_finding(repo, 3, "f-1", 11))
+            .await
+            .unwrap();
+        store.put_review_run(&run(repo)).await.unwrap();
+        store
+            .add_to_counter(&keys::pr_scope(repo, 3), "turns", 2)
+            .await
+            .unwrap();
+        store
+            .add_to_counter(&format!("usage#{repo}#2026-11"), "reviews", 1)
+            .await
+            .unwrap();
+        let learning = serde_json::json!({ "text": "we squash merge", "repo": repo });
+        assert!(
+            store
+                .put_memory(repo, "learning#L-1", &learning, 0)
+                .await
+                .unwrap()
+        );
+    }
+    // Written under the id already (a job that ran before the move): kept.
+    let newer = serde_json::json!({ "text": "newer", "repo": "repo:9" });
+    assert!(
+        store
+            .put_memory("repo:9", "learning#L-1", &newer, 0)
+            .await
+            .unwrap()
+    );
+
+    let moved = store.rekey_repository("octo/app", "repo:9").await.unwrap();
+    assert_eq!(
+        moved, 4,
+        "finding, run, two counters; the learning was there"
+    );
+
+    assert!(
+        store
+            .findings_for_pr("octo/app", 3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let found = store.findings_for_pr("repo:9", 3).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].repo, "repo:9", "the record names its new key");
+    let by_comment = store.finding_by_comment("repo:9", 11).await.unwrap();
+    assert_eq!(by_comment.map(|f| f.id), Some("f-1".to_string()));
+    assert_eq!(
+        store.finding_by_comment("octo/app", 11).await.unwrap(),
+        None
+    );
+    let runs = store.review_runs("repo:9", 3).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].repo, "repo:9");
+    assert!(store.review_runs("octo/app", 3).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("repo:9", 3), "turns")
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("octo/app", 3), "turns")
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store
+            .counter("usage#repo:9#2026-11", "reviews")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .counter("usage#octo/app#2026-11", "reviews")
+            .await
+            .unwrap(),
+        0
+    );
+    let memory = store.memory("repo:9").await.unwrap();
+    assert_eq!(memory.len(), 1);
+    assert_eq!(
+        memory[0].record["text"], "newer",
+        "the id's own record wins"
+    );
+    assert!(store.memory("octo/app").await.unwrap().is_empty());
+
+    // The neighbour is untouched.
+    assert_eq!(
+        store.findings_for_pr("octo/app-2", 3).await.unwrap().len(),
+        1
+    );
+    assert_eq!(store.review_runs("octo/app-2", 3).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .counter(&keys::pr_scope("octo/app-2", 3), "turns")
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.memory("octo/app-2").await.unwrap().len(), 1);
+
+    assert_eq!(
+        store.rekey_repository("octo/app", "repo:9").await.unwrap(),
+        0
+    );
+
+    // An organisation's partition: learnings taught in this repository name its new key,
+    // the others keep theirs.
+    let here = serde_json::json!({ "text": "a", "repo": "octo/app-2" });
+    let there = serde_json::json!({ "text": "b", "repo": "octo/other" });
+    assert!(
+        store
+            .put_memory("org:octo", "learning#L-2", &here, 0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .put_memory("org:octo", "learning#L-3", &there, 0)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.rekey_memory("org:octo", "owner:5").await.unwrap(), 2);
+    assert!(store.memory("org:octo").await.unwrap().is_empty());
+    let org = store.memory("owner:5").await.unwrap();
+    assert_eq!(org.len(), 2);
+    assert_eq!(org[0].version, 1, "versions travel with the records");
+    assert_eq!(store.rekey_memory("org:octo", "owner:5").await.unwrap(), 0);
 }

@@ -45,6 +45,7 @@ corpus_tests!(
     check_concurrent_upserts_keep_every_occurrence,
     check_documents_reads_past_a_page,
     check_purge_takes_a_repositorys_documents,
+    check_rekey_moves_a_repositorys_documents,
 );
 
 /// `doc` as a read returns it: with the term counts the store computed from its text.
@@ -531,4 +532,55 @@ async fn check_purge_takes_a_repositorys_documents(corpus: Arc<dyn CorpusStore>)
         1
     );
     assert_eq!(corpus.purge_documents(REPO).await.unwrap(), 0);
+}
+
+/// Moving a repository's documents to its id keeps them whole (text, vectors, newest
+/// order), names the new key in each, and leaves other repositories alone.
+async fn check_rekey_moves_a_repositorys_documents(corpus: Arc<dyn CorpusStore>) {
+    let other = "octo-org/corpus-2";
+    for (key, kind, minute) in [
+        ("a", Corpus::Code, 0),
+        ("b", Corpus::Code, 1),
+        ("c", Corpus::Thread, 0),
+    ] {
+        corpus
+            .upsert_document(&document(REPO, kind, key, "mine", at(0, minute)))
+            .await
+            .unwrap();
+    }
+    corpus
+        .upsert_document(&document(other, Corpus::Code, "a", "theirs", at(0, 0)))
+        .await
+        .unwrap();
+    assert_eq!(corpus.rekey_documents(REPO, "repo:9").await.unwrap(), 3);
+    assert!(
+        corpus
+            .documents(REPO, Corpus::Code, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let code = corpus.documents("repo:9", Corpus::Code, 10).await.unwrap();
+    assert_eq!(
+        code.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(),
+        ["b", "a"],
+        "newest first, as before"
+    );
+    assert!(code.iter().all(|d| d.repo == "repo:9" && d.text == "mine"));
+    assert!(
+        corpus
+            .document("repo:9", Corpus::Thread, "c")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        corpus
+            .documents(other, Corpus::Code, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(corpus.rekey_documents(REPO, "repo:9").await.unwrap(), 0);
 }

@@ -43,6 +43,17 @@ pub struct LocalChange {
     pub guidelines: Vec<Guideline>,
 }
 
+impl LocalChange {
+    /// Where its learnings are kept: by name, since a working tree has no GitHub ids (a
+    /// store shared with `parley serve` keeps that repository's under its id instead).
+    pub fn tenant(&self) -> parley_core::tenancy::Tenant {
+        parley_core::tenancy::Tenant {
+            repo: self.repo.clone(),
+            org: parley_core::learning::record::org_partition(&self.owner),
+        }
+    }
+}
+
 /// `git diff BASE HEAD` (or, with no range, the merge base with the default branch up to
 /// the working tree), in the repository at `dir`.
 pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalError> {

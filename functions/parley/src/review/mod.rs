@@ -251,6 +251,7 @@ async fn review_pull(
     // redirects): what Parley keeps is keyed by the name GitHub gives.
     let scope = canonical_scope(scope, &pr);
     let repo = scope.full_name();
+    let tenant = scope.tenant();
     let loaded = ConfigLoader::new(github.clone(), ConfigLoader::DEFAULT_TTL)
         .for_pull(&scope, &pr)
         .await;
@@ -260,12 +261,12 @@ async fn review_pull(
     let guidelines =
         load_guidelines(github.as_ref(), &scope, &pr.base.ref_name, &listing.paths).await;
     let earlier = store
-        .findings_for_pr(&repo, pull.number)
+        .findings_for_pr(&tenant.repo, pull.number)
         .await
         .map_err(|e| CliError::Setup(format!("the local store: {e}")))?;
     let subject = Subject {
         repo: &repo,
-        owner: &pull.owner,
+        tenant: &tenant,
         number: pull.number,
         title: &pr.title,
         description: &pr.body,
@@ -333,7 +334,7 @@ async fn review_local(
     let listing = PullFiles::from_files(change.files.clone(), false);
     let subject = Subject {
         repo: &change.repo,
-        owner: &change.owner,
+        tenant: &change.tenant(),
         number: 0,
         title: &change.title,
         description: "",
@@ -536,9 +537,17 @@ fn canonical_scope(scope: RepoScope, pr: &parley_core::ports::github::PullReques
         .as_ref()
         .and_then(|repo| repo.full_name.split_once('/'))
         .filter(|(owner, name)| !owner.is_empty() && !name.is_empty());
-    match canonical {
-        Some((owner, name)) => RepoScope::new(scope.installation_id, owner, name),
+    // Its ids key what Parley keeps, as they do for the webhook's jobs.
+    let ids = |scope: RepoScope| match pr.base.repo.as_ref() {
+        Some(repo) => {
+            let owner_id = repo.owner.as_ref().map_or(0, |owner| owner.id);
+            scope.with_ids(repo.id, owner_id)
+        }
         None => scope,
+    };
+    match canonical {
+        Some((owner, name)) => ids(RepoScope::new(scope.installation_id, owner, name)),
+        None => ids(scope),
     }
 }
 

@@ -209,6 +209,10 @@ impl CorpusStore for DynamoStore {
         self.delete_keys(&self.tables.snippets, found, "purge_documents")
             .await
     }
+
+    async fn rekey_documents(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.rekey_snippets(from, to).await
+    }
 }
 
 /// `attempt` × [`UPSERT_BACKOFF`] plus a jitter from the clock's nanoseconds, so writers

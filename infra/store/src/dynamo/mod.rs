@@ -9,6 +9,7 @@
 mod corpus;
 mod items;
 mod purge;
+mod rekey;
 mod tables;
 
 pub use tables::{TableNames, create_tables};
@@ -542,6 +543,14 @@ impl Store for DynamoStore {
             deleted += self.delete_keys(table, found, "purge_repository").await?;
         }
         Ok(deleted + self.purge_memory(repo).await?)
+    }
+
+    async fn rekey_repository(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.rekey_tables(from, to).await
+    }
+
+    async fn rekey_memory(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        self.rekey_partition(from, to, "rekey_memory").await
     }
 
     async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError> {

@@ -26,13 +26,25 @@ impl DynamoStore {
         prefixes: &[String],
         operation: &str,
     ) -> Result<Vec<Item>, StoreError> {
+        self.scan_prefixes(table, prefixes, Some("pk, sk"), operation)
+            .await
+    }
+
+    /// Every item (or its `projection`) whose partition key starts with one of `prefixes`.
+    pub(super) async fn scan_prefixes(
+        &self,
+        table: &str,
+        prefixes: &[String],
+        projection: Option<&str>,
+        operation: &str,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut filter = Vec::new();
         let mut scan = self
             .client
             .scan()
             .table_name(table)
             .consistent_read(true)
-            .projection_expression("pk, sk");
+            .set_projection_expression(projection.map(str::to_owned));
         for (index, prefix) in prefixes.iter().enumerate() {
             filter.push(format!("begins_with(pk, :p{index})"));
             scan = scan.expression_attribute_values(format!(":p{index}"), s(prefix));

@@ -131,6 +131,26 @@ impl CorpusStore for SqliteStore {
         })
         .await
     }
+
+    async fn rekey_documents(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.run("rekey_documents", move |conn| {
+            let failed = |e: rusqlite::Error| unavailable("rekey_documents", &e);
+            let tx = conn.unchecked_transaction().map_err(failed)?;
+            let moved = tx
+                .execute(
+                    "UPDATE OR IGNORE store_documents SET repo = ?2, \
+                     record = json_set(record, '$.repo', ?2) WHERE repo = ?1",
+                    params![from, to],
+                )
+                .map_err(failed)?;
+            tx.execute("DELETE FROM store_documents WHERE repo = ?1", params![from])
+                .map_err(failed)?;
+            tx.commit().map_err(failed)?;
+            Ok(moved as u64)
+        })
+        .await
+    }
 }
 
 fn select_one(

@@ -283,6 +283,7 @@ pub fn installation(id: u64) -> Installation {
         id,
         account: "octo-org".into(),
         repositories: vec!["octo-org/a".into(), "octo-org/b".into()],
+        repository_ids: vec![11, 12],
         suspended: false,
         updated_at: datetime!(2024-05-01 12:00:00 UTC),
     }
