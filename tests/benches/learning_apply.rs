@@ -146,7 +146,7 @@ async fn seed(store: &dyn Store) {
             .await
             .expect("learning");
     }
-    memory::update_stats(store, REPO, |stats| {
+    memory::update_stats(store, &parley_tests::tenants::key(REPO), |stats| {
         for i in 0..OUTCOMES {
             let verdict = [
                 Verdict::Accepted,
@@ -168,7 +168,7 @@ async fn seed(store: &dyn Store) {
     for i in 0..PATTERNS {
         let finding = finding(i);
         let key = Pattern::key_for(&finding.category, &finding.path, &finding.title);
-        memory::update_pattern(store, REPO, &key, |current| {
+        memory::update_pattern(store, &parley_tests::tenants::key(REPO), &key, |current| {
             let mut pattern = current.unwrap_or_else(|| Pattern::new(&finding, now));
             pattern.reject(&finding, Some("amy"), now);
             pattern

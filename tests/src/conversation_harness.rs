@@ -100,7 +100,7 @@ impl Harness {
 
     /// Turns the PR has used (taken minus given back), as the turn gate counts them.
     pub async fn turns_used(&self) -> u64 {
-        parley_core::conversation::turns_used(self.store.as_ref(), REPO, PR)
+        parley_core::conversation::turns_used(self.store.as_ref(), &key(REPO), PR)
             .await
             .expect("turns used")
     }

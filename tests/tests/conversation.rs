@@ -1061,7 +1061,7 @@ async fn mentions_on_plain_issues_are_answered_without_diff_context(backend: Bac
             .contains(&("issue".into(), asked, "eyes".into()))
     );
     assert_eq!(
-        parley_core::conversation::turns_used(h.store.as_ref(), REPO, ISSUE)
+        parley_core::conversation::turns_used(h.store.as_ref(), &key(REPO), ISSUE)
             .await
             .unwrap(),
         1,

@@ -726,7 +726,7 @@ impl TurnRig {
             // The real store behind the switch: looking must not count as a call.
             turns_used: parley_core::conversation::turns_used(
                 self.h.store.as_ref(),
-                conv::REPO,
+                &key(conv::REPO),
                 conv::PR,
             )
             .await

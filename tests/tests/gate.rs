@@ -212,7 +212,10 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
         "nothing judged: {:#?}",
         h.check_runs()
     );
-    let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME).with_ids(
+        parley_tests::tenants::repo_id(REPO),
+        parley_tests::tenants::owner_id(OWNER),
+    );
     assert!(
         matches!(regate(&h.services, &scope, PR).await, Regated::Skipped(_)),
         "nothing to judge on HEAD2 yet"
@@ -315,7 +318,10 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
         "{:#?}",
         h.check_runs()
     );
-    let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME).with_ids(
+        parley_tests::tenants::repo_id(REPO),
+        parley_tests::tenants::owner_id(OWNER),
+    );
     assert!(matches!(
         regate(&h.services, &scope, PR).await,
         Regated::Failed(_)

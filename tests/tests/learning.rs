@@ -467,7 +467,7 @@ async fn close_pr(h: &ReviewHarness) {
 
 /// Seed `n` decided findings at `confidence` in the statistics.
 async fn seed(h: &ReviewHarness, confidence: u8, accepted: u64, rejected: u64) {
-    memory::update_stats(h.store.as_ref(), REPO, |stats| {
+    memory::update_stats(h.store.as_ref(), &key(REPO), |stats| {
         for _ in 0..accepted {
             stats.count("security", "medium", confidence, Verdict::Accepted, 1);
         }

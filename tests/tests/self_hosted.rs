@@ -73,7 +73,10 @@ async fn the_check_shows_progress_within_bounds() {
     use parley_tests::fake_github::Injected;
 
     let h = ReviewHarness::start(Backend::Sqlite).await;
-    let scope = RepoScope::new(INSTALLATION, OWNER, NAME);
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME).with_ids(
+        parley_tests::tenants::repo_id(REPO),
+        parley_tests::tenants::owner_id(OWNER),
+    );
     let check = h
         .services
         .github

@@ -533,7 +533,7 @@ async fn an_outcome_a_review_records_while_a_turn_runs_survives_the_turn(h: Revi
 }
 
 async fn one_review_counts_once_in_the_month(h: ReviewHarness) {
-    let month = parley_core::llm::usage::month_scope(REPO, time::OffsetDateTime::now_utc());
+    let month = parley_core::llm::usage::month_scope(&key(REPO), time::OffsetDateTime::now_utc());
     review(
         &h,
         &[finding("src/db.rs", 3, "medium", 90, "Unused helper")],
