@@ -519,6 +519,117 @@ async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
     assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }
 
+/// `--fail-on` lets a CI job fail on what the review found: a finding at or above the
+/// severity exits 1 with the findings printed as usual; below it, 0.
+#[tokio::test]
+async fn fail_on_fails_the_job_at_or_above_its_severity() {
+    let rig = Rig::start().await;
+    rig.llm.remove_rules(SECURITY);
+    rig.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 92, "SQL injection")]),
+    );
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+
+    let out = run(
+        &rig,
+        args(&["review", &reference, "--fail-on", "high"]),
+        rig.env(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("[high] src/db.rs:3"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = run(
+        &rig,
+        args(&[
+            "review",
+            &reference,
+            "--fail-on",
+            "medium",
+            "--format",
+            "sarif",
+        ]),
+        rig.env(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("sarif, as CI uploads it");
+    assert_eq!(
+        sarif["runs"][0]["results"].as_array().map(Vec::len),
+        Some(1)
+    );
+
+    let out = run(
+        &rig,
+        args(&["review", &reference, "--fail-on", "critical"]),
+        rig.env(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&rig, args(&["review", &reference]), rig.env()).await;
+    assert_eq!(out.status.code(), Some(0), "no --fail-on, no failing");
+}
+
+/// A model in trouble is reported the way a person reads it: a failed pass is one
+/// `warning:` line on stderr (none with `--quiet`), a model that fails every pass one
+/// error line; never the worker's timestamped log records (those only with `-v`).
+#[tokio::test]
+async fn a_failing_model_says_so_in_a_few_lines_and_no_log_records() {
+    let rig = Rig::start().await;
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+    rig.llm.remove_rules(SECURITY);
+    rig.llm.fail(SECURITY, 500);
+
+    let out = run(&rig, args(&["review", &reference]), rig.env()).await;
+    let err = stderr(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the other passes reviewed: {err}"
+    );
+    assert!(
+        err.starts_with("warning: the security pass failed: "),
+        "{err}"
+    );
+    assert!(err.trim().lines().count() <= 3, "{err}");
+    assert!(!looks_like_log_records(&err), "{err}");
+    assert!(
+        stdout(&out).contains("Passes that failed"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = run(&rig, args(&["review", &reference, "--quiet"]), rig.env()).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+
+    let out = run(&rig, args(&["review", &reference, "-v"]), rig.env()).await;
+    assert!(
+        looks_like_log_records(&stderr(&out)),
+        "-v shows the records: {}",
+        stderr(&out)
+    );
+
+    // Every pass fails: one error line, exit 2.
+    rig.llm.fail("", 500);
+    let out = run(&rig, args(&["review", &reference]), rig.env()).await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.trim().lines().count() <= 3, "{err}");
+    assert!(!looks_like_log_records(&err), "{err}");
+}
+
+/// tracing's terminal format: a timestamp and a level on every record.
+fn looks_like_log_records(text: &str) -> bool {
+    text.lines()
+        .any(|line| line.contains(" WARN ") || line.contains(" ERROR ") || line.contains(" INFO "))
+}
+
 #[tokio::test]
 async fn bad_input_is_one_line_that_names_the_fix() {
     let rig = Rig::start().await;

@@ -63,7 +63,7 @@ fn skip(name: &'static str, detail: impl Into<String>) -> Check {
 
 /// Print the table; exit 1 when anything failed.
 pub async fn run(args: &DoctorArgs, env: &Env) -> ExitCode {
-    parley_runtime::telemetry::init_cli();
+    parley_runtime::telemetry::init_cli(false);
     let checks = checks(args, env).await;
     print!("{}", table(&checks));
     if checks.iter().any(|c| c.status == Status::Fail) {

@@ -142,12 +142,25 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Errors are one line naming the fix, and exit status 2 (1 is left for "findings"
-/// policies a CI might add).
+/// The result on stdout; on stderr one line per thing a person should know (a failed
+/// pass) unless `--quiet`, and errors as one line naming the fix with exit status 2.
+/// Exit status 1 is `--fail-on`'s: a finding at or above it.
 async fn review_command(args: review::ReviewArgs) -> anyhow::Result<ExitCode> {
-    telemetry::init_cli();
+    telemetry::init_cli(args.verbose);
     match review::run(&args, &clients::process_env()).await {
-        Ok(report) => print(&review::render::render(&report, args.format)),
+        Ok(report) => {
+            if !args.quiet {
+                for warning in report.warnings() {
+                    eprintln!("{warning}");
+                }
+            }
+            print(&review::render::render(&report, args.format))?;
+            Ok(if report.fails(args.fail_on) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Err(err) => {
             eprintln!("parley review: {err}");
             Ok(ExitCode::from(2))

@@ -23,10 +23,16 @@ pub fn init() {
     };
 }
 
-/// For commands a person runs (`parley review`, `doctor`): only errors (RUST_LOG for more), on stderr, so
-/// stdout carries nothing but the command's output.
-pub fn init_cli() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("error"));
+/// For commands a person runs (`parley review`, `doctor`): no log records at all unless
+/// asked for (`verbose`, or `RUST_LOG`), and then on stderr. A person reads what the
+/// command itself says (its result, its warnings, its one-line errors); timestamped
+/// records of the worker's internals in front of that are noise.
+pub fn init_cli(verbose: bool) {
+    let filter = match EnvFilter::try_from_default_env() {
+        Ok(filter) => filter,
+        Err(_) if verbose => EnvFilter::new("info"),
+        Err(_) => return,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -16,7 +16,7 @@ use parley_core::llm::{MeteredLlm, UsageTally};
 use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
 use parley_core::ports::llm::{Llm, LlmError};
-use parley_core::ports::{GitHub, GitHubError, Store};
+use parley_core::ports::{GitHub, GitHubError, Severity, Store};
 use parley_core::repo::{ConfigLoader, load_guidelines};
 use parley_core::retrieval::Recall;
 use parley_core::review::analyse::{self, Analysis, PullFiles, Subject};
@@ -51,9 +51,64 @@ pub struct ReviewArgs {
     /// The repository directory for --git and --diff.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub repo_dir: PathBuf,
-    /// No progress bar (it is drawn on stderr, and only on a terminal).
-    #[arg(long)]
+    /// Print only the result and errors: no progress bar, no warnings.
+    #[arg(long, short)]
     pub quiet: bool,
+    /// Exit with status 1 when a reported finding is at or above this severity (0
+    /// otherwise; 2 stays "could not review"), for a CI job that should fail on them.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// Diagnostic log records on stderr (RUST_LOG picks them finer).
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+/// The severities `--fail-on` takes, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Nit,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl FailOn {
+    fn severity(self) -> Severity {
+        match self {
+            FailOn::Nit => Severity::Nit,
+            FailOn::Low => Severity::Low,
+            FailOn::Medium => Severity::Medium,
+            FailOn::High => Severity::High,
+            FailOn::Critical => Severity::Critical,
+        }
+    }
+}
+
+impl Report {
+    /// Whether `--fail-on` fails the job: a reported finding (inline or in the summary)
+    /// at or above its severity.
+    pub fn fails(&self, fail_on: Option<FailOn>) -> bool {
+        fail_on.is_some_and(|bar| {
+            self.inline
+                .iter()
+                .chain(&self.in_summary)
+                .any(|c| c.severity >= bar.severity())
+        })
+    }
+
+    /// What a person should know on stderr besides the result: one line each.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .passes_failed
+            .iter()
+            .map(|(pass, reason)| format!("warning: the {pass} pass failed: {reason}"))
+            .collect();
+        if self.partial && self.passes_failed.is_empty() {
+            lines.push("warning: the review is partial (see \"Not reviewed\")".to_string());
+        }
+        lines
+    }
 }
 
 /// Why `parley review` stopped; each message names the fix. Nothing is posted after any
@@ -180,6 +235,7 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
         llm: &metered,
         silenced: &silenced,
         progress: &progress,
+        quiet: args.quiet,
     };
     let report = match (&args.pull, &args.git, &args.diff) {
         (Some(_), _, _) => {
@@ -216,6 +272,8 @@ struct Session<'a> {
     llm: &'a MeteredLlm,
     silenced: &'a Handles,
     progress: &'a progress::Bar,
+    /// `--quiet`: warnings are not printed.
+    quiet: bool,
 }
 
 async fn review_pull(
@@ -349,8 +407,10 @@ async fn review_local(
         earlier: &[],
         recall: Some(session.recall),
     };
-    for warning in &change.warnings {
-        eprintln!("warning: .parley.yml {warning}");
+    if !session.quiet {
+        for warning in &change.warnings {
+            eprintln!("warning: .parley.yml {warning}");
+        }
     }
     let analysis = analysis(session, &change.config, &subject).await?;
     let name = format!(
