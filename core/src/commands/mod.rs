@@ -15,6 +15,7 @@ mod recognise;
 mod scope;
 #[cfg(test)]
 mod tests;
+mod words;
 
 use crate::job::ReviewTrigger;
 use crate::mention::Handles;

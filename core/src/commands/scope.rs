@@ -6,7 +6,7 @@
 //! position, so the work stays linear in the rule's length.
 
 use super::ScopeWord;
-use super::phrases::{same_word, words};
+use super::words::{same_word, words};
 use std::ops::Range;
 
 /// Which path phrases limit a learning.

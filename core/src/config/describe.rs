@@ -94,7 +94,7 @@ fn level(level: PermissionLevel) -> &'static str {
 }
 
 fn severity(severity: Severity) -> &'static str {
-    crate::review::summary::severity_name(severity)
+    severity.name()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use super::budget;
 use super::context::{About, Context, IssueSummary, PrSummary, finding_text};
-use crate::ports::{Finding, FindingState, Severity};
+use crate::ports::{Finding, FindingState};
 use std::fmt::Write as _;
 
 pub const SYSTEM: &str = "\
@@ -62,19 +62,9 @@ pub fn system(ctx: &Context) -> String {
 pub fn finding_label(finding: &Finding) -> String {
     format!(
         "[{}] {}",
-        severity_name(finding.severity).to_ascii_uppercase(),
+        finding.severity.name().to_ascii_uppercase(),
         finding.category
     )
-}
-
-pub fn severity_name(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Critical => "critical",
-        Severity::High => "high",
-        Severity::Medium => "medium",
-        Severity::Low => "low",
-        Severity::Nit => "nit",
-    }
 }
 
 fn state_name(state: FindingState) -> &'static str {

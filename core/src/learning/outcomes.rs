@@ -49,7 +49,6 @@ use crate::ports::github::{
 use crate::ports::{
     CorpusStore, Finding, FindingOutcome, FindingState, Store, StoreError, Verdict,
 };
-use crate::review::summary::severity_name;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
@@ -243,7 +242,7 @@ async fn finish(
     let key = counted_key(finding);
     let (category, severity, confidence) = (
         finding.category.clone(),
-        severity_name(finding.severity),
+        finding.severity.name(),
         finding.confidence,
     );
     memory::update::<RepoStats>(store, &finding.repo, STATS_KEY, |current| {

@@ -70,6 +70,19 @@ pub enum Severity {
     Critical,
 }
 
+impl Severity {
+    /// The lowercase name `.parley.yml`, prompts and comments use (serde's, too).
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
+            Severity::Nit => "nit",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingState {
@@ -81,7 +94,7 @@ pub enum FindingState {
 /// One review finding, as posted inline on a pull request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// `owner/name`.
+    /// The repository's store key (`crate::tenancy`).
     pub repo: String,
     pub pr: u64,
     /// Stable id, also carried in the comment's hidden marker.

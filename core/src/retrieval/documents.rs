@@ -68,7 +68,7 @@ pub fn finding_document(finding: &Finding, pr_title: &str, now: OffsetDateTime) 
     let body = crate::sanitize::user_text(&finding.body);
     let mut attributes = BTreeMap::new();
     attributes.insert("pr".to_string(), finding.pr.to_string());
-    attributes.insert("severity".to_string(), severity_name(finding));
+    attributes.insert("severity".to_string(), finding.severity.name().to_string());
     attributes.insert("category".to_string(), finding.category.clone());
     attributes.insert("state".to_string(), state_name(finding.state).to_string());
     if let Some(outcome) = &finding.outcome {
@@ -168,13 +168,6 @@ pub fn thread_document(
         created_at: created,
         updated_at: now,
     })
-}
-
-fn severity_name(finding: &Finding) -> String {
-    serde_json::to_value(finding.severity)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn state_name(state: FindingState) -> &'static str {

@@ -17,7 +17,7 @@ use crate::ports::github::{
 };
 use crate::ports::{Finding, FindingState};
 use crate::review::merge::Candidate;
-use crate::review::summary::{line_link, severity_name, short};
+use crate::review::summary::{line_link, short};
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
@@ -291,7 +291,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 for c in &blocking {
                     text.push_str(&format!(
                         "- **[{}]** [{}]({}) — `{}:{}`\n",
-                        severity_name(c.severity).to_uppercase(),
+                        c.severity.name().to_uppercase(),
                         c.title,
                         line_link(repo_url, head_sha, c),
                         c.path,
@@ -381,7 +381,7 @@ fn earlier_list(findings: &[&Finding], repo_url: &str, pr_url: &str) -> String {
     for f in findings {
         text.push_str(&format!(
             "- **[{}]** [{}]({}) — `{}:{}` (found at `{}`)\n",
-            severity_name(f.severity).to_uppercase(),
+            f.severity.name().to_uppercase(),
             f.title,
             finding_link(repo_url, pr_url, f),
             f.path,

@@ -14,7 +14,6 @@ use crate::ports::github::{
 };
 use crate::ports::{Finding, FindingState, Store, StoreError};
 use crate::review::merge::Candidate;
-use crate::review::summary::severity_name;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use time::OffsetDateTime;
@@ -121,7 +120,7 @@ pub fn comment_body(finding: &Identified) -> String {
     let c = &finding.candidate;
     let mut body = format!(
         "**[{}] {}** · confidence {}%\n\n**{}**\n\n{}",
-        severity_name(c.severity).to_uppercase(),
+        c.severity.name().to_uppercase(),
         c.category,
         c.confidence,
         c.title,

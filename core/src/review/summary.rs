@@ -195,7 +195,7 @@ impl Summary<'_> {
         .into_iter()
         .filter_map(|severity| {
             let n = reported.iter().filter(|c| c.severity == severity).count();
-            (n > 0).then(|| format!("{n} {}", severity_name(severity)))
+            (n > 0).then(|| format!("{n} {}", severity.name()))
         })
         .collect();
         format!(
@@ -209,7 +209,7 @@ impl Summary<'_> {
     fn finding_with_body(&self, finding: &Candidate) -> String {
         format!(
             "- **[{}] {}** ({}, confidence {}%) — [{}]({})\n  {}\n",
-            severity_name(finding.severity).to_uppercase(),
+            finding.severity.name().to_uppercase(),
             finding.title,
             finding.category,
             finding.confidence,
@@ -336,16 +336,6 @@ impl Summary<'_> {
         }
         line.push('\n');
         line
-    }
-}
-
-pub fn severity_name(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Critical => "critical",
-        Severity::High => "high",
-        Severity::Medium => "medium",
-        Severity::Low => "low",
-        Severity::Nit => "nit",
     }
 }
 

@@ -33,16 +33,6 @@ fn findings(report: &Report) -> impl Iterator<Item = (&Candidate, bool)> {
         .chain(report.in_summary.iter().map(|c| (c, false)))
 }
 
-fn severity_name(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Critical => "critical",
-        Severity::High => "high",
-        Severity::Medium => "medium",
-        Severity::Low => "low",
-        Severity::Nit => "nit",
-    }
-}
-
 fn lines(c: &Candidate) -> String {
     match c.start_line {
         Some(start) if start != c.line => format!("{}-{}", start, c.line),
@@ -72,7 +62,7 @@ fn terminal(report: &Report) -> String {
     for (c, _) in findings(report) {
         out.push_str(&format!(
             "\n{} {}:{}  {}  {}\n",
-            colour(c.severity).apply_to(format!("[{}]", severity_name(c.severity))),
+            colour(c.severity).apply_to(format!("[{}]", c.severity.name())),
             style(&c.path).underlined(),
             lines(c),
             style(&c.title).bold(),
@@ -101,7 +91,7 @@ fn markdown(report: &Report) -> String {
     for (c, _) in findings(report) {
         out.push_str(&format!(
             "### **{}** `{}:{}` {}\n\n*{}, confidence {}*\n\n{}\n\n",
-            severity_name(c.severity),
+            c.severity.name(),
             c.path,
             lines(c),
             c.title,
@@ -179,7 +169,7 @@ fn json_value(report: &Report) -> Value {
             "path": c.path,
             "line": c.line,
             "start_line": c.start_line,
-            "severity": severity_name(c.severity),
+            "severity": c.severity.name(),
             "category": c.category,
             "confidence": c.confidence,
             "title": c.title,
@@ -239,7 +229,7 @@ fn sarif(report: &Report) -> Value {
                 }],
                 "partialFingerprints": { "parleyFingerprint/v1": c.fingerprint },
                 "properties": {
-                    "severity": severity_name(c.severity),
+                    "severity": c.severity.name(),
                     "confidence": c.confidence,
                     "security-severity": security_severity(c.severity),
                 },
