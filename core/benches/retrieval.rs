@@ -1,4 +1,4 @@
-//! Retrieval benchmark (issue 10): latency, recall@5 and memory on synthetic corpora.
+//! Retrieval benchmark: latency, recall@5 and memory on synthetic corpora.
 //!
 //! `cargo bench -p parley-core --bench retrieval` (sizes: `RETRIEVAL_BENCH_SIZES=10000,100000`,
 //! queries: `RETRIEVAL_BENCH_QUERIES=200`).

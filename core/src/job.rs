@@ -303,7 +303,7 @@ pub enum BookkeepingEvent {
     },
 }
 
-/// Embed stored documents (issue 10). Enqueued after a review is published, by
+/// Embed stored documents. Enqueued after a review is published, by
 /// [`crate::embedding::enqueue_for`]; the documents themselves are already in the corpus
 /// store, so the message carries only their keys.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

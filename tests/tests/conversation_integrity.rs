@@ -1,4 +1,4 @@
-//! Regression tests for the conversation holes of issue 8: busy PRs read oldest-first,
+//! Regression tests for the conversation holes found in review: busy PRs read oldest-first,
 //! questions lost behind Parley's own notes or behind comments the gates turn away, paid
 //! review commands open to anyone, and prompt injection through history and fences. The
 //! conversation worker runs end to end against the fake GitHub and fake LLM, on SQLite and

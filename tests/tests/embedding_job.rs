@@ -1,4 +1,4 @@
-//! The embedding job (issue 10) on both stores, with the OpenAI-compatible client against
+//! The embedding job on both stores, with the OpenAI-compatible client against
 //! the fake embeddings server over real HTTP: documents gain vectors, a second run embeds
 //! nothing, and a provider that is down or answers garbage fails the job (the queue
 //! retries it) without storing anything.

@@ -1,4 +1,4 @@
-//! The fault matrix (issue 8, hardening): for a conversation turn and for a review, every
+//! The fault matrix: for a conversation turn and for a review, every
 //! fault at every GitHub call site the job makes, LLM faults and the store going away, each
 //! checked against one outcome rule.
 //!

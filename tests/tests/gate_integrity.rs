@@ -1,4 +1,4 @@
-//! Regression tests for the merge-gate holes of issue 8: forged markers, summary-only
+//! Regression tests for the merge-gate holes found in review: forged markers, summary-only
 //! findings nobody could clear, the PR author lifting the gate alone, checks left missing
 //! or in progress, crash recovery reopening findings, and model output posted uncleaned.
 //! The review and conversation workers run end to end against the fake GitHub and fake

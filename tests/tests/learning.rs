@@ -1,4 +1,4 @@
-//! Learning end to end (issue 9): teaching commands through the conversation worker,
+//! Learning end to end: teaching commands through the conversation worker,
 //! applied by the review worker, outcomes recorded from GitHub's signals, the tuned
 //! threshold, the reporting commands and the judge pass. Fake GitHub and fake LLM over
 //! HTTP; every scenario on SQLite and on DynamoDB (moto).

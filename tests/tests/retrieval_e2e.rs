@@ -1,4 +1,4 @@
-//! Retrieval end to end (issue 10): a review remembers the PR's hunks and findings, the
+//! Retrieval end to end: a review remembers the PR's hunks and findings, the
 //! embedding job gives them vectors, and a later PR touching the same function is reviewed
 //! with PR 1's hunk in its specialist prompts and PR 1's finding (and how it ended) in its
 //! judge prompt; a question on a later PR is answered with an earlier review thread in its

@@ -217,7 +217,7 @@ pub fn known_keys() -> std::collections::BTreeSet<String> {
     reader.known().clone()
 }
 
-/// Retrieval (issue 10): what Parley remembers of earlier PRs and brings into prompts.
+/// Retrieval: what Parley remembers of earlier PRs and brings into prompts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrievalConfig {
     /// Off: no related snippets, findings or threads in prompts, and nothing embedded.

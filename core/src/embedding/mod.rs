@@ -1,4 +1,4 @@
-//! Embedding stored documents (issue 10), as a job of its own.
+//! Embedding stored documents, as a job of its own.
 //!
 //! A Lambda cannot keep working after it returns, so the review publish step does not
 //! embed anything itself: it stores the documents (hunks, findings) and calls

@@ -1,4 +1,4 @@
-//! LLM helpers that need no I/O (issue 3): getting typed JSON out of a model's reply, and
+//! LLM helpers that need no I/O: getting typed JSON out of a model's reply, and
 //! turning token counts into an estimated cost.
 //!
 //! They sit on top of the [`Llm`](crate::ports::llm::Llm) port, so every provider gets the

@@ -1,4 +1,4 @@
-//! The corpus store port (issue 10): what retrieval searches.
+//! The corpus store port: what retrieval searches.
 //!
 //! One table of documents per repository, keyed by corpus and content hash, so the same
 //! hunk seen in two PRs is one document with two occurrences and is embedded once.

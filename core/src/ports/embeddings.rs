@@ -1,4 +1,4 @@
-//! The embeddings port (issue 10): text in, vectors out.
+//! The embeddings port: text in, vectors out.
 //!
 //! Retrieval is an aid, never a dependency: every caller treats an error here as "no
 //! vectors this time" and carries on lexically. The error kinds therefore only separate

@@ -1,4 +1,4 @@
-//! The LLM provider port (issue 3).
+//! The LLM provider port.
 //!
 //! Everything Parley says goes through [`Llm::complete`]: one system prompt, a short
 //! conversation, and back comes text plus what it cost in tokens. The shape is the common

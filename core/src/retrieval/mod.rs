@@ -1,4 +1,4 @@
-//! Retrieval (issue 10): what Parley remembers of a repository, found again for a review
+//! Retrieval: what Parley remembers of a repository, found again for a review
 //! or a question.
 //!
 //! [`retrieve`] reads a bounded candidate set per stored corpus (code hunks, past

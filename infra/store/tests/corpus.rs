@@ -1,4 +1,4 @@
-//! The corpus store contract (issue 10): what every `CorpusStore` adapter must do, run
+//! The corpus store contract: what every `CorpusStore` adapter must do, run
 //! on SQLite (a temp file) and on DynamoDB (moto, via `AWS_ENDPOINT_URL`; those tests
 //! fail, never skip, when it is unset).
 
