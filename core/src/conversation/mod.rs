@@ -28,6 +28,7 @@ mod gates;
 pub use gates::RECORD_TTL;
 mod notes;
 mod prompt;
+mod reports;
 mod review_request;
 mod snapshot;
 mod sweep;
@@ -475,18 +476,18 @@ impl ConversationHandler {
             let (text, taught) = match command {
                 Command::Learn(learn) => teach::learn(&turn, learn).await?,
                 Command::Forget(what) => teach::forget(&turn, what).await?,
-                Command::Learnings => teach::learnings(&turn).await?,
-                Command::Stats => teach::stats(&turn).await?,
+                Command::Learnings => reports::learnings(&turn).await?,
+                Command::Stats => reports::stats(&turn).await?,
                 Command::Configuration => {
                     let memory = crate::learning::memory::load(self.store(), &snap.repo, &snap.org)
                         .await
                         .ok();
                     (
-                        teach::configuration(snap, memory.as_ref()),
+                        reports::configuration(snap, memory.as_ref()),
                         Taught::Reported("configuration"),
                     )
                 }
-                _ => (teach::help(), Taught::Reported("help")),
+                _ => (reports::help(), Taught::Reported("help")),
             };
             let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
             gates::record_answered(self.store(), snap, trigger.id, reply).await;

@@ -1,6 +1,7 @@
-//! Commands that teach Parley or ask what it knows: remember / dismiss / adjust, forget,
-//! learnings, stats, configuration and help. Each returns the text of the one reply the
-//! command gets; the caller posts it and records the comment as answered.
+//! Commands that teach Parley: remember / dismiss / adjust, won't fix, forget. Each
+//! returns the text of the one reply the command gets; the caller posts it and records
+//! the comment as answered. Asking what it knows (learnings, stats, configuration, help)
+//! is [`super::reports`].
 //!
 //! **Who may teach.** A learning for the repository needs `write` on it; one for the
 //! whole organisation applies to every repository of the owner, so it needs an active
@@ -23,13 +24,12 @@ use super::snapshot::PrSnapshot;
 use super::thread::Conversation;
 use super::trigger::Trigger;
 use crate::commands::{self, Forget, Learn, ScopeWord};
-use crate::config::{ConfigWarning, PermissionLevel, RepoConfig};
-use crate::learning::memory::{self, RepoMemory};
+use crate::config::PermissionLevel;
+use crate::learning::memory;
 use crate::learning::outcomes::{self, Signal};
 use crate::learning::record::{
     Authority, Direction, Forgotten, Learning, LearningKind, Scope, canonical_id, partition,
 };
-use crate::learning::stats;
 use crate::ports::github::{GitHub, GitHubError, Permission};
 use crate::ports::llm::Llm;
 use crate::ports::{FindingState, Store, Verdict};
@@ -307,298 +307,6 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
     ))
 }
 
-/// `learnings`: the active learnings, as a table.
-pub async fn learnings(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
-    let snap = turn.snap;
-    let memory = memory::load(turn.store, &snap.repo, &snap.org).await?;
-    Ok((
-        render_learnings(&memory, &snap.repo),
-        Taught::Reported("learnings"),
-    ))
-}
-
-/// The active learnings as a table. An organisation learning taught in another
-/// repository is shown without its link (which names that repository, perhaps a private
-/// one the reader cannot see): its text and author only.
-pub fn render_learnings(memory: &RepoMemory, here: &str) -> String {
-    let active: Vec<&Learning> = memory.active().collect();
-    if active.is_empty() {
-        return "I have no learnings for this repository yet. Teach me with `@parley remember …`, `@parley don't flag …` or `@parley be stricter about …`.".to_string();
-    }
-    let mut out =
-        String::from("| id | scope | kind | learning | by | added |\n|---|---|---|---|---|---|\n");
-    for l in &active {
-        let date = l
-            .created_at
-            .format(time::macros::format_description!("[year]-[month]-[day]"))
-            .unwrap_or_default();
-        let by = if l.source_url.is_empty() || l.repo != here {
-            l.author.clone()
-        } else {
-            format!("[{}]({})", l.author, l.source_url)
-        };
-        out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {by} | {date} |\n",
-            l.id,
-            l.scope.name(),
-            l.kind.name(),
-            table_cell(&summary_of(l)),
-        ));
-    }
-    let forgotten = memory.learnings.len() - active.len();
-    if forgotten > 0 {
-        out.push_str(&format!("\n{forgotten} forgotten learning(s) not shown.\n"));
-    }
-    out
-}
-
-/// `stats`: how findings fared, the threshold, and the cost.
-pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationError> {
-    let snap = turn.snap;
-    let memory = memory::load(turn.store, &snap.repo, &snap.org).await?;
-    let month = crate::llm::usage::spent_this_month(turn.store, &snap.repo).await?;
-    let reviews_this_month = turn
-        .store
-        .counter(
-            &crate::llm::usage::month_scope(&snap.repo, OffsetDateTime::now_utc()),
-            crate::llm::usage::counters::REVIEWS,
-        )
-        .await?;
-    let config = &snap.config.config;
-    let standing = crate::budget::standing(
-        turn.store,
-        turn.budget,
-        snap.scope.installation_id,
-        OffsetDateTime::now_utc(),
-    )
-    .await?;
-    let mut text = render_stats(
-        &memory.stats,
-        config,
-        month.cost_micro_usd,
-        reviews_this_month,
-    );
-    // The installation's spend covers every repository it is installed on: people who
-    // cannot write to this one (a fork PR's author) do not see it.
-    let writer = turn
-        .permissions
-        .at_least(
-            turn.github,
-            snap,
-            &turn.trigger.author.login,
-            Permission::Write,
-        )
-        .await?
-        .is_ok();
-    if writer {
-        text.push_str(&render_budget(&standing));
-    }
-    Ok((text, Taught::Reported("stats")))
-}
-
-pub fn render_stats(
-    stats: &stats::RepoStats,
-    config: &RepoConfig,
-    cost_this_month_micro_usd: u64,
-    reviews_this_month: u64,
-) -> String {
-    let totals = stats.totals_by_category();
-    let mut categories: Vec<&str> = totals.keys().copied().collect();
-    for key in stats
-        .posted
-        .keys()
-        .chain(stats.suppressed_by_category.keys())
-    {
-        if !categories.contains(&key.as_str()) {
-            categories.push(key);
-        }
-    }
-    categories.sort_unstable();
-    let mut out = format!("**{} review(s)** on this repository.\n\n", stats.reviews);
-    out.push_str("| category | posted | suppressed | accepted | rejected | ignored | acceptance |\n|---|---:|---:|---:|---:|---:|---:|\n");
-    let rate = |c: &stats::Counts| {
-        if c.decided() == 0 {
-            "—".to_string()
-        } else {
-            format!("{:.0}%", 100.0 * c.accepted as f64 / c.decided() as f64)
-        }
-    };
-    for category in &categories {
-        let c = totals.get(category).copied().unwrap_or_default();
-        out.push_str(&format!(
-            "| {category} | {} | {} | {} | {} | {} | {} |\n",
-            stats.posted.get(*category).copied().unwrap_or(0),
-            stats
-                .suppressed_by_category
-                .get(*category)
-                .copied()
-                .unwrap_or(0),
-            c.accepted,
-            c.rejected,
-            c.ignored,
-            rate(&c)
-        ));
-    }
-    let total = stats.total();
-    out.push_str(&format!(
-        "| **all** | {} | {} | {} | {} | {} | {} |\n",
-        stats.posted.values().sum::<u64>(),
-        stats.suppressed_by_category.values().sum::<u64>(),
-        total.accepted,
-        total.rejected,
-        total.ignored,
-        rate(&total)
-    ));
-    if !stats.by_severity.is_empty() {
-        out.push_str("\n| severity | accepted | rejected | ignored | acceptance |\n|---|---:|---:|---:|---:|\n");
-        for severity in ["critical", "high", "medium", "low", "nit"] {
-            if let Some(c) = stats.by_severity.get(severity) {
-                out.push_str(&format!(
-                    "| {severity} | {} | {} | {} | {} |\n",
-                    c.accepted,
-                    c.rejected,
-                    c.ignored,
-                    rate(c)
-                ));
-            }
-        }
-    }
-    let (threshold, source) = stats::threshold_in_force(
-        config.review.min_confidence,
-        config.explicit.contains("review.minConfidence"),
-        config.review.auto_tune,
-        stats,
-    );
-    let tuned = match stats.tuned_threshold() {
-        Some(t) => format!("tuned value {t} from {} decided findings", total.decided()),
-        None if total.decided() >= stats::MIN_DECIDED => format!(
-            "not tuned: no threshold reaches {:.0}% acceptance over {} decided findings, so the configured value stands",
-            stats::TARGET_ACCEPTANCE * 100.0,
-            total.decided()
-        ),
-        None => format!(
-            "not tuned yet ({} of {} decided findings needed)",
-            total.decided(),
-            stats::MIN_DECIDED
-        ),
-    };
-    out.push_str(&format!(
-        "\nConfidence threshold in force: **{threshold}** ({}); {tuned}.\n",
-        match source {
-            stats::ThresholdSource::Default => "default",
-            stats::ThresholdSource::File => "`.parley.yml`",
-            stats::ThresholdSource::Tuned { .. } => "tuned",
-        }
-    ));
-    let dollars = cost_this_month_micro_usd as f64 / 1_000_000.0;
-    let per_review = if reviews_this_month == 0 {
-        "—".to_string()
-    } else {
-        format!("${:.4}", dollars / reviews_this_month as f64)
-    };
-    out.push_str(&format!(
-        "LLM cost this month: ${dollars:.4} over {reviews_this_month} review(s) (reviews and conversation turns; {per_review} per review).\n"
-    ));
-    out
-}
-
-/// The installation's spend this month against its budget: the counter the budget is
-/// enforced on, so what `stats` shows is what the gate sees.
-pub fn render_budget(standing: &crate::budget::Standing) -> String {
-    let spent = standing.spent_usd();
-    match standing.limit {
-        Some((limit, _)) => format!(
-            "Monthly LLM budget of this installation: ${spent:.4} of ${limit:.2} spent in {}{}.\n",
-            standing.month,
-            if standing.exhausted() {
-                " (used up: reviews and answers wait for next month)"
-            } else {
-                ""
-            }
-        ),
-        None => format!(
-            "This installation has spent ${spent:.4} on the LLM in {}; no monthly budget is set.\n",
-            standing.month
-        ),
-    }
-}
-
-/// `configuration`: every setting in force and where it came from.
-pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>) -> String {
-    render_configuration(&snap.config.config, &snap.config.warnings, memory)
-}
-
-pub fn render_configuration(
-    config: &RepoConfig,
-    warnings: &[ConfigWarning],
-    memory: Option<&RepoMemory>,
-) -> String {
-    let mut out = String::from("| setting | value | from |\n|---|---|---|\n");
-    for (key, value) in crate::config::describe(config) {
-        let mut from = if config.explicit.contains(&key) {
-            "`.parley.yml`".to_string()
-        } else {
-            "default".to_string()
-        };
-        let mut value = value;
-        if key == "review.minConfidence"
-            && let Some(memory) = memory
-        {
-            let (threshold, source) = stats::threshold_in_force(
-                config.review.min_confidence,
-                config.explicit.contains(&key),
-                config.review.auto_tune,
-                &memory.stats,
-            );
-            if let stats::ThresholdSource::Tuned { decided } = source {
-                value = threshold.to_string();
-                from = format!("learned (tuned from {decided} decided findings)");
-            }
-        }
-        out.push_str(&format!("| `{key}` | {} | {from} |\n", table_cell(&value)));
-    }
-    if let Some(memory) = memory {
-        let adjust = memory
-            .active()
-            .filter(|l| l.kind == LearningKind::Adjust)
-            .count();
-        if adjust > 0 {
-            out.push_str(&format!(
-                "\n{adjust} learning(s) adjust category thresholds (see `@parley learnings`).\n"
-            ));
-        }
-    }
-    if warnings.is_empty() {
-        out.push_str("\nNo problems in `.parley.yml`.\n");
-    } else {
-        out.push_str("\nProblems in `.parley.yml` (defaults used for these):\n\n");
-        for warning in warnings {
-            out.push_str(&format!("- {warning}\n"));
-        }
-    }
-    out
-}
-
-/// `help`: every command, one line each.
-pub fn help() -> String {
-    [
-        "| command | what it does |",
-        "|---|---|",
-        "| `@parley review` / `@parley full review` | review what changed since the last review / the whole PR again (needs `mention.minPermission`) |",
-        "| `@parley remember <rule>` | a convention for future reviews and answers (also `for future reviews: …`, `we use … in this repo`, `our convention is …`) |",
-        "| `@parley don't flag <kind>` | stop reporting such findings (also `ignore … issues`, `skip … checks`; `won't fix: …` in a finding's thread) |",
-        "| `@parley be stricter about <category>` | report more of a category (`be more lenient with …`, `focus more/less on …`) |",
-        "| `… in <path glob>`, `… for this PR`, `… for all repos` | limit a learning to paths, this PR, or widen it to the organisation |",
-        "| `@parley forget L-3f9a` / `@parley forget \"text\"` | take a learning back |",
-        "| `@parley learnings` | list what Parley has learned here |",
-        "| `@parley dismiss f_…` | lift one finding by its id (maintainers) |",
-        "| `@parley stats` | how findings fared, the confidence threshold, the LLM cost |",
-        "| `@parley configuration` | every setting in force and where it came from |",
-        "| `@parley help` | this table |",
-    ]
-    .join("\n")
-}
-
 /// The scope a learning gets: what was said, else the repository.
 fn scope(turn: &Turn<'_>, said: Option<ScopeWord>) -> Result<Scope, String> {
     let pr = turn.snap.pull().map(|pr| pr.number);
@@ -706,7 +414,7 @@ async fn may_teach_org(turn: &Turn<'_>) -> Result<Option<String>, ConversationEr
 }
 
 /// The learning's text with its hints, in one line.
-fn summary_of(learning: &Learning) -> String {
+pub(super) fn summary_of(learning: &Learning) -> String {
     let mut out = learning.text.clone();
     let mut hints = Vec::new();
     if let Some(category) = &learning.hints.category {
@@ -725,8 +433,4 @@ fn summary_of(learning: &Learning) -> String {
         out.push_str(&format!(" ({})", hints.join("; ")));
     }
     out
-}
-
-fn table_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }
