@@ -232,10 +232,7 @@ pub async fn set_override(
     Err(BudgetError::Contended(installation))
 }
 
-/// `YYYY-MM` of `at`, the month the counters and the once-a-month notes go by.
-pub fn month(at: OffsetDateTime) -> String {
-    format!("{:04}-{:02}", at.year(), u8::from(at.month()))
-}
+pub use usage::month;
 
 fn to_micro_usd(usd: f64) -> u64 {
     (usd * 1_000_000.0).round().max(0.0) as u64

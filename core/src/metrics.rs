@@ -6,7 +6,7 @@
 //! (`parley_runtime::metrics`), namespace [`NAMESPACE`]. The names, units and dimensions
 //! live here only, so the template's dashboard and alarms have one place to agree with.
 
-use crate::llm::usage::UsageTally;
+use crate::ports::llm::Usage;
 use metrics::{
     Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
 };
@@ -27,6 +27,11 @@ pub const JOB_DURATION: &str = "JobDuration";
 pub const LLM_CALLS: &str = "LlmCalls";
 pub const LLM_INPUT_TOKENS: &str = "LlmInputTokens";
 pub const LLM_OUTPUT_TOKENS: &str = "LlmOutputTokens";
+/// Input tokens the provider read from its prompt cache, and wrote to it.
+pub const LLM_CACHE_READ_TOKENS: &str = "LlmCacheReadTokens";
+pub const LLM_CACHE_WRITE_TOKENS: &str = "LlmCacheWriteTokens";
+/// What the prompt cache saved, in US dollars (one value per job).
+pub const LLM_CACHE_SAVED_USD: &str = "LlmCacheSavedUSD";
 /// Estimated cost of the priced calls, in US dollars (one value per job).
 pub const LLM_COST_USD: &str = "LlmCostUSD";
 pub const GITHUB_CALLS: &str = "GitHubCalls";
@@ -53,6 +58,20 @@ pub fn describe() {
     describe_counter!(LLM_CALLS, Unit::Count, "LLM calls that returned");
     describe_counter!(LLM_INPUT_TOKENS, Unit::Count, "LLM input tokens");
     describe_counter!(LLM_OUTPUT_TOKENS, Unit::Count, "LLM output tokens");
+    describe_counter!(
+        LLM_CACHE_READ_TOKENS,
+        Unit::Count,
+        "LLM input tokens read from the prompt cache"
+    );
+    describe_counter!(
+        LLM_CACHE_WRITE_TOKENS,
+        Unit::Count,
+        "LLM input tokens written to the prompt cache"
+    );
+    describe_histogram!(
+        LLM_CACHE_SAVED_USD,
+        "What the prompt cache saved in US dollars, per job"
+    );
     describe_histogram!(LLM_COST_USD, "Estimated LLM cost in US dollars, per job");
     describe_counter!(GITHUB_CALLS, Unit::Count, "HTTP exchanges with GitHub");
     describe_gauge!(
@@ -83,14 +102,17 @@ pub fn job_done(kind: &'static str, ok: bool, elapsed: Duration) {
 }
 
 /// What one job spent on the LLM.
-pub fn llm_usage(tally: &UsageTally) {
-    if tally.calls == 0 {
+pub fn llm_usage(calls: u32, usage: Usage, cost_usd: f64, saved_usd: f64) {
+    if calls == 0 {
         return;
     }
-    counter!(LLM_CALLS).increment(u64::from(tally.calls));
-    counter!(LLM_INPUT_TOKENS).increment(tally.usage.input_tokens);
-    counter!(LLM_OUTPUT_TOKENS).increment(tally.usage.output_tokens);
-    histogram!(LLM_COST_USD).record(tally.priced_usd);
+    counter!(LLM_CALLS).increment(u64::from(calls));
+    counter!(LLM_INPUT_TOKENS).increment(usage.input_tokens);
+    counter!(LLM_OUTPUT_TOKENS).increment(usage.output_tokens);
+    counter!(LLM_CACHE_READ_TOKENS).increment(usage.cache_read_tokens);
+    counter!(LLM_CACHE_WRITE_TOKENS).increment(usage.cache_write_tokens);
+    histogram!(LLM_COST_USD).record(cost_usd);
+    histogram!(LLM_CACHE_SAVED_USD).record(saved_usd);
 }
 
 /// One exchange with GitHub, and the rate limit it reported.

@@ -16,7 +16,7 @@ use crate::markers::{self, ReplyMarker};
 use crate::mention::Handles;
 use crate::ports::GitHubError;
 use crate::ports::github::{GitHub, ReviewComment};
-use crate::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message};
+use crate::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest};
 use crate::sanitize;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -68,7 +68,7 @@ pub async fn ask(
     });
     let request = LlmRequest::new(
         prompt::system(ctx),
-        vec![Message::user(prompt::user_message(ctx, budget_chars))],
+        vec![prompt::message(ctx, budget_chars)],
     )
     .with_options(LlmOptions {
         max_tokens: MAX_TOKENS,

@@ -4,6 +4,7 @@
 
 use super::budget;
 use super::context::{About, Context, IssueSummary, PrSummary, finding_text};
+use crate::ports::llm::Message;
 use crate::ports::{Finding, FindingState};
 use std::fmt::Write as _;
 
@@ -75,7 +76,16 @@ fn state_name(state: FindingState) -> &'static str {
     }
 }
 
-pub fn user_message(ctx: &Context, budget_chars: usize) -> String {
+/// The user message of a turn, as one [`Message`] whose cache prefix ends where this
+/// turn's own part (what retrieval found for the question, and the question) begins.
+pub fn message(ctx: &Context, budget_chars: usize) -> Message {
+    let (text, shared) = compose(ctx, budget_chars);
+    let mut message = Message::user(text);
+    message.cache_prefix = shared;
+    message
+}
+
+fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
     let mut out = String::new();
     let branch = match &ctx.about {
         About::Pull(pr) => {
@@ -128,8 +138,6 @@ pub fn user_message(ctx: &Context, budget_chars: usize) -> String {
         }
         out.push_str("</learning>\n");
     }
-    // Retrieval's own heading, preamble and fences (see `crate::retrieval::context`).
-    out.push_str(&ctx.retrieved.prompt);
     if ctx.parent_missing {
         out.push_str(
             "\n## Conversation so far\n(The comment this replies to was deleted; no thread history.)\n",
@@ -144,12 +152,18 @@ pub fn user_message(ctx: &Context, budget_chars: usize) -> String {
             let _ = writeln!(out, "Note: {note}");
         }
     }
+    // Everything above is what the thread's next turn sends again (its history only grows
+    // at the end): a provider may cache it. What follows is this turn's own.
+    let shared = out.len();
+    // Retrieval's own heading, preamble and fences (see `crate::retrieval::context`),
+    // found for this question.
+    out.push_str(&ctx.retrieved.prompt);
     let _ = write!(
         out,
         "\n## The question, from @{}\n<question>\n{}\n</question>\n",
         ctx.question_author, ctx.question
     );
-    out
+    (out, shared)
 }
 
 fn pr_block(out: &mut String, pr: &PrSummary) {

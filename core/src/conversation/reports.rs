@@ -79,12 +79,7 @@ pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationErro
         OffsetDateTime::now_utc(),
     )
     .await?;
-    let mut text = render_stats(
-        &memory.stats,
-        config,
-        month.cost_micro_usd,
-        reviews_this_month,
-    );
+    let mut text = render_stats(&memory.stats, config, &month, reviews_this_month);
     // The installation's spend covers every repository it is installed on: people who
     // cannot write to this one (a fork PR's author) do not see it.
     let writer = turn
@@ -106,7 +101,7 @@ pub async fn stats(turn: &Turn<'_>) -> Result<(String, Taught), ConversationErro
 pub fn render_stats(
     stats: &stats::RepoStats,
     config: &RepoConfig,
-    cost_this_month_micro_usd: u64,
+    this_month: &crate::llm::usage::SpentOnPr,
     reviews_this_month: u64,
 ) -> String {
     let totals = stats.totals_by_category();
@@ -197,7 +192,7 @@ pub fn render_stats(
             stats::ThresholdSource::Tuned { .. } => "tuned",
         }
     ));
-    let dollars = cost_this_month_micro_usd as f64 / 1_000_000.0;
+    let dollars = this_month.cost_micro_usd as f64 / 1_000_000.0;
     let per_review = if reviews_this_month == 0 {
         "—".to_string()
     } else {
@@ -206,6 +201,13 @@ pub fn render_stats(
     out.push_str(&format!(
         "LLM cost this month: ${dollars:.4} over {reviews_this_month} review(s) (reviews and conversation turns; {per_review} per review).\n"
     ));
+    if this_month.cache_read_tokens > 0 {
+        out.push_str(&format!(
+            "The prompt cache saved ≈ ${:.4} this month ({} input tokens read from it instead of sent again).\n",
+            this_month.saved_micro_usd as f64 / 1_000_000.0,
+            this_month.cache_read_tokens
+        ));
+    }
     out
 }
 

@@ -8,7 +8,7 @@
 //! pass as failed, answer without a resolution).
 
 use crate::llm::extract::json_candidates;
-use crate::ports::llm::{Llm, LlmError, LlmRequest, Message, Usage, WireSchema};
+use crate::ports::llm::{Llm, LlmError, LlmRequest, Message, Role, Usage, WireSchema};
 use serde::de::DeserializeOwned;
 use std::fmt;
 use std::marker::PhantomData;
@@ -149,9 +149,13 @@ impl<T: DeserializeOwned> JsonOutput<T> {
         Err(best.map_or(OutputError::NoJson, |(_, error)| error))
     }
 
-    /// Ask `llm` for the value: the request's system prompt gains the shape instructions
-    /// and JSON mode is switched on. If the reply is unusable, the model sees its reply
-    /// and what was wrong with it, once; then [`LlmError::InvalidOutput`].
+    /// Ask `llm` for the value: the shape instructions end the last user message and
+    /// JSON mode is switched on. If the reply is unusable, the model sees its reply and
+    /// what was wrong with it, once; then [`LlmError::InvalidOutput`].
+    ///
+    /// At the end, not in the system prompt: calls that want different shapes (the review
+    /// passes and the judge) then share their system prompt and everything before their
+    /// own instructions, which is what a provider's prompt cache can reuse.
     ///
     /// Provider errors are returned as they are (the adapters already retried them).
     pub async fn ask(&self, llm: &dyn Llm, request: LlmRequest) -> Result<JsonReply<T>, LlmError>
@@ -159,11 +163,16 @@ impl<T: DeserializeOwned> JsonOutput<T> {
         T: Send,
     {
         let mut request = request;
-        request.system = if request.system.trim().is_empty() {
-            self.instructions()
-        } else {
-            format!("{}\n\n{}", request.system.trim_end(), self.instructions())
-        };
+        match request.messages.last_mut().filter(|m| m.role == Role::User) {
+            Some(last) => {
+                last.text = format!("{}\n\n{}", last.text.trim_end(), self.instructions());
+                last.cache_prefix = last.cache_prefix.min(last.text.len());
+            }
+            None if request.system.trim().is_empty() => request.system = self.instructions(),
+            None => {
+                request.system = format!("{}\n\n{}", request.system.trim_end(), self.instructions())
+            }
+        }
         request.options.json = true;
         request.options.schema = self.wire.clone();
 
@@ -327,8 +336,12 @@ mod tests {
         let seen = llm.seen();
         assert_eq!(seen.len(), 1);
         assert!(seen[0].options.json);
-        assert!(seen[0].system.starts_with("You review code.\n\n"));
-        assert!(seen[0].system.contains("concede|maintain|escalate"));
+        // The system prompt is left as it was (requests wanting different shapes share
+        // it); the shape ends the question.
+        assert_eq!(seen[0].system, "You review code.");
+        let question = &seen[0].messages[0].text;
+        assert!(question.starts_with("Is this a bug?\n\n"), "{question}");
+        assert!(question.contains("concede|maintain|escalate"), "{question}");
     }
 
     #[tokio::test]
@@ -349,7 +362,11 @@ mod tests {
         assert_eq!(seen.len(), 2);
         let retry = &seen[1].messages;
         assert_eq!(retry.len(), 3);
-        assert_eq!(retry[0], Message::user("Is this a bug?"));
+        assert!(
+            retry[0]
+                .text
+                .starts_with("Is this a bug?\n\nYour reply must be")
+        );
         assert_eq!(
             retry[1],
             Message::assistant("{\"resolution\": \"maintain\", \"confidence\": \"high\"}")
@@ -468,16 +485,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_empty_system_prompt_becomes_just_the_instructions() {
+    async fn without_a_question_the_instructions_go_to_the_system_prompt() {
         let llm = ScriptedLlm::new(vec![Ok((
             "{\"resolution\": \"concede\", \"confidence\": 60}",
             false,
         ))]);
         let output = verdict_output();
-        output
-            .ask(&llm, LlmRequest::new("", vec![Message::user("?")]))
-            .await
-            .unwrap();
+        output.ask(&llm, LlmRequest::new("", vec![])).await.unwrap();
         assert_eq!(llm.seen()[0].system, output.instructions());
+    }
+
+    /// The shape ends the message after its shared prefix, which stays marked: two asks
+    /// with different shapes on one shared prefix send it byte for byte the same.
+    #[tokio::test]
+    async fn the_shape_follows_the_shared_prefix_and_keeps_it_marked() {
+        let llm = ScriptedLlm::new(vec![Ok((
+            "{\"resolution\": \"concede\", \"confidence\": 60}",
+            false,
+        ))]);
+        let shared = "the diff, the same for every pass\n";
+        let request = LlmRequest::new("sys", vec![Message::user_with_shared(shared, "own task")]);
+        verdict_output().ask(&llm, request).await.unwrap();
+        let sent = &llm.seen()[0].messages[0];
+        assert_eq!(sent.split_at_cache_prefix().map(|(a, _)| a), Some(shared));
+        assert!(sent.text.ends_with("no comments."), "{}", sent.text);
+        assert_eq!(llm.seen()[0].system, "sys");
     }
 }

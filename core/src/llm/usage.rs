@@ -21,6 +21,10 @@ pub struct UsageTally {
     pub priced_usd: f64,
     /// Calls to models without a price; while there are any, the total is unknown.
     pub unpriced_calls: u32,
+    /// What the prompt cache saved on the priced calls (reads at their discount, less
+    /// the premium on writes), against the same tokens sent uncached.
+    #[serde(default)]
+    pub saved_usd: f64,
 }
 
 impl UsageTally {
@@ -30,7 +34,10 @@ impl UsageTally {
         self.calls = self.calls.saturating_add(1);
         self.usage += usage;
         match cost {
-            Some(usd) => self.priced_usd += usd,
+            Some(usd) => {
+                self.priced_usd += usd;
+                self.saved_usd += prices.saved_usd(model, usage).unwrap_or(0.0);
+            }
             None => self.unpriced_calls = self.unpriced_calls.saturating_add(1),
         }
         cost
@@ -41,6 +48,7 @@ impl UsageTally {
         self.usage += other.usage;
         self.priced_usd += other.priced_usd;
         self.unpriced_calls = self.unpriced_calls.saturating_add(other.unpriced_calls);
+        self.saved_usd += other.saved_usd;
     }
 
     /// The estimated total, or `None` if any call's model has no price: a partial sum
@@ -58,6 +66,12 @@ pub mod counters {
     /// Estimated cost in millionths of a US dollar (priced calls only).
     pub const COST_MICRO_USD: &str = "llm_cost_micro_usd";
     pub const CALLS: &str = "llm_calls";
+    /// Input tokens read from / written to the provider's prompt cache.
+    pub const CACHE_READ_TOKENS: &str = "llm_cache_read_tokens";
+    pub const CACHE_WRITE_TOKENS: &str = "llm_cache_write_tokens";
+    /// What the cache saved, in millionths of a US dollar (net of write premiums; never
+    /// below zero in the counter, which only adds).
+    pub const SAVED_MICRO_USD: &str = "llm_cache_saved_micro_usd";
     /// Reviews published (month scope only).
     pub const REVIEWS: &str = "reviews";
     /// Embedding calls, their input tokens and estimated cost (month scope only; see
@@ -74,6 +88,9 @@ pub struct SpentOnPr {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cost_micro_usd: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub saved_micro_usd: u64,
 }
 
 /// Add a job's tally to the PR's counters, its repository's month and its installation's
@@ -86,11 +103,12 @@ pub async fn record_for_pr(
     pr: u64,
     tally: &UsageTally,
 ) {
-    crate::metrics::llm_usage(tally);
+    crate::metrics::llm_usage(tally.calls, tally.usage, tally.priced_usd, tally.saved_usd);
     if tally.calls == 0 {
         return;
     }
     let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
+    let saved_micro_usd = (tally.saved_usd * 1_000_000.0).round().max(0.0) as u64;
     let now = OffsetDateTime::now_utc();
     for scope in [
         crate::ports::store::keys::pr_scope(repo, pr),
@@ -102,6 +120,9 @@ pub async fn record_for_pr(
             (counters::INPUT_TOKENS, tally.usage.input_tokens),
             (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
             (counters::COST_MICRO_USD, micro_usd),
+            (counters::CACHE_READ_TOKENS, tally.usage.cache_read_tokens),
+            (counters::CACHE_WRITE_TOKENS, tally.usage.cache_write_tokens),
+            (counters::SAVED_MICRO_USD, saved_micro_usd),
         ] {
             if delta == 0 {
                 continue;
@@ -116,16 +137,19 @@ pub async fn record_for_pr(
 /// The scope of a repository's usage counters for the calendar month (UTC) of `at`: the
 /// same counters as a PR's, added up per month for `@parley stats`.
 pub fn month_scope(repo: &str, at: OffsetDateTime) -> String {
-    format!("usage#{repo}#{:04}-{:02}", at.year(), u8::from(at.month()))
+    format!("usage#{repo}#{}", month(at))
 }
 
 /// The scope of an installation's usage counters for the calendar month (UTC) of `at`:
 /// the same counters, added up over every repository the installation covers.
 pub fn installation_month_scope(installation: u64, at: OffsetDateTime) -> String {
-    format!(
-        "usage#installation:{installation}#{}",
-        crate::budget::month(at)
-    )
+    format!("usage#installation:{installation}#{}", month(at))
+}
+
+/// `YYYY-MM` of `at`, the month the counters, the budget and the once-a-month notes go
+/// by.
+pub fn month(at: OffsetDateTime) -> String {
+    format!("{:04}-{:02}", at.year(), u8::from(at.month()))
 }
 
 /// A repository's usage this month, from its counters (one read per counter).
@@ -155,6 +179,9 @@ async fn spent(
         input_tokens: store.counter(scope, counters::INPUT_TOKENS).await?,
         output_tokens: store.counter(scope, counters::OUTPUT_TOKENS).await?,
         cost_micro_usd: store.counter(scope, counters::COST_MICRO_USD).await?,
+        cache_read_tokens: store.counter(scope, counters::CACHE_READ_TOKENS).await?,
+        cache_write_tokens: store.counter(scope, counters::CACHE_WRITE_TOKENS).await?,
+        saved_micro_usd: store.counter(scope, counters::SAVED_MICRO_USD).await?,
     })
 }
 
@@ -196,6 +223,8 @@ impl Llm for MeteredLlm {
         tracing::info!(
             model = %response.model,
             input_tokens = response.usage.input_tokens,
+            cache_read_tokens = response.usage.cache_read_tokens,
+            cache_write_tokens = response.usage.cache_write_tokens,
             output_tokens = response.usage.output_tokens,
             cost_usd = cost,
             "LLM call"
@@ -205,6 +234,10 @@ impl Llm for MeteredLlm {
 
     fn model(&self) -> &str {
         self.inner.model()
+    }
+
+    fn prompt_cache(&self) -> crate::ports::llm::PromptCache {
+        self.inner.prompt_cache()
     }
 }
 

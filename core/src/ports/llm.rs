@@ -26,6 +26,39 @@ pub trait Llm: Send + Sync {
 
     /// The configured model id, for logs and price look-ups before any call is made.
     fn model(&self) -> &str;
+
+    /// How this provider and model reuse a prompt prefix they saw before: what decides
+    /// whether a review warms the cache with one pass before sending the rest.
+    fn prompt_cache(&self) -> PromptCache {
+        PromptCache::None
+    }
+}
+
+/// Whether (and from what length) a provider bills a repeated prompt prefix as a cache
+/// read. A review shares one long prefix across its passes and the judge; with a cache,
+/// the diff is paid for once instead of six times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptCache {
+    /// No cache Parley can count on (or none at all).
+    None,
+    /// Cached where the request marks it (Anthropic `cache_control`, Bedrock
+    /// `cachePoint`), from `min_tokens` of prefix; a marker before that is ignored.
+    Marked { min_tokens: usize },
+    /// Cached by the provider on its own when prefixes repeat (OpenAI, from 1,024
+    /// tokens), with nothing to mark.
+    Automatic { min_tokens: usize },
+}
+
+impl PromptCache {
+    /// Whether a shared prefix of `tokens` gets cached.
+    pub fn caches(self, tokens: usize) -> bool {
+        match self {
+            PromptCache::None => false,
+            PromptCache::Marked { min_tokens } | PromptCache::Automatic { min_tokens } => {
+                tokens >= min_tokens
+            }
+        }
+    }
 }
 
 /// Who said a message. The system prompt is separate ([`LlmRequest::system`]) because
@@ -41,6 +74,10 @@ pub enum Role {
 pub struct Message {
     pub role: Role,
     pub text: String,
+    /// How many leading bytes of `text` other requests of the same review or thread send
+    /// byte for byte too: where a provider may cache the prompt up to. 0: none.
+    #[serde(skip)]
+    pub cache_prefix: usize,
 }
 
 impl Message {
@@ -48,6 +85,7 @@ impl Message {
         Self {
             role: Role::User,
             text: text.into(),
+            cache_prefix: 0,
         }
     }
 
@@ -55,7 +93,25 @@ impl Message {
         Self {
             role: Role::Assistant,
             text: text.into(),
+            cache_prefix: 0,
         }
+    }
+
+    /// A user message that starts with `shared` (the same in every pass) and ends with
+    /// `own` (this request's instructions).
+    pub fn user_with_shared(shared: &str, own: &str) -> Self {
+        Self {
+            role: Role::User,
+            text: format!("{shared}{own}"),
+            cache_prefix: shared.len(),
+        }
+    }
+
+    /// `text` split where the shared prefix ends, when there is one to mark.
+    pub fn split_at_cache_prefix(&self) -> Option<(&str, &str)> {
+        let at = self.cache_prefix;
+        (at > 0 && at <= self.text.len() && self.text.is_char_boundary(at))
+            .then(|| self.text.split_at(at))
     }
 }
 
@@ -134,10 +190,19 @@ pub struct LlmResponse {
 }
 
 /// Tokens one or more calls consumed; summed across calls for a review or a reply.
+///
+/// Input is counted in three parts because it is billed in three: `input_tokens` at the
+/// full price, `cache_read_tokens` (a prefix the provider had cached) at a fraction of
+/// it, `cache_write_tokens` (a prefix it cached now) at a premium. Providers report them
+/// differently (OpenAI's `prompt_tokens` includes the cached part); adapters normalise.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -145,11 +210,26 @@ impl Usage {
         Self {
             input_tokens,
             output_tokens,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
         }
     }
 
+    pub fn with_cache(mut self, read: u64, write: u64) -> Self {
+        self.cache_read_tokens = read;
+        self.cache_write_tokens = write;
+        self
+    }
+
+    /// Every input token, whatever it was billed at.
+    pub fn all_input(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+    }
+
     pub fn total(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
+        self.all_input().saturating_add(self.output_tokens)
     }
 }
 
@@ -160,6 +240,12 @@ impl Add for Usage {
         Usage {
             input_tokens: self.input_tokens.saturating_add(other.input_tokens),
             output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cache_read_tokens: self
+                .cache_read_tokens
+                .saturating_add(other.cache_read_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_add(other.cache_write_tokens),
         }
     }
 }

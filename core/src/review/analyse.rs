@@ -131,13 +131,14 @@ pub async fn analyse(
         related: &retrieved.prompt,
         files: &inputs.files,
     };
+    let shared = prompts::user_message(&context);
     let results = if inputs.files.is_empty() {
         Vec::new()
     } else {
         specialists::run_all(
             llm,
             &chosen,
-            &prompts::user_message(&context),
+            &shared,
             Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
             progress,
         )
@@ -169,6 +170,7 @@ pub async fn analyse(
             &memory,
             subject.pr_patches,
             &retrieved.section(&[Source::Finding]),
+            &shared,
         )
         .await;
         suppressed.extend(dropped);

@@ -51,6 +51,7 @@ pub async fn judge(
     memory: &RepoMemory,
     patches: &HashMap<String, Patch>,
     past_findings: &str,
+    shared: &str,
 ) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
     if kept.is_empty() {
         return (kept, Vec::new(), JudgeStatus::Idle);
@@ -95,7 +96,7 @@ pub async fn judge(
         code: &code,
         past_findings,
     };
-    match judge::judge(llm, &kept, &context).await {
+    match judge::judge(llm, &kept, &context, shared).await {
         Judgement::Skipped(why) => (kept, Vec::new(), JudgeStatus::Failed(why)),
         Judgement::Judged(decisions) => {
             let mut out = Vec::new();
@@ -116,6 +117,16 @@ pub async fn judge(
                         // one it was shown or not) keeps it.
                         if learning.is_some() && applied.thresholds.blocks(candidate.severity) {
                             tracing::info!(finding = %candidate.title, learning = ?learning, "the judge cited a learning against a blocking finding; kept");
+                            out.push(candidate);
+                            continue;
+                        }
+                        // The judge reads the passes' prompt, every learning in it; only a
+                        // maintainer's may drop a finding (see `authoritative` above).
+                        if let Some(id) = &learning
+                            && !authoritative.iter().any(|l| &l.id == id)
+                            && applied.relevant.iter().any(|l| &l.id == id)
+                        {
+                            tracing::info!(finding = %candidate.title, learning = %id, "the judge cited a learning of someone without gate.resolveBy; kept");
                             out.push(candidate);
                             continue;
                         }

@@ -1,9 +1,12 @@
 //! The specialist prompts and the shared review context they are given.
 //!
-//! Each specialist gets a short, focused system prompt: one narrow job done well beats a
-//! single prompt asked to notice everything. The user message (the PR, the repository's
-//! rules, what was already reported, and the annotated diff) is the same for all of them.
-//! Everything in it that came from users is data, fenced and sanitised.
+//! Each specialist gets a short, focused task: one narrow job done well beats a single
+//! prompt asked to notice everything. Everything else is the same for all of them, byte
+//! for byte, and comes first: the system prompt, then the user message with the PR, the
+//! repository's rules, what was already reported and the annotated diff; each pass's
+//! focus comes last. That order is what lets a provider's prompt cache bill the shared
+//! part once per review instead of once per pass. Everything in it that came from users
+//! is data, fenced and sanitised.
 
 use crate::repo::Guideline;
 use crate::review::diff::LineKind;
@@ -61,10 +64,19 @@ and the file it comes from. Use category \"guidelines\".",
 
 pub const ALL: [&SpecialistPrompt; 5] = [&SECURITY, &CORRECTNESS, &TESTS, &STYLE, &GUIDELINES];
 
-/// The system prompt for one specialist (the structured-output helper appends the JSON
-/// shape).
-pub fn system(specialist: &SpecialistPrompt) -> String {
-    format!("{}\n\n{COMMON}", specialist.focus)
+/// The system prompt of every pass and of the judge, the same byte for byte: with the
+/// shared user message after it, it is the prefix a provider caches once per review.
+pub fn system() -> String {
+    format!(
+        "{COMMON}\n\nThe user message holds the pull request and its context first; what you \
+         are to look for and the shape of your reply come at its end."
+    )
+}
+
+/// A pass's own part, after the shared user message: its focus (the structured-output
+/// helper then appends the reply's shape).
+pub fn focus(specialist: &SpecialistPrompt) -> String {
+    format!("\n\n## Your task\n{}", specialist.focus)
 }
 
 /// What every pass is shown.

@@ -10,6 +10,7 @@
 use crate::config::ReviewConfig;
 use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
 use crate::review::findings::{RawFinding, pass_output};
+use crate::review::inputs::estimate_tokens;
 use crate::review::prompts::{self, SpecialistPrompt};
 use async_trait::async_trait;
 use std::future::Future;
@@ -72,13 +73,27 @@ pub async fn run_all(
         done: &done,
         total: specialists.len(),
     };
-    let passes = specialists
+    let mut passes: Vec<_> = specialists
         .iter()
         .map(|specialist| run_one(llm, specialist, user_message, &tally))
         .collect();
     let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
-    join_all(passes, Deadline::after(deadline))
-        .await
+    let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(user_message);
+    let results = if passes.len() > 1 && llm.prompt_cache().caches(shared_tokens) {
+        // One pass first, so that the provider has the shared prefix cached when the
+        // others arrive; sent all at once, each would write it anew. Costs one pass of
+        // wall time (see the README's benchmarks), saves the shared prefix's price four
+        // times over.
+        tracing::debug!(shared_tokens, "warming the prompt cache with one pass");
+        let rest = passes.split_off(1);
+        let mut first = join_all(passes, Deadline::after(deadline)).await;
+        let left = deadline.saturating_sub(started.elapsed());
+        first.extend(join_all(rest, Deadline::after(left)).await);
+        first
+    } else {
+        join_all(passes, Deadline::after(deadline)).await
+    };
+    results
         .into_iter()
         .zip(names)
         .map(|(result, specialist)| {
@@ -113,8 +128,11 @@ async fn run_one(
 ) -> PassResult {
     let started = Instant::now();
     let mut request = LlmRequest::new(
-        prompts::system(specialist),
-        vec![Message::user(user_message)],
+        prompts::system(),
+        vec![Message::user_with_shared(
+            user_message,
+            &prompts::focus(specialist),
+        )],
     );
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
@@ -257,13 +275,14 @@ mod tests {
     #[async_trait]
     impl Llm for SlowLlm {
         async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            let delay = if request.system.contains("the security specialist") {
+            let task = &request.messages[0].text;
+            let delay = if task.contains("the security specialist") {
                 200
             } else {
                 50
             };
             tokio::time::sleep(Duration::from_millis(delay)).await;
-            if request.system.contains("testing specialist") {
+            if task.contains("testing specialist") {
                 return Err(LlmError::Server {
                     status: 500,
                     message: "down".into(),
@@ -337,5 +356,74 @@ mod tests {
             results[1].outcome.is_ok() && results[3].outcome.is_ok(),
             "{results:?}"
         );
+    }
+
+    /// A provider that caches prompts: records when each pass started and what it sent.
+    struct CachingLlm {
+        sent: std::sync::Mutex<Vec<(Instant, LlmRequest)>>,
+    }
+
+    #[async_trait]
+    impl Llm for CachingLlm {
+        async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+            self.sent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((Instant::now(), request.clone()));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(LlmResponse {
+                text: r#"{"findings": []}"#.into(),
+                usage: Usage::new(1, 1),
+                model: "m".into(),
+                truncated: false,
+            })
+        }
+
+        fn model(&self) -> &str {
+            "m"
+        }
+
+        fn prompt_cache(&self) -> crate::ports::llm::PromptCache {
+            crate::ports::llm::PromptCache::Marked { min_tokens: 400 }
+        }
+    }
+
+    /// Every pass sends the same system prompt and the same marked prefix, its own task
+    /// after it; with a cache that takes a prefix this long, one pass goes first and the
+    /// rest together once it is back; a prefix too short to cache runs them all at once.
+    #[tokio::test]
+    async fn passes_share_one_prefix_and_one_warms_the_cache_first() {
+        let specialists = select(&ReviewConfig::default(), false);
+        let long = "a line of the diff\n".repeat(100);
+        for (shared, warmed) in [(long.as_str(), true), ("short diff\n", false)] {
+            let llm = CachingLlm {
+                sent: std::sync::Mutex::new(Vec::new()),
+            };
+            run_all(
+                &llm,
+                &specialists,
+                shared,
+                Duration::from_secs(5),
+                &NoProgress,
+            )
+            .await;
+            let sent = llm.sent.into_inner().unwrap_or_else(|e| e.into_inner());
+            assert_eq!(sent.len(), 4);
+            for (_, request) in &sent {
+                assert_eq!(request.system, sent[0].1.system);
+                let message = &request.messages[0];
+                assert_eq!(
+                    message.split_at_cache_prefix().map(|(a, _)| a),
+                    Some(shared)
+                );
+                assert!(message.text.contains("## Your task"), "{}", message.text);
+            }
+            let first = sent.iter().map(|(at, _)| *at).min().expect("sent");
+            let later = sent
+                .iter()
+                .filter(|(at, _)| at.duration_since(first) >= Duration::from_millis(40))
+                .count();
+            assert_eq!(later, if warmed { 3 } else { 0 }, "warmed: {warmed}");
+        }
     }
 }

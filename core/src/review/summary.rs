@@ -327,6 +327,12 @@ impl Summary<'_> {
             "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}",
             self.usage.calls, usage.input_tokens, usage.output_tokens
         );
+        if usage.cache_read_tokens + usage.cache_write_tokens > 0 {
+            line.push_str(&format!(
+                " (prompt cache: {} tokens read, {} written; saved ≈ ${:.4})",
+                usage.cache_read_tokens, usage.cache_write_tokens, self.usage.saved_usd
+            ));
+        }
         if let Some(total) = self.spent_on_pr {
             line.push_str(&format!(
                 "; this PR so far: {} calls, ≈ ${:.4}",

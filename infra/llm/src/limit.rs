@@ -21,7 +21,7 @@
 //! pass, with the review going on (and saying so) instead of timing out.
 
 use async_trait::async_trait;
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse};
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -72,6 +72,10 @@ impl Llm for Limited {
 
     fn model(&self) -> &str {
         self.inner.model()
+    }
+
+    fn prompt_cache(&self) -> PromptCache {
+        self.inner.prompt_cache()
     }
 }
 
