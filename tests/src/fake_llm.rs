@@ -30,6 +30,9 @@ pub struct Prompt {
     pub api_key: Option<String>,
     /// The output tokens asked for (`max_tokens`, or OpenAI's `max_completion_tokens`).
     pub max_tokens: Option<u64>,
+    /// The request as sent, for assertions on provider-specific fields (cache markers,
+    /// `cache_prompt`).
+    pub raw: Value,
 }
 
 impl Prompt {
@@ -77,7 +80,23 @@ struct State {
     /// Refuse them as llama-cpp-python's server does: its request validation fails, and it
     /// answers 500 with the validation error as the message.
     refuse_with_500: bool,
+    /// Serve this many requests at once, like a llama.cpp server started with
+    /// `--parallel N`; the others wait in line (their clients' timeouts running).
+    at_once: Option<Arc<tokio::sync::Semaphore>>,
+    /// What `GET /props` says (`total_slots`), as llama.cpp's server does; 404 when unset.
+    announced_slots: Option<usize>,
+    /// Requests being answered now, and the most there ever were.
+    in_flight: usize,
+    most_in_flight: usize,
+    /// Prompt prefixes seen with a cache marker (Anthropic `cache_control`): a later
+    /// request with the same marked prefix is billed as a cache read, as Anthropic does.
+    cached_prefixes: std::collections::HashSet<String>,
+    /// Every prompt's text so far, for OpenAI's automatic prefix caching when emulated.
+    openai_cache: Option<Vec<String>>,
 }
+
+/// Anthropic's minimum cacheable prefix for the models the tests name (Sonnet 4.5).
+const CACHE_MIN_TOKENS: usize = 1024;
 
 #[derive(Clone)]
 pub struct FakeLlm {
@@ -211,6 +230,28 @@ impl FakeLlm {
         self.state().one_at_a_time = Some(Arc::new(tokio::sync::Mutex::new(())));
     }
 
+    /// Serve `n` requests at once, the rest waiting in line on the server.
+    pub fn serve_at_once(&self, n: usize) {
+        self.state().at_once = Some(Arc::new(tokio::sync::Semaphore::new(n.max(1))));
+    }
+
+    /// Answer `GET /props` with `{"total_slots": n}`, as a llama.cpp server does.
+    pub fn announce_slots(&self, n: usize) {
+        self.state().announced_slots = Some(n);
+    }
+
+    /// The most requests this server ever had in hand at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.state().most_in_flight
+    }
+
+    /// Bill repeated prompt prefixes on the OpenAI API as OpenAI does: the longest prefix
+    /// shared with an earlier prompt, in whole 128-token blocks from 1,024 tokens on, is
+    /// `prompt_tokens_details.cached_tokens`.
+    pub fn emulate_openai_cache(&self) {
+        self.state().openai_cache = Some(Vec::new());
+    }
+
     pub fn set_latency(&self, latency: Duration) {
         self.state().latency = latency;
     }
@@ -228,6 +269,20 @@ async fn handle(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
+    if uri.path() == "/props" {
+        let announced = state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .announced_slots;
+        return match announced {
+            Some(n) => axum::Json(json!({ "total_slots": n, "default_generation_settings": {} }))
+                .into_response(),
+            None => (StatusCode::NOT_FOUND, "File Not Found").into_response(),
+        };
+    }
+    if uri.path() == "/slots" {
+        return (StatusCode::NOT_FOUND, "File Not Found").into_response();
+    }
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(_) => return (StatusCode::BAD_REQUEST, "not json").into_response(),
@@ -271,6 +326,7 @@ async fn handle(
                 .map(str::to_string),
             api_key,
             max_tokens,
+            raw: request.clone(),
         }
     } else {
         Prompt {
@@ -279,6 +335,7 @@ async fn handle(
             response_format: None,
             api_key,
             max_tokens,
+            raw: request.clone(),
         }
     };
     if let Some(kind) = &prompt.response_format {
@@ -315,8 +372,23 @@ async fn handle(
         Some(line) => Some(line.clone().lock_owned().await),
         None => None,
     };
-    let (latency, reply, model, wire) = {
+    let at_once = state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .at_once
+        .clone();
+    let _slot = match at_once {
+        Some(slots) => slots.acquire_owned().await.ok(),
+        None => None,
+    };
+    let _busy = InFlight::enter(state.clone());
+    let (latency, reply, model, wire, cache) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = if openai {
+            openai_cached_tokens(&mut s, &text)
+        } else {
+            anthropic_cache(&mut s, &request)
+        };
         s.prompts.push(prompt);
         let wire = s
             .tripwires
@@ -332,6 +404,7 @@ async fn handle(
                 .unwrap_or("claude-fake")
                 .to_string(),
             wire,
+            cache,
         )
     };
     if let Some(wire) = wire
@@ -351,18 +424,30 @@ async fn handle(
         Reply::Text(text) if openai => {
             let input_tokens = (body.len() / 4) as u64;
             let output_tokens = (text.len() / 4) as u64 + 1;
+            let mut usage =
+                json!({ "prompt_tokens": input_tokens, "completion_tokens": output_tokens });
+            if let Cache::Read(cached) = cache {
+                usage["prompt_tokens_details"] =
+                    json!({ "cached_tokens": cached.min(input_tokens) });
+            }
             axum::Json(json!({
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
                 "model": model,
                 "choices": [ { "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" } ],
-                "usage": { "prompt_tokens": input_tokens, "completion_tokens": output_tokens }
+                "usage": usage
             }))
             .into_response()
         }
         Reply::Text(text) => {
-            let input_tokens = (body.len() / 4) as u64;
+            let all_input = (body.len() / 4) as u64;
             let output_tokens = (text.len() / 4) as u64 + 1;
+            let (read, write) = match cache {
+                Cache::Read(tokens) => (tokens, 0),
+                Cache::Written(tokens) => (0, tokens),
+                Cache::None => (0, 0),
+            };
+            let input_tokens = all_input.saturating_sub(read + write);
             axum::Json(json!({
                 "id": "msg_fake",
                 "type": "message",
@@ -371,7 +456,12 @@ async fn handle(
                 "content": [ { "type": "text", "text": text } ],
                 "stop_reason": "end_turn",
                 "stop_sequence": null,
-                "usage": { "input_tokens": input_tokens, "output_tokens": output_tokens }
+                "usage": {
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "cache_creation_input_tokens": write,
+                    "cache_read_input_tokens": read
+                }
             }))
             .into_response()
         }
@@ -398,6 +488,99 @@ fn next_reply(s: &mut State, text: &str) -> (Reply, Option<Duration>) {
     (reply, None)
 }
 
+/// How a request's prompt met the cache.
+#[derive(Debug, Clone, Copy)]
+enum Cache {
+    None,
+    Read(u64),
+    Written(u64),
+}
+
+/// Counts a request in flight while it is alive (dropped when answered or abandoned).
+struct InFlight(Arc<Mutex<State>>);
+
+impl InFlight {
+    fn enter(state: Arc<Mutex<State>>) -> Self {
+        {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.in_flight += 1;
+            s.most_in_flight = s.most_in_flight.max(s.in_flight);
+        }
+        InFlight(state)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        s.in_flight = s.in_flight.saturating_sub(1);
+    }
+}
+
+/// Anthropic's accounting: the prompt up to the last block carrying `cache_control`
+/// (system blocks, then message blocks, in order) is the cached prefix, when it is at
+/// least the model's minimum; seen before, it is read, else written.
+fn anthropic_cache(s: &mut State, request: &Value) -> Cache {
+    let mut text = String::new();
+    let mut prefix: Option<usize> = None;
+    let mut add = |content: &Value, text: &mut String| match content {
+        Value::String(t) => text.push_str(t),
+        Value::Array(blocks) => {
+            for block in blocks {
+                text.push_str(block["text"].as_str().unwrap_or_default());
+                if block.get("cache_control").is_some() {
+                    prefix = Some(text.len());
+                }
+            }
+        }
+        _ => {}
+    };
+    add(&request["system"], &mut text);
+    for message in request["messages"].as_array().into_iter().flatten() {
+        add(&message["content"], &mut text);
+    }
+    let Some(end) = prefix else {
+        return Cache::None;
+    };
+    let tokens = end / 4;
+    if tokens < CACHE_MIN_TOKENS {
+        return Cache::None;
+    }
+    let key = text[..end].to_string();
+    if s.cached_prefixes.contains(&key) {
+        Cache::Read(tokens as u64)
+    } else {
+        s.cached_prefixes.insert(key);
+        Cache::Written(tokens as u64)
+    }
+}
+
+/// OpenAI's automatic caching, when emulated: the longest prefix shared with an earlier
+/// prompt, in whole 128-token blocks, from 1,024 tokens.
+fn openai_cached_tokens(s: &mut State, text: &str) -> Cache {
+    let Some(seen) = s.openai_cache.as_mut() else {
+        return Cache::None;
+    };
+    let shared = seen
+        .iter()
+        .map(|earlier| {
+            earlier
+                .bytes()
+                .zip(text.bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    seen.push(text.to_string());
+    let tokens = (shared / 4) / 128 * 128;
+    if tokens >= 1024 {
+        Cache::Read(tokens as u64)
+    } else {
+        Cache::None
+    }
+}
+
 fn system_text(system: &Value) -> String {
     match system {
         Value::String(s) => s.clone(),
@@ -408,11 +591,8 @@ fn system_text(system: &Value) -> String {
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        // The blocks as the model reads them: one text, in order.
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
         _ => String::new(),
     }
 }

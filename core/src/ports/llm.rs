@@ -138,6 +138,20 @@ impl LlmRequest {
         self.options = options;
         self
     }
+
+    /// Estimated tokens up to the end of the first marked prefix, system prompt
+    /// included (about four characters a token, as Parley's budgets count): what a
+    /// provider would cache. `None` when nothing is marked.
+    pub fn cacheable_tokens(&self) -> Option<usize> {
+        let mut chars = self.system.len();
+        for message in &self.messages {
+            if message.split_at_cache_prefix().is_some() {
+                return Some((chars + message.cache_prefix).div_ceil(4));
+            }
+            chars += message.text.len();
+        }
+        None
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

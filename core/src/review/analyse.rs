@@ -169,8 +169,10 @@ pub async fn analyse(
             &applied,
             &memory,
             subject.pr_patches,
-            &retrieved.section(&[Source::Finding]),
-            &shared,
+            learned::JudgeText {
+                past_findings: &retrieved.section(&[Source::Finding]),
+                shared: &shared,
+            },
         )
         .await;
         suppressed.extend(dropped);

@@ -41,6 +41,13 @@ pub async fn load(store: &dyn Store, repo: &str, org: &str) -> RepoMemory {
     }
 }
 
+/// What the judge reads besides the findings: earlier PRs' similar findings (retrieval's
+/// rendering) and the review's shared user message, which its prompt starts with.
+pub struct JudgeText<'a> {
+    pub past_findings: &'a str,
+    pub shared: &'a str,
+}
+
 /// Run the judge over `kept`: drop what it drops (as suppressed, by the learning it names
 /// when one), take its confidence for the rest.
 pub async fn judge(
@@ -50,9 +57,12 @@ pub async fn judge(
     applied: &Applied,
     memory: &RepoMemory,
     patches: &HashMap<String, Patch>,
-    past_findings: &str,
-    shared: &str,
+    text: JudgeText<'_>,
 ) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
+    let JudgeText {
+        past_findings,
+        shared,
+    } = text;
     if kept.is_empty() {
         return (kept, Vec::new(), JudgeStatus::Idle);
     }

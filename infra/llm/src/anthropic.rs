@@ -1,12 +1,14 @@
 //! Anthropic Messages API: `POST {base}/v1/messages`.
 //!
 //! Anthropic has no JSON mode; the `json` option is ignored and the structured-output
-//! helper's instructions and extraction do the work.
+//! helper's instructions and extraction do the work. A message's shared prefix gets a
+//! `cache_control` breakpoint when it is long enough to cache (see [`crate::cache`]).
 
+use crate::cache;
 use crate::http::{self, ErrorInfo, RawResponse};
 use crate::retry::{RetryPolicy, with_retries};
 use async_trait::async_trait;
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usage};
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -82,13 +84,11 @@ impl AnthropicLlm {
         let usage = reply.usage;
         Ok(LlmResponse {
             text,
-            // Cache reads and writes are input too; counting them keeps the estimate an
-            // upper bound rather than missing tokens.
-            usage: Usage::new(
-                usage.input_tokens
-                    + usage.cache_creation_input_tokens.unwrap_or(0)
-                    + usage.cache_read_input_tokens.unwrap_or(0),
-                usage.output_tokens,
+            // `input_tokens` is what came after the last cache breakpoint: the three
+            // parts are billed differently and never overlap.
+            usage: Usage::new(usage.input_tokens, usage.output_tokens).with_cache(
+                usage.cache_read_input_tokens.unwrap_or(0),
+                usage.cache_creation_input_tokens.unwrap_or(0),
             ),
             model: reply.model.unwrap_or_else(|| self.model.clone()),
             truncated: reply.stop_reason.as_deref() == Some("max_tokens"),
@@ -99,6 +99,11 @@ impl AnthropicLlm {
 #[async_trait]
 impl Llm for AnthropicLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        // A breakpoint where the shared prefix ends, when it is long enough for this
+        // model to cache (the cache covers the system prompt and everything before it).
+        let cache = request
+            .cacheable_tokens()
+            .is_some_and(|tokens| tokens >= cache::anthropic_min_tokens(&self.model));
         let body = MessagesRequest {
             model: &self.model,
             max_tokens: request.options.max_tokens,
@@ -111,7 +116,21 @@ impl Llm for AnthropicLlm {
                         Role::User => "user",
                         Role::Assistant => "assistant",
                     },
-                    content: &m.text,
+                    content: match m.split_at_cache_prefix().filter(|_| cache) {
+                        Some((shared, own)) => Content::Blocks(vec![
+                            TextBlock {
+                                kind: "text",
+                                text: shared,
+                                cache_control: Some(CacheControl { kind: "ephemeral" }),
+                            },
+                            TextBlock {
+                                kind: "text",
+                                text: own,
+                                cache_control: None,
+                            },
+                        ]),
+                        None => Content::Text(&m.text),
+                    },
                 })
                 .collect(),
             temperature: request.options.temperature,
@@ -132,6 +151,12 @@ impl Llm for AnthropicLlm {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn prompt_cache(&self) -> PromptCache {
+        PromptCache::Marked {
+            min_tokens: cache::anthropic_min_tokens(&self.model),
+        }
     }
 }
 
@@ -170,7 +195,31 @@ struct MessagesRequest<'a> {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+/// A message's content: plain text, or text blocks when part of it is marked for the
+/// prompt cache.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Blocks(Vec<TextBlock<'a>>),
+}
+
+#[derive(Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Deserialize)]

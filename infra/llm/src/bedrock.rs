@@ -5,6 +5,7 @@
 //! backoff and error classification as the other providers; the per-call timeout is
 //! likewise ours. Converse has no plain JSON mode, so the `json` option is ignored.
 
+use crate::cache;
 use crate::retry::{RetryPolicy, with_retries};
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::Client;
@@ -13,10 +14,11 @@ use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
 use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, ConverseOutput as ConverseResult, InferenceConfiguration,
-    Message, StopReason, SystemContentBlock,
+    CachePointBlock, CachePointType, ContentBlock, ConversationRole,
+    ConverseOutput as ConverseResult, InferenceConfiguration, Message, StopReason,
+    SystemContentBlock,
 };
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usage};
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
 use std::time::Duration;
 
 const PROVIDER: &str = "bedrock";
@@ -89,7 +91,13 @@ impl BedrockLlm {
                 tracing::warn!(model = %self.model, "Bedrock reply carries no usage");
                 Usage::default()
             },
-            |u| Usage::new(tokens(u.input_tokens()), tokens(u.output_tokens())),
+            // `inputTokens` leaves out what was read from or written to the cache.
+            |u| {
+                Usage::new(tokens(u.input_tokens()), tokens(u.output_tokens())).with_cache(
+                    u.cache_read_input_tokens().map_or(0, tokens),
+                    u.cache_write_input_tokens().map_or(0, tokens),
+                )
+            },
         );
         LlmResponse {
             text,
@@ -111,16 +119,33 @@ fn tokens(count: i32) -> u64 {
 #[async_trait]
 impl Llm for BedrockLlm {
     async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        // A `cachePoint` after the shared prefix, for a model with prompt caching and a
+        // prefix long enough for it; Bedrock refuses one on other models.
+        let cache = match (
+            cache::bedrock_min_tokens(&self.model),
+            request.cacheable_tokens(),
+        ) {
+            (Some(min), Some(tokens)) => tokens >= min,
+            _ => false,
+        };
         let messages = request
             .messages
             .iter()
             .map(|m| {
+                let content = match m.split_at_cache_prefix().filter(|_| cache) {
+                    Some((shared, own)) => vec![
+                        ContentBlock::Text(shared.to_owned()),
+                        ContentBlock::CachePoint(cache_point()?),
+                        ContentBlock::Text(own.to_owned()),
+                    ],
+                    None => vec![ContentBlock::Text(m.text.clone())],
+                };
                 Message::builder()
                     .role(match m.role {
                         Role::User => ConversationRole::User,
                         Role::Assistant => ConversationRole::Assistant,
                     })
-                    .content(ContentBlock::Text(m.text.clone()))
+                    .set_content(Some(content))
                     .build()
                     .map_err(|e| LlmError::InvalidRequest(format!("cannot build message: {e}")))
             })
@@ -149,6 +174,20 @@ impl Llm for BedrockLlm {
     fn model(&self) -> &str {
         &self.model
     }
+
+    fn prompt_cache(&self) -> PromptCache {
+        match cache::bedrock_min_tokens(&self.model) {
+            Some(min_tokens) => PromptCache::Marked { min_tokens },
+            None => PromptCache::None,
+        }
+    }
+}
+
+fn cache_point() -> Result<CachePointBlock, LlmError> {
+    CachePointBlock::builder()
+        .r#type(CachePointType::Default)
+        .build()
+        .map_err(|e| LlmError::InvalidRequest(format!("cannot build a cache point: {e}")))
 }
 
 fn classify(

@@ -95,6 +95,19 @@ impl fmt::Debug for LlmConfig {
 }
 
 impl LlmConfig {
+    /// The OpenAI-compatible API root in use.
+    pub fn openai_base_url(&self) -> &str {
+        self.base_url.as_deref().unwrap_or(DEFAULT_OPENAI_BASE_URL)
+    }
+
+    /// OpenAI's own API (the default base URL): a cloud service, not a server to probe.
+    pub fn is_openai_cloud(&self) -> bool {
+        reqwest::Url::parse(self.openai_base_url())
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+            .is_some_and(|host| host == "api.openai.com" || host.ends_with(".openai.azure.com"))
+    }
+
     /// Read the process environment.
     pub fn from_env() -> Result<Self, LlmError> {
         Self::from_lookup(|name| std::env::var(name).ok())

@@ -8,11 +8,13 @@
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod cache;
 pub mod config;
 mod http;
 pub mod limit;
 pub mod openai;
 pub mod retry;
+pub mod server;
 
 pub use anthropic::AnthropicLlm;
 pub use bedrock::BedrockLlm;
@@ -24,6 +26,30 @@ use parley_core::llm::{PRICES_ENV, PriceTable, PricingError};
 use parley_core::ports::llm::{Llm, LlmError};
 use std::sync::Arc;
 
+/// The provider behind its call limit: `max_concurrency` (`LLM_MAX_CONCURRENCY`) when
+/// set, else what [`limit::discover`] finds; a llama.cpp server found on the way also
+/// gets `cache_prompt`. One probe of a self-hosted server per process.
+pub async fn build_limited(
+    config: LlmConfig,
+    max_concurrency: Option<usize>,
+    output_cap: Option<u32>,
+) -> Result<Arc<dyn Llm>, LlmError> {
+    let server = if config.provider == Provider::OpenAi && !config.is_openai_cloud() {
+        server::probe(config.openai_base_url()).await
+    } else {
+        None
+    };
+    let concurrency = match max_concurrency {
+        Some(n) => limit::Concurrency::Fixed(n),
+        None => limit::discover(&config, server),
+    };
+    tracing::info!(?concurrency, llama_cpp = server.is_some(), "LLM call limit");
+    let llm = build_with(config, server.is_some()).await?;
+    Ok(Arc::new(
+        limit::Limited::with_concurrency(llm, concurrency).with_output_cap(output_cap),
+    ))
+}
+
 /// The provider the environment asks for. See [`LlmConfig::from_env`].
 pub async fn from_env() -> Result<Arc<dyn Llm>, LlmError> {
     build(LlmConfig::from_env()?).await
@@ -32,6 +58,10 @@ pub async fn from_env() -> Result<Arc<dyn Llm>, LlmError> {
 /// The adapter for `config`. Async because Bedrock loads the AWS configuration (region,
 /// role credentials, endpoint override).
 pub async fn build(config: LlmConfig) -> Result<Arc<dyn Llm>, LlmError> {
+    build_with(config, false).await
+}
+
+async fn build_with(config: LlmConfig, llama_cpp: bool) -> Result<Arc<dyn Llm>, LlmError> {
     // In Lambda the template passes the key as a Secrets Manager ARN; sending the ARN as
     // a key would fail later as a confusing 401.
     if config
@@ -58,16 +88,19 @@ pub async fn build(config: LlmConfig) -> Result<Arc<dyn Llm>, LlmError> {
             config.timeout,
             config.retry,
         )?),
-        Provider::OpenAi => Arc::new(OpenAiLlm::new(
-            config
-                .base_url
-                .as_deref()
-                .unwrap_or(config::DEFAULT_OPENAI_BASE_URL),
-            config.api_key,
-            required_model(config.model)?,
-            config.timeout,
-            config.retry,
-        )?),
+        Provider::OpenAi => Arc::new(
+            OpenAiLlm::new(
+                config
+                    .base_url
+                    .as_deref()
+                    .unwrap_or(config::DEFAULT_OPENAI_BASE_URL),
+                config.api_key,
+                required_model(config.model)?,
+                config.timeout,
+                config.retry,
+            )?
+            .with_cache_prompt(llama_cpp),
+        ),
         Provider::Bedrock => {
             let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
             if let Some(url) = &config.base_url {

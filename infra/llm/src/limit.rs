@@ -1,5 +1,14 @@
-//! At most N LLM calls in flight per process (`LLM_MAX_CONCURRENCY`), and at most M
-//! output tokens asked for in any of them (`LLM_MAX_OUTPUT_TOKENS`).
+//! At most N LLM calls in flight per process, and at most M output tokens asked for in
+//! any of them (`LLM_MAX_OUTPUT_TOKENS`).
+//!
+//! **N.** `LLM_MAX_CONCURRENCY` when set. Otherwise Parley finds out: a cloud API
+//! (Anthropic, Bedrock, OpenAI) takes a review's passes all at once, so they go at once
+//! ([`CLOUD_CONCURRENCY`]); a llama.cpp server says how many requests it serves at a
+//! time (`/props`: `total_slots`), so that many go; any other self-hosted server (Ollama,
+//! vLLM) gets an adaptive limit: it starts at [`ADAPTIVE_START`], halves when a call
+//! times out while others were in flight (the shape of a call left waiting in the
+//! server's queue) and tries that call again, and grows back by one after a run of
+//! calls that all answered.
 //!
 //! A self-hosted model server (llama.cpp, Ollama on a small machine) serves one request at
 //! a time. Sent five specialist passes at once, it queues them on its side, where each
@@ -20,28 +29,60 @@
 //! call end early as a truncated reply, which the caller already treats as a failed
 //! pass, with the review going on (and saying so) instead of timing out.
 
+use crate::config::{LlmConfig, Provider};
 use async_trait::async_trait;
 use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache};
-use std::sync::Arc;
-use tokio::sync::Semaphore;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::Notify;
 
 pub const MAX_CONCURRENCY_ENV: &str = "LLM_MAX_CONCURRENCY";
-pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
+/// Calls in flight for a cloud API: a five-pass review and the judge, and a reply or two.
+pub const CLOUD_CONCURRENCY: usize = 8;
+/// Where the adaptive limit starts, and the most it grows to.
+pub const ADAPTIVE_START: usize = 4;
+pub const ADAPTIVE_MAX: usize = 8;
+/// Answered calls in a row, per slot, before the adaptive limit grows by one.
+const GROW_AFTER_PER_SLOT: usize = 4;
 pub const MAX_OUTPUT_TOKENS_ENV: &str = "LLM_MAX_OUTPUT_TOKENS";
 
-/// An [`Llm`] that lets at most `slots` calls through at once (the others wait in line)
-/// and, with an output cap, lowers any request's `max_tokens` to it.
+/// How many calls may be in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    Fixed(usize),
+    /// Start here and adapt to the server (see the module docs).
+    Adaptive(usize),
+}
+
+/// An [`Llm`] that lets a limited number of calls through at once (the others wait in
+/// line, their timeouts not yet running) and, with an output cap, lowers any request's
+/// `max_tokens` to it.
 pub struct Limited {
     inner: Arc<dyn Llm>,
-    slots: Arc<Semaphore>,
+    slots: Slots,
     output_cap: Option<u32>,
 }
 
 impl Limited {
     pub fn new(inner: Arc<dyn Llm>, slots: usize) -> Self {
+        Self::with_concurrency(inner, Concurrency::Fixed(slots))
+    }
+
+    pub fn with_concurrency(inner: Arc<dyn Llm>, concurrency: Concurrency) -> Self {
+        let (limit, adaptive) = match concurrency {
+            Concurrency::Fixed(n) => (n.max(1), false),
+            Concurrency::Adaptive(n) => (n.clamp(1, ADAPTIVE_MAX), true),
+        };
         Limited {
             inner,
-            slots: Arc::new(Semaphore::new(slots.max(1))),
+            slots: Slots {
+                state: Mutex::new(SlotState {
+                    limit,
+                    in_flight: 0,
+                    answered_in_a_row: 0,
+                }),
+                freed: Notify::new(),
+                adaptive,
+            },
             output_cap: None,
         }
     }
@@ -50,16 +91,13 @@ impl Limited {
         self.output_cap = cap;
         self
     }
-}
 
-#[async_trait]
-impl Llm for Limited {
-    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let _slot = self
-            .slots
-            .acquire()
-            .await
-            .map_err(|_| LlmError::Config("the LLM call limiter was shut down".into()))?;
+    /// The limit in force now (it moves only when adaptive).
+    pub fn limit(&self) -> usize {
+        self.slots.lock().limit
+    }
+
+    async fn call(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         match self.output_cap {
             Some(cap) if request.options.max_tokens > cap => {
                 let mut capped = request.clone();
@@ -67,6 +105,29 @@ impl Llm for Limited {
                 self.inner.complete(&capped).await
             }
             _ => self.inner.complete(request).await,
+        }
+    }
+}
+
+#[async_trait]
+impl Llm for Limited {
+    async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let mut retried = false;
+        loop {
+            let slot = self.slots.acquire().await;
+            let result = self.call(request).await;
+            let queued = slot.release(&result);
+            // A call that timed out behind others most likely waited in the server's
+            // queue, not on the model: the limit is now lower, so it goes again, once.
+            if queued && !retried {
+                retried = true;
+                tracing::warn!(
+                    limit = self.limit(),
+                    "an LLM call timed out while others were in flight; fewer at once from now on, and this one again"
+                );
+                continue;
+            }
+            return result;
         }
     }
 
@@ -79,17 +140,124 @@ impl Llm for Limited {
     }
 }
 
-/// `LLM_MAX_CONCURRENCY` as a number of slots: unset means the default; anything but a
-/// whole number of at least 1 is an error (a limit silently ignored would bring back the
-/// timeouts it exists to prevent).
-pub fn slots_from(value: Option<&str>) -> Result<usize, LlmError> {
+/// The slots and who waits for one. A `tokio::sync::Semaphore` cannot shrink while its
+/// permits are out; this count can.
+struct Slots {
+    state: Mutex<SlotState>,
+    freed: Notify,
+    adaptive: bool,
+}
+
+struct SlotState {
+    limit: usize,
+    in_flight: usize,
+    answered_in_a_row: usize,
+}
+
+impl Slots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn acquire(&self) -> Slot<'_> {
+        loop {
+            let freed = self.freed.notified();
+            {
+                let mut state = self.lock();
+                if state.in_flight < state.limit {
+                    state.in_flight += 1;
+                    return Slot {
+                        slots: self,
+                        crowded: state.in_flight > 1,
+                        released: false,
+                    };
+                }
+            }
+            freed.await;
+        }
+    }
+}
+
+/// One call's place in line. Dropped without [`Slot::release`] (the call was abandoned
+/// at a deadline), it is given back all the same.
+struct Slot<'a> {
+    slots: &'a Slots,
+    /// Others were in flight when this call started.
+    crowded: bool,
+    released: bool,
+}
+
+impl Slot<'_> {
+    /// Give the slot back and learn from how the call went; `true` when it timed out in
+    /// a way that says the server queued it (the adaptive limit then halves).
+    fn release(mut self, result: &Result<LlmResponse, LlmError>) -> bool {
+        self.released = true;
+        let mut state = self.slots.lock();
+        state.in_flight = state.in_flight.saturating_sub(1);
+        let mut queued = false;
+        if self.slots.adaptive {
+            match result {
+                Err(LlmError::Timeout(_)) if self.crowded => {
+                    state.limit = (state.limit / 2).max(1);
+                    state.answered_in_a_row = 0;
+                    queued = true;
+                }
+                Ok(_) => {
+                    state.answered_in_a_row += 1;
+                    if state.answered_in_a_row >= state.limit * GROW_AFTER_PER_SLOT
+                        && state.limit < ADAPTIVE_MAX
+                    {
+                        state.limit += 1;
+                        state.answered_in_a_row = 0;
+                    }
+                }
+                Err(_) => state.answered_in_a_row = 0,
+            }
+        }
+        drop(state);
+        self.slots.freed.notify_waiters();
+        queued
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if !self.released {
+            let mut state = self.slots.lock();
+            state.in_flight = state.in_flight.saturating_sub(1);
+            drop(state);
+            self.slots.freed.notify_waiters();
+        }
+    }
+}
+
+/// How many calls to let through when `LLM_MAX_CONCURRENCY` is not set (see the module
+/// docs), given what a self-hosted server said about itself.
+pub fn discover(config: &LlmConfig, server: Option<crate::server::LocalServer>) -> Concurrency {
+    match (config.provider, server) {
+        (Provider::Anthropic | Provider::Bedrock, _) => Concurrency::Fixed(CLOUD_CONCURRENCY),
+        (Provider::OpenAi, _) if config.is_openai_cloud() => Concurrency::Fixed(CLOUD_CONCURRENCY),
+        (Provider::OpenAi, Some(server)) => Concurrency::Fixed(server.slots),
+        (Provider::OpenAi, None) => Concurrency::Adaptive(ADAPTIVE_START),
+    }
+}
+
+/// `LLM_MAX_CONCURRENCY` as a number of slots: unset means "find out" (`None`); anything
+/// but a whole number of at least 1 is an error (a limit silently ignored would bring
+/// back the timeouts it exists to prevent).
+pub fn slots_from(value: Option<&str>) -> Result<Option<usize>, LlmError> {
     match value.map(str::trim).filter(|v| !v.is_empty()) {
-        None => Ok(DEFAULT_MAX_CONCURRENCY),
-        Some(v) => v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-            LlmError::Config(format!(
-                "{MAX_CONCURRENCY_ENV} must be a whole number of at least 1, got {v:?}"
-            ))
-        }),
+        None => Ok(None),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .map(Some)
+            .ok_or_else(|| {
+                LlmError::Config(format!(
+                    "{MAX_CONCURRENCY_ENV} must be a whole number of at least 1, got {v:?}"
+                ))
+            }),
     }
 }
 
@@ -174,8 +342,8 @@ mod tests {
 
     #[test]
     fn the_setting_is_checked() {
-        assert_eq!(slots_from(None).unwrap(), DEFAULT_MAX_CONCURRENCY);
-        assert_eq!(slots_from(Some(" 1 ")).unwrap(), 1);
+        assert_eq!(slots_from(None).unwrap(), None);
+        assert_eq!(slots_from(Some(" 1 ")).unwrap(), Some(1));
         assert!(slots_from(Some("0")).is_err());
         assert!(slots_from(Some("many")).is_err());
 
@@ -201,5 +369,136 @@ mod tests {
         }
         let asked = asked.asked.lock().unwrap().clone();
         assert_eq!(asked, [1024, 4096, 1024, 1024, 300, 300]);
+    }
+
+    /// A server that serves one request at a time: a call that arrives while another is
+    /// being served waits in its queue until its client gives up (a timeout), as a
+    /// single-slot llama.cpp or Ollama server does to a client that sends too many.
+    #[derive(Default)]
+    struct OneSlotServer {
+        busy: AtomicUsize,
+        answered: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl Llm for OneSlotServer {
+        async fn complete(&self, _: &LlmRequest) -> Result<LlmResponse, LlmError> {
+            if self.busy.fetch_add(1, Ordering::SeqCst) > 0 {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                self.busy.fetch_sub(1, Ordering::SeqCst);
+                return Err(LlmError::Timeout(Duration::from_millis(30)));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+            self.answered.fetch_add(1, Ordering::SeqCst);
+            Ok(LlmResponse {
+                text: "{}".into(),
+                usage: Usage::new(1, 1),
+                model: "m".into(),
+                truncated: false,
+            })
+        }
+        fn model(&self) -> &str {
+            "m"
+        }
+    }
+
+    /// Five passes at once against a one-slot server, with nothing configured: the calls
+    /// left waiting time out, the limit halves down to one, and each of them goes again,
+    /// so all five are answered; with a fixed four, the waiting ones fail.
+    #[tokio::test]
+    async fn an_adaptive_limit_finds_a_one_slot_server_and_loses_no_call() {
+        let server = Arc::new(OneSlotServer::default());
+        let limited = Arc::new(Limited::with_concurrency(
+            server.clone(),
+            Concurrency::Adaptive(ADAPTIVE_START),
+        ));
+        let calls: Vec<_> = (0..5)
+            .map(|_| {
+                let limited = limited.clone();
+                tokio::spawn(async move {
+                    limited
+                        .complete(&LlmRequest::new("s".to_string(), vec![]))
+                        .await
+                })
+            })
+            .collect();
+        for call in calls {
+            call.await
+                .expect("joined")
+                .expect("answered after adapting");
+        }
+        assert_eq!(server.answered.load(Ordering::SeqCst), 5);
+        assert!(
+            limited.limit() < ADAPTIVE_START,
+            "the limit came down: {}",
+            limited.limit()
+        );
+
+        let fixed = Arc::new(Limited::new(Arc::new(OneSlotServer::default()), 4));
+        let calls: Vec<_> = (0..5)
+            .map(|_| {
+                let fixed = fixed.clone();
+                tokio::spawn(async move {
+                    fixed
+                        .complete(&LlmRequest::new("s".to_string(), vec![]))
+                        .await
+                })
+            })
+            .collect();
+        let mut failed = 0;
+        for call in calls {
+            failed += usize::from(call.await.expect("joined").is_err());
+        }
+        assert!(failed >= 2, "a fixed limit does not adapt: {failed} failed");
+    }
+
+    /// The limit grows back, slowly, once calls keep being answered.
+    #[tokio::test]
+    async fn an_adaptive_limit_grows_back_after_a_run_of_answers() {
+        let limited =
+            Limited::with_concurrency(Arc::new(Slow::default()), Concurrency::Adaptive(1));
+        for _ in 0..GROW_AFTER_PER_SLOT {
+            limited
+                .complete(&LlmRequest::new("s".to_string(), vec![]))
+                .await
+                .expect("answered");
+        }
+        assert_eq!(limited.limit(), 2);
+    }
+
+    #[test]
+    fn cloud_apis_keep_full_parallelism_and_servers_say_what_they_serve() {
+        let config = |provider, base: Option<&str>| LlmConfig {
+            provider,
+            model: Some("m".into()),
+            base_url: base.map(str::to_owned),
+            api_key: None,
+            timeout: Duration::from_secs(60),
+            retry: crate::RetryPolicy::default(),
+        };
+        let local = crate::server::LocalServer { slots: 2 };
+        assert_eq!(
+            discover(&config(Provider::Anthropic, None), None),
+            Concurrency::Fixed(CLOUD_CONCURRENCY)
+        );
+        assert_eq!(
+            discover(&config(Provider::OpenAi, None), None),
+            Concurrency::Fixed(CLOUD_CONCURRENCY)
+        );
+        assert_eq!(
+            discover(
+                &config(Provider::OpenAi, Some("http://127.0.0.1:8080/v1")),
+                Some(local)
+            ),
+            Concurrency::Fixed(2)
+        );
+        assert_eq!(
+            discover(
+                &config(Provider::OpenAi, Some("http://localhost:11434/v1")),
+                None
+            ),
+            Concurrency::Adaptive(ADAPTIVE_START)
+        );
     }
 }

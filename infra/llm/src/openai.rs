@@ -2,12 +2,15 @@
 //!
 //! One adapter for OpenAI, OpenRouter, vLLM, Ollama and the llama.cpp server, so it only
 //! relies on what they all share. The key is optional because local servers take none.
+//! Prompt caching needs no marker here: OpenAI and vLLM reuse a repeated prefix on their
+//! own, which is why the shared part of a review's prompt comes first (see
+//! `parley_core::review::prompts`); llama.cpp is asked to with `cache_prompt`.
 
 use crate::http::{self, ErrorInfo, RawResponse};
 use crate::retry::{self, RetryPolicy, retry_while};
 use async_trait::async_trait;
 use parley_core::llm::normalise_model_id;
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Role, Usage};
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -28,6 +31,10 @@ pub struct OpenAiLlm {
     /// The strictest structured-output mode this server has not refused, learned once per
     /// process (see [`Format`]): after one refusal no later call pays for it again.
     format: AtomicU8,
+    /// A llama.cpp server: ask it to keep the prompt's processed prefix in its slot
+    /// (`cache_prompt`), so the next pass on that slot starts after the shared part.
+    /// Only there: OpenAI's API refuses unknown fields.
+    cache_prompt: bool,
 }
 
 /// Structured-output modes, strictest first. OpenAI, vLLM and recent llama.cpp and Ollama
@@ -90,7 +97,13 @@ impl OpenAiLlm {
             timeout,
             retry,
             format: AtomicU8::new(Format::JsonSchema as u8),
+            cache_prompt: false,
         })
+    }
+
+    pub fn with_cache_prompt(mut self, cache_prompt: bool) -> Self {
+        self.cache_prompt = cache_prompt;
+        self
     }
 
     /// The `response_format` for `request` in `format` (none for plain text, or when the
@@ -151,7 +164,15 @@ impl OpenAiLlm {
                 tracing::debug!(model = %self.model, "LLM reply carries no usage");
                 Usage::default()
             },
-            |u| Usage::new(u.prompt_tokens, u.completion_tokens),
+            // `prompt_tokens` counts the cached part too; it is billed apart.
+            |u| {
+                let cached = u
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .unwrap_or(0)
+                    .min(u.prompt_tokens);
+                Usage::new(u.prompt_tokens - cached, u.completion_tokens).with_cache(cached, 0)
+            },
         );
         Ok(LlmResponse {
             text: choice.message.content.unwrap_or_default(),
@@ -192,6 +213,7 @@ impl Llm for OpenAiLlm {
             max_completion_tokens: self.reasoning.then_some(max_tokens),
             temperature: request.options.temperature.filter(|_| !self.reasoning),
             response_format: None,
+            cache_prompt: self.cache_prompt.then_some(true),
         };
         let mut body = body;
         let timeout = request.options.timeout.unwrap_or(self.timeout);
@@ -240,6 +262,25 @@ impl Llm for OpenAiLlm {
     fn model(&self) -> &str {
         &self.model
     }
+
+    /// OpenAI caches long prefixes on its own; what other servers keep (a llama.cpp
+    /// slot's last prompt) is not a cache a review can count on across its passes.
+    fn prompt_cache(&self) -> PromptCache {
+        if is_openai_api(&self.url) {
+            PromptCache::Automatic {
+                min_tokens: crate::cache::OPENAI_MIN_TOKENS,
+            }
+        } else {
+            PromptCache::None
+        }
+    }
+}
+
+fn is_openai_api(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .is_some_and(|host| host == "api.openai.com")
 }
 
 /// o-series and GPT-5 models take `max_completion_tokens` and only the default
@@ -314,6 +355,8 @@ struct ChatRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_prompt: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -395,6 +438,14 @@ struct WireUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[cfg(test)]

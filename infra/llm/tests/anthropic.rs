@@ -90,7 +90,8 @@ async fn success_sends_the_documented_request_and_parses_text_and_usage() {
         .await
         .unwrap();
     assert_eq!(reply.text, "Yes, it is.");
-    assert_eq!(reply.usage, Usage::new(112, 20));
+    // Anthropic's three input counts, billed apart: uncached, read, written.
+    assert_eq!(reply.usage, Usage::new(100, 20).with_cache(7, 5));
     assert_eq!(reply.model, "claude-sonnet-4-5-20250929");
     assert!(!reply.truncated);
 
@@ -337,4 +338,52 @@ async fn an_unreachable_server_is_a_network_error() {
     .unwrap();
     let result = llm.complete(&request()).await;
     assert!(matches!(result, Err(LlmError::Network(_))), "{result:?}");
+}
+
+/// A long shared prefix gets one `cache_control` breakpoint where it ends (the system
+/// prompt is part of the cached prefix without one of its own); a prefix below the
+/// model's minimum gets none; usage with cache fields is parsed as Anthropic documents it.
+#[tokio::test]
+async fn a_long_shared_prefix_is_marked_for_the_cache_and_a_short_one_is_not() {
+    let shared = "diff line\n".repeat(500); // ~1,250 tokens: over Sonnet 4.5's 1,024
+    let server = FakeServer::start(vec![
+        Canned::json(
+            200,
+            json!({
+                "id": "msg_01", "type": "message", "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "ok"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 21, "cache_creation_input_tokens": 1300,
+                          "cache_read_input_tokens": 0, "output_tokens": 3}
+            }),
+        ),
+        success("ok"),
+    ])
+    .await;
+    let llm = adapter(&server, Duration::from_secs(5));
+    let long = LlmRequest::new("sys", vec![Message::user_with_shared(&shared, "your task")]);
+    let reply = llm.complete(&long).await.unwrap();
+    assert_eq!(reply.usage, Usage::new(21, 3).with_cache(0, 1300));
+    let short = LlmRequest::new(
+        "sys",
+        vec![Message::user_with_shared("a short diff", "task")],
+    );
+    llm.complete(&short).await.unwrap();
+
+    let seen = server.requests();
+    assert_eq!(
+        seen[0].body["messages"][0]["content"],
+        json!([
+            {"type": "text", "text": shared, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "your task"}
+        ])
+    );
+    assert_eq!(seen[0].body["system"], "sys");
+    assert_eq!(
+        seen[1].body["messages"][0]["content"],
+        json!("a short difftask"),
+        "below the minimum: plain text, no marker"
+    );
+    assert!(!seen[1].body.to_string().contains("cache_control"));
 }

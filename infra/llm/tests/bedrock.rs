@@ -269,3 +269,52 @@ async fn an_unreachable_endpoint_is_a_network_error() {
         "{result:?}"
     );
 }
+
+/// A model with prompt caching gets a `cachePoint` block after a long shared prefix, and
+/// Bedrock's cache usage is parsed (`cacheReadInputTokens` / `cacheWriteInputTokens`, as
+/// the Converse API documents them); a model without caching gets no marker at all.
+#[tokio::test]
+async fn a_caching_model_gets_a_cache_point_and_its_cache_usage_is_read() {
+    let shared = "diff line\n".repeat(500);
+    let server = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 9, "outputTokens": 2, "totalTokens": 1311,
+                      "cacheReadInputTokens": 1300, "cacheWriteInputTokens": 0},
+            "metrics": {"latencyMs": 80}
+        }),
+    )])
+    .await;
+    let request = LlmRequest::new("sys", vec![Message::user_with_shared(&shared, "task")]);
+    let reply = adapter(&server, Duration::from_secs(5))
+        .await
+        .complete(&request)
+        .await
+        .unwrap();
+    assert_eq!(reply.usage, Usage::new(9, 2).with_cache(1300, 0));
+    assert_eq!(
+        server.requests()[0].body["messages"][0]["content"],
+        json!([{"text": shared}, {"cachePoint": {"type": "default"}}, {"text": "task"}])
+    );
+
+    let server = FakeServer::start(vec![converse("ok", "end_turn")]).await;
+    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("AKIDTEST", "secret", None, None, "test"))
+        .endpoint_url(&server.base_url)
+        .load()
+        .await;
+    let llama = BedrockLlm::new(
+        &sdk_config,
+        "meta.llama3-70b-instruct-v1:0",
+        Duration::from_secs(5),
+        fast_retries(),
+    );
+    llama.complete(&request).await.unwrap();
+    assert_eq!(
+        server.requests()[0].body["messages"][0]["content"],
+        json!([{"text": format!("{shared}task")}])
+    );
+}

@@ -311,3 +311,35 @@ async fn a_404_that_is_not_about_the_model_points_at_the_base_url() {
         "{result:?}"
     );
 }
+
+/// OpenAI reports the cached part inside `prompt_tokens`
+/// (`prompt_tokens_details.cached_tokens`, as its Chat Completions reference shows); it
+/// is billed apart, so it is counted apart. Nothing is marked in the request (OpenAI
+/// caches on its own) and no `cache_prompt` goes to a server that is not llama.cpp.
+#[tokio::test]
+async fn cached_prompt_tokens_are_counted_apart_and_nothing_is_marked() {
+    let cached = Canned::json(
+        200,
+        json!({
+            "id": "chatcmpl-2", "object": "chat.completion", "created": 1_700_000_000,
+            "model": "gpt-4.1-2025-04-14",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+                      "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0}}
+        }),
+    );
+    let server = FakeServer::start(vec![cached, completion("ok", "stop")]).await;
+    let shared = "diff line\n".repeat(800);
+    let request = LlmRequest::new("sys", vec![Message::user_with_shared(&shared, "task")]);
+    let reply = gpt(&server).complete(&request).await.unwrap();
+    assert_eq!(reply.usage, Usage::new(86, 300).with_cache(1920, 0));
+    let sent = &server.requests()[0].body;
+    assert_eq!(sent["messages"][1]["content"], format!("{shared}task"));
+    assert!(sent.get("cache_prompt").is_none(), "{sent}");
+
+    // A llama.cpp server is asked to keep the prompt in its slot.
+    let llama = gpt(&server).with_cache_prompt(true);
+    llama.complete(&request).await.unwrap();
+    assert_eq!(server.requests()[1].body["cache_prompt"], true);
+}

@@ -56,26 +56,23 @@ pub async fn github_from_env(env: &Env) -> Result<Arc<dyn GitHub>, ClientError> 
 /// Never fails: a provider that cannot be built becomes one that explains why on each call.
 pub async fn llm_from_env(env: &Env) -> Result<Arc<dyn Llm>, ClientError> {
     let lookup = resolved_env(env, &["LLM_API_KEY"]).await?;
-    let built = match LlmConfig::from_lookup(|name| lookup(name)) {
-        Ok(config) => parley_llm::build(config).await,
-        Err(err) => Err(err),
-    };
-    let llm: Arc<dyn Llm> = match built {
-        Ok(llm) => llm,
-        Err(err) => {
-            tracing::warn!(error = %err, "no LLM provider: jobs that need one will fail until it is configured");
-            Arc::new(Unconfigured(err.to_string()))
-        }
-    };
     // One limit for the whole process: every job's calls queue in the same line.
     let slots =
         parley_llm::limit::slots_from(lookup(parley_llm::limit::MAX_CONCURRENCY_ENV).as_deref())?;
     let cap = parley_llm::limit::output_cap_from(
         lookup(parley_llm::limit::MAX_OUTPUT_TOKENS_ENV).as_deref(),
     )?;
-    Ok(Arc::new(
-        parley_llm::limit::Limited::new(llm, slots).with_output_cap(cap),
-    ))
+    let built = match LlmConfig::from_lookup(|name| lookup(name)) {
+        Ok(config) => parley_llm::build_limited(config, slots, cap).await,
+        Err(err) => Err(err),
+    };
+    Ok(match built {
+        Ok(llm) => llm,
+        Err(err) => {
+            tracing::warn!(error = %err, "no LLM provider: jobs that need one will fail until it is configured");
+            Arc::new(Unconfigured(err.to_string()))
+        }
+    })
 }
 
 /// The embeddings provider from `EMBEDDINGS_PROVIDER`, `EMBEDDINGS_MODEL`,
