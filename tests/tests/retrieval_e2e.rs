@@ -296,7 +296,9 @@ impl World {
             .iter()
             .map(|p| p.text())
             .filter(|t| {
-                t.contains(SPECIALIST) && t.contains(&format!("Pull request title: {title}"))
+                t.contains(SPECIALIST)
+                    && !t.contains(JUDGE)
+                    && t.contains(&format!("Pull request title: {title}"))
             })
             .collect()
     }
@@ -380,21 +382,34 @@ async fn a_later_review_sees_the_earlier_hunk_and_how_its_finding_ended(backend:
         );
         assert!(prompt.contains("<snippet>"), "{prompt}");
     }
-    // Every pass gets the same user message: the retrieval is shared, not redone per pass.
-    let messages: std::collections::HashSet<String> = world
+    // Every pass and the judge get the same shared part of the user message: the
+    // retrieval is shared, not redone per pass (and a provider caches it once).
+    let shared: std::collections::HashSet<String> = world
         .llm
         .prompts()
         .iter()
         .filter(|p| p.text().contains(SPECIALIST) && p.text().contains(TITLE2))
         .filter_map(|p| p.messages.first().map(|(_, text)| text.clone()))
+        .map(|text| {
+            text.split("\n\n## Your task")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect();
-    assert_eq!(messages.len(), 1, "{messages:#?}");
-    // The judge sees PR 1's finding and that it was rejected, and no code snippets.
+    assert_eq!(shared.len(), 1, "{shared:#?}");
+    // The judge's own part sees PR 1's finding and that it was rejected, and no code
+    // snippets (those are in the shared part it reads like the passes).
     let judge = world
         .judge_prompts()
         .into_iter()
         .find(|p| p.contains(FINDING2))
         .expect("PR 2's judge pass");
+    let judge = judge
+        .split("## Your task")
+        .nth(1)
+        .expect("the judge's own part")
+        .to_string();
     assert!(judge.contains("Past findings on this code"), "{judge}");
     assert!(judge.contains(FINDING1), "{judge}");
     assert!(judge.contains("rejected (thumbs down)"), "{judge}");

@@ -453,7 +453,7 @@ async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) 
     let second_round = prompts
         .iter()
         .rev()
-        .find(|p| p.system.contains(SECURITY))
+        .find(|p| p.text().contains(SECURITY))
         .unwrap()
         .text();
     assert!(second_round.contains("### src/cache.rs"));

@@ -222,10 +222,17 @@ async fn learned_text_is_one_fenced_line_and_the_judge_cannot_drop_a_blocking_fi
         ),
         "{prompt}"
     );
-    let fence = prompt.find("<learning>").expect("fenced");
-    let close = prompt.find("</learning>").expect("closed");
     let at = prompt.find(&theirs).expect("in the prompt");
-    assert!(fence < at && at < close, "{prompt}");
+    let fence = prompt[..at].rfind("<learning>").expect("fenced");
+    assert!(
+        !prompt[fence..at].contains("</learning>"),
+        "inside the fence: {prompt}"
+    );
+    assert!(prompt[at..].contains("</learning>"), "closed: {prompt}");
+    // A PR author's learning is not in the prefix the judge shares with the passes
+    // (which ends with the diff): it follows, in the passes' own part.
+    let diff = prompt.find("The diff. Each line").expect("the diff");
+    assert!(at > diff, "{prompt}");
     // The judge never heard the PR author's wish, and its drop citing it does not stand.
     let judge = h.judge_prompts()[0].text();
     assert!(!judge.contains(&theirs), "{judge}");

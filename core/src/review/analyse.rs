@@ -102,7 +102,18 @@ pub async fn analyse(
     let base_threshold = base.threshold;
     let path_refs: Vec<&str> = subject.pr_paths.iter().map(String::as_str).collect();
     let applied = crate::learning::apply::for_review(&memory, subject.number, &path_refs, base);
-    let memory_lines = crate::learning::apply::prompt_lines(&applied.relevant, false);
+    // Maintainers' learnings are part of the prefix every pass and the judge share;
+    // anyone else's (a PR's author, a participant) go to the passes only, after it: the
+    // judge only ever drops findings, and only a maintainer's word may make it.
+    let (maintainers, others): (Vec<_>, Vec<_>) = applied
+        .relevant
+        .iter()
+        .cloned()
+        .partition(|l| l.authority().may_loosen());
+    let memory_lines = crate::learning::apply::prompt_lines(&maintainers, false);
+    let passes_only = crate::learning::apply::prompt_section(
+        &crate::learning::apply::prompt_lines(&others, false),
+    );
     let posted: HashSet<String> = subject
         .earlier
         .iter()
@@ -139,6 +150,7 @@ pub async fn analyse(
             llm,
             &chosen,
             &shared,
+            &passes_only,
             Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
             progress,
         )

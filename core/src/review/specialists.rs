@@ -57,12 +57,15 @@ impl PassProgress for NoProgress {
 /// Output budget per pass: a list of findings with bodies and suggestions.
 const MAX_OUTPUT_TOKENS: u32 = 4096;
 
-/// Run every specialist on the same user message, concurrently. A pass still running
-/// `deadline` from now (corrective retry included) is abandoned and reported failed.
+/// Run every specialist on the same user message, concurrently. `passes_only` follows
+/// it in every pass, after the cached prefix (what the judge, which shares the prefix,
+/// must not read). A pass still running `deadline` from now (corrective retry included)
+/// is abandoned and reported failed.
 pub async fn run_all(
     llm: &dyn Llm,
     specialists: &[&'static SpecialistPrompt],
     user_message: &str,
+    passes_only: &str,
     deadline: Duration,
     progress: &dyn PassProgress,
 ) -> Vec<PassResult> {
@@ -75,7 +78,7 @@ pub async fn run_all(
     };
     let mut passes: Vec<_> = specialists
         .iter()
-        .map(|specialist| run_one(llm, specialist, user_message, &tally))
+        .map(|specialist| run_one(llm, specialist, user_message, passes_only, &tally))
         .collect();
     let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
     let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(user_message);
@@ -124,15 +127,14 @@ async fn run_one(
     llm: &dyn Llm,
     specialist: &'static SpecialistPrompt,
     user_message: &str,
+    passes_only: &str,
     tally: &Tally<'_>,
 ) -> PassResult {
     let started = Instant::now();
+    let own = format!("{passes_only}{}", prompts::focus(specialist));
     let mut request = LlmRequest::new(
         prompts::system(),
-        vec![Message::user_with_shared(
-            user_message,
-            &prompts::focus(specialist),
-        )],
+        vec![Message::user_with_shared(user_message, &own)],
     );
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
@@ -314,6 +316,7 @@ mod tests {
             &SlowLlm,
             &specialists,
             "diff",
+            "",
             Duration::from_secs(5),
             &NoProgress,
         )
@@ -338,6 +341,7 @@ mod tests {
             &SlowLlm,
             &specialists,
             "diff",
+            "",
             Duration::from_millis(120),
             &NoProgress,
         )
@@ -403,6 +407,7 @@ mod tests {
                 &llm,
                 &specialists,
                 shared,
+                "",
                 Duration::from_secs(5),
                 &NoProgress,
             )

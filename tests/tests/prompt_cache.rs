@@ -1,0 +1,216 @@
+//! One cacheable prefix per review, and a local model server with the defaults.
+//!
+//! The review worker runs end to end against the fake GitHub and the fake LLM, which
+//! bills a repeated marked prefix the way Anthropic does (written once, then read) and
+//! serves as many requests at once as a llama.cpp server started with `--parallel N`,
+//! saying so on `/props`. Latencies are scaled down from the 30 s a call (here
+//! 1 s, with a 1.5 s call timeout: the same ratios, a test that takes seconds).
+
+use parley_core::job::ReviewTrigger;
+use parley_core::ports::llm::Llm;
+use parley_llm::{LlmConfig, Provider, RetryPolicy};
+use parley_tests::review_harness::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+const LATENCY: Duration = Duration::from_secs(1);
+const TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The LLM as `parley serve` builds it from the environment with only the provider, the
+/// server and the model set: no `LLM_MAX_CONCURRENCY`.
+async fn local_server_with_defaults(h: &ReviewHarness) -> Arc<dyn Llm> {
+    let config = LlmConfig {
+        provider: Provider::OpenAi,
+        model: Some("qwen2.5-coder:7b".into()),
+        base_url: Some(format!("{}/v1", h.llm.url)),
+        api_key: None,
+        timeout: TIMEOUT,
+        retry: RetryPolicy {
+            max_retries: 0,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+        },
+    };
+    parley_llm::build_limited(config, None, None)
+        .await
+        .expect("the LLM builds")
+}
+
+/// Review HEAD on the harness's server with `llm`; the summary and its failed passes.
+async fn review_with(h: &mut ReviewHarness, llm: Arc<dyn Llm>) -> (String, usize) {
+    // A guideline file turns the fifth (guidelines) pass on.
+    h.github
+        .set_file(REPO, "main", "CLAUDE.md", "Use parameterised SQL queries.");
+    h.services.llm = llm;
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("the review job ends");
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let failed = summary.matches("pass failed").count();
+    (summary, failed)
+}
+
+/// A llama.cpp server with one slot, nothing configured: Parley asks it (`/props`) and
+/// sends one call at a time, so every pass is answered, never one timed out in the
+/// server's queue.
+#[tokio::test]
+async fn a_one_slot_llama_cpp_server_gets_a_complete_review_with_the_defaults() {
+    let mut h = ReviewHarness::start(Backend::Sqlite).await;
+    h.llm.serve_at_once(1);
+    h.llm.announce_slots(1);
+    h.llm.set_latency(LATENCY);
+    let llm = local_server_with_defaults(&h).await;
+    let (summary, failed) = review_with(&mut h, llm).await;
+    assert_eq!(failed, 0, "every pass answered in its turn: {summary}");
+    assert!(
+        summary.contains("security, correctness, tests, style, guidelines"),
+        "{summary}"
+    );
+    assert_eq!(h.llm.most_in_flight(), 1);
+    // Asked to keep the prompt in its slot.
+    assert!(
+        h.llm
+            .prompts()
+            .iter()
+            .all(|p| p.raw["cache_prompt"] == true)
+    );
+}
+
+/// A server that does not say how many it serves (Ollama, vLLM) and serves one at a
+/// time: the calls left waiting time out, the limit comes down, and each of those calls
+/// goes again, so the review still completes.
+#[tokio::test]
+async fn a_one_request_server_that_says_nothing_is_found_out_and_the_review_completes() {
+    let mut h = ReviewHarness::start(Backend::Sqlite).await;
+    h.llm.serve_at_once(1);
+    h.llm.set_latency(Duration::from_millis(400));
+    let llm = local_server_with_defaults(&h).await;
+    let (summary, failed) = review_with(&mut h, llm).await;
+    assert_eq!(failed, 0, "{summary}");
+    assert!(
+        h.llm
+            .prompts()
+            .iter()
+            .all(|p| p.raw.get("cache_prompt").is_none()),
+        "not a llama.cpp server: no cache_prompt"
+    );
+}
+
+/// A server of four slots is sent four at once.
+#[tokio::test]
+async fn a_four_slot_server_is_sent_four_at_once() {
+    let mut h = ReviewHarness::start(Backend::Sqlite).await;
+    h.llm.serve_at_once(4);
+    h.llm.announce_slots(4);
+    h.llm.set_latency(Duration::from_millis(300));
+    let llm = local_server_with_defaults(&h).await;
+    let (summary, failed) = review_with(&mut h, llm).await;
+    assert_eq!(failed, 0, "{summary}");
+    assert_eq!(h.llm.most_in_flight(), 4);
+}
+
+/// A patch of about `lines` added lines.
+fn large_patch(lines: usize) -> String {
+    let mut patch = format!("@@ -0,0 +1,{lines} @@\n");
+    for i in 0..lines {
+        patch.push_str(&format!(
+            "+    let value_{i} = lookup(&table, \"key-{i}\").unwrap_or_default();\n"
+        ));
+    }
+    patch
+}
+
+/// A review whose shared prefix is long enough to cache: the first pass writes it, the
+/// other passes and the judge read it (the fake bills as Anthropic does), every request
+/// carries the marker where the shared part ends, and the summary says what was saved.
+#[tokio::test]
+async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_judge() {
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("src/table.rs", "added", &large_patch(150)),
+        ],
+    );
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 90, "SQL injection")]),
+    );
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+
+    let prompts = h.llm.prompts();
+    assert_eq!(prompts.len(), 5, "four passes and the judge");
+    let marked: Vec<&str> = prompts
+        .iter()
+        .map(|p| {
+            let blocks = p.raw["messages"][0]["content"]
+                .as_array()
+                .expect("the shared prefix is its own block");
+            assert_eq!(blocks[0]["cache_control"]["type"], "ephemeral");
+            blocks[0]["text"].as_str().unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        marked.iter().all(|m| *m == marked[0]),
+        "every pass and the judge mark the same prefix"
+    );
+    assert!(prompts.iter().all(|p| p.system == prompts[0].system));
+    assert!(marked[0].contains("value_149"), "the diff is in the prefix");
+
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let cache = summary
+        .lines()
+        .find(|l| l.contains("prompt cache:"))
+        .unwrap_or_else(|| panic!("no cache figures: {summary}"));
+    // One write (the pass sent first), four reads (three passes and the judge).
+    let numbers: Vec<u64> = cache
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let (read, written) = cache_counts(cache);
+    assert!(written > 1024, "{cache} {numbers:?}");
+    assert_eq!(read, written * 4, "{cache}");
+    assert!(cache.contains("saved ≈ $"), "{cache}");
+}
+
+/// `(read, written)` from the summary's "prompt cache: R tokens read, W written".
+fn cache_counts(line: &str) -> (u64, u64) {
+    let after = line.split("prompt cache: ").nth(1).unwrap_or_default();
+    let mut numbers = after
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse::<u64>().ok());
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+}
+
+/// A short review carries no marker at all: below the model's minimum, a breakpoint
+/// would cache nothing, and the passes go all at once.
+#[tokio::test]
+async fn a_short_prefix_carries_no_marker() {
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    for prompt in h.llm.prompts() {
+        assert!(
+            !prompt.raw.to_string().contains("cache_control"),
+            "{}",
+            prompt.raw
+        );
+    }
+    let summary = h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!summary.contains("prompt cache:"), "{summary}");
+}
