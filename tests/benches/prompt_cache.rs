@@ -87,7 +87,7 @@ async fn review(tokens: usize) -> (Usage, Duration) {
     let mut usage = Usage::default();
     for summary in h.reviews() {
         let body = summary["body"].as_str().unwrap_or_default();
-        usage = usage + usage_from(body);
+        usage += usage_from(body);
     }
     (usage, wall)
 }
