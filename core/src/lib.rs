@@ -8,6 +8,7 @@ pub mod bookkeeping;
 pub mod budget;
 pub mod commands;
 pub mod config;
+pub mod context;
 pub mod conversation;
 pub mod embedding;
 pub mod job;

@@ -29,4 +29,6 @@ pub struct Services {
     /// `None` when no embeddings provider is configured: retrieval is lexical only and
     /// nothing is enqueued for embedding.
     pub embedder: Option<Arc<dyn Embedder>>,
+    /// Where a review reads the repository beyond the diff; `None`: from the diff alone.
+    pub code: Option<Arc<dyn crate::ports::code::CodeSource>>,
 }

@@ -99,6 +99,7 @@ pub fn services_with_retrieval(
         budget: parley_core::budget::BudgetPolicy::default(),
         corpus,
         embedder,
+        code: Some(Arc::new(parley_code::GitHubCode::default())),
     }
 }
 

@@ -83,6 +83,8 @@ struct State {
     issue_comments: Vec<(String, u64, Value)>,
     reviews: Vec<(String, u64, Value)>,
     contents: HashMap<(String, String, String), String>,
+    /// `(repo, sha)` → the gzipped tarball `GET /repos/{o}/{r}/tarball/{sha}` serves.
+    tarballs: HashMap<(String, String), Vec<u8>>,
     permissions: HashMap<(String, String), String>,
     /// `(org, user)` → `role` of an active membership; an org listed in
     /// `members_hidden` answers 403 (the App lacks "Members: read").
@@ -261,6 +263,14 @@ impl FakeGitHub {
         self.state()
             .compares
             .insert((repo.to_string(), format!("{base}...{head}")), body);
+    }
+
+    /// Serve `bytes` as the repository's tarball at `sha` (build one with
+    /// [`tarball`]).
+    pub fn set_tarball(&self, repo: &str, sha: &str, bytes: Vec<u8>) {
+        self.state()
+            .tarballs
+            .insert((repo.to_string(), sha.to_string()), bytes);
     }
 
     /// A file at a ref, served by the contents API (base64, as GitHub does).
@@ -984,6 +994,15 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
                 None => not_found(),
             }
         }
+        ["tarball", sha] => match s.tarballs.get(&(repo.to_string(), sha.to_string())) {
+            Some(bytes) => (
+                StatusCode::OK,
+                [("content-type", "application/x-gzip")],
+                bytes.clone(),
+            )
+                .into_response(),
+            None => not_found(),
+        },
         ["contents", file @ ..] => {
             let file = file.join("/");
             let git_ref = query_param(query, "ref").unwrap_or_else(|| "main".to_string());
@@ -1301,4 +1320,28 @@ pub fn right_side_lines(patch: &str) -> Vec<u64> {
         }
     }
     lines
+}
+
+/// A gzipped tarball as GitHub builds one: `files` under `octo-repo-<sha>/`.
+pub fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, text) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        // The name written raw: the builder's own checks would refuse a hostile one
+        // (`..`), which is what some tests serve.
+        let name = format!("octo-repo-abc/{path}");
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_cksum();
+        builder.append(&header, text.as_bytes()).expect("append");
+    }
+    builder
+        .into_inner()
+        .and_then(|gz| gz.finish())
+        .expect("tarball")
 }

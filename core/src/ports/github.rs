@@ -1117,6 +1117,23 @@ pub trait GitHub: Send + Sync {
         comment_id: u64,
         limit: PageLimit,
     ) -> Result<Listing<Reaction>, GitHubError>;
+
+    /// The repository at `sha` as GitHub's gzipped tarball
+    /// (`GET /repos/{owner}/{repo}/tarball/{sha}`), refused with
+    /// [`GitHubError::InvalidRequest`] when it is over `max_bytes`. What a review reads
+    /// beyond the diff comes from it (see [`crate::ports::code`]). Adapters that cannot
+    /// serve it say so; the review then goes on from the diff alone.
+    async fn download_tarball(
+        &self,
+        repo: &RepoScope,
+        sha: &str,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, GitHubError> {
+        let _ = (repo, sha, max_bytes);
+        Err(GitHubError::Config(
+            "this GitHub adapter cannot download repository archives".into(),
+        ))
+    }
 }
 
 /// GitHub sends `null` for many empty strings and lists; treat it as the empty value so

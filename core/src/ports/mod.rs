@@ -1,6 +1,7 @@
 //! The traits adapters implement. Each is object-safe so entrypoints can pick an adapter at
 //! run time (DynamoDB in Lambda, SQLite locally) behind an `Arc<dyn …>`.
 
+pub mod code;
 pub mod corpus;
 pub mod embeddings;
 pub mod github;

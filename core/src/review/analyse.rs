@@ -34,6 +34,9 @@ pub struct Subject<'a> {
     /// Where the repository's records (learnings, history) and its organisation's
     /// learnings are kept.
     pub tenant: &'a crate::tenancy::Tenant,
+    /// The repository at the head, or why it could not be read (the review then goes on
+    /// from the diff alone, and says so).
+    pub code: Result<&'a dyn crate::ports::code::Codebase, String>,
     /// The PR number; 0 for a local change, which has no PR-scoped learnings.
     pub number: u64,
     pub title: &'a str,
@@ -93,11 +96,18 @@ pub async fn analyse(
         related(config, subject, &inputs),
     )
     .await;
-    let context_used = if retrieved.used() {
+    let mut context_used = if retrieved.used() {
         retrieved.context_used(silenced)
     } else {
         String::new()
     };
+    let code_context = match &subject.code {
+        Ok(code) => {
+            crate::context::assemble(*code, &inputs.files, crate::context::DEFAULT_MAX_TOKENS)
+        }
+        Err(_) => crate::context::CodeContext::default(),
+    };
+    context_used.push_str(&code_read(&subject.code, &code_context));
     let base = crate::learning::apply::Base::for_config(config, &memory.stats);
     let base_threshold = base.threshold;
     let path_refs: Vec<&str> = subject.pr_paths.iter().map(String::as_str).collect();
@@ -140,6 +150,7 @@ pub async fn analyse(
         memory: &memory_lines,
         earlier: &earlier_lines,
         related: &retrieved.prompt,
+        code: &code_context.rendered,
         files: &inputs.files,
     };
     let shared = prompts::user_message(&context);
@@ -357,5 +368,36 @@ impl Analysis {
                     .map(|e| (r.specialist, e.public_reason().to_string()))
             })
             .collect()
+    }
+}
+
+/// The summary's lines on the code read beyond the diff, collapsed like retrieval's.
+fn code_read(
+    code: &Result<&dyn crate::ports::code::Codebase, String>,
+    context: &crate::context::CodeContext,
+) -> String {
+    match code {
+        Err(why) => format!(
+            "\n- Code context: reviewed from the diff alone: {}\n",
+            crate::sanitize::truncate(why, 200)
+        ),
+        Ok(_) if context.used.is_empty() => String::new(),
+        Ok(code) => {
+            let mut out = format!(
+                "\n<details><summary>Code read beyond the diff: {} piece(s) from {} files{}</summary>\n\n",
+                context.used.len(),
+                code.files(),
+                if context.left_out > 0 {
+                    format!(", {} left out for the budget", context.left_out)
+                } else {
+                    String::new()
+                }
+            );
+            for line in &context.used {
+                out.push_str(&format!("- `{}`\n", crate::sanitize::user_text(line)));
+            }
+            out.push_str("\n</details>\n");
+            out
+        }
     }
 }

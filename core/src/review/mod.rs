@@ -553,9 +553,16 @@ impl ReviewHandler {
             )
             .await;
         }
+        // The repository at the head, read once for every pass (fail open: a review
+        // never fails because the code around it could not be read).
+        let code = match &self.services.code {
+            Some(source) => source.open(github, scope, &head_sha).await,
+            None => Err("no code reader is configured".to_string()),
+        };
         let subject = analyse::Subject {
             repo: &job.repo.full_name(),
             tenant: &job.repo.tenant(),
+            code: code.as_ref().map(|c| c.as_ref()).map_err(Clone::clone),
             number: job.number,
             title: &pr.title,
             description: &pr.body,

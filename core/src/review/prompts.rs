@@ -95,6 +95,9 @@ pub struct ReviewContext<'a> {
     /// Retrieval's section (related code from earlier PRs, past findings, threads), as
     /// rendered and fenced by [`crate::retrieval`]; empty when there is none.
     pub related: &'a str,
+    /// The code around the change, read from the repository ([`crate::context`]); empty
+    /// when none was read.
+    pub code: &'a str,
     pub files: &'a [InputFile],
 }
 
@@ -146,6 +149,7 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         out.push_str("</finding>\n");
     }
     out.push_str(context.related);
+    out.push_str(context.code);
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
     for file in context.files {
         out.push_str(&format!("\n### {}\n", file.path));

@@ -196,6 +196,15 @@ impl GitHub for GitHubClient {
         contents::get_file(self, repo, path, git_ref).await
     }
 
+    async fn download_tarball(
+        &self,
+        repo: &RepoScope,
+        sha: &str,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, GitHubError> {
+        contents::tarball(self, repo, sha, max_bytes).await
+    }
+
     async fn get_collaborator_permission(
         &self,
         repo: &RepoScope,

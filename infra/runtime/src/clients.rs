@@ -175,6 +175,7 @@ pub async fn services_from_env(
         budget,
         corpus: adapters.corpus.clone(),
         embedder,
+        code: Some(Arc::new(parley_code::GitHubCode::default())),
     })
 }
 

@@ -34,6 +34,8 @@ pub struct LocalChange {
     /// learnings are kept.
     pub repo: String,
     pub owner: String,
+    /// The working tree's root: the code a review reads beyond the diff.
+    pub root: std::path::PathBuf,
     pub title: String,
     pub base: String,
     pub head: String,
@@ -109,6 +111,7 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
     Ok(LocalChange {
         repo,
         owner,
+        root: dir.to_path_buf(),
         title,
         base,
         head,
@@ -161,6 +164,7 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
     Ok(LocalChange {
         repo,
         owner,
+        root: dir.to_path_buf(),
         title: String::new(),
         base: "base".into(),
         head: "diff".into(),

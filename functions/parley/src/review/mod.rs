@@ -322,9 +322,17 @@ async fn review_pull(
         .findings_for_pr(&tenant.repo, pull.number)
         .await
         .map_err(|e| CliError::Setup(format!("the local store: {e}")))?;
+    // The repository at the head, as the worker reads it (fail open).
+    let code = {
+        use parley_core::ports::code::CodeSource;
+        parley_code::GitHubCode::default()
+            .open(github.as_ref(), &scope, &pr.head.sha)
+            .await
+    };
     let subject = Subject {
         repo: &repo,
         tenant: &tenant,
+        code: code.as_ref().map(|c| c.as_ref()).map_err(Clone::clone),
         number: pull.number,
         title: &pr.title,
         description: &pr.body,
@@ -390,9 +398,12 @@ async fn review_local(
     session: &Session<'_>,
 ) -> Result<Report, CliError> {
     let listing = PullFiles::from_files(change.files.clone(), false);
+    // The working tree is the head: its files are read as they are.
+    let code = parley_code::source::open_dir(&change.root, parley_code::Limits::default());
     let subject = Subject {
         repo: &change.repo,
         tenant: &change.tenant(),
+        code: code.as_ref().map(|c| c.as_ref()).map_err(Clone::clone),
         number: 0,
         title: &change.title,
         description: "",

@@ -31,6 +31,34 @@ struct EntryWire {
     encoding: Option<String>,
 }
 
+/// The repository at `sha` as a gzipped tarball. GitHub answers with a redirect to
+/// codeload, which the HTTP client follows (dropping the token on the way, as it should
+/// for another host).
+pub(crate) async fn tarball(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    sha: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>, GitHubError> {
+    let url = client.base.repo_url(repo, &["tarball", sha])?;
+    let reply = client
+        .send(&crate::transport::Call {
+            method: reqwest::Method::GET,
+            url,
+            auth: auth(repo),
+            body: None,
+            replay: crate::retry::Replay::Safe,
+        })
+        .await?;
+    if reply.body.len() as u64 > max_bytes {
+        return Err(GitHubError::InvalidRequest(format!(
+            "the repository archive is {} bytes, over the {max_bytes} allowed",
+            reply.body.len()
+        )));
+    }
+    Ok(reply.body)
+}
+
 pub(crate) async fn get_file(
     client: &GitHubClient,
     repo: &RepoScope,

@@ -1,0 +1,59 @@
+//! The repository's code at the reviewed head, as reviews and answers read it.
+//!
+//! A diff shows three lines around each change; the bug is often one file away (the
+//! definition a changed line calls, the caller that does or does not check for null).
+//! A [`Codebase`] answers the questions a reviewer asks of a checkout: which function
+//! encloses this line, where is this name defined, who calls it. Adapters build it from
+//! a snapshot of the repository (GitHub's tarball, or a local working tree) and a code
+//! index; the domain only asks.
+
+use async_trait::async_trait;
+
+/// A range of lines in one file (1-based, inclusive), and what is defined there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub path: String,
+    pub start: u32,
+    pub end: u32,
+    /// The name defined in the span, for a definition.
+    pub name: Option<String>,
+}
+
+impl Span {
+    pub fn lines(&self) -> u32 {
+        self.end.saturating_sub(self.start) + 1
+    }
+
+    pub fn contains(&self, path: &str, line: u32) -> bool {
+        self.path == path && self.start <= line && line <= self.end
+    }
+}
+
+/// One snapshot's code, indexed.
+pub trait Codebase: Send + Sync {
+    /// The innermost definition (function, method, type) around `line` of `path`.
+    fn enclosing(&self, path: &str, line: u32) -> Option<Span>;
+    /// Where `name` is defined, in the repository's own code.
+    fn definitions(&self, name: &str) -> Vec<Span>;
+    /// The definitions whose bodies refer to `name` (its callers and users).
+    fn callers(&self, name: &str) -> Vec<Span>;
+    /// The names referred to (called, used) on lines `start..=end` of `path`.
+    fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String>;
+    /// The text of `span`, or `None` when the file is not in the snapshot.
+    fn text(&self, span: &Span) -> Option<String>;
+    /// How many files the snapshot holds (for the summary).
+    fn files(&self) -> usize;
+}
+
+/// Where a review or an answer gets its [`Codebase`] from. `Err` carries why there is
+/// none (the repository over the snapshot's caps, an unsafe tarball, GitHub trouble),
+/// for the summary's "Context used"; the caller goes on from the diff alone.
+#[async_trait]
+pub trait CodeSource: Send + Sync {
+    async fn open(
+        &self,
+        github: &dyn crate::ports::GitHub,
+        scope: &crate::ports::RepoScope,
+        sha: &str,
+    ) -> Result<std::sync::Arc<dyn Codebase>, String>;
+}

@@ -1,0 +1,138 @@
+//! A review reads the code it judges, not only the diff: the fake GitHub serves the
+//! repository's tarball at the head, and the definitions a changed line uses reach the
+//! passes' prompt from files the PR does not touch. The fake model reports the bug only
+//! when it can see that definition, as a careful reviewer would. Every scenario runs on
+//! SQLite and on DynamoDB (moto).
+
+use parley_core::job::ReviewTrigger;
+use parley_tests::fake_github::tarball;
+use parley_tests::review_harness::*;
+use std::sync::Arc;
+
+parley_tests::review_on_both_stores!(
+    a_bug_visible_only_with_a_definition_elsewhere_is_found_and_posted_inline,
+    without_the_repository_the_review_goes_on_from_the_diff_and_says_so,
+    a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read,
+    a_repository_over_the_caps_is_reviewed_from_the_diff_alone,
+);
+
+const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
+const API_PATCH: &str = "@@ -1,2 +1,6 @@\n use crate::store::load_user;\n \n+pub fn greet(id: &str) -> String {\n+    let user = load_user(id);\n+    format!(\"hello {}\", user.unwrap().name)\n+}";
+const STORE: &str = "pub struct User {\n    pub name: String,\n}\n\n/// Unknown ids give None.\npub fn load_user(id: &str) -> Option<User> {\n    if id.is_empty() { None } else { Some(User { name: id.to_string() }) }\n}\n";
+/// Only in the definition, which the diff does not show.
+const DEFINITION: &str = "pub fn load_user(id: &str) -> Option<User>";
+const TITLE: &str = "unwrap on the None load_user returns for unknown ids";
+
+fn pr_changes_only_the_api(h: &ReviewHarness) {
+    h.github
+        .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
+    h.llm.answer(
+        DEFINITION,
+        &reply(&[finding("src/api.rs", 5, "high", 90, TITLE)]),
+    );
+}
+
+async fn review(h: &ReviewHarness) -> String {
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("review");
+    h.reviews()[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn a_bug_visible_only_with_a_definition_elsewhere_is_found_and_posted_inline(
+    h: ReviewHarness,
+) {
+    pr_changes_only_the_api(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
+    );
+    let summary = review(&h).await;
+
+    let security = h
+        .pass_prompts()
+        .into_iter()
+        .find(|p| p.text().contains(SECURITY))
+        .expect("the security pass")
+        .text();
+    let at = security
+        .find(DEFINITION)
+        .expect("the definition is in the prompt");
+    let heading = security[..at]
+        .rfind("#### src/store.rs:")
+        .expect("under its path");
+    assert!(security[heading..at].contains("<code>"), "fenced as data");
+    let inline = h.inline_comments();
+    assert_eq!(inline.len(), 1, "{inline:#?}");
+    assert_eq!(inline[0]["path"], "src/api.rs");
+    assert!(
+        inline[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(TITLE),
+        "{inline:#?}"
+    );
+    assert!(summary.contains("Code read beyond the diff"), "{summary}");
+    assert!(summary.contains("src/store.rs:"), "{summary}");
+}
+
+/// The same PR with no archive to read: the model never sees the definition, reports
+/// nothing, and the summary says the review was from the diff alone.
+async fn without_the_repository_the_review_goes_on_from_the_diff_and_says_so(h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    let summary = review(&h).await;
+    assert!(h.inline_comments().is_empty());
+    assert!(
+        summary.contains("Code context: reviewed from the diff alone"),
+        "{summary}"
+    );
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "success");
+}
+
+async fn a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read(h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[
+            ("src/api.rs", API),
+            ("src/store.rs", STORE),
+            (
+                "../../escape.rs",
+                "pub fn load_user(id: &str) -> Option<User>",
+            ),
+        ]),
+    );
+    let summary = review(&h).await;
+    assert!(
+        h.llm
+            .prompts()
+            .iter()
+            .all(|p| !p.text().contains(DEFINITION)),
+        "nothing of a refused archive reaches a prompt"
+    );
+    assert!(summary.contains("archive was refused"), "{summary}");
+}
+
+async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
+    );
+    h.services.code = Some(Arc::new(parley_code::GitHubCode {
+        limits: parley_code::Limits {
+            max_files: 1,
+            ..parley_code::Limits::default()
+        },
+    }));
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    let summary = review(&h).await;
+    assert!(h.inline_comments().is_empty());
+    assert!(summary.contains("over the snapshot's caps"), "{summary}");
+}
