@@ -136,3 +136,45 @@ async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: Revie
     assert!(h.inline_comments().is_empty());
     assert!(summary.contains("over the snapshot's caps"), "{summary}");
 }
+
+mod answers {
+    //! "@parley the caller checks for null" in a finding's thread: the answer is written
+    //! with the caller in front of the model, from a file the PR does not touch.
+
+    use parley_tests::conversation_harness::{Backend, HEAD, Harness, REPO};
+    use parley_tests::fake_github::tarball;
+
+    const DB: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\n";
+    const APP: &str = "use crate::db::find;\n\npub fn handle(id: Option<&str>) -> String {\n    let Some(id) = id else { return String::new() };\n    find(id)\n}\n";
+
+    async fn the_answer_reads_the_caller_from_a_file_outside_the_diff(backend: Backend) {
+        let h = Harness::start(backend).await;
+        h.github.set_tarball(
+            REPO,
+            HEAD,
+            tarball(&[("src/db.rs", DB), ("src/app.rs", APP)]),
+        );
+        let (root, _) = h.seed_finding(true).await;
+        h.run(h.inline_comment("bob", "@parley the caller checks for null", Some(root)))
+            .await
+            .expect("turn");
+        let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
+        assert!(
+            prompt.contains("let Some(id) = id else { return String::new() };"),
+            "the caller's body: {prompt}"
+        );
+        assert!(prompt.contains("#### src/app.rs:3-6"), "{prompt}");
+        assert!(prompt.contains("cite it by `path:line`"), "{prompt}");
+        assert!(!h.parley_comments().is_empty(), "answered");
+    }
+
+    #[tokio::test]
+    async fn sqlite() {
+        the_answer_reads_the_caller_from_a_file_outside_the_diff(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn dynamodb() {
+        the_answer_reads_the_caller_from_a_file_outside_the_diff(Backend::Dynamo).await;
+    }
+}

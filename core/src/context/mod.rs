@@ -84,13 +84,24 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
             candidates.push((Why::Calls, span, name.clone()));
         }
     }
+    pack(code, candidates, &shown, max_tokens)
+}
+
+/// Rank, deduplicate (against each other and what `shown` already shows), cut, fence and
+/// pack `candidates` into `max_tokens`.
+fn pack(
+    code: &dyn Codebase,
+    mut candidates: Vec<(Why, Span, String)>,
+    shown: &[(String, u32, u32)],
+    max_tokens: usize,
+) -> CodeContext {
     candidates.sort_by_key(|(why, _, _)| *why);
 
     let mut context = CodeContext::default();
     let mut seen: HashSet<(String, u32, u32)> = HashSet::new();
     let mut tokens = 0;
     for (why, span, name) in candidates {
-        if !seen.insert((span.path.clone(), span.start, span.end)) || covered(&shown, &span) {
+        if !seen.insert((span.path.clone(), span.start, span.end)) || covered(shown, &span) {
             continue;
         }
         let (span, cut) = if span.lines() > MAX_PIECE_LINES {
@@ -127,6 +138,33 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
         );
     }
     context
+}
+
+/// The code around one line (a comment in a review thread): the definition it is in,
+/// the definitions of what it uses, and the callers of that definition.
+pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize) -> CodeContext {
+    let mut candidates: Vec<(Why, Span, String)> = Vec::new();
+    let enclosing = code.enclosing(path, line);
+    if let Some(span) = &enclosing {
+        candidates.push((
+            Why::Encloses,
+            span.clone(),
+            span.name.clone().unwrap_or_default(),
+        ));
+    }
+    for name in code.names_used(path, line, line) {
+        for span in code.definitions(&name) {
+            if !span.contains(path, line) {
+                candidates.push((Why::Defines, span, name.clone()));
+            }
+        }
+    }
+    if let Some(name) = enclosing.and_then(|s| s.name) {
+        for span in code.callers(&name) {
+            candidates.push((Why::Calls, span, name.clone()));
+        }
+    }
+    pack(code, candidates, &[], max_tokens)
 }
 
 fn render_piece(span: &Span, text: &str, why: &str, cut: bool) -> String {

@@ -97,6 +97,9 @@ pub struct Context {
     /// files, found for this question ([`crate::retrieval`]); empty when retrieval is
     /// off, found nothing, or the conversation left no room.
     pub retrieved: Retrieved,
+    /// The code around the commented line, read from the repository at the PR's head
+    /// ([`crate::context::around_line`]); empty when there is none to read.
+    pub code: String,
 }
 
 pub struct Sources<'a> {
@@ -104,6 +107,8 @@ pub struct Sources<'a> {
     pub store: &'a dyn Store,
     pub guidelines: &'a GuidelineCache,
     pub recall: Recall<'a>,
+    /// Where the repository's code is read from; `None`: the diff hunk only.
+    pub code: Option<&'a dyn crate::ports::code::CodeSource>,
 }
 
 pub async fn assemble(
@@ -190,6 +195,8 @@ pub async fn assemble(
         None => Retrieved::default(),
     };
 
+    let code = code_around(sources, snap, path.as_deref(), line).await;
+
     let about = match &snap.subject {
         Subject::Pull(pr) => About::Pull(PrSummary {
             number: pr.number,
@@ -233,7 +240,37 @@ pub async fn assemble(
         parent_missing: conversation.parent_missing,
         learnings,
         retrieved,
+        code,
     })
+}
+
+/// Tokens of code an answer gets: the commented function, what it calls, who calls it.
+const ANSWER_CODE_TOKENS: usize = 3000;
+
+/// The code around an inline comment's line, read at the PR's head: what "the caller
+/// checks for null" is checked against. Fail open: without it the answer has the hunk.
+async fn code_around(
+    sources: &Sources<'_>,
+    snap: &PrSnapshot,
+    path: Option<&str>,
+    line: Option<u64>,
+) -> String {
+    let (Some(source), Some(pr), Some(path), Some(line)) = (sources.code, snap.pull(), path, line)
+    else {
+        return String::new();
+    };
+    let Ok(line) = u32::try_from(line) else {
+        return String::new();
+    };
+    match source.open(sources.github, &snap.scope, &pr.head.sha).await {
+        Ok(code) => {
+            crate::context::around_line(code.as_ref(), path, line, ANSWER_CODE_TOKENS).rendered
+        }
+        Err(why) => {
+            tracing::info!(repo = %snap.scope.full_name(), pr = snap.number, %why, "answering from the diff hunk alone");
+            String::new()
+        }
+    }
 }
 
 fn path_for_learnings(trigger: &Trigger) -> Option<&str> {

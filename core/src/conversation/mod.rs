@@ -670,6 +670,7 @@ impl ConversationHandler {
             store: self.store(),
             guidelines: &self.guidelines,
             recall: crate::retrieval::Recall::of(&self.services),
+            code: self.services.code.as_deref(),
         };
         let conversation = &self.permitted_history(snap, conversation).await;
         let ctx = context::assemble(&sources, snap, trigger, conversation)

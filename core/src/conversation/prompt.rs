@@ -45,7 +45,8 @@ fixing, decide and say which:
 - \"escalate\": it is a judgement call that humans on the team should make.
 If the reply does not dispute the finding (a question, a thank-you, a fix), give no resolution.
 If you concede because of one of the repository's learnings, say so and cite its id (for \
-example `L-3f9a`).";
+example `L-3f9a`). When code shown from the repository settles the point (the caller that \
+checks for None, the definition that cannot fail), cite it by `path:line`.";
 
 /// The JSON the model returns.
 pub const ANSWER_SHAPE: &str = r#"{"reply": "<your answer, Markdown>", "resolution": null}
@@ -122,6 +123,9 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
             out,
             "\n## Code around the commented line\n```diff\n{hunk}\n```"
         );
+    }
+    if !ctx.code.is_empty() {
+        out.push_str(&ctx.code);
     }
     for guideline in ctx.guidelines.iter() {
         let _ = writeln!(
