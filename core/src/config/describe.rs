@@ -69,6 +69,8 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         ),
         ("review.autoTune", r.auto_tune.to_string()),
         ("review.judge", r.judge.to_string()),
+        ("review.context.enabled", r.context_enabled.to_string()),
+        ("review.context.maxTokens", r.context_max_tokens.to_string()),
         ("gate.blockOn", list(&severities)),
         ("gate.resolveBy", level(g.resolve_by).to_string()),
         ("retrieval.enabled", rt.enabled.to_string()),
@@ -111,7 +113,7 @@ mod tests {
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
-             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000}}\n\
              gate: {blockOn: [critical], resolveBy: admin}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );

@@ -171,6 +171,11 @@ pub struct ReviewConfig {
     pub auto_tune: bool,
     /// Run the judge pass over the merged findings (one more LLM call per review).
     pub judge: bool,
+    /// Read the repository at the head for the code around the change (`review.context`):
+    /// off, reviews see the diff alone.
+    pub context_enabled: bool,
+    /// Tokens of that code a review's prompt may carry.
+    pub context_max_tokens: u32,
 }
 
 impl Default for ReviewConfig {
@@ -187,6 +192,8 @@ impl Default for ReviewConfig {
             manual_reviews_per_hour: 3,
             auto_tune: true,
             judge: true,
+            context_enabled: true,
+            context_max_tokens: crate::context::DEFAULT_MAX_TOKENS as u32,
         }
     }
 }
@@ -337,6 +344,12 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
             ),
             auto_tune: r.bool("review.autoTune", d.review.auto_tune),
             judge: r.bool("review.judge", d.review.judge),
+            context_enabled: r.bool("review.context.enabled", d.review.context_enabled),
+            context_max_tokens: r.number(
+                "review.context.maxTokens",
+                d.review.context_max_tokens,
+                500..=50_000,
+            ),
         },
         gate: GateConfig {
             resolve_by: r.parsed(

@@ -135,6 +135,28 @@ struct Review {
     auto_tune: bool,
     /// Run the judge pass over the merged findings.
     judge: bool,
+    context: ReviewContext,
+}
+
+/// The code around a change, read from the repository at the head (docs/context.md).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct ReviewContext {
+    /// Off: reviews see the diff alone.
+    enabled: bool,
+    /// Tokens of that code a review's prompt may carry.
+    #[schemars(range(min = 500, max = 50000))]
+    max_tokens: u32,
+}
+
+impl Default for ReviewContext {
+    fn default() -> Self {
+        let d = RepoConfig::default().review;
+        ReviewContext {
+            enabled: d.context_enabled,
+            max_tokens: d.context_max_tokens,
+        }
+    }
 }
 
 /// Which pull request events start a review.
@@ -272,6 +294,7 @@ impl Default for Review {
             manual_reviews_per_hour: d.manual_reviews_per_hour,
             auto_tune: d.auto_tune,
             judge: d.judge,
+            context: ReviewContext::default(),
         }
     }
 }

@@ -555,9 +555,10 @@ impl ReviewHandler {
         }
         // The repository at the head, read once for every pass (fail open: a review
         // never fails because the code around it could not be read).
-        let code = match &self.services.code {
-            Some(source) => source.open(github, scope, &head_sha).await,
-            None => Err("no code reader is configured".to_string()),
+        let code = match (&self.services.code, config.review.context_enabled) {
+            (_, false) => Err("`review.context.enabled` is off".to_string()),
+            (Some(source), true) => source.open(github, scope, &head_sha).await,
+            (None, true) => Err("no code reader is configured".to_string()),
         };
         let subject = analyse::Subject {
             repo: &job.repo.full_name(),
