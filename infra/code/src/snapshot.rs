@@ -42,6 +42,24 @@ pub enum SnapshotError {
     Corrupt(String),
 }
 
+impl SnapshotError {
+    /// What went wrong without the archive's own text (its paths are whoever wrote the
+    /// PR's), for a public summary; `Display` has the details, for the log.
+    pub fn public_reason(&self) -> String {
+        match self {
+            SnapshotError::Unsafe(_) => {
+                "the repository archive was refused (an entry outside its tree or a special file)"
+                    .to_string()
+            }
+            // Parley's own caps, no archive text.
+            SnapshotError::OverCaps(what) => {
+                format!("the repository is over the snapshot's caps ({what})")
+            }
+            SnapshotError::Corrupt(_) => "the repository archive could not be read".to_string(),
+        }
+    }
+}
+
 /// Text files by path (relative, `/`-separated).
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {

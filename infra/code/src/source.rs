@@ -26,18 +26,29 @@ impl CodeSource for GitHubCode {
         sha: &str,
     ) -> Result<Arc<dyn Codebase>, String> {
         let started = Instant::now();
+        // The reasons go into a public summary: what went wrong in Parley's words, the
+        // details (GitHub's message, the archive's own paths) to the log only.
         let bytes = github
             .download_tarball(scope, sha, MAX_ARCHIVE_BYTES)
             .await
-            .map_err(|err| format!("the repository archive could not be downloaded ({err})"))?;
+            .map_err(|err| {
+                tracing::warn!(repo = %scope.full_name(), sha, error = %err, "could not download the repository archive");
+                "the repository archive could not be downloaded".to_string()
+            })?;
         let downloaded = started.elapsed();
         let limits = self.limits;
         let index = tokio::task::spawn_blocking(move || {
             Snapshot::from_tarball(&bytes, limits).map(CodeIndex::build)
         })
         .await
-        .map_err(|err| format!("indexing the repository failed ({err})"))?
-        .map_err(|err| err.to_string())?;
+        .map_err(|err| {
+            tracing::warn!(error = %err, "indexing the repository failed");
+            "indexing the repository failed".to_string()
+        })?
+        .map_err(|err| {
+            tracing::warn!(repo = %scope.full_name(), sha, error = %err, "repository archive not used");
+            err.public_reason()
+        })?;
         tracing::info!(
             repo = %scope.full_name(),
             sha,
