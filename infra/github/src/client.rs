@@ -5,10 +5,10 @@ use crate::config::{
     ENV_APP_ID, ENV_PRIVATE_KEY, ENV_PRIVATE_KEY_FILE, GitHubConfig, PrivateKeyPem,
 };
 use crate::endpoint::ApiBase;
+use crate::request::{Auth, Call, Reply};
 use crate::responses::decode;
 use crate::retry::{Replay, RetryPolicy};
 use crate::token_cache::{InstallationToken, TokenCache};
-use crate::transport::{Auth, Call, Reply};
 use parley_core::ports::github::GitHubError;
 use reqwest::Method;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};

@@ -4,8 +4,8 @@
 //! the same typed errors REST produces so callers handle both alike.
 
 use crate::client::GitHubClient;
+use crate::request::Auth;
 use crate::retry::Replay;
-use crate::transport::Auth;
 use parley_core::ports::github::{ApiErrorDetail, GitHubError};
 use reqwest::Method;
 use serde::de::DeserializeOwned;

@@ -22,6 +22,7 @@ mod graphql;
 mod operations;
 mod pagination;
 mod port;
+mod request;
 mod responses;
 pub mod retry;
 mod token_cache;

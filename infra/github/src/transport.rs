@@ -5,6 +5,7 @@
 
 use crate::client::GitHubClient;
 use crate::pagination::{next_link, same_origin_link};
+pub(crate) use crate::request::{Auth, Call, Reply};
 use crate::responses::{ErrorBody, decode, status_error};
 use crate::retry::{Replay, rate_limit_wait};
 use parley_core::ports::github::{GitHubError, Listing, PageLimit};
@@ -13,29 +14,6 @@ use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::time::{Duration, Instant, SystemTime};
-
-/// Which identity a call uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Auth {
-    /// The App JWT: `GET /app`, minting tokens.
-    App,
-    /// The installation's access token: everything on a repository.
-    Installation(u64),
-}
-
-pub(crate) struct Call {
-    pub(crate) method: Method,
-    pub(crate) url: Url,
-    pub(crate) auth: Auth,
-    /// Serialised once, so a retry sends the very same bytes.
-    pub(crate) body: Option<Vec<u8>>,
-    pub(crate) replay: Replay,
-}
-
-pub(crate) struct Reply {
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
-}
 
 /// Why an attempt did not succeed.
 enum Failure {

@@ -1,7 +1,7 @@
 //! The App itself.
 
 use crate::client::GitHubClient;
-use crate::transport::Auth;
+use crate::request::Auth;
 use parley_core::ports::github::{App, GitHubError};
 
 /// `GET /app`: authenticated as the App, not an installation.

@@ -42,7 +42,7 @@ pub(crate) async fn tarball(
 ) -> Result<Vec<u8>, GitHubError> {
     let url = client.base.repo_url(repo, &["tarball", sha])?;
     let reply = client
-        .send(&crate::transport::Call {
+        .send(&crate::request::Call {
             method: reqwest::Method::GET,
             url,
             auth: auth(repo),

@@ -1,8 +1,8 @@
 //! Pull requests, their files, and commit comparisons.
 
 use crate::client::GitHubClient;
+use crate::request::Auth;
 use crate::retry::Replay;
-use crate::transport::Auth;
 use parley_core::ports::github::{
     ChangedFile, Comparison, GitHubError, Listing, PageLimit, PullRequest, RepoScope,
     ReviewerRequest,
