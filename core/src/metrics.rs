@@ -44,6 +44,16 @@ pub const FINDINGS_POSTED: &str = "FindingsPosted";
 pub const FINDINGS_SUPPRESSED: &str = "FindingsSuppressed";
 /// Findings a review dropped for confidence below the threshold in force.
 pub const FINDINGS_BELOW_THRESHOLD: &str = "FindingsBelowThreshold";
+/// Wall time to get a reviewed head's archive from GitHub (not recorded when the archive
+/// came from the local cache).
+pub const SNAPSHOT_DOWNLOAD_TIME: &str = "SnapshotDownloadTime";
+/// Wall time to check, extract and index an archive.
+pub const SNAPSHOT_INDEX_TIME: &str = "SnapshotIndexTime";
+/// Archives read from the local disk cache instead of GitHub.
+pub const SNAPSHOT_CACHE_HITS: &str = "SnapshotCacheHits";
+/// Jobs that went on from the diff alone because the archive could not be used
+/// (not downloaded, refused as unsafe, over the caps, unreadable).
+pub const SNAPSHOTS_UNUSED: &str = "SnapshotsUnused";
 
 /// Register every metric's unit with the installed recorder; call once after installing
 /// one (units are what the EMF directives carry).
@@ -90,6 +100,26 @@ pub fn describe() {
         Unit::Count,
         "Findings below the confidence threshold"
     );
+    describe_histogram!(
+        SNAPSHOT_DOWNLOAD_TIME,
+        Unit::Milliseconds,
+        "Downloading a reviewed head's archive"
+    );
+    describe_histogram!(
+        SNAPSHOT_INDEX_TIME,
+        Unit::Milliseconds,
+        "Checking, extracting and indexing an archive"
+    );
+    describe_counter!(
+        SNAPSHOT_CACHE_HITS,
+        Unit::Count,
+        "Archives read from the local disk cache"
+    );
+    describe_counter!(
+        SNAPSHOTS_UNUSED,
+        Unit::Count,
+        "Jobs that read the diff alone: the archive could not be used"
+    );
 }
 
 /// One job handled, and whether it failed.
@@ -121,6 +151,21 @@ pub fn github_call(rate_limit_remaining: Option<u64>) {
     if let Some(remaining) = rate_limit_remaining {
         gauge!(GITHUB_RATE_LIMIT_REMAINING).set(remaining as f64);
     }
+}
+
+/// A reviewed head's code, opened: `download` is `None` when the archive came from the
+/// local cache.
+pub fn snapshot_opened(download: Option<Duration>, index: Duration) {
+    match download {
+        Some(took) => histogram!(SNAPSHOT_DOWNLOAD_TIME).record(took.as_secs_f64() * 1000.0),
+        None => counter!(SNAPSHOT_CACHE_HITS).increment(1),
+    }
+    histogram!(SNAPSHOT_INDEX_TIME).record(index.as_secs_f64() * 1000.0);
+}
+
+/// A job that reads the diff alone because its archive could not be used.
+pub fn snapshot_unused() {
+    counter!(SNAPSHOTS_UNUSED).increment(1);
 }
 
 /// What a published review did with its candidate findings.

@@ -65,12 +65,27 @@ impl CodeSource for GitHubCode {
         scope: &RepoScope,
         sha: &str,
     ) -> Result<Arc<dyn Codebase>, String> {
+        let opened = self.open_indexed(github, scope, sha).await;
+        if opened.is_err() {
+            parley_core::metrics::snapshot_unused();
+        }
+        opened
+    }
+}
+
+impl GitHubCode {
+    async fn open_indexed(
+        &self,
+        github: &dyn GitHub,
+        scope: &RepoScope,
+        sha: &str,
+    ) -> Result<Arc<dyn Codebase>, String> {
         let started = Instant::now();
-        // The reasons go into a public summary: what went wrong in Parley's words, the
-        // details (GitHub's message, the archive's own paths) to the log only.
         // Keyed by the repository's id (its store key), never its name: a name changes
         // hands, and the next holder must not read the last one's archive.
         let key = scope.tenant().repo;
+        // The reasons go into a public summary: what went wrong in Parley's words, the
+        // details (GitHub's message, the archive's own paths) to the log only.
         let (bytes, cached) = self.archive(github, scope, &key, sha).await?;
         let downloaded = started.elapsed();
         let limits = self.limits;
@@ -94,6 +109,8 @@ impl CodeSource for GitHubCode {
             }
             err.public_reason()
         })?;
+        let indexed = started.elapsed().saturating_sub(downloaded);
+        parley_core::metrics::snapshot_opened((!cached).then_some(downloaded), indexed);
         tracing::info!(
             repo = %scope.full_name(),
             sha,
@@ -101,7 +118,7 @@ impl CodeSource for GitHubCode {
             definitions = index.definition_count(),
             cached,
             download_ms = downloaded.as_millis() as u64,
-            index_ms = (started.elapsed() - downloaded).as_millis() as u64,
+            index_ms = indexed.as_millis() as u64,
             "repository snapshot indexed"
         );
         Ok(Arc::new(index))
