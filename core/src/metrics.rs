@@ -174,3 +174,83 @@ pub fn findings(posted: usize, suppressed: usize, below_threshold: usize) {
     counter!(FINDINGS_SUPPRESSED).increment(suppressed as u64);
     counter!(FINDINGS_BELOW_THRESHOLD).increment(below_threshold as u64);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{
+        Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+        SharedString,
+    };
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    /// What was recorded, by metric name: counters' increments and histograms' values.
+    #[derive(Default)]
+    struct Recorded(Arc<Mutex<BTreeMap<String, Vec<f64>>>>);
+
+    struct Series(Arc<Mutex<BTreeMap<String, Vec<f64>>>>, String);
+
+    impl CounterFn for Series {
+        fn increment(&self, value: u64) {
+            self.push(value as f64);
+        }
+        fn absolute(&self, value: u64) {
+            self.push(value as f64);
+        }
+    }
+
+    impl HistogramFn for Series {
+        fn record(&self, value: f64) {
+            self.push(value);
+        }
+    }
+
+    impl Series {
+        fn push(&self, value: f64) {
+            if let Ok(mut map) = self.0.lock() {
+                map.entry(self.1.clone()).or_default().push(value);
+            }
+        }
+    }
+
+    impl Recorder for Recorded {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::from_arc(Arc::new(Series(self.0.clone(), key.name().to_string())))
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::from_arc(Arc::new(Series(self.0.clone(), key.name().to_string())))
+        }
+    }
+
+    fn recorded(f: impl FnOnce()) -> BTreeMap<String, Vec<f64>> {
+        let recorder = Recorded::default();
+        metrics::with_local_recorder(&recorder, f);
+        let map = recorder.0.lock().expect("not poisoned").clone();
+        map
+    }
+
+    #[test]
+    fn a_downloaded_archive_records_its_download_time_and_a_cached_one_a_hit() {
+        let downloaded = recorded(|| {
+            snapshot_opened(Some(Duration::from_millis(1500)), Duration::from_millis(40))
+        });
+        assert_eq!(downloaded.get(SNAPSHOT_DOWNLOAD_TIME), Some(&vec![1500.0]));
+        assert_eq!(downloaded.get(SNAPSHOT_INDEX_TIME), Some(&vec![40.0]));
+        assert_eq!(downloaded.get(SNAPSHOT_CACHE_HITS), None);
+
+        let cached = recorded(|| snapshot_opened(None, Duration::from_millis(30)));
+        assert_eq!(cached.get(SNAPSHOT_DOWNLOAD_TIME), None);
+        assert_eq!(cached.get(SNAPSHOT_CACHE_HITS), Some(&vec![1.0]));
+        assert_eq!(cached.get(SNAPSHOT_INDEX_TIME), Some(&vec![30.0]));
+
+        let unused = recorded(snapshot_unused);
+        assert_eq!(unused.get(SNAPSHOTS_UNUSED), Some(&vec![1.0]));
+    }
+}
