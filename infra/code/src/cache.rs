@@ -12,7 +12,7 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Where the archives go (`PARLEY_SNAPSHOT_DIR`); default `<temp dir>/parley-snapshots`.
 pub const DIR_ENV: &str = "PARLEY_SNAPSHOT_DIR";
@@ -107,9 +107,21 @@ impl ArchiveCache {
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return;
         };
+        let now = SystemTime::now();
         let mut archives: Vec<(SystemTime, u64, PathBuf)> = entries
             .flatten()
-            .filter(|entry| is_archive_name(&entry.file_name().to_string_lossy()))
+            .filter(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if is_archive_name(&name) {
+                    return true;
+                }
+                // A temporary file left by a job that died while writing: no writer takes
+                // an hour over one archive, and nothing else would ever delete it.
+                if name.starts_with(".tmp") && is_stale(entry, now) {
+                    let _ = fs::remove_file(entry.path());
+                }
+                false
+            })
             .filter_map(|entry| {
                 let meta = entry.metadata().ok()?;
                 meta.is_file().then(|| {
@@ -158,6 +170,18 @@ impl ArchiveCache {
     }
 }
 
+/// How old an unfinished temporary file must be before it is taken for abandoned.
+const STALE_TMP: Duration = Duration::from_secs(3600);
+
+fn is_stale(entry: &fs::DirEntry, now: SystemTime) -> bool {
+    entry
+        .metadata()
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|modified| now.duration_since(modified).ok())
+        .is_some_and(|age| age > STALE_TMP)
+}
+
 fn is_archive_name(name: &str) -> bool {
     name.ends_with(".tar.gz") && !name.starts_with('.')
 }
@@ -165,7 +189,6 @@ fn is_archive_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     const SHA_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const SHA_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -227,6 +250,27 @@ mod tests {
         cache.put("1", SHA_B, &[2; 17]);
         assert_eq!(cache.get("1", SHA_B), None);
         assert!(cache.get("1", SHA_A).is_some());
+    }
+
+    #[test]
+    fn temporary_files_a_dead_writer_left_are_removed_once_stale() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ArchiveCache::new(dir.path(), 1024);
+        let stale = dir.path().join(".tmpDEAD");
+        let fresh = dir.path().join(".tmpLIVE");
+        fs::write(&stale, b"half an archive").expect("write");
+        fs::write(&fresh, b"being written").expect("write");
+        fs::File::options()
+            .append(true)
+            .open(&stale)
+            .and_then(|f| f.set_modified(SystemTime::now() - Duration::from_secs(7200)))
+            .expect("set mtime");
+        cache.put("repo:1", SHA_A, b"archive");
+        assert!(!stale.exists(), "an abandoned temporary file is removed");
+        assert!(
+            fresh.exists(),
+            "one that may still be written is left alone"
+        );
     }
 
     #[test]
