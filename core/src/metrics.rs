@@ -232,8 +232,7 @@ mod tests {
     fn recorded(f: impl FnOnce()) -> BTreeMap<String, Vec<f64>> {
         let recorder = Recorded::default();
         metrics::with_local_recorder(&recorder, f);
-        let map = recorder.0.lock().expect("not poisoned").clone();
-        map
+        recorder.0.lock().expect("not poisoned").clone()
     }
 
     #[test]

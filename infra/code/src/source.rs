@@ -102,10 +102,10 @@ impl GitHubCode {
             // A cached archive that no longer reads was torn or altered on disk: the
             // next job downloads it again. (An unsafe or oversized one stays: GitHub
             // would serve the same bytes, and the answer would be the same.)
-            if cached && matches!(err, crate::SnapshotError::Corrupt(_)) {
-                if let Some(cache) = &self.cache {
-                    cache.remove(&key, sha);
-                }
+            if let (true, crate::SnapshotError::Corrupt(_), Some(cache)) =
+                (cached, &err, &self.cache)
+            {
+                cache.remove(&key, sha);
             }
             err.public_reason()
         })?;
