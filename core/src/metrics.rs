@@ -44,6 +44,16 @@ pub const FINDINGS_POSTED: &str = "FindingsPosted";
 pub const FINDINGS_SUPPRESSED: &str = "FindingsSuppressed";
 /// Findings a review dropped for confidence below the threshold in force.
 pub const FINDINGS_BELOW_THRESHOLD: &str = "FindingsBelowThreshold";
+/// Wall time to get a reviewed head's archive from GitHub (not recorded when the archive
+/// came from the local cache).
+pub const SNAPSHOT_DOWNLOAD_TIME: &str = "SnapshotDownloadTime";
+/// Wall time to check, extract and index an archive.
+pub const SNAPSHOT_INDEX_TIME: &str = "SnapshotIndexTime";
+/// Archives read from the local disk cache instead of GitHub.
+pub const SNAPSHOT_CACHE_HITS: &str = "SnapshotCacheHits";
+/// Jobs that went on from the diff alone because the archive could not be used
+/// (not downloaded, refused as unsafe, over the caps, unreadable).
+pub const SNAPSHOTS_UNUSED: &str = "SnapshotsUnused";
 
 /// Register every metric's unit with the installed recorder; call once after installing
 /// one (units are what the EMF directives carry).
@@ -90,6 +100,26 @@ pub fn describe() {
         Unit::Count,
         "Findings below the confidence threshold"
     );
+    describe_histogram!(
+        SNAPSHOT_DOWNLOAD_TIME,
+        Unit::Milliseconds,
+        "Downloading a reviewed head's archive"
+    );
+    describe_histogram!(
+        SNAPSHOT_INDEX_TIME,
+        Unit::Milliseconds,
+        "Checking, extracting and indexing an archive"
+    );
+    describe_counter!(
+        SNAPSHOT_CACHE_HITS,
+        Unit::Count,
+        "Archives read from the local disk cache"
+    );
+    describe_counter!(
+        SNAPSHOTS_UNUSED,
+        Unit::Count,
+        "Jobs that read the diff alone: the archive could not be used"
+    );
 }
 
 /// One job handled, and whether it failed.
@@ -123,9 +153,103 @@ pub fn github_call(rate_limit_remaining: Option<u64>) {
     }
 }
 
+/// A reviewed head's code, opened: `download` is `None` when the archive came from the
+/// local cache.
+pub fn snapshot_opened(download: Option<Duration>, index: Duration) {
+    match download {
+        Some(took) => histogram!(SNAPSHOT_DOWNLOAD_TIME).record(took.as_secs_f64() * 1000.0),
+        None => counter!(SNAPSHOT_CACHE_HITS).increment(1),
+    }
+    histogram!(SNAPSHOT_INDEX_TIME).record(index.as_secs_f64() * 1000.0);
+}
+
+/// A job that reads the diff alone because its archive could not be used.
+pub fn snapshot_unused() {
+    counter!(SNAPSHOTS_UNUSED).increment(1);
+}
+
 /// What a published review did with its candidate findings.
 pub fn findings(posted: usize, suppressed: usize, below_threshold: usize) {
     counter!(FINDINGS_POSTED).increment(posted as u64);
     counter!(FINDINGS_SUPPRESSED).increment(suppressed as u64);
     counter!(FINDINGS_BELOW_THRESHOLD).increment(below_threshold as u64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{
+        Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+        SharedString,
+    };
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    /// What was recorded, by metric name: counters' increments and histograms' values.
+    #[derive(Default)]
+    struct Recorded(Arc<Mutex<BTreeMap<String, Vec<f64>>>>);
+
+    struct Series(Arc<Mutex<BTreeMap<String, Vec<f64>>>>, String);
+
+    impl CounterFn for Series {
+        fn increment(&self, value: u64) {
+            self.push(value as f64);
+        }
+        fn absolute(&self, value: u64) {
+            self.push(value as f64);
+        }
+    }
+
+    impl HistogramFn for Series {
+        fn record(&self, value: f64) {
+            self.push(value);
+        }
+    }
+
+    impl Series {
+        fn push(&self, value: f64) {
+            if let Ok(mut map) = self.0.lock() {
+                map.entry(self.1.clone()).or_default().push(value);
+            }
+        }
+    }
+
+    impl Recorder for Recorded {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::from_arc(Arc::new(Series(self.0.clone(), key.name().to_string())))
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::from_arc(Arc::new(Series(self.0.clone(), key.name().to_string())))
+        }
+    }
+
+    fn recorded(f: impl FnOnce()) -> BTreeMap<String, Vec<f64>> {
+        let recorder = Recorded::default();
+        metrics::with_local_recorder(&recorder, f);
+        recorder.0.lock().expect("not poisoned").clone()
+    }
+
+    #[test]
+    fn a_downloaded_archive_records_its_download_time_and_a_cached_one_a_hit() {
+        let downloaded = recorded(|| {
+            snapshot_opened(Some(Duration::from_millis(1500)), Duration::from_millis(40))
+        });
+        assert_eq!(downloaded.get(SNAPSHOT_DOWNLOAD_TIME), Some(&vec![1500.0]));
+        assert_eq!(downloaded.get(SNAPSHOT_INDEX_TIME), Some(&vec![40.0]));
+        assert_eq!(downloaded.get(SNAPSHOT_CACHE_HITS), None);
+
+        let cached = recorded(|| snapshot_opened(None, Duration::from_millis(30)));
+        assert_eq!(cached.get(SNAPSHOT_DOWNLOAD_TIME), None);
+        assert_eq!(cached.get(SNAPSHOT_CACHE_HITS), Some(&vec![1.0]));
+        assert_eq!(cached.get(SNAPSHOT_INDEX_TIME), Some(&vec![30.0]));
+
+        let unused = recorded(snapshot_unused);
+        assert_eq!(unused.get(SNAPSHOTS_UNUSED), Some(&vec![1.0]));
+    }
 }

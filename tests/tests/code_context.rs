@@ -14,6 +14,7 @@ parley_tests::review_on_both_stores!(
     without_the_repository_the_review_goes_on_from_the_diff_and_says_so,
     a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read,
     a_repository_over_the_caps_is_reviewed_from_the_diff_alone,
+    a_second_review_of_the_same_head_reads_the_cached_archive,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -130,11 +131,61 @@ async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: Revie
             max_files: 1,
             ..parley_code::Limits::default()
         },
+        ..parley_code::GitHubCode::default()
     }));
     h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
     let summary = review(&h).await;
     assert!(h.inline_comments().is_empty());
     assert!(summary.contains("over the snapshot's caps"), "{summary}");
+}
+
+/// The archive is downloaded once per head: a full review requested on the same head
+/// reads it from the disk cache, kept under the repository's id (never its name), and
+/// still sees the definition from the untouched file.
+async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    h.services.code = Some(Arc::new(parley_code::GitHubCode {
+        cache: Some(parley_code::ArchiveCache::new(dir.path(), 1 << 20)),
+        ..parley_code::GitHubCode::default()
+    }));
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    review(&h).await;
+    let first_prompts = h.pass_prompts().len();
+
+    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "d-2", 4242))
+        .await
+        .expect("second review");
+
+    assert_eq!(
+        h.github.requests_to("GET", "/tarball/").len(),
+        1,
+        "downloaded once"
+    );
+    let cached = dir.path().join(format!(
+        "repo-{}-{HEAD}.tar.gz",
+        parley_tests::tenants::repo_id(REPO)
+    ));
+    assert!(
+        cached.is_file(),
+        "kept under the repository's id: {cached:?}"
+    );
+    let later = h.pass_prompts();
+    assert!(
+        later.len() > first_prompts,
+        "the second review ran its passes"
+    );
+    assert!(
+        later[first_prompts..]
+            .iter()
+            .any(|p| p.text().contains(DEFINITION)),
+        "the second review read the definition from the cached archive"
+    );
 }
 
 mod answers {

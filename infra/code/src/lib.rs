@@ -3,10 +3,12 @@
 //! core's [`Codebase`](parley_core::ports::code::Codebase) port. The worker Lambdas and
 //! `parley` link it; the webhook does not (no grammars in its bootstrap).
 
+pub mod cache;
 pub mod index;
 pub mod snapshot;
 pub mod source;
 
+pub use cache::ArchiveCache;
 pub use index::CodeIndex;
 pub use snapshot::{Limits, Snapshot, SnapshotError};
 pub use source::GitHubCode;

@@ -175,7 +175,11 @@ pub async fn services_from_env(
         budget,
         corpus: adapters.corpus.clone(),
         embedder,
-        code: Some(Arc::new(parley_code::GitHubCode::default())),
+        // Archives cached on local disk (`PARLEY_SNAPSHOT_DIR`): a warm worker answers a
+        // PR's threads from the archive its review downloaded.
+        code: Some(Arc::new(parley_code::GitHubCode::from_env(|name| {
+            env(name)
+        }))),
     })
 }
 

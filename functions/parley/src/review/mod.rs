@@ -325,7 +325,9 @@ async fn review_pull(
     // The repository at the head, as the worker reads it (fail open).
     let code = {
         use parley_core::ports::code::CodeSource;
-        parley_code::GitHubCode::default()
+        // The same disk cache as `parley serve`: a second run on the same head does not
+        // download the archive again.
+        parley_code::GitHubCode::from_env(|name| std::env::var(name).ok())
             .open(github.as_ref(), &scope, &pr.head.sha)
             .await
     };
