@@ -45,7 +45,7 @@ fn main() {
             &prompts::STYLE,
             &prompts::GUIDELINES,
         ];
-        let mut request = |system: String, user: Message| {
+        let request = |system: String, user: Message| {
             let mut r = LlmRequest::new(system, vec![user]);
             r.options.max_tokens = 64;
             r.options.temperature = Some(0.0);
