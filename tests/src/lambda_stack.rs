@@ -375,6 +375,13 @@ impl LambdaStack {
         let worker_secrets = vec![
             ("GITHUB_PRIVATE_KEY", secret_arns.private_key.clone()),
             ("LLM_API_KEY", secret_arns.llm_api_key.clone()),
+            // The template's archive cache, in this stack's own directory (as each
+            // function's /tmp is its own).
+            ("PARLEY_SNAPSHOT_CACHE_BYTES", "805306368".to_string()),
+            (
+                "PARLEY_SNAPSHOT_DIR",
+                dir.path().join("snapshots").display().to_string(),
+            ),
         ];
         let (binary, config, env) = function("ConversationWorkerFunction", worker_secrets.clone());
         let conversation_worker =
