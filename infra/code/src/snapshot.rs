@@ -31,6 +31,31 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// Whether a file of `size` bytes is kept, with `files` kept so far and `total`
+    /// bytes counted (added to here): `Ok(false)` skips a file over its own cap, an error
+    /// means the snapshot as a whole is over its caps.
+    fn admit(&self, files: usize, total: &mut u64, size: u64) -> Result<bool, SnapshotError> {
+        if size > self.max_file_bytes {
+            return Ok(false);
+        }
+        if files >= self.max_files {
+            return Err(SnapshotError::OverCaps(format!(
+                "more than {} files",
+                self.max_files
+            )));
+        }
+        *total = total.saturating_add(size);
+        if *total > self.max_total_bytes {
+            return Err(SnapshotError::OverCaps(format!(
+                "more than {} bytes of source",
+                self.max_total_bytes
+            )));
+        }
+        Ok(true)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SnapshotError {
     /// An entry that could write or read outside the tree: nothing of it is used.
@@ -108,21 +133,8 @@ impl Snapshot {
                 continue;
             };
             let size = entry.header().size().unwrap_or(u64::MAX);
-            if size > limits.max_file_bytes || skipped(&path) {
+            if skipped(&path) || !limits.admit(snapshot.files.len(), &mut total, size)? {
                 continue;
-            }
-            if snapshot.files.len() >= limits.max_files {
-                return Err(SnapshotError::OverCaps(format!(
-                    "more than {} files",
-                    limits.max_files
-                )));
-            }
-            total = total.saturating_add(size);
-            if total > limits.max_total_bytes {
-                return Err(SnapshotError::OverCaps(format!(
-                    "more than {} bytes of source",
-                    limits.max_total_bytes
-                )));
             }
             let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
             (&mut entry)
@@ -169,21 +181,8 @@ impl Snapshot {
                     continue;
                 }
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
-                if size > limits.max_file_bytes {
+                if !limits.admit(snapshot.files.len(), &mut total, size)? {
                     continue;
-                }
-                if snapshot.files.len() >= limits.max_files {
-                    return Err(SnapshotError::OverCaps(format!(
-                        "more than {} files",
-                        limits.max_files
-                    )));
-                }
-                total = total.saturating_add(size);
-                if total > limits.max_total_bytes {
-                    return Err(SnapshotError::OverCaps(format!(
-                        "more than {} bytes of source",
-                        limits.max_total_bytes
-                    )));
                 }
                 if let Some(text) = std::fs::read(&full).ok().and_then(source_text) {
                     snapshot.files.insert(path, text);
