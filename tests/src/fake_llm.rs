@@ -51,6 +51,9 @@ impl Prompt {
 enum Reply {
     Text(String),
     Status(u16, String),
+    /// A model that never stops: streamed, this passage again and again until the client
+    /// hangs up; not streamed, an answer that never comes.
+    Endless(String),
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +96,14 @@ struct State {
     cached_prefixes: std::collections::HashSet<String>,
     /// Every prompt's text so far, for OpenAI's automatic prefix caching when emulated.
     openai_cache: Option<Vec<String>>,
+    /// Break off a running stream when another request is waiting, as llama-cpp-python's
+    /// server does (`interrupt_requests`, on by default): the stream ends with `[DONE]`
+    /// and no finish reason.
+    interrupts: bool,
+    /// Requests that arrived and wait for their turn.
+    waiting: usize,
+    /// Streams a client stopped reading before they ended.
+    hang_ups: usize,
 }
 
 /// Anthropic's minimum cacheable prefix for the models the tests name (Sonnet 4.5).
@@ -154,6 +165,31 @@ impl FakeLlm {
             sticky: false,
             latency: None,
         });
+    }
+
+    /// Never stop writing when the prompt contains `contains`: a streamed reply is
+    /// `passage` again and again until the client hangs up (a small model looping inside
+    /// its JSON); an unstreamed one never comes.
+    pub fn write_forever(&self, contains: &str, passage: &str) {
+        self.state().rules.push(Rule {
+            contains: contains.into(),
+            replies: vec![Reply::Endless(passage.into())],
+            sticky: true,
+            latency: None,
+        });
+    }
+
+    /// Serve one request at a time and break off the running stream when another one
+    /// arrives, as llama-cpp-python's server does.
+    pub fn interrupt_streams_like_llama_cpp_python(&self) {
+        let mut state = self.state();
+        state.one_at_a_time = Some(Arc::new(tokio::sync::Mutex::new(())));
+        state.interrupts = true;
+    }
+
+    /// How many streamed replies the client stopped reading before their end.
+    pub fn hang_ups(&self) -> usize {
+        self.state().hang_ups
     }
 
     /// Fail with `status` (e.g. 500, 529) when the prompt contains `contains` (`""` = all).
@@ -363,25 +399,31 @@ async fn handle(
         }
     }
     let text = prompt.text();
-    let one_at_a_time = state
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .one_at_a_time
-        .clone();
-    let _serving = match &one_at_a_time {
+    let streamed = openai && request["stream"] == true;
+    let one_at_a_time = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.waiting += 1;
+        s.one_at_a_time.clone()
+    };
+    let serving = match &one_at_a_time {
         Some(line) => Some(line.clone().lock_owned().await),
         None => None,
+    };
+    let interrupts = {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.waiting -= 1;
+        s.interrupts && streamed
     };
     let at_once = state
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .at_once
         .clone();
-    let _slot = match at_once {
+    let slot = match at_once {
         Some(slots) => slots.acquire_owned().await.ok(),
         None => None,
     };
-    let _busy = InFlight::enter(state.clone());
+    let busy = InFlight::enter(state.clone());
     let (latency, reply, model, wire, cache) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         let cache = if openai {
@@ -412,8 +454,23 @@ async fn handle(
     {
         return (StatusCode::BAD_GATEWAY, "abandoned").into_response();
     }
+    if streamed {
+        let usage = openai_usage(body.len(), &reply, cache);
+        let stream = Stream {
+            state: state.clone(),
+            model,
+            usage: request["stream_options"]["include_usage"] == true,
+            interrupts,
+            latency,
+            _hold: (serving, slot, busy),
+        };
+        return stream.reply(reply, usage);
+    }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
+    }
+    if matches!(reply, Reply::Endless(_)) {
+        std::future::pending::<()>().await;
     }
     match reply {
         Reply::Status(status, body) => (
@@ -421,15 +478,9 @@ async fn handle(
             body,
         )
             .into_response(),
+        Reply::Endless(_) => (StatusCode::INTERNAL_SERVER_ERROR, "unreachable").into_response(),
         Reply::Text(text) if openai => {
-            let input_tokens = (body.len() / 4) as u64;
-            let output_tokens = (text.len() / 4) as u64 + 1;
-            let mut usage =
-                json!({ "prompt_tokens": input_tokens, "completion_tokens": output_tokens });
-            if let Cache::Read(cached) = cache {
-                usage["prompt_tokens_details"] =
-                    json!({ "cached_tokens": cached.min(input_tokens) });
-            }
+            let usage = openai_usage(body.len(), &Reply::Text(text.clone()), cache);
             axum::Json(json!({
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
@@ -464,6 +515,156 @@ async fn handle(
                 }
             }))
             .into_response()
+        }
+    }
+}
+
+/// OpenAI's `usage` for a reply to a request of `request_bytes`, about four bytes a token.
+fn openai_usage(request_bytes: usize, reply: &Reply, cache: Cache) -> Value {
+    let input_tokens = (request_bytes / 4) as u64;
+    let output_tokens = match reply {
+        Reply::Text(text) => (text.len() / 4) as u64 + 1,
+        _ => 0,
+    };
+    let mut usage = json!({ "prompt_tokens": input_tokens, "completion_tokens": output_tokens });
+    if let Cache::Read(cached) = cache {
+        usage["prompt_tokens_details"] = json!({ "cached_tokens": cached.min(input_tokens) });
+    }
+    usage
+}
+
+/// A streamed Chat Completions reply (`stream: true`), as server-sent events.
+struct Stream {
+    state: Arc<Mutex<State>>,
+    model: String,
+    /// `stream_options.include_usage` was asked for.
+    usage: bool,
+    /// Break off when another request waits (see `State::interrupts`).
+    interrupts: bool,
+    /// Spread over the reply's chunks when interrupting (so there is a running stream to
+    /// break off), else waited before the first.
+    latency: Duration,
+    /// The serving turn, the slot and the in-flight count, held until the stream ends or
+    /// the client hangs up.
+    _hold: (
+        Option<tokio::sync::OwnedMutexGuard<()>>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+        InFlight,
+    ),
+}
+
+/// What the stream sends next.
+enum Next {
+    Chunk(String),
+    Finish,
+    Usage,
+    Done,
+    End,
+}
+
+impl Stream {
+    fn reply(self, reply: Reply, usage: Value) -> Response {
+        let (pieces, endless): (Vec<String>, bool) = match reply {
+            Reply::Text(text) => (chunks(&text), false),
+            Reply::Endless(passage) => (chunks(&passage), true),
+            Reply::Status(status, body) => {
+                return (
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    body,
+                )
+                    .into_response();
+            }
+        };
+        let gap = if self.interrupts || endless {
+            (self.latency / pieces.len().max(1) as u32).max(Duration::from_millis(1))
+        } else {
+            Duration::ZERO
+        };
+        let hang_up = HangUp {
+            state: self.state.clone(),
+            ended: false,
+        };
+        let stream = futures_util::stream::unfold(
+            (0usize, self, hang_up),
+            move |(i, this, mut hang_up)| {
+                let pieces = pieces.clone();
+                let usage = usage.clone();
+                async move {
+                    if i == 0 && gap.is_zero() && !this.latency.is_zero() {
+                        tokio::time::sleep(this.latency).await;
+                    } else if i > 0 && !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
+                    let broken_off = this.interrupts
+                        && i > 0
+                        && this.state.lock().unwrap_or_else(|e| e.into_inner()).waiting > 0;
+                    let next = match i {
+                        _ if hang_up.ended => Next::End,
+                        _ if broken_off => Next::Done,
+                        i if i < pieces.len() => Next::Chunk(pieces[i].clone()),
+                        i if endless => Next::Chunk(pieces[i % pieces.len()].clone()),
+                        i if i == pieces.len() => Next::Finish,
+                        i if i == pieces.len() + 1 && this.usage => Next::Usage,
+                        _ => Next::Done,
+                    };
+                    let data = match next {
+                        Next::End => return None,
+                        Next::Chunk(text) => json!({
+                            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
+                            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]
+                        })
+                        .to_string(),
+                        Next::Finish => json!({
+                            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+                        })
+                        .to_string(),
+                        Next::Usage => json!({
+                            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
+                            "choices": [], "usage": usage
+                        })
+                        .to_string(),
+                        Next::Done => {
+                            hang_up.ended = true;
+                            "[DONE]".to_string()
+                        }
+                    };
+                    let frame = Bytes::from(format!("data: {data}\n\n"));
+                    Some((
+                        Ok::<_, std::convert::Infallible>(frame),
+                        (i + 1, this, hang_up),
+                    ))
+                }
+            },
+        );
+        let mut response = axum::body::Body::from_stream(stream).into_response();
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("text/event-stream"),
+        );
+        response
+    }
+}
+
+/// A reply in pieces of about a token or two, as model servers stream them.
+fn chunks(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(8).map(|c| c.iter().collect()).collect()
+}
+
+/// Counts a stream the client stopped reading before its end.
+struct HangUp {
+    state: Arc<Mutex<State>>,
+    ended: bool,
+}
+
+impl Drop for HangUp {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .hang_ups += 1;
         }
     }
 }

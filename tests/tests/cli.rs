@@ -519,6 +519,40 @@ async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
     assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }
 
+/// A small model on a local llama-cpp-python server, with nothing but the provider, the
+/// server and the model set (as the README's local quick start has it): the server
+/// breaks off one stream for the next and the model loops inside its JSON on every pass.
+/// The review ends by naming the model as the problem, not with a timeout.
+#[tokio::test]
+async fn a_looping_model_on_a_local_server_with_the_defaults_is_named_not_timed_out() {
+    let rig = Rig::start().await;
+    rig.llm.remove_rules(SECURITY);
+    rig.llm.interrupt_streams_like_llama_cpp_python();
+    rig.llm.write_forever(
+        "",
+        "\n  \"type\": \"report\",\n  \"description_url\" : {\n    \"url\": \"https://github.com/SrEK1234567890-sir-john-doe\"\n  },",
+    );
+    let mut env: Vec<(String, String)> = rig
+        .env()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("LLM_"))
+        .collect();
+    env.extend([
+        ("LLM_PROVIDER".to_string(), "openai".to_string()),
+        ("LLM_BASE_URL".to_string(), format!("{}/v1", rig.llm.url)),
+        ("LLM_MODEL".to_string(), "smollm2".to_string()),
+    ]);
+    let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the model answered, but not with a usable review"),
+        "{err}"
+    );
+    assert!(!err.contains("in time"), "{err}");
+    assert!(rig.llm.hang_ups() >= 1, "Parley stopped reading the loops");
+}
+
 /// `--fail-on` lets a CI job fail on what the review found: a finding at or above the
 /// severity exits 1 with the findings printed as usual; below it, 0.
 #[tokio::test]

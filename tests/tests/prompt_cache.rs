@@ -100,6 +100,50 @@ async fn a_one_request_server_that_says_nothing_is_found_out_and_the_review_comp
     );
 }
 
+/// llama-cpp-python's server, with nothing configured: it says nothing on `/props`,
+/// serves one request at a time and breaks off a running stream when the next request
+/// arrives. Parley sees the broken-off replies, drops to one call at a time for good and
+/// sends those calls again: every pass is answered.
+#[tokio::test]
+async fn a_server_that_breaks_off_streams_for_the_next_request_gets_a_complete_review() {
+    let mut h = ReviewHarness::start(Backend::Sqlite).await;
+    h.llm.interrupt_streams_like_llama_cpp_python();
+    h.llm.set_latency(Duration::from_millis(300));
+    let llm = local_server_with_defaults(&h).await;
+    let (summary, failed) = review_with(&mut h, llm).await;
+    assert_eq!(failed, 0, "{summary}");
+    assert!(
+        summary.contains("security, correctness, tests, style, guidelines"),
+        "{summary}"
+    );
+    assert!(
+        h.llm.prompts().iter().all(|p| p.raw["stream"] == true),
+        "a self-hosted server's replies are streamed"
+    );
+}
+
+/// A small model that loops inside its JSON (SmolLM2-135M on a review prompt writes the
+/// same object again and again): its pass is cut off as soon as the loop shows and fails
+/// as unusable, never as a timeout, and the server is told to stop (the connection
+/// closes). The other passes are not held up.
+#[tokio::test]
+async fn a_model_looping_inside_its_json_fails_its_pass_as_unusable_not_as_a_timeout() {
+    let mut h = ReviewHarness::start(Backend::Sqlite).await;
+    h.llm.announce_slots(1);
+    h.llm.write_forever(
+        SECURITY,
+        "\n  \"type\": \"report\",\n  \"description_url\" : {\n    \"url\": \"https://github.com/SrEK1234567890-sir-john-doe\"\n  },",
+    );
+    let llm = local_server_with_defaults(&h).await;
+    let (summary, failed) = review_with(&mut h, llm).await;
+    assert_eq!(failed, 1, "the security pass alone: {summary}");
+    assert!(
+        summary.contains("could not be used") && !summary.contains("in time"),
+        "unusable, not timed out: {summary}"
+    );
+    assert!(h.llm.hang_ups() >= 2, "both attempts cut off");
+}
+
 /// A server of four slots is sent four at once.
 #[tokio::test]
 async fn a_four_slot_server_is_sent_four_at_once() {

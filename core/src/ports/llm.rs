@@ -301,6 +301,11 @@ pub enum LlmError {
     /// The provider could not be reached, or the connection broke.
     #[error("network error talking to the LLM: {0}")]
     Network(String),
+    /// A streamed reply ended before the model finished it, without an error: the mark of
+    /// a self-hosted server that dropped this request for another one (llama-cpp-python
+    /// ends a running stream when the next request arrives).
+    #[error("the LLM server ended the reply early: {0}")]
+    Interrupted(String),
     /// A success status with a body that is not the provider's reply format.
     #[error("LLM reply could not be decoded: {0}")]
     Decode(String),
@@ -335,6 +340,7 @@ impl LlmError {
                 | LlmError::Timeout(_)
                 | LlmError::Server { .. }
                 | LlmError::Network(_)
+                | LlmError::Interrupted(_)
         )
     }
 
@@ -362,6 +368,7 @@ impl LlmError {
             LlmError::Timeout(_) => "the language model did not answer in time",
             LlmError::Server { .. } => "the language model provider had a server error",
             LlmError::Network(_) => "the language model provider could not be reached",
+            LlmError::Interrupted(_) => "the language model server broke off its answer",
             LlmError::Decode(_) | LlmError::InvalidOutput { .. } => {
                 "the language model's answer could not be used"
             }
@@ -414,6 +421,7 @@ mod tests {
                 message: String::new(),
             },
             LlmError::Network(String::new()),
+            LlmError::Interrupted(String::new()),
         ];
         let permanent = [
             LlmError::Auth(String::new()),

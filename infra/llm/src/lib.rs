@@ -15,6 +15,7 @@ pub mod limit;
 pub mod openai;
 pub mod retry;
 pub mod server;
+pub mod stream;
 
 pub use anthropic::AnthropicLlm;
 pub use bedrock::BedrockLlm;
@@ -44,7 +45,8 @@ pub async fn build_limited(
         None => limit::discover(&config, server),
     };
     tracing::info!(?concurrency, llama_cpp = server.is_some(), "LLM call limit");
-    let llm = build_with(config, server.is_some()).await?;
+    let self_hosted = config.provider == Provider::OpenAi && !config.is_openai_cloud();
+    let llm = build_with(config, server.is_some(), self_hosted).await?;
     Ok(Arc::new(
         limit::Limited::with_concurrency(llm, concurrency).with_output_cap(output_cap),
     ))
@@ -58,10 +60,16 @@ pub async fn from_env() -> Result<Arc<dyn Llm>, LlmError> {
 /// The adapter for `config`. Async because Bedrock loads the AWS configuration (region,
 /// role credentials, endpoint override).
 pub async fn build(config: LlmConfig) -> Result<Arc<dyn Llm>, LlmError> {
-    build_with(config, false).await
+    build_with(config, false, false).await
 }
 
-async fn build_with(config: LlmConfig, llama_cpp: bool) -> Result<Arc<dyn Llm>, LlmError> {
+/// `llama_cpp`: the server said it is one (it gets `cache_prompt`). `self_hosted`: not a
+/// cloud API, so replies are streamed (see [`stream`]).
+async fn build_with(
+    config: LlmConfig,
+    llama_cpp: bool,
+    self_hosted: bool,
+) -> Result<Arc<dyn Llm>, LlmError> {
     // In Lambda the template passes the key as a Secrets Manager ARN; sending the ARN as
     // a key would fail later as a confusing 401.
     if config
@@ -99,7 +107,8 @@ async fn build_with(config: LlmConfig, llama_cpp: bool) -> Result<Arc<dyn Llm>, 
                 config.timeout,
                 config.retry,
             )?
-            .with_cache_prompt(llama_cpp),
+            .with_cache_prompt(llama_cpp)
+            .with_streaming(self_hosted),
         ),
         Provider::Bedrock => {
             let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());

@@ -7,7 +7,8 @@
 //! time (`/props`: `total_slots`), so that many go; any other self-hosted server (Ollama,
 //! vLLM) gets an adaptive limit: it starts at [`ADAPTIVE_START`], halves when a call
 //! times out while others were in flight (the shape of a call left waiting in the
-//! server's queue) and tries that call again, and grows back by one after a run of
+//! server's queue) or has its streamed reply broken off for another request (what
+//! llama-cpp-python does; then it drops to one for good) and tries that call again, and grows back by one after a run of
 //! calls that all answered.
 //!
 //! A self-hosted model server (llama.cpp, Ollama on a small machine) serves one request at
@@ -77,6 +78,7 @@ impl Limited {
             slots: Slots {
                 state: Mutex::new(SlotState {
                     limit,
+                    ceiling: ADAPTIVE_MAX,
                     in_flight: 0,
                     answered_in_a_row: 0,
                 }),
@@ -118,12 +120,13 @@ impl Llm for Limited {
             let result = self.call(request).await;
             let queued = slot.release(&result);
             // A call that timed out behind others most likely waited in the server's
-            // queue, not on the model: the limit is now lower, so it goes again, once.
+            // queue, not on the model (or the server dropped it for another): the limit
+            // is now lower, so it goes again, once.
             if queued && !retried {
                 retried = true;
                 tracing::warn!(
                     limit = self.limit(),
-                    "an LLM call timed out while others were in flight; fewer at once from now on, and this one again"
+                    "an LLM call waited in the server's queue or was broken off for another; fewer at once from now on, and this one again"
                 );
                 continue;
             }
@@ -150,6 +153,8 @@ struct Slots {
 
 struct SlotState {
     limit: usize,
+    /// The most the adaptive limit grows back to.
+    ceiling: usize,
     in_flight: usize,
     answered_in_a_row: usize,
 }
@@ -193,6 +198,9 @@ impl Slot<'_> {
     fn release(mut self, result: &Result<LlmResponse, LlmError>) -> bool {
         self.released = true;
         let mut state = self.slots.lock();
+        // Broken off for another request: that one is in flight now, whether or not
+        // anything was when this call started.
+        let overtaken = state.in_flight > 1;
         state.in_flight = state.in_flight.saturating_sub(1);
         let mut queued = false;
         if self.slots.adaptive {
@@ -202,10 +210,18 @@ impl Slot<'_> {
                     state.answered_in_a_row = 0;
                     queued = true;
                 }
+                // A server that breaks off one reply for the next serves one at a time,
+                // for as long as this process runs: no halving in steps, no growing back.
+                Err(LlmError::Interrupted(_)) if self.crowded || overtaken => {
+                    state.limit = 1;
+                    state.ceiling = 1;
+                    state.answered_in_a_row = 0;
+                    queued = true;
+                }
                 Ok(_) => {
                     state.answered_in_a_row += 1;
                     if state.answered_in_a_row >= state.limit * GROW_AFTER_PER_SLOT
-                        && state.limit < ADAPTIVE_MAX
+                        && state.limit < state.ceiling
                     {
                         state.limit += 1;
                         state.answered_in_a_row = 0;
@@ -374,16 +390,23 @@ mod tests {
     /// A server that serves one request at a time: a call that arrives while another is
     /// being served waits in its queue until its client gives up (a timeout), as a
     /// single-slot llama.cpp or Ollama server does to a client that sends too many.
+    /// With `interrupts`, the call that arrives breaks off its streamed reply at once
+    /// instead (llama-cpp-python).
     #[derive(Default)]
     struct OneSlotServer {
         busy: AtomicUsize,
         answered: AtomicUsize,
+        interrupts: bool,
     }
 
     #[async_trait]
     impl Llm for OneSlotServer {
         async fn complete(&self, _: &LlmRequest) -> Result<LlmResponse, LlmError> {
             if self.busy.fetch_add(1, Ordering::SeqCst) > 0 {
+                if self.interrupts {
+                    self.busy.fetch_sub(1, Ordering::SeqCst);
+                    return Err(LlmError::Interrupted("ended early".into()));
+                }
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 self.busy.fetch_sub(1, Ordering::SeqCst);
                 return Err(LlmError::Timeout(Duration::from_millis(30)));
@@ -408,7 +431,17 @@ mod tests {
     /// so all five are answered; with a fixed four, the waiting ones fail.
     #[tokio::test]
     async fn an_adaptive_limit_finds_a_one_slot_server_and_loses_no_call() {
-        let server = Arc::new(OneSlotServer::default());
+        for interrupts in [false, true] {
+            a_one_slot_server_is_found(OneSlotServer {
+                interrupts,
+                ..OneSlotServer::default()
+            })
+            .await;
+        }
+    }
+
+    async fn a_one_slot_server_is_found(server: OneSlotServer) {
+        let server = Arc::new(server);
         let limited = Arc::new(Limited::with_concurrency(
             server.clone(),
             Concurrency::Adaptive(ADAPTIVE_START),

@@ -8,6 +8,7 @@
 
 use crate::http::{self, ErrorInfo, RawResponse};
 use crate::retry::{self, RetryPolicy, retry_while};
+use crate::stream;
 use async_trait::async_trait;
 use parley_core::llm::normalise_model_id;
 use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
@@ -35,6 +36,9 @@ pub struct OpenAiLlm {
     /// (`cache_prompt`), so the next pass on that slot starts after the shared part.
     /// Only there: OpenAI's API refuses unknown fields.
     cache_prompt: bool,
+    /// A self-hosted server: read replies as they are written ([`crate::stream`]), so a
+    /// slow or runaway model is cut off with what it wrote instead of timing out.
+    streaming: bool,
 }
 
 /// Structured-output modes, strictest first. OpenAI, vLLM and recent llama.cpp and Ollama
@@ -98,7 +102,13 @@ impl OpenAiLlm {
             retry,
             format: AtomicU8::new(Format::JsonSchema as u8),
             cache_prompt: false,
+            streaming: false,
         })
+    }
+
+    pub fn with_streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
     }
 
     pub fn with_cache_prompt(mut self, cache_prompt: bool) -> Self {
@@ -145,6 +155,9 @@ impl OpenAiLlm {
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
+        if body.stream == Some(true) {
+            return self.attempt_streamed(request, timeout, body).await;
+        }
         let response = http::send(request, timeout).await?;
         if !response.status.is_success() {
             return Err(http::classify(
@@ -184,6 +197,81 @@ impl OpenAiLlm {
             truncated: choice.finish_reason.as_deref() == Some("length"),
         })
     }
+
+    /// One streamed attempt: `timeout` for the response to start and between chunks, and
+    /// again for the whole reply once it has started (see [`crate::stream`]).
+    async fn attempt_streamed(
+        &self,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+        body: &ChatRequest<'_>,
+    ) -> Result<LlmResponse, LlmError> {
+        let response = match tokio::time::timeout(timeout, request.send()).await {
+            Err(_) => return Err(LlmError::Timeout(timeout)),
+            Ok(Err(e)) if e.is_builder() => {
+                return Err(LlmError::Config(format!("invalid LLM request URL: {e}")));
+            }
+            Ok(Err(e)) => return Err(LlmError::Network(http::error_chain(&e))),
+            Ok(Ok(response)) => response,
+        };
+        if !response.status().is_success() {
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = match tokio::time::timeout(timeout, response.bytes()).await {
+                Ok(Ok(bytes)) => bytes.to_vec(),
+                _ => Vec::new(),
+            };
+            let raw = RawResponse {
+                status,
+                headers,
+                body,
+            };
+            return Err(http::classify(
+                status,
+                &raw.headers,
+                error_info(&raw),
+                &self.url,
+            ));
+        }
+        let limits = stream::StreamLimits {
+            idle: timeout,
+            budget: timeout,
+        };
+        let reply = stream::read(response, limits, body.response_format.is_some()).await?;
+        match reply.stop {
+            Some(stream::Stop::Budget) => tracing::info!(
+                model = %self.model,
+                budget_secs = timeout.as_secs(),
+                chunks = reply.content_chunks,
+                "the model was still writing at the call's time limit; its reply is cut off there"
+            ),
+            Some(stream::Stop::Repeating) => tracing::info!(
+                model = %self.model,
+                chunks = reply.content_chunks,
+                "the model was writing the same passage again and again; its reply is cut off there"
+            ),
+            _ => {}
+        }
+        let usage = match reply.usage {
+            Some(u) => {
+                let cached = u
+                    .prompt_tokens_details
+                    .and_then(|d| d.cached_tokens)
+                    .unwrap_or(0)
+                    .min(u.prompt_tokens);
+                Usage::new(u.prompt_tokens - cached, u.completion_tokens).with_cache(cached, 0)
+            }
+            // Servers that send no usage in a stream: each chunk is about one token.
+            None => Usage::new(0, reply.content_chunks),
+        };
+        Ok(LlmResponse {
+            text: reply.text,
+            usage,
+            model: reply.model.unwrap_or_else(|| self.model.clone()),
+            truncated: reply.stop.is_some_and(stream::Stop::cut_off)
+                || reply.finish_reason.as_deref() == Some("length"),
+        })
+    }
 }
 
 #[async_trait]
@@ -214,6 +302,10 @@ impl Llm for OpenAiLlm {
             temperature: request.options.temperature.filter(|_| !self.reasoning),
             response_format: None,
             cache_prompt: self.cache_prompt.then_some(true),
+            stream: self.streaming.then_some(true),
+            stream_options: self.streaming.then_some(StreamOptions {
+                include_usage: true,
+            }),
         };
         let mut body = body;
         let timeout = request.options.timeout.unwrap_or(self.timeout);
@@ -357,6 +449,16 @@ struct ChatRequest<'a> {
     response_format: Option<ResponseFormat>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_prompt: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+/// Asks for usage in the stream's last chunk (OpenAI, vLLM, llama.cpp, Ollama).
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]

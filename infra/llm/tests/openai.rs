@@ -343,3 +343,227 @@ async fn cached_prompt_tokens_are_counted_apart_and_nothing_is_marked() {
     llama.complete(&request).await.unwrap();
     assert_eq!(server.requests()[1].body["cache_prompt"], true);
 }
+
+// ---- A self-hosted server, streamed ----
+
+/// A self-hosted server's adapter: replies are streamed.
+fn local(server: &FakeServer, timeout: Duration) -> OpenAiLlm {
+    adapter(server, None, "qwen2.5-coder:7b", timeout).with_streaming(true)
+}
+
+fn json_request() -> LlmRequest {
+    let mut request = request();
+    request.options.json = true;
+    request
+}
+
+/// One Chat Completions chunk carrying `text`, as llama.cpp and Ollama stream them.
+fn chunk(text: &str) -> serde_json::Value {
+    json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "qwen2.5-coder:7b",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]
+    })
+}
+
+fn last_chunk(finish_reason: &str) -> serde_json::Value {
+    json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "qwen2.5-coder:7b",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]
+    })
+}
+
+fn usage_chunk(prompt: u64, completion: u64) -> serde_json::Value {
+    json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "qwen2.5-coder:7b",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    })
+}
+
+const GAP: Duration = Duration::from_millis(5);
+
+#[tokio::test]
+async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
+    let server = FakeServer::start(vec![Canned::sse(
+        vec![
+            chunk("Yes"),
+            chunk(", the caller"),
+            chunk(" checks."),
+            last_chunk("stop"),
+            usage_chunk(40, 4),
+        ],
+        GAP,
+    )])
+    .await;
+    let reply = local(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "Yes, the caller checks.");
+    assert_eq!(reply.usage, Usage::new(40, 4));
+    assert!(!reply.truncated);
+    assert_eq!(server.hang_ups(), 0);
+    let body = &server.requests()[0].body;
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"]["include_usage"], true);
+}
+
+#[tokio::test]
+async fn a_stream_without_usage_counts_its_chunks_as_output() {
+    let server = FakeServer::start(vec![Canned::sse(
+        vec![chunk("a"), chunk("b"), chunk("c"), last_chunk("length")],
+        GAP,
+    )])
+    .await;
+    let reply = local(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.usage, Usage::new(0, 3));
+    assert!(reply.truncated, "finish_reason length");
+}
+
+/// A complete JSON value is the whole reply: what the model writes after it (here,
+/// whitespace for ever) is not waited for, and the server is told to stop.
+#[tokio::test]
+async fn reading_stops_once_the_json_value_is_complete() {
+    let server = FakeServer::start(vec![Canned::sse_forever(
+        vec![chunk("{\"findings\": ["), chunk("]"), chunk("}")],
+        vec![chunk("\n"), chunk("  ")],
+        GAP,
+    )])
+    .await;
+    let started = Instant::now();
+    let reply = local(&server, Duration::from_secs(5))
+        .complete(&json_request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "{\"findings\": []}");
+    assert!(!reply.truncated);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(server.hang_ups(), 1, "the connection was closed");
+}
+
+/// A model that is still writing at the call's time limit is cut off there: the reply
+/// so far comes back marked as cut off, not as a timeout, and the server stops.
+#[tokio::test]
+async fn a_model_still_writing_at_the_limit_is_cut_off_not_timed_out() {
+    let words: Vec<_> = (0..400).map(|i| chunk(&format!(" word{i}"))).collect();
+    let server = FakeServer::start(vec![Canned::sse_forever(
+        vec![chunk("{\"findings\": [{\"body\": \"")],
+        words,
+        Duration::from_millis(2),
+    )])
+    .await;
+    let started = Instant::now();
+    let reply = local(&server, Duration::from_millis(400))
+        .complete(&json_request())
+        .await
+        .expect("a cut-off reply, not an error");
+    assert!(reply.truncated);
+    assert!(
+        reply
+            .text
+            .starts_with("{\"findings\": [{\"body\": \" word0")
+    );
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(400), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(server.hang_ups(), 1);
+}
+
+/// A small model looping inside its JSON (the same passage again and again, as
+/// SmolLM2-135M does on a review prompt) is cut off as soon as the loop shows.
+#[tokio::test]
+async fn a_model_writing_the_same_passage_again_and_again_is_cut_off_early() {
+    let passage = vec![
+        chunk("\n  \"type\": \"report\",\n  \"description_url\" : {\n"),
+        chunk("    \"url\": \"https://github.com/SrEK1234567890-sir-john-doe-forskulaben\"\n"),
+        chunk("  },"),
+    ];
+    let server = FakeServer::start(vec![Canned::sse_forever(
+        vec![chunk("{")],
+        passage,
+        Duration::from_millis(2),
+    )])
+    .await;
+    let started = Instant::now();
+    let reply = local(&server, Duration::from_secs(10))
+        .complete(&json_request())
+        .await
+        .unwrap();
+    assert!(reply.truncated);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "long before the limit"
+    );
+    assert!(reply.text.len() < 2_000, "{} bytes", reply.text.len());
+}
+
+#[tokio::test]
+async fn a_stream_that_never_starts_times_out() {
+    let server = FakeServer::start(vec![
+        Canned::sse(vec![chunk("late")], GAP).after(Duration::from_secs(3)),
+    ])
+    .await;
+    let started = Instant::now();
+    let result = local(&server, Duration::from_millis(200))
+        .complete(&request())
+        .await;
+    assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(200))));
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_streamed_call_refused_with_a_status_is_classified_and_retried() {
+    let server = FakeServer::start(vec![
+        error(503, "server_error", None, "loading model"),
+        Canned::sse(vec![chunk("ok"), last_chunk("stop")], GAP),
+    ])
+    .await;
+    let reply = local(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "ok");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_garbled_chunk_is_a_decode_error() {
+    let server = FakeServer::start(vec![
+        Canned::raw(200, "data: {not json\n\n").header("content-type", "text/event-stream"),
+    ])
+    .await;
+    let result = local(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await;
+    assert!(matches!(result, Err(LlmError::Decode(_))), "{result:?}");
+}
+
+/// llama-cpp-python ends a running stream with `[DONE]` when another request arrives:
+/// no finish reason, so not a complete reply.
+#[tokio::test]
+async fn a_stream_broken_off_without_a_finish_reason_is_interrupted() {
+    let server = FakeServer::start(vec![Canned::sse(
+        vec![chunk("{\"findings\": [{\"title\": \"SQL")],
+        GAP,
+    )])
+    .await;
+    let result = local(&server, Duration::from_secs(5))
+        .complete(&json_request())
+        .await;
+    assert!(
+        matches!(result, Err(LlmError::Interrupted(_))),
+        "{result:?}"
+    );
+}

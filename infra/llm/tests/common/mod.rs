@@ -29,6 +29,16 @@ pub struct Canned {
     headers: Vec<(String, String)>,
     body: String,
     delay: Duration,
+    events: Option<Events>,
+}
+
+/// A server-sent event stream: `events` one `gap` apart, then `forever` again and again
+/// until the client hangs up (a model that does not stop), or `[DONE]`.
+#[derive(Clone, Debug)]
+struct Events {
+    events: Vec<String>,
+    forever: Option<Vec<String>>,
+    gap: Duration,
 }
 
 impl Canned {
@@ -42,7 +52,33 @@ impl Canned {
             headers: Vec::new(),
             body: body.to_owned(),
             delay: Duration::ZERO,
+            events: None,
         }
+    }
+
+    /// A streamed reply: each value one `data:` event, `gap` apart, then `[DONE]`.
+    pub fn sse(events: Vec<serde_json::Value>, gap: Duration) -> Self {
+        let mut canned = Self::raw(200, "").header("content-type", "text/event-stream");
+        canned.events = Some(Events {
+            events: events.iter().map(|e| e.to_string()).collect(),
+            forever: None,
+            gap,
+        });
+        canned
+    }
+
+    /// A streamed reply that never ends: `events`, then `cycle` over and over until the
+    /// client closes the connection (counted in [`FakeServer::hang_ups`]).
+    pub fn sse_forever(
+        events: Vec<serde_json::Value>,
+        cycle: Vec<serde_json::Value>,
+        gap: Duration,
+    ) -> Self {
+        let mut canned = Self::sse(events, gap);
+        if let Some(stream) = canned.events.as_mut() {
+            stream.forever = Some(cycle.iter().map(|e| e.to_string()).collect());
+        }
+        canned
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Self {
@@ -74,6 +110,8 @@ impl Recorded {
 struct Shared {
     script: Mutex<VecDeque<Canned>>,
     seen: Mutex<Vec<Recorded>>,
+    /// Streams the client closed before they ended.
+    hang_ups: std::sync::atomic::AtomicUsize,
 }
 
 pub struct FakeServer {
@@ -94,6 +132,7 @@ impl FakeServer {
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into()),
             seen: Mutex::new(Vec::new()),
+            hang_ups: std::sync::atomic::AtomicUsize::new(0),
         });
         let app = Router::new().fallback(answer).with_state(shared.clone());
         let listener = tokio::net::TcpListener::from_std(listener).unwrap();
@@ -110,6 +149,68 @@ impl FakeServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.seen.lock().unwrap().clone()
     }
+
+    /// How many streamed replies the client stopped reading before their end.
+    pub fn hang_ups(&self) -> usize {
+        self.shared
+            .hang_ups
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Counts a hang-up when a stream is dropped before it ended.
+struct HangUp {
+    shared: Arc<Shared>,
+    ended: bool,
+}
+
+impl HangUp {
+    /// The stream ran to its end: not a hang-up.
+    fn end(mut self) {
+        self.ended = true;
+    }
+}
+
+impl Drop for HangUp {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.shared
+                .hang_ups
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+fn event_stream(shared: Arc<Shared>, events: Events) -> axum::body::Body {
+    let state = (
+        0usize,
+        HangUp {
+            shared,
+            ended: false,
+        },
+    );
+    let stream = futures_util::stream::unfold(state, move |(i, guard)| {
+        let events = events.clone();
+        async move {
+            if i > 0 {
+                tokio::time::sleep(events.gap).await;
+            }
+            let data = match (events.events.get(i), &events.forever) {
+                (Some(event), _) => event.clone(),
+                (None, Some(cycle)) if !cycle.is_empty() => {
+                    cycle[(i - events.events.len()) % cycle.len()].clone()
+                }
+                _ if i == events.events.len() => "[DONE]".to_owned(),
+                _ => {
+                    guard.end();
+                    return None;
+                }
+            };
+            let frame = Bytes::from(format!("data: {data}\n\n"));
+            Some((Ok::<_, std::convert::Infallible>(frame), (i + 1, guard)))
+        }
+    });
+    axum::body::Body::from_stream(stream)
 }
 
 async fn answer(
@@ -132,7 +233,14 @@ async fn answer(
         return (StatusCode::IM_A_TEAPOT, "fake server script exhausted").into_response();
     };
     tokio::time::sleep(canned.delay).await;
-    let mut response = (StatusCode::from_u16(canned.status).unwrap(), canned.body).into_response();
+    let mut response = match canned.events {
+        Some(events) => (
+            StatusCode::from_u16(canned.status).unwrap(),
+            event_stream(shared.clone(), events),
+        )
+            .into_response(),
+        None => (StatusCode::from_u16(canned.status).unwrap(), canned.body).into_response(),
+    };
     for (name, value) in canned.headers {
         response.headers_mut().insert(
             HeaderName::from_bytes(name.as_bytes()).unwrap(),

@@ -1,0 +1,284 @@
+//! Reading a streamed Chat Completions reply (`stream: true`) from a self-hosted server.
+//!
+//! A model on a laptop or a small GPU is slow, and a small one sometimes never closes the
+//! JSON it was asked for: it writes until its output limit, minutes at a few tokens a
+//! second. Waiting for the whole body under one timeout turns that into a timed-out call
+//! (and the server, which never notices that Parley left, goes on writing for nobody).
+//! Streamed, Parley sees the reply as it is written and can tell three things apart:
+//!
+//! - **nothing arrives** for the call's timeout (queued behind others, or a dead server):
+//!   a timeout, as before;
+//! - **the JSON value is complete**: the reply is read up to its end and the connection
+//!   closed, so a model that goes on with whitespace or a second object costs nothing;
+//! - **going round in circles**: the same passage written again and again (a small model
+//!   stuck in a loop inside its JSON) is cut off as soon as it shows, like the next case;
+//! - **still writing at the budget**: the reply so far is returned as cut off (like one that
+//!   hit `max_tokens`), which the structured-output helper already treats as "too long",
+//!   and the connection is closed, which stops llama.cpp, Ollama and vLLM generating.
+//!
+//! A stream that ends without a finish reason was broken off by the server (llama-cpp-python
+//! ends a running stream when another request arrives): [`LlmError::Interrupted`], which
+//! the call limit ([`crate::limit`]) reads like a call that waited in the server's queue.
+//!
+//! Server-sent events are parsed by `eventsource-stream`; each event's `data` is one
+//! Chat Completions chunk, `[DONE]` ends the stream.
+
+use crate::http::error_chain;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use parley_core::ports::llm::LlmError;
+use serde::Deserialize;
+use std::time::{Duration, Instant};
+
+/// How long a streamed call may wait and write.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamLimits {
+    /// Longest silence: before the first chunk (queueing and prompt processing) and
+    /// between chunks.
+    pub idle: Duration,
+    /// Longest time from the response's headers to its end; a reply still being written
+    /// then is cut off.
+    pub budget: Duration,
+}
+
+/// Why reading stopped before the server ended the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// A complete JSON value arrived (JSON was asked for); the rest was not read.
+    JsonComplete,
+    /// The budget ran out while the model was still writing.
+    Budget,
+    /// The reply's last passage had already been written twice before.
+    Repeating,
+}
+
+impl Stop {
+    /// The reply ends where Parley stopped reading, not where the model ended it.
+    pub fn cut_off(self) -> bool {
+        matches!(self, Stop::Budget | Stop::Repeating)
+    }
+}
+
+/// The passage [`repeating`] looks for: long enough that findings which share a phrase
+/// or a path are not mistaken for a loop.
+const LOOP_PASSAGE: usize = 160;
+/// Times a passage must already be in the reply before its next copy stops reading.
+const LOOP_REPEATS: usize = 2;
+/// Check for a loop every this many bytes of new text, not on every chunk.
+const LOOP_CHECK_EVERY: usize = 64;
+
+/// A streamed reply, assembled.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    pub text: String,
+    pub finish_reason: Option<String>,
+    pub model: Option<String>,
+    /// From the last chunk, when the server sends usage (`stream_options.include_usage`).
+    pub usage: Option<ChunkUsage>,
+    /// Chunks that carried text: about one token each on llama.cpp and Ollama, the
+    /// output count when the server sends no usage.
+    pub content_chunks: u64,
+    pub stop: Option<Stop>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, Default)]
+pub struct ChunkUsage {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<CachedTokens>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, Default)]
+pub struct CachedTokens {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// Read `response` (a 2xx with an event stream) within `limits`. With `json`, reading
+/// stops once the reply holds a complete JSON object or array.
+pub async fn read(
+    response: reqwest::Response,
+    limits: StreamLimits,
+    json: bool,
+) -> Result<Streamed, LlmError> {
+    let started = Instant::now();
+    let mut events = response.bytes_stream().eventsource();
+    let mut reply = Streamed::default();
+    loop {
+        let left = limits.budget.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            reply.stop = Some(Stop::Budget);
+            break;
+        }
+        let wait = limits.idle.min(left);
+        let event = match tokio::time::timeout(wait, events.next()).await {
+            Err(_) if wait < limits.idle => {
+                reply.stop = Some(Stop::Budget);
+                break;
+            }
+            Err(_) => return Err(LlmError::Timeout(limits.idle)),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(LlmError::Network(format!(
+                    "the reply stream broke off: {}",
+                    error_chain(&e)
+                )));
+            }
+            Ok(Some(Ok(event))) => event,
+        };
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            break;
+        }
+        if data.is_empty() {
+            continue;
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+            LlmError::Decode(format!(
+                "a streamed chunk of {} bytes is not a Chat Completions chunk: {e}",
+                data.len()
+            ))
+        })?;
+        if let Some(error) = chunk.error {
+            return Err(LlmError::Server {
+                status: 500,
+                message: crate::http::truncate(&error.to_string()),
+            });
+        }
+        if reply.model.is_none() {
+            reply.model = chunk.model.filter(|m| !m.is_empty());
+        }
+        if chunk.usage.is_some() {
+            reply.usage = chunk.usage;
+        }
+        let Some(choice) = chunk.choices.into_iter().next() else {
+            continue;
+        };
+        if let Some(reason) = choice.finish_reason {
+            reply.finish_reason = Some(reason);
+        }
+        let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        reply.content_chunks += 1;
+        let closes = text.contains(['}', ']']);
+        let before = reply.text.len();
+        reply.text.push_str(&text);
+        if before / LOOP_CHECK_EVERY != reply.text.len() / LOOP_CHECK_EVERY
+            && repeating(&reply.text)
+        {
+            reply.stop = Some(Stop::Repeating);
+            break;
+        }
+        if json
+            && closes
+            && let Some(end) = complete_json_end(&reply.text)
+        {
+            reply.text.truncate(end);
+            reply.stop = Some(Stop::JsonComplete);
+            break;
+        }
+    }
+    // Every complete stream names why the model stopped; one that ends without saying, before
+    // Parley stopped reading, was broken off by the server.
+    if reply.stop.is_none() && reply.finish_reason.is_none() {
+        return Err(LlmError::Interrupted(format!(
+            "the stream ended after {} chunks without a finish reason",
+            reply.content_chunks
+        )));
+    }
+    // Dropping `events` drops the connection: the server sees it close and stops.
+    Ok(reply)
+}
+
+/// Whether the last [`LOOP_PASSAGE`] bytes of `text` were written [`LOOP_REPEATS`] times
+/// before: the shape of a model that has lost its way and will write until stopped.
+fn repeating(text: &str) -> bool {
+    let Some(start) = text.len().checked_sub(LOOP_PASSAGE) else {
+        return false;
+    };
+    let Some(start) = (start..text.len()).find(|i| text.is_char_boundary(*i)) else {
+        return false;
+    };
+    let (earlier, tail) = text.split_at(start);
+    tail.trim().len() >= LOOP_PASSAGE / 2 && earlier.matches(tail).count() >= LOOP_REPEATS
+}
+
+/// Where the first JSON object or array in `text` ends, once it is complete.
+fn complete_json_end(text: &str) -> Option<usize> {
+    let start = text.find(['{', '['])?;
+    let mut values =
+        serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde::de::IgnoredAny>();
+    match values.next() {
+        Some(Ok(_)) => Some(start + values.byte_offset()),
+        _ => None,
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+    /// Some servers report a failure mid-stream as an `error` event body.
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Delta,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LOOP_PASSAGE, complete_json_end, repeating};
+
+    #[test]
+    fn a_passage_written_three_times_is_a_loop_and_shared_phrases_are_not() {
+        let block = "  {\"type\": \"report\", \"url\": \"https://github.com/SrEK1234567890-sir-john-doe\"},\n";
+        let looped = block.repeat(3 * LOOP_PASSAGE / block.len() + 3);
+        assert!(repeating(&looped));
+        let findings: String = (0..12)
+            .map(|i| {
+                format!(
+                    "{{\"path\": \"src/db/users.rs\", \"line\": {i}, \"severity\": \"high\", \
+                     \"title\": \"SQL built from input #{i}\", \"body\": \"The query in function {i} \
+                     is built by formatting the id into the string.\"}},\n"
+                )
+            })
+            .collect();
+        assert!(!repeating(&findings));
+        assert!(!repeating("short"));
+        assert!(
+            !repeating(&" ".repeat(4 * LOOP_PASSAGE)),
+            "whitespace alone is not a passage"
+        );
+    }
+
+    #[test]
+    fn a_json_value_is_complete_only_when_its_outer_bracket_closes() {
+        assert_eq!(complete_json_end(r#"{"findings": []}"#), Some(16));
+        assert_eq!(complete_json_end(r#"{"findings": [{"a": "}"}"#), None);
+        let text = "```json\n{\"a\": \"x]}\"}\n```\n\n\n   ";
+        let end = complete_json_end(text).expect("complete");
+        assert_eq!(&text[..end], "```json\n{\"a\": \"x]}\"}");
+        assert_eq!(complete_json_end("no json yet"), None);
+        assert_eq!(complete_json_end(r#"{"a": 1"#), None);
+    }
+}
