@@ -28,6 +28,8 @@ const FENCE_TAGS: &[&str] = &[
     "learning",
     "snippet",
     "context",
+    "code",
+    "tool_result",
 ];
 
 /// Neutralise fence tokens in data: `<question>`/`</question>` and the other

@@ -71,6 +71,23 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         ("review.judge", r.judge.to_string()),
         ("review.context.enabled", r.context_enabled.to_string()),
         ("review.context.maxTokens", r.context_max_tokens.to_string()),
+        ("review.context.tools.enabled", r.tools.enabled.to_string()),
+        (
+            "review.context.tools.maxCallsPerPass",
+            r.tools.max_calls_per_pass.to_string(),
+        ),
+        (
+            "review.context.tools.maxCallsPerReview",
+            r.tools.max_calls_per_review.to_string(),
+        ),
+        (
+            "review.context.tools.maxBytesPerPass",
+            r.tools.max_bytes_per_pass.to_string(),
+        ),
+        (
+            "review.context.tools.maxSecondsPerPass",
+            r.tools.max_secs_per_pass.to_string(),
+        ),
         ("gate.blockOn", list(&severities)),
         ("gate.resolveBy", level(g.resolve_by).to_string()),
         ("retrieval.enabled", rt.enabled.to_string()),
@@ -113,7 +130,7 @@ mod tests {
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
-             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000}}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
              gate: {blockOn: [critical], resolveBy: admin}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );

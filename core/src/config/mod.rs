@@ -176,6 +176,34 @@ pub struct ReviewConfig {
     pub context_enabled: bool,
     /// Tokens of that code a review's prompt may carry.
     pub context_max_tokens: u32,
+    /// Let the passes call read-only tools on the snapshot where the provider takes tool
+    /// calls (`review.context.tools`), within these bounds.
+    pub tools: ToolBounds,
+}
+
+/// How much a review may read through tool calls (`review.context.tools.*`): each call
+/// is a round trip to the model and its result is paid for as input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolBounds {
+    pub enabled: bool,
+    pub max_calls_per_pass: u32,
+    pub max_calls_per_review: u32,
+    /// Bytes of tool results one pass may read.
+    pub max_bytes_per_pass: u32,
+    /// Wall time one pass may spend exploring before it must answer.
+    pub max_secs_per_pass: u32,
+}
+
+impl Default for ToolBounds {
+    fn default() -> Self {
+        ToolBounds {
+            enabled: true,
+            max_calls_per_pass: 8,
+            max_calls_per_review: 30,
+            max_bytes_per_pass: 60_000,
+            max_secs_per_pass: 60,
+        }
+    }
 }
 
 impl Default for ReviewConfig {
@@ -194,6 +222,7 @@ impl Default for ReviewConfig {
             judge: true,
             context_enabled: true,
             context_max_tokens: crate::context::DEFAULT_MAX_TOKENS as u32,
+            tools: ToolBounds::default(),
         }
     }
 }
@@ -350,6 +379,29 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
                 d.review.context_max_tokens,
                 500..=50_000,
             ),
+            tools: ToolBounds {
+                enabled: r.bool("review.context.tools.enabled", d.review.tools.enabled),
+                max_calls_per_pass: r.number(
+                    "review.context.tools.maxCallsPerPass",
+                    d.review.tools.max_calls_per_pass,
+                    1..=50,
+                ),
+                max_calls_per_review: r.number(
+                    "review.context.tools.maxCallsPerReview",
+                    d.review.tools.max_calls_per_review,
+                    1..=200,
+                ),
+                max_bytes_per_pass: r.number(
+                    "review.context.tools.maxBytesPerPass",
+                    d.review.tools.max_bytes_per_pass,
+                    1_000..=500_000,
+                ),
+                max_secs_per_pass: r.number(
+                    "review.context.tools.maxSecondsPerPass",
+                    d.review.tools.max_secs_per_pass,
+                    5..=200,
+                ),
+            },
         },
         gate: GateConfig {
             resolve_by: r.parsed(

@@ -147,6 +147,7 @@ struct ReviewContext {
     /// Tokens of that code a review's prompt may carry.
     #[schemars(range(min = 500, max = 50000))]
     max_tokens: u32,
+    tools: ReviewTools,
 }
 
 impl Default for ReviewContext {
@@ -155,6 +156,39 @@ impl Default for ReviewContext {
         ReviewContext {
             enabled: d.context_enabled,
             max_tokens: d.context_max_tokens,
+            tools: ReviewTools::default(),
+        }
+    }
+}
+
+/// Read-only tools the passes may call on the snapshot (`read_file`, `search`,
+/// `find_definition`, `find_references`, `list_dir`), where the provider takes tool calls.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct ReviewTools {
+    /// Off: the passes read the static context alone.
+    enabled: bool,
+    #[schemars(range(min = 1, max = 50))]
+    max_calls_per_pass: u32,
+    #[schemars(range(min = 1, max = 200))]
+    max_calls_per_review: u32,
+    /// Bytes of tool results one pass may read.
+    #[schemars(range(min = 1000, max = 500000))]
+    max_bytes_per_pass: u32,
+    /// Wall time one pass may spend reading before it must answer.
+    #[schemars(range(min = 5, max = 200))]
+    max_seconds_per_pass: u32,
+}
+
+impl Default for ReviewTools {
+    fn default() -> Self {
+        let d = RepoConfig::default().review.tools;
+        ReviewTools {
+            enabled: d.enabled,
+            max_calls_per_pass: d.max_calls_per_pass,
+            max_calls_per_review: d.max_calls_per_review,
+            max_bytes_per_pass: d.max_bytes_per_pass,
+            max_seconds_per_pass: d.max_secs_per_pass,
         }
     }
 }

@@ -9,6 +9,8 @@
 //! token budget, and fenced as data under its `path:start-end`: code is written by
 //! whoever wrote the PR, so it is read, never obeyed.
 
+pub mod tools;
+
 use crate::ports::code::{Codebase, Span};
 use crate::review::diff::LineKind;
 use crate::review::inputs::{InputFile, estimate_tokens};
@@ -167,7 +169,7 @@ pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize
     pack(code, candidates, &[], max_tokens)
 }
 
-fn render_piece(span: &Span, text: &str, why: &str, cut: bool) -> String {
+pub(crate) fn render_piece(span: &Span, text: &str, why: &str, cut: bool) -> String {
     let mut out = format!(
         "\n#### {}:{}-{} ({})\n<code>\n",
         crate::sanitize::user_text(&span.path),

@@ -267,6 +267,7 @@ mod tests {
                         usage: Usage::new(100, 10),
                         model: "fake-model".to_owned(),
                         truncated,
+                        tool_calls: Vec::new(),
                     })
                 })
                 .collect();

@@ -239,6 +239,9 @@ impl Llm for MeteredLlm {
     fn prompt_cache(&self) -> crate::ports::llm::PromptCache {
         self.inner.prompt_cache()
     }
+    fn supports_tools(&self) -> bool {
+        self.inner.supports_tools()
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +271,7 @@ mod tests {
                 usage: Usage::new(1_000_000, 0),
                 model: self.0.to_owned(),
                 truncated: false,
+                tool_calls: Vec::new(),
             })
         }
 

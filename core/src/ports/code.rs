@@ -43,6 +43,28 @@ pub trait Codebase: Send + Sync {
     fn text(&self, span: &Span) -> Option<String>;
     /// How many files the snapshot holds (for the summary).
     fn files(&self) -> usize;
+    /// How many lines `path` has; `None` when the file is not in the snapshot.
+    fn line_count(&self, path: &str) -> Option<u32>;
+    /// What is directly under `dir` (`""` is the root): file names, and directory names
+    /// ending in `/`, sorted. `None` when no file is under it.
+    fn list_dir(&self, dir: &str) -> Option<Vec<String>>;
+    /// Lines matching the regular expression `pattern`, in files whose path matches
+    /// `path_glob` (all files when `None`), in path order, at most `max_hits`. `Err` says
+    /// what is wrong with the pattern or the glob, for the model to correct.
+    fn search(
+        &self,
+        pattern: &str,
+        path_glob: Option<&str>,
+        max_hits: usize,
+    ) -> Result<Vec<SearchHit>, String>;
+}
+
+/// One line a search found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchHit {
+    pub path: String,
+    pub line: u32,
+    pub text: String,
 }
 
 /// Where a review or an answer gets its [`Codebase`] from. `Err` carries why there is

@@ -32,6 +32,41 @@ pub trait Llm: Send + Sync {
     fn prompt_cache(&self) -> PromptCache {
         PromptCache::None
     }
+
+    /// Whether requests may carry [`LlmRequest::tools`]. `false` once the provider has
+    /// refused them ([`LlmError::ToolsUnsupported`]): a process asks once, then reads
+    /// code from the static context alone.
+    fn supports_tools(&self) -> bool {
+        false
+    }
+}
+
+/// A function the model may call to read the repository (`read_file`, `search`, ...),
+/// described the way all three providers take it: a name, what it is for, and a JSON
+/// Schema of its input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub input_schema: serde_json::Value,
+}
+
+/// A call the model made: answered with a [`ToolResult`] carrying the same `id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments, as the model wrote them (unchecked: the model is not trusted).
+    pub input: serde_json::Value,
+}
+
+/// What a tool call returned; `is_error` when it was refused or failed, so the model
+/// can correct itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: String,
+    pub is_error: bool,
 }
 
 /// Whether (and from what length) a provider bills a repeated prompt prefix as a cache
@@ -78,6 +113,12 @@ pub struct Message {
     /// byte for byte too: where a provider may cache the prompt up to. 0: none.
     #[serde(skip)]
     pub cache_prefix: usize,
+    /// An assistant turn's tool calls (its `text` may be empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A user turn answering the previous turn's tool calls (its `text` is then empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResult>,
 }
 
 impl Message {
@@ -86,14 +127,31 @@ impl Message {
             role: Role::User,
             text: text.into(),
             cache_prefix: 0,
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
         }
     }
 
     pub fn assistant(text: impl Into<String>) -> Self {
         Self {
             role: Role::Assistant,
-            text: text.into(),
-            cache_prefix: 0,
+            ..Self::user(text)
+        }
+    }
+
+    /// The model's turn that called tools, to send back before their results.
+    pub fn tool_calls(text: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls: calls,
+            ..Self::assistant(text)
+        }
+    }
+
+    /// The results of the previous turn's tool calls.
+    pub fn tool_results(results: Vec<ToolResult>) -> Self {
+        Self {
+            tool_results: results,
+            ..Self::user(String::new())
         }
     }
 
@@ -101,9 +159,8 @@ impl Message {
     /// `own` (this request's instructions).
     pub fn user_with_shared(shared: &str, own: &str) -> Self {
         Self {
-            role: Role::User,
-            text: format!("{shared}{own}"),
             cache_prefix: shared.len(),
+            ..Self::user(format!("{shared}{own}"))
         }
     }
 
@@ -123,6 +180,8 @@ pub struct LlmRequest {
     /// Alternating user/assistant turns, starting and ending with the user.
     pub messages: Vec<Message>,
     pub options: LlmOptions,
+    /// Tools the model may call; only sent where [`Llm::supports_tools`].
+    pub tools: Vec<ToolSpec>,
 }
 
 impl LlmRequest {
@@ -131,6 +190,7 @@ impl LlmRequest {
             system: system.into(),
             messages,
             options: LlmOptions::default(),
+            tools: Vec::new(),
         }
     }
 
@@ -201,6 +261,8 @@ pub struct LlmResponse {
     /// The reply stopped at `max_tokens`: JSON in it is probably cut off, and a caller
     /// should say so rather than blame the model's formatting.
     pub truncated: bool,
+    /// Tools the model called instead of (or besides) answering.
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Tokens one or more calls consumed; summed across calls for a review or a reply.
@@ -316,6 +378,10 @@ pub enum LlmError {
     /// caller may shrink the prompt, but sending it again unchanged will fail again.
     #[error("LLM request rejected: {0}")]
     InvalidRequest(String),
+    /// The provider (or this model on it) does not take tool definitions. The adapter
+    /// remembers it; the caller goes on without tools.
+    #[error("the LLM provider does not support tool calls: {0}")]
+    ToolsUnsupported(String),
     /// The account is out of credit or quota; a human must act (OpenAI `insufficient_quota`).
     #[error("LLM quota exhausted: {0}")]
     QuotaExceeded(String),
@@ -374,6 +440,7 @@ impl LlmError {
             }
             LlmError::Config(_) => "Parley's language model settings are incomplete",
             LlmError::InvalidRequest(_) => "the language model rejected the request",
+            LlmError::ToolsUnsupported(_) => "the language model does not support tool calls",
             LlmError::QuotaExceeded(_) => "the language model account is out of quota",
         }
     }

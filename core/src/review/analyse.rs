@@ -102,9 +102,11 @@ pub async fn analyse(
         String::new()
     };
     let code_context = match &subject.code {
-        Ok(code) => {
-            crate::context::assemble(*code, &inputs.files, crate::context::DEFAULT_MAX_TOKENS)
-        }
+        Ok(code) => crate::context::assemble(
+            *code,
+            &inputs.files,
+            config.review.context_max_tokens as usize,
+        ),
         Err(_) => crate::context::CodeContext::default(),
     };
     context_used.push_str(&code_read(&subject.code, &code_context));
@@ -154,6 +156,13 @@ pub async fn analyse(
         files: &inputs.files,
     };
     let shared = prompts::user_message(&context);
+    let toolbox = match &subject.code {
+        Ok(code) if config.review.tools.enabled => Some(crate::context::tools::Toolbox::new(
+            *code,
+            config.review.tools,
+        )),
+        _ => None,
+    };
     let results = if inputs.files.is_empty() {
         Vec::new()
     } else {
@@ -162,11 +171,13 @@ pub async fn analyse(
             &chosen,
             &shared,
             &passes_only,
+            toolbox.as_ref(),
             Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
             progress,
         )
         .await
     };
+    context_used.push_str(&tools_read(&results, toolbox.as_ref()));
     if let Some(first) = super::all_failed(&results) {
         return Err(ReviewError::AllPassesFailed(first.clone()));
     }
@@ -369,6 +380,32 @@ impl Analysis {
             })
             .collect()
     }
+}
+
+/// The summary's lines on what the passes read through tool calls, collapsed.
+fn tools_read(
+    results: &[PassResult],
+    toolbox: Option<&crate::context::tools::Toolbox<'_>>,
+) -> String {
+    let Some(toolbox) = toolbox.filter(|t| t.calls() > 0) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\n<details><summary>Code read with tools: {} call(s)</summary>\n\n",
+        toolbox.calls()
+    );
+    for result in results.iter().filter(|r| !r.tools_read.is_empty()) {
+        out.push_str(&format!("- {}: ", result.specialist));
+        let calls: Vec<String> = result
+            .tools_read
+            .iter()
+            .map(|c| format!("`{}`", c.replace('`', "'")))
+            .collect();
+        out.push_str(&calls.join(", "));
+        out.push('\n');
+    }
+    out.push_str("\n</details>\n");
+    out
 }
 
 /// The summary's lines on the code read beyond the diff, collapsed like retrieval's.

@@ -256,6 +256,7 @@ mod tests {
             specialist: name,
             outcome: Ok(findings),
             elapsed: Duration::ZERO,
+            tools_read: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@
 //! the worker's own timeout, losing every pass.
 
 use crate::config::ReviewConfig;
+use crate::context::tools::Toolbox;
 use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
 use crate::review::findings::{RawFinding, pass_output};
 use crate::review::inputs::estimate_tokens;
@@ -36,6 +37,8 @@ pub struct PassResult {
     pub specialist: &'static str,
     pub outcome: Result<Vec<RawFinding>, LlmError>,
     pub elapsed: Duration,
+    /// The tool calls the pass made to read code (`read_file(src/app.rs:10-40)`).
+    pub tools_read: Vec<String>,
 }
 
 /// Told as each pass finishes: the terminal's progress bar, the check run's "3 of 5
@@ -59,13 +62,15 @@ const MAX_OUTPUT_TOKENS: u32 = 4096;
 
 /// Run every specialist on the same user message, concurrently. `passes_only` follows
 /// it in every pass, after the cached prefix (what the judge, which shares the prefix,
-/// must not read). A pass still running `deadline` from now (corrective retry included)
-/// is abandoned and reported failed.
+/// must not read). With `tools` (and a provider that takes tool calls), each pass may
+/// first read code through them. A pass still running `deadline` from now (corrective
+/// retry included) is abandoned and reported failed.
 pub async fn run_all(
     llm: &dyn Llm,
     specialists: &[&'static SpecialistPrompt],
     user_message: &str,
     passes_only: &str,
+    tools: Option<&Toolbox<'_>>,
     deadline: Duration,
     progress: &dyn PassProgress,
 ) -> Vec<PassResult> {
@@ -78,7 +83,7 @@ pub async fn run_all(
     };
     let mut passes: Vec<_> = specialists
         .iter()
-        .map(|specialist| run_one(llm, specialist, user_message, passes_only, &tally))
+        .map(|specialist| run_one(llm, specialist, user_message, passes_only, tools, &tally))
         .collect();
     let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
     let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(user_message);
@@ -110,6 +115,7 @@ pub async fn run_all(
                     specialist,
                     outcome: Err(LlmError::Timeout(deadline)),
                     elapsed: started.elapsed(),
+                    tools_read: Vec::new(),
                 }
             })
         })
@@ -128,6 +134,7 @@ async fn run_one(
     specialist: &'static SpecialistPrompt,
     user_message: &str,
     passes_only: &str,
+    tools: Option<&Toolbox<'_>>,
     tally: &Tally<'_>,
 ) -> PassResult {
     let started = Instant::now();
@@ -138,6 +145,23 @@ async fn run_one(
     );
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
+    let mut tools_read = Vec::new();
+    if let Some(toolbox) = tools.filter(|_| llm.supports_tools()) {
+        match crate::context::tools::explore(llm, &request, toolbox).await {
+            Ok(read) => {
+                if let Some(last) = request.messages.last_mut() {
+                    last.text.push_str(&read.rendered);
+                }
+                tools_read = read.calls;
+            }
+            // Remembered by the adapter: later passes and reviews skip tools at once.
+            Err(err) => tracing::info!(
+                pass = specialist.name,
+                error = %err,
+                "the provider takes no tool calls; this pass reads the static context alone"
+            ),
+        }
+    }
     let outcome = pass_output()
         .ask(llm, request)
         .await
@@ -161,6 +185,7 @@ async fn run_one(
         specialist: specialist.name,
         outcome,
         elapsed: started.elapsed(),
+        tools_read,
     }
 }
 
@@ -295,6 +320,7 @@ mod tests {
                 usage: Usage::new(1, 1),
                 model: "m".into(),
                 truncated: false,
+                tool_calls: Vec::new(),
             })
         }
 
@@ -317,6 +343,7 @@ mod tests {
             &specialists,
             "diff",
             "",
+            None,
             Duration::from_secs(5),
             &NoProgress,
         )
@@ -342,6 +369,7 @@ mod tests {
             &specialists,
             "diff",
             "",
+            None,
             Duration::from_millis(120),
             &NoProgress,
         )
@@ -380,6 +408,7 @@ mod tests {
                 usage: Usage::new(1, 1),
                 model: "m".into(),
                 truncated: false,
+                tool_calls: Vec::new(),
             })
         }
 
@@ -408,6 +437,7 @@ mod tests {
                 &specialists,
                 shared,
                 "",
+                None,
                 Duration::from_secs(5),
                 &NoProgress,
             )

@@ -257,6 +257,24 @@ impl Codebase for CodeIndex {
     fn files(&self) -> usize {
         self.snapshot.files.len()
     }
+
+    fn line_count(&self, path: &str) -> Option<u32> {
+        let text = self.snapshot.files.get(path)?;
+        Some(u32::try_from(text.lines().count()).unwrap_or(u32::MAX))
+    }
+
+    fn list_dir(&self, dir: &str) -> Option<Vec<String>> {
+        crate::search::list_dir(&self.snapshot, dir)
+    }
+
+    fn search(
+        &self,
+        pattern: &str,
+        path_glob: Option<&str>,
+        max_hits: usize,
+    ) -> Result<Vec<parley_core::ports::code::SearchHit>, String> {
+        crate::search::search(&self.snapshot, pattern, path_glob, max_hits)
+    }
 }
 
 #[cfg(test)]

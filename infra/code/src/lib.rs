@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod index;
+pub mod search;
 pub mod snapshot;
 pub mod source;
 

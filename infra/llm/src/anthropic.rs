@@ -8,9 +8,12 @@ use crate::cache;
 use crate::http::{self, ErrorInfo, RawResponse};
 use crate::retry::{RetryPolicy, with_retries};
 use async_trait::async_trait;
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
+use parley_core::ports::llm::{
+    Llm, LlmError, LlmRequest, LlmResponse, Message, PromptCache, Role, ToolCall, Usage,
+};
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::fmt;
 use std::time::Duration;
 
@@ -81,6 +84,16 @@ impl AnthropicLlm {
             .filter(|block| block.kind == "text")
             .filter_map(|block| block.text.as_deref())
             .collect::<String>();
+        let tool_calls = reply
+            .content
+            .iter()
+            .filter(|block| block.kind == "tool_use")
+            .map(|block| ToolCall {
+                id: block.id.clone().unwrap_or_default(),
+                name: block.name.clone().unwrap_or_default(),
+                input: block.input.clone().unwrap_or(Value::Null),
+            })
+            .collect();
         let usage = reply.usage;
         Ok(LlmResponse {
             text,
@@ -92,6 +105,7 @@ impl AnthropicLlm {
             ),
             model: reply.model.unwrap_or_else(|| self.model.clone()),
             truncated: reply.stop_reason.as_deref() == Some("max_tokens"),
+            tool_calls,
         })
     }
 }
@@ -117,6 +131,9 @@ impl Llm for AnthropicLlm {
                         Role::Assistant => "assistant",
                     },
                     content: match m.split_at_cache_prefix().filter(|_| cache) {
+                        _ if !m.tool_calls.is_empty() || !m.tool_results.is_empty() => {
+                            Content::Tools(tool_blocks(m))
+                        }
                         Some((shared, own)) => Content::Blocks(vec![
                             TextBlock {
                                 kind: "text",
@@ -134,6 +151,15 @@ impl Llm for AnthropicLlm {
                 })
                 .collect(),
             temperature: request.options.temperature,
+            tools: (!request.tools.is_empty()).then(|| {
+                request
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
+                    })
+                    .collect()
+            }),
         };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
         tracing::debug!(
@@ -158,6 +184,34 @@ impl Llm for AnthropicLlm {
             min_tokens: cache::anthropic_min_tokens(&self.model),
         }
     }
+
+    /// Every current Claude model takes tools.
+    fn supports_tools(&self) -> bool {
+        true
+    }
+}
+
+/// A turn with tool calls (`tool_use` blocks after its text) or tool results
+/// (`tool_result` blocks), as the Messages API takes them.
+fn tool_blocks(message: &Message) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    if !message.text.trim().is_empty() {
+        blocks.push(json!({"type": "text", "text": message.text}));
+    }
+    for call in &message.tool_calls {
+        blocks.push(
+            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}),
+        );
+    }
+    for result in &message.tool_results {
+        blocks.push(json!({
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": result.content,
+            "is_error": result.is_error,
+        }));
+    }
+    blocks
 }
 
 fn error_info(response: &RawResponse) -> ErrorInfo {
@@ -190,6 +244,8 @@ struct MessagesRequest<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<Value>>,
 }
 
 #[derive(Serialize)]
@@ -205,6 +261,7 @@ struct WireMessage<'a> {
 enum Content<'a> {
     Text(&'a str),
     Blocks(Vec<TextBlock<'a>>),
+    Tools(Vec<Value>),
 }
 
 #[derive(Serialize)]
@@ -238,6 +295,13 @@ struct ContentBlock {
     kind: String,
     #[serde(default)]
     text: Option<String>,
+    /// A `tool_use` block's call.
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
 }
 
 #[derive(Deserialize)]

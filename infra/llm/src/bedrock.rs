@@ -16,9 +16,15 @@ use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput}
 use aws_sdk_bedrockruntime::types::{
     CachePointBlock, CachePointType, ContentBlock, ConversationRole,
     ConverseOutput as ConverseResult, InferenceConfiguration, Message, StopReason,
-    SystemContentBlock,
+    SystemContentBlock, Tool, ToolConfiguration, ToolInputSchema, ToolResultBlock,
+    ToolResultContentBlock, ToolResultStatus, ToolSpecification, ToolUseBlock,
 };
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
+use aws_smithy_types::{Document, Number};
+use parley_core::ports::llm::{
+    Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, ToolSpec, Usage,
+};
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 const PROVIDER: &str = "bedrock";
@@ -29,6 +35,8 @@ pub struct BedrockLlm {
     model: String,
     timeout: Duration,
     retry: RetryPolicy,
+    /// Bedrock refused tool use for this model once: no later call sends tools.
+    tools_refused: AtomicBool,
 }
 
 impl BedrockLlm {
@@ -48,6 +56,7 @@ impl BedrockLlm {
             model: model.into(),
             timeout,
             retry,
+            tools_refused: AtomicBool::new(false),
         }
     }
 
@@ -56,6 +65,7 @@ impl BedrockLlm {
         messages: &[Message],
         system: Option<&SystemContentBlock>,
         inference: &InferenceConfiguration,
+        tools: Option<&ToolConfiguration>,
         timeout: Duration,
     ) -> Result<LlmResponse, LlmError> {
         let call = self
@@ -65,6 +75,7 @@ impl BedrockLlm {
             .set_messages(Some(messages.to_vec()))
             .set_system(system.map(|block| vec![block.clone()]))
             .inference_config(inference.clone())
+            .set_tool_config(tools.cloned())
             .send();
         let output = match tokio::time::timeout(timeout, call).await {
             Err(_elapsed) => return Err(LlmError::Timeout(timeout)),
@@ -85,6 +96,21 @@ impl BedrockLlm {
                 })
                 .collect(),
             _ => String::new(),
+        };
+        let tool_calls = match output.output() {
+            Some(ConverseResult::Message(message)) => message
+                .content()
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse(call) => Some(ToolCall {
+                        id: call.tool_use_id().to_owned(),
+                        name: call.name().to_owned(),
+                        input: to_json(call.input()),
+                    }),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
         };
         let usage = output.usage().map_or_else(
             || {
@@ -108,6 +134,7 @@ impl BedrockLlm {
                 output.stop_reason(),
                 StopReason::MaxTokens | StopReason::ModelContextWindowExceeded
             ),
+            tool_calls,
         }
     }
 }
@@ -133,6 +160,7 @@ impl Llm for BedrockLlm {
             .iter()
             .map(|m| {
                 let content = match m.split_at_cache_prefix().filter(|_| cache) {
+                    _ if !m.tool_calls.is_empty() || !m.tool_results.is_empty() => tool_blocks(m)?,
                     Some((shared, own)) => vec![
                         ContentBlock::Text(shared.to_owned()),
                         ContentBlock::CachePoint(cache_point()?),
@@ -157,6 +185,11 @@ impl Llm for BedrockLlm {
             .max_tokens(i32::try_from(request.options.max_tokens).unwrap_or(i32::MAX))
             .set_temperature(request.options.temperature)
             .build();
+        let tools = if request.tools.is_empty() || !self.supports_tools() {
+            None
+        } else {
+            Some(tool_config(&request.tools)?)
+        };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
         tracing::debug!(
             provider = PROVIDER,
@@ -165,10 +198,32 @@ impl Llm for BedrockLlm {
             system_chars = request.system.len(),
             "LLM request"
         );
-        with_retries(&self.retry, PROVIDER, &self.model, || {
-            self.attempt(&messages, system.as_ref(), &inference, timeout)
+        let result = with_retries(&self.retry, PROVIDER, &self.model, || {
+            self.attempt(
+                &messages,
+                system.as_ref(),
+                &inference,
+                tools.as_ref(),
+                timeout,
+            )
         })
-        .await
+        .await;
+        match result {
+            // "This model doesn't support tool use": Converse answers a ValidationException.
+            Err(LlmError::InvalidRequest(message))
+                if tools.is_some() && message.to_ascii_lowercase().contains("tool") =>
+            {
+                self.tools_refused.store(true, Ordering::SeqCst);
+                tracing::warn!(model = %self.model, %message, "Bedrock refused tool use for this model; reviews read the static context alone from now on");
+                Err(LlmError::ToolsUnsupported(message))
+            }
+            other => other,
+        }
+    }
+
+    /// Until Bedrock refuses tool use for this model once.
+    fn supports_tools(&self) -> bool {
+        !self.tools_refused.load(Ordering::SeqCst)
     }
 
     fn model(&self) -> &str {
@@ -179,6 +234,100 @@ impl Llm for BedrockLlm {
         match cache::bedrock_min_tokens(&self.model) {
             Some(min_tokens) => PromptCache::Marked { min_tokens },
             None => PromptCache::None,
+        }
+    }
+}
+
+/// A turn's tool calls (`toolUse` after its text) or tool results (`toolResult`).
+fn tool_blocks(message: &parley_core::ports::llm::Message) -> Result<Vec<ContentBlock>, LlmError> {
+    let build = |e: aws_sdk_bedrockruntime::error::BuildError| {
+        LlmError::InvalidRequest(format!("cannot build a tool block: {e}"))
+    };
+    let mut blocks = Vec::new();
+    if !message.text.trim().is_empty() {
+        blocks.push(ContentBlock::Text(message.text.clone()));
+    }
+    for call in &message.tool_calls {
+        blocks.push(ContentBlock::ToolUse(
+            ToolUseBlock::builder()
+                .tool_use_id(&call.id)
+                .name(&call.name)
+                .input(to_document(&call.input))
+                .build()
+                .map_err(build)?,
+        ));
+    }
+    for result in &message.tool_results {
+        blocks.push(ContentBlock::ToolResult(
+            ToolResultBlock::builder()
+                .tool_use_id(&result.call_id)
+                .content(ToolResultContentBlock::Text(result.content.clone()))
+                .set_status(result.is_error.then_some(ToolResultStatus::Error))
+                .build()
+                .map_err(build)?,
+        ));
+    }
+    Ok(blocks)
+}
+
+fn tool_config(tools: &[ToolSpec]) -> Result<ToolConfiguration, LlmError> {
+    let build = |e: aws_sdk_bedrockruntime::error::BuildError| {
+        LlmError::InvalidRequest(format!("cannot build a tool definition: {e}"))
+    };
+    let specs = tools
+        .iter()
+        .map(|tool| {
+            ToolSpecification::builder()
+                .name(tool.name)
+                .description(tool.description)
+                .input_schema(ToolInputSchema::Json(to_document(&tool.input_schema)))
+                .build()
+                .map(Tool::ToolSpec)
+                .map_err(build)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    ToolConfiguration::builder()
+        .set_tools(Some(specs))
+        .build()
+        .map_err(build)
+}
+
+/// JSON as the SDK's `Document` (tool schemas and inputs). Written here because the
+/// SDK's own serde support is behind an unstable cfg.
+fn to_document(value: &Value) -> Document {
+    match value {
+        Value::Null => Document::Null,
+        Value::Bool(b) => Document::Bool(*b),
+        Value::Number(n) => Document::Number(if let Some(u) = n.as_u64() {
+            Number::PosInt(u)
+        } else if let Some(i) = n.as_i64() {
+            Number::NegInt(i)
+        } else {
+            Number::Float(n.as_f64().unwrap_or(0.0))
+        }),
+        Value::String(s) => Document::String(s.clone()),
+        Value::Array(items) => Document::Array(items.iter().map(to_document).collect()),
+        Value::Object(map) => Document::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), to_document(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn to_json(document: &Document) -> Value {
+    match document {
+        Document::Null => Value::Null,
+        Document::Bool(b) => Value::Bool(*b),
+        Document::Number(Number::PosInt(u)) => Value::from(*u),
+        Document::Number(Number::NegInt(i)) => Value::from(*i),
+        Document::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Document::String(s) => Value::String(s.clone()),
+        Document::Array(items) => Value::Array(items.iter().map(to_json).collect()),
+        Document::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
         }
     }
 }

@@ -141,6 +141,9 @@ impl Llm for Limited {
     fn prompt_cache(&self) -> PromptCache {
         self.inner.prompt_cache()
     }
+    fn supports_tools(&self) -> bool {
+        self.inner.supports_tools()
+    }
 }
 
 /// The slots and who waits for one. A `tokio::sync::Semaphore` cannot shrink while its
@@ -331,6 +334,7 @@ mod tests {
                 usage: Usage::new(1, 1),
                 model: "m".into(),
                 truncated: false,
+                tool_calls: Vec::new(),
             })
         }
         fn model(&self) -> &str {
@@ -419,6 +423,7 @@ mod tests {
                 usage: Usage::new(1, 1),
                 model: "m".into(),
                 truncated: false,
+                tool_calls: Vec::new(),
             })
         }
         fn model(&self) -> &str {

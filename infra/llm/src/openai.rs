@@ -11,10 +11,14 @@ use crate::retry::{self, RetryPolicy, retry_while};
 use crate::stream;
 use async_trait::async_trait;
 use parley_core::llm::normalise_model_id;
-use parley_core::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, Usage};
+use parley_core::ports::llm::{
+    Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, Usage,
+};
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -39,6 +43,9 @@ pub struct OpenAiLlm {
     /// A self-hosted server: read replies as they are written ([`crate::stream`]), so a
     /// slow or runaway model is cut off with what it wrote instead of timing out.
     streaming: bool,
+    /// The server refused `tools` once (Ollama with a model that has no tool template,
+    /// llama.cpp without `--jinja`): no later call sends them.
+    tools_refused: AtomicBool,
 }
 
 /// Structured-output modes, strictest first. OpenAI, vLLM and recent llama.cpp and Ollama
@@ -103,6 +110,7 @@ impl OpenAiLlm {
             format: AtomicU8::new(Format::JsonSchema as u8),
             cache_prompt: false,
             streaming: false,
+            tools_refused: AtomicBool::new(false),
         })
     }
 
@@ -187,6 +195,20 @@ impl OpenAiLlm {
                 Usage::new(u.prompt_tokens - cached, u.completion_tokens).with_cache(cached, 0)
             },
         );
+        let tool_calls = choice
+            .message
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|call| ToolCall {
+                id: call.id,
+                // The arguments are a JSON string the model wrote; left as a string when
+                // it is not JSON, for the tool to refuse with a reason.
+                input: serde_json::from_str(&call.function.arguments)
+                    .unwrap_or(Value::String(call.function.arguments)),
+                name: call.function.name,
+            })
+            .collect();
         Ok(LlmResponse {
             text: choice.message.content.unwrap_or_default(),
             usage,
@@ -195,6 +217,7 @@ impl OpenAiLlm {
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| self.model.clone()),
             truncated: choice.finish_reason.as_deref() == Some("length"),
+            tool_calls,
         })
     }
 
@@ -270,6 +293,7 @@ impl OpenAiLlm {
             model: reply.model.unwrap_or_else(|| self.model.clone()),
             truncated: reply.stop.is_some_and(stream::Stop::cut_off)
                 || reply.finish_reason.as_deref() == Some("length"),
+            tool_calls: Vec::new(),
         })
     }
 }
@@ -281,18 +305,59 @@ impl Llm for OpenAiLlm {
             .filter(|s| !s.trim().is_empty())
             .map(|content| ChatMessage {
                 role: "system",
-                content,
+                content: Some(content),
+                tool_calls: None,
+                tool_call_id: None,
             });
         let messages = system
             .into_iter()
-            .chain(request.messages.iter().map(|m| ChatMessage {
-                role: match m.role {
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                },
-                content: &m.text,
+            .chain(request.messages.iter().flat_map(|m| {
+                if !m.tool_results.is_empty() {
+                    // One `tool` message per result, after the assistant's calls.
+                    return m
+                        .tool_results
+                        .iter()
+                        .map(|r| ChatMessage {
+                            role: "tool",
+                            content: Some(r.content.as_str()),
+                            tool_calls: None,
+                            tool_call_id: Some(r.call_id.as_str()),
+                        })
+                        .collect::<Vec<_>>();
+                }
+                let tool_calls = (!m.tool_calls.is_empty()).then(|| {
+                    m.tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.input.to_string()}})
+                        })
+                        .collect()
+                });
+                vec![ChatMessage {
+                    role: match m.role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                    },
+                    content: Some(m.text.as_str()).filter(|t| tool_calls.is_none() || !t.is_empty()),
+                    tool_calls,
+                    tool_call_id: None,
+                }]
             }))
             .collect();
+        let tools: Option<Vec<Value>> = (!request.tools.is_empty()
+            && !self.tools_refused.load(Ordering::SeqCst))
+        .then(|| {
+            request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect()
+        });
+        // A reply with tool calls is read whole: their arguments stream in pieces that
+        // only the finished reply puts together.
+        let streaming = self.streaming && tools.is_none();
         let max_tokens = request.options.max_tokens;
         let body = ChatRequest {
             model: &self.model,
@@ -302,10 +367,11 @@ impl Llm for OpenAiLlm {
             temperature: request.options.temperature.filter(|_| !self.reasoning),
             response_format: None,
             cache_prompt: self.cache_prompt.then_some(true),
-            stream: self.streaming.then_some(true),
-            stream_options: self.streaming.then_some(StreamOptions {
+            stream: streaming.then_some(true),
+            stream_options: streaming.then_some(StreamOptions {
                 include_usage: true,
             }),
+            tools,
         };
         let mut body = body;
         let timeout = request.options.timeout.unwrap_or(self.timeout);
@@ -331,11 +397,22 @@ impl Llm for OpenAiLlm {
                     if asked.is_some() && refuses_format(err) {
                         return None;
                     }
+                    if body.tools.is_some() && refuses_tools(err) {
+                        return None;
+                    }
                     retry::is_retryable(err).then(|| err.retry_after())
                 },
             )
             .await;
             match result {
+                Err(err) if body.tools.is_some() && refuses_tools(&err) => {
+                    self.tools_refused.store(true, Ordering::SeqCst);
+                    tracing::warn!(
+                        model = %self.model, error = %err,
+                        "the server refused tool definitions; reviews read the static context alone from now on"
+                    );
+                    return Err(LlmError::ToolsUnsupported(err.to_string()));
+                }
                 Err(err) if asked.is_some() && refuses_format(&err) => {
                     let Some(weaker) = self.downgrade(format) else {
                         return Err(err);
@@ -353,6 +430,11 @@ impl Llm for OpenAiLlm {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    /// Until the server refuses them once.
+    fn supports_tools(&self) -> bool {
+        !self.tools_refused.load(Ordering::SeqCst)
     }
 
     /// OpenAI caches long prefixes on its own; what other servers keep (a llama.cpp
@@ -453,6 +535,8 @@ struct ChatRequest<'a> {
     stream: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<Value>>,
 }
 
 /// Asks for usage in the stream's last chunk (OpenAI, vLLM, llama.cpp, Ollama).
@@ -464,7 +548,12 @@ struct StreamOptions {
 #[derive(Serialize)]
 struct ChatMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    /// `null` on an assistant turn that only called tools.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -502,6 +591,20 @@ fn refuses_format(err: &LlmError) -> bool {
     hints.iter().any(|hint| message.contains(hint))
 }
 
+/// Whether a refusal is about the tool definitions: a 4xx (or llama.cpp's 500 without
+/// `--jinja`) that names tools. Only asked of requests that carried tools.
+fn refuses_tools(err: &LlmError) -> bool {
+    let message = match err {
+        LlmError::InvalidRequest(message) => message,
+        LlmError::Server { message, .. } => message,
+        _ => return false,
+    };
+    let message = message.to_ascii_lowercase();
+    ["tool", "function call", "--jinja"]
+        .iter()
+        .any(|hint| message.contains(hint))
+}
+
 const NAMED_HINTS: [&str; 3] = ["response_format", "json_schema", "json_object"];
 const LOOSE_HINTS: [&str; 5] = [
     "response_format",
@@ -532,6 +635,22 @@ struct ChoiceMessage {
     /// `null` when the model refused or only called tools.
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
 }
 
 #[derive(Deserialize)]
