@@ -36,6 +36,11 @@ pub struct Prompt {
 }
 
 impl Prompt {
+    /// An exploring request: it offered the model tools to read code.
+    pub fn offers_tools(&self) -> bool {
+        self.raw["tools"].as_array().is_some_and(|t| !t.is_empty())
+    }
+
     /// Everything the model was shown, for `contains` assertions.
     pub fn text(&self) -> String {
         let mut all = self.system.clone();
@@ -104,6 +109,12 @@ struct State {
     waiting: usize,
     /// Streams a client stopped reading before they ended.
     hang_ups: usize,
+    /// `(prompt fragment, calls)`: a request that offers tools and contains the fragment,
+    /// with no tool results yet, is answered with these tool calls.
+    tool_scripts: Vec<(String, Vec<(String, Value)>)>,
+    /// Refuse any request that carries `tools` with a 400, as Ollama does for a model
+    /// without a tool template.
+    refuse_tools: bool,
 }
 
 /// Anthropic's minimum cacheable prefix for the models the tests name (Sonnet 4.5).
@@ -185,6 +196,26 @@ impl FakeLlm {
         let mut state = self.state();
         state.one_at_a_time = Some(Arc::new(tokio::sync::Mutex::new(())));
         state.interrupts = true;
+    }
+
+    /// When a request that offers tools contains `contains` and carries no tool results
+    /// yet, answer with `calls` (`(tool name, input)`); once results came back, "DONE". A
+    /// request offering tools that no script matches is answered "DONE": a model with
+    /// nothing to read.
+    pub fn call_tools(&self, contains: &str, calls: &[(&str, Value)]) {
+        self.state().tool_scripts.push((
+            contains.to_string(),
+            calls
+                .iter()
+                .map(|(name, input)| (name.to_string(), input.clone()))
+                .collect(),
+        ));
+    }
+
+    /// Refuse requests that carry `tools` (400), as Ollama does for a model without a
+    /// tool template.
+    pub fn refuse_tools(&self) {
+        self.state().refuse_tools = true;
     }
 
     /// How many streamed replies the client stopped reading before their end.
@@ -398,6 +429,34 @@ async fn handle(
                 .into_response();
         }
     }
+    let offers_tools = request["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty());
+    if offers_tools {
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.prompts.push(prompt.clone());
+        if s.refuse_tools && openai {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": {
+                    "message": "registry.ollama.ai/library/tiny:1b does not support tools",
+                    "type": "invalid_request_error",
+                }})),
+            )
+                .into_response();
+        }
+        let text = prompt.text();
+        let answered = has_tool_results(&request);
+        let calls = s
+            .tool_scripts
+            .iter()
+            .find(|(fragment, _)| text.contains(fragment.as_str()))
+            .map(|(_, calls)| calls.clone())
+            .filter(|_| !answered)
+            .unwrap_or_default();
+        let model = request["model"].as_str().unwrap_or("fake").to_string();
+        return tool_reply(openai, &model, &calls);
+    }
     let text = prompt.text();
     let streamed = openai && request["stream"] == true;
     let one_at_a_time = {
@@ -517,6 +576,66 @@ async fn handle(
             .into_response()
         }
     }
+}
+
+/// Whether the conversation already carries tool results (Anthropic `tool_result`
+/// blocks, OpenAI `tool` messages).
+fn has_tool_results(request: &Value) -> bool {
+    request["messages"].as_array().is_some_and(|messages| {
+        messages.iter().any(|m| {
+            m["role"] == "tool"
+                || m["content"]
+                    .as_array()
+                    .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
+        })
+    })
+}
+
+/// A reply calling `calls`, or "DONE" when there are none, in the provider's shape.
+fn tool_reply(openai: bool, model: &str, calls: &[(String, Value)]) -> Response {
+    let usage_in = 100;
+    if openai {
+        let tool_calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, input))| {
+                json!({"id": format!("call_{i}"), "type": "function",
+                       "function": {"name": name, "arguments": input.to_string()}})
+            })
+            .collect();
+        let message = if tool_calls.is_empty() {
+            json!({"role": "assistant", "content": "DONE"})
+        } else {
+            json!({"role": "assistant", "content": null, "tool_calls": tool_calls})
+        };
+        return axum::Json(json!({
+            "id": "chatcmpl-fake", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
+            "usage": {"prompt_tokens": usage_in, "completion_tokens": 10}
+        }))
+        .into_response();
+    }
+    let content: Vec<Value> = if calls.is_empty() {
+        vec![json!({"type": "text", "text": "DONE"})]
+    } else {
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, input))| {
+                json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": name, "input": input})
+            })
+            .collect()
+    };
+    axum::Json(json!({
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+        "content": content,
+        "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+        "stop_sequence": null,
+        "usage": {"input_tokens": usage_in, "output_tokens": 10,
+                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    }))
+    .into_response()
 }
 
 /// OpenAI's `usage` for a reply to a request of `request_bytes`, about four bytes a token.
@@ -792,8 +911,11 @@ fn system_text(system: &Value) -> String {
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
-        // The blocks as the model reads them: one text, in order.
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        // The blocks as the model reads them: one text, in order (tool results too).
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().or_else(|| b["content"].as_str()))
+            .collect(),
         _ => String::new(),
     }
 }

@@ -177,7 +177,16 @@ impl ReviewHarness {
         self.llm
             .prompts()
             .into_iter()
-            .filter(|p| !p.text().contains(JUDGE))
+            .filter(|p| !p.text().contains(JUDGE) && !p.offers_tools())
+            .collect()
+    }
+
+    /// The passes' exploring requests (offering tools to read code).
+    pub fn exploring_prompts(&self) -> Vec<crate::fake_llm::Prompt> {
+        self.llm
+            .prompts()
+            .into_iter()
+            .filter(|p| p.offers_tools())
             .collect()
     }
 

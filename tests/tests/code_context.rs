@@ -15,6 +15,9 @@ parley_tests::review_on_both_stores!(
     a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read,
     a_repository_over_the_caps_is_reviewed_from_the_diff_alone,
     a_second_review_of_the_same_head_reads_the_cached_archive,
+    a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline,
+    tool_calls_out_of_the_tree_are_refused_and_read_nothing,
+    a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -186,6 +189,181 @@ async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: Review
             .any(|p| p.text().contains(DEFINITION)),
         "the second review read the definition from the cached archive"
     );
+}
+
+/// Not code, so never in the static context: only a tool call reads it.
+const LIMITS: &str = "# Names are stored in a fixed buffer.\nmax_name_len = 8\n";
+const TOOL_TITLE: &str = "names longer than max_name_len overflow the buffer";
+
+/// The model reports the bug only once it has read `config/limits.toml`, which it asks
+/// for with `read_file`: the tool loop brings it, fenced as data, into the pass's prompt,
+/// and the finding is posted inline like any other.
+async fn a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline(h: ReviewHarness) {
+    h.github
+        .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[
+            ("src/api.rs", API),
+            ("src/store.rs", STORE),
+            ("config/limits.toml", LIMITS),
+        ]),
+    );
+    h.llm.call_tools(
+        SECURITY,
+        &[(
+            "read_file",
+            serde_json::json!({"path": "config/limits.toml"}),
+        )],
+    );
+    h.llm.answer(
+        "max_name_len = 8",
+        &reply(&[finding("src/api.rs", 5, "high", 90, TOOL_TITLE)]),
+    );
+    let summary = review(&h).await;
+
+    let security = h
+        .pass_prompts()
+        .into_iter()
+        .find(|p| p.text().contains(SECURITY))
+        .expect("the security pass")
+        .text();
+    let at = security
+        .find("max_name_len = 8")
+        .expect("what the tool read is in the findings prompt");
+    let section = security[..at]
+        .rfind("## Code you read with tools")
+        .expect("under its own heading");
+    assert!(security[section..at].contains("<code>"), "fenced as data");
+    // The other passes asked for nothing, and read nothing.
+    let others = h
+        .pass_prompts()
+        .into_iter()
+        .filter(|p| p.text().contains(CORRECTNESS))
+        .all(|p| !p.text().contains("max_name_len"));
+    assert!(others);
+    let inline = h.inline_comments();
+    assert_eq!(inline.len(), 1, "{inline:#?}");
+    assert!(
+        inline[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(TOOL_TITLE)
+    );
+    assert!(
+        summary.contains("Code read with tools: 1 call(s)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("read_file(config/limits.toml)"),
+        "{summary}"
+    );
+}
+
+/// Paths that leave the snapshot are refused with an error result the model can read,
+/// and nothing outside the repository is read: `..`, absolute paths, a drive letter.
+async fn tool_calls_out_of_the_tree_are_refused_and_read_nothing(h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
+    );
+    h.llm.call_tools(
+        SECURITY,
+        &[
+            (
+                "read_file",
+                serde_json::json!({"path": "../../../../etc/passwd"}),
+            ),
+            ("read_file", serde_json::json!({"path": "/etc/passwd"})),
+            ("list_dir", serde_json::json!({"path": "src/../.."})),
+            (
+                "read_file",
+                serde_json::json!({"path": "C:\\Windows\\win.ini"}),
+            ),
+        ],
+    );
+    review(&h).await;
+
+    let answered = h
+        .exploring_prompts()
+        .into_iter()
+        .find(|p| p.text().contains(SECURITY) && p.raw.to_string().contains("tool_result"))
+        .expect("the tool results went back to the model");
+    let results: Vec<serde_json::Value> = answered.raw["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 4, "{results:#?}");
+    for result in &results {
+        assert_eq!(result["is_error"], true, "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not a path inside the repository"),
+            "{result}"
+        );
+    }
+    assert!(
+        !answered.text().contains("root:"),
+        "nothing outside was read"
+    );
+}
+
+/// A provider that refuses `tools` (an Ollama model without a tool template): the passes
+/// go on from the static context (the finding is still found), and once refused, the
+/// process sends tools no more: a second review carries none.
+async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
+    );
+    h.llm.refuse_tools();
+    let config = parley_llm::LlmConfig {
+        provider: parley_llm::Provider::OpenAi,
+        model: Some("tiny:1b".into()),
+        base_url: Some(format!("{}/v1", h.llm.url)),
+        api_key: None,
+        timeout: std::time::Duration::from_secs(10),
+        retry: parley_llm::RetryPolicy {
+            max_retries: 0,
+            base_delay: std::time::Duration::from_millis(5),
+            max_delay: std::time::Duration::from_millis(20),
+        },
+    };
+    h.services.llm = parley_llm::build_limited(config, Some(1), None)
+        .await
+        .expect("the LLM builds");
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    review(&h).await;
+    assert_eq!(
+        h.exploring_prompts().len(),
+        1,
+        "asked once, then never again"
+    );
+    assert_eq!(
+        h.inline_comments().len(),
+        1,
+        "found from the static context"
+    );
+
+    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "d-2", 4242))
+        .await
+        .expect("second review");
+    assert_eq!(
+        h.exploring_prompts().len(),
+        1,
+        "the second review sent no tools"
+    );
+    assert!(h.pass_prompts().len() >= 8, "both reviews ran their passes");
 }
 
 mod answers {
