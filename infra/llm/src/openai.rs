@@ -167,15 +167,20 @@ impl OpenAiLlm {
             return self.attempt_streamed(request, timeout, body).await;
         }
         let response = http::send(request, timeout).await?;
+        self.whole_reply(&response)
+    }
+
+    /// A reply read whole: an error status classified, else the completion decoded.
+    fn whole_reply(&self, response: &RawResponse) -> Result<LlmResponse, LlmError> {
         if !response.status.is_success() {
             return Err(http::classify(
                 response.status,
                 &response.headers,
-                error_info(&response),
+                error_info(response),
                 &self.url,
             ));
         }
-        let reply: ChatResponse = http::decode(PROVIDER, &response)?;
+        let reply: ChatResponse = http::decode(PROVIDER, response)?;
         let Some(choice) = reply.choices.into_iter().next() else {
             return Err(LlmError::Decode(format!("{PROVIDER} reply has no choices")));
         };
@@ -237,24 +242,25 @@ impl OpenAiLlm {
             Ok(Err(e)) => return Err(LlmError::Network(http::error_chain(&e))),
             Ok(Ok(response)) => response,
         };
-        if !response.status().is_success() {
+        // An error, or a server that ignored `stream` and answered with one JSON body.
+        let event_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !response.status().is_success() || !event_stream {
             let status = response.status();
             let headers = response.headers().clone();
             let body = match tokio::time::timeout(timeout, response.bytes()).await {
                 Ok(Ok(bytes)) => bytes.to_vec(),
-                _ => Vec::new(),
+                Ok(Err(e)) => return Err(LlmError::Network(http::error_chain(&e))),
+                Err(_) => return Err(LlmError::Timeout(timeout)),
             };
-            let raw = RawResponse {
+            return self.whole_reply(&RawResponse {
                 status,
                 headers,
                 body,
-            };
-            return Err(http::classify(
-                status,
-                &raw.headers,
-                error_info(&raw),
-                &self.url,
-            ));
+            });
         }
         let limits = stream::StreamLimits {
             idle: timeout,

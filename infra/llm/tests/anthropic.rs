@@ -387,3 +387,75 @@ async fn a_long_shared_prefix_is_marked_for_the_cache_and_a_short_one_is_not() {
     );
     assert!(!seen[1].body.to_string().contains("cache_control"));
 }
+
+// ---- Tool use ----
+
+fn tool_request() -> LlmRequest {
+    let mut request = LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![
+            Message::user("Review this."),
+            Message::tool_calls(
+                "Reading the caller.",
+                vec![parley_core::ports::llm::ToolCall {
+                    id: "toolu_1".into(),
+                    name: "read_file".into(),
+                    input: json!({"path": "src/app.rs"}),
+                }],
+            ),
+            Message::tool_results(vec![parley_core::ports::llm::ToolResult {
+                call_id: "toolu_1".into(),
+                content: "<code>fn main() {}</code>".into(),
+                is_error: false,
+            }]),
+        ],
+    );
+    request.tools = vec![parley_core::ports::llm::ToolSpec {
+        name: "read_file",
+        description: "Read a file.",
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    request
+}
+
+/// The request carries the tools and the earlier calls and results as `tool_use` and
+/// `tool_result` blocks; a reply's `tool_use` blocks come back as tool calls (Anthropic's
+/// documented tool-use response).
+#[tokio::test]
+async fn tools_go_out_as_blocks_and_tool_use_comes_back_as_calls() {
+    let server = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "id": "msg_01", "type": "message", "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [
+                {"type": "text", "text": "I need the definition."},
+                {"type": "tool_use", "id": "toolu_2", "name": "find_definition", "input": {"symbol": "load_user"}}
+            ],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 40, "output_tokens": 20}
+        }),
+    )])
+    .await;
+    let llm = adapter(&server, Duration::from_secs(5));
+    assert!(llm.supports_tools());
+    let reply = llm.complete(&tool_request()).await.unwrap();
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].id, "toolu_2");
+    assert_eq!(reply.tool_calls[0].name, "find_definition");
+    assert_eq!(reply.tool_calls[0].input, json!({"symbol": "load_user"}));
+    assert_eq!(reply.text, "I need the definition.");
+
+    let body = &server.requests()[0].body;
+    assert_eq!(body["tools"][0]["name"], "read_file");
+    assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    let calls = &body["messages"][1]["content"];
+    assert_eq!(calls[0]["type"], "text");
+    assert_eq!(calls[1]["type"], "tool_use");
+    assert_eq!(calls[1]["id"], "toolu_1");
+    let results = &body["messages"][2]["content"];
+    assert_eq!(body["messages"][2]["role"], "user");
+    assert_eq!(results[0]["type"], "tool_result");
+    assert_eq!(results[0]["tool_use_id"], "toolu_1");
+    assert_eq!(results[0]["is_error"], false);
+}

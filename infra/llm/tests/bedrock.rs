@@ -318,3 +318,87 @@ async fn a_caching_model_gets_a_cache_point_and_its_cache_usage_is_read() {
         json!([{"text": format!("{shared}task")}])
     );
 }
+
+// ---- Tool use ----
+
+/// Converse tool use: the request carries `toolConfig` and the calls and results as
+/// `toolUse` / `toolResult` blocks; a reply's `toolUse` comes back as a call. A model
+/// Bedrock says cannot use tools is not sent them again.
+#[tokio::test]
+async fn tool_use_goes_out_in_tool_config_and_comes_back_as_calls() {
+    let server = FakeServer::start(vec![
+        Canned::json(
+            200,
+            json!({
+                "output": {"message": {"role": "assistant", "content": [
+                    {"toolUse": {"toolUseId": "tooluse_2", "name": "find_definition", "input": {"symbol": "load_user"}}}
+                ]}},
+                "stopReason": "tool_use",
+                "usage": {"inputTokens": 31, "outputTokens": 12, "totalTokens": 43},
+                "metrics": {"latencyMs": 120}
+            }),
+        ),
+        aws_error(400, "ValidationException", "This model doesn't support tool use."),
+        converse("fine", "end_turn"),
+    ])
+    .await;
+    let llm = adapter(&server, Duration::from_secs(5)).await;
+    let mut request = LlmRequest::new(
+        "s",
+        vec![
+            Message::user("Review this."),
+            Message::tool_calls(
+                "",
+                vec![parley_core::ports::llm::ToolCall {
+                    id: "tooluse_1".into(),
+                    name: "read_file".into(),
+                    input: json!({"path": "src/app.rs", "start_line": 3}),
+                }],
+            ),
+            Message::tool_results(vec![parley_core::ports::llm::ToolResult {
+                call_id: "tooluse_1".into(),
+                content: "no file src/app.rs".into(),
+                is_error: true,
+            }]),
+        ],
+    );
+    request.tools = vec![parley_core::ports::llm::ToolSpec {
+        name: "read_file",
+        description: "Read a file.",
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    let reply = llm.complete(&request).await.unwrap();
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].id, "tooluse_2");
+    assert_eq!(reply.tool_calls[0].input, json!({"symbol": "load_user"}));
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["toolConfig"]["tools"][0]["toolSpec"]["name"],
+        "read_file"
+    );
+    assert_eq!(
+        body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"]["json"]["type"],
+        "object"
+    );
+    assert_eq!(
+        body["messages"][1]["content"][0]["toolUse"]["toolUseId"],
+        "tooluse_1"
+    );
+    assert_eq!(
+        body["messages"][1]["content"][0]["toolUse"]["input"]["start_line"],
+        3
+    );
+    assert_eq!(
+        body["messages"][2]["content"][0]["toolResult"]["status"],
+        "error"
+    );
+
+    let refused = llm.complete(&request).await;
+    assert!(
+        matches!(refused, Err(LlmError::ToolsUnsupported(_))),
+        "{refused:?}"
+    );
+    assert!(!llm.supports_tools());
+    llm.complete(&request).await.unwrap();
+    assert!(server.requests()[2].body.get("toolConfig").is_none());
+}

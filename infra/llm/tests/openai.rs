@@ -567,3 +567,106 @@ async fn a_stream_broken_off_without_a_finish_reason_is_interrupted() {
         "{result:?}"
     );
 }
+
+// ---- Tool calls ----
+
+fn tool_request() -> LlmRequest {
+    let mut request = LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![
+            Message::user("Review this."),
+            Message::tool_calls(
+                "",
+                vec![parley_core::ports::llm::ToolCall {
+                    id: "call_1".into(),
+                    name: "read_file".into(),
+                    input: json!({"path": "src/app.rs"}),
+                }],
+            ),
+            Message::tool_results(vec![parley_core::ports::llm::ToolResult {
+                call_id: "call_1".into(),
+                content: "<code>fn main() {}</code>".into(),
+                is_error: false,
+            }]),
+        ],
+    );
+    request.tools = vec![parley_core::ports::llm::ToolSpec {
+        name: "read_file",
+        description: "Read a file.",
+        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    request
+}
+
+/// Tools go out as `functions`, earlier calls as the assistant's `tool_calls` and their
+/// results as `tool` messages; a reply's `tool_calls` (arguments as a JSON string, as
+/// OpenAI documents them) come back parsed. Not streamed, even to a local server.
+#[tokio::test]
+async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
+    let server = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "qwen2.5-coder:7b",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_2", "type": "function",
+                    "function": {"name": "search", "arguments": "{\"pattern\": \"load_user\\\\(\"}"}}]
+            }}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 12}
+        }),
+    )])
+    .await;
+    let llm = local(&server, Duration::from_secs(5));
+    let reply = llm.complete(&tool_request()).await.unwrap();
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].id, "call_2");
+    assert_eq!(reply.tool_calls[0].name, "search");
+    assert_eq!(
+        reply.tool_calls[0].input,
+        json!({"pattern": "load_user\\("})
+    );
+
+    let body = &server.requests()[0].body;
+    assert!(body.get("stream").is_none(), "a tool call is read whole");
+    assert_eq!(body["tools"][0]["type"], "function");
+    assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[2]["tool_calls"][0]["id"], "call_1");
+    assert_eq!(
+        messages[2]["tool_calls"][0]["function"]["arguments"],
+        "{\"path\":\"src/app.rs\"}"
+    );
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], "call_1");
+}
+
+/// A server that refuses `tools` (Ollama: "does not support tools") is not asked again:
+/// the refusal is remembered for the process.
+#[tokio::test]
+async fn a_server_that_refuses_tools_is_not_sent_them_again() {
+    let server = FakeServer::start(vec![
+        error(
+            400,
+            "invalid_request_error",
+            None,
+            "registry.ollama.ai/library/tiny:1b does not support tools",
+        ),
+        completion("plain", "stop"),
+    ])
+    .await;
+    let llm = local(&server, Duration::from_secs(5));
+    assert!(llm.supports_tools());
+    let refused = llm.complete(&tool_request()).await;
+    assert!(
+        matches!(refused, Err(LlmError::ToolsUnsupported(_))),
+        "{refused:?}"
+    );
+    assert!(!llm.supports_tools());
+    llm.complete(&tool_request()).await.unwrap();
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "no retry of the refusal");
+    assert!(seen[1].body.get("tools").is_none());
+    // Asked to stream, the server answered with one JSON body: read as such.
+    assert_eq!(seen[1].body["stream"], true);
+}
