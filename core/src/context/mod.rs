@@ -20,16 +20,37 @@ use std::collections::HashSet;
 pub const DEFAULT_MAX_TOKENS: usize = 6000;
 /// The longest piece shown whole; a longer one is cut after this many lines.
 const MAX_PIECE_LINES: u32 = 120;
+/// A definition used on a changed line: its head (see [`Why::max_lines`]).
+const MAX_DEFINITION_LINES: u32 = 12;
+const MAX_CALLER_LINES: u32 = 60;
+/// A name defined in more places than this (`get`, `new`) is ambiguous: the nearest
+/// few definitions are shown, not all.
+const MAX_DEFINITIONS_PER_NAME: usize = 3;
 
-/// Why a piece was chosen, in the order pieces are ranked.
+/// Why a piece was chosen, in the order pieces are ranked: what a changed line uses
+/// first (the diff shows none of it; its signature often settles a question, "returns
+/// `Option`"), then the rest of the changed function (the diff shows some of it), then
+/// its callers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Why {
-    Encloses,
     Defines,
+    Encloses,
     Calls,
 }
 
 impl Why {
+    /// The longest piece of this kind shown; a longer one is cut there. A definition
+    /// used on a changed line is shown as a repository map shows it (its signature, its
+    /// doc and the start of its body), so that a large PR gets the definitions of all it
+    /// calls rather than a few whole ones.
+    fn max_lines(self) -> u32 {
+        match self {
+            Why::Defines => MAX_DEFINITION_LINES,
+            Why::Encloses => MAX_PIECE_LINES,
+            Why::Calls => MAX_CALLER_LINES,
+        }
+    }
+
     fn label(self, name: &str) -> String {
         match self {
             Why::Encloses => format!("encloses the change: `{name}`"),
@@ -73,7 +94,7 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
                 candidates.push((Why::Encloses, span, name));
             }
             for name in code.names_used(&file.path, line, line) {
-                for span in code.definitions(&name) {
+                for span in nearest(code.definitions(&name), &file.path) {
                     if !span.contains(&file.path, line) {
                         candidates.push((Why::Defines, span, name.clone()));
                     }
@@ -87,6 +108,23 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
         }
     }
     pack(code, candidates, &shown, max_tokens)
+}
+
+/// The definitions of one name nearest `path` (same file, then same directory, then the
+/// rest), at most [`MAX_DEFINITIONS_PER_NAME`].
+fn nearest(mut definitions: Vec<Span>, path: &str) -> Vec<Span> {
+    let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    definitions.sort_by_key(|span| {
+        if span.path == path {
+            0
+        } else if span.path.rsplit_once('/').map_or("", |(d, _)| d) == dir {
+            1
+        } else {
+            2
+        }
+    });
+    definitions.truncate(MAX_DEFINITIONS_PER_NAME);
+    definitions
 }
 
 /// Rank, deduplicate (against each other and what `shown` already shows), cut, fence and
@@ -106,9 +144,9 @@ fn pack(
         if !seen.insert((span.path.clone(), span.start, span.end)) || covered(shown, &span) {
             continue;
         }
-        let (span, cut) = if span.lines() > MAX_PIECE_LINES {
+        let (span, cut) = if span.lines() > why.max_lines() {
             let mut short = span.clone();
-            short.end = span.start + MAX_PIECE_LINES - 1;
+            short.end = span.start + why.max_lines() - 1;
             (short, true)
         } else {
             (span, false)
@@ -155,7 +193,7 @@ pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize
         ));
     }
     for name in code.names_used(path, line, line) {
-        for span in code.definitions(&name) {
+        for span in nearest(code.definitions(&name), path) {
             if !span.contains(path, line) {
                 candidates.push((Why::Defines, span, name.clone()));
             }
