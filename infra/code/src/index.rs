@@ -7,13 +7,15 @@
 use crate::snapshot::Snapshot;
 use parley_core::ports::code::{Codebase, Span};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Language, Parser, Query, QueryCursor};
 
 #[derive(Debug, Clone)]
 struct Def {
     name: String,
-    path: String,
+    /// Shared by every tag of the file: a large repository has hundreds of thousands.
+    path: Arc<str>,
     start: u32,
     end: u32,
 }
@@ -21,7 +23,7 @@ struct Def {
 #[derive(Debug, Clone)]
 struct Ref {
     name: String,
-    path: String,
+    path: Arc<str>,
     line: u32,
 }
 
@@ -30,10 +32,10 @@ pub struct CodeIndex {
     snapshot: Snapshot,
     defs: Vec<Def>,
     defs_by_name: HashMap<String, Vec<usize>>,
-    defs_by_path: HashMap<String, Vec<usize>>,
+    defs_by_path: HashMap<Arc<str>, Vec<usize>>,
     refs: Vec<Ref>,
     refs_by_name: HashMap<String, Vec<usize>>,
-    refs_by_path: HashMap<String, Vec<usize>>,
+    refs_by_path: HashMap<Arc<str>, Vec<usize>>,
 }
 
 /// One language: its grammar and its tags query, compiled once.
@@ -100,26 +102,30 @@ struct Tag {
     definition: bool,
 }
 
-/// The tags of `files`, one list per file, in order (an empty list for a language
-/// without tags). One parser and one compiled query per language per thread.
-fn tag_files(files: &[(&String, &String)]) -> Vec<Vec<Tag>> {
+/// Tag files of `files` until none is left, taking the next one from `next`; each with
+/// its position. One parser and one compiled query per language per thread.
+fn tag_files(
+    files: &[(&String, &String)],
+    next: &std::sync::atomic::AtomicUsize,
+) -> Vec<(usize, Vec<Tag>)> {
     let mut languages: HashMap<String, Option<Tags>> = HashMap::new();
     let mut parser = Parser::new();
-    files
-        .iter()
-        .map(|(path, text)| {
-            let Some(extension) = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) else {
-                return Vec::new();
-            };
-            let tags = languages
-                .entry(extension.clone())
-                .or_insert_with(|| tags(&extension));
-            match tags.as_ref() {
-                Some(tags) => tag_file(&mut parser, tags, text),
-                None => Vec::new(),
-            }
-        })
-        .collect()
+    let mut out = Vec::new();
+    loop {
+        let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some((path, text)) = files.get(at) else {
+            return out;
+        };
+        let Some(extension) = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) else {
+            continue;
+        };
+        let tags = languages
+            .entry(extension.clone())
+            .or_insert_with(|| tags(&extension));
+        if let Some(tags) = tags.as_ref() {
+            out.push((at, tag_file(&mut parser, tags, text)));
+        }
+    }
 }
 
 fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
@@ -173,17 +179,19 @@ impl CodeIndex {
             .map(|n| n.get())
             .unwrap_or(1)
             .clamp(1, 8);
-        let chunk = files.len().div_ceil(threads).max(1);
-        let tagged: Vec<Vec<Tag>> = std::thread::scope(|scope| {
-            let workers: Vec<_> = files
-                .chunks(chunk)
-                .map(|part| scope.spawn(move || tag_files(part)))
+        // Each thread takes the next file not yet taken: file sizes vary by orders of
+        // magnitude, so fixed shares would leave one core with the big ones.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut tagged: Vec<(usize, Vec<Tag>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| scope.spawn(|| tag_files(&files, &next)))
                 .collect();
             workers
                 .into_iter()
                 .flat_map(|worker| worker.join().unwrap_or_default())
                 .collect()
         });
+        tagged.sort_by_key(|(at, _)| *at);
         let mut index = CodeIndex {
             snapshot: Snapshot::default(),
             defs: Vec::new(),
@@ -193,29 +201,27 @@ impl CodeIndex {
             refs_by_name: HashMap::new(),
             refs_by_path: HashMap::new(),
         };
-        for (tags, (path, _)) in tagged.into_iter().zip(&files) {
+        for (at, tags) in tagged {
+            let path: Arc<str> = Arc::from(files[at].0.as_str());
             for tag in tags {
-                index.add(path, tag);
+                index.add(&path, tag);
             }
         }
         index.snapshot = snapshot;
         index
     }
 
-    fn add(&mut self, path: &str, tag: Tag) {
+    fn add(&mut self, path: &Arc<str>, tag: Tag) {
         if tag.definition {
             let at = self.defs.len();
             self.defs_by_name
                 .entry(tag.name.clone())
                 .or_default()
                 .push(at);
-            self.defs_by_path
-                .entry(path.to_string())
-                .or_default()
-                .push(at);
+            self.defs_by_path.entry(path.clone()).or_default().push(at);
             self.defs.push(Def {
                 name: tag.name,
-                path: path.to_string(),
+                path: path.clone(),
                 start: tag.start,
                 end: tag.end,
             });
@@ -225,13 +231,10 @@ impl CodeIndex {
                 .entry(tag.name.clone())
                 .or_default()
                 .push(at);
-            self.refs_by_path
-                .entry(path.to_string())
-                .or_default()
-                .push(at);
+            self.refs_by_path.entry(path.clone()).or_default().push(at);
             self.refs.push(Ref {
                 name: tag.name,
-                path: path.to_string(),
+                path: path.clone(),
                 line: tag.start,
             });
         }
@@ -247,7 +250,7 @@ impl CodeIndex {
 
     fn span(def: &Def) -> Span {
         Span {
-            path: def.path.clone(),
+            path: def.path.to_string(),
             start: def.start,
             end: def.end,
             name: Some(def.name.clone()),
