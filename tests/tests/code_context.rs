@@ -397,6 +397,52 @@ mod answers {
         assert!(!h.parley_comments().is_empty(), "answered");
     }
 
+    /// Not code: only a tool call reads it.
+    const POLICY: &str = "ids are validated by the gateway before they reach handle()\n";
+
+    /// With a provider that takes tool calls, the answer may read more first: the model
+    /// asks for a file the static context never includes, and the answer's prompt holds
+    /// it, fenced, under "Code you read with tools".
+    async fn the_answer_may_read_more_with_tools(backend: Backend) {
+        let h = Harness::start(backend).await;
+        h.github.set_tarball(
+            REPO,
+            HEAD,
+            tarball(&[
+                ("src/db.rs", DB),
+                ("src/app.rs", APP),
+                ("docs/ids.txt", POLICY),
+            ]),
+        );
+        h.llm.call_tools(
+            "the caller checks for null",
+            &[("read_file", serde_json::json!({"path": "docs/ids.txt"}))],
+        );
+        let (root, _) = h.seed_finding(true).await;
+        h.run(h.inline_comment("bob", "@parley the caller checks for null", Some(root)))
+            .await
+            .expect("turn");
+        let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
+        let at = prompt
+            .find("validated by the gateway")
+            .expect("what the tool read is in the answer's prompt");
+        assert!(
+            prompt[..at].contains("## Code you read with tools"),
+            "{prompt}"
+        );
+        assert!(!h.parley_comments().is_empty(), "answered");
+    }
+
+    #[tokio::test]
+    async fn with_tools_sqlite() {
+        the_answer_may_read_more_with_tools(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn with_tools_dynamodb() {
+        the_answer_may_read_more_with_tools(Backend::Dynamo).await;
+    }
+
     #[tokio::test]
     async fn sqlite() {
         the_answer_reads_the_caller_from_a_file_outside_the_diff(Backend::Sqlite).await;

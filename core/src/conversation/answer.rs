@@ -11,6 +11,8 @@ use super::prompt;
 use super::snapshot::PrSnapshot;
 use super::thread::Conversation;
 use super::trigger::Trigger;
+use crate::config::ToolBounds;
+use crate::context::tools::{Toolbox, explore};
 use crate::llm::JsonOutput;
 use crate::markers::{self, ReplyMarker};
 use crate::mention::Handles;
@@ -53,11 +55,14 @@ impl Resolution {
     }
 }
 
-/// Ask the model; a reply that is not the expected JSON gets one correction round.
+/// Ask the model; a reply that is not the expected JSON gets one correction round. With
+/// the repository open, `tools` on and a provider that takes tool calls, the model may
+/// first read code (the caller someone says checks for null) through the review's tools.
 pub async fn ask(
     llm: &dyn Llm,
     ctx: &Context,
     budget_chars: usize,
+    tools: ToolBounds,
 ) -> Result<ModelAnswer, LlmError> {
     let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE).with_validator(|a| {
         if a.reply.trim().is_empty() {
@@ -75,6 +80,24 @@ pub async fn ask(
         temperature: Some(0.2),
         ..LlmOptions::default()
     });
+    let mut request = request;
+    if let Some(code) = ctx
+        .codebase
+        .as_ref()
+        .filter(|_| tools.enabled && llm.supports_tools())
+    {
+        let toolbox = Toolbox::new(code.0.as_ref(), tools);
+        match explore(llm, &request, &toolbox).await {
+            Ok(read) => {
+                if let Some(last) = request.messages.last_mut() {
+                    last.text.push_str(&read.rendered);
+                }
+            }
+            Err(err) => {
+                tracing::info!(error = %err, "the provider takes no tool calls; answering from the static context")
+            }
+        }
+    }
     tracing::debug!(system = %request.system, "conversation prompt");
     Ok(output.ask(llm, request).await?.value)
 }

@@ -100,6 +100,18 @@ pub struct Context {
     /// The code around the commented line, read from the repository at the PR's head
     /// ([`crate::context::around_line`]); empty when there is none to read.
     pub code: String,
+    /// That repository, for the answer's tool calls; `None` when it could not be read.
+    pub codebase: Option<OpenCode>,
+}
+
+/// An opened snapshot of the repository (its `Debug` says only how many files).
+#[derive(Clone)]
+pub struct OpenCode(pub std::sync::Arc<dyn crate::ports::code::Codebase>);
+
+impl std::fmt::Debug for OpenCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OpenCode({} files)", self.0.files())
+    }
 }
 
 pub struct Sources<'a> {
@@ -195,7 +207,7 @@ pub async fn assemble(
         None => Retrieved::default(),
     };
 
-    let code = code_around(sources, snap, path.as_deref(), line).await;
+    let (code, codebase) = code_around(sources, snap, path.as_deref(), line).await;
 
     let about = match &snap.subject {
         Subject::Pull(pr) => About::Pull(PrSummary {
@@ -241,6 +253,7 @@ pub async fn assemble(
         learnings,
         retrieved,
         code,
+        codebase,
     })
 }
 
@@ -248,27 +261,29 @@ pub async fn assemble(
 const ANSWER_CODE_TOKENS: usize = 3000;
 
 /// The code around an inline comment's line, read at the PR's head: what "the caller
-/// checks for null" is checked against. Fail open: without it the answer has the hunk.
+/// checks for null" is checked against, and the opened repository for the answer's tool
+/// calls. Fail open: without it the answer has the hunk.
 async fn code_around(
     sources: &Sources<'_>,
     snap: &PrSnapshot,
     path: Option<&str>,
     line: Option<u64>,
-) -> String {
+) -> (String, Option<OpenCode>) {
     let (Some(source), Some(pr), Some(path), Some(line)) = (sources.code, snap.pull(), path, line)
     else {
-        return String::new();
+        return (String::new(), None);
     };
     let Ok(line) = u32::try_from(line) else {
-        return String::new();
+        return (String::new(), None);
     };
     match source.open(sources.github, &snap.scope, &pr.head.sha).await {
-        Ok(code) => {
-            crate::context::around_line(code.as_ref(), path, line, ANSWER_CODE_TOKENS).rendered
-        }
+        Ok(code) => (
+            crate::context::around_line(code.as_ref(), path, line, ANSWER_CODE_TOKENS).rendered,
+            Some(OpenCode(code)),
+        ),
         Err(why) => {
             tracing::info!(repo = %snap.scope.full_name(), pr = snap.number, %why, "answering from the diff hunk alone");
-            String::new()
+            (String::new(), None)
         }
     }
 }

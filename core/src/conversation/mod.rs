@@ -677,7 +677,7 @@ impl ConversationHandler {
             .await
             .map_err(Failed::BeforePosting)?;
         let budget_chars = snap.config.config.mention.context_budget_chars as usize;
-        let model_answer = answer::ask(llm, &ctx, budget_chars)
+        let model_answer = answer::ask(llm, &ctx, budget_chars, snap.config.config.review.tools)
             .await
             .map_err(|err| Failed::BeforePosting(err.into()))?;
 
