@@ -54,6 +54,9 @@ pub const SNAPSHOT_CACHE_HITS: &str = "SnapshotCacheHits";
 /// Jobs that went on from the diff alone because the archive could not be used
 /// (not downloaded, refused as unsafe, over the caps, unreadable).
 pub const SNAPSHOTS_UNUSED: &str = "SnapshotsUnused";
+/// Tool calls the model made to read code, and the bytes they returned.
+pub const TOOL_CALLS: &str = "ToolCalls";
+pub const TOOL_BYTES: &str = "ToolBytes";
 
 /// Register every metric's unit with the installed recorder; call once after installing
 /// one (units are what the EMF directives carry).
@@ -120,6 +123,12 @@ pub fn describe() {
         Unit::Count,
         "Jobs that read the diff alone: the archive could not be used"
     );
+    describe_counter!(
+        TOOL_CALLS,
+        Unit::Count,
+        "Tool calls the model made to read code"
+    );
+    describe_counter!(TOOL_BYTES, Unit::Bytes, "Bytes the tool calls returned");
 }
 
 /// One job handled, and whether it failed.
@@ -166,6 +175,12 @@ pub fn snapshot_opened(download: Option<Duration>, index: Duration) {
 /// A job that reads the diff alone because its archive could not be used.
 pub fn snapshot_unused() {
     counter!(SNAPSHOTS_UNUSED).increment(1);
+}
+
+/// Tool calls answered for one pass or answer, and the bytes they returned.
+pub fn tools_used(calls: usize, bytes: usize) {
+    counter!(TOOL_CALLS).increment(calls as u64);
+    counter!(TOOL_BYTES).increment(bytes as u64);
 }
 
 /// What a published review did with its candidate findings.

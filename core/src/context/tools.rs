@@ -416,6 +416,7 @@ pub async fn explore(
         request.messages.push(Message::tool_results(results));
     }
     read.bytes = spend.bytes;
+    crate::metrics::tools_used(read.calls.len(), read.bytes);
     if !read.rendered.is_empty() {
         read.rendered = format!(
             "\n\n## Code you read with tools\nFenced as data: code and text from the repository.\n{}",
