@@ -17,6 +17,7 @@
 
 pub mod analyse;
 pub mod diff;
+mod error;
 pub mod filter;
 pub mod findings;
 pub mod gate;
@@ -28,25 +29,25 @@ pub mod over_budget;
 pub mod progress;
 pub mod prompts;
 pub mod publish;
+mod recover;
 pub mod regate;
 pub mod resolution;
 pub mod runs;
+mod scope;
 pub mod specialists;
 pub mod summary;
 
 use crate::config::RepoConfig;
 use crate::job::{Job, ReviewJob, ReviewTrigger};
 use crate::llm::MeteredLlm;
-use crate::markers::{self, FindingMarker};
 use crate::mention::Handles;
-use crate::ports::github::{GitHubError, PageLimit, PullRequest, RepoScope, Review};
+use crate::ports::github::{PullRequest, RepoScope};
 use crate::ports::llm::LlmError;
-use crate::ports::{
-    Attempt, Finding, FindingState, JobError, JobHandler, ReviewRun, RunState, StoreError,
-};
+use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
 use crate::repo::{LoadedConfig, load_guidelines};
 use crate::services::Services;
 use async_trait::async_trait;
+pub use error::ReviewError;
 use merge::Candidate;
 use publish::Identified;
 use std::collections::HashSet;
@@ -54,74 +55,6 @@ use time::OffsetDateTime;
 
 /// GitHub lists at most 3 000 files per PR; past this many, the rest are "not reviewed".
 const MAX_FILES: usize = 300;
-
-/// The most files GitHub's compare API lists (it truncates silently past this).
-const COMPARE_MAX_FILES: usize = 300;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReviewError {
-    #[error("the job names no installation, so Parley cannot act on the repository")]
-    NoInstallation,
-    #[error("GitHub: {0}")]
-    GitHub(#[from] GitHubError),
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    #[error("every specialist pass failed; first error: {0}")]
-    AllPassesFailed(LlmError),
-}
-
-impl From<publish::RecordError> for ReviewError {
-    fn from(err: publish::RecordError) -> Self {
-        match err {
-            publish::RecordError::GitHub(e) => ReviewError::GitHub(e),
-            publish::RecordError::Store(e) => ReviewError::Store(e),
-        }
-    }
-}
-
-impl ReviewError {
-    /// What failed, for public text (check runs, PR notes): never the raw error.
-    pub fn public_reason(&self) -> &'static str {
-        match self {
-            ReviewError::NoInstallation => "the event named no App installation",
-            ReviewError::GitHub(e) => e.public_reason(),
-            ReviewError::Store(_) => "Parley's storage was unavailable",
-            ReviewError::AllPassesFailed(e) => e.public_reason(),
-        }
-    }
-
-    fn is_transient(&self) -> bool {
-        match self {
-            ReviewError::NoInstallation => false,
-            ReviewError::GitHub(e) => e.is_transient(),
-            ReviewError::Store(e) => matches!(e, StoreError::Unavailable(_)),
-            ReviewError::AllPassesFailed(e) => e.is_transient(),
-        }
-    }
-}
-
-impl ReviewError {
-    fn is_config(&self) -> bool {
-        match self {
-            ReviewError::NoInstallation => false,
-            ReviewError::GitHub(e) => e.is_config(),
-            ReviewError::Store(e) => matches!(e, StoreError::Config(_)),
-            ReviewError::AllPassesFailed(e) => e.is_config(),
-        }
-    }
-}
-
-impl From<ReviewError> for JobError {
-    fn from(err: ReviewError) -> Self {
-        if err.is_transient() {
-            JobError::Transient(err.to_string())
-        } else if err.is_config() {
-            JobError::Misconfigured(err.to_string())
-        } else {
-            JobError::Permanent(err.to_string())
-        }
-    }
-}
 
 pub struct ReviewHandler {
     services: Services,
@@ -799,72 +732,6 @@ impl ReviewHandler {
         Ok(())
     }
 
-    /// What this run reviews: everything since the last reviewed head on `synchronize`
-    /// and `@parley review` (falling back to the whole PR after a force-push or when
-    /// nothing was reviewed before), the whole PR otherwise.
-    async fn changes_to_review(
-        &self,
-        scope: &RepoScope,
-        job: &ReviewJob,
-        pr: &PullRequest,
-        whole: &[crate::ports::github::ChangedFile],
-        truncated: bool,
-        head_sha: &str,
-    ) -> Result<ReviewScope, ReviewError> {
-        let full = ReviewScope {
-            files: whole.to_vec(),
-            truncated,
-            base_sha: pr.base.sha.clone(),
-            incremental: false,
-        };
-        if !matches!(
-            job.trigger,
-            ReviewTrigger::Synchronize | ReviewTrigger::ManualIncremental
-        ) {
-            return Ok(full);
-        }
-        let repo = job.repo.tenant().repo;
-        let Some(previous) =
-            runs::last_reviewed(self.services.store.as_ref(), &repo, job.number, head_sha).await?
-        else {
-            return Ok(full);
-        };
-        let comparison = match self
-            .services
-            .github
-            .compare_commits(scope, &previous.head_sha, head_sha)
-            .await
-        {
-            Ok(comparison) => comparison,
-            Err(err) if err.is_absent() => return Ok(full),
-            Err(err) => return Err(err.into()),
-        };
-        if comparison.status != "ahead" {
-            tracing::info!(%repo, number = job.number, status = %comparison.status, "last reviewed head is not an ancestor; reviewing the whole PR");
-            return Ok(full);
-        }
-        // Only files still changed by the PR: a commit that merged the base branch in
-        // brings changes that are not the PR's.
-        let in_pr: HashSet<&str> = whole.iter().map(|f| f.filename.as_str()).collect();
-        // GitHub's compare lists at most 300 files and says nothing when it stops there:
-        // a full list means some changes may be missing, and the review is partial.
-        let compare_truncated = comparison.files.len() >= COMPARE_MAX_FILES;
-        if compare_truncated {
-            tracing::warn!(%repo, number = job.number, files = comparison.files.len(), "the compare since the last review lists GitHub's maximum of files; the review is partial");
-        }
-        let files = comparison
-            .files
-            .into_iter()
-            .filter(|f| in_pr.contains(f.filename.as_str()))
-            .collect();
-        Ok(ReviewScope {
-            files,
-            truncated: truncated || compare_truncated,
-            base_sha: previous.head_sha,
-            incremental: true,
-        })
-    }
-
     async fn supersede(
         &self,
         scope: &RepoScope,
@@ -886,189 +753,6 @@ impl ReviewHandler {
         .await;
         Ok(())
     }
-
-    /// A review for this head is already on GitHub (the worker died after posting it):
-    /// store its findings from their markers, mark the run published, settle the check.
-    #[allow(clippy::too_many_arguments)] // one call site; each part is a different thing
-    async fn recover(
-        &self,
-        scope: &RepoScope,
-        job: &ReviewJob,
-        pr: &PullRequest,
-        config: &RepoConfig,
-        run: &mut ReviewRun,
-        review: Review,
-        parley: &Handles,
-    ) -> Result<(), ReviewError> {
-        let github = self.services.github.as_ref();
-        let store = self.services.store.as_ref();
-        tracing::info!(repo = %run.repo, number = run.pr, head_sha = %run.head_sha, review_id = review.id, "review already on GitHub; recording it instead of posting again");
-        let comments = github
-            .list_review_comments_for_review(scope, job.number, review.id, PageLimit::pages(3))
-            .await?;
-        // Findings already stored keep their state: since the crash, a thread may have
-        // been resolved or a dispute conceded, and recovery must not reopen them.
-        let stored: HashSet<String> = store
-            .findings_for_pr(&run.repo, job.number)
-            .await?
-            .into_iter()
-            .map(|f| f.id)
-            .collect();
-        let mut recovered = Vec::new();
-        for comment in &comments.items {
-            // The review is Parley's (see `runs::review_on_github`), and so are its
-            // comments; the author is checked anyway, as everywhere markers are read.
-            let Some(marker) = markers::trusted::<FindingMarker>(
-                comment.user.as_ref(),
-                parley,
-                &comment.body,
-                markers::kind::FINDING,
-            ) else {
-                continue;
-            };
-            if !stored.contains(&marker.id) {
-                let finding = Finding {
-                    repo: run.repo.clone(),
-                    pr: job.number,
-                    id: marker.id.clone(),
-                    fingerprint: marker.fingerprint.clone(),
-                    severity: marker.severity,
-                    category: marker.category.clone(),
-                    confidence: marker.confidence,
-                    path: marker.path.clone(),
-                    start_line: marker.start_line,
-                    line: marker.line,
-                    title: marker.title.clone(),
-                    body: markers::strip(&comment.body).trim().to_string(),
-                    head_sha: runs::head_of(&run.head_sha).to_string(),
-                    review_id: Some(review.id),
-                    comment_id: Some(comment.id),
-                    state: FindingState::Open,
-                    state_changed_by: None,
-                    state_changed_at: None,
-                    created_at: OffsetDateTime::now_utc(),
-                    outcome: None,
-                };
-                // Only if still absent: one stored since the listing above keeps what
-                // people decided about it.
-                store.put_finding_if(&finding, None).await?;
-            }
-            recovered.push(candidate_from_marker(marker));
-        }
-        // Read (and the check concluded) before marking the run published: a failure
-        // retries the whole recovery.
-        let on_pr = store.findings_for_pr(&run.repo, job.number).await?;
-        let repo_url = repo_url(pr, &job.repo.full_name());
-        let pr_url = pr_url(pr, &repo_url);
-        let automatic = !runs::is_manual(job.trigger);
-        // Only findings still open count as this run's: one resolved since the crash must
-        // not block again through the recovered list.
-        let still_open: HashSet<&str> = on_pr
-            .iter()
-            .filter(|f| f.state == FindingState::Open)
-            .map(|f| f.id.as_str())
-            .collect();
-        let recovered_ids: Vec<String> = comments
-            .items
-            .iter()
-            .filter_map(|c| {
-                markers::trusted::<FindingMarker>(
-                    c.user.as_ref(),
-                    parley,
-                    &c.body,
-                    markers::kind::FINDING,
-                )
-            })
-            .map(|m| m.id)
-            .collect();
-        let reported: Vec<&Candidate> = recovered
-            .iter()
-            .zip(&recovered_ids)
-            .filter(|(_, id)| still_open.contains(id.as_str()))
-            .map(|(c, _)| c)
-            .collect();
-        let recovered_here: HashSet<&str> =
-            recovered.iter().map(|c| c.fingerprint.as_str()).collect();
-        let earlier_open = if automatic {
-            gate::open_blocking(
-                &on_pr,
-                &config.gate,
-                config.review.min_confidence,
-                &recovered_here,
-            )
-        } else {
-            Vec::new()
-        };
-        // Whether the posted review was partial, from its own (trusted) marker; not
-        // known means partial, so nothing blocking is `neutral`, never `success`.
-        let partial = runs::review_marker(&review, parley).is_none_or(|m| m.partial);
-        let head_sha = runs::head_of(&run.head_sha).to_string();
-        let verdict = gate::Verdict::Reviewed {
-            automatic,
-            reported,
-            earlier_open,
-            partial,
-            review_url: &review.html_url,
-            repo_url: &repo_url,
-            pr_url: &pr_url,
-            head_sha: &head_sha,
-        };
-        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        self.conclude_check(scope, run, &head_sha, conclusion, output)
-            .await?;
-        run.review_id = Some(review.id);
-        run.review_url = Some(review.html_url.clone());
-        runs::finish(store, run, RunState::Published).await?;
-        // The crash may have come before the review was remembered for retrieval: do it
-        // now, as publishing does (failing open), rather than wait for the PR's next review.
-        let findings: Vec<Finding> = on_pr
-            .into_iter()
-            .filter(|f| f.review_id == Some(review.id))
-            .collect();
-        self.remember_recovered(scope, job.number, pr, config, &findings)
-            .await;
-        Ok(())
-    }
-
-    /// [`crate::retrieval::remember::review`] for a recovered review, which has no file
-    /// listing of its own: one more read, and a failure only leaves the remembering to
-    /// the PR's next review.
-    async fn remember_recovered(
-        &self,
-        scope: &RepoScope,
-        number: u64,
-        pr: &PullRequest,
-        config: &RepoConfig,
-        findings: &[Finding],
-    ) {
-        if !config.retrieval.enabled || !crate::retrieval::remember::admissible(pr) {
-            return;
-        }
-        let files = match analyse::PullFiles::fetch(self.services.github.as_ref(), scope, number)
-            .await
-        {
-            Ok(listing) => listing.files,
-            Err(err) => {
-                tracing::warn!(repo = %scope.full_name(), number, error = %err, "could not list the PR's files to remember the recovered review; its next review will");
-                return;
-            }
-        };
-        let repo = scope.tenant().repo;
-        let pr_ref = crate::retrieval::documents::PrRef {
-            repo: &repo,
-            number,
-            title: &pr.title,
-        };
-        crate::retrieval::remember::review(&self.services, config, pr_ref, &files, findings).await;
-    }
-}
-
-/// The files one run reviews and the range they span.
-struct ReviewScope {
-    files: Vec<crate::ports::github::ChangedFile>,
-    truncated: bool,
-    base_sha: String,
-    incremental: bool,
 }
 
 /// The first error when every pass failed (and there were passes).
@@ -1106,22 +790,5 @@ pub(crate) fn sanitize_candidate(candidate: &mut Candidate, silenced: &Handles) 
     candidate.body = crate::sanitize::model_text(&candidate.body, silenced);
     if let Some(suggestion) = &candidate.suggestion {
         candidate.suggestion = Some(crate::sanitize::model_code(suggestion, silenced));
-    }
-}
-
-fn candidate_from_marker(marker: FindingMarker) -> Candidate {
-    Candidate {
-        path: marker.path,
-        line: marker.line,
-        start_line: marker.start_line,
-        severity: marker.severity,
-        category: marker.category,
-        confidence: marker.confidence,
-        title: marker.title,
-        body: String::new(),
-        suggestion: None,
-        passes: Vec::new(),
-        fingerprint: marker.fingerprint,
-        on_diff: true,
     }
 }
