@@ -16,6 +16,7 @@
 //!    judged again ([`regate`]).
 
 pub mod analyse;
+mod conclude;
 pub mod diff;
 mod error;
 pub mod filter;
@@ -266,110 +267,6 @@ impl ReviewHandler {
                 Err(err)
             }
         }
-    }
-
-    /// One short comment saying this head could not be reviewed and why (public words),
-    /// once per head SHA whatever the number of jobs that fail on it. Best effort: the
-    /// check run already says the same.
-    async fn report_failure(
-        &self,
-        scope: &RepoScope,
-        number: u64,
-        head_sha: &str,
-        parley: &Handles,
-        err: &ReviewError,
-        tries: Option<u32>,
-    ) {
-        let store = self.services.store.as_ref();
-        let key = format!("review-failed#{}#{number}#{head_sha}", scope.tenant().repo);
-        match store.claim(&key, crate::conversation::RECORD_TTL).await {
-            Ok(crate::ports::Claim::Won) => {}
-            Ok(crate::ports::Claim::AlreadyClaimed) => return,
-            Err(store_err) => {
-                tracing::warn!(error = %store_err, "could not claim the review-failure note");
-                return;
-            }
-        }
-        let handle = parley
-            .names()
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "parley".into());
-        let after = match tries {
-            Some(n) if n > 1 => format!(" after {n} attempts"),
-            _ => String::new(),
-        };
-        let body = format!(
-            "Parley could not review `{}`{after}: {}. It will not try this commit again; \
-             push a new commit or comment `@{handle} review` to ask again.",
-            summary::short(head_sha),
-            err.public_reason()
-        );
-        if let Err(post_err) = self
-            .services
-            .github
-            .create_issue_comment(scope, number, &body)
-            .await
-        {
-            tracing::warn!(error = %post_err, "could not post the review-failure note");
-            let _ = store.release(&key).await;
-        }
-    }
-
-    /// An automatic review that is not wanted (draft, trigger off, skipped author) still
-    /// ends with a completed "Parley review" check on the head, or a team that requires
-    /// the check waits forever. It is `neutral` (nothing was reviewed), unless blocking
-    /// findings of earlier reviews are still open on the PR: skipping a review must not
-    /// lift a `failure` (a push with `synchronize` turned off, say). A closed PR and a
-    /// manual request get no check: nobody merges the one, and the other never gates.
-    async fn conclude_skipped(
-        &self,
-        scope: &RepoScope,
-        job: &ReviewJob,
-        pr: &PullRequest,
-        config: &RepoConfig,
-        reason: &str,
-    ) -> Result<(), ReviewError> {
-        if pr.state != "open" || runs::is_manual(job.trigger) || pr.head.sha != job.head_sha {
-            return Ok(());
-        }
-        let repo = job.repo.tenant().repo;
-        let findings = self
-            .services
-            .store
-            .findings_for_pr(&repo, job.number)
-            .await?;
-        let open = gate::open_blocking(
-            &findings,
-            &config.gate,
-            config.review.min_confidence,
-            &HashSet::new(),
-        );
-        let repo_url = repo_url(pr, &job.repo.full_name());
-        let pr_url = pr_url(pr, &repo_url);
-        let verdict = gate::Verdict::Skipped {
-            reason,
-            open,
-            repo_url: &repo_url,
-            pr_url: &pr_url,
-        };
-        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
-        let check = gate::Check {
-            id: None,
-            name: gate::CHECK_NAME,
-            head_sha: &pr.head.sha,
-            external_id: &key,
-        };
-        gate::complete(
-            self.services.github.as_ref(),
-            scope,
-            &check,
-            conclusion,
-            output,
-        )
-        .await?;
-        Ok(())
     }
 
     /// The run this job is about. An automatic job's is the head's own run, which owns the
@@ -700,57 +597,6 @@ impl ReviewHandler {
         } else {
             tracing::info!(repo = %repo, number = job.number, "a fork PR is remembered for retrieval once merged");
         }
-        Ok(())
-    }
-
-    /// Conclude the run's check (creating it completed if it never was created) and
-    /// remember its id on the run.
-    async fn conclude_check(
-        &self,
-        scope: &RepoScope,
-        run: &mut ReviewRun,
-        head_sha: &str,
-        conclusion: crate::ports::github::CheckConclusion,
-        output: crate::ports::github::CheckRunOutput,
-    ) -> Result<(), ReviewError> {
-        let key = runs::claim_key(&run.repo, run.pr, &run.head_sha);
-        let check = gate::Check {
-            id: run.check_run_id,
-            name: gate::check_name(&run.head_sha),
-            head_sha,
-            external_id: &key,
-        };
-        let id = gate::complete(
-            self.services.github.as_ref(),
-            scope,
-            &check,
-            conclusion,
-            output,
-        )
-        .await?;
-        run.check_run_id = Some(id);
-        Ok(())
-    }
-
-    async fn supersede(
-        &self,
-        scope: &RepoScope,
-        config: &RepoConfig,
-        run: &mut ReviewRun,
-        newer: &str,
-    ) -> Result<(), ReviewError> {
-        tracing::info!(repo = %run.repo, number = run.pr, head_sha = %run.head_sha, %newer, "review superseded before publishing");
-        runs::finish(self.services.store.as_ref(), run, RunState::Superseded).await?;
-        let (conclusion, output) =
-            gate::conclude(&gate::Verdict::Superseded { by: newer }, &config.gate);
-        gate::finish(
-            self.services.github.as_ref(),
-            scope,
-            run.check_run_id,
-            conclusion,
-            output,
-        )
-        .await;
         Ok(())
     }
 }
