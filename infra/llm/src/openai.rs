@@ -190,15 +190,7 @@ impl OpenAiLlm {
                 tracing::debug!(model = %self.model, "LLM reply carries no usage");
                 Usage::default()
             },
-            // `prompt_tokens` counts the cached part too; it is billed apart.
-            |u| {
-                let cached = u
-                    .prompt_tokens_details
-                    .and_then(|d| d.cached_tokens)
-                    .unwrap_or(0)
-                    .min(u.prompt_tokens);
-                Usage::new(u.prompt_tokens - cached, u.completion_tokens).with_cache(cached, 0)
-            },
+            |u| u.usage(),
         );
         let tool_calls = choice
             .message
@@ -282,14 +274,7 @@ impl OpenAiLlm {
             _ => {}
         }
         let usage = match reply.usage {
-            Some(u) => {
-                let cached = u
-                    .prompt_tokens_details
-                    .and_then(|d| d.cached_tokens)
-                    .unwrap_or(0)
-                    .min(u.prompt_tokens);
-                Usage::new(u.prompt_tokens - cached, u.completion_tokens).with_cache(cached, 0)
-            }
+            Some(u) => u.usage(),
             // Servers that send no usage in a stream: each chunk is about one token.
             None => Usage::new(0, reply.content_chunks),
         };
@@ -626,7 +611,7 @@ struct ChatResponse {
     model: Option<String>,
     choices: Vec<Choice>,
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<stream::ChunkUsage>,
 }
 
 #[derive(Deserialize)]
@@ -657,22 +642,6 @@ struct WireFunction {
     name: String,
     #[serde(default)]
     arguments: String,
-}
-
-#[derive(Deserialize)]
-struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptTokensDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptTokensDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
 }
 
 #[cfg(test)]

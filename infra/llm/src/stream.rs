@@ -26,7 +26,7 @@
 use crate::http::error_chain;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use parley_core::ports::llm::LlmError;
+use parley_core::ports::llm::{LlmError, Usage};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
 
@@ -73,7 +73,7 @@ pub struct Streamed {
     pub text: String,
     pub finish_reason: Option<String>,
     pub model: Option<String>,
-    /// From the last chunk, when the server sends usage (`stream_options.include_usage`).
+    /// From the last chunk (or a whole reply), when the server sends usage (`stream_options.include_usage`).
     pub usage: Option<ChunkUsage>,
     /// Chunks that carried text: about one token each on llama.cpp and Ollama, the
     /// output count when the server sends no usage.
@@ -82,6 +82,7 @@ pub struct Streamed {
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, Default)]
+/// OpenAI's `usage`, in a whole reply or a stream's last chunk.
 pub struct ChunkUsage {
     #[serde(default)]
     pub prompt_tokens: u64,
@@ -89,6 +90,18 @@ pub struct ChunkUsage {
     pub completion_tokens: u64,
     #[serde(default)]
     pub prompt_tokens_details: Option<CachedTokens>,
+}
+
+impl ChunkUsage {
+    /// `prompt_tokens` counts the cached part too; it is billed apart.
+    pub fn usage(&self) -> Usage {
+        let cached = self
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0)
+            .min(self.prompt_tokens);
+        Usage::new(self.prompt_tokens - cached, self.completion_tokens).with_cache(cached, 0)
+    }
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, Default)]

@@ -390,34 +390,6 @@ async fn a_long_shared_prefix_is_marked_for_the_cache_and_a_short_one_is_not() {
 
 // ---- Tool use ----
 
-fn tool_request() -> LlmRequest {
-    let mut request = LlmRequest::new(
-        "You are a careful reviewer.",
-        vec![
-            Message::user("Review this."),
-            Message::tool_calls(
-                "Reading the caller.",
-                vec![parley_core::ports::llm::ToolCall {
-                    id: "toolu_1".into(),
-                    name: "read_file".into(),
-                    input: json!({"path": "src/app.rs"}),
-                }],
-            ),
-            Message::tool_results(vec![parley_core::ports::llm::ToolResult {
-                call_id: "toolu_1".into(),
-                content: "<code>fn main() {}</code>".into(),
-                is_error: false,
-            }]),
-        ],
-    );
-    request.tools = vec![parley_core::ports::llm::ToolSpec {
-        name: "read_file",
-        description: "Read a file.",
-        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }];
-    request
-}
-
 /// The request carries the tools and the earlier calls and results as `tool_use` and
 /// `tool_result` blocks; a reply's `tool_use` blocks come back as tool calls (Anthropic's
 /// documented tool-use response).
@@ -439,7 +411,14 @@ async fn tools_go_out_as_blocks_and_tool_use_comes_back_as_calls() {
     .await;
     let llm = adapter(&server, Duration::from_secs(5));
     assert!(llm.supports_tools());
-    let reply = llm.complete(&tool_request()).await.unwrap();
+    let reply = llm
+        .complete(&common::tool_request(
+            "toolu_1",
+            "Reading the caller.",
+            false,
+        ))
+        .await
+        .unwrap();
     assert_eq!(reply.tool_calls.len(), 1);
     assert_eq!(reply.tool_calls[0].id, "toolu_2");
     assert_eq!(reply.tool_calls[0].name, "find_definition");

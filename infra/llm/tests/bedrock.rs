@@ -343,30 +343,7 @@ async fn tool_use_goes_out_in_tool_config_and_comes_back_as_calls() {
     ])
     .await;
     let llm = adapter(&server, Duration::from_secs(5)).await;
-    let mut request = LlmRequest::new(
-        "s",
-        vec![
-            Message::user("Review this."),
-            Message::tool_calls(
-                "",
-                vec![parley_core::ports::llm::ToolCall {
-                    id: "tooluse_1".into(),
-                    name: "read_file".into(),
-                    input: json!({"path": "src/app.rs", "start_line": 3}),
-                }],
-            ),
-            Message::tool_results(vec![parley_core::ports::llm::ToolResult {
-                call_id: "tooluse_1".into(),
-                content: "no file src/app.rs".into(),
-                is_error: true,
-            }]),
-        ],
-    );
-    request.tools = vec![parley_core::ports::llm::ToolSpec {
-        name: "read_file",
-        description: "Read a file.",
-        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }];
+    let request = common::tool_request("tooluse_1", "", true);
     let reply = llm.complete(&request).await.unwrap();
     assert_eq!(reply.tool_calls.len(), 1);
     assert_eq!(reply.tool_calls[0].id, "tooluse_2");

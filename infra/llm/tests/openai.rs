@@ -570,34 +570,6 @@ async fn a_stream_broken_off_without_a_finish_reason_is_interrupted() {
 
 // ---- Tool calls ----
 
-fn tool_request() -> LlmRequest {
-    let mut request = LlmRequest::new(
-        "You are a careful reviewer.",
-        vec![
-            Message::user("Review this."),
-            Message::tool_calls(
-                "",
-                vec![parley_core::ports::llm::ToolCall {
-                    id: "call_1".into(),
-                    name: "read_file".into(),
-                    input: json!({"path": "src/app.rs"}),
-                }],
-            ),
-            Message::tool_results(vec![parley_core::ports::llm::ToolResult {
-                call_id: "call_1".into(),
-                content: "<code>fn main() {}</code>".into(),
-                is_error: false,
-            }]),
-        ],
-    );
-    request.tools = vec![parley_core::ports::llm::ToolSpec {
-        name: "read_file",
-        description: "Read a file.",
-        input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-    }];
-    request
-}
-
 /// Tools go out as `functions`, earlier calls as the assistant's `tool_calls` and their
 /// results as `tool` messages; a reply's `tool_calls` (arguments as a JSON string, as
 /// OpenAI documents them) come back parsed. Not streamed, even to a local server.
@@ -617,7 +589,10 @@ async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
     )])
     .await;
     let llm = local(&server, Duration::from_secs(5));
-    let reply = llm.complete(&tool_request()).await.unwrap();
+    let reply = llm
+        .complete(&common::tool_request("call_1", "", false))
+        .await
+        .unwrap();
     assert_eq!(reply.tool_calls.len(), 1);
     assert_eq!(reply.tool_calls[0].id, "call_2");
     assert_eq!(reply.tool_calls[0].name, "search");
@@ -635,7 +610,7 @@ async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
     assert_eq!(messages[2]["tool_calls"][0]["id"], "call_1");
     assert_eq!(
         messages[2]["tool_calls"][0]["function"]["arguments"],
-        "{\"path\":\"src/app.rs\"}"
+        "{\"path\":\"src/app.rs\",\"start_line\":3}"
     );
     assert_eq!(messages[3]["role"], "tool");
     assert_eq!(messages[3]["tool_call_id"], "call_1");
@@ -657,13 +632,17 @@ async fn a_server_that_refuses_tools_is_not_sent_them_again() {
     .await;
     let llm = local(&server, Duration::from_secs(5));
     assert!(llm.supports_tools());
-    let refused = llm.complete(&tool_request()).await;
+    let refused = llm
+        .complete(&common::tool_request("call_1", "", false))
+        .await;
     assert!(
         matches!(refused, Err(LlmError::ToolsUnsupported(_))),
         "{refused:?}"
     );
     assert!(!llm.supports_tools());
-    llm.complete(&tool_request()).await.unwrap();
+    llm.complete(&common::tool_request("call_1", "", false))
+        .await
+        .unwrap();
     let seen = server.requests();
     assert_eq!(seen.len(), 2, "no retry of the refusal");
     assert!(seen[1].body.get("tools").is_none());

@@ -249,3 +249,38 @@ async fn answer(
     }
     response
 }
+
+/// A conversation in which the model called `read_file` (call `call_id`) and got its
+/// result back, offering the `read_file` tool again: what a tool loop's second turn sends.
+pub fn tool_request(
+    call_id: &str,
+    text: &str,
+    is_error: bool,
+) -> parley_core::ports::llm::LlmRequest {
+    use parley_core::ports::llm::{LlmRequest, Message, ToolCall, ToolResult, ToolSpec};
+    let mut request = LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![
+            Message::user("Review this."),
+            Message::tool_calls(
+                text,
+                vec![ToolCall {
+                    id: call_id.into(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": "src/app.rs", "start_line": 3}),
+                }],
+            ),
+            Message::tool_results(vec![ToolResult {
+                call_id: call_id.into(),
+                content: "<code>fn main() {}</code>".into(),
+                is_error,
+            }]),
+        ],
+    );
+    request.tools = vec![ToolSpec {
+        name: "read_file",
+        description: "Read a file.",
+        input_schema: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }];
+    request
+}
