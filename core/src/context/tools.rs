@@ -120,7 +120,7 @@ impl<'a> Toolbox<'a> {
         }
     }
 
-    /// Tool calls made so far in this review.
+    /// Tool calls answered so far in this review.
     pub fn calls(&self) -> u32 {
         self.review_calls.load(Ordering::SeqCst)
     }
@@ -135,7 +135,14 @@ impl<'a> Toolbox<'a> {
         if spend.calls >= self.bounds.max_calls_per_pass {
             return refuse("this pass has made all the tool calls it may; answer now".into());
         }
-        if self.review_calls.fetch_add(1, Ordering::SeqCst) >= self.bounds.max_calls_per_review {
+        let max = self.bounds.max_calls_per_review;
+        if self
+            .review_calls
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_err()
+        {
             return refuse("this review has made all the tool calls it may; answer now".into());
         }
         spend.calls += 1;
@@ -383,7 +390,14 @@ pub async fn explore(
     request.options.schema = None;
     let mut spend = PassSpend::default();
     let mut read = Exploration::default();
-    while started.elapsed() < wall && spend.calls < toolbox.bounds.max_calls_per_pass {
+    // Every round costs a model call, answered or refused: a model that keeps calling
+    // after the review's calls are spent gets no more rounds than a pass has calls.
+    let mut rounds = 0;
+    while started.elapsed() < wall
+        && spend.calls < toolbox.bounds.max_calls_per_pass
+        && rounds < toolbox.bounds.max_calls_per_pass
+    {
+        rounds += 1;
         let reply = match llm.complete(&request).await {
             Ok(reply) => reply,
             Err(err @ LlmError::ToolsUnsupported(_)) => return Err(err),
@@ -456,7 +470,115 @@ fn call_label(call: &ToolCall) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::confine;
+    use super::*;
+    use crate::ports::code::SearchHit;
+    use crate::ports::llm::{LlmResponse, Usage};
+    use async_trait::async_trait;
+    use std::sync::atomic::AtomicUsize;
+
+    /// One file of 1,000 lines of 60 bytes.
+    struct OneFile;
+
+    impl Codebase for OneFile {
+        fn enclosing(&self, _: &str, _: u32) -> Option<Span> {
+            None
+        }
+        fn definitions(&self, _: &str) -> Vec<Span> {
+            Vec::new()
+        }
+        fn callers(&self, _: &str) -> Vec<Span> {
+            Vec::new()
+        }
+        fn names_used(&self, _: &str, _: u32, _: u32) -> Vec<String> {
+            Vec::new()
+        }
+        fn text(&self, span: &Span) -> Option<String> {
+            (span.path == "a.rs")
+                .then(|| format!("{}\n", "x".repeat(59)).repeat(span.lines() as usize))
+        }
+        fn files(&self) -> usize {
+            1
+        }
+        fn line_count(&self, path: &str) -> Option<u32> {
+            (path == "a.rs").then_some(1000)
+        }
+        fn list_dir(&self, _: &str) -> Option<Vec<String>> {
+            Some(vec!["a.rs".into()])
+        }
+        fn search(&self, _: &str, _: Option<&str>, _: usize) -> Result<Vec<SearchHit>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A model that never stops asking to read more.
+    #[derive(Default)]
+    struct Greedy {
+        calls: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl Llm for Greedy {
+        async fn complete(&self, _: &LlmRequest) -> Result<LlmResponse, LlmError> {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok(LlmResponse {
+                text: String::new(),
+                usage: Usage::new(1, 1),
+                model: "m".into(),
+                truncated: false,
+                tool_calls: vec![ToolCall {
+                    id: format!("c{n}"),
+                    name: READ_FILE.into(),
+                    input: json!({"path": "a.rs", "start_line": n * 10 + 1, "end_line": n * 10 + 10}),
+                }],
+            })
+        }
+        fn model(&self) -> &str {
+            "m"
+        }
+        fn supports_tools(&self) -> bool {
+            true
+        }
+    }
+
+    fn request() -> LlmRequest {
+        LlmRequest::new("s", vec![Message::user("review this")])
+    }
+
+    fn bounds(per_pass: u32, per_review: u32, bytes: u32) -> ToolBounds {
+        ToolBounds {
+            enabled: true,
+            max_calls_per_pass: per_pass,
+            max_calls_per_review: per_review,
+            max_bytes_per_pass: bytes,
+            max_secs_per_pass: 60,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pass_stops_at_its_calls_and_the_review_at_its_own() {
+        let llm = Greedy::default();
+        let toolbox = Toolbox::new(&OneFile, bounds(3, 4, 100_000));
+        let first = explore(&llm, &request(), &toolbox).await.unwrap();
+        assert_eq!(first.calls.len(), 3, "three calls for the pass");
+        assert_eq!(llm.calls.load(Ordering::SeqCst), 3);
+        let second = explore(&llm, &request(), &toolbox).await.unwrap();
+        assert_eq!(second.calls.len(), 1, "one call left for the review");
+        assert_eq!(
+            llm.calls.load(Ordering::SeqCst),
+            6,
+            "refused calls do not buy rounds without end"
+        );
+        assert_eq!(toolbox.calls(), 4, "answered calls");
+    }
+
+    #[tokio::test]
+    async fn a_pass_reads_no_more_bytes_than_it_may() {
+        let llm = Greedy::default();
+        let toolbox = Toolbox::new(&OneFile, bounds(8, 30, 1_500));
+        let read = explore(&llm, &request(), &toolbox).await.unwrap();
+        assert!(read.bytes <= 1_600, "{} bytes", read.bytes);
+        assert!(read.rendered.contains("this pass has read all it may"));
+    }
 
     #[test]
     fn paths_outside_the_snapshot_are_refused() {
