@@ -36,6 +36,15 @@ fn pr_changes_only_the_api(h: &ReviewHarness) {
     );
 }
 
+/// The head's archive: the changed file and the one that defines what it uses.
+fn serve_the_head(h: &ReviewHarness) {
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
+    );
+}
+
 async fn review(h: &ReviewHarness) -> String {
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
@@ -50,11 +59,7 @@ async fn a_bug_visible_only_with_a_definition_elsewhere_is_found_and_posted_inli
     h: ReviewHarness,
 ) {
     pr_changes_only_the_api(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
-    );
+    serve_the_head(&h);
     let summary = review(&h).await;
 
     let security = h
@@ -124,11 +129,7 @@ async fn a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read(h:
 
 async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: ReviewHarness) {
     pr_changes_only_the_api(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
-    );
+    serve_the_head(&h);
     h.services.code = Some(Arc::new(parley_code::GitHubCode {
         limits: parley_code::Limits {
             max_files: 1,
@@ -147,11 +148,7 @@ async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: Revie
 /// still sees the definition from the untouched file.
 async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: ReviewHarness) {
     pr_changes_only_the_api(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
-    );
+    serve_the_head(&h);
     let dir = tempfile::tempdir().expect("tempdir");
     h.services.code = Some(Arc::new(parley_code::GitHubCode {
         cache: Some(parley_code::ArchiveCache::new(dir.path(), 1 << 20)),
@@ -265,11 +262,7 @@ async fn a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline
 /// and nothing outside the repository is read: `..`, absolute paths, a drive letter.
 async fn tool_calls_out_of_the_tree_are_refused_and_read_nothing(h: ReviewHarness) {
     pr_changes_only_the_api(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
-    );
+    serve_the_head(&h);
     h.llm.call_tools(
         SECURITY,
         &[
@@ -321,11 +314,7 @@ async fn tool_calls_out_of_the_tree_are_refused_and_read_nothing(h: ReviewHarnes
 /// process sends tools no more: a second review carries none.
 async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut h: ReviewHarness) {
     pr_changes_only_the_api(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[("src/api.rs", API), ("src/store.rs", STORE)]),
-    );
+    serve_the_head(&h);
     h.llm.refuse_tools();
     let config = parley_llm::LlmConfig {
         provider: parley_llm::Provider::OpenAi,
@@ -376,18 +365,26 @@ mod answers {
     const DB: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\n";
     const APP: &str = "use crate::db::find;\n\npub fn handle(id: Option<&str>) -> String {\n    let Some(id) = id else { return String::new() };\n    find(id)\n}\n";
 
-    async fn the_answer_reads_the_caller_from_a_file_outside_the_diff(backend: Backend) {
+    /// "@parley the caller checks for null" on a seeded finding, with `files` at the head
+    /// (`script` sets the model up first): the harness and the answer's prompt.
+    async fn ask(
+        backend: Backend,
+        files: &[(&str, &str)],
+        script: impl FnOnce(&Harness),
+    ) -> (Harness, String) {
         let h = Harness::start(backend).await;
-        h.github.set_tarball(
-            REPO,
-            HEAD,
-            tarball(&[("src/db.rs", DB), ("src/app.rs", APP)]),
-        );
+        h.github.set_tarball(REPO, HEAD, tarball(files));
+        script(&h);
         let (root, _) = h.seed_finding(true).await;
         h.run(h.inline_comment("bob", "@parley the caller checks for null", Some(root)))
             .await
             .expect("turn");
         let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
+        (h, prompt)
+    }
+
+    async fn the_answer_reads_the_caller_from_a_file_outside_the_diff(backend: Backend) {
+        let (h, prompt) = ask(backend, &[("src/db.rs", DB), ("src/app.rs", APP)], |_| {}).await;
         assert!(
             prompt.contains("let Some(id) = id else { return String::new() };"),
             "the caller's body: {prompt}"
@@ -404,25 +401,18 @@ mod answers {
     /// asks for a file the static context never includes, and the answer's prompt holds
     /// it, fenced, under "Code you read with tools".
     async fn the_answer_may_read_more_with_tools(backend: Backend) {
-        let h = Harness::start(backend).await;
-        h.github.set_tarball(
-            REPO,
-            HEAD,
-            tarball(&[
-                ("src/db.rs", DB),
-                ("src/app.rs", APP),
-                ("docs/ids.txt", POLICY),
-            ]),
-        );
-        h.llm.call_tools(
-            "the caller checks for null",
-            &[("read_file", serde_json::json!({"path": "docs/ids.txt"}))],
-        );
-        let (root, _) = h.seed_finding(true).await;
-        h.run(h.inline_comment("bob", "@parley the caller checks for null", Some(root)))
-            .await
-            .expect("turn");
-        let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
+        let files = [
+            ("src/db.rs", DB),
+            ("src/app.rs", APP),
+            ("docs/ids.txt", POLICY),
+        ];
+        let (h, prompt) = ask(backend, &files, |h| {
+            h.llm.call_tools(
+                "the caller checks for null",
+                &[("read_file", serde_json::json!({"path": "docs/ids.txt"}))],
+            )
+        })
+        .await;
         let at = prompt
             .find("validated by the gateway")
             .expect("what the tool read is in the answer's prompt");

@@ -580,6 +580,43 @@ mod tests {
         assert!(read.rendered.contains("this pass has read all it may"));
     }
 
+    /// What a model writes as arguments is not trusted: a missing or mistyped argument, a
+    /// string where an object belongs (OpenAI arguments that were not JSON), an unknown
+    /// tool, a line past the end: each an error result saying what to fix, nothing read.
+    #[test]
+    fn malformed_tool_calls_get_error_results() {
+        let toolbox = Toolbox::new(&OneFile, bounds(20, 20, 100_000));
+        let mut spend = PassSpend::default();
+        for (name, input, says) in [
+            (READ_FILE, json!({}), "path is required"),
+            (READ_FILE, json!({"path": 7}), "path is required"),
+            (READ_FILE, json!("{not json"), "path is required"),
+            (READ_FILE, json!({"path": "b.rs"}), "no file b.rs"),
+            (
+                READ_FILE,
+                json!({"path": "a.rs", "start_line": 5000}),
+                "has 1000 lines",
+            ),
+            (SEARCH, json!({"pattern": ""}), "pattern is required"),
+            (
+                FIND_DEFINITION,
+                json!({"symbol": "Type::"}),
+                "give a function",
+            ),
+            ("rm_rf", json!({"path": "a.rs"}), "there is no tool rm_rf"),
+        ] {
+            let call = ToolCall {
+                id: "c".into(),
+                name: name.into(),
+                input,
+            };
+            let result = toolbox.call(&call, &mut spend);
+            assert!(result.is_error, "{name}: {}", result.content);
+            assert!(result.content.contains(says), "{name}: {}", result.content);
+        }
+        assert_eq!(spend.bytes, 0, "nothing was read");
+    }
+
     #[test]
     fn paths_outside_the_snapshot_are_refused() {
         for bad in [
