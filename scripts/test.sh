@@ -40,6 +40,10 @@ step "starting moto"
 start_moto
 
 export SAM_CLI_TELEMETRY=0
+# A fresh clone gains nothing from incremental compilation, and its caches were the larger
+# part of a CI disk that filled up (gigabytes per workspace crate and profile). Set
+# CARGO_INCREMENTAL=1 to keep them when running this script over and over by hand.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export RUST_BACKTRACE="${RUST_BACKTRACE:-1}"
 
 step "cfn-lint template.yaml"

@@ -1,6 +1,6 @@
 //! SQLite-only behaviour: the file is shared between processes and outlives them.
 
-mod common;
+use crate::common;
 
 use parley_core::ports::{Claim, Store, StoreError};
 use parley_store::SqliteStore;

@@ -301,7 +301,7 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
         .await
         .expect("turn");
     // 👍 on "Missing doc"; nothing on "Unused helper"; then the PR closes.
-    // Reactions count from people with `gate.resolveBy` (see tests/tests/signals.rs).
+    // Reactions count from people with `gate.resolveBy` (see tests/tests/e2e/signals.rs).
     h.github.set_permission(REPO, "carol", "write");
     let doc = by_title(&found, "Missing doc");
     h.github

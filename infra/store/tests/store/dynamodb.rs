@@ -1,7 +1,7 @@
 //! DynamoDB-only behaviour: the tables `create_tables` makes are the ones the SAM
 //! template declares, and making them twice is harmless.
 
-mod common;
+use crate::common;
 
 use aws_sdk_dynamodb::types::{
     BillingMode, KeyType, ProjectionType, ScalarAttributeType, TimeToLiveStatus,

@@ -1,6 +1,6 @@
 //! The OpenAI-compatible adapter against a fake Chat Completions API on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use common::{Canned, FakeServer, fast_retries};
 use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};

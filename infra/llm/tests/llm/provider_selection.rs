@@ -1,6 +1,6 @@
 //! `build()` turns a configuration into a working adapter for each HTTP provider.
 
-mod common;
+use crate::common;
 
 use common::{Canned, FakeServer, fast_retries};
 use parley_core::ports::llm::{LlmRequest, Message};

@@ -4,7 +4,7 @@
 //! `contract_tests!` runs it once on SQLite (a temp file) and once on DynamoDB (moto,
 //! via `AWS_ENDPOINT_URL`; those tests fail, never skip, when it is unset).
 
-mod common;
+use crate::common;
 
 use parley_core::ports::store::keys;
 use parley_core::ports::{

@@ -2,7 +2,7 @@
 //! on SQLite (a temp file) and on DynamoDB (moto, via `AWS_ENDPOINT_URL`; those tests
 //! fail, never skip, when it is unset).
 
-mod common;
+use crate::common;
 
 use common::{at, document, occurrence};
 use parley_core::ports::{Corpus, CorpusStore, Document, Occurrence, QuantizedVector, StoreError};

@@ -6,7 +6,7 @@
 //! This binary holds a single test because it sets process environment variables, which
 //! is only sound while no other thread reads them.
 
-mod common;
+use crate::common;
 
 use common::{Canned, FakeServer};
 use parley_core::ports::llm::{LlmRequest, Message, Usage};

@@ -2,7 +2,7 @@
 //! 127.0.0.1, with dummy credentials, so signing, serialisation and error parsing are
 //! the SDK's own.
 
-mod common;
+use crate::common;
 
 use aws_sdk_bedrockruntime::config::{Credentials, Region};
 use common::{Canned, FakeServer, fast_retries};
