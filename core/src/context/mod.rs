@@ -26,6 +26,10 @@ const MAX_CALLER_LINES: u32 = 60;
 /// A name defined in more places than this (`get`, `new`) is ambiguous: the nearest
 /// few definitions are shown, not all.
 const MAX_DEFINITIONS_PER_NAME: usize = 3;
+/// Callers shown of one changed function, nearest first: a name called from everywhere
+/// (`new`) would fill the budget with callers of other types' `new`, and reading them
+/// all is most of a large repository's parse time. The tools find the rest.
+const MAX_CALLERS_PER_NAME: usize = 8;
 
 /// Why a piece was chosen, in the order pieces are ranked: what a changed line uses
 /// first (the diff shows none of it; its signature often settles a question, "returns
@@ -75,7 +79,7 @@ pub struct CodeContext {
 pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> CodeContext {
     let shown = shown_by_diff(files);
     let mut candidates: Vec<(Why, Span, String)> = Vec::new();
-    let mut changed_functions: Vec<String> = Vec::new();
+    let mut changed_functions: Vec<(String, &str)> = Vec::new();
     for file in files {
         let lines: Vec<u32> = file
             .patch
@@ -88,13 +92,13 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
         for &line in &lines {
             if let Some(span) = code.enclosing(&file.path, line) {
                 let name = span.name.clone().unwrap_or_default();
-                if !changed_functions.contains(&name) && !name.is_empty() {
-                    changed_functions.push(name.clone());
+                if !name.is_empty() && !changed_functions.iter().any(|(n, _)| *n == name) {
+                    changed_functions.push((name.clone(), &file.path));
                 }
                 candidates.push((Why::Encloses, span, name));
             }
             for name in code.names_used(&file.path, line, line) {
-                for span in nearest(code.definitions(&name), &file.path) {
+                for span in code.definitions_near(&name, &file.path, MAX_DEFINITIONS_PER_NAME) {
                     if !span.contains(&file.path, line) {
                         candidates.push((Why::Defines, span, name.clone()));
                     }
@@ -102,29 +106,12 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
             }
         }
     }
-    for name in &changed_functions {
-        for span in code.callers(name) {
+    for (name, path) in changed_functions {
+        for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {
             candidates.push((Why::Calls, span, name.clone()));
         }
     }
     pack(code, candidates, &shown, max_tokens)
-}
-
-/// The definitions of one name nearest `path` (same file, then same directory, then the
-/// rest), at most [`MAX_DEFINITIONS_PER_NAME`].
-fn nearest(mut definitions: Vec<Span>, path: &str) -> Vec<Span> {
-    let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
-    definitions.sort_by_key(|span| {
-        if span.path == path {
-            0
-        } else if span.path.rsplit_once('/').map_or("", |(d, _)| d) == dir {
-            1
-        } else {
-            2
-        }
-    });
-    definitions.truncate(MAX_DEFINITIONS_PER_NAME);
-    definitions
 }
 
 /// Rank, deduplicate (against each other and what `shown` already shows), cut, fence and
@@ -193,14 +180,14 @@ pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize
         ));
     }
     for name in code.names_used(path, line, line) {
-        for span in nearest(code.definitions(&name), path) {
+        for span in code.definitions_near(&name, path, MAX_DEFINITIONS_PER_NAME) {
             if !span.contains(path, line) {
                 candidates.push((Why::Defines, span, name.clone()));
             }
         }
     }
     if let Some(name) = enclosing.and_then(|s| s.name) {
-        for span in code.callers(&name) {
+        for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {
             candidates.push((Why::Calls, span, name.clone()));
         }
     }

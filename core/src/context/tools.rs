@@ -225,14 +225,15 @@ impl<'a> Toolbox<'a> {
             }
             FIND_DEFINITION => {
                 let symbol = symbol_arg(input)?;
-                let spans = self.code.definitions(symbol);
+                // Only as many as are shown: a lazy index parses no more files than that.
+                let spans = self.code.definitions_near(symbol, "", MAX_DEFINITIONS);
                 if spans.is_empty() {
                     return Ok(format!(
                         "no definition of {symbol} in the repository's own code"
                     ));
                 }
                 let mut out = String::new();
-                for span in spans.iter().take(MAX_DEFINITIONS) {
+                for span in &spans {
                     let shown = Span {
                         end: span.end.min(span.start + MAX_DEFINITION_LINES - 1),
                         ..span.clone()
@@ -249,12 +250,12 @@ impl<'a> Toolbox<'a> {
             }
             FIND_REFERENCES => {
                 let symbol = symbol_arg(input)?;
-                let spans = self.code.callers(symbol);
+                let spans = self.code.callers_near(symbol, "", MAX_REFERENCES);
                 if spans.is_empty() {
                     return Ok(format!("nothing in the repository refers to {symbol}"));
                 }
                 let mut out = String::from("<code>\n");
-                for span in spans.iter().take(MAX_REFERENCES) {
+                for span in &spans {
                     out.push_str(&format!(
                         "{}:{}-{} {}\n",
                         crate::sanitize::user_text(&span.path),

@@ -35,8 +35,26 @@ pub trait Codebase: Send + Sync {
     fn enclosing(&self, path: &str, line: u32) -> Option<Span>;
     /// Where `name` is defined, in the repository's own code.
     fn definitions(&self, name: &str) -> Vec<Span>;
+    /// At most `most` definitions of `name`, nearest `path` first (the same file, then
+    /// the same directory, then the rest in path order): what a reader of `path` most
+    /// likely means by the name. An index that reads files lazily overrides this to stop
+    /// reading once it has `most`; the answer is the same.
+    fn definitions_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
+        let mut definitions = self.definitions(name);
+        definitions.sort_by_key(|span| nearness(&span.path, path));
+        definitions.truncate(most);
+        definitions
+    }
     /// The definitions whose bodies refer to `name` (its callers and users).
     fn callers(&self, name: &str) -> Vec<Span>;
+    /// At most `most` callers of `name`, nearest `path` first, like
+    /// [`Codebase::definitions_near`].
+    fn callers_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
+        let mut callers = self.callers(name);
+        callers.sort_by_key(|span| nearness(&span.path, path));
+        callers.truncate(most);
+        callers
+    }
     /// The names referred to (called, used) on lines `start..=end` of `path`.
     fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String>;
     /// The text of `span`, or `None` when the file is not in the snapshot.
@@ -57,6 +75,20 @@ pub trait Codebase: Send + Sync {
         path_glob: Option<&str>,
         max_hits: usize,
     ) -> Result<Vec<SearchHit>, String>;
+}
+
+/// How near `candidate` is to `path`: 0 the same file, 1 the same directory, 2 elsewhere.
+pub fn nearness(candidate: &str, path: &str) -> u8 {
+    fn dir(path: &str) -> &str {
+        path.rsplit_once('/').map_or("", |(dir, _)| dir)
+    }
+    if candidate == path {
+        0
+    } else if dir(candidate) == dir(path) {
+        1
+    } else {
+        2
+    }
 }
 
 /// One line a search found.

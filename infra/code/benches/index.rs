@@ -1,12 +1,17 @@
 //! Snapshot + index time and peak memory for a real code base of about 1,000 and about
-//! 10,000 source files, and the time to assemble a review's context after that. The
+//! 10,000 source files, and the time to assemble a review's context after that (cold:
+//! the index parses the files a review's questions lead to when they are asked). The
 //! files are the Rust sources of the crates in the local cargo registry (code nobody here
 //! wrote), read from disk into a snapshot as `parley review --git` does.
 //!
 //! `cargo bench -p parley-code --bench index`
 
 use parley_code::{CodeIndex, Limits, Snapshot};
-use parley_core::ports::code::Codebase;
+use parley_core::context::{DEFAULT_MAX_TOKENS, assemble};
+use parley_core::ports::code::{Codebase, Span, nearness};
+use parley_core::ports::github::FileStatus;
+use parley_core::review::diff::parse_unified;
+use parley_core::review::inputs::{InputFile, estimate_tokens};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -49,46 +54,94 @@ fn main() {
             }
         }
         let read = started.elapsed();
-        let (files, bytes) = (snapshot.files.len(), snapshot.bytes());
+        let (files_count, bytes) = (snapshot.files.len(), snapshot.bytes());
         let sample: Vec<String> = snapshot
             .files
             .keys()
-            .step_by(files.max(50) / 50)
+            .step_by(files_count.max(50) / 50)
             .take(50)
             .cloned()
             .collect();
         let started = Instant::now();
         let index = CodeIndex::build(snapshot);
         let indexed = started.elapsed();
-        // A review's questions for 50 changed files, ten changed lines each: the
-        // enclosing definitions, the definitions of the names used, their callers.
+        // A review of 50 changed files, ten added lines each, through the real context
+        // assembly: the enclosing definitions, the definitions of the names used
+        // (nearest three), the callers of the changed functions. Cold: the files these
+        // questions lead to are parsed now.
+        let files: Vec<InputFile> = sample
+            .iter()
+            .filter_map(|path| review_of(&index, path))
+            .collect();
         let started = Instant::now();
-        let mut pieces = 0;
-        for path in &sample {
-            for line in 10..20 {
-                if let Some(span) = index.enclosing(path, line) {
-                    pieces += 1;
-                    if let Some(name) = &span.name {
-                        pieces += index.callers(name).len();
-                    }
-                }
-                for name in index.names_used(path, line, line) {
-                    pieces += index.definitions(&name).len();
+        let context = assemble(&index, &files, DEFAULT_MAX_TOKENS);
+        let cold = started.elapsed();
+        let parsed = index.parsed_count();
+        let started = Instant::now();
+        let again = assemble(&index, &files, DEFAULT_MAX_TOKENS);
+        let warm = started.elapsed();
+        assert_eq!(context, again);
+        let peak_review = peak_rss_mb();
+        // What answering every question would take: every file parsed.
+        let started = Instant::now();
+        index.parse_all();
+        let all = started.elapsed();
+        // The lazy answers against parsing everything: for each name used on the changed
+        // lines, the nearest three definitions the context asks for.
+        let (mut names, mut missed) = (0, 0);
+        for file in &files {
+            for name in index.names_used(&file.path, 10, 19) {
+                let mut everything = index.definitions_parsed(&name);
+                everything.sort_by_key(|span| nearness(&span.path, &file.path));
+                everything.truncate(3);
+                names += 1;
+                if index.definitions_near(&name, &file.path, 3) != everything {
+                    missed += 1;
                 }
             }
         }
-        let asked = started.elapsed();
         println!(
-            "index: {files} Rust files ({:.1} MB) read in {:.2} s, indexed in {:.2} s ({} definitions, {} references); context for 50 files x 10 changed lines {:.1} ms ({pieces} pieces found); peak RSS {} MB",
+            "index: {files_count} Rust files ({:.1} MB) read in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names",
             bytes as f64 / 1e6,
             read.as_secs_f64(),
             indexed.as_secs_f64(),
-            index.definition_count(),
-            index.reference_count(),
-            asked.as_secs_f64() * 1000.0,
+            index.word_count(),
+            cold.as_secs_f64() * 1000.0,
+            context.used.len(),
+            warm.as_secs_f64() * 1000.0,
+            all.as_secs_f64(),
             peak_rss_mb()
         );
     }
+}
+
+/// A change adding lines 10 to 19 of `path` (or as many as it has), as a review's input.
+fn review_of(index: &CodeIndex, path: &str) -> Option<InputFile> {
+    let lines = index.line_count(path)?;
+    if lines < 12 {
+        return None;
+    }
+    let last = lines.min(19);
+    let text = index.text(&Span {
+        path: path.to_string(),
+        start: 10,
+        end: last,
+        name: None,
+    })?;
+    let added: String = text.lines().map(|l| format!("+{l}\n")).collect();
+    let count = last - 9;
+    let diff = format!(
+        "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -9,0 +10,{count} @@\n{added}"
+    );
+    let file = parse_unified(&diff).ok()?.into_iter().next()?;
+    let raw_patch = file.patch.to_text();
+    Some(InputFile {
+        tokens: estimate_tokens(&raw_patch),
+        path: path.to_string(),
+        status: FileStatus::Modified,
+        raw_patch,
+        patch: file.patch,
+    })
 }
 
 /// The process's peak resident set (Linux `VmHWM`), in MB.

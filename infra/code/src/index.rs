@@ -1,129 +1,394 @@
 //! Definitions and references of a snapshot, by tree-sitter, in the manner of a tags
 //! file or Aider's repository map: each grammar's own `tags.scm` query says what a
 //! definition (function, method, class, interface, module) and a reference (a call, a
-//! type used) is, with its name. Built once per snapshot; every question after is a map
-//! look-up. Files in languages without a grammar here are kept for their text only.
+//! type used) is, with its name. Files in languages without a grammar here are kept for
+//! their text only.
+//!
+//! Parsing is lazy. Building the index reads every file once for the identifiers it
+//! holds and where they stand (a word index: see `words`); a file is parsed and tagged
+//! the first time a question needs it: the changed files for their enclosing
+//! definitions and the names they use, the files that may define a name for its
+//! definitions, the files that may call it for its callers. A review of a 10,000-file repository parses the few hundred files its names
+//! lead to, not all of them (parsing everything took 14 s on two cores), and an answer
+//! in a thread parses fewer still. Each file is parsed at most once per index, and
+//! the answers are the same as parsing everything first.
 
 use crate::snapshot::Snapshot;
-use parley_core::ports::code::{Codebase, Span};
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use crate::words::{Style, identifiers};
+use parley_core::ports::code::{Codebase, Span, nearness};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Language, Parser, Query, QueryCursor};
 
-#[derive(Debug, Clone)]
-struct Def {
-    name: String,
-    /// Shared by every tag of the file: a large repository has hundreds of thousands.
-    path: Arc<str>,
-    start: u32,
-    end: u32,
-}
-
-#[derive(Debug, Clone)]
-struct Ref {
-    name: String,
-    path: Arc<str>,
-    line: u32,
-}
-
-/// A snapshot and its tags.
+/// A snapshot, its word index, and the tags of the files parsed so far.
 pub struct CodeIndex {
     snapshot: Snapshot,
-    defs: Vec<Def>,
-    defs_by_name: HashMap<String, Vec<usize>>,
-    defs_by_path: HashMap<Arc<str>, Vec<usize>>,
-    refs: Vec<Ref>,
-    refs_by_name: HashMap<String, Vec<usize>>,
-    refs_by_path: HashMap<Arc<str>, Vec<usize>>,
+    /// File id to path, in path order (the snapshot's order).
+    paths: Vec<String>,
+    ids: HashMap<String, u32>,
+    /// Each identifier to the files (ids, ascending) where it stands where a definition
+    /// could, and where a call or a reference could (see `words`).
+    defining: Postings,
+    referring: Postings,
+    /// Each file's tags, filled the first time a question needs them.
+    tagged: Vec<OnceLock<Vec<Tag>>>,
+    languages: Languages,
 }
 
-/// One language: its grammar and its tags query, compiled once.
-struct Tags {
-    language: Language,
-    query: Query,
-}
-
-fn tags(extension: &str) -> Option<Tags> {
-    let (language, query): (Language, String) = match extension {
-        "rs" => (
-            tree_sitter_rust::LANGUAGE.into(),
-            tree_sitter_rust::TAGS_QUERY.into(),
-        ),
-        "py" => (
-            tree_sitter_python::LANGUAGE.into(),
-            tree_sitter_python::TAGS_QUERY.into(),
-        ),
-        "js" | "jsx" | "mjs" | "cjs" => (
-            tree_sitter_javascript::LANGUAGE.into(),
-            tree_sitter_javascript::TAGS_QUERY.into(),
-        ),
-        // TypeScript's tags add to JavaScript's (its grammar is a superset).
-        "ts" | "mts" | "cts" => (
-            tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            format!(
-                "{}\n{}",
-                tree_sitter_javascript::TAGS_QUERY,
-                tree_sitter_typescript::TAGS_QUERY
-            ),
-        ),
-        "tsx" => (
-            tree_sitter_typescript::LANGUAGE_TSX.into(),
-            format!(
-                "{}\n{}",
-                tree_sitter_javascript::TAGS_QUERY,
-                tree_sitter_typescript::TAGS_QUERY
-            ),
-        ),
-        "go" => (
-            tree_sitter_go::LANGUAGE.into(),
-            tree_sitter_go::TAGS_QUERY.into(),
-        ),
-        "java" => (
-            tree_sitter_java::LANGUAGE.into(),
-            tree_sitter_java::TAGS_QUERY.into(),
-        ),
-        _ => return None,
-    };
-    match Query::new(&language, &query) {
-        Ok(query) => Some(Tags { language, query }),
-        Err(err) => {
-            tracing::warn!(extension, error = %err, "tags query does not compile; text only");
-            None
-        }
-    }
-}
+type Postings = HashMap<Box<str>, Vec<u32>>;
 
 /// A definition or a reference found in one file.
+#[derive(Debug)]
 struct Tag {
-    name: String,
+    name: Box<str>,
     start: u32,
     end: u32,
     definition: bool,
 }
 
-/// Tag files of `files` until none is left, taking the next one from `next`; each with
-/// its position. One parser and one compiled query per language per thread.
-fn tag_files(
-    files: &[(&String, &String)],
-    next: &std::sync::atomic::AtomicUsize,
-) -> Vec<(usize, Vec<Tag>)> {
-    let mut languages: HashMap<String, Option<Tags>> = HashMap::new();
-    let mut parser = Parser::new();
-    let mut out = Vec::new();
-    loop {
-        let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some((path, text)) = files.get(at) else {
-            return out;
-        };
-        let Some(extension) = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) else {
-            continue;
-        };
-        let tags = languages
-            .entry(extension.clone())
-            .or_insert_with(|| tags(&extension));
-        if let Some(tags) = tags.as_ref() {
-            out.push((at, tag_file(&mut parser, tags, text)));
+/// The files of `postings` holding `name`.
+fn holding<'a>(postings: &'a Postings, name: &str) -> &'a [u32] {
+    postings.get(name).map_or(&[], Vec::as_slice)
+}
+
+/// The most files parsed to find the nearest callers of one name.
+const MAX_FILES_FOR_CALLERS: usize = 256;
+
+/// Files parsed together on every core once there are this many to parse.
+const PARALLEL_FROM: usize = 8;
+
+impl CodeIndex {
+    /// Read every file of a tagged language for its identifiers, on all cores; parse
+    /// nothing yet.
+    pub fn build(snapshot: Snapshot) -> CodeIndex {
+        let paths: Vec<String> = snapshot.files.keys().cloned().collect();
+        let texts: Vec<&str> = snapshot.files.values().map(String::as_str).collect();
+        let styles: Vec<Option<Style>> = paths
+            .iter()
+            .map(|p| language_of(p).map(Lang::style))
+            .collect();
+        let per_file = on_all_cores(texts.len(), |at| match styles[at] {
+            Some(style) => identifiers(texts[at], style),
+            None => (Vec::new(), Vec::new()),
+        });
+        let mut defining = Postings::new();
+        let mut referring = Postings::new();
+        for (id, (defined, referred)) in per_file.into_iter().enumerate() {
+            post(&mut defining, id as u32, defined);
+            post(&mut referring, id as u32, referred);
+        }
+        let ids = paths
+            .iter()
+            .enumerate()
+            .map(|(id, path)| (path.clone(), id as u32))
+            .collect();
+        let tagged = paths.iter().map(|_| OnceLock::new()).collect();
+        CodeIndex {
+            snapshot,
+            paths,
+            ids,
+            defining,
+            referring,
+            tagged,
+            languages: Languages::default(),
+        }
+    }
+
+    /// How many distinct identifiers the word index holds.
+    pub fn word_count(&self) -> usize {
+        self.defining.len() + self.referring.len()
+    }
+
+    /// How many files have been parsed so far.
+    pub fn parsed_count(&self) -> usize {
+        self.tagged.iter().filter(|t| t.get().is_some()).count()
+    }
+
+    /// Parse every file not parsed yet (what answering every question would take).
+    pub fn parse_all(&self) {
+        let all: Vec<u32> = (0..self.paths.len() as u32).collect();
+        self.ensure(&all);
+    }
+
+    /// Every definition of `name` among the files parsed so far, in path order: after
+    /// [`CodeIndex::parse_all`], what an index that parses everything would answer.
+    /// The bench compares it with the lazy answers.
+    pub fn definitions_parsed(&self, name: &str) -> Vec<Span> {
+        (0..self.paths.len() as u32)
+            .flat_map(|id| self.definitions_in(id, name))
+            .collect()
+    }
+
+    /// `found(id)` for the files of `ids` nearest `path` first (the same file, the same
+    /// directory), then the rest in path order, parsing them in batches only until
+    /// `most` are found or `max_files` have been asked; cut to `most`.
+    fn nearest_first(
+        &self,
+        ids: &[u32],
+        path: &str,
+        (most, max_files): (usize, usize),
+        found: impl Fn(u32) -> Vec<Span>,
+    ) -> Vec<Span> {
+        let (near, mut far): (Vec<u32>, Vec<u32>) = ids
+            .iter()
+            .partition(|&&id| nearness(&self.paths[id as usize], path) < 2);
+        far.truncate(max_files.saturating_sub(near.len()));
+        self.ensure(&near);
+        let mut out: Vec<Span> = near.iter().flat_map(|&id| found(id)).collect();
+        out.sort_by_key(|span| nearness(&span.path, path));
+        for batch in far.chunks(PARALLEL_FROM * 2) {
+            if out.len() >= most {
+                break;
+            }
+            self.ensure(batch);
+            out.extend(batch.iter().flat_map(|&id| found(id)));
+        }
+        out.truncate(most);
+        out
+    }
+
+    /// The callers of `name` in file `id` (parsed already).
+    fn callers_in(&self, id: u32, name: &str) -> Vec<Span> {
+        let path = &self.paths[id as usize];
+        let tags = self.tagged[id as usize]
+            .get()
+            .map_or(&[][..], Vec::as_slice);
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for reference in tags.iter().filter(|t| !t.definition && &*t.name == name) {
+            if let Some(span) = Self::enclosing_in(path, tags, reference.start)
+                && span.name.as_deref() != Some(name)
+                && seen.insert(span.start)
+            {
+                out.push(span);
+            }
+        }
+        out
+    }
+
+    /// The tags of file `id`, parsing it now if no question has needed it yet.
+    fn tags(&self, id: u32, parser: &mut Parser) -> &[Tag] {
+        self.tagged[id as usize].get_or_init(|| {
+            let path = &self.paths[id as usize];
+            match (
+                language_of(path).and_then(|l| self.languages.get(l)),
+                self.snapshot.files.get(path),
+            ) {
+                (Some(tags), Some(text)) => tag_file(parser, tags, text),
+                _ => Vec::new(),
+            }
+        })
+    }
+
+    fn tags_of_path(&self, path: &str) -> &[Tag] {
+        match self.ids.get(path) {
+            Some(&id) => self.tags(id, &mut Parser::new()),
+            None => &[],
+        }
+    }
+
+    /// Parse the files of `ids` not parsed yet, on all cores when there are several.
+    fn ensure(&self, ids: &[u32]) {
+        let todo: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.tagged[id as usize].get().is_none())
+            .collect();
+        if todo.len() < PARALLEL_FROM {
+            let mut parser = Parser::new();
+            for id in todo {
+                self.tags(id, &mut parser);
+            }
+            return;
+        }
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads() {
+                scope.spawn(|| {
+                    let mut parser = Parser::new();
+                    while let Some(&id) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        self.tags(id, &mut parser);
+                    }
+                });
+            }
+        });
+    }
+
+    /// The definitions named `name` in file `id` (parsed already).
+    fn definitions_in<'a>(&'a self, id: u32, name: &'a str) -> impl Iterator<Item = Span> + 'a {
+        let path = &self.paths[id as usize];
+        self.tagged[id as usize]
+            .get()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter(move |t| t.definition && &*t.name == name)
+            .map(move |t| span(path, t))
+    }
+
+    /// The innermost definition around `line` among `tags` of `path`.
+    fn enclosing_in(path: &str, tags: &[Tag], line: u32) -> Option<Span> {
+        tags.iter()
+            .filter(|t| t.definition && t.start <= line && line <= t.end)
+            .min_by_key(|t| t.end - t.start)
+            .map(|t| span(path, t))
+    }
+}
+
+/// Add file `id` to the postings of each of `words`.
+fn post(postings: &mut Postings, id: u32, words: Vec<&str>) {
+    for word in words {
+        match postings.get_mut(word) {
+            Some(files) => files.push(id),
+            None => {
+                postings.insert(word.into(), vec![id]);
+            }
+        }
+    }
+}
+
+fn span(path: &str, tag: &Tag) -> Span {
+    Span {
+        path: path.to_string(),
+        start: tag.start,
+        end: tag.end,
+        name: Some(tag.name.to_string()),
+    }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+}
+
+/// `work(i)` for every `i` below `count`, on all cores, in order. Each thread takes the
+/// next item not yet taken: file sizes vary by orders of magnitude, so fixed shares
+/// would leave one core with the big ones.
+fn on_all_cores<T: Send>(count: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads())
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let at = next.fetch_add(1, Ordering::Relaxed);
+                        if at >= count {
+                            return out;
+                        }
+                        out.push((at, work(at)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(at, _)| *at);
+    done.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The grammars with tags, one slot each.
+#[derive(Clone, Copy)]
+enum Lang {
+    Rust,
+    Python,
+    JavaScript,
+    TypeScript,
+    Tsx,
+    Go,
+    Java,
+}
+
+impl Lang {
+    fn style(self) -> Style {
+        match self {
+            Lang::Rust => Style::Keywords,
+            Lang::Python => Style::KeywordsAndConstants,
+            Lang::Go => Style::Go,
+            Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Java => Style::Declarations,
+        }
+    }
+}
+
+fn language_of(path: &str) -> Option<Lang> {
+    let (_, extension) = path.rsplit_once('.')?;
+    Some(match extension.to_ascii_lowercase().as_str() {
+        "rs" => Lang::Rust,
+        "py" => Lang::Python,
+        "js" | "jsx" | "mjs" | "cjs" => Lang::JavaScript,
+        "ts" | "mts" | "cts" => Lang::TypeScript,
+        "tsx" => Lang::Tsx,
+        "go" => Lang::Go,
+        "java" => Lang::Java,
+        _ => return None,
+    })
+}
+
+/// Each language's grammar and compiled tags query, compiled the first time a file of
+/// it is parsed (compiling a query takes milliseconds; most repositories use one or two
+/// of the languages).
+#[derive(Default)]
+struct Languages([OnceLock<Option<Tags>>; 7]);
+
+impl Languages {
+    fn get(&self, lang: Lang) -> Option<&Tags> {
+        self.0[lang as usize].get_or_init(|| tags(lang)).as_ref()
+    }
+}
+
+/// One language: its grammar and its tags query.
+struct Tags {
+    language: Language,
+    query: Query,
+}
+
+fn tags(lang: Lang) -> Option<Tags> {
+    // TypeScript's tags add to JavaScript's (its grammar is a superset).
+    let typescript = || {
+        format!(
+            "{}\n{}",
+            tree_sitter_javascript::TAGS_QUERY,
+            tree_sitter_typescript::TAGS_QUERY
+        )
+    };
+    let (language, query): (Language, String) = match lang {
+        Lang::Rust => (
+            tree_sitter_rust::LANGUAGE.into(),
+            tree_sitter_rust::TAGS_QUERY.into(),
+        ),
+        Lang::Python => (
+            tree_sitter_python::LANGUAGE.into(),
+            tree_sitter_python::TAGS_QUERY.into(),
+        ),
+        Lang::JavaScript => (
+            tree_sitter_javascript::LANGUAGE.into(),
+            tree_sitter_javascript::TAGS_QUERY.into(),
+        ),
+        Lang::TypeScript => (
+            tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            typescript(),
+        ),
+        Lang::Tsx => (tree_sitter_typescript::LANGUAGE_TSX.into(), typescript()),
+        Lang::Go => (
+            tree_sitter_go::LANGUAGE.into(),
+            tree_sitter_go::TAGS_QUERY.into(),
+        ),
+        Lang::Java => (
+            tree_sitter_java::LANGUAGE.into(),
+            tree_sitter_java::TAGS_QUERY.into(),
+        ),
+    };
+    match Query::new(&language, &query) {
+        Ok(query) => Some(Tags { language, query }),
+        Err(err) => {
+            tracing::warn!(error = %err, "tags query does not compile; text only");
+            None
         }
     }
 }
@@ -137,6 +402,7 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
         return out;
     };
     let names = tags.query.capture_names();
+    let mut seen = HashSet::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(&tags.query, tree.root_node(), text.as_bytes());
     while let Some(found) = matches.next() {
@@ -159,147 +425,74 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
         if name.is_empty() {
             continue;
         }
-        out.push(Tag {
-            name: name.to_string(),
+        let tag = Tag {
+            name: name.into(),
             start: node.start_position().row as u32 + 1,
             end: node.end_position().row as u32 + 1,
             definition: role.starts_with("definition."),
-        });
+        };
+        // Several patterns can tag one node (Rust's method is also a function): one is
+        // enough, or the nearest three definitions of a name could be one shown twice.
+        if seen.insert((tag.start, tag.end, tag.definition, tag.name.clone())) {
+            out.push(tag);
+        }
     }
     out
 }
 
-impl CodeIndex {
-    /// Parse and tag every file of a language with tags, on all cores: the files are
-    /// independent, and parsing is most of a review's wait for its context. The result
-    /// is the same as tagging them one by one in path order.
-    pub fn build(snapshot: Snapshot) -> CodeIndex {
-        let files: Vec<(&String, &String)> = snapshot.files.iter().collect();
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 8);
-        // Each thread takes the next file not yet taken: file sizes vary by orders of
-        // magnitude, so fixed shares would leave one core with the big ones.
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let mut tagged: Vec<(usize, Vec<Tag>)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| scope.spawn(|| tag_files(&files, &next)))
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|worker| worker.join().unwrap_or_default())
-                .collect()
-        });
-        tagged.sort_by_key(|(at, _)| *at);
-        let mut index = CodeIndex {
-            snapshot: Snapshot::default(),
-            defs: Vec::new(),
-            defs_by_name: HashMap::new(),
-            defs_by_path: HashMap::new(),
-            refs: Vec::new(),
-            refs_by_name: HashMap::new(),
-            refs_by_path: HashMap::new(),
-        };
-        for (at, tags) in tagged {
-            let path: Arc<str> = Arc::from(files[at].0.as_str());
-            for tag in tags {
-                index.add(&path, tag);
-            }
-        }
-        index.snapshot = snapshot;
-        index
-    }
-
-    fn add(&mut self, path: &Arc<str>, tag: Tag) {
-        if tag.definition {
-            let at = self.defs.len();
-            self.defs_by_name
-                .entry(tag.name.clone())
-                .or_default()
-                .push(at);
-            self.defs_by_path.entry(path.clone()).or_default().push(at);
-            self.defs.push(Def {
-                name: tag.name,
-                path: path.clone(),
-                start: tag.start,
-                end: tag.end,
-            });
-        } else {
-            let at = self.refs.len();
-            self.refs_by_name
-                .entry(tag.name.clone())
-                .or_default()
-                .push(at);
-            self.refs_by_path.entry(path.clone()).or_default().push(at);
-            self.refs.push(Ref {
-                name: tag.name,
-                path: path.clone(),
-                line: tag.start,
-            });
-        }
-    }
-
-    pub fn definition_count(&self) -> usize {
-        self.defs.len()
-    }
-
-    pub fn reference_count(&self) -> usize {
-        self.refs.len()
-    }
-
-    fn span(def: &Def) -> Span {
-        Span {
-            path: def.path.to_string(),
-            start: def.start,
-            end: def.end,
-            name: Some(def.name.clone()),
-        }
-    }
-}
-
 impl Codebase for CodeIndex {
     fn enclosing(&self, path: &str, line: u32) -> Option<Span> {
-        self.defs_by_path
-            .get(path)?
-            .iter()
-            .map(|&i| &self.defs[i])
-            .filter(|d| d.start <= line && line <= d.end)
-            .min_by_key(|d| d.end - d.start)
-            .map(Self::span)
+        Self::enclosing_in(path, self.tags_of_path(path), line)
     }
 
     fn definitions(&self, name: &str) -> Vec<Span> {
-        self.defs_by_name
-            .get(name)
-            .map(|all| all.iter().map(|&i| Self::span(&self.defs[i])).collect())
-            .unwrap_or_default()
+        let defining = holding(&self.defining, name);
+        self.ensure(defining);
+        defining
+            .iter()
+            .flat_map(|&id| self.definitions_in(id, name))
+            .collect()
+    }
+
+    /// Parses the files that may define `name` nearest `path` first, and the rest only
+    /// until `most` definitions are found.
+    fn definitions_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
+        self.nearest_first(
+            holding(&self.defining, name),
+            path,
+            (most, usize::MAX),
+            |id| self.definitions_in(id, name).collect(),
+        )
     }
 
     fn callers(&self, name: &str) -> Vec<Span> {
-        let mut seen = BTreeSet::new();
-        let mut out = Vec::new();
-        for &i in self.refs_by_name.get(name).into_iter().flatten() {
-            let reference = &self.refs[i];
-            if let Some(span) = self.enclosing(&reference.path, reference.line)
-                && span.name.as_deref() != Some(name)
-                && seen.insert((span.path.clone(), span.start))
-            {
-                out.push(span);
-            }
-        }
-        out
+        let holding = holding(&self.referring, name);
+        self.ensure(holding);
+        holding
+            .iter()
+            .flat_map(|&id| self.callers_in(id, name))
+            .collect()
+    }
+
+    /// A name as common as `new` or `parse` is called from most files of a large
+    /// repository: the nearest callers are parsed and the rest left, and at most
+    /// [`MAX_FILES_FOR_CALLERS`] files are read for them (a name whose calls the tags do
+    /// not count, a method of a trait called through a path, would otherwise parse all).
+    fn callers_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
+        let bound = (most, MAX_FILES_FOR_CALLERS);
+        self.nearest_first(holding(&self.referring, name), path, bound, |id| {
+            self.callers_in(id, name)
+        })
     }
 
     fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String> {
-        let mut names = BTreeSet::new();
-        for &i in self.refs_by_path.get(path).into_iter().flatten() {
-            let reference = &self.refs[i];
-            if start <= reference.line && reference.line <= end {
-                names.insert(reference.name.clone());
-            }
-        }
-        names.into_iter().collect()
+        self.tags_of_path(path)
+            .iter()
+            .filter(|t| !t.definition && start <= t.start && t.start <= end)
+            .map(|t| t.name.to_string())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
     }
 
     fn text(&self, span: &Span) -> Option<String> {
@@ -410,7 +603,64 @@ mod tests {
     #[test]
     fn other_languages_are_kept_for_their_text_only() {
         let index = index(&[("notes.md", "# helper\n")]);
-        assert_eq!(index.definition_count(), 0);
+        assert_eq!(index.word_count(), 0);
+        assert!(index.definitions("helper").is_empty());
         assert_eq!(index.files(), 1);
+    }
+
+    /// Questions parse only the files they need, and get the answers parsing everything
+    /// first would give.
+    #[test]
+    fn files_are_parsed_when_a_question_needs_them() {
+        let mut files: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                (
+                    format!("src/m{i:02}/lib.rs"),
+                    format!(
+                        "pub struct S{i};\nimpl S{i} {{\n    pub fn new() -> Self {{ S{i} }}\n}}\n"
+                    ),
+                )
+            })
+            .collect();
+        files.push((
+            "src/m07/use.rs".into(),
+            "fn caller() {\n    let s = new();\n    unique_helper();\n}\n".into(),
+        ));
+        files.push((
+            "src/other/helper.rs".into(),
+            "pub fn unique_helper() {}\n".into(),
+        ));
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let lazy = index(&refs);
+        assert_eq!(lazy.parsed_count(), 0, "building parses nothing");
+
+        let near = lazy.definitions_near("new", "src/m07/use.rs", 3);
+        // The same directory first, then the rest in path order, as the default ranking.
+        let everything = index(&refs);
+        let mut expected = everything.definitions("new");
+        assert_eq!(expected.len(), 40);
+        expected.sort_by_key(|span| nearness(&span.path, "src/m07/use.rs"));
+        expected.truncate(3);
+        assert_eq!(near, expected);
+        assert_eq!(near[0].path, "src/m07/lib.rs");
+        assert!(
+            lazy.parsed_count() < 40,
+            "{} files parsed for three definitions",
+            lazy.parsed_count()
+        );
+
+        let helper = lazy.definitions("unique_helper");
+        assert_eq!(helper.len(), 1);
+        assert_eq!(helper[0].path, "src/other/helper.rs");
+        let callers = lazy.callers("unique_helper");
+        assert_eq!(callers.len(), 1);
+        assert_eq!(callers[0].name.as_deref(), Some("caller"));
+
+        lazy.parse_all();
+        assert_eq!(lazy.parsed_count(), files.len());
+        assert_eq!(lazy.definitions("new"), everything.definitions("new"));
     }
 }

@@ -8,6 +8,7 @@ pub mod index;
 pub mod search;
 pub mod snapshot;
 pub mod source;
+mod words;
 
 pub use cache::ArchiveCache;
 pub use index::CodeIndex;

@@ -115,7 +115,7 @@ impl GitHubCode {
             repo = %scope.full_name(),
             sha,
             files = index.files(),
-            definitions = index.definition_count(),
+            words = index.word_count(),
             cached,
             download_ms = downloaded.as_millis() as u64,
             index_ms = indexed.as_millis() as u64,

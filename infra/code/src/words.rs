@@ -1,0 +1,318 @@
+//! The identifiers of a file, read without parsing, and which of them stand where a
+//! definition could: the lazy index's way to know which files a question needs parsed.
+//!
+//! A name as common as `Some`, `len` or `new` is in most files of a large repository,
+//! and is defined in few of them or none (the standard library's names). Parsing every
+//! file that holds it to look for its definition was most of an index's time, so each
+//! occurrence is also classed cheaply: a name after a definition keyword (`fn`, `def`,
+//! `class`, `func`, …), or at the head of a line followed by `(`, `<`, `=` or `:` (a
+//! method, a field holding a function, a module constant), may be a definition. The
+//! class is a superset of what the grammars' tags queries call a definition (the parse
+//! decides), so a file it passes over holds no definition of the name. The one shape it
+//! does not see is a function assigned to a member (`module.exports.f = function`); the
+//! index bench counts how often that costs a definition on real code.
+
+use std::collections::HashSet;
+
+/// How a language writes its definitions, as far as [`identifiers`] needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// Every definition starts with a keyword (Rust).
+    Keywords,
+    /// Keywords, and module constants: `NAME = …` at the start of a line (Python).
+    KeywordsAndConstants,
+    /// Keywords, methods `func (r T) Name(`, and grouped `type (` specs (Go).
+    Go,
+    /// Keywords, and methods and fields declared without one: `name(…) {`,
+    /// `static int name(`, `name = () =>`, `name: function` (JavaScript, TypeScript,
+    /// Java).
+    Declarations,
+}
+
+/// The distinct identifiers of `text` (ASCII letters, digits and `_`, not starting with
+/// a digit) that occur at least once where a definition could, and those that occur
+/// where a call or a reference could (see `may_refer`).
+pub(crate) fn identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
+    let bytes = text.as_bytes();
+    let mut referring: HashSet<&str> = HashSet::new();
+    let mut defining: HashSet<&str> = HashSet::new();
+    let mut line_start = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b == b'\n' {
+            line_start = at + 1;
+            at += 1;
+        } else if b.is_ascii_alphabetic() || b == b'_' {
+            let start = at;
+            while at < bytes.len() && is_word_byte(bytes[at]) {
+                at += 1;
+            }
+            let word = &text[start..at];
+            if !defining.contains(word) && may_define(text, style, line_start, start, at) {
+                defining.insert(word);
+            }
+            if !referring.contains(word) && may_refer(text, style, line_start, start, at) {
+                referring.insert(word);
+            }
+        } else if b.is_ascii_digit() {
+            while at < bytes.len() && is_word_byte(bytes[at]) {
+                at += 1;
+            }
+        } else {
+            at += 1;
+        }
+    }
+    (
+        defining.into_iter().collect(),
+        referring.into_iter().collect(),
+    )
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Keywords after which a name is being defined: in every indexed language, and in
+/// each style's own (JavaScript's `const f = () => …` is a function; Rust's `let` and
+/// `const` name no definition its tags query reports).
+const DEFINING_KEYWORDS: [&str; 10] = [
+    "fn",
+    "struct",
+    "enum",
+    "union",
+    "type",
+    "trait",
+    "mod",
+    "def",
+    "class",
+    "macro_rules!",
+];
+const GO_KEYWORDS: [&str; 1] = ["func"];
+const DECLARING_KEYWORDS: [&str; 9] = [
+    "function",
+    "interface",
+    "namespace",
+    "module",
+    "record",
+    "const",
+    "let",
+    "var",
+    "abstract",
+];
+
+/// Keywords after which a name is referred to the way the tags queries count a
+/// reference although no `(` follows: `impl Trait for Type`, `new Type`, `extends Base`.
+const REFERRING_KEYWORDS: [&str; 5] = ["impl", "for", "new", "extends", "implements"];
+
+/// Words that may stand before a definition's name on its line (modifiers, return
+/// types are checked apart): the head of `pub async fn`, `export default class`,
+/// `public static final`, `async *gen(`.
+const MODIFIERS: [&str; 22] = [
+    "pub",
+    "export",
+    "default",
+    "async",
+    "static",
+    "public",
+    "private",
+    "protected",
+    "readonly",
+    "override",
+    "abstract",
+    "final",
+    "synchronized",
+    "native",
+    "declare",
+    "get",
+    "set",
+    "unsafe",
+    "extern",
+    "const",
+    "let",
+    "var",
+];
+
+/// Words after which a name followed by `(` is a call, not a method being declared.
+const NOT_A_TYPE: [&str; 15] = [
+    "return", "new", "throw", "else", "case", "await", "yield", "if", "while", "for", "match",
+    "switch", "in", "not", "and",
+];
+
+/// Whether the word at `start..end` of `text` (whose line begins at `line_start`) stands
+/// where a definition's name could in a language of `style`.
+fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
+    let before = text[line_start..start].trim_end_matches([' ', '\t']);
+    let previous = previous_word(text, line_start, start);
+    let keyword = |words: &[&str]| words.contains(&previous);
+    if keyword(&DEFINING_KEYWORDS)
+        || (style == Style::Go && keyword(&GO_KEYWORDS))
+        || (style == Style::Declarations && keyword(&DECLARING_KEYWORDS))
+    {
+        return true;
+    }
+    let after = text[end..].trim_start_matches([' ', '\t']);
+    let next = after.bytes().next().unwrap_or(b'\n');
+    let head = before.trim_start();
+    match style {
+        Style::Keywords => false,
+        Style::KeywordsAndConstants => {
+            start == line_start && next == b'=' && !after.starts_with("==")
+        }
+        // `func (s *Server) Handle(`, and `Config struct {` inside `type ( … )`.
+        Style::Go => {
+            (head.starts_with("func ") && before.ends_with(')'))
+                || (head.is_empty()
+                    && after.len() < text[end..].len()
+                    && next.is_ascii_alphabetic())
+        }
+        Style::Declarations => {
+            matches!(next, b'(' | b'<' | b'=' | b':')
+                && !after.starts_with("==")
+                && !before.ends_with('.')
+                && declaration_head(head)
+        }
+    }
+}
+
+/// The word before `start` on its line (a `!` kept, for `macro_rules!`).
+fn previous_word(text: &str, line_start: usize, start: usize) -> &str {
+    text[line_start..start]
+        .trim_end_matches([' ', '\t'])
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '!'))
+        .next()
+        .unwrap_or("")
+}
+
+/// Whether the word at `start..end` stands where a call or a reference could: not
+/// where it is being defined (`fn main(`), and in Rust not after a path (`S::new(`: its
+/// tags query counts calls of a plain or a method name only).
+fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
+    let previous = previous_word(text, line_start, start);
+    if REFERRING_KEYWORDS.contains(&previous) {
+        return true;
+    }
+    let after = text[end..].trim_start_matches([' ', '\t']);
+    (after.starts_with('(') || after.starts_with('!'))
+        && !DEFINING_KEYWORDS.contains(&previous)
+        && !GO_KEYWORDS.contains(&previous)
+        && previous != "function"
+        && !(style == Style::Keywords && text[..start].ends_with("::"))
+}
+
+/// Whether what stands before a name on its line is what stands before a declared
+/// method or field: nothing, modifiers, or a type such as `List<String>`, `int[]`,
+/// `Map.Entry<K, V>` (not `return`, `new`, `if`, an assignment or a call).
+fn declaration_head(head: &str) -> bool {
+    head.split_whitespace().all(|token| {
+        MODIFIERS.contains(&token)
+            || token == "*"
+            || (!NOT_A_TYPE.contains(&token)
+                && token.bytes().all(|b| {
+                    is_word_byte(b) || matches!(b, b'<' | b'>' | b'[' | b']' | b'.' | b',' | b'?')
+                }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defining(text: &str, style: Style) -> Vec<&str> {
+        let mut found = identifiers(text, style).0;
+        found.sort_unstable();
+        found
+    }
+
+    #[test]
+    fn definition_shapes_in_each_language() {
+        use Style::*;
+        let cases: [(Style, &str, &str); 14] = [
+            (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
+            (
+                Keywords,
+                "impl S {\n    pub fn new() -> Self { S }\n}",
+                "new",
+            ),
+            (Keywords, "macro_rules! my_macro { () => {} }", "my_macro"),
+            (
+                KeywordsAndConstants,
+                "def helper(x):\n    return x",
+                "helper",
+            ),
+            (KeywordsAndConstants, "MAX_SIZE = 10\n", "MAX_SIZE"),
+            (
+                Declarations,
+                "export default function helper() {}",
+                "helper",
+            ),
+            (
+                Declarations,
+                "class A {\n  async handle(req) {}\n}",
+                "handle",
+            ),
+            (Declarations, "const helper = (x) => x + 1;", "helper"),
+            (
+                Declarations,
+                "  public static List<String> names(int limit) {",
+                "names",
+            ),
+            (Declarations, "interface Shape { area(): number }", "Shape"),
+            (
+                Declarations,
+                "const api = {\n  fetchAll: function () {},\n};",
+                "fetchAll",
+            ),
+            (Go, "func (s *Server) Handle(w Writer) {}", "Handle"),
+            (Go, "type Config struct {}", "Config"),
+            (Go, "type (\n\tConfig struct {}\n)", "Config"),
+        ];
+        for (style, text, name) in cases {
+            let found = defining(text, style);
+            assert!(found.contains(&name), "{name} in {text:?}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn calls_and_uses_are_not_definitions() {
+        let cases: [(Style, &str); 4] = [
+            (
+                Style::Keywords,
+                "fn main() {\n    let x = compute(1);\n    check(x);\n    obj.method(x);\n    Some(x).unwrap();\n}\n",
+            ),
+            (
+                Style::KeywordsAndConstants,
+                "def main():\n    x = compute(1)\n    check(x)\n    obj.method(x)\n",
+            ),
+            (
+                Style::Declarations,
+                "function main() {\n  const x = compute(1);\n  if (check(x)) { return obj.method(x); }\n  x == unwrap(x);\n}\n",
+            ),
+            (
+                Style::Go,
+                "func main() {\n\tx := compute(1)\n\tcheck(x)\n\tobj.method(x)\n}\n",
+            ),
+        ];
+        for (style, text) in cases {
+            let found = defining(text, style);
+            for name in ["compute", "check", "method", "Some", "unwrap"] {
+                assert!(!found.contains(&name), "{style:?} {name}: {found:?}");
+            }
+            assert!(found.contains(&"main"), "{style:?}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn references_are_calls_macros_and_implementations() {
+        let text = "impl Display for Point {\n    fn fmt(&self) { write!(f, x); helper(1); self.other (2); let y = plain; }\n}\n";
+        let mut found = identifiers(text, Style::Keywords).1;
+        found.sort_unstable();
+        assert_eq!(found, ["Display", "Point", "helper", "other", "write"]);
+        let path_call = identifiers(
+            "fn f() { Point::new(1); S::<u8>::make(); }",
+            Style::Keywords,
+        )
+        .1;
+        assert!(path_call.is_empty(), "{path_call:?}");
+    }
+}
