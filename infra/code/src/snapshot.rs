@@ -24,7 +24,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_total_bytes: 64 * 1024 * 1024,
+            // A 10,000-file repository is about 100 MB of source once generated files
+            // are left out; held with its word index in about 150 MB, inside the
+            // conversation worker's 512 MB.
+            max_total_bytes: 128 * 1024 * 1024,
             max_files: 20_000,
             max_file_bytes: 1024 * 1024,
         }
