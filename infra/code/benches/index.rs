@@ -137,7 +137,11 @@ fn tarball(snapshot: &Snapshot) -> Vec<u8> {
         header.set_mode(0o644);
         header.set_cksum();
         builder
-            .append_data(&mut header, format!("octo-repo-abc/{path}"), text.as_bytes())
+            .append_data(
+                &mut header,
+                format!("octo-repo-abc/{path}"),
+                text.as_bytes(),
+            )
             .expect("append");
     }
     builder.into_inner().expect("tar").finish().expect("gzip")

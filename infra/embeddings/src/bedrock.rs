@@ -12,7 +12,6 @@ use crate::vectors::normalised;
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::config::http::HttpResponse;
-use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::invoke_model::InvokeModelError;
 use aws_sdk_bedrockruntime::primitives::Blob;
@@ -45,11 +44,8 @@ impl BedrockEmbedder {
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Self {
-        let config = aws_sdk_bedrockruntime::config::Builder::from(sdk_config)
-            .retry_config(RetryConfig::disabled())
-            .build();
         Self {
-            client: Client::from_conf(config),
+            client: parley_llm::bedrock::client(sdk_config),
             model: model.into(),
             dimensions,
             timeout,

@@ -162,13 +162,7 @@ impl Llm for AnthropicLlm {
             }),
         };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
-        tracing::debug!(
-            provider = PROVIDER,
-            model = %self.model,
-            messages = request.messages.len(),
-            system_chars = request.system.len(),
-            "LLM request"
-        );
+        crate::trace_request(PROVIDER, &self.model, request);
         with_retries(&self.retry, PROVIDER, &self.model, || {
             self.attempt(&body, timeout)
         })

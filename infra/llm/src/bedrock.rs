@@ -39,6 +39,16 @@ pub struct BedrockLlm {
     tools_refused: AtomicBool,
 }
 
+/// A Bedrock Runtime client from a loaded AWS configuration, with the SDK's own retries
+/// off: Parley's [`RetryPolicy`] decides what is retried, once, for every provider (and
+/// the embeddings' Titan calls share it).
+pub fn client(sdk_config: &aws_config::SdkConfig) -> Client {
+    let config = aws_sdk_bedrockruntime::config::Builder::from(sdk_config)
+        .retry_config(RetryConfig::disabled())
+        .build();
+    Client::from_conf(config)
+}
+
 impl BedrockLlm {
     /// Build from a loaded AWS configuration (region, credentials, and any endpoint
     /// override such as `AWS_ENDPOINT_URL` for an emulator).
@@ -48,11 +58,8 @@ impl BedrockLlm {
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Self {
-        let config = aws_sdk_bedrockruntime::config::Builder::from(sdk_config)
-            .retry_config(RetryConfig::disabled())
-            .build();
         Self {
-            client: Client::from_conf(config),
+            client: client(sdk_config),
             model: model.into(),
             timeout,
             retry,
@@ -191,13 +198,7 @@ impl Llm for BedrockLlm {
             Some(tool_config(&request.tools)?)
         };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
-        tracing::debug!(
-            provider = PROVIDER,
-            model = %self.model,
-            messages = request.messages.len(),
-            system_chars = request.system.len(),
-            "LLM request"
-        );
+        crate::trace_request(PROVIDER, &self.model, request);
         let result = with_retries(&self.retry, PROVIDER, &self.model, || {
             self.attempt(
                 &messages,

@@ -154,3 +154,19 @@ pub fn prices_from_env() -> Result<PriceTable, PricingError> {
         _ => Ok(PriceTable::builtin()),
     }
 }
+
+/// The one debug line every provider writes as a call starts (sizes only: the prompt
+/// holds repository code and people's comments).
+pub(crate) fn trace_request(
+    provider: &str,
+    model: &str,
+    request: &parley_core::ports::llm::LlmRequest,
+) {
+    tracing::debug!(
+        provider,
+        model,
+        messages = request.messages.len(),
+        system_chars = request.system.len(),
+        "LLM request"
+    );
+}

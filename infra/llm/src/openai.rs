@@ -366,13 +366,7 @@ impl Llm for OpenAiLlm {
         };
         let mut body = body;
         let timeout = request.options.timeout.unwrap_or(self.timeout);
-        tracing::debug!(
-            provider = PROVIDER,
-            model = %self.model,
-            messages = request.messages.len(),
-            system_chars = request.system.len(),
-            "LLM request"
-        );
+        crate::trace_request(PROVIDER, &self.model, request);
         let mut format = Format::from_u8(self.format.load(Ordering::SeqCst));
         loop {
             body.response_format = Self::response_format(request, format);

@@ -1,18 +1,12 @@
 //! Top-level comments on PRs and issues.
 
 use super::pulls::auth;
-use super::with_since;
+use super::{with_since, write_body};
 use crate::client::GitHubClient;
 use crate::retry::Replay;
 use parley_core::ports::github::{GitHubError, IssueComment, Listing, PageLimit, RepoScope};
 use reqwest::Method;
-use serde::Serialize;
 use time::OffsetDateTime;
-
-#[derive(Serialize)]
-struct BodyOnly<'a> {
-    body: &'a str,
-}
 
 /// GitHub lists issue comments oldest first (this endpoint has no sort parameter).
 pub(crate) async fn list(
@@ -50,18 +44,14 @@ pub(crate) async fn create(
     body: &str,
 ) -> Result<IssueComment, GitHubError> {
     let number = number.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["issues", &number, "comments"])?;
-    client
-        .send_json(
-            Method::POST,
-            auth(repo),
-            url,
-            &BodyOnly { body },
-            Replay::NotAfterSend,
-        )
-        .await
+    write_body(
+        client,
+        repo,
+        (Method::POST, &["issues", &number, "comments"]),
+        body,
+        Replay::NotAfterSend,
+    )
+    .await
 }
 
 /// An edit is idempotent, so it is replayed.
@@ -72,16 +62,12 @@ pub(crate) async fn update(
     body: &str,
 ) -> Result<IssueComment, GitHubError> {
     let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["issues", "comments", &comment_id])?;
-    client
-        .send_json(
-            Method::PATCH,
-            auth(repo),
-            url,
-            &BodyOnly { body },
-            Replay::Safe,
-        )
-        .await
+    write_body(
+        client,
+        repo,
+        (Method::PATCH, &["issues", "comments", &comment_id]),
+        body,
+        Replay::Safe,
+    )
+    .await
 }

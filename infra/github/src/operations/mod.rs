@@ -15,8 +15,12 @@ pub(crate) mod review_comments;
 pub(crate) mod review_threads;
 pub(crate) mod reviews;
 
-use parley_core::ports::github::GitHubError;
-use reqwest::Url;
+use crate::client::GitHubClient;
+use crate::retry::Replay;
+use parley_core::ports::github::{GitHubError, RepoScope};
+use reqwest::{Method, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -29,4 +33,23 @@ pub(crate) fn with_since(mut url: Url, since: Option<OffsetDateTime>) -> Result<
         url.query_pairs_mut().append_pair("since", &formatted);
     }
     Ok(url)
+}
+
+/// Send `{"body": …}` to `path` under the repository: how a comment is written, replied
+/// to and edited. `replay` is the write's own class (see the module doc).
+pub(crate) async fn write_body<T: DeserializeOwned>(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    (method, path): (Method, &[&str]),
+    body: &str,
+    replay: Replay,
+) -> Result<T, GitHubError> {
+    #[derive(Serialize)]
+    struct BodyOnly<'a> {
+        body: &'a str,
+    }
+    let url = client.base.repo_url(repo, path)?;
+    client
+        .send_json(method, pulls::auth(repo), url, &BodyOnly { body }, replay)
+        .await
 }

@@ -22,19 +22,7 @@ pub(crate) async fn on_issue_comment(
     comment_id: u64,
     content: ReactionContent,
 ) -> Result<Reaction, GitHubError> {
-    let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["issues", "comments", &comment_id, "reactions"])?;
-    client
-        .send_json(
-            Method::POST,
-            auth(repo),
-            url,
-            &NewReaction { content },
-            Replay::Safe,
-        )
-        .await
+    react(client, repo, ["issues", "comments"], comment_id, content).await
 }
 
 /// Same idempotence as [`on_issue_comment`].
@@ -44,18 +32,23 @@ pub(crate) async fn on_review_comment(
     comment_id: u64,
     content: ReactionContent,
 ) -> Result<Reaction, GitHubError> {
+    react(client, repo, ["pulls", "comments"], comment_id, content).await
+}
+
+async fn react(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    [area, kind]: [&str; 2],
+    comment_id: u64,
+    content: ReactionContent,
+) -> Result<Reaction, GitHubError> {
     let comment_id = comment_id.to_string();
     let url = client
         .base
-        .repo_url(repo, &["pulls", "comments", &comment_id, "reactions"])?;
+        .repo_url(repo, &[area, kind, &comment_id, "reactions"])?;
+    let reaction = NewReaction { content };
     client
-        .send_json(
-            Method::POST,
-            auth(repo),
-            url,
-            &NewReaction { content },
-            Replay::Safe,
-        )
+        .send_json(Method::POST, auth(repo), url, &reaction, Replay::Safe)
         .await
 }
 

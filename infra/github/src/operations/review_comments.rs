@@ -1,7 +1,7 @@
 //! Inline review comments and replies in their threads.
 
 use super::pulls::auth;
-use super::with_since;
+use super::{with_since, write_body};
 use crate::client::GitHubClient;
 use crate::retry::Replay;
 use parley_core::ports::github::{
@@ -67,11 +67,6 @@ pub(crate) async fn create(
         .await
 }
 
-#[derive(Serialize)]
-struct BodyOnly<'a> {
-    body: &'a str,
-}
-
 /// Creates a reply: not replayed once GitHub may have it (a double answer in a thread is
 /// exactly what the hidden markers exist to prevent).
 pub(crate) async fn reply(
@@ -83,19 +78,17 @@ pub(crate) async fn reply(
 ) -> Result<ReviewComment, GitHubError> {
     let number = number.to_string();
     let comment_id = comment_id.to_string();
-    let url = client.base.repo_url(
+    write_body(
+        client,
         repo,
-        &["pulls", &number, "comments", &comment_id, "replies"],
-    )?;
-    client
-        .send_json(
+        (
             Method::POST,
-            auth(repo),
-            url,
-            &BodyOnly { body },
-            Replay::NotAfterSend,
-        )
-        .await
+            &["pulls", &number, "comments", &comment_id, "replies"],
+        ),
+        body,
+        Replay::NotAfterSend,
+    )
+    .await
 }
 
 /// An edit sets the body to the same text however often it runs, so it is replayed.
@@ -106,16 +99,12 @@ pub(crate) async fn update(
     body: &str,
 ) -> Result<ReviewComment, GitHubError> {
     let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["pulls", "comments", &comment_id])?;
-    client
-        .send_json(
-            Method::PATCH,
-            auth(repo),
-            url,
-            &BodyOnly { body },
-            Replay::Safe,
-        )
-        .await
+    write_body(
+        client,
+        repo,
+        (Method::PATCH, &["pulls", "comments", &comment_id]),
+        body,
+        Replay::Safe,
+    )
+    .await
 }
