@@ -184,7 +184,10 @@ impl CodeIndex {
 
     fn tags_of_path(&self, path: &str) -> &[Tag] {
         match self.ids.get(path) {
-            Some(&id) => self.tags(id, &mut Parser::new()),
+            Some(&id) => {
+                self.ensure(&[id]);
+                self.tagged[id as usize].get().map_or(&[], Vec::as_slice)
+            }
             None => &[],
         }
     }
@@ -196,9 +199,15 @@ impl CodeIndex {
             .copied()
             .filter(|&id| self.tagged[id as usize].get().is_none())
             .collect();
+        if !todo.is_empty() {
+            off_the_runtime(|| self.parse(&todo));
+        }
+    }
+
+    fn parse(&self, todo: &[u32]) {
         if todo.len() < PARALLEL_FROM {
             let mut parser = Parser::new();
-            for id in todo {
+            for &id in todo {
                 self.tags(id, &mut parser);
             }
             return;
@@ -254,6 +263,20 @@ fn span(path: &str, tag: &Tag) -> Span {
         start: tag.start,
         end: tag.end,
         name: Some(tag.name.to_string()),
+    }
+}
+
+/// Run `work` (parsing: seconds for a large repository's first questions) without
+/// holding up the runtime's other tasks. The questions come from async code; on a
+/// multi-threaded runtime (the Lambda functions, `parley serve`, whose webhook must keep
+/// answering GitHub meanwhile) the thread's other tasks move to another thread while it
+/// parses. On a current-thread runtime, or outside one, it runs as is.
+fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
     }
 }
 
@@ -663,4 +686,19 @@ mod tests {
         assert_eq!(lazy.parsed_count(), files.len());
         assert_eq!(lazy.definitions("new"), everything.definitions("new"));
     }
+
+    /// Questions asked from async code on a multi-threaded runtime (a Lambda function,
+    /// `parley serve`) parse off the runtime's hands, and get the same answers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn questions_from_a_multi_threaded_runtime_parse_off_its_hands() {
+        let index = index(&[
+            ("src/a.rs", "pub fn helper() {}\n"),
+            ("src/b.rs", "fn main() {\n    helper();\n}\n"),
+        ]);
+        let defs = index.definitions_near("helper", "src/b.rs", 3);
+        assert_eq!(defs.len(), 1);
+        assert_eq!(index.callers("helper")[0].name.as_deref(), Some("main"));
+        assert_eq!(index.parsed_count(), 2);
+    }
 }
+
