@@ -701,4 +701,3 @@ mod tests {
         assert_eq!(index.parsed_count(), 2);
     }
 }
-
