@@ -6,8 +6,9 @@
 
 use parley_core::conversation::ConversationHandler;
 use parley_core::ports::JobHandler;
-use parley_tests::conversation_harness::{Backend, Harness, PR, REPO};
+use parley_tests::conversation_harness::{Backend, HEAD, Harness, PR, REPO};
 use parley_tests::counting_store::CountingStore;
+use parley_tests::fake_github::tarball;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,21 @@ async fn run() {
     let counting = Arc::new(CountingStore::new(h.store.clone()));
     let mut services = h.services.clone();
     services.store = counting.clone();
+    // As deployed: the repository has an archive at the head, kept on local disk, so a
+    // warm worker downloads it once (the test rig's default downloads every time).
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[(
+            "src/db.rs",
+            "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\n",
+        )]),
+    );
+    let archives = tempfile::tempdir().expect("archive dir");
+    services.code = Some(Arc::new(parley_code::GitHubCode {
+        cache: Some(parley_code::ArchiveCache::new(archives.path(), 64 << 20)),
+        ..parley_code::GitHubCode::default()
+    }));
     let handler = ConversationHandler::new(services);
     h.github.set_latency(Duration::from_millis(50));
 

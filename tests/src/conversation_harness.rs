@@ -3,16 +3,15 @@
 //! DynamoDB on moto), wired into `Services` as the Lambda and `parley serve` do. Jobs are
 //! made from the corpus's webhook payloads through `parley_core::webhook::normalise`.
 
+use crate::deliveries::{self, Source};
 use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
 use crate::tenants::key;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
-use parley_core::mention::Handles;
 use parley_core::ports::{Finding, FindingState, JobError, JobHandler, Severity, Store};
 use parley_core::services::Services;
-use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -80,20 +79,7 @@ impl Harness {
     /// timeout test does not wait for the shared client's seconds.
     pub async fn with_llm_timeout(backend: Backend, timeout: Duration) -> Self {
         let mut h = Harness::start(backend).await;
-        h.services.llm = Arc::new(
-            parley_llm::AnthropicLlm::new(
-                &h.llm.url,
-                "test-key",
-                MODEL,
-                timeout,
-                parley_llm::RetryPolicy {
-                    max_retries: 1,
-                    base_delay: Duration::from_millis(5),
-                    max_delay: Duration::from_millis(20),
-                },
-            )
-            .expect("anthropic client"),
-        );
+        h.services.llm = crate::clients::anthropic_llm_with_timeout(&h.llm, timeout);
         h.handler = ConversationHandler::new(h.services.clone());
         h
     }
@@ -179,38 +165,19 @@ impl Harness {
 
     /// The job for an inline comment already on the fake, with a chosen delivery id.
     pub fn inline_job(&self, id: u64, delivery: &str) -> Job {
-        let comment = self
-            .github
-            .review_comments(REPO, PR)
-            .into_iter()
-            .find(|c| c["id"] == id)
-            .expect("comment on the fake");
-        let mut payload =
-            crate::webhook_example("pull_request_review_comment", "created.payload.json");
-        payload["comment"] = comment;
-        payload["comment"]["diff_hunk"] = HUNK.into();
-        payload["pull_request"]["number"] = PR.into();
-        payload["pull_request"]["user"]["login"] = AUTHOR.into();
-        repo_and_installation(&mut payload);
-        job_from("pull_request_review_comment", delivery, &payload)
+        let comment = self.github.review_comment(REPO, PR, id);
+        let payload = deliveries::review_comment(&source(), PR, AUTHOR, &comment, HUNK);
+        deliveries::job("pull_request_review_comment", delivery, &payload)
     }
 
     /// The job a bot's inline comment would become if the webhook let it through (it does
     /// not: bots are filtered there too), to test the worker's own gate.
     pub fn bot_inline_job(&self, id: u64) -> Job {
-        let comment = self
-            .github
-            .review_comments(REPO, PR)
-            .into_iter()
-            .find(|c| c["id"] == id)
-            .expect("comment on the fake");
-        let mut payload =
-            crate::webhook_example("pull_request_review_comment", "created.payload.json");
-        payload["comment"] = comment.clone();
-        payload["comment"]["user"] = json!({ "login": "human", "type": "User" });
-        payload["pull_request"]["number"] = PR.into();
-        repo_and_installation(&mut payload);
-        let mut job = job_from(
+        let comment = self.github.review_comment(REPO, PR, id);
+        let mut disguised = comment.clone();
+        disguised["user"] = json!({ "login": "human", "type": "User" });
+        let payload = deliveries::review_comment(&source(), PR, AUTHOR, &disguised, HUNK);
+        let mut job = deliveries::job(
             "pull_request_review_comment",
             &format!("delivery-{id}"),
             &payload,
@@ -229,19 +196,9 @@ impl Harness {
     }
 
     pub fn top_level_job(&self, id: u64, delivery: &str) -> Job {
-        let comment = self
-            .github
-            .issue_comments(REPO, PR)
-            .into_iter()
-            .find(|c| c["id"] == id)
-            .expect("comment on the fake");
-        let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
-        payload["comment"] = comment;
-        payload["issue"]["number"] = PR.into();
-        payload["issue"]["pull_request"] =
-            json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/{PR}") });
-        repo_and_installation(&mut payload);
-        job_from("issue_comment", delivery, &payload)
+        let comment = self.github.issue_comment(REPO, PR, id);
+        let payload = deliveries::pr_issue_comment(&source(), PR, &comment);
+        deliveries::job("issue_comment", delivery, &payload)
     }
 
     /// A comment on plain issue `number` (not a pull request), on GitHub and as its job.
@@ -253,22 +210,14 @@ impl Harness {
     /// The job for a comment already on plain issue `number`, with a chosen delivery id.
     /// The issue is titled [`ISSUE_TITLE`] and described by [`ISSUE_BODY`].
     pub fn plain_issue_job(&self, number: u64, id: u64, delivery: &str) -> Job {
-        let comment = self
-            .github
-            .issue_comments(REPO, number)
-            .into_iter()
-            .find(|c| c["id"] == id)
-            .expect("comment on the fake");
-        let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
-        payload["comment"] = comment;
-        payload["issue"]["number"] = number.into();
+        let comment = self.github.issue_comment(REPO, number, id);
+        let mut payload = deliveries::pr_issue_comment(&source(), number, &comment);
         payload["issue"]["title"] = ISSUE_TITLE.into();
         payload["issue"]["body"] = ISSUE_BODY.into();
         if let Some(issue) = payload["issue"].as_object_mut() {
             issue.remove("pull_request");
         }
-        repo_and_installation(&mut payload);
-        job_from("issue_comment", delivery, &payload)
+        deliveries::job("issue_comment", delivery, &payload)
     }
 
     /// Comments Parley posted on issue (or PR) `number`'s conversation, in order.
@@ -331,20 +280,7 @@ pub fn reply_marker(comment: &Value) -> Option<ReplyMarker> {
         .and_then(|m| m.decode())
 }
 
-fn repo_and_installation(payload: &mut Value) {
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    crate::tenants::stamp(payload);
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-}
-
-fn job_from(event: &str, delivery: &str, payload: &Value) -> Job {
-    let ctx = NormaliseContext {
-        handles: Some(Handles::new("parley", &[])),
-    };
-    match normalise(event, delivery, payload, &ctx) {
-        Normalised::Job(job) => *job,
-        other => panic!("{event} did not normalise to a job: {other:?}"),
-    }
+/// Where the harness's deliveries come from.
+pub fn source() -> Source {
+    Source::new(OWNER, NAME, INSTALLATION)
 }

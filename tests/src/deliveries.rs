@@ -4,6 +4,9 @@
 //!
 //! [`FakeGitHub`]: crate::fake_github::FakeGitHub
 
+use parley_core::Job;
+use parley_core::mention::Handles;
+use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use serde_json::{Value, json};
 
 /// The repository and installation a delivery comes from.
@@ -27,13 +30,36 @@ impl Source {
         format!("{}/{}", self.owner, self.name)
     }
 
-    fn stamp(&self, payload: &mut Value) {
+    /// Make `payload` come from this repository and installation, with the fakes' ids.
+    pub fn stamp(&self, payload: &mut Value) {
         payload["repository"]["full_name"] = self.full_name().into();
         payload["repository"]["name"] = self.name.clone().into();
         payload["repository"]["owner"]["login"] = self.owner.clone().into();
         crate::tenants::stamp(payload);
         payload["installation"] = json!({ "id": self.installation, "node_id": "x" });
     }
+}
+
+/// The job the worker receives for a delivery, normalised as the webhook does for a bot
+/// whose handle is `parley`. Panics when the payload is not one Parley acts on: a test
+/// that builds a delivery means it to become a job.
+pub fn job(event: &str, delivery: &str, payload: &Value) -> Job {
+    let ctx = NormaliseContext {
+        handles: Some(Handles::new("parley", &[])),
+    };
+    match normalise(event, delivery, payload, &ctx) {
+        Normalised::Job(job) => *job,
+        other => panic!("{event} did not normalise to a job: {other:?}"),
+    }
+}
+
+/// `pull_request.closed` for PR `number`, merged or not.
+pub fn closed(source: &Source, number: u64, merged: bool) -> Value {
+    let mut payload = crate::webhook_example("pull_request", "closed.payload.json");
+    source.stamp(&mut payload);
+    payload["pull_request"]["number"] = number.into();
+    payload["pull_request"]["merged"] = merged.into();
+    payload
 }
 
 /// `pull_request` with `action` (`opened`, `synchronize`, …) for PR `number` at `head`.

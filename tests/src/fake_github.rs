@@ -390,6 +390,23 @@ impl FakeGitHub {
             .collect()
     }
 
+    /// Review comment `id` on PR `pr`, as the API lists it (panics when there is none: the
+    /// test just posted it).
+    pub fn review_comment(&self, repo: &str, pr: u64, id: u64) -> Value {
+        self.review_comments(repo, pr)
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no review comment {id} on {repo}#{pr}"))
+    }
+
+    /// Issue comment `id` on issue or PR `number`, as the API lists it.
+    pub fn issue_comment(&self, repo: &str, number: u64, id: u64) -> Value {
+        self.issue_comments(repo, number)
+            .into_iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no issue comment {id} on {repo}#{number}"))
+    }
+
     pub fn issue_comments(&self, repo: &str, number: u64) -> Vec<Value> {
         self.state()
             .issue_comments

@@ -2,15 +2,14 @@
 //! real `AnthropicLlm` against [`FakeLlm`] scripted per specialist, a real store (SQLite
 //! or DynamoDB on moto), wired into `Services` exactly as the Lambda and `parley serve` do.
 
+use crate::deliveries::{self, Source};
 use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
 use parley_core::Job;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
-use parley_core::mention::Handles;
 use parley_core::ports::{Attempt, JobError, JobHandler, Store};
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
-use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -280,29 +279,24 @@ pub fn thread_job_by(root: u64, resolved: bool, delivery: &str, actor: &str) -> 
         "unresolved.payload.json"
     };
     let mut payload = crate::webhook_example("pull_request_review_thread", file);
+    source().stamp(&mut payload);
     payload["sender"]["login"] = actor.into();
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    crate::tenants::stamp(&mut payload);
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
     payload["pull_request"]["number"] = PR.into();
     if let Some(comments) = payload["thread"]["comments"].as_array_mut() {
         for comment in comments.iter_mut() {
             comment["id"] = root.into();
         }
     }
-    normalised("pull_request_review_thread", delivery, &payload)
+    deliveries::job("pull_request_review_thread", delivery, &payload)
+}
+
+/// Where the harness's deliveries come from.
+pub fn source() -> Source {
+    Source::new(OWNER, NAME, INSTALLATION)
 }
 
 pub fn normalised(event: &str, delivery: &str, payload: &Value) -> Job {
-    let ctx = NormaliseContext {
-        handles: Some(Handles::new("parley", &[])),
-    };
-    match normalise(event, delivery, payload, &ctx) {
-        Normalised::Job(job) => *job,
-        other => panic!("{event} did not normalise to a job: {other:?}"),
-    }
+    deliveries::job(event, delivery, payload)
 }
 
 /// The webhook's sender in the thread payloads: who resolved or reopened the thread.
@@ -318,23 +312,9 @@ pub fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -
     let id = h
         .github
         .add_review_comment(REPO, PR, author, body, Some(root), "src/db.rs", 3);
-    let comment = h
-        .github
-        .review_comments(REPO, PR)
-        .into_iter()
-        .find(|c| c["id"] == id)
-        .expect("reply on the fake");
-    let mut payload = crate::webhook_example("pull_request_review_comment", "created.payload.json");
-    payload["comment"] = comment;
-    payload["comment"]["diff_hunk"] = DB_PATCH.into();
-    payload["pull_request"]["number"] = PR.into();
-    payload["pull_request"]["user"]["login"] = "alice".into();
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    crate::tenants::stamp(&mut payload);
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    normalised(
+    let comment = h.github.review_comment(REPO, PR, id);
+    let payload = deliveries::review_comment(&source(), PR, "alice", &comment, DB_PATCH);
+    deliveries::job(
         "pull_request_review_comment",
         &format!("delivery-{id}"),
         &payload,
@@ -344,37 +324,19 @@ pub fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -
 /// `author` writes `@parley <command>` at top level, as the job its delivery becomes.
 pub fn top_level(h: &ReviewHarness, author: &str, text: &str) -> Job {
     let id = h.github.add_issue_comment(REPO, PR, author, text);
-    let comment = h
-        .github
-        .issue_comments(REPO, PR)
-        .into_iter()
-        .find(|c| c["id"] == id)
-        .expect("comment");
-    let mut payload = crate::webhook_example("issue_comment", "created.payload.json");
-    payload["comment"] = comment;
-    payload["issue"]["number"] = PR.into();
-    payload["issue"]["pull_request"] =
-        json!({ "url": format!("https://api.github.com/repos/{REPO}/pulls/{PR}") });
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    crate::tenants::stamp(&mut payload);
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    normalised("issue_comment", &format!("delivery-{id}"), &payload)
+    let comment = h.github.issue_comment(REPO, PR, id);
+    let payload = deliveries::pr_issue_comment(&source(), PR, &comment);
+    deliveries::job("issue_comment", &format!("delivery-{id}"), &payload)
 }
 
 /// GitHub's `pull_request.closed` delivery for the PR (merged or not), as the bookkeeping
 /// job it becomes.
 pub fn closed_job(merged: bool, delivery: &str) -> Job {
-    let mut closed = crate::webhook_example("pull_request", "closed.payload.json");
-    closed["repository"]["full_name"] = REPO.into();
-    closed["repository"]["name"] = NAME.into();
-    closed["repository"]["owner"]["login"] = OWNER.into();
-    crate::tenants::stamp(&mut closed);
-    closed["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-    closed["pull_request"]["number"] = PR.into();
-    closed["pull_request"]["merged"] = merged.into();
-    normalised("pull_request", delivery, &closed)
+    deliveries::job(
+        "pull_request",
+        delivery,
+        &deliveries::closed(&source(), PR, merged),
+    )
 }
 
 /// Parley's top-level comments' bodies, oldest first.

@@ -7,6 +7,9 @@
 //! (`pull_request.opened`, which also costs the dedup claim and the enqueue). The queue is
 //! in memory; the dedup claim goes to an in-memory SQLite store, so the figure includes a
 //! real conditional write.
+//!
+//! `webhook_parts` times the ignored delivery's two passes over its body apart: the
+//! HMAC-SHA256 and the UTF-8 check with the one JSON pass.
 
 use async_trait::async_trait;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -94,5 +97,30 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// The ignored delivery's two passes over the body, apart: what the whole path is made of.
+fn parts(c: &mut Criterion) {
+    use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise_body};
+    use parley_core::webhook::signature::WebhookSecrets;
+    let body = example("pull_request/labeled.with-organization.payload.json");
+    let signature = sign("bench-secret", &body);
+    let secrets = WebhookSecrets::parse("bench-secret");
+    let context = NormaliseContext::default();
+    let mut group = c.benchmark_group("webhook_parts");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_function("hmac_sha256_verify", |b| {
+        b.iter(|| secrets.verify(Some(&signature), &body).expect("verified"))
+    });
+    group.bench_function("utf8_and_json_pass", |b| {
+        b.iter(|| {
+            let normalised = normalise_body("pull_request", "bench", &body, &context);
+            assert!(
+                matches!(normalised, Normalised::Ignored(_)),
+                "{normalised:?}"
+            );
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, parts);
 criterion_main!(benches);

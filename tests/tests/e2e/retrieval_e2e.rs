@@ -13,16 +13,15 @@ use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::embedding::EmbeddingHandler;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewTrigger};
-use parley_core::mention::Handles;
 use parley_core::ports::{
     Corpus, CorpusStore, Embedder, FindingState, JobHandler, PollingQueue, QueueName, Store,
 };
 use parley_core::repo::ConfigLoader;
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
-use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use parley_tests::clients::{openai_embedder, services_with_retrieval, unreachable_embedder};
+use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
 use parley_tests::fake_github::FakeGitHub;
 use parley_tests::fake_llm::FakeLlm;
@@ -239,11 +238,9 @@ impl World {
             pr["state"] = "closed".into();
             pr["merged"] = true.into();
         });
-        let mut closed = parley_tests::webhook_example("pull_request", "closed.payload.json");
-        in_repo(&mut closed);
-        closed["pull_request"]["number"] = PR1.into();
+        let closed = deliveries::closed(&source(), PR1, true);
         ConversationHandler::new(self.services.clone())
-            .handle(normalised("pull_request", "close-1", &closed))
+            .handle(deliveries::job("pull_request", "close-1", &closed))
             .await
             .expect("bookkeeping");
     }
@@ -707,20 +704,9 @@ fn inline_comment(
         "src/parse.rs",
         line,
     );
-    let comment = world
-        .github
-        .review_comments(REPO, number)
-        .into_iter()
-        .find(|c| c["id"] == id)
-        .expect("comment on the fake");
-    let mut payload =
-        parley_tests::webhook_example("pull_request_review_comment", "created.payload.json");
-    payload["comment"] = comment;
-    payload["comment"]["diff_hunk"] = hunk.into();
-    payload["pull_request"]["number"] = number.into();
-    payload["pull_request"]["user"]["login"] = "alice".into();
-    in_repo(&mut payload);
-    normalised(
+    let comment = world.github.review_comment(REPO, number, id);
+    let payload = deliveries::review_comment(&source(), number, "alice", &comment, hunk);
+    deliveries::job(
         "pull_request_review_comment",
         &format!("delivery-{id}"),
         &payload,
@@ -738,22 +724,8 @@ fn parley_replies(world: &World, number: u64) -> Vec<String> {
         .collect()
 }
 
-fn in_repo(payload: &mut Value) {
-    payload["repository"]["full_name"] = REPO.into();
-    payload["repository"]["name"] = NAME.into();
-    payload["repository"]["owner"]["login"] = OWNER.into();
-    parley_tests::tenants::stamp(payload);
-    payload["installation"] = json!({ "id": INSTALLATION, "node_id": "x" });
-}
-
-fn normalised(event: &str, delivery: &str, payload: &Value) -> Job {
-    let ctx = NormaliseContext {
-        handles: Some(Handles::new("parley", &[])),
-    };
-    match normalise(event, delivery, payload, &ctx) {
-        Normalised::Job(job) => *job,
-        other => panic!("{event} did not normalise to a job: {other:?}"),
-    }
+fn source() -> Source {
+    Source::new(OWNER, NAME, INSTALLATION)
 }
 
 /// `body` without its `<details><summary>Context used</summary>…</details>` section.
