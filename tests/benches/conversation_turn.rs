@@ -7,25 +7,18 @@
 use parley_core::conversation::ConversationHandler;
 use parley_core::ports::JobHandler;
 use parley_tests::conversation_harness::{Backend, HEAD, Harness, PR, REPO};
-use parley_tests::counting_store::CountingStore;
 use parley_tests::fake_github::tarball;
+use parley_tests::flaky_store::FlakyStore;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const TURNS: usize = 5;
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run());
-}
-
-async fn run() {
+#[tokio::main]
+async fn main() {
     let h = Harness::start(Backend::Sqlite).await;
     let (root, _) = h.seed_finding(true).await;
-    let counting = Arc::new(CountingStore::new(h.store.clone()));
+    let counting = Arc::new(FlakyStore::new(h.store.clone()));
     let mut services = h.services.clone();
     services.store = counting.clone();
     // As deployed: the repository has an archive at the head, kept on local disk, so a
@@ -59,12 +52,12 @@ async fn run() {
             Some(root),
         );
         let github_before = h.github.requests().len();
-        let store_before = counting.calls();
+        let store_before = counting.call_count();
         let started = Instant::now();
         handler.handle(job).await.expect("turn");
         let wall = started.elapsed();
         let github_calls = h.github.requests().len() - github_before;
-        let store_calls = counting.calls() - store_before;
+        let store_calls = counting.call_count() - store_before;
         let label = if turn == 0 { "cold" } else { "warm" };
         println!(
             "{label:<6} {github_calls:>12} {store_calls:>12} {:>10}",

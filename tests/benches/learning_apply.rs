@@ -14,7 +14,7 @@ use parley_core::learning::{apply, stats};
 use parley_core::ports::{Finding, FindingState, Severity, Store, Verdict};
 use parley_core::review::filter;
 use parley_core::review::merge::Candidate;
-use parley_tests::counting_store::CountingStore;
+use parley_tests::flaky_store::FlakyStore;
 use parley_tests::tenants::{key, org};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,12 +36,12 @@ fn main() {
             parley_store::sqlite::SqliteStore::open(dir.path().join("bench.db")).expect("store"),
         );
         seed(inner.as_ref()).await;
-        let store = CountingStore::new(inner);
+        let store = FlakyStore::new(inner);
 
         let started = Instant::now();
         let loaded = memory::load(&store, &key(REPO), &org(OWNER)).await.expect("load");
         let load_time = started.elapsed();
-        let reads = store.memory_reads();
+        let reads = store.count_of("memory");
         assert_eq!(loaded.learnings.len(), LEARNINGS);
         assert_eq!(loaded.stats.total().decided() + loaded.stats.total().ignored, OUTCOMES as u64);
 

@@ -14,19 +14,12 @@ use parley_core::job::ReviewTrigger;
 use parley_core::ports::JobHandler;
 use parley_core::review::ReviewHandler;
 use parley_tests::conversation_harness::{self, Harness};
-use parley_tests::counting_store::CountingStore;
+use parley_tests::flaky_store::FlakyStore;
 use parley_tests::review_harness::{self, CORRECTNESS, HEAD, PR, REPO, ReviewHarness};
 use std::sync::Arc;
 
-fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run());
-}
-
-async fn run() {
+#[tokio::main]
+async fn main() {
     println!(
         "{:<34} {:>9} {:>13} {:>12} {:>11}",
         "job", "LLM calls", "prompt chars", "GitHub calls", "store calls"
@@ -65,7 +58,7 @@ impl Usage {
 /// the judge pass runs and a finding is recorded).
 async fn review(patch: &str) -> Usage {
     let (store, dir) = parley_tests::stores::sqlite();
-    let counting = Arc::new(CountingStore::new(store));
+    let counting = Arc::new(FlakyStore::new(store));
     let h = ReviewHarness::start_with(counting.clone(), Some(dir)).await;
     h.github
         .set_files(REPO, PR, &[("src/db.rs", "modified", patch)]);
@@ -80,7 +73,7 @@ async fn review(patch: &str) -> Usage {
         )]),
     );
     let handler = ReviewHandler::new(h.services.clone());
-    let before = counting.calls();
+    let before = counting.call_count();
     handler
         .handle(review_harness::job(
             ReviewTrigger::Opened,
@@ -94,7 +87,7 @@ async fn review(patch: &str) -> Usage {
         llm_calls: prompts.len(),
         prompt_chars: prompts.iter().map(|p| p.text().len()).sum(),
         github_calls: h.github.requests().len(),
-        store_calls: counting.calls() - before,
+        store_calls: counting.call_count() - before,
     }
 }
 
@@ -103,7 +96,7 @@ async fn review(patch: &str) -> Usage {
 async fn turn() -> Usage {
     let h = Harness::start(conversation_harness::Backend::Sqlite).await;
     let (root, _) = h.seed_finding(true).await;
-    let counting = Arc::new(CountingStore::new(h.store.clone()));
+    let counting = Arc::new(FlakyStore::new(h.store.clone()));
     let mut services = h.services.clone();
     services.store = counting.clone();
     let handler = parley_core::conversation::ConversationHandler::new(services);
@@ -117,7 +110,7 @@ async fn turn() -> Usage {
     let (llm_before, github_before, store_before) = (
         h.llm.prompts().len(),
         h.github.requests().len(),
-        counting.calls(),
+        counting.call_count(),
     );
     let second = h.inline_comment(
         conversation_harness::AUTHOR,
@@ -130,7 +123,7 @@ async fn turn() -> Usage {
         llm_calls: prompts.len() - llm_before,
         prompt_chars: prompts[llm_before..].iter().map(|p| p.text().len()).sum(),
         github_calls: h.github.requests().len() - github_before,
-        store_calls: counting.calls() - store_before,
+        store_calls: counting.call_count() - store_before,
     }
 }
 

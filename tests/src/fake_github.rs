@@ -511,6 +511,45 @@ pub fn example(file: &str) -> Value {
 }
 
 /// GitHub's `since` filter on comment listings: updated at or after the given time.
+/// The items of `list` on issue or PR `number` (as the path spells it) of `repo` that
+/// `keep` keeps, in the order they were made.
+fn on(
+    list: &[(String, u64, Value)],
+    repo: &str,
+    number: &str,
+    keep: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let number: u64 = number.parse().unwrap_or(0);
+    list.iter()
+        .filter(|(r, n, item)| r == repo && *n == number && keep(item))
+        .map(|(_, _, item)| item.clone())
+        .collect()
+}
+
+/// The item of `list` in `repo` with id `id` (as the path spells it), or GitHub's 404.
+fn by_id(list: &[(String, u64, Value)], repo: &str, id: &str) -> Response {
+    let id: u64 = id.parse().unwrap_or(0);
+    match list
+        .iter()
+        .find(|(r, _, item)| r == repo && item["id"] == id)
+    {
+        Some((_, _, item)) => ok(item.clone()),
+        None => not_found(),
+    }
+}
+
+/// `PATCH` of a comment: its body becomes the request's.
+fn edit_body(list: &mut [(String, u64, Value)], repo: &str, id: &str, body: &Value) -> Response {
+    let id: u64 = id.parse().unwrap_or(0);
+    match list.iter_mut().find(|(r, _, c)| r == repo && c["id"] == id) {
+        Some((_, _, comment)) => {
+            comment["body"] = body["body"].clone();
+            ok(comment.clone())
+        }
+        None => not_found(),
+    }
+}
+
 fn updated_since(comment: &Value, since: Option<&str>) -> bool {
     let Some(since) = since else { return true };
     let since = since
@@ -943,46 +982,19 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
             paginated(path, query, files)
         }
         ["pulls", n, "comments"] => {
-            let n: u64 = n.parse().unwrap_or(0);
             let since = query_param(query, "since");
-            let items = s
-                .review_comments
-                .iter()
-                .filter(|(r, p, c)| r == repo && *p == n && updated_since(c, since.as_deref()))
-                .map(|(_, _, c)| c.clone())
-                .collect();
+            let items = on(&s.review_comments, repo, n, |c| {
+                updated_since(c, since.as_deref())
+            });
             paginated(path, query, items)
         }
-        ["pulls", "comments", id] => {
-            let id: u64 = id.parse().unwrap_or(0);
-            match s
-                .review_comments
-                .iter()
-                .find(|(r, _, c)| r == repo && c["id"] == id)
-            {
-                Some((_, _, c)) => ok(c.clone()),
-                None => not_found(),
-            }
-        }
-        ["pulls", n, "reviews"] => {
-            let n: u64 = n.parse().unwrap_or(0);
-            let items = s
-                .reviews
-                .iter()
-                .filter(|(r, p, _)| r == repo && *p == n)
-                .map(|(_, _, c)| c.clone())
-                .collect();
-            paginated(path, query, items)
-        }
+        ["pulls", "comments", id] => by_id(&s.review_comments, repo, id),
+        ["pulls", n, "reviews"] => paginated(path, query, on(&s.reviews, repo, n, |_| true)),
         ["pulls", n, "reviews", review, "comments"] => {
-            let n: u64 = n.parse().unwrap_or(0);
             let review: u64 = review.parse().unwrap_or(0);
-            let items = s
-                .review_comments
-                .iter()
-                .filter(|(r, p, c)| r == repo && *p == n && c["pull_request_review_id"] == review)
-                .map(|(_, _, c)| c.clone())
-                .collect();
+            let items = on(&s.review_comments, repo, n, |c| {
+                c["pull_request_review_id"] == review
+            });
             paginated(path, query, items)
         }
         ["compare", basehead] => match s.compares.get(&(repo.to_string(), basehead.to_string())) {
@@ -990,27 +1002,13 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
             None => not_found(),
         },
         ["issues", n, "comments"] => {
-            let n: u64 = n.parse().unwrap_or(0);
             let since = query_param(query, "since");
-            let items = s
-                .issue_comments
-                .iter()
-                .filter(|(r, p, c)| r == repo && *p == n && updated_since(c, since.as_deref()))
-                .map(|(_, _, c)| c.clone())
-                .collect();
+            let items = on(&s.issue_comments, repo, n, |c| {
+                updated_since(c, since.as_deref())
+            });
             paginated(path, query, items)
         }
-        ["issues", "comments", id] => {
-            let id: u64 = id.parse().unwrap_or(0);
-            match s
-                .issue_comments
-                .iter()
-                .find(|(r, _, c)| r == repo && c["id"] == id)
-            {
-                Some((_, _, c)) => ok(c.clone()),
-                None => not_found(),
-            }
-        }
+        ["issues", "comments", id] => by_id(&s.issue_comments, repo, id),
         ["tarball", sha] => match s.tarballs.get(&(repo.to_string(), sha.to_string())) {
             Some(bytes) => (
                 StatusCode::OK,
@@ -1123,20 +1121,7 @@ fn write_repo(s: &mut State, method: &str, repo: &str, rest: &[&str], body: Valu
             pr["number"] = n.into();
             created(pr)
         }
-        ("PATCH", ["pulls", "comments", id]) => {
-            let id: u64 = id.parse().unwrap_or(0);
-            match s
-                .review_comments
-                .iter_mut()
-                .find(|(r, _, c)| r == repo && c["id"] == id)
-            {
-                Some((_, _, c)) => {
-                    c["body"] = body["body"].clone();
-                    ok(c.clone())
-                }
-                None => not_found(),
-            }
-        }
+        ("PATCH", ["pulls", "comments", id]) => edit_body(&mut s.review_comments, repo, id, &body),
         ("POST", ["issues", n, "comments"]) => {
             let n: u64 = n.parse().unwrap_or(0);
             let id = s.next_id();
@@ -1150,20 +1135,7 @@ fn write_repo(s: &mut State, method: &str, repo: &str, rest: &[&str], body: Valu
             s.issue_comments.push((repo.to_string(), n, c.clone()));
             created(c)
         }
-        ("PATCH", ["issues", "comments", id]) => {
-            let id: u64 = id.parse().unwrap_or(0);
-            match s
-                .issue_comments
-                .iter_mut()
-                .find(|(r, _, c)| r == repo && c["id"] == id)
-            {
-                Some((_, _, c)) => {
-                    c["body"] = body["body"].clone();
-                    ok(c.clone())
-                }
-                None => not_found(),
-            }
-        }
+        ("PATCH", ["issues", "comments", id]) => edit_body(&mut s.issue_comments, repo, id, &body),
         ("POST", ["issues", "comments", id, "reactions"]) => reaction(s, "issue", id, body),
         ("POST", ["pulls", "comments", id, "reactions"]) => reaction(s, "review", id, body),
         ("POST", ["check-runs"]) => {

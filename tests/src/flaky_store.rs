@@ -2,7 +2,8 @@
 //! answering [`StoreError::Unavailable`] on command, as DynamoDB does when it throttles or
 //! the network drops. Every call is counted and named, so a test can take the store away
 //! at job start, from the n-th call on (mid-job), or for the n-th call alone, and tell
-//! which call that was.
+//! which call that was; and a benchmark, left healthy, can tell what a job costs the
+//! store (calls per turn, memory reads per review).
 
 use async_trait::async_trait;
 use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
@@ -64,6 +65,20 @@ impl FlakyStore {
     /// The calls made since the last reset, by method name.
     pub fn calls(&self) -> Vec<&'static str> {
         self.state().calls.clone()
+    }
+
+    /// How many calls were made since the last reset, of every kind.
+    pub fn call_count(&self) -> usize {
+        self.state().calls.len()
+    }
+
+    /// How many calls of the method `name` were made since the last reset.
+    pub fn count_of(&self, name: &str) -> usize {
+        self.state()
+            .calls
+            .iter()
+            .filter(|call| **call == name)
+            .count()
     }
 
     /// Start counting calls from 0 again.

@@ -56,7 +56,6 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
 
 pub mod clients;
 pub mod conversation_harness;
-pub mod counting_store;
 pub mod deliveries;
 pub mod fake_embeddings;
 pub mod fake_github;

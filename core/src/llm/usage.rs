@@ -266,13 +266,7 @@ mod tests {
             if request.system == "fail" {
                 return Err(LlmError::Network("down".into()));
             }
-            Ok(LlmResponse {
-                text: "ok".into(),
-                usage: Usage::new(1_000_000, 0),
-                model: self.0.to_owned(),
-                truncated: false,
-                tool_calls: Vec::new(),
-            })
+            Ok(LlmResponse::answer("ok", Usage::new(1_000_000, 0), self.0))
         }
 
         fn model(&self) -> &str {

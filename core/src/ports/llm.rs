@@ -265,6 +265,20 @@ pub struct LlmResponse {
     pub tool_calls: Vec<ToolCall>,
 }
 
+impl LlmResponse {
+    /// A whole answer in text: not cut off, no tool called. What most replies are, and
+    /// what a test's model says.
+    pub fn answer(text: impl Into<String>, usage: Usage, model: impl Into<String>) -> Self {
+        LlmResponse {
+            text: text.into(),
+            usage,
+            model: model.into(),
+            truncated: false,
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
 /// Tokens one or more calls consumed; summed across calls for a review or a reply.
 ///
 /// Input is counted in three parts because it is billed in three: `input_tokens` at the

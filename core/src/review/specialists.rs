@@ -315,13 +315,11 @@ mod tests {
                     message: "down".into(),
                 });
             }
-            Ok(LlmResponse {
-                text: r#"{"findings": []}"#.into(),
-                usage: Usage::new(1, 1),
-                model: "m".into(),
-                truncated: false,
-                tool_calls: Vec::new(),
-            })
+            Ok(LlmResponse::answer(
+                r#"{"findings": []}"#,
+                Usage::new(1, 1),
+                "m",
+            ))
         }
 
         fn model(&self) -> &str {
@@ -403,13 +401,11 @@ mod tests {
                 .unwrap_or_else(|e| e.into_inner())
                 .push((Instant::now(), request.clone()));
             tokio::time::sleep(Duration::from_millis(50)).await;
-            Ok(LlmResponse {
-                text: r#"{"findings": []}"#.into(),
-                usage: Usage::new(1, 1),
-                model: "m".into(),
-                truncated: false,
-                tool_calls: Vec::new(),
-            })
+            Ok(LlmResponse::answer(
+                r#"{"findings": []}"#,
+                Usage::new(1, 1),
+                "m",
+            ))
         }
 
         fn model(&self) -> &str {

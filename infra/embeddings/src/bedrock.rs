@@ -135,7 +135,7 @@ struct Reply {
 
 fn classify(error: SdkError<InvokeModelError, HttpResponse>, model: &str) -> Failure {
     // Not `DisplayErrorContext`: it prints the raw response, body included.
-    let text = crate::error_chain(&error);
+    let text = parley_llm::error_chain(&error);
     let unavailable = |m: String| Failure::Retry(EmbeddingError::Unavailable(m), None);
     let (service, status) = match error {
         SdkError::ServiceError(context) if context.raw().status().is_success() => {

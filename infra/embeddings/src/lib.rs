@@ -121,16 +121,3 @@ fn static_embedder(_config: &EmbeddingsConfig) -> Result<Arc<dyn Embedder>, Embe
             .into(),
     ))
 }
-
-/// reqwest's and the SDK's top-level messages hide the cause ("error sending request",
-/// "dispatch failure"); the chain of sources says "connection refused".
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}

@@ -155,7 +155,11 @@ impl OpenAiEmbedder {
             )))
         } else {
             Failure::Retry(
-                EmbeddingError::Unavailable(format!("{}: {}", self.url, crate::error_chain(error))),
+                EmbeddingError::Unavailable(format!(
+                    "{}: {}",
+                    self.url,
+                    parley_llm::error_chain(error)
+                )),
                 None,
             )
         }

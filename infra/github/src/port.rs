@@ -102,7 +102,7 @@ impl GitHub for GitHubClient {
         repo: &RepoScope,
         comment_id: u64,
     ) -> Result<ReviewComment, GitHubError> {
-        review_comments::get(self, repo, comment_id).await
+        crate::operations::get_comment(self, repo, "pulls", comment_id).await
     }
 
     async fn create_review_comment(
@@ -131,7 +131,7 @@ impl GitHub for GitHubClient {
         comment_id: u64,
         body: &str,
     ) -> Result<ReviewComment, GitHubError> {
-        review_comments::update(self, repo, comment_id, body).await
+        crate::operations::edit_comment(self, repo, "pulls", comment_id, body).await
     }
 
     async fn find_review_thread(
@@ -166,7 +166,7 @@ impl GitHub for GitHubClient {
         repo: &RepoScope,
         comment_id: u64,
     ) -> Result<IssueComment, GitHubError> {
-        issue_comments::get(self, repo, comment_id).await
+        crate::operations::get_comment(self, repo, "issues", comment_id).await
     }
 
     async fn create_issue_comment(
@@ -184,7 +184,7 @@ impl GitHub for GitHubClient {
         comment_id: u64,
         body: &str,
     ) -> Result<IssueComment, GitHubError> {
-        issue_comments::update(self, repo, comment_id, body).await
+        crate::operations::edit_comment(self, repo, "issues", comment_id, body).await
     }
 
     async fn get_file_contents(

@@ -60,8 +60,8 @@ pub async fn send(request: RequestBuilder, timeout: Duration) -> Result<RawRespo
     })
 }
 
-/// reqwest's top-level message ("error sending request") hides the cause; the chain
-/// says "connection refused".
+/// reqwest's and the SDK's top-level messages hide the cause ("error sending request",
+/// "dispatch failure"); the chain of sources says "connection refused".
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -329,13 +329,7 @@ mod tests {
             self.most.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(20)).await;
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            Ok(LlmResponse {
-                text: "{}".into(),
-                usage: Usage::new(1, 1),
-                model: "m".into(),
-                truncated: false,
-                tool_calls: Vec::new(),
-            })
+            Ok(LlmResponse::answer("{}", Usage::new(1, 1), "m"))
         }
         fn model(&self) -> &str {
             "m"
@@ -418,13 +412,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
             self.busy.fetch_sub(1, Ordering::SeqCst);
             self.answered.fetch_add(1, Ordering::SeqCst);
-            Ok(LlmResponse {
-                text: "{}".into(),
-                usage: Usage::new(1, 1),
-                model: "m".into(),
-                truncated: false,
-                tool_calls: Vec::new(),
-            })
+            Ok(LlmResponse::answer("{}", Usage::new(1, 1), "m"))
         }
         fn model(&self) -> &str {
             "m"

@@ -24,18 +24,6 @@ pub(crate) async fn list(
     client.get_paged(auth(repo), url, limit).await
 }
 
-pub(crate) async fn get(
-    client: &GitHubClient,
-    repo: &RepoScope,
-    comment_id: u64,
-) -> Result<IssueComment, GitHubError> {
-    let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["issues", "comments", &comment_id])?;
-    client.get_json(auth(repo), url).await
-}
-
 /// Creates a comment: not replayed once GitHub may have it.
 pub(crate) async fn create(
     client: &GitHubClient,
@@ -50,24 +38,6 @@ pub(crate) async fn create(
         (Method::POST, &["issues", &number, "comments"]),
         body,
         Replay::NotAfterSend,
-    )
-    .await
-}
-
-/// An edit is idempotent, so it is replayed.
-pub(crate) async fn update(
-    client: &GitHubClient,
-    repo: &RepoScope,
-    comment_id: u64,
-    body: &str,
-) -> Result<IssueComment, GitHubError> {
-    let comment_id = comment_id.to_string();
-    write_body(
-        client,
-        repo,
-        (Method::PATCH, &["issues", "comments", &comment_id]),
-        body,
-        Replay::Safe,
     )
     .await
 }

@@ -35,6 +35,40 @@ pub(crate) fn with_since(mut url: Url, since: Option<OffsetDateTime>) -> Result<
     Ok(url)
 }
 
+/// One comment by id. Top-level comments live `under` "issues" and inline ones under
+/// "pulls"; both are read and edited the same way.
+pub(crate) async fn get_comment<T: DeserializeOwned>(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    under: &str,
+    comment_id: u64,
+) -> Result<T, GitHubError> {
+    let comment_id = comment_id.to_string();
+    let url = client
+        .base
+        .repo_url(repo, &[under, "comments", &comment_id])?;
+    client.get_json(pulls::auth(repo), url).await
+}
+
+/// An edit sets the body to the same text however often it runs, so it is replayed.
+pub(crate) async fn edit_comment<T: DeserializeOwned>(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    under: &str,
+    comment_id: u64,
+    body: &str,
+) -> Result<T, GitHubError> {
+    let comment_id = comment_id.to_string();
+    write_body(
+        client,
+        repo,
+        (Method::PATCH, &[under, "comments", &comment_id]),
+        body,
+        Replay::Safe,
+    )
+    .await
+}
+
 /// Send `{"body": …}` to `path` under the repository: how a comment is written, replied
 /// to and edited. `replay` is the write's own class (see the module doc).
 pub(crate) async fn write_body<T: DeserializeOwned>(

@@ -30,18 +30,6 @@ pub(crate) async fn list(
     client.get_paged(auth(repo), url, limit).await
 }
 
-pub(crate) async fn get(
-    client: &GitHubClient,
-    repo: &RepoScope,
-    comment_id: u64,
-) -> Result<ReviewComment, GitHubError> {
-    let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &["pulls", "comments", &comment_id])?;
-    client.get_json(auth(repo), url).await
-}
-
 #[derive(Serialize)]
 struct NewCommentBody<'a> {
     commit_id: &'a str,
@@ -87,24 +75,6 @@ pub(crate) async fn reply(
         ),
         body,
         Replay::NotAfterSend,
-    )
-    .await
-}
-
-/// An edit sets the body to the same text however often it runs, so it is replayed.
-pub(crate) async fn update(
-    client: &GitHubClient,
-    repo: &RepoScope,
-    comment_id: u64,
-    body: &str,
-) -> Result<ReviewComment, GitHubError> {
-    let comment_id = comment_id.to_string();
-    write_body(
-        client,
-        repo,
-        (Method::PATCH, &["pulls", "comments", &comment_id]),
-        body,
-        Replay::Safe,
     )
     .await
 }

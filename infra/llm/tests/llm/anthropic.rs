@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{Canned, FakeServer, fast_retries};
-use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, Message, Usage};
 use parley_llm::AnthropicLlm;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -22,19 +22,7 @@ fn adapter(server: &FakeServer, timeout: Duration) -> AnthropicLlm {
 }
 
 fn request() -> LlmRequest {
-    LlmRequest::new(
-        "You are a careful reviewer.",
-        vec![
-            Message::user("Is this a bug?"),
-            Message::assistant("Which line?"),
-            Message::user("Line 3."),
-        ],
-    )
-    .with_options(LlmOptions {
-        max_tokens: 512,
-        temperature: Some(0.2),
-        ..LlmOptions::default()
-    })
+    common::conversation(512, 0.2)
 }
 
 fn success(text: &str) -> Canned {

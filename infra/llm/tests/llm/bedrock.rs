@@ -6,7 +6,7 @@ use crate::common;
 
 use aws_sdk_bedrockruntime::config::{Credentials, Region};
 use common::{Canned, FakeServer, fast_retries};
-use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
+use parley_core::ports::llm::{Llm, LlmError, LlmRequest, Message, Usage};
 use parley_llm::BedrockLlm;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -24,19 +24,7 @@ async fn adapter(server: &FakeServer, timeout: Duration) -> BedrockLlm {
 }
 
 fn request() -> LlmRequest {
-    LlmRequest::new(
-        "You are a careful reviewer.",
-        vec![
-            Message::user("Is this a bug?"),
-            Message::assistant("Which line?"),
-            Message::user("Line 3."),
-        ],
-    )
-    .with_options(LlmOptions {
-        max_tokens: 700,
-        temperature: Some(0.5),
-        ..LlmOptions::default()
-    })
+    common::conversation(700, 0.5)
 }
 
 fn converse(text: &str, stop_reason: &str) -> Canned {

@@ -9,6 +9,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use parley_core::ports::llm::{LlmOptions, LlmRequest, Message};
 use parley_llm::RetryPolicy;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -250,14 +251,28 @@ async fn answer(
     response
 }
 
+/// The same short conversation every provider's tests send (the reviewer asked, the
+/// developer answered), with the options each test wants to see in the request.
+pub fn conversation(max_tokens: u32, temperature: f32) -> LlmRequest {
+    LlmRequest::new(
+        "You are a careful reviewer.",
+        vec![
+            Message::user("Is this a bug?"),
+            Message::assistant("Which line?"),
+            Message::user("Line 3."),
+        ],
+    )
+    .with_options(LlmOptions {
+        max_tokens,
+        temperature: Some(temperature),
+        ..LlmOptions::default()
+    })
+}
+
 /// A conversation in which the model called `read_file` (call `call_id`) and got its
 /// result back, offering the `read_file` tool again: what a tool loop's second turn sends.
-pub fn tool_request(
-    call_id: &str,
-    text: &str,
-    is_error: bool,
-) -> parley_core::ports::llm::LlmRequest {
-    use parley_core::ports::llm::{LlmRequest, Message, ToolCall, ToolResult, ToolSpec};
+pub fn tool_request(call_id: &str, text: &str, is_error: bool) -> LlmRequest {
+    use parley_core::ports::llm::{ToolCall, ToolResult, ToolSpec};
     let mut request = LlmRequest::new(
         "You are a careful reviewer.",
         vec![
