@@ -487,13 +487,7 @@ async fn resolution_signal(
 }
 
 fn github_error(err: crate::ports::GitHubError) -> JobError {
-    if err.is_transient() {
-        JobError::Transient(err.to_string())
-    } else if err.is_config() {
-        JobError::Misconfigured(err.to_string())
-    } else {
-        JobError::Permanent(err.to_string())
-    }
+    JobError::classify(&err, err.is_transient(), err.is_config())
 }
 
 /// The state a finding takes when its thread is resolved or unresolved, or `None` when it

@@ -45,6 +45,43 @@ pub struct FindingMarker {
     pub title: String,
 }
 
+impl FindingMarker {
+    /// The finding a posted comment stands for, as the review that posted it recorded it
+    /// (open, no outcome yet): how a finding the store lost is taken back from GitHub.
+    /// `comment` is the posted comment's text, marker and all.
+    pub fn finding(
+        &self,
+        repo: &str,
+        pr: u64,
+        comment: &str,
+        head_sha: String,
+        created_at: time::OffsetDateTime,
+    ) -> crate::ports::Finding {
+        crate::ports::Finding {
+            repo: repo.to_string(),
+            pr,
+            id: self.id.clone(),
+            fingerprint: self.fingerprint.clone(),
+            severity: self.severity,
+            category: self.category.clone(),
+            confidence: self.confidence,
+            path: self.path.clone(),
+            start_line: self.start_line,
+            line: self.line,
+            title: self.title.clone(),
+            body: strip(comment).trim().to_string(),
+            head_sha,
+            review_id: None,
+            comment_id: None,
+            state: crate::ports::FindingState::Open,
+            state_changed_by: None,
+            state_changed_at: None,
+            created_at,
+            outcome: None,
+        }
+    }
+}
+
 /// What every other Parley comment carries: which comment it answers and how. Read back
 /// to know what was already answered; never inferred from prose.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -1,7 +1,7 @@
 //! Every setting in force as `(key, value)`, in `.parley.yml`'s own spelling, for
 //! `@parley configuration`. One list, so a new key is shown the day it is added.
 
-use super::{PermissionLevel, RepoConfig};
+use super::RepoConfig;
 use crate::ports::Severity;
 
 pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
@@ -24,7 +24,7 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         .collect();
     [
         ("mention.allowedUsers", list(&m.allowed_users)),
-        ("mention.minPermission", level(m.min_permission).to_string()),
+        ("mention.minPermission", m.min_permission.name().to_string()),
         ("mention.claudeAlias", m.claude_alias.to_string()),
         (
             "mention.conversation.replyWithoutMention",
@@ -89,7 +89,7 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
             r.tools.max_secs_per_pass.to_string(),
         ),
         ("gate.blockOn", list(&severities)),
-        ("gate.resolveBy", level(g.resolve_by).to_string()),
+        ("gate.resolveBy", g.resolve_by.name().to_string()),
         ("retrieval.enabled", rt.enabled.to_string()),
         (
             "retrieval.hunkEmbedding.enabled",
@@ -100,16 +100,6 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
-}
-
-fn level(level: PermissionLevel) -> &'static str {
-    match level {
-        PermissionLevel::Read => "read",
-        PermissionLevel::Triage => "triage",
-        PermissionLevel::Write => "write",
-        PermissionLevel::Maintain => "maintain",
-        PermissionLevel::Admin => "admin",
-    }
 }
 
 fn severity(severity: Severity) -> &'static str {

@@ -63,6 +63,17 @@ impl PermissionLevel {
             _ => None,
         }
     }
+
+    /// The name `.parley.yml` and GitHub use for the level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Triage => "triage",
+            Self::Write => "write",
+            Self::Maintain => "maintain",
+            Self::Admin => "admin",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use super::thread::Conversation;
 use super::trigger::Trigger;
 use crate::markers::{self, FindingMarker};
 use crate::ports::github::{GitHub, PageLimit};
-use crate::ports::{Finding, FindingState, Store};
+use crate::ports::{Finding, Store};
 use crate::repo::{Guideline, load_guidelines};
 use crate::retrieval::queries::{self, QuestionContext};
 use crate::retrieval::{Candidate, Recall, Retrieved};
@@ -363,33 +363,18 @@ fn from_marker(
     root: &crate::ports::github::ReviewComment,
     marker: &FindingMarker,
 ) -> Finding {
+    let head_sha = if root.commit_id.is_empty() {
+        snap.pull()
+            .map(|pr| pr.head.sha.clone())
+            .unwrap_or_default()
+    } else {
+        root.commit_id.clone()
+    };
+    let created_at = root.created_at.min(OffsetDateTime::now_utc());
     Finding {
-        repo: snap.repo.clone(),
-        pr: snap.number,
-        id: marker.id.clone(),
-        fingerprint: marker.fingerprint.clone(),
-        severity: marker.severity,
-        category: marker.category.clone(),
-        confidence: marker.confidence,
-        path: marker.path.clone(),
-        start_line: marker.start_line,
-        line: marker.line,
-        title: marker.title.clone(),
-        body: markers::strip(&root.body).trim().to_string(),
-        head_sha: if root.commit_id.is_empty() {
-            snap.pull()
-                .map(|pr| pr.head.sha.clone())
-                .unwrap_or_default()
-        } else {
-            root.commit_id.clone()
-        },
         review_id: root.pull_request_review_id,
         comment_id: Some(root.id),
-        state: FindingState::Open,
-        state_changed_by: None,
-        state_changed_at: None,
-        created_at: root.created_at.min(OffsetDateTime::now_utc()),
-        outcome: None,
+        ..marker.finding(&snap.repo, snap.number, &root.body, head_sha, created_at)
     }
 }
 

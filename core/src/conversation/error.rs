@@ -44,12 +44,6 @@ impl From<ConversationError> for JobError {
             ConversationError::Queue(e) => matches!(e, QueueError::Config(_)),
             ConversationError::NoInstallation => false,
         };
-        if err.is_transient() {
-            JobError::Transient(err.to_string())
-        } else if config {
-            JobError::Misconfigured(err.to_string())
-        } else {
-            JobError::Permanent(err.to_string())
-        }
+        JobError::classify(&err, err.is_transient(), config)
     }
 }

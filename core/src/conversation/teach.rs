@@ -84,7 +84,7 @@ pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), Co
     if loosens && !authority.may_loosen() {
         let why = format!(
             "making Parley report less (`don't flag …`, `be more lenient …`) needs {} permission on this repository, the same as lifting a blocking finding; you may make it stricter (`be stricter about …`) or add context (`remember …`)",
-            level_name(turn.snap.config.config.gate.resolve_by)
+            turn.snap.config.config.gate.resolve_by.name()
         );
         let mut text = format!(
             "I did not add that as a learning, @{}: {why}.",
@@ -277,7 +277,7 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
         if !authority(turn).await?.may_loosen() {
             let why = format!(
                 "taking back someone else's learning needs {} permission on this repository (or being its author, @{})",
-                level_name(turn.snap.config.config.gate.resolve_by),
+                turn.snap.config.config.gate.resolve_by.name(),
                 learning.author
             );
             let text = format!("Sorry @{}, {why}.", turn.trigger.author.login);
@@ -345,16 +345,6 @@ async fn authority(turn: &Turn<'_>) -> Result<Authority, ConversationError> {
     } else {
         Authority::Participant
     })
-}
-
-fn level_name(level: PermissionLevel) -> &'static str {
-    match level {
-        PermissionLevel::Read => "read",
-        PermissionLevel::Triage => "triage",
-        PermissionLevel::Write => "write",
-        PermissionLevel::Maintain => "maintain",
-        PermissionLevel::Admin => "admin",
-    }
 }
 
 /// Why the trigger's author may not teach at `scope`, if they may not.

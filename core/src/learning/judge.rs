@@ -203,18 +203,10 @@ mod tests {
 
     fn finding(confidence: u8) -> Candidate {
         Candidate {
-            path: "a.rs".into(),
             line: 1,
-            start_line: None,
-            severity: Severity::Medium,
-            category: "bug".into(),
             confidence,
-            title: "t".into(),
-            body: String::new(),
-            suggestion: None,
-            passes: vec![],
             fingerprint: "f".into(),
-            on_diff: true,
+            ..Candidate::sample("a.rs", Severity::Medium, "bug", "t")
         }
     }
 

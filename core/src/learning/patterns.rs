@@ -182,18 +182,8 @@ mod tests {
 
     fn candidate(path: &str, title: &str, severity: Severity, category: &str) -> Candidate {
         Candidate {
-            path: path.into(),
-            line: 3,
-            start_line: None,
-            severity,
-            category: category.into(),
-            confidence: 80,
-            title: title.into(),
-            body: String::new(),
-            suggestion: None,
-            passes: vec![],
             fingerprint: format!("fp-{title}"),
-            on_diff: true,
+            ..Candidate::sample(path, severity, category, title)
         }
     }
 

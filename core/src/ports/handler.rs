@@ -22,6 +22,24 @@ pub enum JobError {
 }
 
 impl JobError {
+    /// The failure an error becomes, from what the error knows of itself: a transient one
+    /// is retried, a configuration one retried and then dead-lettered for a redrive, and
+    /// the rest dropped.
+    pub fn classify(
+        error: &(impl std::fmt::Display + ?Sized),
+        transient: bool,
+        config: bool,
+    ) -> Self {
+        let message = error.to_string();
+        if transient {
+            JobError::Transient(message)
+        } else if config {
+            JobError::Misconfigured(message)
+        } else {
+            JobError::Permanent(message)
+        }
+    }
+
     /// Whether the queue should deliver the message again.
     pub fn is_retried(&self) -> bool {
         !matches!(self, JobError::Permanent(_))

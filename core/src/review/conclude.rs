@@ -6,8 +6,9 @@ use super::{ReviewError, ReviewHandler, gate, pr_url, repo_url, runs, summary};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::mention::Handles;
-use crate::ports::github::{PullRequest, RepoScope};
+use crate::ports::github::{CheckConclusion, PullRequest, RepoScope, Review};
 use crate::ports::{ReviewRun, RunState};
+use crate::services::Services;
 use std::collections::HashSet;
 
 impl ReviewHandler {
@@ -76,42 +77,27 @@ impl ReviewHandler {
         if pr.state != "open" || runs::is_manual(job.trigger) || pr.head.sha != job.head_sha {
             return Ok(());
         }
-        let repo = job.repo.tenant().repo;
-        let findings = self
-            .services
-            .store
-            .findings_for_pr(&repo, job.number)
+        conclude_not_run(&self.services, scope, job, pr, config, reason, None).await
+    }
+
+    /// Conclude the head's check on a published review's verdict, then mark the run
+    /// published with its review. In this order: a failure in between retries the
+    /// conclusion, and a run is never published while its check still runs.
+    pub(super) async fn conclude_published(
+        &self,
+        scope: &RepoScope,
+        run: &mut ReviewRun,
+        verdict: &gate::Verdict<'_>,
+        config: &RepoConfig,
+        review: &Review,
+    ) -> Result<(), ReviewError> {
+        let head_sha = runs::head_of(&run.head_sha).to_string();
+        let (conclusion, output) = gate::conclude(verdict, &config.gate);
+        self.conclude_check(scope, run, &head_sha, conclusion, output)
             .await?;
-        let open = gate::open_blocking(
-            &findings,
-            &config.gate,
-            config.review.min_confidence,
-            &HashSet::new(),
-        );
-        let repo_url = repo_url(pr, &job.repo.full_name());
-        let pr_url = pr_url(pr, &repo_url);
-        let verdict = gate::Verdict::Skipped {
-            reason,
-            open,
-            repo_url: &repo_url,
-            pr_url: &pr_url,
-        };
-        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
-        let check = gate::Check {
-            id: None,
-            name: gate::CHECK_NAME,
-            head_sha: &pr.head.sha,
-            external_id: &key,
-        };
-        gate::complete(
-            self.services.github.as_ref(),
-            scope,
-            &check,
-            conclusion,
-            output,
-        )
-        .await?;
+        run.review_id = Some(review.id);
+        run.review_url = Some(review.html_url.clone());
+        runs::finish(self.services.store.as_ref(), run, RunState::Published).await?;
         Ok(())
     }
 
@@ -165,4 +151,47 @@ impl ReviewHandler {
         .await;
         Ok(())
     }
+}
+
+/// Conclude the head's "Parley review" check for an automatic review that did not run:
+/// `neutral` with `reason`, or `failure` while blocking findings of earlier reviews are
+/// still open. `neutral_title` replaces the check's title when nothing blocks.
+pub(super) async fn conclude_not_run(
+    services: &Services,
+    scope: &RepoScope,
+    job: &ReviewJob,
+    pr: &PullRequest,
+    config: &RepoConfig,
+    reason: &str,
+    neutral_title: Option<&str>,
+) -> Result<(), ReviewError> {
+    let repo = job.repo.tenant().repo;
+    let findings = services.store.findings_for_pr(&repo, job.number).await?;
+    let open = gate::open_blocking(
+        &findings,
+        &config.gate,
+        config.review.min_confidence,
+        &HashSet::new(),
+    );
+    let repo_url = repo_url(pr, &job.repo.full_name());
+    let pr_url = pr_url(pr, &repo_url);
+    let verdict = gate::Verdict::Skipped {
+        reason,
+        open,
+        repo_url: &repo_url,
+        pr_url: &pr_url,
+    };
+    let (conclusion, mut output) = gate::conclude(&verdict, &config.gate);
+    if let Some(title) = neutral_title.filter(|_| conclusion == CheckConclusion::Neutral) {
+        output.title = title.to_string();
+    }
+    let key = runs::claim_key(&repo, job.number, &pr.head.sha);
+    let check = gate::Check {
+        id: None,
+        name: gate::CHECK_NAME,
+        head_sha: &pr.head.sha,
+        external_id: &key,
+    };
+    gate::complete(services.github.as_ref(), scope, &check, conclusion, output).await?;
+    Ok(())
 }

@@ -60,12 +60,6 @@ impl ReviewError {
 
 impl From<ReviewError> for JobError {
     fn from(err: ReviewError) -> Self {
-        if err.is_transient() {
-            JobError::Transient(err.to_string())
-        } else if err.is_config() {
-            JobError::Misconfigured(err.to_string())
-        } else {
-            JobError::Permanent(err.to_string())
-        }
+        JobError::classify(&err, err.is_transient(), err.is_config())
     }
 }

@@ -79,18 +79,11 @@ mod tests {
 
     fn candidate(title: &str, severity: Severity, confidence: u8, on_diff: bool) -> Candidate {
         Candidate {
-            path: "a.rs".into(),
             line: 1,
-            start_line: None,
-            severity,
-            category: "bug".into(),
             confidence,
-            title: title.into(),
-            body: String::new(),
-            suggestion: None,
             passes: vec!["correctness".into()],
-            fingerprint: title.into(),
             on_diff,
+            ..Candidate::sample("a.rs", severity, "bug", title)
         }
     }
 

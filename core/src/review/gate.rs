@@ -511,18 +511,9 @@ mod tests {
 
     fn finding(severity: Severity) -> Candidate {
         Candidate {
-            path: "a.rs".into(),
-            line: 3,
-            start_line: None,
-            severity,
-            category: "bug".into(),
             confidence: 90,
-            title: "t".into(),
-            body: String::new(),
-            suggestion: None,
-            passes: vec![],
             fingerprint: "f".into(),
-            on_diff: true,
+            ..Candidate::sample("a.rs", severity, "bug", "t")
         }
     }
 

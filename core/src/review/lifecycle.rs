@@ -223,18 +223,9 @@ mod tests {
 
     fn candidate(fingerprint: &str) -> Candidate {
         Candidate {
-            path: "src/a.rs".into(),
-            line: 3,
-            start_line: None,
-            severity: Severity::High,
-            category: "bug".into(),
             confidence: 90,
-            title: "t".into(),
-            body: String::new(),
-            suggestion: None,
-            passes: vec![],
             fingerprint: fingerprint.into(),
-            on_diff: true,
+            ..Candidate::sample("src/a.rs", Severity::High, "bug", "t")
         }
     }
 

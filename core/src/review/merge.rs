@@ -42,6 +42,28 @@ pub struct Candidate {
     pub on_diff: bool,
 }
 
+#[cfg(test)]
+impl Candidate {
+    /// A finding on line 3 of `path`, confidence 80, on the diff, fingerprinted by its
+    /// title: what the tests start from, changing the field they are about.
+    pub(crate) fn sample(path: &str, severity: Severity, category: &str, title: &str) -> Self {
+        Candidate {
+            path: path.into(),
+            line: 3,
+            start_line: None,
+            severity,
+            category: category.into(),
+            confidence: 80,
+            title: title.into(),
+            body: String::new(),
+            suggestion: None,
+            passes: vec![],
+            fingerprint: title.into(),
+            on_diff: true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Merged {
     pub candidates: Vec<Candidate>,

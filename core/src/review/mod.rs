@@ -559,13 +559,8 @@ impl ReviewHandler {
             pr_url: &pr_url,
             head_sha: &head_sha,
         };
-        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        self.conclude_check(scope, run, &head_sha, conclusion, output)
+        self.conclude_published(scope, run, &verdict, config, review)
             .await?;
-
-        run.review_id = Some(review.id);
-        run.review_url = Some(review.html_url.clone());
-        runs::finish(store, run, RunState::Published).await?;
         // A manual review never concludes the gate itself, but findings it closed or
         // reopened change what the head's automatic review concluded: judge that again.
         if !automatic && (!changes.closed.is_empty() || !changes.reopened.is_empty()) {

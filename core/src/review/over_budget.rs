@@ -8,15 +8,14 @@
 //! Public text names no amounts: what an organisation spends is not for every reader of a
 //! public repository. The log line has them.
 
-use super::{ReviewError, gate, pr_url, repo_url, runs};
+use super::{ReviewError, runs};
 use crate::budget::Standing;
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::markers::{self, ReplyMarker};
-use crate::ports::github::{CheckConclusion, PullRequest, RepoScope};
+use crate::ports::github::{PullRequest, RepoScope};
 use crate::ports::{Claim, Store};
 use crate::services::Services;
-use std::collections::HashSet;
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -47,33 +46,8 @@ pub async fn conclude(
     let repo = job.repo.tenant().repo;
     tracing::info!(%repo, number = job.number, installation = standing.installation, spent_usd = standing.spent_usd(), limit_usd = standing.limit.map(|(usd, _)| usd), "review not run: monthly LLM budget exhausted");
     if !runs::is_manual(job.trigger) && pr.head.sha == job.head_sha {
-        let findings = services.store.findings_for_pr(&repo, job.number).await?;
-        let open = gate::open_blocking(
-            &findings,
-            &config.gate,
-            config.review.min_confidence,
-            &HashSet::new(),
-        );
-        let repo_url = repo_url(pr, &job.repo.full_name());
-        let pr_url = pr_url(pr, &repo_url);
-        let verdict = gate::Verdict::Skipped {
-            reason: REASON,
-            open,
-            repo_url: &repo_url,
-            pr_url: &pr_url,
-        };
-        let (conclusion, mut output) = gate::conclude(&verdict, &config.gate);
-        if conclusion == CheckConclusion::Neutral {
-            output.title = CHECK_TITLE.to_string();
-        }
-        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
-        let check = gate::Check {
-            id: None,
-            name: gate::CHECK_NAME,
-            head_sha: &pr.head.sha,
-            external_id: &key,
-        };
-        gate::complete(services.github.as_ref(), scope, &check, conclusion, output).await?;
+        let title = Some(CHECK_TITLE);
+        super::conclude::conclude_not_run(services, scope, job, pr, config, REASON, title).await?;
     }
     note_once(services, scope, job, standing).await
 }

@@ -8,7 +8,7 @@ use crate::job::ReviewJob;
 use crate::markers::{self, FindingMarker};
 use crate::mention::Handles;
 use crate::ports::github::{PageLimit, PullRequest, RepoScope, Review};
-use crate::ports::{Finding, FindingState, ReviewRun, RunState};
+use crate::ports::{Finding, FindingState, ReviewRun};
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
@@ -53,27 +53,17 @@ impl ReviewHandler {
                 continue;
             };
             if !stored.contains(&marker.id) {
+                let head_sha = runs::head_of(&run.head_sha).to_string();
                 let finding = Finding {
-                    repo: run.repo.clone(),
-                    pr: job.number,
-                    id: marker.id.clone(),
-                    fingerprint: marker.fingerprint.clone(),
-                    severity: marker.severity,
-                    category: marker.category.clone(),
-                    confidence: marker.confidence,
-                    path: marker.path.clone(),
-                    start_line: marker.start_line,
-                    line: marker.line,
-                    title: marker.title.clone(),
-                    body: markers::strip(&comment.body).trim().to_string(),
-                    head_sha: runs::head_of(&run.head_sha).to_string(),
                     review_id: Some(review.id),
                     comment_id: Some(comment.id),
-                    state: FindingState::Open,
-                    state_changed_by: None,
-                    state_changed_at: None,
-                    created_at: OffsetDateTime::now_utc(),
-                    outcome: None,
+                    ..marker.finding(
+                        &run.repo,
+                        job.number,
+                        &comment.body,
+                        head_sha,
+                        OffsetDateTime::now_utc(),
+                    )
                 };
                 // Only if still absent: one stored since the listing above keeps what
                 // people decided about it.
@@ -139,12 +129,8 @@ impl ReviewHandler {
             pr_url: &pr_url,
             head_sha: &head_sha,
         };
-        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        self.conclude_check(scope, run, &head_sha, conclusion, output)
+        self.conclude_published(scope, run, &verdict, config, &review)
             .await?;
-        run.review_id = Some(review.id);
-        run.review_url = Some(review.html_url.clone());
-        runs::finish(store, run, RunState::Published).await?;
         // The crash may have come before the review was remembered for retrieval: do it
         // now, as publishing does (failing open), rather than wait for the PR's next review.
         let findings: Vec<Finding> = on_pr

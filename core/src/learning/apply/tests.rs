@@ -26,18 +26,8 @@ fn learning(id: &str, kind: LearningKind, scope: Scope, hints: Hints) -> Learnin
 
 fn candidate(path: &str, category: &str, severity: Severity, title: &str) -> Candidate {
     Candidate {
-        path: path.into(),
         line: 1,
-        start_line: None,
-        severity,
-        category: category.into(),
-        confidence: 80,
-        title: title.into(),
-        body: String::new(),
-        suggestion: None,
-        passes: vec![],
-        fingerprint: title.into(),
-        on_diff: true,
+        ..Candidate::sample(path, severity, category, title)
     }
 }
 
