@@ -36,6 +36,11 @@ pub const JUDGE: &str = "final judge of an automated code review";
 /// `src/db.rs` of the standard PR: right-side lines 1-6, of which 2-4 are added.
 pub const DB_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
 
+/// `src/db.rs` after [`ReviewHarness::push_sql_fix`], as the PR's files show it.
+pub const FIXED_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n+}\n fn a() {}\n fn b() {}";
+/// What [`ReviewHarness::push_sql_fix`] changed since HEAD: line 3 rewritten.
+pub const FIX_SINCE_HEAD: &str = "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }";
+
 /// One test module per scenario, each run on a fresh [`ReviewHarness`] over SQLite and
 /// over DynamoDB (moto): `review_on_both_stores!(scenario_a, scenario_b)` where each
 /// scenario is an `async fn(ReviewHarness)` in scope.
@@ -79,6 +84,21 @@ pub struct ReviewHarness {
 }
 
 impl ReviewHarness {
+    /// A push from HEAD to HEAD2 that rewrites line 3 of `src/db.rs` with a parameterised
+    /// query: the SQL injection finding acted on. The PR's files show the fixed function.
+    pub fn push_sql_fix(&self) {
+        self.github
+            .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+        self.github
+            .set_files(REPO, PR, &[("src/db.rs", "modified", FIXED_PATCH)]);
+        self.github.set_compare(
+            REPO,
+            HEAD,
+            HEAD2,
+            &[("src/db.rs", "modified", FIX_SINCE_HEAD)],
+        );
+    }
+
     /// A push from HEAD to HEAD2 that adds one file: the PR now changes `src/db.rs` and
     /// `path`, and the compare since HEAD shows only `path`.
     pub fn push_added_file(&self, path: &str, patch: &str) {

@@ -276,21 +276,7 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
     );
 
     // A push that rewrites line 3, then the author resolves again: that counts.
-    let fixed = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n+}\n fn a() {}\n fn b() {}";
-    h.github
-        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
-    h.github
-        .set_files(REPO, PR, &[("src/db.rs", "modified", fixed)]);
-    h.github.set_compare(
-        REPO,
-        HEAD,
-        HEAD2,
-        &[(
-            "src/db.rs",
-            "modified",
-            "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }",
-        )],
-    );
+    h.push_sql_fix();
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("review of the fix");

@@ -381,18 +381,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
             .unwrap_or_else(|| panic!("no {title}"))
     };
     // A push that rewrites line 3: the SQL injection finding was acted on.
-    h.github
-        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
-    h.github.set_compare(
-        REPO,
-        HEAD,
-        HEAD2,
-        &[(
-            "src/db.rs",
-            "modified",
-            "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }",
-        )],
-    );
+    h.push_sql_fix();
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("incremental review");

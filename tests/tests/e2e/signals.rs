@@ -496,18 +496,7 @@ async fn an_outcome_a_review_records_while_a_turn_runs_survives_the_turn(h: Revi
     let push = async {
         held.wait_caught(1, Duration::from_secs(60), "the dispute's model call")
             .await;
-        h.github
-            .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
-        h.github.set_compare(
-            REPO,
-            HEAD,
-            HEAD2,
-            &[(
-                "src/db.rs",
-                "modified",
-                "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }",
-            )],
-        );
+        h.push_sql_fix();
         h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
             .await
             .expect("incremental review");
