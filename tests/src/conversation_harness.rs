@@ -10,7 +10,7 @@ use crate::tenants::key;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
-use parley_core::ports::{Finding, FindingState, JobError, JobHandler, Severity, Store};
+use parley_core::ports::{Finding, JobError, JobHandler, Severity, Store};
 use parley_core::services::Services;
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
@@ -123,27 +123,11 @@ impl Harness {
         let root = self
             .github
             .add_review_comment(REPO, PR, BOT, &body, None, "src/db.rs", 3);
+        let text = "The query is built with `format!` from `id`: SQL injection.";
+        let now = time::OffsetDateTime::now_utc();
         let finding = Finding {
-            repo: key(REPO),
-            pr: PR,
-            id: marker.id.clone(),
-            fingerprint: marker.fingerprint.clone(),
-            severity: Severity::High,
-            category: "security".into(),
-            confidence: 92,
-            path: "src/db.rs".into(),
-            start_line: None,
-            line: 3,
-            title: marker.title.clone(),
-            body: "The query is built with `format!` from `id`: SQL injection.".into(),
-            head_sha: HEAD.into(),
-            review_id: None,
             comment_id: Some(root),
-            state: FindingState::Open,
-            state_changed_by: None,
-            state_changed_at: None,
-            created_at: time::OffsetDateTime::now_utc(),
-            outcome: None,
+            ..marker.finding(&key(REPO), PR, text, HEAD.into(), now)
         };
         if in_store {
             self.store

@@ -5,7 +5,9 @@
 //! [`FakeGitHub`]: crate::fake_github::FakeGitHub
 
 use parley_core::Job;
+use parley_core::markers::{self, FindingMarker};
 use parley_core::mention::Handles;
+use parley_core::ports::Severity;
 use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
 use serde_json::{Value, json};
 
@@ -123,12 +125,10 @@ pub fn review_comment(
     payload
 }
 
-/// The body of a Parley finding as the review worker posts it inline: visible text and the
-/// hidden finding marker a reply's thread is recognised by.
-pub fn finding_body(id: &str, path: &str, line: u32, title: &str) -> String {
-    use parley_core::markers::{self, FindingMarker};
-    use parley_core::ports::Severity;
-    let marker = FindingMarker {
+/// The marker of a high-severity security finding `id` at `path:line`, as the review
+/// worker writes it.
+pub fn finding_marker(id: &str, path: &str, line: u32, title: &str) -> FindingMarker {
+    FindingMarker {
         id: id.into(),
         fingerprint: format!("fp-{id}"),
         severity: Severity::High,
@@ -138,10 +138,15 @@ pub fn finding_body(id: &str, path: &str, line: u32, title: &str) -> String {
         start_line: None,
         line,
         title: title.into(),
-    };
+    }
+}
+
+/// The body of a Parley finding as the review worker posts it inline: visible text and the
+/// hidden finding marker a reply's thread is recognised by.
+pub fn finding_body(id: &str, path: &str, line: u32, title: &str) -> String {
     markers::append(
         &format!("**[HIGH] security** (confidence 92)\n\n{title}."),
         markers::kind::FINDING,
-        &marker,
+        &finding_marker(id, path, line, title),
     )
 }

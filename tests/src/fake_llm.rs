@@ -323,6 +323,14 @@ impl FakeLlm {
         self.state().latency = latency;
     }
 
+    /// How many calls were made with `fragment` in their prompt.
+    pub fn calls_containing(&self, fragment: &str) -> usize {
+        self.prompts()
+            .iter()
+            .filter(|p| p.text().contains(fragment))
+            .count()
+    }
+
     pub fn prompts(&self) -> Vec<Prompt> {
         self.state().prompts.clone()
     }

@@ -12,7 +12,7 @@
 //! has no setting to shorten that, so after the kill the test moves the message's
 //! visibility deadline to now ([`queue_file::expire_in_flight`]) instead of waiting.
 
-use parley_core::markers::{self, ReplyMarker};
+use parley_core::markers::{self, FindingMarker, ReplyMarker};
 use parley_core::ports::{Finding, FindingState, Severity, Store};
 use parley_core::review::summary::ReviewMarker;
 use parley_store::sqlite::SqliteStore;
@@ -214,15 +214,6 @@ impl Rig {
             .collect()
     }
 
-    /// Model calls whose prompt contained `fragment`.
-    fn model_calls(&self, fragment: &str) -> usize {
-        self.llm
-            .prompts()
-            .iter()
-            .filter(|p| p.text().contains(fragment))
-            .count()
-    }
-
     /// Reviews on the PR whose summary marker names `head`.
     fn reviews_of(&self, head: &str) -> Vec<Value> {
         self.github
@@ -297,7 +288,7 @@ async fn killed_while_the_model_answers(root: bool) {
         rig.parley_comments()
     );
     assert_eq!(
-        rig.model_calls(phrase),
+        rig.llm.calls_containing(phrase),
         2,
         "the restarted process asked the model again (the first call died with the process)"
     );
@@ -355,7 +346,7 @@ async fn killed_after_github_stored_the_reply(root: bool) {
         rig.parley_comments()
     );
     assert_eq!(
-        rig.model_calls(phrase),
+        rig.llm.calls_containing(phrase),
         1,
         "the restart saw the answer on GitHub and did not ask the model again"
     );
@@ -462,7 +453,7 @@ async fn killed_during_the_specialist_passes_the_restart_publishes_one_review() 
     rig.finish().await;
     assert_reviewed_once(&mut rig).await;
     assert_eq!(
-        rig.model_calls(CORRECTNESS),
+        rig.llm.calls_containing(CORRECTNESS),
         2,
         "the restarted process ran the passes again"
     );
@@ -508,7 +499,7 @@ async fn killed_after_github_stored_the_review_the_restart_records_it_and_posts_
         "the restart did not post the review again"
     );
     assert_eq!(
-        rig.model_calls(CORRECTNESS),
+        rig.llm.calls_containing(CORRECTNESS),
         1,
         "the restart recovered the posted review instead of reviewing again"
     );
@@ -578,27 +569,20 @@ async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_d
     let root = rig.seed_finding();
     // Medium: a concession to the PR's author lifts it (a blocking one would need a code
     // change first, see `parley_core::review::resolution`), so the thread gets resolved.
-    let finding = Finding {
-        repo: key(REPO),
-        pr: PR,
-        id: "f-sql-1".into(),
-        fingerprint: "fp-f-sql-1".into(),
+    let marker = FindingMarker {
         severity: Severity::Medium,
-        category: "security".into(),
-        confidence: 92,
-        path: "src/db.rs".into(),
-        start_line: None,
-        line: 3,
-        title: "SQL built by format!".into(),
-        body: "SQL built by format!.".into(),
-        head_sha: HEAD.into(),
-        review_id: None,
+        ..deliveries::finding_marker("f-sql-1", "src/db.rs", 3, "SQL built by format!")
+    };
+    let body = "SQL built by format!.";
+    let finding = Finding {
         comment_id: Some(root),
-        state: FindingState::Open,
-        state_changed_by: None,
-        state_changed_at: None,
-        created_at: time::OffsetDateTime::now_utc(),
-        outcome: None,
+        ..marker.finding(
+            &key(REPO),
+            PR,
+            body,
+            HEAD.into(),
+            time::OffsetDateTime::now_utc(),
+        )
     };
     rig.store()
         .put_finding(&finding)

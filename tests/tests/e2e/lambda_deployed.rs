@@ -106,14 +106,6 @@ impl Rig {
             .filter(|c| c["user"]["login"] == BOT)
             .collect()
     }
-
-    fn model_calls(&self, fragment: &str) -> usize {
-        self.llm
-            .prompts()
-            .iter()
-            .filter(|p| p.text().contains(fragment))
-            .count()
-    }
 }
 
 /// Every invocation of a poll ended with a response (not a function error or timeout).
@@ -180,7 +172,11 @@ async fn a_mention_is_answered_once() {
         "answered once, however often SQS delivers"
     );
     assert_eq!(rig.parley_comments(PR).len(), 1, "no other note either");
-    assert_eq!(rig.model_calls(phrase), 1, "the model was asked once");
+    assert_eq!(
+        rig.llm.calls_containing(phrase),
+        1,
+        "the model was asked once"
+    );
     assert_eq!(
         rig.stack.conversation_worker.starts(),
         1,
