@@ -11,6 +11,7 @@ pub mod config;
 pub mod context;
 pub mod conversation;
 pub mod embedding;
+pub mod env;
 pub mod job;
 pub mod learning;
 pub mod llm;

@@ -39,13 +39,13 @@ impl ArchiveCache {
     /// From `PARLEY_SNAPSHOT_DIR` and `PARLEY_SNAPSHOT_CACHE_BYTES`; a budget of 0 turns
     /// the cache off, an unreadable one is the default (logged).
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Option<Self> {
-        let dir = env(DIR_ENV)
-            .filter(|dir| !dir.trim().is_empty())
+        let get = |name: &str| parley_core::env::value(env(name));
+        let dir = get(DIR_ENV)
             .map(PathBuf::from)
             .unwrap_or_else(|| std::env::temp_dir().join("parley-snapshots"));
-        let budget = match env(BUDGET_ENV) {
+        let budget = match get(BUDGET_ENV) {
             None => DEFAULT_BUDGET,
-            Some(text) => text.trim().parse::<u64>().unwrap_or_else(|_| {
+            Some(text) => text.parse::<u64>().unwrap_or_else(|_| {
                 tracing::warn!(value = %text, "{BUDGET_ENV} is not a number of bytes; using the default");
                 DEFAULT_BUDGET
             }),

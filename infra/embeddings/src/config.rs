@@ -122,11 +122,7 @@ impl EmbeddingsConfig {
     /// Read settings through `lookup`, so tests need not mutate the process environment.
     /// Blank values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, EmbeddingError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
+        let get = |name: &str| parley_core::env::value(lookup(name));
         let provider = match get(PROVIDER_ENV) {
             Some(value) => value.parse()?,
             None if get(LAMBDA_ENV).is_some() => Provider::Bedrock,

@@ -97,11 +97,7 @@ impl GitHubConfig {
     /// resolves a Secrets Manager ARN in `GITHUB_PRIVATE_KEY` first and answers that name
     /// with the PEM it fetched; tests use it to avoid mutating the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, GitHubError> {
-        let var = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
+        let var = |name: &str| parley_core::env::value(lookup(name));
 
         let app_id = var(ENV_APP_ID);
         let private_key_pem = match (var(ENV_PRIVATE_KEY), var(ENV_PRIVATE_KEY_FILE)) {

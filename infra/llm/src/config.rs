@@ -116,7 +116,7 @@ impl LlmConfig {
     /// Read settings through `lookup`, so tests need not mutate the process environment.
     /// Blank values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |name: &str| parley_core::env::value(lookup(name));
 
         let provider = match get(PROVIDER_ENV) {
             Some(value) => value.parse()?,
@@ -129,9 +129,9 @@ impl LlmConfig {
                 )));
             }
         };
-        let model = get(MODEL_ENV).map(|m| m.trim().to_owned());
-        let base_url = get(BASE_URL_ENV).map(|u| u.trim().trim_end_matches('/').to_owned());
-        let api_key = get(API_KEY_ENV).map(|k| k.trim().to_owned());
+        let model = get(MODEL_ENV);
+        let base_url = get(BASE_URL_ENV).map(|u| u.trim_end_matches('/').to_owned());
+        let api_key = get(API_KEY_ENV);
 
         let model = match provider {
             Provider::Bedrock => model,
@@ -192,7 +192,7 @@ fn parse_number<T: FromStr>(
 ) -> Result<T, LlmError> {
     match get(name) {
         None => Ok(default),
-        Some(raw) => raw.trim().parse().map_err(|_| {
+        Some(raw) => raw.parse().map_err(|_| {
             LlmError::Config(format!("{name}={raw:?} is not a non-negative whole number"))
         }),
     }

@@ -72,11 +72,7 @@ impl Settings {
 
     /// Testable core of [`Settings::from_env`].
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
-        let non_empty = |name: &str| {
-            get(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let non_empty = |name: &str| parley_core::env::value(get(name));
         let in_lambda = non_empty("AWS_LAMBDA_FUNCTION_NAME").is_some();
         let default_backend = if in_lambda {
             Backend::Aws

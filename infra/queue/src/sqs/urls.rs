@@ -36,11 +36,7 @@ impl QueueUrls {
     /// Like [`from_env`](Self::from_env) with any source of variables, so tests need not
     /// mutate the process environment.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, QueueError> {
-        let optional = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let optional = |name: &str| parley_core::env::value(lookup(name));
         let required = |name: &str| {
             optional(name).ok_or_else(|| QueueError::Config(format!("{name} is not set")))
         };

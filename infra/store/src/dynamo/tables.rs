@@ -67,11 +67,8 @@ impl TableNames {
     /// the process environment. Empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
         let defaults = Self::default();
-        let pick = |var: &str, default: String| {
-            lookup(var)
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or(default)
-        };
+        let pick =
+            |var: &str, default: String| parley_core::env::value(lookup(var)).unwrap_or(default);
         Self {
             findings: pick("PARLEY_FINDINGS_TABLE", defaults.findings),
             conversations: pick("PARLEY_CONVERSATIONS_TABLE", defaults.conversations),
