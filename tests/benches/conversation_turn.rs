@@ -45,6 +45,8 @@ async fn main() {
         "turn", "github calls", "store calls", "wall ms"
     );
     let mut warm = (0usize, 0usize, Duration::ZERO);
+    let mut last_github = Vec::new();
+    let mut last_store = Vec::new();
     for turn in 0..TURNS {
         let job = h.inline_comment(
             "bob",
@@ -58,6 +60,11 @@ async fn main() {
         let wall = started.elapsed();
         let github_calls = h.github.requests().len() - github_before;
         let store_calls = counting.call_count() - store_before;
+        last_github = h.github.requests()[github_before..]
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        last_store = counting.calls()[store_before..].to_vec();
         let label = if turn == 0 { "cold" } else { "warm" };
         println!(
             "{label:<6} {github_calls:>12} {store_calls:>12} {:>10}",
@@ -76,16 +83,6 @@ async fn main() {
         warm.1 as f64 / n as f64,
         (warm.2 / n as u32).as_millis()
     );
-    let paths: Vec<String> = h
-        .github
-        .requests()
-        .iter()
-        .rev()
-        .take(12)
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
-    println!(
-        "last turn's calls (newest first):\n  {}",
-        paths.join("\n  ")
-    );
+    println!("last turn's GitHub calls:\n  {}", last_github.join("\n  "));
+    println!("last turn's store calls: {}", last_store.join(", "));
 }
