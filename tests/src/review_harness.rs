@@ -30,6 +30,12 @@ pub const CORRECTNESS: &str = "the correctness specialist";
 pub const TESTS: &str = "the testing specialist";
 pub const STYLE: &str = "the maintainability specialist";
 pub const GUIDELINES: &str = "the guideline-compliance specialist";
+/// A phrase unique to the conversation's system prompt, to script a reply in a thread by.
+pub const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
+/// The title of the blocking finding the gate scenarios review.
+pub const SQL_TITLE: &str = "SQL injection through format!";
+/// A change a later push makes that touches no finding.
+pub const README_PATCH: &str = "@@ -0,0 +1,1 @@\n+Docs only.";
 /// A phrase unique to the judge pass's system prompt.
 pub const JUDGE: &str = "final judge of an automated code review";
 
@@ -189,6 +195,41 @@ impl ReviewHarness {
         runs.last()
             .cloned()
             .unwrap_or_else(|| panic!("no check run named {name}: {:#?}", self.check_runs()))
+    }
+
+    /// The "Parley review" checks on `head`, oldest first.
+    pub fn gate_checks(&self, head: &str) -> Vec<Value> {
+        self.checks_named("Parley review")
+            .into_iter()
+            .filter(|c| c["head_sha"] == head)
+            .collect()
+    }
+
+    /// The newest "Parley review" check on `head`: the one branch protection reads.
+    pub fn latest_gate(&self, head: &str) -> Value {
+        self.gate_checks(head)
+            .last()
+            .cloned()
+            .unwrap_or_else(|| panic!("no Parley review on {head}: {:#?}", self.check_runs()))
+    }
+
+    /// Review with `llm` from now on (the handler is rebuilt around it).
+    pub fn use_llm(&mut self, llm: Arc<dyn parley_core::ports::llm::Llm>) {
+        self.services.llm = llm;
+        self.rebuild_handler();
+    }
+
+    /// Rebuild the handler after a test changed [`ReviewHarness::services`].
+    pub fn rebuild_handler(&mut self) {
+        self.handler = ReviewHandler::new(self.services.clone());
+    }
+
+    /// The body of the first review posted on the PR.
+    pub fn first_review_body(&self) -> String {
+        self.reviews()[0]["body"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// The specialist passes' prompts: every LLM call but the judge pass.

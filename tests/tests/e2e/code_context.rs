@@ -137,7 +137,7 @@ async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: Revie
         },
         ..parley_code::GitHubCode::default()
     }));
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.rebuild_handler();
     let summary = review(&h).await;
     assert!(h.inline_comments().is_empty());
     assert!(summary.contains("over the snapshot's caps"), "{summary}");
@@ -154,7 +154,7 @@ async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: Review
         cache: Some(parley_code::ArchiveCache::new(dir.path(), 1 << 20)),
         ..parley_code::GitHubCode::default()
     }));
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.rebuild_handler();
     review(&h).await;
     let first_prompts = h.pass_prompts().len();
 
@@ -328,10 +328,11 @@ async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut
             max_delay: std::time::Duration::from_millis(20),
         },
     };
-    h.services.llm = parley_llm::build_limited(config, Some(1), None)
-        .await
-        .expect("the LLM builds");
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.use_llm(
+        parley_llm::build_limited(config, Some(1), None)
+            .await
+            .expect("the LLM builds"),
+    );
     review(&h).await;
     assert_eq!(
         h.exploring_prompts().len(),

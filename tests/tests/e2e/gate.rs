@@ -12,7 +12,7 @@ use parley_core::review::regate::{Regated, regate};
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
-use serde_json::{Value, json};
+use serde_json::json;
 
 parley_tests::review_on_both_stores!(
     open_blocking_finding_keeps_failing_after_an_unrelated_push,
@@ -22,14 +22,8 @@ parley_tests::review_on_both_stores!(
     github_trouble_while_regating_never_fails_the_job_or_the_gate,
 );
 
-const TITLE: &str = "SQL injection through format!";
-/// A change the PR's second push makes, unrelated to the finding.
-const README_PATCH: &str = "@@ -0,0 +1,1 @@\n+Docs only.";
-/// What the conversation's system prompt says, to script the model's answer by.
-const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
-
 fn blocking() -> String {
-    reply(&[finding("src/db.rs", 3, "high", 90, TITLE)])
+    reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)])
 }
 
 /// Review HEAD (one blocking finding, posted inline) and return the stored finding.
@@ -53,21 +47,6 @@ async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
 /// Push HEAD2, which only adds a README the passes find nothing in.
 fn push_unrelated_commit(h: &ReviewHarness) {
     h.push_added_file("README.md", README_PATCH);
-}
-
-/// The "Parley review" checks on `head`, oldest first.
-fn gate_checks(h: &ReviewHarness, head: &str) -> Vec<Value> {
-    h.checks_named("Parley review")
-        .into_iter()
-        .filter(|c| c["head_sha"] == head)
-        .collect()
-}
-
-fn latest_gate(h: &ReviewHarness, head: &str) -> Value {
-    gate_checks(h, head)
-        .last()
-        .cloned()
-        .unwrap_or_else(|| panic!("no Parley review on {head}: {:#?}", h.check_runs()))
 }
 
 async fn stored(h: &ReviewHarness, finding: &Finding) -> Finding {
@@ -98,11 +77,11 @@ async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHa
         .to_string();
     assert!(second.contains("Files reviewed: `README.md`\n"), "{second}");
     // ...but the old finding is still open, so HEAD2 does not pass the gate.
-    let gate = latest_gate(&h, HEAD2);
+    let gate = h.latest_gate(HEAD2);
     assert_eq!(gate["status"], "completed");
     assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
     let text = gate["output"]["text"].as_str().unwrap_or_default();
-    assert!(text.contains(TITLE), "{text}");
+    assert!(text.contains(SQL_TITLE), "{text}");
     let link = format!(
         "https://github.com/{REPO}/pull/{PR}#discussion_r{}",
         old.comment_id.unwrap_or_default()
@@ -117,8 +96,8 @@ async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: Revi
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("review of HEAD2");
-    assert_eq!(latest_gate(&h, HEAD2)["conclusion"], "failure");
-    let before = gate_checks(&h, HEAD2).len();
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+    let before = h.gate_checks(HEAD2).len();
     let root = old.comment_id.expect("comment id");
     let talk = conversation(&h);
     // A maintainer resolves it (the harness gives the thread events' sender write
@@ -135,35 +114,35 @@ async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: Revi
         Some(thread_actor().as_str())
     );
     assert!(finding.state_changed_at.is_some());
-    let checks = gate_checks(&h, HEAD2);
+    let checks = h.gate_checks(HEAD2);
     assert_eq!(checks.len(), before + 1, "{checks:#?}");
     let gate = checks.last().cloned().unwrap_or_default();
     assert_eq!(gate["status"], "completed");
     assert_eq!(gate["conclusion"], "success", "{gate:#?}");
     // The older head is not judged again: only the current head matters.
-    assert_eq!(gate_checks(&h, HEAD).len(), 1);
+    assert_eq!(h.gate_checks(HEAD).len(), 1);
 
     // Unresolved: open again, and failing again.
     talk.handle(thread_job(root, false, "t-2"))
         .await
         .expect("bookkeeping job");
     assert_eq!(stored(&h, &old).await.state, FindingState::Open);
-    let gate = latest_gate(&h, HEAD2);
-    assert_eq!(gate_checks(&h, HEAD2).len(), before + 2);
+    let gate = h.latest_gate(HEAD2);
+    assert_eq!(h.gate_checks(HEAD2).len(), before + 2);
     assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
     let text = gate["output"]["text"].as_str().unwrap_or_default();
-    assert!(text.contains(TITLE), "{text}");
+    assert!(text.contains(SQL_TITLE), "{text}");
 
     // A redelivered event that changes nothing judges nothing again.
     talk.handle(thread_job(root, false, "t-2"))
         .await
         .expect("bookkeeping job");
-    assert_eq!(gate_checks(&h, HEAD2).len(), before + 2);
+    assert_eq!(h.gate_checks(HEAD2).len(), before + 2);
 }
 
 async fn conceded_dispute_lifts_the_gate(h: ReviewHarness) {
     let old = review_head_with_a_blocking_finding(&h).await;
-    let before = gate_checks(&h, HEAD).len();
+    let before = h.gate_checks(HEAD).len();
     h.github.set_permission(REPO, "bob", "write");
     h.llm.answer(
         CONVERSATION,
@@ -188,7 +167,7 @@ async fn conceded_dispute_lifts_the_gate(h: ReviewHarness) {
     let finding = stored(&h, &old).await;
     assert_eq!(finding.state, FindingState::WontFix);
     assert_eq!(finding.state_changed_by.as_deref(), Some("bob"));
-    let checks = gate_checks(&h, HEAD);
+    let checks = h.gate_checks(HEAD);
     assert_eq!(checks.len(), before + 1, "{checks:#?}");
     let gate = checks.last().cloned().unwrap_or_default();
     assert_eq!(gate["status"], "completed");
@@ -239,8 +218,8 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
         .await
         .expect("bookkeeping job");
     assert_eq!(stored(&h, &old).await.state, FindingState::Open);
-    assert!(gate_checks(&h, HEAD2).is_empty(), "{:#?}", h.check_runs());
-    assert_eq!(gate_checks(&h, HEAD).len(), 1);
+    assert!(h.gate_checks(HEAD2).is_empty(), "{:#?}", h.check_runs());
+    assert_eq!(h.gate_checks(HEAD).len(), 1);
     assert!(matches!(
         regate(&h.services, &scope, PR).await,
         Regated::Skipped(_)
@@ -264,7 +243,7 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
     let root = old.comment_id.expect("comment id");
     let talk = conversation(&h);
     let conclusions = |h: &ReviewHarness| -> Vec<String> {
-        gate_checks(h, HEAD)
+        h.gate_checks(HEAD)
             .iter()
             .map(|c| c["conclusion"].as_str().unwrap_or("").to_string())
             .collect()

@@ -29,25 +29,8 @@ parley_tests::review_on_both_stores!(
     a_compare_of_300_files_makes_the_review_partial,
 );
 
-const TITLE: &str = "SQL injection through format!";
-const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
-
 fn conversation(h: &ReviewHarness) -> ConversationHandler {
     ConversationHandler::new(h.services.clone())
-}
-
-fn gate_checks(h: &ReviewHarness, head: &str) -> Vec<Value> {
-    h.checks_named("Parley review")
-        .into_iter()
-        .filter(|c| c["head_sha"] == head)
-        .collect()
-}
-
-fn latest_gate(h: &ReviewHarness, head: &str) -> Value {
-    gate_checks(h, head)
-        .last()
-        .cloned()
-        .unwrap_or_else(|| panic!("no Parley review on {head}: {:#?}", h.check_runs()))
 }
 
 async fn findings(h: &ReviewHarness) -> Vec<Finding> {
@@ -62,14 +45,14 @@ async fn review_with_an_inline_blocking_finding(h: &ReviewHarness) -> Finding {
     h.llm.answer_in_turn(
         SECURITY,
         &[
-            &reply(&[finding("src/db.rs", 3, "high", 90, TITLE)]),
+            &reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]),
             &reply(&[]),
         ],
     );
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("review of HEAD");
-    assert_eq!(latest_gate(h, HEAD)["conclusion"], "failure");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     let found = findings(h).await;
     assert_eq!(found.len(), 1, "{found:#?}");
     found[0].clone()
@@ -98,7 +81,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
         .filter(|r| r["user"]["login"] == "parley[bot]")
         .collect();
     assert_eq!(parley_reviews.len(), 1, "Parley reviewed the head itself");
-    assert_eq!(finding.title, TITLE);
+    assert_eq!(finding.title, SQL_TITLE);
     let run = h
         .store
         .review_run(&key(REPO), PR, HEAD)
@@ -113,7 +96,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
         .handle(thread_job(finding.comment_id.expect("inline"), true, "t-1"))
         .await
         .expect("bookkeeping");
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 }
 
 async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds(h: ReviewHarness) {
@@ -137,7 +120,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
     let stored = findings(&h).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].comment_id, None, "summary only");
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "failure");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 
     // An incremental manual review proves nothing about it.
     let request = h
@@ -167,7 +150,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
         after[0].state_changed_by.as_deref(),
         Some(parley_core::review::lifecycle::CLOSED_BY)
     );
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
     let summary = h.reviews().last().cloned().unwrap_or_default()["body"]
         .as_str()
         .unwrap_or_default()
@@ -200,7 +183,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
         .await
         .expect("review");
     let id = findings(&h).await[0].id.clone();
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "failure");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     h.github.set_permission(REPO, "bob", "write");
     h.github.set_permission(REPO, "mallory", "read");
     h.github.set_permission(REPO, "alice", "write");
@@ -220,7 +203,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
             "{said:#?}"
         );
     }
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "failure");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 
     let job = top_level(&h, "bob", &format!("@parley dismiss {id}"));
     talk.handle(job.clone()).await.expect("dismissed");
@@ -234,7 +217,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
         1,
         "one answer: {said:#?}"
     );
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 }
 
 async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarness) {
@@ -248,7 +231,7 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
         .await
         .expect("bookkeeping");
     assert_eq!(findings(&h).await[0].state, FindingState::Open);
-    assert_eq!(gate_checks(&h, HEAD).len(), 1, "nothing to judge again");
+    assert_eq!(h.gate_checks(HEAD).len(), 1, "nothing to judge again");
     let notes: Vec<Value> = h
         .github
         .review_comments(REPO, PR)
@@ -280,16 +263,12 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("review of the fix");
-    assert_eq!(
-        latest_gate(&h, HEAD2)["conclusion"],
-        "failure",
-        "still open"
-    );
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure", "still open");
     talk.handle(thread_job_by(root, true, "t-2", "alice"))
         .await
         .expect("bookkeeping");
     assert_eq!(findings(&h).await[0].state, FindingState::Resolved);
-    assert_eq!(latest_gate(&h, HEAD2)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
 }
 
 async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
@@ -300,13 +279,13 @@ async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
         .await
         .expect("bookkeeping");
     assert_eq!(findings(&h).await[0].state, FindingState::Resolved);
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 
     // The next full review finds it again, unchanged: open and blocking again, and not
     // posted a second time.
     h.llm.answer_in_turn(
         SECURITY,
-        &[&reply(&[finding("src/db.rs", 3, "high", 90, TITLE)])],
+        &[&reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)])],
     );
     h.github
         .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
@@ -321,7 +300,7 @@ async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
         Some(parley_core::review::lifecycle::REOPENED_BY)
     );
     assert_eq!(h.inline_comments().len(), 1, "not posted again");
-    assert_eq!(latest_gate(&h, HEAD2)["conclusion"], "failure");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
 }
 
 async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: ReviewHarness) {
@@ -349,7 +328,7 @@ async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: Revi
     assert!(body.contains("still counts for the merge gate"), "{body}");
     assert!(h.github.resolved_threads().is_empty(), "thread left open");
     assert_eq!(h.check_runs().len(), checks_before, "gate unchanged");
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "failure");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 }
 
 async fn a_skipped_review_keeps_an_earlier_failure(h: ReviewHarness) {
@@ -362,14 +341,14 @@ async fn a_skipped_review_keeps_an_earlier_failure(h: ReviewHarness) {
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("skipped");
-    let gate = latest_gate(&h, HEAD2);
+    let gate = h.latest_gate(HEAD2);
     assert_eq!(gate["status"], "completed");
     assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
     assert!(
         gate["output"]["text"]
             .as_str()
             .unwrap_or_default()
-            .contains(TITLE)
+            .contains(SQL_TITLE)
     );
     assert_eq!(h.reviews().len(), 1, "no review of the draft");
 }
@@ -388,7 +367,7 @@ fn fail_next(h: &ReviewHarness, method: &'static str, path: &str, times: usize) 
 async fn a_check_that_could_not_be_created_is_created_completed_at_the_end(h: ReviewHarness) {
     fail_next(&h, "POST", "/check-runs", 1);
     review_with_an_inline_blocking_finding(&h).await;
-    let checks = gate_checks(&h, HEAD);
+    let checks = h.gate_checks(HEAD);
     assert_eq!(checks.len(), 1, "{checks:#?}");
     assert_eq!(checks[0]["status"], "completed");
     assert_eq!(checks[0]["conclusion"], "failure");
@@ -398,7 +377,7 @@ async fn a_check_that_could_not_be_created_is_created_completed_at_the_end(h: Re
 async fn a_run_is_published_only_after_its_check_is_concluded(h: ReviewHarness) {
     h.llm.answer_in_turn(
         SECURITY,
-        &[&reply(&[finding("src/db.rs", 3, "high", 90, TITLE)])],
+        &[&reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)])],
     );
     // Completing the check fails (more times than the client retries).
     fail_next(&h, "PATCH", "/check-runs", 20);
@@ -424,8 +403,8 @@ async fn a_run_is_published_only_after_its_check_is_concluded(h: ReviewHarness) 
     assert_eq!(h.reviews().len(), 1);
     assert_eq!(h.inline_comments().len(), 1);
     // The check left in progress is the one concluded: never one stuck "in progress".
-    assert_eq!(gate_checks(&h, HEAD).len(), 1, "{:#?}", h.check_runs());
-    let gate = latest_gate(&h, HEAD);
+    assert_eq!(h.gate_checks(HEAD).len(), 1, "{:#?}", h.check_runs());
+    let gate = h.latest_gate(HEAD);
     assert_eq!(gate["status"], "completed");
     assert_eq!(gate["conclusion"], "failure");
     let run = h
@@ -462,7 +441,7 @@ async fn recovery_keeps_what_happened_to_findings_since_the_crash(h: ReviewHarne
     let after = findings(&h).await;
     assert_eq!(after[0].state, FindingState::WontFix, "{after:#?}");
     assert_eq!(after[0].state_changed_by.as_deref(), Some("bob"));
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 }
 
 async fn model_output_is_cleaned_before_it_is_posted(h: ReviewHarness) {
@@ -508,7 +487,7 @@ async fn a_compare_of_300_files_makes_the_review_partial(h: ReviewHarness) {
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("first review");
-    assert_eq!(latest_gate(&h, HEAD)["conclusion"], "success");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
     // A push whose compare lists GitHub's maximum of 300 files: some may be missing.
     let names: Vec<String> = (0..300).map(|i| format!("gen/file{i}.txt")).collect();
     let patch = "@@ -0,0 +1,1 @@\n+x";
@@ -523,7 +502,7 @@ async fn a_compare_of_300_files_makes_the_review_partial(h: ReviewHarness) {
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("incremental review");
-    let gate = latest_gate(&h, HEAD2);
+    let gate = h.latest_gate(HEAD2);
     assert_eq!(
         gate["conclusion"], "neutral",
         "partial, not success: {gate:#?}"

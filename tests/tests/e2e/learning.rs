@@ -25,7 +25,6 @@ parley_tests::review_on_both_stores!(
     the_judge_drops_a_contradicted_finding_and_its_failure_falls_back,
 );
 
-const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
 const HINTS: &str = "structured hints";
 
 fn in_category(mut finding: serde_json::Value, category: &str) -> serde_json::Value {

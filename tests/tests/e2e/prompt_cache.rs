@@ -41,15 +41,11 @@ async fn review_with(h: &mut ReviewHarness, llm: Arc<dyn Llm>) -> (String, usize
     // A guideline file turns the fifth (guidelines) pass on.
     h.github
         .set_file(REPO, "main", "CLAUDE.md", "Use parameterised SQL queries.");
-    h.services.llm = llm;
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.use_llm(llm);
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("the review job ends");
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.first_review_body();
     let failed = summary.matches("pass failed").count();
     (summary, failed)
 }
@@ -209,10 +205,7 @@ async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_
     assert!(prompts.iter().all(|p| p.system == prompts[0].system));
     assert!(marked[0].contains("value_149"), "the diff is in the prefix");
 
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.first_review_body();
     let cache = summary
         .lines()
         .find(|l| l.contains("prompt cache:"))
@@ -252,9 +245,6 @@ async fn a_short_prefix_carries_no_marker() {
             prompt.raw
         );
     }
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.first_review_body();
     assert!(!summary.contains("prompt cache:"), "{summary}");
 }

@@ -25,6 +25,7 @@ use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
 use parley_tests::fake_github::FakeGitHub;
 use parley_tests::fake_llm::FakeLlm;
+use parley_tests::review_harness::CONVERSATION;
 use parley_tests::stores::Backend;
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
@@ -57,7 +58,6 @@ const FINDING1: &str = "Missing colon error drops the offending header line";
 const FINDING2: &str = "Empty header value rejected without the header name";
 const JUDGE: &str = "final judge of an automated code review";
 const SPECIALIST: &str = "You are reviewing a pull request for Parley";
-const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
 /// Words only bob's reply in PR 1's thread has.
 const BOB_SAID: &str = "the tokenizer rejects colonless lines before parse_header runs";
 

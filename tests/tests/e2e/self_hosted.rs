@@ -33,15 +33,11 @@ async fn review_on_a_one_request_server(slots: usize) -> (String, usize) {
         },
     )
     .expect("anthropic client");
-    h.services.llm = Arc::new(Limited::new(Arc::new(client), slots));
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.use_llm(Arc::new(Limited::new(Arc::new(client), slots)));
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("the review job ends");
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.first_review_body();
     let failed = summary.matches("pass failed").count();
     (summary, failed)
 }
@@ -198,8 +194,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
         &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
     );
     let client = openai_client(&h);
-    h.services.llm = client.clone();
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.use_llm(client.clone());
 
     // A server that takes json_schema: every pass asks for it, with the findings schema.
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
@@ -271,8 +266,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
 /// `response_format` of every request the server saw, in order ("plain": none).
 async fn review_on_one_openai_slot(h: &mut ReviewHarness) -> Vec<String> {
     let client = openai_client(h);
-    h.services.llm = Arc::new(Limited::new(client, 1));
-    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.use_llm(Arc::new(Limited::new(client, 1)));
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("review");

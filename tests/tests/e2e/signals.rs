@@ -27,8 +27,6 @@ parley_tests::review_on_both_stores!(
     one_review_counts_once_in_the_month,
 );
 
-const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
-
 fn talk(h: &ReviewHarness) -> ConversationHandler {
     ConversationHandler::new(h.services.clone())
 }

@@ -20,9 +20,7 @@ parley_tests::review_on_both_stores!(
     name_keyed_records_move_under_the_id_on_the_first_job,
 );
 
-const TITLE: &str = "SQL injection through format!";
 const RENAMED: &str = "octo-org/hello-again";
-const README_PATCH: &str = "@@ -0,0 +1,1 @@\n+Docs only.";
 
 /// Review HEAD with one blocking finding; the gate fails on it.
 async fn review_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
@@ -30,7 +28,7 @@ async fn review_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
 }
 
 async fn review_with_a_blocking_finding_as(h: &ReviewHarness, job: Job) -> Finding {
-    let blocking = reply(&[finding("src/db.rs", 3, "high", 90, TITLE)]);
+    let blocking = reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]);
     h.llm
         .answer_in_turn(SECURITY, &[&blocking, &reply(&[]), &reply(&[])]);
     h.run(job).await.expect("review of HEAD");
@@ -101,7 +99,7 @@ async fn a_renamed_repository_keeps_its_findings_and_its_gate(h: ReviewHarness) 
     let gate = gate_on(&h, RENAMED, HEAD2);
     assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
     let text = gate["output"]["text"].as_str().unwrap_or_default();
-    assert!(text.contains(TITLE), "{text}");
+    assert!(text.contains(SQL_TITLE), "{text}");
     assert!(
         text.contains(&format!(
             "https://github.com/{RENAMED}/pull/{PR}#discussion_r"
@@ -130,7 +128,7 @@ async fn a_new_repository_under_a_used_name_inherits_nothing(h: ReviewHarness) {
     let gate = gate_on(&h, REPO, HEAD2);
     assert_eq!(gate["conclusion"], "success", "{gate:#?}");
     let text = gate["output"]["text"].as_str().unwrap_or_default();
-    assert!(!text.contains(TITLE), "{text}");
+    assert!(!text.contains(SQL_TITLE), "{text}");
     let body = h.reviews().last().expect("a review")["body"]
         .as_str()
         .unwrap_or_default()
