@@ -16,6 +16,26 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The `parley` binary of the profile this test or bench was built with, built first if
 /// needed (see [`workspace_binaries`]).
+/// `parley serve` started inside the test's process on a free port, its workers polling
+/// every 20 ms, reading settings from `env`. Cancel the token to stop it.
+pub async fn in_process(
+    env: parley_runtime::clients::Env,
+) -> (parley_cli::Running, tokio_util::sync::CancellationToken) {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let options = parley_cli::ServeOptions {
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        env,
+        poller: parley_cli::poller::PollerOptions {
+            idle_wait: Duration::from_millis(20),
+            ..parley_cli::poller::PollerOptions::default()
+        },
+    };
+    let running = parley_cli::start(options, shutdown.clone())
+        .await
+        .expect("parley serve starts");
+    (running, shutdown)
+}
+
 pub fn parley_binary() -> PathBuf {
     workspace_binaries().join("parley")
 }

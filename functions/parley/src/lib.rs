@@ -22,7 +22,7 @@ use parley_core::embedding::EmbeddingHandler;
 use parley_core::ports::{JobHandler, QueueName};
 use parley_core::review::ReviewHandler;
 use parley_runtime::clients::{self, Env};
-use parley_runtime::{Settings, build_adapters, secrets};
+use parley_runtime::{Settings, build_adapters};
 use poller::PollerOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -62,16 +62,12 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
             settings.db_path.display()
         )
     })?;
-    let secret = match settings.webhook_secret.clone() {
-        Some(value) => Some(secrets::resolve(value).await?),
-        None => None,
-    };
-    let ingest = parley_webhook::ingest(
-        secret.as_deref(),
-        settings.handles(),
+    let ingest = parley_webhook::ingest_from_settings(
+        &settings,
         adapters.store.clone(),
         adapters.queue.clone(),
-    );
+    )
+    .await?;
 
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await

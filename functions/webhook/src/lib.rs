@@ -11,6 +11,21 @@ use parley_core::webhook::{
 };
 use std::sync::Arc;
 
+/// The handler as a deployment configures it: the webhook secret resolved (a Secrets
+/// Manager ARN is fetched once, at start), the App's handles, the adapters' store and
+/// queue. The Lambda and `parley serve` both start this way.
+pub async fn ingest_from_settings(
+    settings: &parley_runtime::Settings,
+    store: Arc<dyn Store>,
+    queue: Arc<dyn JobQueue>,
+) -> Result<Ingest, parley_runtime::secrets::SecretError> {
+    let secret = match settings.webhook_secret.clone() {
+        Some(value) => Some(parley_runtime::secrets::resolve(value).await?),
+        None => None,
+    };
+    Ok(ingest(secret.as_deref(), settings.handles(), store, queue))
+}
+
 /// Build the framework-free handler from resolved settings.
 ///
 /// `webhook_secret` is the resolved secret list (not an ARN). `None` or empty means every

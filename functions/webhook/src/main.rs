@@ -1,23 +1,15 @@
 //! Webhook Lambda: API Gateway HTTP API → verify, normalise, dedupe, enqueue → 202.
 
 use lambda_http::{Body, Error, Request, Response, service_fn};
-use parley_runtime::{Settings, build_adapters, secrets, telemetry};
+use parley_runtime::{Settings, build_adapters, telemetry};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     telemetry::init();
     let settings = Settings::from_env()?;
     let adapters = build_adapters(&settings).await?;
-    let secret = match settings.webhook_secret.clone() {
-        Some(value) => Some(secrets::resolve(value).await?),
-        None => None,
-    };
-    let ingest = parley_webhook::ingest(
-        secret.as_deref(),
-        settings.handles(),
-        adapters.store,
-        adapters.queue,
-    );
+    let ingest =
+        parley_webhook::ingest_from_settings(&settings, adapters.store, adapters.queue).await?;
 
     lambda_http::run(service_fn(move |request: Request| {
         let ingest = ingest.clone();

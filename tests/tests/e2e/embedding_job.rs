@@ -445,10 +445,7 @@ async fn enqueue_fails_open_when_the_queue_is_missing() {
 /// would run it, with no service at all.
 #[tokio::test]
 async fn parley_serve_embeds_what_lands_on_the_embedding_queue() {
-    use parley_cli::poller::PollerOptions;
-    use parley_cli::{ServeOptions, start};
     use std::collections::HashMap;
-    use tokio_util::sync::CancellationToken;
 
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("parley.db");
@@ -489,20 +486,7 @@ async fn parley_serve_embeds_what_lands_on_the_embedding_queue() {
         .await
         .unwrap();
 
-    let shutdown = CancellationToken::new();
-    let running = start(
-        ServeOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            env,
-            poller: PollerOptions {
-                idle_wait: Duration::from_millis(20),
-                ..PollerOptions::default()
-            },
-        },
-        shutdown.clone(),
-    )
-    .await
-    .expect("start");
+    let (running, shutdown) = parley_tests::serve_process::in_process(env).await;
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let vector = loop {

@@ -2,8 +2,6 @@
 //! conversation worker from the SQLite queue, answered through a fake GitHub and a fake
 //! LLM, and a clean drain on shutdown.
 
-use parley_cli::poller::PollerOptions;
-use parley_cli::{ServeOptions, start};
 use parley_core::markers::{self, ReplyMarker};
 use parley_core::ports::{PollingQueue, QueueName, Store};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
@@ -15,7 +13,6 @@ use parley_tests::{sign, webhook_example};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "serve-secret";
 
@@ -78,20 +75,8 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
             None,
         ),
     );
-    let shutdown = CancellationToken::new();
-    let running = start(
-        ServeOptions {
-            addr: "127.0.0.1:0".parse().expect("addr"),
-            env: env(&db, &github, &llm),
-            poller: PollerOptions {
-                idle_wait: Duration::from_millis(20),
-                ..PollerOptions::default()
-            },
-        },
-        shutdown.clone(),
-    )
-    .await
-    .expect("start");
+    let (running, shutdown) =
+        parley_tests::serve_process::in_process(env(&db, &github, &llm)).await;
     let url = format!("http://{}/webhook", running.local_addr);
     let client = reqwest::Client::new();
 
