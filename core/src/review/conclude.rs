@@ -2,12 +2,13 @@
 //! run, a skipped PR, the check concluded from the open findings, a run superseded by a
 //! newer push.
 
+use super::merge::Candidate;
 use super::{ReviewError, ReviewHandler, gate, pr_url, repo_url, runs, summary};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::mention::Handles;
 use crate::ports::github::{CheckConclusion, PullRequest, RepoScope, Review};
-use crate::ports::{ReviewRun, RunState};
+use crate::ports::{Finding, ReviewRun, RunState};
 use crate::services::Services;
 use std::collections::HashSet;
 
@@ -80,19 +81,43 @@ impl ReviewHandler {
         conclude_not_run(&self.services, scope, job, pr, config, reason, None).await
     }
 
-    /// Conclude the head's check on a published review's verdict, then mark the run
+    /// Conclude the head's check on what a published review found, then mark the run
     /// published with its review. In this order: a failure in between retries the
     /// conclusion, and a run is never published while its check still runs.
     pub(super) async fn conclude_published(
         &self,
         scope: &RepoScope,
         run: &mut ReviewRun,
-        verdict: &gate::Verdict<'_>,
         config: &RepoConfig,
         review: &Review,
+        published: Published<'_>,
     ) -> Result<(), ReviewError> {
         let head_sha = runs::head_of(&run.head_sha).to_string();
-        let (conclusion, output) = gate::conclude(verdict, &config.gate);
+        // Blocking findings of earlier reviews nobody resolved or won block this head
+        // too: an incremental review sees only the new commits, so without them any push
+        // that leaves an old finding alone would turn the gate green. A manual review
+        // never concludes the gate, so it needs none of them.
+        let earlier_open = if published.automatic {
+            gate::open_blocking(
+                published.on_pr,
+                &config.gate,
+                config.review.min_confidence,
+                published.this_run,
+            )
+        } else {
+            Vec::new()
+        };
+        let verdict = gate::Verdict::Reviewed {
+            automatic: published.automatic,
+            reported: published.reported,
+            earlier_open,
+            partial: published.partial,
+            review_url: &review.html_url,
+            repo_url: published.repo_url,
+            pr_url: published.pr_url,
+            head_sha: &head_sha,
+        };
+        let (conclusion, output) = gate::conclude(&verdict, &config.gate);
         self.conclude_check(scope, run, &head_sha, conclusion, output)
             .await?;
         run.review_id = Some(review.id);
@@ -151,6 +176,22 @@ impl ReviewHandler {
         .await;
         Ok(())
     }
+}
+
+/// What a published review found, for concluding its check.
+pub(super) struct Published<'a> {
+    pub automatic: bool,
+    /// Whether some pass or file went unreviewed: then nothing blocking is `neutral`.
+    pub partial: bool,
+    /// The findings this run reported.
+    pub reported: Vec<&'a Candidate>,
+    /// Every finding stored for the PR.
+    pub on_pr: &'a [Finding],
+    /// Fingerprints of this run's findings, which the earlier ones that still block
+    /// leave out.
+    pub this_run: &'a HashSet<&'a str>,
+    pub repo_url: &'a str,
+    pub pr_url: &'a str,
 }
 
 /// Conclude the head's "Parley review" check for an automatic review that did not run:

@@ -529,37 +529,24 @@ impl ReviewHandler {
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial();
         let automatic = !runs::is_manual(job.trigger);
-        // Blocking findings of earlier reviews nobody resolved or won block this head too:
-        // an incremental review sees only the new commits, so without them any push that
-        // leaves an old finding alone would turn the gate green. This also covers a
-        // finding a manual review of this head already posted, which this run found again
-        // and did not re-post (fingerprints): asking first does not lift a `failure`.
+        // A finding a manual review of this head already posted, which this run found
+        // again and did not re-post (fingerprints), is this run's: asking first does not
+        // lift a `failure`.
         let this_run: HashSet<&str> = filtered
             .reported()
             .map(|c| c.fingerprint.as_str())
             .collect();
-        let earlier_open = if automatic {
-            gate::open_blocking(
-                &on_pr,
-                &config.gate,
-                config.review.min_confidence,
-                &this_run,
-            )
-        } else {
-            Vec::new()
-        };
         let pr_url = pr_url(pr, &repo_url);
-        let verdict = gate::Verdict::Reviewed {
+        let published = conclude::Published {
             automatic,
-            reported: filtered.reported().collect(),
-            earlier_open,
             partial,
-            review_url: &review.html_url,
+            reported: filtered.reported().collect(),
+            on_pr: &on_pr,
+            this_run: &this_run,
             repo_url: &repo_url,
             pr_url: &pr_url,
-            head_sha: &head_sha,
         };
-        self.conclude_published(scope, run, &verdict, config, review)
+        self.conclude_published(scope, run, config, review, published)
             .await?;
         // A manual review never concludes the gate itself, but findings it closed or
         // reopened change what the head's automatic review concluded: judge that again.

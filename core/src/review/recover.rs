@@ -2,7 +2,7 @@
 //! after posting it): its findings are rebuilt from their markers and stored.
 
 use super::merge::Candidate;
-use super::{ReviewError, ReviewHandler, analyse, gate, pr_url, repo_url, runs};
+use super::{ReviewError, ReviewHandler, analyse, pr_url, repo_url, runs};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::markers::{self, FindingMarker};
@@ -105,31 +105,19 @@ impl ReviewHandler {
             .collect();
         let recovered_here: HashSet<&str> =
             recovered.iter().map(|c| c.fingerprint.as_str()).collect();
-        let earlier_open = if automatic {
-            gate::open_blocking(
-                &on_pr,
-                &config.gate,
-                config.review.min_confidence,
-                &recovered_here,
-            )
-        } else {
-            Vec::new()
-        };
         // Whether the posted review was partial, from its own (trusted) marker; not
         // known means partial, so nothing blocking is `neutral`, never `success`.
         let partial = runs::review_marker(&review, parley).is_none_or(|m| m.partial);
-        let head_sha = runs::head_of(&run.head_sha).to_string();
-        let verdict = gate::Verdict::Reviewed {
+        let published = super::conclude::Published {
             automatic,
-            reported,
-            earlier_open,
             partial,
-            review_url: &review.html_url,
+            reported,
+            on_pr: &on_pr,
+            this_run: &recovered_here,
             repo_url: &repo_url,
             pr_url: &pr_url,
-            head_sha: &head_sha,
         };
-        self.conclude_published(scope, run, &verdict, config, &review)
+        self.conclude_published(scope, run, config, &review, published)
             .await?;
         // The crash may have come before the review was remembered for retrieval: do it
         // now, as publishing does (failing open), rather than wait for the PR's next review.
