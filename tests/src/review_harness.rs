@@ -159,6 +159,14 @@ impl ReviewHarness {
         self.handler.handle(job).await
     }
 
+    /// The automatic review of HEAD that opening the PR asks for (delivery `d-1`), which
+    /// must succeed.
+    pub async fn review_opened(&self) {
+        self.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+            .await
+            .expect("the review of the opened PR");
+    }
+
     /// [`run`](Self::run) as delivery `number` of `of` (the queue's `maxReceiveCount`).
     pub async fn run_attempt(&self, job: Job, number: u32, of: u32) -> Result<(), JobError> {
         self.handler

@@ -46,9 +46,7 @@ fn serve_the_head(h: &ReviewHarness) {
 }
 
 async fn review(h: &ReviewHarness) -> String {
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     h.reviews()[0]["body"]
         .as_str()
         .unwrap_or_default()

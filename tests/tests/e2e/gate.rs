@@ -30,9 +30,7 @@ fn blocking() -> String {
 async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
     h.llm
         .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review of HEAD");
+    h.review_opened().await;
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
     let findings = h
         .store

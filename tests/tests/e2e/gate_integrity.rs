@@ -49,9 +49,7 @@ async fn review_with_an_inline_blocking_finding(h: &ReviewHarness) -> Finding {
             &reply(&[]),
         ],
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review of HEAD");
+    h.review_opened().await;
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     let found = findings(h).await;
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -114,9 +112,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
             &reply(&[]),
         ],
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let stored = findings(&h).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].comment_id, None, "summary only");
@@ -179,9 +175,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
             "Secret key in source",
         )])],
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let id = findings(&h).await[0].id.clone();
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     h.github.set_permission(REPO, "bob", "write");
@@ -456,9 +450,7 @@ async fn model_output_is_cleaned_before_it_is_posted(h: ReviewHarness) {
     })
     .to_string();
     h.llm.answer_in_turn(SECURITY, &[&hostile]);
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1);
     let body = comments[0]["body"].as_str().unwrap_or_default();
@@ -484,9 +476,7 @@ async fn model_output_is_cleaned_before_it_is_posted(h: ReviewHarness) {
 }
 
 async fn a_compare_of_300_files_makes_the_review_partial(h: ReviewHarness) {
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("first review");
+    h.review_opened().await;
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
     // A push whose compare lists GitHub's maximum of 300 files: some may be missing.
     let names: Vec<String> = (0..300).map(|i| format!("gen/file{i}.txt")).collect();

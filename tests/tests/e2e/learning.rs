@@ -193,9 +193,7 @@ async fn a_dismissed_category_is_suppressed_in_the_next_review(h: ReviewHarness)
             "style",
         )]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     assert!(h.inline_comments().is_empty(), "{:#?}", h.inline_comments());
     let summary = h.reviews()[0]["body"]
         .as_str()
@@ -226,9 +224,7 @@ async fn an_adjust_rule_moves_the_threshold(h: ReviewHarness) {
             "style",
         )]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert!(
@@ -257,9 +253,7 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
             finding("src/db.rs", 5, "low", 90, "Unused helper"),
         ]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let by_title = |findings: &[parley_core::ports::Finding], title: &str| {
         findings
             .iter()
@@ -364,9 +358,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
             finding("src/db.rs", 5, "low", 90, "Unused helper"),
         ])],
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let found = h
         .store
         .findings_for_pr(&key(REPO), PR)
@@ -480,9 +472,7 @@ async fn the_tuned_threshold_comes_from_a_seeded_history(h: ReviewHarness) {
             finding("src/db.rs", 2, "medium", 70, "Filtered at 70"),
         ]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert!(
@@ -571,9 +561,7 @@ async fn the_judge_drops_a_contradicted_finding_and_its_failure_falls_back(h: Re
         ]})
         .to_string(),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
     let body = comments[0]["body"].as_str().unwrap_or_default();

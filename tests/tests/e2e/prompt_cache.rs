@@ -6,7 +6,6 @@
 //! saying so on `/props`. Latencies are scaled down from the 30 s a call (here
 //! 1 s, with a 1.5 s call timeout: the same ratios, a test that takes seconds).
 
-use parley_core::job::ReviewTrigger;
 use parley_core::ports::llm::Llm;
 use parley_llm::{LlmConfig, Provider, RetryPolicy};
 use parley_tests::review_harness::*;
@@ -42,9 +41,7 @@ async fn review_with(h: &mut ReviewHarness, llm: Arc<dyn Llm>) -> (String, usize
     h.github
         .set_file(REPO, "main", "CLAUDE.md", "Use parameterised SQL queries.");
     h.use_llm(llm);
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("the review job ends");
+    h.review_opened().await;
     let summary = h.first_review_body();
     let failed = summary.matches("pass failed").count();
     (summary, failed)
@@ -182,9 +179,7 @@ async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_
         SECURITY,
         &reply(&[finding("src/db.rs", 3, "high", 90, "SQL injection")]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
 
     let prompts = h.llm.prompts();
     assert_eq!(prompts.len(), 5, "four passes and the judge");
@@ -235,9 +230,7 @@ fn cache_counts(line: &str) -> (u64, u64) {
 #[tokio::test]
 async fn a_short_prefix_carries_no_marker() {
     let h = ReviewHarness::start(Backend::Sqlite).await;
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     for prompt in h.llm.prompts() {
         assert!(
             !prompt.raw.to_string().contains("cache_control"),

@@ -5,7 +5,6 @@
 //! Scaled down from the 20 s latency and 60 s timeout (here 1 s and 1.5 s): the
 //! same ratios, a test that takes seconds.
 
-use parley_core::job::ReviewTrigger;
 use parley_llm::limit::Limited;
 use parley_tests::review_harness::*;
 use std::sync::Arc;
@@ -34,9 +33,7 @@ async fn review_on_a_one_request_server(slots: usize) -> (String, usize) {
     )
     .expect("anthropic client");
     h.use_llm(Arc::new(Limited::new(Arc::new(client), slots)));
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("the review job ends");
+    h.review_opened().await;
     let summary = h.first_review_body();
     let failed = summary.matches("pass failed").count();
     (summary, failed)
@@ -197,9 +194,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
     h.use_llm(client.clone());
 
     // A server that takes json_schema: every pass asks for it, with the findings schema.
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     let formats: Vec<Option<String>> = h
         .pass_prompts()
         .iter()
@@ -267,9 +262,7 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
 async fn review_on_one_openai_slot(h: &mut ReviewHarness) -> Vec<String> {
     let client = openai_client(h);
     h.use_llm(Arc::new(Limited::new(client, 1)));
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     h.llm
         .prompts()
         .iter()

@@ -83,9 +83,7 @@ fn parley_wrote(h: &ReviewHarness) -> Vec<String> {
 
 async fn review(h: &ReviewHarness, findings: &[serde_json::Value]) {
     h.llm.answer_in_turn(SECURITY, &[&reply(findings)]);
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
 }
 
 fn mark_closed(h: &ReviewHarness) {

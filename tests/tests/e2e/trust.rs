@@ -4,7 +4,6 @@
 //! SQLite and on DynamoDB (moto). The invariant is in docs/learning.md, "Who may loosen".
 
 use parley_core::conversation::ConversationHandler;
-use parley_core::job::ReviewTrigger;
 use parley_core::learning::memory;
 use parley_core::learning::record::{Authority, Direction, Hints, Learning, LearningKind, Scope};
 use parley_core::ports::JobHandler;
@@ -89,9 +88,7 @@ fn security(mut finding: serde_json::Value) -> serde_json::Value {
 async fn review_finding(h: &ReviewHarness, findings: &[serde_json::Value]) {
     let findings: Vec<serde_json::Value> = findings.iter().cloned().map(security).collect();
     h.llm.answer(SECURITY, &reply(&findings));
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
 }
 
 fn inline_titles(h: &ReviewHarness) -> Vec<String> {
@@ -197,9 +194,7 @@ async fn learned_text_is_one_fenced_line_and_the_judge_cannot_drop_a_blocking_fi
         ]})
         .to_string(),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
 
     let prompt = h
         .pass_prompts()
@@ -302,9 +297,7 @@ async fn a_dismissal_about_the_author_struct_leaves_security_alone(h: ReviewHarn
             security(finding("src/db.rs", 2, "medium", 95, "Author token logged")),
         ]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     assert_eq!(inline_titles(&h).len(), 2, "{:#?}", inline_titles(&h));
 }
 
@@ -408,9 +401,7 @@ async fn rejections_cannot_push_the_tuned_threshold_over_blocking_findings(h: Re
         CORRECTNESS,
         &reply(&[finding("src/db.rs", 3, "medium", 80, "Off by one")]),
     );
-    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h.review_opened().await;
     assert_eq!(inline_titles(&h).len(), 1, "the configured 75 stands");
 }
 
@@ -435,9 +426,7 @@ async fn a_tuned_threshold_never_holds_blocking_findings_above_the_configured_on
             finding("src/db.rs", 2, "medium", 80, "Off by one"),
         ]),
     );
-    h2.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
-        .await
-        .expect("review");
+    h2.review_opened().await;
     let posted = inline_titles(&h2);
     assert_eq!(posted.len(), 1, "{posted:#?}");
     assert!(posted[0].contains("Null dereference"), "{posted:#?}");
