@@ -26,7 +26,6 @@ use parley_core::review::summary::ReviewMarker;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::FakeGitHub;
 use parley_tests::fake_llm::FakeLlm;
-use parley_tests::review_harness::{CORRECTNESS, GUIDELINES, SECURITY, STYLE, TESTS};
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -114,12 +113,8 @@ async fn run() {
         "mention:\n  conversation:\n    maxTurnsPerPr: 50\n",
     );
     for pr in 1..=PRS {
-        github.add_pull(REPO, pr, AUTHOR, &head(pr, 0), BASE);
-        github.update_pull(REPO, pr, |p| {
-            p["html_url"] = format!("https://github.com/{REPO}/pull/{pr}").into();
-            p["base"]["repo"]["default_branch"] = "main".into();
-        });
-        github.set_files(REPO, pr, &[("src/db.rs", "modified", PATCH)]);
+        let files = [("src/db.rs", "modified", PATCH)];
+        github.open_pull(REPO, pr, (AUTHOR, &head(pr, 0), BASE), &files);
         let body = deliveries::finding_body(&format!("f-{pr}"), "src/db.rs", 3, "SQL by format!");
         roots.insert(
             pr,
@@ -130,9 +125,7 @@ async fn run() {
         "The caller validates the id first.",
         None,
     ));
-    for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
-        llm.answer(specialist, r#"{"findings": []}"#);
-    }
+    parley_tests::review_harness::passes_find_nothing(&llm);
     github.set_latency(GITHUB_LATENCY);
     llm.set_latency(LLM_LATENCY);
 

@@ -197,6 +197,24 @@ impl FakeGitHub {
     }
 
     /// A pull request built from the documented example.
+    /// An open PR as a review reads it: [`FakeGitHub::add_pull`], its page on github.com,
+    /// `main` as the base repository's default branch, and `files` (path, status, patch)
+    /// as its changed files.
+    pub fn open_pull(
+        &self,
+        repo: &str,
+        number: u64,
+        (author, head_sha, base_sha): (&str, &str, &str),
+        files: &[(&str, &str, &str)],
+    ) {
+        self.add_pull(repo, number, author, head_sha, base_sha);
+        self.update_pull(repo, number, |pr| {
+            pr["html_url"] = format!("https://github.com/{repo}/pull/{number}").into();
+            pr["base"]["repo"]["default_branch"] = "main".into();
+        });
+        self.set_files(repo, number, files);
+    }
+
     pub fn add_pull(&self, repo: &str, number: u64, author: &str, head_sha: &str, base_sha: &str) {
         let mut pr = example("pulls__get.200.default.json");
         pr["number"] = number.into();

@@ -132,12 +132,12 @@ impl ReviewHarness {
         let github = FakeGitHub::start().await;
         let llm = FakeLlm::start().await;
         llm.default_reply(r#"{"findings": []}"#);
-        github.add_pull(REPO, PR, "alice", HEAD, BASE);
-        github.update_pull(REPO, PR, |pr| {
-            pr["html_url"] = format!("https://github.com/{REPO}/pull/{PR}").into();
-            pr["base"]["repo"]["default_branch"] = "main".into();
-        });
-        github.set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH)]);
+        github.open_pull(
+            REPO,
+            PR,
+            ("alice", HEAD, BASE),
+            &[("src/db.rs", "modified", DB_PATCH)],
+        );
         // Who resolves threads in the corpus payloads: a maintainer, whose resolution of
         // a blocking finding counts (see `parley_core::review::resolution`).
         github.set_permission(REPO, &thread_actor(), "write");
@@ -278,6 +278,14 @@ impl ReviewHarness {
             .into_iter()
             .filter(|c| !c["pull_request_review_id"].is_null())
             .collect()
+    }
+}
+
+/// Script `llm` so that every specialist pass finds nothing (the judge and any
+/// conversation keep their own scripts).
+pub fn passes_find_nothing(llm: &FakeLlm) {
+    for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
+        llm.answer(specialist, r#"{"findings": []}"#);
     }
 }
 

@@ -34,12 +34,12 @@ impl Rig {
             SECURITY,
             &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
         );
-        github.add_pull(REPO, PR, "alice", HEAD, BASE);
-        github.update_pull(REPO, PR, |pr| {
-            pr["html_url"] = format!("https://github.com/{REPO}/pull/{PR}").into();
-            pr["base"]["repo"]["default_branch"] = "main".into();
-        });
-        github.set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH)]);
+        github.open_pull(
+            REPO,
+            PR,
+            ("alice", HEAD, BASE),
+            &[("src/db.rs", "modified", DB_PATCH)],
+        );
         github.accept_personal_token(TOKEN, false);
         Rig {
             github,

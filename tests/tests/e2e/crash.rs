@@ -19,7 +19,7 @@ use parley_store::sqlite::SqliteStore;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, HoldPoint};
 use parley_tests::fake_llm::FakeLlm;
-use parley_tests::review_harness::{CORRECTNESS, DB_PATCH, GUIDELINES, SECURITY, STYLE, TESTS};
+use parley_tests::review_harness::{CORRECTNESS, DB_PATCH};
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use parley_tests::tenants::key;
 use serde_json::Value;
@@ -62,16 +62,14 @@ impl Rig {
         let binary = serve_process::parley_binary();
         let github = FakeGitHub::start().await;
         let llm = FakeLlm::start().await;
-        github.add_pull(REPO, PR, AUTHOR, HEAD, BASE);
-        github.update_pull(REPO, PR, |pr| {
-            pr["html_url"] = format!("https://github.com/{REPO}/pull/{PR}").into();
-            pr["base"]["repo"]["default_branch"] = "main".into();
-        });
-        github.set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH)]);
+        github.open_pull(
+            REPO,
+            PR,
+            (AUTHOR, HEAD, BASE),
+            &[("src/db.rs", "modified", DB_PATCH)],
+        );
         llm.default_reply(&parley_tests::conversation_harness::answer(ANSWER, None));
-        for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
-            llm.answer(specialist, r#"{"findings": []}"#);
-        }
+        parley_tests::review_harness::passes_find_nothing(&llm);
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("parley.db");
         let env = serve_process::env_for(&github, &llm, &db, SECRET);

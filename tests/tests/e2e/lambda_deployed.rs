@@ -13,7 +13,7 @@ use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
 use parley_tests::lambda_stack::{self, LambdaStack};
-use parley_tests::review_harness::{CORRECTNESS, DB_PATCH, GUIDELINES, SECURITY, STYLE, TESTS};
+use parley_tests::review_harness::{CORRECTNESS, DB_PATCH};
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
 
@@ -44,17 +44,15 @@ impl Rig {
         let github = FakeGitHub::start().await;
         let llm = FakeLlm::start().await;
         for pr in [PR, OTHER_PR] {
-            github.add_pull(REPO, pr, AUTHOR, HEAD, BASE);
-            github.update_pull(REPO, pr, |p| {
-                p["html_url"] = format!("https://github.com/{REPO}/pull/{pr}").into();
-                p["base"]["repo"]["default_branch"] = "main".into();
-            });
-            github.set_files(REPO, pr, &[("src/db.rs", "modified", DB_PATCH)]);
+            github.open_pull(
+                REPO,
+                pr,
+                (AUTHOR, HEAD, BASE),
+                &[("src/db.rs", "modified", DB_PATCH)],
+            );
         }
         llm.default_reply(&parley_tests::conversation_harness::answer(ANSWER, None));
-        for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
-            llm.answer(specialist, r#"{"findings": []}"#);
-        }
+        parley_tests::review_harness::passes_find_nothing(&llm);
         let stack = LambdaStack::start(&github, &llm).await;
         Rig {
             github,
