@@ -30,18 +30,12 @@ pub async fn record_for_month(
     let micro_usd = cost.map_or(0, |usd| (usd * 1_000_000.0).round().max(0.0) as u64);
     tracing::info!(repo, model, input_tokens, cost_usd = cost, "embedding call");
     let scope = month_scope(repo, OffsetDateTime::now_utc());
-    for (counter, delta) in [
+    let deltas = [
         (counters::EMBEDDING_CALLS, 1),
         (counters::EMBEDDING_INPUT_TOKENS, input_tokens),
         (counters::EMBEDDING_COST_MICRO_USD, micro_usd),
-    ] {
-        if delta == 0 {
-            continue;
-        }
-        if let Err(err) = store.add_to_counter(&scope, counter, delta).await {
-            tracing::warn!(%scope, counter, error = %err, "could not record embedding usage");
-        }
-    }
+    ];
+    crate::llm::usage::add_counters(store, &scope, &deltas, "embedding usage").await;
 }
 
 /// The repository's embedding spend this month (UTC).

@@ -110,26 +110,35 @@ pub async fn record_for_pr(
     let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
     let saved_micro_usd = (tally.saved_usd * 1_000_000.0).round().max(0.0) as u64;
     let now = OffsetDateTime::now_utc();
+    let deltas = [
+        (counters::CALLS, u64::from(tally.calls)),
+        (counters::INPUT_TOKENS, tally.usage.input_tokens),
+        (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
+        (counters::COST_MICRO_USD, micro_usd),
+        (counters::CACHE_READ_TOKENS, tally.usage.cache_read_tokens),
+        (counters::CACHE_WRITE_TOKENS, tally.usage.cache_write_tokens),
+        (counters::SAVED_MICRO_USD, saved_micro_usd),
+    ];
     for scope in [
         crate::ports::store::keys::pr_scope(repo, pr),
         month_scope(repo, now),
         installation_month_scope(installation, now),
     ] {
-        for (counter, delta) in [
-            (counters::CALLS, u64::from(tally.calls)),
-            (counters::INPUT_TOKENS, tally.usage.input_tokens),
-            (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
-            (counters::COST_MICRO_USD, micro_usd),
-            (counters::CACHE_READ_TOKENS, tally.usage.cache_read_tokens),
-            (counters::CACHE_WRITE_TOKENS, tally.usage.cache_write_tokens),
-            (counters::SAVED_MICRO_USD, saved_micro_usd),
-        ] {
-            if delta == 0 {
-                continue;
-            }
-            if let Err(err) = store.add_to_counter(&scope, counter, delta).await {
-                tracing::warn!(%scope, counter, error = %err, "could not record LLM usage");
-            }
+        add_counters(store, &scope, &deltas, "LLM usage").await;
+    }
+}
+
+/// Add each non-zero delta to its counter under `scope`. Accounting never fails the job
+/// whose work is done, so a failed write is logged as `what` could not be recorded.
+pub(crate) async fn add_counters(
+    store: &dyn crate::ports::Store,
+    scope: &str,
+    deltas: &[(&str, u64)],
+    what: &str,
+) {
+    for &(counter, delta) in deltas.iter().filter(|(_, delta)| *delta > 0) {
+        if let Err(err) = store.add_to_counter(scope, counter, delta).await {
+            tracing::warn!(%scope, counter, error = %err, "could not record {what}");
         }
     }
 }
