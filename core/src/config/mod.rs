@@ -42,6 +42,9 @@ pub struct RepoConfig {
     pub explicit: std::collections::BTreeSet<String>,
 }
 
+/// Tokens of code context a review gets by default: room for a dozen functions.
+pub const DEFAULT_CONTEXT_MAX_TOKENS: u32 = 6000;
+
 /// Repository permission levels, lowest first, so `>=` reads as "at least".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PermissionLevel {
@@ -232,7 +235,7 @@ impl Default for ReviewConfig {
             auto_tune: true,
             judge: true,
             context_enabled: true,
-            context_max_tokens: crate::context::DEFAULT_MAX_TOKENS as u32,
+            context_max_tokens: DEFAULT_CONTEXT_MAX_TOKENS,
             tools: ToolBounds::default(),
         }
     }

@@ -549,7 +549,7 @@ impl ConversationHandler {
 #[async_trait]
 impl JobHandler for ConversationHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
-        crate::tenancy::settle(&self.services, &job).await?;
+        crate::tenancy::adopt::settle(&self.services, &job).await?;
         match job {
             Job::Bookkeeping(job) => bookkeeping::record(&self.services, &job).await,
             Job::Conversation(job) => self.converse(&job).await.map_err(|err| {

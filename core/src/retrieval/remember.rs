@@ -61,7 +61,7 @@ pub async fn merged(
     if !config.config.retrieval.enabled || !from_fork(pr) {
         return Remembered::default();
     }
-    let files = match crate::review::analyse::PullFiles::fetch(
+    let files = match crate::review::pull_files::PullFiles::fetch(
         services.github.as_ref(),
         scope,
         pr.number,

@@ -17,12 +17,14 @@ use crate::ports::{Finding, Store};
 use crate::repo::Guideline;
 use crate::retrieval::{Recall, Retrieved, Source, queries};
 use crate::review::diff::Patch;
+use crate::review::error::ReviewError;
 use crate::review::filter::{self, Filtered};
+use crate::review::findings::PassResult;
 use crate::review::inputs::{self, ReviewInputs};
 use crate::review::learned::{self, JudgeStatus};
 use crate::review::merge::{self, Merged};
-use crate::review::specialists::{self, PassProgress, PassResult};
-use crate::review::{ReviewError, prompts, summary};
+use crate::review::specialists::{self, PassProgress};
+use crate::review::{prompts, summary};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -259,53 +261,6 @@ async fn related(config: &RepoConfig, subject: &Subject<'_>, inputs: &ReviewInpu
     recall
         .retrieve(&subject.tenant.repo, &query, Vec::new(), &settings)
         .await
-}
-
-/// Every file a PR changes, as GitHub lists them (up to [`super::MAX_FILES`]).
-pub struct PullFiles {
-    pub files: Vec<ChangedFile>,
-    /// GitHub had more than the listing cap.
-    pub truncated: bool,
-    /// Parsed hunks per path: where inline comments may go.
-    pub patches: HashMap<String, Patch>,
-    pub paths: Vec<String>,
-}
-
-impl PullFiles {
-    pub async fn fetch(
-        github: &dyn crate::ports::GitHub,
-        scope: &crate::ports::RepoScope,
-        number: u64,
-    ) -> Result<Self, crate::ports::GitHubError> {
-        let listing = github
-            .list_pull_request_files(
-                scope,
-                number,
-                crate::ports::github::PageLimit::items(super::MAX_FILES),
-            )
-            .await?;
-        Ok(Self::from_files(listing.items, listing.truncated))
-    }
-
-    /// From files read elsewhere (a local git range).
-    pub fn from_files(files: Vec<ChangedFile>, truncated: bool) -> Self {
-        let patches = files
-            .iter()
-            .filter_map(|f| {
-                Some((
-                    f.filename.clone(),
-                    crate::review::diff::parse_hunks(f.patch.as_deref()?).ok()?,
-                ))
-            })
-            .collect();
-        let paths = files.iter().map(|f| f.filename.clone()).collect();
-        PullFiles {
-            files,
-            truncated,
-            patches,
-            paths,
-        }
-    }
 }
 
 /// What the summary says about the review beyond its findings: where it ran and what it

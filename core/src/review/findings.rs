@@ -111,3 +111,13 @@ mod tests {
         assert!(output.parse(bad_severity).is_err());
     }
 }
+
+/// How one specialist pass went: what the merge, the summary and the terminal read of it.
+#[derive(Debug)]
+pub struct PassResult {
+    pub specialist: &'static str,
+    pub outcome: Result<Vec<RawFinding>, crate::ports::llm::LlmError>,
+    pub elapsed: std::time::Duration,
+    /// The tool calls the pass made to read code (`read_file(src/app.rs:10-40)`).
+    pub tools_read: Vec<String>,
+}

@@ -11,8 +11,8 @@
 
 use crate::ports::Severity;
 use crate::review::diff::Patch;
+use crate::review::findings::PassResult;
 use crate::review::findings::RawFinding;
-use crate::review::specialists::PassResult;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap, HashSet};
 

@@ -30,6 +30,7 @@ pub mod over_budget;
 pub mod progress;
 pub mod prompts;
 pub mod publish;
+pub mod pull_files;
 mod recover;
 pub mod regate;
 pub mod resolution;
@@ -54,9 +55,6 @@ use publish::Identified;
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
-/// GitHub lists at most 3 000 files per PR; past this many, the rest are "not reviewed".
-const MAX_FILES: usize = 300;
-
 pub struct ReviewHandler {
     services: Services,
 }
@@ -74,7 +72,7 @@ impl JobHandler for ReviewHandler {
     }
 
     async fn handle_attempt(&self, job: Job, attempt: Option<Attempt>) -> Result<(), JobError> {
-        crate::tenancy::settle(&self.services, &job).await?;
+        crate::tenancy::adopt::settle(&self.services, &job).await?;
         match job {
             Job::Review(job) => self.review(&job, attempt).await.map_err(JobError::from),
             other => Err(JobError::Permanent(format!(
@@ -364,7 +362,7 @@ impl ReviewHandler {
 
         // The whole PR: its patches decide where inline comments may go, even for an
         // incremental review (GitHub places comments on the PR's diff).
-        let listing = analyse::PullFiles::fetch(github, scope, job.number).await?;
+        let listing = pull_files::PullFiles::fetch(github, scope, job.number).await?;
         let (pr_patches, pr_paths) = (&listing.patches, &listing.paths);
 
         let scope_of_review = self
@@ -584,7 +582,7 @@ impl ReviewHandler {
 }
 
 /// The first error when every pass failed (and there were passes).
-pub(crate) fn all_failed(results: &[specialists::PassResult]) -> Option<&LlmError> {
+pub(crate) fn all_failed(results: &[findings::PassResult]) -> Option<&LlmError> {
     if results.is_empty() {
         return None;
     }

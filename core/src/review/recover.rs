@@ -2,7 +2,7 @@
 //! after posting it): its findings are rebuilt from their markers and stored.
 
 use super::merge::Candidate;
-use super::{ReviewError, ReviewHandler, analyse, pr_url, repo_url, runs};
+use super::{ReviewError, ReviewHandler, pr_url, repo_url, runs};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::markers::{self, FindingMarker};
@@ -144,8 +144,12 @@ impl ReviewHandler {
         if !config.retrieval.enabled || !crate::retrieval::remember::admissible(pr) {
             return;
         }
-        let files = match analyse::PullFiles::fetch(self.services.github.as_ref(), scope, number)
-            .await
+        let files = match super::pull_files::PullFiles::fetch(
+            self.services.github.as_ref(),
+            scope,
+            number,
+        )
+        .await
         {
             Ok(listing) => listing.files,
             Err(err) => {

@@ -10,7 +10,7 @@
 use crate::config::ReviewConfig;
 use crate::context::tools::Toolbox;
 use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
-use crate::review::findings::{RawFinding, pass_output};
+use crate::review::findings::{PassResult, pass_output};
 use crate::review::inputs::estimate_tokens;
 use crate::review::prompts::{self, SpecialistPrompt};
 use async_trait::async_trait;
@@ -29,16 +29,6 @@ pub fn select(config: &ReviewConfig, has_guidelines: bool) -> Vec<&'static Speci
         .filter(|s| config.specialists.iter().any(|name| name == s.name))
         .filter(|s| s.name != prompts::GUIDELINES.name || has_guidelines)
         .collect()
-}
-
-/// How one pass went.
-#[derive(Debug)]
-pub struct PassResult {
-    pub specialist: &'static str,
-    pub outcome: Result<Vec<RawFinding>, LlmError>,
-    pub elapsed: Duration,
-    /// The tool calls the pass made to read code (`read_file(src/app.rs:10-40)`).
-    pub tools_read: Vec<String>,
 }
 
 /// Told as each pass finishes: the terminal's progress bar, the check run's "3 of 5
