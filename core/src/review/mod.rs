@@ -4,8 +4,9 @@
 //! 1. gates: open PR, trigger enabled, not a draft, author not skipped ([`skip_reason`]);
 //! 2. the run: claimed per (repo, PR, head SHA), never redone once published, recovered
 //!    from GitHub's own markers if a worker died after posting ([`runs`]);
-//! 3. inputs: the changed files within the token budget, incremental since the last
-//!    reviewed head on `synchronize` ([`inputs`]), guidelines and config from the base;
+//! 3. inputs: the PR's files and where comments may go ([`pull_files`]), the changed
+//!    files within the token budget, incremental since the last reviewed head on
+//!    `synchronize` ([`inputs`]), guidelines and config from the base;
 //! 4. specialist passes in parallel ([`specialists`]), merged and deduplicated
 //!    ([`merge`]), filtered by confidence and capped ([`filter`]);
 //! 5. a last look at the PR's head (a newer push supersedes this run), then one review
