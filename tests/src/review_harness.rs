@@ -372,10 +372,6 @@ pub fn source() -> Source {
     Source::new(OWNER, NAME, INSTALLATION)
 }
 
-pub fn normalised(event: &str, delivery: &str, payload: &Value) -> Job {
-    deliveries::job(event, delivery, payload)
-}
-
 /// The webhook's sender in the thread payloads: who resolved or reopened the thread.
 pub fn thread_actor() -> String {
     crate::webhook_example("pull_request_review_thread", "resolved.payload.json")["sender"]["login"]

@@ -56,15 +56,19 @@ pub enum PermissionLevel {
 }
 
 impl PermissionLevel {
+    const ALL: [Self; 5] = [
+        Self::Read,
+        Self::Triage,
+        Self::Write,
+        Self::Maintain,
+        Self::Admin,
+    ];
+
+    /// The level a name stands for, whatever its case.
     pub fn parse(value: &str) -> Option<Self> {
-        match value.to_ascii_lowercase().as_str() {
-            "read" => Some(Self::Read),
-            "triage" => Some(Self::Triage),
-            "write" => Some(Self::Write),
-            "maintain" => Some(Self::Maintain),
-            "admin" => Some(Self::Admin),
-            _ => None,
-        }
+        Self::ALL
+            .into_iter()
+            .find(|level| level.name().eq_ignore_ascii_case(value))
     }
 
     /// The name `.parley.yml` and GitHub use for the level.

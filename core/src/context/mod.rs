@@ -16,8 +16,6 @@ use crate::review::diff::LineKind;
 use crate::review::inputs::{InputFile, estimate_tokens};
 use std::collections::HashSet;
 
-/// Tokens of code context a review gets by default (`review.context.maxTokens`).
-pub const DEFAULT_MAX_TOKENS: usize = crate::config::DEFAULT_CONTEXT_MAX_TOKENS as usize;
 /// The longest piece shown whole; a longer one is cut after this many lines.
 const MAX_PIECE_LINES: u32 = 120;
 /// A definition used on a changed line: its head (see [`Why::max_lines`]).

@@ -7,7 +7,8 @@
 //! `cargo bench -p parley-code --bench index`
 
 use parley_code::{CodeIndex, Limits, Snapshot};
-use parley_core::context::{DEFAULT_MAX_TOKENS, assemble};
+use parley_core::config::DEFAULT_CONTEXT_MAX_TOKENS;
+use parley_core::context::assemble;
 use parley_core::ports::code::{Codebase, Span, nearness};
 use parley_core::ports::github::FileStatus;
 use parley_core::review::diff::parse_unified;
@@ -84,11 +85,11 @@ fn main() {
             .filter_map(|path| review_of(&index, path))
             .collect();
         let started = Instant::now();
-        let context = assemble(&index, &files, DEFAULT_MAX_TOKENS);
+        let context = assemble(&index, &files, DEFAULT_CONTEXT_MAX_TOKENS as usize);
         let cold = started.elapsed();
         let parsed = index.parsed_count();
         let started = Instant::now();
-        let again = assemble(&index, &files, DEFAULT_MAX_TOKENS);
+        let again = assemble(&index, &files, DEFAULT_CONTEXT_MAX_TOKENS as usize);
         let warm = started.elapsed();
         assert_eq!(context, again);
         let peak_review = peak_rss_mb();

@@ -11,7 +11,8 @@
 //! `scripts/recall_packages.sh /tmp/parley-recall && cargo bench -p parley-code --bench recall -- /tmp/parley-recall`
 
 use parley_code::{CodeIndex, Limits, Snapshot};
-use parley_core::context::{DEFAULT_MAX_TOKENS, assemble};
+use parley_core::config::DEFAULT_CONTEXT_MAX_TOKENS;
+use parley_core::context::assemble;
 use parley_core::ports::code::Codebase;
 use parley_core::ports::github::FileStatus;
 use parley_core::review::diff::parse_unified;
@@ -78,7 +79,7 @@ fn budget() -> usize {
     std::env::var("PARLEY_RECALL_BUDGET")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_MAX_TOKENS)
+        .unwrap_or(DEFAULT_CONTEXT_MAX_TOKENS as usize)
 }
 
 struct Measured {

@@ -570,7 +570,7 @@ async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
                 json!({ "id": parley_tests::tenants::repo_id(full), "node_id": "x", "name": name, "full_name": full, "private": false })
             })
             .collect();
-        normalised(
+        parley_tests::deliveries::job(
             if file.starts_with("removed") {
                 "installation_repositories"
             } else {
