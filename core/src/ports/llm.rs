@@ -229,6 +229,77 @@ pub struct LlmOptions {
     pub schema: Option<std::sync::Arc<WireSchema>>,
     /// Overrides the adapter's per-attempt timeout, for calls known to be short or long.
     pub timeout: Option<Duration>,
+    /// Set by the adapter once the provider begins answering (see [`AnswerStarted`]).
+    pub started: Option<AnswerStarted>,
+}
+
+/// Set once the provider has begun answering a request. By then it has read the whole
+/// prompt, and a prefix it caches can be read by the next request: Anthropic makes a cache
+/// entry available only once the first response begins, so requests sent alongside it
+/// would each write the prefix again. A review sends its first pass with one of these and
+/// the other passes once it is set: they read the cached prefix, and the review loses the
+/// first pass's time to its first token instead of its whole reply.
+///
+/// Adapters that stream set it at the stream's first event. The others never set it; the
+/// caller then goes on when the call ends, which is as late as it can be.
+#[derive(Clone, Default)]
+pub struct AnswerStarted(std::sync::Arc<std::sync::Mutex<StartedState>>);
+
+#[derive(Default)]
+struct StartedState {
+    set: bool,
+    waiting: Vec<std::task::Waker>,
+}
+
+impl AnswerStarted {
+    /// Mark the answer begun and wake whoever waits; later calls change nothing.
+    pub fn set(&self) {
+        let waiting = {
+            let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            state.set = true;
+            std::mem::take(&mut state.waiting)
+        };
+        waiting.into_iter().for_each(std::task::Waker::wake);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).set
+    }
+
+    /// Ready once [`AnswerStarted::set`] has been called (at once if it has been). The
+    /// domain has no async runtime of its own, so this is a waker list, not a channel.
+    pub async fn wait(&self) {
+        std::future::poll_fn(|cx| {
+            let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if state.set {
+                std::task::Poll::Ready(())
+            } else {
+                if !state.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                    state.waiting.push(cx.waker().clone());
+                }
+                std::task::Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+impl std::fmt::Debug for AnswerStarted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "AnswerStarted({})",
+            if self.is_set() { "set" } else { "waiting" }
+        )
+    }
+}
+
+/// Two requests are alike whatever their signals: the signal is where an answer is
+/// reported, not what is asked.
+impl PartialEq for AnswerStarted {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// A named JSON Schema, as OpenAI's `response_format.json_schema` takes it.
@@ -247,6 +318,7 @@ impl Default for LlmOptions {
             json: false,
             schema: None,
             timeout: None,
+            started: None,
         }
     }
 }

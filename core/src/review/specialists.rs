@@ -9,7 +9,7 @@
 
 use crate::config::ReviewConfig;
 use crate::context::tools::Toolbox;
-use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
+use crate::ports::llm::{AnswerStarted, Llm, LlmError, LlmRequest, Message};
 use crate::review::findings::{PassResult, pass_output};
 use crate::review::inputs::estimate_tokens;
 use crate::review::prompts::{self, SpecialistPrompt};
@@ -71,26 +71,49 @@ pub async fn run_all(
         done: &done,
         total: specialists.len(),
     };
-    let mut passes: Vec<_> = specialists
+    let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(user_message);
+    // With a cache that takes this prefix, one pass goes first and the others follow once
+    // the provider has begun answering it: by then the prefix is in the cache, and they
+    // read it instead of each writing it anew (see [`AnswerStarted`]). The wait is the
+    // first pass's time to its first token where the adapter streams, its whole reply
+    // where it does not (the README's benchmarks measure both).
+    let warm_up = (specialists.len() > 1 && llm.prompt_cache().caches(shared_tokens))
+        .then(AnswerStarted::default);
+    if warm_up.is_some() {
+        tracing::debug!(shared_tokens, "warming the prompt cache with one pass");
+    }
+    let passes: Vec<BoxedPass<'_>> = specialists
         .iter()
-        .map(|specialist| run_one(llm, specialist, user_message, passes_only, tools, &tally))
+        .enumerate()
+        .map(|(i, specialist)| {
+            let leads = warm_up.as_ref().filter(|_| i == 0);
+            let pass = run_one(
+                llm,
+                specialist,
+                user_message,
+                passes_only,
+                tools,
+                &tally,
+                leads,
+            );
+            match &warm_up {
+                None => Box::pin(pass) as BoxedPass<'_>,
+                Some(started) if i == 0 => Box::pin(async move {
+                    let result = pass.await;
+                    // However it ended (an adapter that does not stream, a failure), the
+                    // passes waiting on it go now.
+                    started.set();
+                    result
+                }),
+                Some(started) => Box::pin(async move {
+                    started.wait().await;
+                    pass.await
+                }),
+            }
+        })
         .collect();
     let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
-    let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(user_message);
-    let results = if passes.len() > 1 && llm.prompt_cache().caches(shared_tokens) {
-        // One pass first, so that the provider has the shared prefix cached when the
-        // others arrive; sent all at once, each would write it anew. Costs one pass of
-        // wall time (see the README's benchmarks), saves the shared prefix's price four
-        // times over.
-        tracing::debug!(shared_tokens, "warming the prompt cache with one pass");
-        let rest = passes.split_off(1);
-        let mut first = join_all(passes, Deadline::after(deadline)).await;
-        let left = deadline.saturating_sub(started.elapsed());
-        first.extend(join_all(rest, Deadline::after(left)).await);
-        first
-    } else {
-        join_all(passes, Deadline::after(deadline)).await
-    };
+    let results = join_all(passes, Deadline::after(deadline)).await;
     results
         .into_iter()
         .zip(names)
@@ -126,6 +149,7 @@ async fn run_one(
     passes_only: &str,
     tools: Option<&Toolbox<'_>>,
     tally: &Tally<'_>,
+    leads: Option<&AnswerStarted>,
 ) -> PassResult {
     let started = Instant::now();
     let own = format!("{passes_only}{}", prompts::focus(specialist));
@@ -135,6 +159,7 @@ async fn run_one(
     );
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
+    request.options.started = leads.cloned();
     let mut tools_read = Vec::new();
     if let Some(toolbox) = tools.filter(|_| llm.supports_tools()) {
         match crate::context::tools::explore(llm, &request, toolbox).await {
@@ -185,14 +210,8 @@ type BoxedPass<'a> = Pin<Box<dyn Future<Output = PassResult> + Send + 'a>>;
 /// (`None` for a pass abandoned at the deadline): `futures::join_all` without pulling the
 /// `futures` crate into the domain for one function. The passes run concurrently on the
 /// caller's task, so nothing needs `'static` or a runtime handle.
-async fn join_all<'a, F>(passes: Vec<F>, mut deadline: Deadline) -> Vec<Option<PassResult>>
-where
-    F: Future<Output = PassResult> + Send + 'a,
-{
-    let mut pending: Vec<Option<BoxedPass<'a>>> = passes
-        .into_iter()
-        .map(|pass| Some(Box::pin(pass) as BoxedPass<'a>))
-        .collect();
+async fn join_all(passes: Vec<BoxedPass<'_>>, mut deadline: Deadline) -> Vec<Option<PassResult>> {
+    let mut pending: Vec<Option<BoxedPass<'_>>> = passes.into_iter().map(Some).collect();
     let mut done: Vec<Option<PassResult>> = pending.iter().map(|_| None).collect();
     std::future::poll_fn(move |cx: &mut Context<'_>| {
         for (slot, result) in pending.iter_mut().zip(done.iter_mut()) {
@@ -379,7 +398,9 @@ mod tests {
     }
 
     /// A provider that caches prompts: records when each pass started and what it sent.
+    /// One that `streams` says it has begun answering 10 ms into a 50 ms call.
     struct CachingLlm {
+        streams: bool,
         sent: std::sync::Mutex<Vec<(Instant, LlmRequest)>>,
     }
 
@@ -390,7 +411,15 @@ mod tests {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push((Instant::now(), request.clone()));
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            if self.streams {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                if let Some(started) = &request.options.started {
+                    started.set();
+                }
+                tokio::time::sleep(Duration::from_millis(40)).await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             Ok(LlmResponse::answer(
                 r#"{"findings": []}"#,
                 Usage::new(1, 1),
@@ -408,14 +437,24 @@ mod tests {
     }
 
     /// Every pass sends the same system prompt and the same marked prefix, its own task
-    /// after it; with a cache that takes a prefix this long, one pass goes first and the
-    /// rest together once it is back; a prefix too short to cache runs them all at once.
+    /// after it. With a cache that takes a prefix this long, one pass goes first and the
+    /// rest together once the provider has begun answering it (streamed: at its first
+    /// event; otherwise when it is back); a prefix too short to cache runs them all at
+    /// once.
     #[tokio::test]
     async fn passes_share_one_prefix_and_one_warms_the_cache_first() {
         let specialists = select(&ReviewConfig::default(), false);
         let long = "a line of the diff\n".repeat(100);
-        for (shared, warmed) in [(long.as_str(), true), ("short diff\n", false)] {
+        // (shared prefix, adapter streams, passes sent after the first: at its first
+        // event (8-40 ms), at its end (40 ms on)).
+        let cases = [
+            (long.as_str(), false, (0, 3)),
+            (long.as_str(), true, (3, 0)),
+            ("short diff\n", true, (0, 0)),
+        ];
+        for (shared, streams, expected) in cases {
             let llm = CachingLlm {
+                streams,
                 sent: std::sync::Mutex::new(Vec::new()),
             };
             run_all(
@@ -440,11 +479,20 @@ mod tests {
                 assert!(message.text.contains("## Your task"), "{}", message.text);
             }
             let first = sent.iter().map(|(at, _)| *at).min().expect("sent");
-            let later = sent
-                .iter()
-                .filter(|(at, _)| at.duration_since(first) >= Duration::from_millis(40))
-                .count();
-            assert_eq!(later, if warmed { 3 } else { 0 }, "warmed: {warmed}");
+            let after = |from: u64, to: u64| {
+                sent.iter()
+                    .map(|(at, _)| at.duration_since(first))
+                    .filter(|d| *d >= Duration::from_millis(from) && *d < Duration::from_millis(to))
+                    .count()
+            };
+            assert_eq!(
+                (after(8, 40), after(40, 10_000)),
+                expected,
+                "streams: {streams}, shared: {} bytes",
+                shared.len()
+            );
+            let signalled = sent.iter().filter(|(_, r)| r.options.started.is_some());
+            assert_eq!(signalled.count(), usize::from(expected != (0, 0)));
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::stream;
 use async_trait::async_trait;
 use parley_core::llm::normalise_model_id;
 use parley_core::ports::llm::{
-    Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, Usage,
+    AnswerStarted, Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, Usage,
 };
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
@@ -158,13 +158,14 @@ impl OpenAiLlm {
         &self,
         body: &ChatRequest<'_>,
         timeout: Duration,
+        started: Option<&AnswerStarted>,
     ) -> Result<LlmResponse, LlmError> {
         let mut request = self.client.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
         if body.stream == Some(true) {
-            return self.attempt_streamed(request, timeout, body).await;
+            return self.attempt_streamed(request, timeout, body, started).await;
         }
         let response = http::send(request, timeout).await?;
         self.whole_reply(&response)
@@ -225,6 +226,7 @@ impl OpenAiLlm {
         request: reqwest::RequestBuilder,
         timeout: Duration,
         body: &ChatRequest<'_>,
+        started: Option<&AnswerStarted>,
     ) -> Result<LlmResponse, LlmError> {
         let response = match tokio::time::timeout(timeout, request.send()).await {
             Err(_) => return Err(LlmError::Timeout(timeout)),
@@ -258,7 +260,7 @@ impl OpenAiLlm {
             idle: timeout,
             budget: timeout,
         };
-        let reply = stream::read(response, limits, body.response_format.is_some()).await?;
+        let reply = stream::read(response, limits, body.response_format.is_some(), started).await?;
         match reply.stop {
             Some(stream::Stop::Budget) => tracing::info!(
                 model = %self.model,
@@ -346,9 +348,12 @@ impl Llm for OpenAiLlm {
                 })
                 .collect()
         });
-        // A reply with tool calls is read whole: their arguments stream in pieces that
-        // only the finished reply puts together.
-        let streaming = self.streaming && tools.is_none();
+        // Streamed for a self-hosted server (see `crate::stream`), and for a caller that
+        // waits for the answer to begin (the first chunk says it has). A reply with tool
+        // calls is read whole: their arguments stream in pieces that only the finished
+        // reply puts together.
+        let streaming = (self.streaming || request.options.started.is_some()) && tools.is_none();
+        let started = request.options.started.as_ref();
         let max_tokens = request.options.max_tokens;
         let body = ChatRequest {
             model: &self.model,
@@ -377,7 +382,7 @@ impl Llm for OpenAiLlm {
                 &self.retry,
                 PROVIDER,
                 &self.model,
-                || self.attempt(&body, timeout),
+                || self.attempt(&body, timeout, started),
                 |err: &LlmError| {
                     if asked.is_some() && refuses_format(err) {
                         return None;

@@ -26,7 +26,7 @@
 use crate::http::error_chain;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use parley_core::ports::llm::{LlmError, Usage};
+use parley_core::ports::llm::{AnswerStarted, LlmError, Usage};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
 
@@ -111,11 +111,13 @@ pub struct CachedTokens {
 }
 
 /// Read `response` (a 2xx with an event stream) within `limits`. With `json`, reading
-/// stops once the reply holds a complete JSON object or array.
+/// stops once the reply holds a complete JSON object or array. `answer_started` is set at the
+/// first chunk: the server has read the prompt.
 pub async fn read(
     response: reqwest::Response,
     limits: StreamLimits,
     json: bool,
+    answer_started: Option<&AnswerStarted>,
 ) -> Result<Streamed, LlmError> {
     let started = Instant::now();
     let mut events = response.bytes_stream().eventsource();
@@ -160,6 +162,9 @@ pub async fn read(
                 status: 500,
                 message: crate::http::truncate(&error.to_string()),
             });
+        }
+        if let Some(answer) = answer_started {
+            answer.set();
         }
         if reply.model.is_none() {
             reply.model = chunk.model.filter(|m| !m.is_empty());

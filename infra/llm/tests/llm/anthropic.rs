@@ -426,3 +426,120 @@ async fn tools_go_out_as_blocks_and_tool_use_comes_back_as_calls() {
     assert_eq!(results[0]["tool_use_id"], "toolu_1");
     assert_eq!(results[0]["is_error"], false);
 }
+
+/// Anthropic's documented stream for a reply with text and a tool call: `message_start`
+/// (usage with the cache counts), the blocks with their deltas, `message_delta` (stop
+/// reason, cumulative output), `message_stop`.
+fn streamed_reply(stop_reason: &str) -> Vec<serde_json::Value> {
+    vec![
+        json!({"type": "message_start", "message": {
+            "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant",
+            "content": [], "model": "claude-sonnet-4-5-20250929", "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 21, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 1300, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "ping"}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "{\"findings\": "}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "[]}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block":
+            {"type": "tool_use", "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "name": "read_file", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \"src/"}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "db.rs\"}"}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": 89}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
+/// A request whose caller waits for the answer to begin is streamed: `started` is set at
+/// `message_start`, long before the reply ends, and the reply is the one a whole body
+/// would have given (text, tool call from pieces of JSON, cache usage, truncation).
+#[tokio::test]
+async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
+    use parley_core::ports::llm::AnswerStarted;
+    let gap = Duration::from_millis(60);
+    let server = FakeServer::start(vec![
+        Canned::sse(streamed_reply("end_turn"), gap),
+        Canned::sse(streamed_reply("max_tokens"), Duration::ZERO),
+    ])
+    .await;
+    let llm = adapter(&server, Duration::from_secs(5));
+    let started = AnswerStarted::default();
+    let mut streamed = request();
+    streamed.options.started = Some(started.clone());
+    let sent = Instant::now();
+    let (began, reply) = tokio::join!(
+        async {
+            started.wait().await;
+            sent.elapsed()
+        },
+        async {
+            let reply = llm.complete(&streamed).await;
+            (reply, sent.elapsed())
+        }
+    );
+    let (reply, ended) = reply;
+    let reply = reply.unwrap();
+    assert!(
+        began + 8 * gap <= ended,
+        "began {began:?}, ended {ended:?}: the start is told at the first event"
+    );
+    assert_eq!(reply.text, "{\"findings\": []}");
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].id, "toolu_01T1x1fJ34qAmk2tNTrN7Up6");
+    assert_eq!(reply.tool_calls[0].input, json!({"path": "src/db.rs"}));
+    assert_eq!(reply.usage, Usage::new(21, 89).with_cache(1300, 0));
+    assert_eq!(reply.model, "claude-sonnet-4-5-20250929");
+    assert!(!reply.truncated);
+    assert_eq!(server.requests()[0].body["stream"], true);
+
+    let cut = llm.complete(&streamed).await.unwrap();
+    assert!(
+        cut.truncated,
+        "max_tokens in message_delta marks truncation"
+    );
+    // Without a caller waiting, the same adapter reads whole replies.
+    let server = FakeServer::start(vec![success("whole")]).await;
+    let reply = adapter(&server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "whole");
+    assert!(server.requests()[0].body.get("stream").is_none());
+}
+
+/// An `overloaded_error` event after the 200 is retried like a 529; a stream that stops
+/// before `message_stop` is a broken connection, retried too; an error status before the
+/// stream is classified as usual; a stream slower than the call's timeout times out.
+#[tokio::test]
+async fn a_streamed_reply_that_fails_midway_is_an_error_a_caller_can_act_on() {
+    use parley_core::ports::llm::AnswerStarted;
+    let overloaded = vec![
+        streamed_reply("end_turn")[0].clone(),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ];
+    let broken: Vec<_> = streamed_reply("end_turn").into_iter().take(5).collect();
+    let server = FakeServer::start(vec![
+        Canned::sse(overloaded, Duration::ZERO),
+        Canned::sse(broken, Duration::ZERO),
+        Canned::sse(streamed_reply("end_turn"), Duration::ZERO),
+        error(401, "authentication_error", "invalid x-api-key"),
+        Canned::sse(streamed_reply("end_turn"), Duration::from_millis(100)),
+    ])
+    .await;
+    let llm = adapter(&server, Duration::from_millis(500));
+    let mut streamed = request();
+    streamed.options.started = Some(AnswerStarted::default());
+    let reply = llm.complete(&streamed).await.unwrap();
+    assert_eq!(reply.text, "{\"findings\": []}");
+    assert_eq!(server.requests().len(), 3, "two failures retried");
+
+    let err = llm.complete(&streamed).await.unwrap_err();
+    assert!(matches!(err, LlmError::Auth(_)), "{err:?}");
+
+    let err = llm.complete(&streamed).await.unwrap_err();
+    assert!(matches!(err, LlmError::Timeout(_)), "{err:?}");
+}

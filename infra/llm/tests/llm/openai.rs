@@ -32,8 +32,7 @@ fn request() -> LlmRequest {
         max_tokens: 300,
         temperature: Some(0.0),
         json: false,
-        schema: None,
-        timeout: None,
+        ..LlmOptions::default()
     })
 }
 
@@ -413,6 +412,40 @@ async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
     let body = &server.requests()[0].body;
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"]["include_usage"], true);
+}
+
+/// A cloud API (read whole otherwise) streams a request whose caller waits for the answer
+/// to begin, and says it has at the first chunk, well before the reply ends.
+#[tokio::test]
+async fn a_request_that_waits_for_the_answer_to_begin_is_streamed_and_told_at_the_first_chunk() {
+    use parley_core::ports::llm::AnswerStarted;
+    let gap = Duration::from_millis(60);
+    let server = FakeServer::start(vec![Canned::sse(
+        vec![
+            chunk("Yes"),
+            chunk(", the caller"),
+            chunk(" checks."),
+            last_chunk("stop"),
+            usage_chunk(40, 4),
+        ],
+        gap,
+    )])
+    .await;
+    let llm = gpt(&server);
+    let started = AnswerStarted::default();
+    let mut waiting = request();
+    waiting.options.started = Some(started.clone());
+    let sent = Instant::now();
+    let (began, (reply, ended)) = tokio::join!(
+        async {
+            started.wait().await;
+            sent.elapsed()
+        },
+        async { (llm.complete(&waiting).await, sent.elapsed()) }
+    );
+    assert_eq!(reply.unwrap().text, "Yes, the caller checks.");
+    assert!(began + 3 * gap <= ended, "began {began:?}, ended {ended:?}");
+    assert_eq!(server.requests()[0].body["stream"], true);
 }
 
 #[tokio::test]

@@ -3,13 +3,17 @@
 //! Anthropic has no JSON mode; the `json` option is ignored and the structured-output
 //! helper's instructions and extraction do the work. A message's shared prefix gets a
 //! `cache_control` breakpoint when it is long enough to cache (see [`crate::cache`]).
+//! A request whose caller waits for the answer to begin is streamed ([`stream`]).
+
+mod stream;
 
 use crate::cache;
 use crate::http::{self, ErrorInfo, RawResponse};
 use crate::retry::{RetryPolicy, with_retries};
 use async_trait::async_trait;
 use parley_core::ports::llm::{
-    Llm, LlmError, LlmRequest, LlmResponse, Message, PromptCache, Role, ToolCall, Usage,
+    AnswerStarted, Llm, LlmError, LlmRequest, LlmResponse, Message, PromptCache, Role, ToolCall,
+    Usage,
 };
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
@@ -57,27 +61,34 @@ impl AnthropicLlm {
         })
     }
 
+    fn post(&self, body: &MessagesRequest<'_>) -> reqwest::RequestBuilder {
+        self.client
+            .post(&self.url)
+            .header("x-api-key", &self.api_key)
+            .header("anthropic-version", API_VERSION)
+            .json(body)
+    }
+
     async fn attempt(
         &self,
         body: &MessagesRequest<'_>,
         timeout: Duration,
     ) -> Result<LlmResponse, LlmError> {
-        let request = self
-            .client
-            .post(&self.url)
-            .header("x-api-key", &self.api_key)
-            .header("anthropic-version", API_VERSION)
-            .json(body);
-        let response = http::send(request, timeout).await?;
+        let response = http::send(self.post(body), timeout).await?;
+        self.whole_reply(&response)
+    }
+
+    /// A reply read whole: an error status classified, else the message decoded.
+    fn whole_reply(&self, response: &RawResponse) -> Result<LlmResponse, LlmError> {
         if !response.status.is_success() {
             return Err(http::classify(
                 response.status,
                 &response.headers,
-                error_info(&response),
+                error_info(response),
                 &self.url,
             ));
         }
-        let reply: MessagesResponse = http::decode(PROVIDER, &response)?;
+        let reply: MessagesResponse = http::decode(PROVIDER, response)?;
         let text = reply
             .content
             .iter()
@@ -94,8 +105,75 @@ impl AnthropicLlm {
                 input: block.input.clone().unwrap_or(Value::Null),
             })
             .collect();
-        let usage = reply.usage;
-        Ok(LlmResponse {
+        Ok(self.response(
+            text,
+            tool_calls,
+            reply.model,
+            reply.stop_reason,
+            reply.usage,
+        ))
+    }
+
+    /// One streamed attempt, all of it within `timeout` as a whole reply would be;
+    /// `started` is set when the answer begins.
+    async fn attempt_streamed(
+        &self,
+        body: &MessagesRequest<'_>,
+        timeout: Duration,
+        started: &AnswerStarted,
+    ) -> Result<LlmResponse, LlmError> {
+        let call = async {
+            let response = self.post(body).send().await.map_err(|e| {
+                if e.is_builder() {
+                    LlmError::Config(format!("invalid LLM request URL: {e}"))
+                } else {
+                    LlmError::Network(http::error_chain(&e))
+                }
+            })?;
+            let event_stream = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            // An error status, or a proxy that answered with one JSON body.
+            if !response.status().is_success() || !event_stream {
+                let status = response.status();
+                let headers = response.headers().clone();
+                let body = response
+                    .bytes()
+                    .await
+                    .map_err(|e| LlmError::Network(http::error_chain(&e)))?
+                    .to_vec();
+                return self.whole_reply(&RawResponse {
+                    status,
+                    headers,
+                    body,
+                });
+            }
+            let reply = stream::read(response, started, &self.url).await?;
+            Ok(self.response(
+                reply.text,
+                reply.tool_calls,
+                reply.model,
+                reply.stop_reason,
+                reply.usage,
+            ))
+        };
+        // Dropping the call at the deadline closes the connection: Anthropic stops.
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or(Err(LlmError::Timeout(timeout)))
+    }
+
+    fn response(
+        &self,
+        text: String,
+        tool_calls: Vec<ToolCall>,
+        model: Option<String>,
+        stop_reason: Option<String>,
+        usage: WireUsage,
+    ) -> LlmResponse {
+        LlmResponse {
             text,
             // `input_tokens` is what came after the last cache breakpoint: the three
             // parts are billed differently and never overlap.
@@ -103,10 +181,10 @@ impl AnthropicLlm {
                 usage.cache_read_input_tokens.unwrap_or(0),
                 usage.cache_creation_input_tokens.unwrap_or(0),
             ),
-            model: reply.model.unwrap_or_else(|| self.model.clone()),
-            truncated: reply.stop_reason.as_deref() == Some("max_tokens"),
+            model: model.unwrap_or_else(|| self.model.clone()),
+            truncated: stop_reason.as_deref() == Some("max_tokens"),
             tool_calls,
-        })
+        }
     }
 }
 
@@ -160,13 +238,28 @@ impl Llm for AnthropicLlm {
                     })
                     .collect()
             }),
+            stream: None,
         };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
         crate::trace_request(PROVIDER, &self.model, request);
-        with_retries(&self.retry, PROVIDER, &self.model, || {
-            self.attempt(&body, timeout)
-        })
-        .await
+        match &request.options.started {
+            Some(started) => {
+                let body = MessagesRequest {
+                    stream: Some(true),
+                    ..body
+                };
+                with_retries(&self.retry, PROVIDER, &self.model, || {
+                    self.attempt_streamed(&body, timeout, started)
+                })
+                .await
+            }
+            None => {
+                with_retries(&self.retry, PROVIDER, &self.model, || {
+                    self.attempt(&body, timeout)
+                })
+                .await
+            }
+        }
     }
 
     fn model(&self) -> &str {
@@ -240,6 +333,8 @@ struct MessagesRequest<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Vec<Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -298,7 +393,7 @@ struct ContentBlock {
     input: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 struct WireUsage {
     input_tokens: u64,
     output_tokens: u64,
@@ -306,4 +401,19 @@ struct WireUsage {
     cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// A stream's `message_delta` counts are cumulative: they replace what
+    /// `message_start` said, where they are given.
+    fn merge(&mut self, later: stream::DeltaUsage) {
+        self.output_tokens = later.output_tokens.unwrap_or(self.output_tokens);
+        self.input_tokens = later.input_tokens.unwrap_or(self.input_tokens);
+        self.cache_creation_input_tokens = later
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+    }
 }
