@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::tripwire::HoldPoint;
 pub use crate::tripwire::Tripwire;
@@ -98,9 +98,16 @@ struct State {
     most_in_flight: usize,
     /// Prompt prefixes seen with a cache marker (Anthropic `cache_control`): a later
     /// request with the same marked prefix is billed as a cache read, as Anthropic does.
-    cached_prefixes: std::collections::HashSet<String>,
-    /// Every prompt's text so far, for OpenAI's automatic prefix caching when emulated.
-    openai_cache: Option<Vec<String>>,
+    /// Each with the moment it can be read: when the answer that wrote it began, as
+    /// Anthropic makes an entry available "after the first response begins". A request
+    /// arriving before that writes the prefix again.
+    cached_prefixes: std::collections::HashMap<String, Instant>,
+    /// Every prompt's text so far, with the moment its answer began, for OpenAI's
+    /// automatic prefix caching when emulated.
+    openai_cache: Option<Vec<(String, Instant)>>,
+    /// How long a streamed answer takes to begin (reading the prompt, before the first
+    /// token), out of the call's latency; `None`: streams begin after the whole latency.
+    time_to_first_token: Option<Duration>,
     /// Break off a running stream when another request is waiting, as llama-cpp-python's
     /// server does (`interrupt_requests`, on by default): the stream ends with `[DONE]`
     /// and no finish reason.
@@ -323,6 +330,12 @@ impl FakeLlm {
         self.state().latency = latency;
     }
 
+    /// Streamed answers begin `ttft` into their latency: Anthropic's `message_start`, or
+    /// the first Chat Completions chunk, comes then, the rest at the end of the latency.
+    pub fn set_time_to_first_token(&self, ttft: Duration) {
+        self.state().time_to_first_token = Some(ttft);
+    }
+
     /// How many calls were made with `fragment` in their prompt.
     pub fn calls_containing(&self, fragment: &str) -> usize {
         self.prompts()
@@ -491,12 +504,23 @@ async fn handle(
         None => None,
     };
     let busy = InFlight::enter(state.clone());
-    let (latency, reply, model, wire, cache) = {
+    let anthropic_streamed = !openai && request["stream"] == true;
+    let (latency, ttft, reply, model, wire, cache) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        let (reply, rule_latency) = next_reply(&mut s, &text);
+        let latency = rule_latency.unwrap_or(s.latency);
+        let ttft = s.time_to_first_token.unwrap_or(latency).min(latency);
+        // The prompt is in the cache from the moment its answer begins.
+        let begins = Instant::now()
+            + if streamed || anthropic_streamed {
+                ttft
+            } else {
+                latency
+            };
         let cache = if openai {
-            openai_cached_tokens(&mut s, &text)
+            openai_cached_tokens(&mut s, &text, begins)
         } else {
-            anthropic_cache(&mut s, &request)
+            anthropic_cache(&mut s, &request, begins)
         };
         s.prompts.push(prompt);
         let wire = s
@@ -504,9 +528,9 @@ async fn handle(
             .iter()
             .find(|(fragment, wire)| text.contains(fragment.as_str()) && wire.take())
             .map(|(_, wire)| wire.clone());
-        let (reply, rule_latency) = next_reply(&mut s, &text);
         (
-            rule_latency.unwrap_or(s.latency),
+            latency,
+            ttft,
             reply,
             request["model"]
                 .as_str()
@@ -529,9 +553,18 @@ async fn handle(
             usage: request["stream_options"]["include_usage"] == true,
             interrupts,
             latency,
+            ttft: state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .time_to_first_token
+                .map(|_| ttft),
             _hold: (serving, slot, busy),
         };
         return stream.reply(reply, usage);
+    }
+    if anthropic_streamed && let Reply::Text(text) = &reply {
+        let usage = anthropic_usage(body.len(), text, cache);
+        return anthropic_stream(text, &model, usage, ttft, latency, (serving, slot, busy));
     }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
@@ -558,14 +591,7 @@ async fn handle(
             .into_response()
         }
         Reply::Text(text) => {
-            let all_input = (body.len() / 4) as u64;
-            let output_tokens = (text.len() / 4) as u64 + 1;
-            let (read, write) = match cache {
-                Cache::Read(tokens) => (tokens, 0),
-                Cache::Written(tokens) => (0, tokens),
-                Cache::None => (0, 0),
-            };
-            let input_tokens = all_input.saturating_sub(read + write);
+            let usage = anthropic_usage(body.len(), &text, cache);
             axum::Json(json!({
                 "id": "msg_fake",
                 "type": "message",
@@ -574,12 +600,7 @@ async fn handle(
                 "content": [ { "type": "text", "text": text } ],
                 "stop_reason": "end_turn",
                 "stop_sequence": null,
-                "usage": {
-                    "input_tokens": input_tokens,
-                    "output_tokens": output_tokens,
-                    "cache_creation_input_tokens": write,
-                    "cache_read_input_tokens": read
-                }
+                "usage": usage
             }))
             .into_response()
         }
@@ -671,6 +692,8 @@ struct Stream {
     /// Spread over the reply's chunks when interrupting (so there is a running stream to
     /// break off), else waited before the first.
     latency: Duration,
+    /// When set, the first chunk comes this far into the latency and the rest at its end.
+    ttft: Option<Duration>,
     /// The serving turn, the slot and the in-flight count, held until the stream ends or
     /// the client hangs up.
     _hold: (
@@ -717,7 +740,13 @@ impl Stream {
                 let pieces = pieces.clone();
                 let usage = usage.clone();
                 async move {
-                    if i == 0 && gap.is_zero() && !this.latency.is_zero() {
+                    if let (Some(ttft), true) = (this.ttft, gap.is_zero()) {
+                        match i {
+                            0 => tokio::time::sleep(ttft).await,
+                            1 => tokio::time::sleep(this.latency.saturating_sub(ttft)).await,
+                            _ => {}
+                        }
+                    } else if i == 0 && gap.is_zero() && !this.latency.is_zero() {
                         tokio::time::sleep(this.latency).await;
                     } else if i > 0 && !gap.is_zero() {
                         tokio::time::sleep(gap).await;
@@ -847,8 +876,9 @@ impl Drop for InFlight {
 
 /// Anthropic's accounting: the prompt up to the last block carrying `cache_control`
 /// (system blocks, then message blocks, in order) is the cached prefix, when it is at
-/// least the model's minimum; seen before, it is read, else written.
-fn anthropic_cache(s: &mut State, request: &Value) -> Cache {
+/// least the model's minimum. Read if an earlier answer with it has begun; written
+/// otherwise, readable from `begins`.
+fn anthropic_cache(s: &mut State, request: &Value, begins: Instant) -> Cache {
     let mut text = String::new();
     let mut prefix: Option<usize> = None;
     let mut add = |content: &Value, text: &mut String| match content {
@@ -874,24 +904,32 @@ fn anthropic_cache(s: &mut State, request: &Value) -> Cache {
     if tokens < CACHE_MIN_TOKENS {
         return Cache::None;
     }
-    let key = text[..end].to_string();
-    if s.cached_prefixes.contains(&key) {
-        Cache::Read(tokens as u64)
-    } else {
-        s.cached_prefixes.insert(key);
-        Cache::Written(tokens as u64)
+    use std::collections::hash_map::Entry;
+    match s.cached_prefixes.entry(text[..end].to_string()) {
+        Entry::Occupied(ready) if *ready.get() <= Instant::now() => Cache::Read(tokens as u64),
+        Entry::Occupied(mut ready) => {
+            let sooner = (*ready.get()).min(begins);
+            ready.insert(sooner);
+            Cache::Written(tokens as u64)
+        }
+        Entry::Vacant(entry) => {
+            entry.insert(begins);
+            Cache::Written(tokens as u64)
+        }
     }
 }
 
 /// OpenAI's automatic caching, when emulated: the longest prefix shared with an earlier
-/// prompt, in whole 128-token blocks, from 1,024 tokens.
-fn openai_cached_tokens(s: &mut State, text: &str) -> Cache {
+/// prompt whose answer has begun, in whole 128-token blocks, from 1,024 tokens.
+fn openai_cached_tokens(s: &mut State, text: &str, begins: Instant) -> Cache {
     let Some(seen) = s.openai_cache.as_mut() else {
         return Cache::None;
     };
+    let now = Instant::now();
     let shared = seen
         .iter()
-        .map(|earlier| {
+        .filter(|(_, ready)| *ready <= now)
+        .map(|(earlier, _)| {
             earlier
                 .bytes()
                 .zip(text.bytes())
@@ -900,13 +938,97 @@ fn openai_cached_tokens(s: &mut State, text: &str) -> Cache {
         })
         .max()
         .unwrap_or(0);
-    seen.push(text.to_string());
+    seen.push((text.to_string(), begins));
     let tokens = (shared / 4) / 128 * 128;
     if tokens >= 1024 {
         Cache::Read(tokens as u64)
     } else {
         Cache::None
     }
+}
+
+/// Anthropic's `usage` for a reply of `text` to a request of `request_bytes`, about four
+/// bytes a token: input after the cached prefix, and the prefix as read or written.
+fn anthropic_usage(request_bytes: usize, text: &str, cache: Cache) -> Value {
+    let all_input = (request_bytes / 4) as u64;
+    let (read, write) = match cache {
+        Cache::Read(tokens) => (tokens, 0),
+        Cache::Written(tokens) => (0, tokens),
+        Cache::None => (0, 0),
+    };
+    json!({
+        "input_tokens": all_input.saturating_sub(read + write),
+        "output_tokens": (text.len() / 4) as u64 + 1,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read
+    })
+}
+
+/// A streamed Messages reply as Anthropic sends it: `message_start` (with the input
+/// usage) `ttft` in, the text in deltas at the end of `latency`, then `message_delta` and
+/// `message_stop`. Holds the serving turn, the slot and the in-flight count to its end.
+fn anthropic_stream(
+    text: &str,
+    model: &str,
+    usage: Value,
+    ttft: Duration,
+    latency: Duration,
+    hold: (
+        Option<tokio::sync::OwnedMutexGuard<()>>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+        InFlight,
+    ),
+) -> Response {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    let mut start_usage = usage.clone();
+    start_usage["output_tokens"] = json!(1);
+    let mut frames = vec![(
+        ttft,
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {
+                "id": "msg_fake", "type": "message", "role": "assistant", "content": [],
+                "model": model, "stop_reason": null, "stop_sequence": null, "usage": start_usage}}),
+        ),
+    )];
+    let mut rest = vec![event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    )];
+    for piece in chunks(text) {
+        rest.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
+        ));
+    }
+    rest.push(event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    rest.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+               "usage": {"output_tokens": usage["output_tokens"]}}),
+    ));
+    rest.push(event("message_stop", json!({"type": "message_stop"})));
+    frames.push((latency.saturating_sub(ttft), rest.concat()));
+    let stream = futures_util::stream::unfold(
+        (frames.into_iter(), hold),
+        |(mut frames, hold)| async move {
+            let (wait, frame) = frames.next()?;
+            tokio::time::sleep(wait).await;
+            Some((
+                Ok::<_, std::convert::Infallible>(Bytes::from(frame)),
+                (frames, hold),
+            ))
+        },
+    );
+    let mut response = axum::body::Body::from_stream(stream).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/event-stream"),
+    );
+    response
 }
 
 fn system_text(system: &Value) -> String {

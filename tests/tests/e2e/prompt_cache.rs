@@ -241,3 +241,51 @@ async fn a_short_prefix_carries_no_marker() {
     let summary = h.first_review_body();
     assert!(!summary.contains("prompt cache:"), "{summary}");
 }
+
+/// The warm-up costs the first pass's time to its first token, not its whole reply: the
+/// other passes go once Anthropic has begun answering it (its `message_start`), when the
+/// prefix is in the cache, so they read it and all four passes are in flight together.
+#[tokio::test]
+async fn the_other_passes_go_once_the_first_has_begun_answering() {
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("src/table.rs", "added", &large_patch(150)),
+        ],
+    );
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 90, "SQL injection")]),
+    );
+    h.llm.set_latency(LATENCY);
+    h.llm.set_time_to_first_token(LATENCY / 20);
+    let started = std::time::Instant::now();
+    h.review_opened().await;
+    let wall = started.elapsed();
+
+    let prompts = h.llm.prompts();
+    assert_eq!(prompts.len(), 5, "four passes and the judge");
+    assert_eq!(
+        prompts.iter().filter(|p| p.raw["stream"] == true).count(),
+        1,
+        "only the pass sent first is streamed"
+    );
+    assert_eq!(h.llm.most_in_flight(), 4, "the passes overlap");
+    // Passes, then the judge: two latencies and the first token, not three latencies.
+    assert!(wall < LATENCY * 5 / 2, "{wall:?}");
+    let summary = h.first_review_body();
+    let line = summary
+        .lines()
+        .find(|l| l.contains("prompt cache:"))
+        .unwrap_or_else(|| panic!("no cache figures: {summary}"));
+    let (read, written) = cache_counts(line);
+    assert!(written > 1024, "{line}");
+    assert_eq!(
+        read,
+        written * 4,
+        "written once, read by three passes and the judge: {line}"
+    );
+}

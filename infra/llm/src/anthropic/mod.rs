@@ -144,11 +144,16 @@ impl AnthropicLlm {
                     .await
                     .map_err(|e| LlmError::Network(http::error_chain(&e)))?
                     .to_vec();
-                return self.whole_reply(&RawResponse {
+                let reply = self.whole_reply(&RawResponse {
                     status,
                     headers,
                     body,
                 });
+                if reply.is_ok() {
+                    // Begun and ended at once.
+                    started.set();
+                }
+                return reply;
             }
             let reply = stream::read(response, started, &self.url).await?;
             Ok(self.response(
