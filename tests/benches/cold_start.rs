@@ -26,7 +26,7 @@ fn main() {
             .expect("read payload");
     let signature = parley_tests::sign(SECRET, &body);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let client = reqwest::Client::new();
+    let client = parley_llm::client_builder().build().expect("HTTP client");
 
     let mut samples = Vec::with_capacity(RUNS);
     for run in 0..RUNS {

@@ -136,7 +136,7 @@ async fn run() {
     let pid = server.pid();
     let before = serve_process::resident_kib(pid).expect("VmRSS");
 
-    let client = reqwest::Client::builder()
+    let client = parley_llm::client_builder()
         .pool_max_idle_per_host(CONNECTIONS)
         .build()
         .expect("client");

@@ -118,7 +118,8 @@ pub fn signed(command: &ReplayCommand, secrets: &str) -> anyhow::Result<Delivery
 
 /// POST the delivery to a running webhook.
 pub async fn post(url: &str, delivery: &Delivery) -> anyhow::Result<Answer> {
-    let response = reqwest::Client::new()
+    let response = parley_llm::client_builder()
+        .build()?
         .post(url)
         .headers(delivery.headers.clone())
         .body(delivery.body.clone())

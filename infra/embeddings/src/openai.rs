@@ -48,7 +48,7 @@ impl OpenAiEmbedder {
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Result<Self, EmbeddingError> {
-        let client = Client::builder()
+        let client = parley_llm::client_builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("parley/", env!("CARGO_PKG_VERSION")))
             .build()

@@ -65,9 +65,17 @@ impl AppSigner {
 
 /// jsonwebtoken picks its crypto backend from crate features and panics on first use when
 /// feature unification in the workspace enables two. Installing ours explicitly turns that
-/// latent panic into a no-op; a provider someone else installed first is kept.
+/// latent panic into a no-op; a provider someone else installed first is kept. The backend
+/// is aws-lc-rs, which the AWS SDK links anyway (RustCrypto's RSA and curves would add
+/// their own copy of the same algorithms to every bootstrap).
+/// reqwest is built without a TLS crypto provider of its own and takes rustls' process
+/// default: aws-lc-rs, as in every other Parley client (see `parley_llm::client_builder`).
+pub(crate) fn select_tls_provider() {
+    let _already_installed = rustls::crypto::aws_lc_rs::default_provider().install_default();
+}
+
 fn select_crypto_provider() {
     let _already_installed = jsonwebtoken::crypto::CryptoProvider::install_default(
-        &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+        &jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER,
     );
 }

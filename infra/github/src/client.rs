@@ -47,6 +47,7 @@ impl GitHubClient {
             (Some(app_id), Some(pem)) => Some(AppSigner::new(app_id, pem.expose())?),
             _ => None,
         };
+        crate::auth::select_tls_provider();
         let http = reqwest::Client::builder()
             .user_agent(config.user_agent.clone())
             .default_headers(default_headers())

@@ -15,8 +15,17 @@ use std::time::{Duration, Instant};
 const MESSAGE_LIMIT: usize = 300;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub fn client() -> Result<Client, LlmError> {
+/// A client builder for any of Parley's HTTP clients. reqwest is built without a TLS
+/// crypto provider of its own and takes rustls' process default: aws-lc-rs, installed here
+/// (the AWS SDK links it anyway; one copy of the algorithms is enough). A default someone
+/// installed first is kept.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let _already_installed = rustls::crypto::aws_lc_rs::default_provider().install_default();
     Client::builder()
+}
+
+pub fn client() -> Result<Client, LlmError> {
+    client_builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("parley/", env!("CARGO_PKG_VERSION")))
         .build()

@@ -20,7 +20,7 @@ pub mod stream;
 pub use anthropic::AnthropicLlm;
 pub use bedrock::BedrockLlm;
 pub use config::{LlmConfig, Provider};
-pub use http::error_chain;
+pub use http::{client_builder, error_chain};
 pub use openai::OpenAiLlm;
 pub use retry::RetryPolicy;
 

@@ -25,7 +25,7 @@ pub struct LocalServer {
 pub async fn probe(base_url: &str) -> Option<LocalServer> {
     let root = base_url.trim_end_matches('/');
     let root = root.strip_suffix("/v1").unwrap_or(root);
-    let client = reqwest::Client::builder()
+    let client = crate::http::client_builder()
         .timeout(PROBE_TIMEOUT)
         .build()
         .ok()?;

@@ -81,7 +81,7 @@ impl Rig {
             db,
             env,
             binary,
-            client: reqwest::Client::new(),
+            client: parley_llm::client_builder().build().expect("HTTP client"),
             server: None,
             generation: 0,
         }

@@ -78,7 +78,7 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
     let (running, shutdown) =
         parley_tests::serve_process::in_process(env(&db, &github, &llm)).await;
     let url = format!("http://{}/webhook", running.local_addr);
-    let client = reqwest::Client::new();
+    let client = parley_llm::client_builder().build().expect("HTTP client");
 
     // A mention of the bot on a PR: accepted, then answered by the conversation worker.
     let question = "@parley what does this change do?";
