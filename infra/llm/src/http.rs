@@ -69,6 +69,66 @@ pub async fn send(request: RequestBuilder, timeout: Duration) -> Result<RawRespo
     })
 }
 
+/// An error status as the error a caller can act on, reading the provider's body with
+/// `error_info`; a success passes.
+pub fn check_status(
+    response: &RawResponse,
+    url: &str,
+    error_info: fn(&RawResponse) -> ErrorInfo,
+) -> Result<(), LlmError> {
+    if response.status.is_success() {
+        return Ok(());
+    }
+    Err(classify(
+        response.status,
+        &response.headers,
+        error_info(response),
+        url,
+    ))
+}
+
+/// What a request that asked for a stream got back.
+pub enum Opened {
+    /// A 2xx event stream, to be read as it is written.
+    Stream(reqwest::Response),
+    /// An error status, or a server (or proxy) that ignored `stream` and answered with one
+    /// body: read whole, to be handled like any reply.
+    Whole(RawResponse),
+}
+
+/// Send a request that asks for a stream: `timeout` for the answer to start, and again
+/// for a whole body to be read.
+pub async fn open_stream(request: RequestBuilder, timeout: Duration) -> Result<Opened, LlmError> {
+    let response = match tokio::time::timeout(timeout, request.send()).await {
+        Err(_) => return Err(LlmError::Timeout(timeout)),
+        Ok(Err(e)) if e.is_builder() => {
+            return Err(LlmError::Config(format!("invalid LLM request URL: {e}")));
+        }
+        Ok(Err(e)) => return Err(LlmError::Network(error_chain(&e))),
+        Ok(Ok(response)) => response,
+    };
+    let event_stream = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if response.status().is_success() && event_stream {
+        return Ok(Opened::Stream(response));
+    }
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = match tokio::time::timeout(timeout, response.bytes()).await {
+        Ok(Ok(bytes)) => bytes.to_vec(),
+        Ok(Err(e)) => return Err(LlmError::Network(error_chain(&e))),
+        Err(_) => return Err(LlmError::Timeout(timeout)),
+    };
+    Ok(Opened::Whole(RawResponse {
+        status,
+        headers,
+        body,
+    }))
+}
+
 /// reqwest's and the SDK's top-level messages hide the cause ("error sending request",
 /// "dispatch failure"); the chain of sources says "connection refused".
 pub fn error_chain(error: &dyn std::error::Error) -> String {

@@ -173,14 +173,7 @@ impl OpenAiLlm {
 
     /// A reply read whole: an error status classified, else the completion decoded.
     fn whole_reply(&self, response: &RawResponse) -> Result<LlmResponse, LlmError> {
-        if !response.status.is_success() {
-            return Err(http::classify(
-                response.status,
-                &response.headers,
-                error_info(response),
-                &self.url,
-            ));
-        }
+        http::check_status(response, &self.url, error_info)?;
         let reply: ChatResponse = http::decode(PROVIDER, response)?;
         let Some(choice) = reply.choices.into_iter().next() else {
             return Err(LlmError::Decode(format!("{PROVIDER} reply has no choices")));
@@ -228,34 +221,10 @@ impl OpenAiLlm {
         body: &ChatRequest<'_>,
         started: Option<&AnswerStarted>,
     ) -> Result<LlmResponse, LlmError> {
-        let response = match tokio::time::timeout(timeout, request.send()).await {
-            Err(_) => return Err(LlmError::Timeout(timeout)),
-            Ok(Err(e)) if e.is_builder() => {
-                return Err(LlmError::Config(format!("invalid LLM request URL: {e}")));
-            }
-            Ok(Err(e)) => return Err(LlmError::Network(http::error_chain(&e))),
-            Ok(Ok(response)) => response,
+        let response = match http::open_stream(request, timeout).await? {
+            http::Opened::Stream(response) => response,
+            http::Opened::Whole(whole) => return self.whole_reply(&whole),
         };
-        // An error, or a server that ignored `stream` and answered with one JSON body.
-        let event_stream = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !response.status().is_success() || !event_stream {
-            let status = response.status();
-            let headers = response.headers().clone();
-            let body = match tokio::time::timeout(timeout, response.bytes()).await {
-                Ok(Ok(bytes)) => bytes.to_vec(),
-                Ok(Err(e)) => return Err(LlmError::Network(http::error_chain(&e))),
-                Err(_) => return Err(LlmError::Timeout(timeout)),
-            };
-            return self.whole_reply(&RawResponse {
-                status,
-                headers,
-                body,
-            });
-        }
         let limits = stream::StreamLimits {
             idle: timeout,
             budget: timeout,

@@ -144,19 +144,11 @@ pub async fn read(
             }
             Ok(Some(Ok(event))) => event,
         };
-        let data = event.data.trim();
-        if data == "[DONE]" {
-            break;
-        }
-        if data.is_empty() {
-            continue;
-        }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            LlmError::Decode(format!(
-                "a streamed chunk of {} bytes is not a Chat Completions chunk: {e}",
-                data.len()
-            ))
-        })?;
+        let chunk: Chunk = match event_data(&event.data, "Chat Completions chunk")? {
+            Data::Done => break,
+            Data::Empty => continue,
+            Data::Value(chunk) => chunk,
+        };
         if let Some(error) = chunk.error {
             return Err(LlmError::Server {
                 status: 500,
@@ -210,6 +202,36 @@ pub async fn read(
     }
     // Dropping `events` drops the connection: the server sees it close and stops.
     Ok(reply)
+}
+
+/// One server-sent event's `data`.
+pub(crate) enum Data<T> {
+    /// `[DONE]`: OpenAI's end of stream (a proxy may add it to others).
+    Done,
+    /// Nothing to read (a keep-alive).
+    Empty,
+    Value(T),
+}
+
+/// Parse an event's `data` as `T` (`what` names it in the error: the body is the model's
+/// reply, described rather than quoted).
+pub(crate) fn event_data<T: serde::de::DeserializeOwned>(
+    data: &str,
+    what: &str,
+) -> Result<Data<T>, LlmError> {
+    let data = data.trim();
+    if data == "[DONE]" {
+        return Ok(Data::Done);
+    }
+    if data.is_empty() {
+        return Ok(Data::Empty);
+    }
+    serde_json::from_str(data).map(Data::Value).map_err(|e| {
+        LlmError::Decode(format!(
+            "a streamed event of {} bytes is not a {what}: {e}",
+            data.len()
+        ))
+    })
 }
 
 /// Whether the last [`LOOP_PASSAGE`] bytes of `text` were written [`LOOP_REPEATS`] times

@@ -161,12 +161,9 @@ fn large_patch(lines: usize) -> String {
     patch
 }
 
-/// A review whose shared prefix is long enough to cache: the first pass writes it, the
-/// other passes and the judge read it (the fake bills as Anthropic does), every request
-/// carries the marker where the shared part ends, and the summary says what was saved.
-#[tokio::test]
-async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_judge() {
-    let h = ReviewHarness::start(Backend::Sqlite).await;
+/// A PR whose diff makes the shared prefix long enough to cache, and one finding, so that
+/// the judge runs too.
+fn long_pr_with_a_finding(h: &ReviewHarness) {
     h.github.set_files(
         REPO,
         PR,
@@ -179,6 +176,15 @@ async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_
         SECURITY,
         &reply(&[finding("src/db.rs", 3, "high", 90, "SQL injection")]),
     );
+}
+
+/// A review whose shared prefix is long enough to cache: the first pass writes it, the
+/// other passes and the judge read it (the fake bills as Anthropic does), every request
+/// carries the marker where the shared part ends, and the summary says what was saved.
+#[tokio::test]
+async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_judge() {
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    long_pr_with_a_finding(&h);
     h.review_opened().await;
 
     let prompts = h.llm.prompts();
@@ -248,18 +254,7 @@ async fn a_short_prefix_carries_no_marker() {
 #[tokio::test]
 async fn the_other_passes_go_once_the_first_has_begun_answering() {
     let h = ReviewHarness::start(Backend::Sqlite).await;
-    h.github.set_files(
-        REPO,
-        PR,
-        &[
-            ("src/db.rs", "modified", DB_PATCH),
-            ("src/table.rs", "added", &large_patch(150)),
-        ],
-    );
-    h.llm.answer(
-        SECURITY,
-        &reply(&[finding("src/db.rs", 3, "high", 90, "SQL injection")]),
-    );
+    long_pr_with_a_finding(&h);
     h.llm.set_latency(LATENCY);
     h.llm.set_time_to_first_token(LATENCY / 20);
     let started = std::time::Instant::now();

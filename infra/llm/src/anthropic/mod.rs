@@ -80,14 +80,7 @@ impl AnthropicLlm {
 
     /// A reply read whole: an error status classified, else the message decoded.
     fn whole_reply(&self, response: &RawResponse) -> Result<LlmResponse, LlmError> {
-        if !response.status.is_success() {
-            return Err(http::classify(
-                response.status,
-                &response.headers,
-                error_info(response),
-                &self.url,
-            ));
-        }
+        http::check_status(response, &self.url, error_info)?;
         let reply: MessagesResponse = http::decode(PROVIDER, response)?;
         let text = reply
             .content
@@ -123,38 +116,17 @@ impl AnthropicLlm {
         started: &AnswerStarted,
     ) -> Result<LlmResponse, LlmError> {
         let call = async {
-            let response = self.post(body).send().await.map_err(|e| {
-                if e.is_builder() {
-                    LlmError::Config(format!("invalid LLM request URL: {e}"))
-                } else {
-                    LlmError::Network(http::error_chain(&e))
+            let response = match http::open_stream(self.post(body), timeout).await? {
+                http::Opened::Stream(response) => response,
+                http::Opened::Whole(whole) => {
+                    let reply = self.whole_reply(&whole);
+                    if reply.is_ok() {
+                        // Begun and ended at once (a proxy that ignored `stream`).
+                        started.set();
+                    }
+                    return reply;
                 }
-            })?;
-            let event_stream = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
-            // An error status, or a proxy that answered with one JSON body.
-            if !response.status().is_success() || !event_stream {
-                let status = response.status();
-                let headers = response.headers().clone();
-                let body = response
-                    .bytes()
-                    .await
-                    .map_err(|e| LlmError::Network(http::error_chain(&e)))?
-                    .to_vec();
-                let reply = self.whole_reply(&RawResponse {
-                    status,
-                    headers,
-                    body,
-                });
-                if reply.is_ok() {
-                    // Begun and ended at once.
-                    started.set();
-                }
-                return reply;
-            }
+            };
             let reply = stream::read(response, started, &self.url).await?;
             Ok(self.response(
                 reply.text,

@@ -14,6 +14,7 @@
 
 use super::WireUsage;
 use crate::http::{self, ErrorInfo, error_chain};
+use crate::stream::{Data, event_data};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use parley_core::ports::llm::{AnswerStarted, LlmError, ToolCall};
@@ -47,20 +48,12 @@ pub(super) async fn read(
         let event = event.map_err(|e| {
             LlmError::Network(format!("the reply stream broke off: {}", error_chain(&e)))
         })?;
-        let data = event.data.trim();
         // Anthropic ends with `message_stop`; a proxy in front of it may add `[DONE]`.
-        if data == "[DONE]" {
-            break;
-        }
-        if data.is_empty() {
-            continue;
-        }
-        let event: Event = serde_json::from_str(data).map_err(|e| {
-            LlmError::Decode(format!(
-                "a streamed event of {} bytes is not a Messages event: {e}",
-                data.len()
-            ))
-        })?;
+        let event: Event = match event_data(&event.data, "Messages event")? {
+            Data::Done => break,
+            Data::Empty => continue,
+            Data::Value(event) => event,
+        };
         match event {
             Event::MessageStart { message } => {
                 reply.model = message.model.filter(|m| !m.is_empty());

@@ -388,9 +388,9 @@ fn usage_chunk(prompt: u64, completion: u64) -> serde_json::Value {
 
 const GAP: Duration = Duration::from_millis(5);
 
-#[tokio::test]
-async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
-    let server = FakeServer::start(vec![Canned::sse(
+/// "Yes, the caller checks." in three chunks `gap` apart, its finish, and its usage.
+fn the_caller_checks(gap: Duration) -> Canned {
+    Canned::sse(
         vec![
             chunk("Yes"),
             chunk(", the caller"),
@@ -398,9 +398,13 @@ async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
             last_chunk("stop"),
             usage_chunk(40, 4),
         ],
-        GAP,
-    )])
-    .await;
+        gap,
+    )
+}
+
+#[tokio::test]
+async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
+    let server = FakeServer::start(vec![the_caller_checks(GAP)]).await;
     let reply = local(&server, Duration::from_secs(5))
         .complete(&request())
         .await
@@ -420,17 +424,7 @@ async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
 async fn a_request_that_waits_for_the_answer_to_begin_is_streamed_and_told_at_the_first_chunk() {
     use parley_core::ports::llm::AnswerStarted;
     let gap = Duration::from_millis(60);
-    let server = FakeServer::start(vec![Canned::sse(
-        vec![
-            chunk("Yes"),
-            chunk(", the caller"),
-            chunk(" checks."),
-            last_chunk("stop"),
-            usage_chunk(40, 4),
-        ],
-        gap,
-    )])
-    .await;
+    let server = FakeServer::start(vec![the_caller_checks(gap)]).await;
     let llm = gpt(&server);
     let started = AnswerStarted::default();
     let mut waiting = request();
