@@ -389,8 +389,12 @@ fn tags(lang: Lang) -> Option<Tags> {
             tree_sitter_python::LANGUAGE.into(),
             tree_sitter_python::TAGS_QUERY.into(),
         ),
+        // JavaScript (JSX included) is read with the TSX grammar, a superset of it: one
+        // grammar's parse tables fewer in every worker (0.35 MB). TypeScript keeps its
+        // own: read as TSX, a generic arrow function (`<T>(x: T) => x`) opens a JSX
+        // element and hides every definition after it.
         Lang::JavaScript => (
-            tree_sitter_javascript::LANGUAGE.into(),
+            tree_sitter_typescript::LANGUAGE_TSX.into(),
             tree_sitter_javascript::TAGS_QUERY.into(),
         ),
         Lang::TypeScript => (
@@ -621,6 +625,25 @@ mod tests {
             let text = index.text(&defs[0]).expect("text");
             assert!(text.contains("helper"), "{path}: {text}");
         }
+    }
+
+    /// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
+    /// generic arrow function or a type assertion does not hide what follows it.
+    #[test]
+    fn jsx_in_javascript_and_generic_arrows_in_typescript_keep_what_follows() {
+        let index = index(&[
+            (
+                "app.js",
+                "const view = (x) => <div className=\"a\">{x}</div>;\nfunction helper(x) {\n  return view(x);\n}\n",
+            ),
+            (
+                "lib.ts",
+                "export const identity = <T>(x: T): T => x;\nconst n = <number>someValue;\nexport function later(): number {\n  return 1;\n}\n",
+            ),
+        ]);
+        assert_eq!(index.definitions("helper").len(), 1);
+        assert_eq!(index.callers("view").len(), 1);
+        assert_eq!(index.definitions("later").len(), 1);
     }
 
     #[test]
