@@ -138,7 +138,7 @@ lambda_size_check() {
   local name="$1" file="$2" budget size
   case "$name" in
     WebhookFunction | webhook) budget=8000000 ;;
-    *) budget=18000000 ;;
+    *) budget=16000000 ;;
   esac
   [[ -f "$file" ]] || die "$file not found"
   size="$(stat -c %s "$file")"
