@@ -26,7 +26,7 @@
 use crate::http::error_chain;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use parley_core::ports::llm::{AnswerStarted, LlmError, Usage};
+use parley_core::ports::llm::{AnswerStarted, LlmError, ToolCall, Usage};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
 
@@ -202,6 +202,43 @@ pub async fn read(
     }
     // Dropping `events` drops the connection: the server sees it close and stops.
     Ok(reply)
+}
+
+/// A content block of a streamed Anthropic or Bedrock reply, as it is assembled.
+pub(crate) enum Block {
+    Text(String),
+    /// A tool call; its input arrives as pieces of JSON.
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// Thinking and other blocks Parley does not read.
+    Other,
+}
+
+/// The reply's text and tool calls, from its blocks in order. A tool call without
+/// arguments streams no JSON at all (`{}`); input that is not JSON is kept as a string,
+/// for the tool to refuse with a reason.
+pub(crate) fn assemble(blocks: impl IntoIterator<Item = Block>) -> (String, Vec<ToolCall>) {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match block {
+            Block::Text(piece) => text.push_str(&piece),
+            Block::Tool { id, name, json } => calls.push(ToolCall {
+                id,
+                name,
+                input: if json.trim().is_empty() {
+                    serde_json::Value::Object(Default::default())
+                } else {
+                    serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
+                },
+            }),
+            Block::Other => {}
+        }
+    }
+    (text, calls)
 }
 
 /// One server-sent event's `data`.

@@ -14,14 +14,13 @@
 
 use super::WireUsage;
 use crate::http::{self, ErrorInfo, error_chain};
-use crate::stream::{Data, event_data};
+use crate::stream::{Block, Data, assemble, event_data};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use parley_core::ports::llm::{AnswerStarted, LlmError, ToolCall};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
-use serde_json::Value;
 
 /// A streamed reply, assembled.
 #[derive(Debug, Default)]
@@ -104,23 +103,7 @@ pub(super) async fn read(
             "the reply stream ended before message_stop".into(),
         ));
     }
-    for block in blocks {
-        match block {
-            Block::Text(text) => reply.text.push_str(&text),
-            Block::Tool { id, name, json } => reply.tool_calls.push(ToolCall {
-                id,
-                name,
-                // A call without arguments streams no JSON at all: `{}`. Input that is not
-                // JSON is kept as a string, for the tool to refuse with a reason.
-                input: if json.trim().is_empty() {
-                    Value::Object(Default::default())
-                } else {
-                    serde_json::from_str(&json).unwrap_or(Value::String(json))
-                },
-            }),
-            Block::Other => {}
-        }
-    }
+    (reply.text, reply.tool_calls) = assemble(blocks);
     Ok(reply)
 }
 
@@ -138,18 +121,6 @@ fn mid_stream_error(error: ErrorBody, url: &str) -> LlmError {
         message: http::truncate(&error.message),
     };
     http::classify(status, &HeaderMap::new(), info, url)
-}
-
-/// A content block as it is being assembled.
-enum Block {
-    Text(String),
-    Tool {
-        id: String,
-        name: String,
-        json: String,
-    },
-    /// Thinking and other blocks Parley does not read.
-    Other,
 }
 
 #[derive(Deserialize)]

@@ -459,7 +459,6 @@ fn streamed_reply(stop_reason: &str) -> Vec<serde_json::Value> {
 /// would have given (text, tool call from pieces of JSON, cache usage, truncation).
 #[tokio::test]
 async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
-    use parley_core::ports::llm::AnswerStarted;
     let gap = Duration::from_millis(60);
     let server = FakeServer::start(vec![
         Canned::sse(streamed_reply("end_turn"), gap),
@@ -467,21 +466,7 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
     ])
     .await;
     let llm = adapter(&server, Duration::from_secs(5));
-    let started = AnswerStarted::default();
-    let mut streamed = request();
-    streamed.options.started = Some(started.clone());
-    let sent = Instant::now();
-    let (began, reply) = tokio::join!(
-        async {
-            started.wait().await;
-            sent.elapsed()
-        },
-        async {
-            let reply = llm.complete(&streamed).await;
-            (reply, sent.elapsed())
-        }
-    );
-    let (reply, ended) = reply;
+    let (began, reply, ended) = common::begin_and_end(&llm, request()).await;
     let reply = reply.unwrap();
     assert!(
         began + 8 * gap <= ended,
@@ -496,9 +481,9 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
     assert!(!reply.truncated);
     assert_eq!(server.requests()[0].body["stream"], true);
 
-    let cut = llm.complete(&streamed).await.unwrap();
+    let (_, cut, _) = common::begin_and_end(&llm, request()).await;
     assert!(
-        cut.truncated,
+        cut.unwrap().truncated,
         "max_tokens in message_delta marks truncation"
     );
     // Without a caller waiting, the same adapter reads whole replies.

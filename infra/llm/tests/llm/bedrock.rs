@@ -367,3 +367,133 @@ async fn tool_use_goes_out_in_tool_config_and_comes_back_as_calls() {
     llm.complete(&request).await.unwrap();
     assert!(server.requests()[2].body.get("toolConfig").is_none());
 }
+
+/// One ConverseStream event in AWS's binary event-stream framing, as Bedrock sends it:
+/// `:message-type` event, `:event-type` naming the member, its JSON as the payload.
+fn event(kind: &str, payload: serde_json::Value) -> Vec<u8> {
+    frame("event", ":event-type", kind, payload)
+}
+
+/// An exception inside the stream (`:message-type` exception).
+fn stream_exception(kind: &str, message: &str) -> Vec<u8> {
+    frame(
+        "exception",
+        ":exception-type",
+        kind,
+        json!({ "message": message }),
+    )
+}
+
+fn frame(message_type: &str, kind_header: &str, kind: &str, payload: serde_json::Value) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let string = |value: &str| HeaderValue::String(value.to_owned().into());
+    let message = Message::new(payload.to_string().into_bytes())
+        .add_header(Header::new(":message-type", string(message_type)))
+        .add_header(Header::new(kind_header.to_owned(), string(kind)))
+        .add_header(Header::new(":content-type", string("application/json")));
+    let mut frame = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&message, &mut frame).unwrap();
+    frame
+}
+
+/// A ConverseStream reply with text, then a tool call whose input arrives in pieces, the
+/// stop reason and the usage with cache counts (the shapes Bedrock documents).
+fn streamed(stop_reason: &str) -> Vec<Vec<u8>> {
+    vec![
+        event("messageStart", json!({"role": "assistant"})),
+        event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"text": "{\"findings\": "}}),
+        ),
+        event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"text": "[]}"}}),
+        ),
+        event("contentBlockStop", json!({"contentBlockIndex": 0})),
+        event(
+            "contentBlockStart",
+            json!({"contentBlockIndex": 1,
+            "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "read_file"}}}),
+        ),
+        event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\"path\": "}}}),
+        ),
+        event(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "\"src/db.rs\"}"}}}),
+        ),
+        event("contentBlockStop", json!({"contentBlockIndex": 1})),
+        event("messageStop", json!({"stopReason": stop_reason})),
+        event(
+            "metadata",
+            json!({
+            "usage": {"inputTokens": 21, "outputTokens": 89, "totalTokens": 1410,
+                      "cacheReadInputTokens": 1300, "cacheWriteInputTokens": 0},
+            "metrics": {"latencyMs": 900}}),
+        ),
+    ]
+}
+
+/// A request whose caller waits for the answer to begin goes through ConverseStream: the
+/// start is told at `messageStart`, long before the end, and the reply is the one Converse
+/// would have given (text, tool call, cache usage, truncation).
+#[tokio::test]
+async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
+    let gap = Duration::from_millis(60);
+    let server = FakeServer::start(vec![
+        Canned::frames(streamed("end_turn"), gap),
+        Canned::frames(streamed("max_tokens"), Duration::ZERO),
+    ])
+    .await;
+    let llm = adapter(&server, Duration::from_secs(5)).await;
+    let (began, reply, ended) = common::begin_and_end(&llm, request()).await;
+    let reply = reply.unwrap();
+    assert!(began + 6 * gap <= ended, "began {began:?}, ended {ended:?}");
+    assert_eq!(reply.text, "{\"findings\": []}");
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(reply.tool_calls[0].id, "tooluse_1");
+    assert_eq!(reply.tool_calls[0].input, json!({"path": "src/db.rs"}));
+    assert_eq!(reply.usage, Usage::new(21, 89).with_cache(1300, 0));
+    assert!(!reply.truncated);
+    let seen = server.requests();
+    assert!(
+        seen[0].path.ends_with("/converse-stream"),
+        "{}",
+        seen[0].path
+    );
+    let (_, cut, _) = common::begin_and_end(&llm, request()).await;
+    assert!(cut.unwrap().truncated);
+}
+
+/// A throttling exception inside the stream is retried like a 429; a stream cut before
+/// `messageStop` is a broken connection, retried too; an error status before the stream
+/// is classified as Converse's would be.
+#[tokio::test]
+async fn a_streamed_reply_that_fails_midway_is_an_error_a_caller_can_act_on() {
+    use parley_core::ports::llm::AnswerStarted;
+    let throttled = vec![
+        event("messageStart", json!({"role": "assistant"})),
+        stream_exception("throttlingException", "Too many tokens, please wait"),
+    ];
+    let cut: Vec<_> = streamed("end_turn").into_iter().take(3).collect();
+    let server = FakeServer::start(vec![
+        Canned::frames(throttled, Duration::ZERO),
+        Canned::frames(cut, Duration::ZERO),
+        Canned::frames(streamed("end_turn"), Duration::ZERO),
+        aws_error(
+            403,
+            "AccessDeniedException",
+            "not authorized to invoke this model",
+        ),
+    ])
+    .await;
+    let llm = adapter(&server, Duration::from_secs(5)).await;
+    let mut waiting = request();
+    waiting.options.started = Some(AnswerStarted::default());
+    let reply = llm.complete(&waiting).await.unwrap();
+    assert_eq!(reply.text, "{\"findings\": []}");
+    assert_eq!(server.requests().len(), 3, "two failures retried");
+    let err = llm.complete(&waiting).await.unwrap_err();
+    assert!(matches!(err, LlmError::Auth(_)), "{err:?}");
+}

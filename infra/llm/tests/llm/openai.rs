@@ -422,21 +422,9 @@ async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
 /// to begin, and says it has at the first chunk, well before the reply ends.
 #[tokio::test]
 async fn a_request_that_waits_for_the_answer_to_begin_is_streamed_and_told_at_the_first_chunk() {
-    use parley_core::ports::llm::AnswerStarted;
     let gap = Duration::from_millis(60);
     let server = FakeServer::start(vec![the_caller_checks(gap)]).await;
-    let llm = gpt(&server);
-    let started = AnswerStarted::default();
-    let mut waiting = request();
-    waiting.options.started = Some(started.clone());
-    let sent = Instant::now();
-    let (began, (reply, ended)) = tokio::join!(
-        async {
-            started.wait().await;
-            sent.elapsed()
-        },
-        async { (llm.complete(&waiting).await, sent.elapsed()) }
-    );
+    let (began, reply, ended) = common::begin_and_end(&gpt(&server), request()).await;
     assert_eq!(reply.unwrap().text, "Yes, the caller checks.");
     assert!(began + 3 * gap <= ended, "began {began:?}, ended {ended:?}");
     assert_eq!(server.requests()[0].body["stream"], true);

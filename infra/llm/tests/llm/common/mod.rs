@@ -31,6 +31,8 @@ pub struct Canned {
     body: String,
     delay: Duration,
     events: Option<Events>,
+    /// Binary frames (AWS event-stream framing), each `.1` apart.
+    frames: Option<(Vec<Bytes>, Duration)>,
 }
 
 /// A server-sent event stream: `events` one `gap` apart, then `forever` again and again
@@ -54,6 +56,7 @@ impl Canned {
             body: body.to_owned(),
             delay: Duration::ZERO,
             events: None,
+            frames: None,
         }
     }
 
@@ -79,6 +82,15 @@ impl Canned {
         if let Some(stream) = canned.events.as_mut() {
             stream.forever = Some(cycle.iter().map(|e| e.to_string()).collect());
         }
+        canned
+    }
+
+    /// A reply in AWS's binary event-stream framing (Bedrock's ConverseStream): `frames`,
+    /// `gap` apart.
+    pub fn frames(frames: Vec<Vec<u8>>, gap: Duration) -> Self {
+        let mut canned =
+            Self::raw(200, "").header("content-type", "application/vnd.amazon.eventstream");
+        canned.frames = Some((frames.into_iter().map(Bytes::from).collect(), gap));
         canned
     }
 
@@ -234,13 +246,29 @@ async fn answer(
         return (StatusCode::IM_A_TEAPOT, "fake server script exhausted").into_response();
     };
     tokio::time::sleep(canned.delay).await;
-    let mut response = match canned.events {
-        Some(events) => (
+    let mut response = match (canned.events, canned.frames) {
+        (_, Some((frames, gap))) => {
+            let stream = futures_util::stream::unfold(0usize, move |i| {
+                let frame = frames.get(i).cloned();
+                async move {
+                    if i > 0 {
+                        tokio::time::sleep(gap).await;
+                    }
+                    Some((Ok::<_, std::convert::Infallible>(frame?), i + 1))
+                }
+            });
+            (
+                StatusCode::from_u16(canned.status).unwrap(),
+                axum::body::Body::from_stream(stream),
+            )
+                .into_response()
+        }
+        (Some(events), None) => (
             StatusCode::from_u16(canned.status).unwrap(),
             event_stream(shared.clone(), events),
         )
             .into_response(),
-        None => (StatusCode::from_u16(canned.status).unwrap(), canned.body).into_response(),
+        (None, None) => (StatusCode::from_u16(canned.status).unwrap(), canned.body).into_response(),
     };
     for (name, value) in canned.headers {
         response.headers_mut().insert(
@@ -249,6 +277,29 @@ async fn answer(
         );
     }
     response
+}
+
+/// Send `request` with an [`AnswerStarted`](parley_core::ports::llm::AnswerStarted) and
+/// time both ends: `(when the answer began, the reply, when it ended)`.
+pub async fn begin_and_end(
+    llm: &dyn parley_core::ports::llm::Llm,
+    mut request: LlmRequest,
+) -> (
+    Duration,
+    Result<parley_core::ports::llm::LlmResponse, parley_core::ports::llm::LlmError>,
+    Duration,
+) {
+    let started = parley_core::ports::llm::AnswerStarted::default();
+    request.options.started = Some(started.clone());
+    let sent = std::time::Instant::now();
+    let (began, (reply, ended)) = tokio::join!(
+        async {
+            started.wait().await;
+            sent.elapsed()
+        },
+        async { (llm.complete(&request).await, sent.elapsed()) }
+    );
+    (began, reply, ended)
 }
 
 /// The same short conversation every provider's tests send (the reviewer asked, the

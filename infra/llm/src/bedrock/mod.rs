@@ -3,7 +3,11 @@
 //!
 //! The SDK's own retry layer is switched off so Bedrock obeys the same `LLM_MAX_RETRIES`,
 //! backoff and error classification as the other providers; the per-call timeout is
-//! likewise ours. Converse has no plain JSON mode, so the `json` option is ignored.
+//! likewise ours. Converse has no plain JSON mode, so the `json` option is ignored. A
+//! request whose caller waits for the answer to begin goes through ConverseStream
+//! ([`stream`]).
+
+mod stream;
 
 use crate::cache;
 use crate::retry::{RetryPolicy, with_retries};
@@ -12,7 +16,7 @@ use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::config::http::HttpResponse;
 use aws_sdk_bedrockruntime::config::retry::RetryConfig;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
+use aws_sdk_bedrockruntime::operation::converse::ConverseOutput;
 use aws_sdk_bedrockruntime::types::{
     CachePointBlock, CachePointType, ContentBlock, ConversationRole,
     ConverseOutput as ConverseResult, InferenceConfiguration, Message, StopReason,
@@ -67,26 +71,19 @@ impl BedrockLlm {
         }
     }
 
-    async fn attempt(
-        &self,
-        messages: &[Message],
-        system: Option<&SystemContentBlock>,
-        inference: &InferenceConfiguration,
-        tools: Option<&ToolConfiguration>,
-        timeout: Duration,
-    ) -> Result<LlmResponse, LlmError> {
-        let call = self
+    async fn attempt(&self, call: &stream::Call<'_>) -> Result<LlmResponse, LlmError> {
+        let sent = self
             .client
             .converse()
             .model_id(&self.model)
-            .set_messages(Some(messages.to_vec()))
-            .set_system(system.map(|block| vec![block.clone()]))
-            .inference_config(inference.clone())
-            .set_tool_config(tools.cloned())
+            .set_messages(Some(call.messages.to_vec()))
+            .set_system(call.system.map(|block| vec![block.clone()]))
+            .inference_config(call.inference.clone())
+            .set_tool_config(call.tools.cloned())
             .send();
-        let output = match tokio::time::timeout(timeout, call).await {
-            Err(_elapsed) => return Err(LlmError::Timeout(timeout)),
-            Ok(Err(error)) => return Err(classify(error, &self.model, timeout)),
+        let output = match tokio::time::timeout(call.timeout, sent).await {
+            Err(_elapsed) => return Err(LlmError::Timeout(call.timeout)),
+            Ok(Err(error)) => return Err(classify(error, &self.model, call.timeout)),
             Ok(Ok(output)) => output,
         };
         Ok(self.response(output))
@@ -199,16 +196,22 @@ impl Llm for BedrockLlm {
         };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
         crate::trace_request(PROVIDER, &self.model, request);
-        let result = with_retries(&self.retry, PROVIDER, &self.model, || {
-            self.attempt(
-                &messages,
-                system.as_ref(),
-                &inference,
-                tools.as_ref(),
-                timeout,
-            )
-        })
-        .await;
+        let call = stream::Call {
+            messages: &messages,
+            system: system.as_ref(),
+            inference: &inference,
+            tools: tools.as_ref(),
+            timeout,
+        };
+        let result = match &request.options.started {
+            Some(started) => {
+                with_retries(&self.retry, PROVIDER, &self.model, || {
+                    self.attempt_streamed(&call, started)
+                })
+                .await
+            }
+            None => with_retries(&self.retry, PROVIDER, &self.model, || self.attempt(&call)).await,
+        };
         match result {
             // "This model doesn't support tool use": Converse answers a ValidationException.
             Err(LlmError::InvalidRequest(message))
@@ -340,28 +343,29 @@ fn cache_point() -> Result<CachePointBlock, LlmError> {
         .map_err(|e| LlmError::InvalidRequest(format!("cannot build a cache point: {e}")))
 }
 
-fn classify(
-    error: SdkError<ConverseError, HttpResponse>,
-    model: &str,
-    timeout: Duration,
-) -> LlmError {
+/// An error from Converse or ConverseStream (before its stream starts) as what a caller
+/// can do about it. The two operations model the same exceptions as different types, so
+/// they are told apart by their code ([`by_code`]).
+fn classify<E>(error: SdkError<E, HttpResponse>, model: &str, timeout: Duration) -> LlmError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
     // The SDK's own Display is terse ("dispatch failure"); the chain of sources has the
     // cause. (Not `DisplayErrorContext`: it prints the raw response, body included.)
     let text = crate::http::error_chain(&error);
-    let (service, status) = match error {
+    match error {
         // A 200 whose body the SDK could not parse also arrives as a service error.
-        SdkError::ServiceError(context) if context.raw().status().is_success() => {
-            return LlmError::Decode(format!(
-                "Bedrock returned a response that is not a Converse reply: {text}"
-            ));
-        }
+        SdkError::ServiceError(context) if context.raw().status().is_success() => LlmError::Decode(
+            format!("Bedrock returned a response that is not a Converse reply: {text}"),
+        ),
         SdkError::ServiceError(context) => {
             let status = context.raw().status().as_u16();
-            (context.into_err(), status)
+            let service = context.into_err();
+            by_code(service.code(), service.message(), status, model, timeout)
         }
-        SdkError::TimeoutError(_) => return LlmError::Timeout(timeout),
+        SdkError::TimeoutError(_) => LlmError::Timeout(timeout),
         SdkError::DispatchFailure(failure) => {
-            return if failure.is_timeout() {
+            if failure.is_timeout() {
                 LlmError::Timeout(timeout)
             } else if text.to_ascii_lowercase().contains("credentials") {
                 LlmError::Auth(format!("no usable AWS credentials: {text}"))
@@ -369,49 +373,58 @@ fn classify(
                 LlmError::Config(text)
             } else {
                 LlmError::Network(text)
-            };
+            }
         }
-        SdkError::ResponseError(_) => {
-            return LlmError::Decode(format!(
-                "Bedrock returned a response that is not a Converse reply: {text}"
-            ));
-        }
+        SdkError::ResponseError(_) => LlmError::Decode(format!(
+            "Bedrock returned a response that is not a Converse reply: {text}"
+        )),
         SdkError::ConstructionFailure(_) => {
-            return LlmError::Config(format!("cannot build the Bedrock request: {text}"));
+            LlmError::Config(format!("cannot build the Bedrock request: {text}"))
         }
-        _ => return LlmError::Network(text),
-    };
+        _ => LlmError::Network(text),
+    }
+}
 
-    let message = service
-        .message()
+/// A Bedrock exception by its code: `ThrottlingException` as an HTTP error type,
+/// `throttlingException` inside an event stream. `status` is the HTTP status where there
+/// is one (500 mid-stream).
+fn by_code(
+    code: Option<&str>,
+    message: Option<&str>,
+    status: u16,
+    model: &str,
+    timeout: Duration,
+) -> LlmError {
+    let message = message
         .map(crate::http::truncate)
-        .unwrap_or_else(|| service.code().unwrap_or("unknown error").to_owned());
-    match &service {
-        ConverseError::AccessDeniedException(_) => LlmError::Auth(message),
-        ConverseError::ResourceNotFoundException(_) => {
-            LlmError::UnknownModel(format!("{model}: {message}"))
-        }
-        ConverseError::ThrottlingException(_) => LlmError::RateLimited {
+        .unwrap_or_else(|| code.unwrap_or("unknown error").to_owned());
+    let about_model = || {
+        let lower = message.to_ascii_lowercase();
+        lower.contains("model identifier") || lower.contains("model id")
+    };
+    match code.unwrap_or_default().to_ascii_lowercase().as_str() {
+        "accessdeniedexception" => LlmError::Auth(message),
+        "resourcenotfoundexception" => LlmError::UnknownModel(format!("{model}: {message}")),
+        "throttlingexception" => LlmError::RateLimited {
             message,
             retry_after: None,
         },
-        ConverseError::ServiceUnavailableException(_)
-        | ConverseError::ModelNotReadyException(_) => LlmError::Overloaded {
+        "serviceunavailableexception" | "modelnotreadyexception" => LlmError::Overloaded {
             message,
             retry_after: None,
         },
-        ConverseError::ModelTimeoutException(_) => LlmError::Timeout(timeout),
-        ConverseError::InternalServerException(_) | ConverseError::ModelErrorException(_) => {
-            LlmError::Server { status, message }
+        "modeltimeoutexception" => LlmError::Timeout(timeout),
+        "internalserverexception" | "modelerrorexception" | "modelstreamerrorexception" => {
+            LlmError::Server {
+                status: status.max(500),
+                message,
+            }
         }
         // Bedrock reports an unknown or unsupported model id as a validation error.
-        ConverseError::ValidationException(_)
-            if message.to_ascii_lowercase().contains("model identifier")
-                || message.to_ascii_lowercase().contains("model id") =>
-        {
+        "validationexception" if about_model() => {
             LlmError::UnknownModel(format!("{model}: {message}"))
         }
-        ConverseError::ValidationException(_) => LlmError::InvalidRequest(message),
+        "validationexception" => LlmError::InvalidRequest(message),
         // Errors Converse does not model (signature, token, gateway trouble): by status.
         _ => match status {
             401 | 403 => LlmError::Auth(message),
