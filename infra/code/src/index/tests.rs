@@ -1,0 +1,166 @@
+use super::*;
+
+fn index(files: &[(&str, &str)]) -> CodeIndex {
+    let mut snapshot = Snapshot::default();
+    for (path, text) in files {
+        snapshot.files.insert(path.to_string(), text.to_string());
+    }
+    CodeIndex::build(snapshot)
+}
+
+/// Each language: the enclosing function of a line, a callee's definition in another
+/// file, and its callers.
+#[test]
+fn definitions_callers_and_names_in_every_language() {
+    let cases: [(&str, &str, &str, u32); 6] = [
+        (
+            "src/lib.rs",
+            "fn helper(x: i32) -> i32 {\n    x + 1\n}\n",
+            "fn main() {\n    let y = helper(2);\n}\n",
+            2,
+        ),
+        (
+            "lib.py",
+            "def helper(x):\n    return x + 1\n",
+            "def main():\n    y = helper(2)\n",
+            2,
+        ),
+        (
+            "lib.js",
+            "function helper(x) {\n  return x + 1;\n}\n",
+            "function main() {\n  const y = helper(2);\n}\n",
+            2,
+        ),
+        (
+            "lib.ts",
+            "function helper(x: number): number {\n  return x + 1;\n}\n",
+            "function main(): void {\n  const y = helper(2);\n}\n",
+            2,
+        ),
+        (
+            "lib.go",
+            "package lib\n\nfunc helper(x int) int {\n\treturn x + 1\n}\n",
+            "package lib\n\nfunc main() {\n\ty := helper(2)\n\t_ = y\n}\n",
+            4,
+        ),
+        (
+            "Lib.java",
+            "class Lib {\n  static int helper(int x) {\n    return x + 1;\n  }\n}\n",
+            "class Main {\n  void main() {\n    int y = Lib.helper(2);\n  }\n}\n",
+            3,
+        ),
+    ];
+    for (path, helper, main, call_line) in cases {
+        let caller_path = format!("caller_{path}").replace("src/", "");
+        let index = index(&[(path, helper), (&caller_path, main)]);
+        let defs = index.definitions("helper");
+        assert_eq!(defs.len(), 1, "{path}: {defs:?}");
+        assert_eq!(defs[0].path, path);
+        let used = index.names_used(&caller_path, call_line, call_line);
+        assert!(used.contains(&"helper".to_string()), "{path}: {used:?}");
+        let callers = index.callers("helper");
+        assert_eq!(callers.len(), 1, "{path}: {callers:?}");
+        assert_eq!(callers[0].name.as_deref(), Some("main"), "{path}");
+        let enclosing = index.enclosing(&caller_path, call_line).expect("enclosing");
+        assert_eq!(enclosing.name.as_deref(), Some("main"), "{path}");
+        let text = index.text(&defs[0]).expect("text");
+        assert!(text.contains("helper"), "{path}: {text}");
+    }
+}
+
+/// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
+/// generic arrow function or a type assertion does not hide what follows it.
+#[test]
+fn jsx_in_javascript_and_generic_arrows_in_typescript_keep_what_follows() {
+    let index = index(&[
+        (
+            "app.js",
+            "const view = (x) => <div className=\"a\">{x}</div>;\nfunction helper(x) {\n  return view(x);\n}\n",
+        ),
+        (
+            "lib.ts",
+            "export const identity = <T>(x: T): T => x;\nconst n = <number>someValue;\nexport function later(): number {\n  return 1;\n}\n",
+        ),
+    ]);
+    assert_eq!(index.definitions("helper").len(), 1);
+    assert_eq!(index.callers("view").len(), 1);
+    assert_eq!(index.definitions("later").len(), 1);
+}
+
+#[test]
+fn other_languages_are_kept_for_their_text_only() {
+    let index = index(&[("notes.md", "# helper\n")]);
+    assert_eq!(index.word_count(), 0);
+    assert!(index.definitions("helper").is_empty());
+    assert_eq!(index.files(), 1);
+}
+
+/// Questions parse only the files they need, and get the answers parsing everything
+/// first would give.
+#[test]
+fn files_are_parsed_when_a_question_needs_them() {
+    let mut files: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            (
+                format!("src/m{i:02}/lib.rs"),
+                format!(
+                    "pub struct S{i};\nimpl S{i} {{\n    pub fn new() -> Self {{ S{i} }}\n}}\n"
+                ),
+            )
+        })
+        .collect();
+    files.push((
+        "src/m07/use.rs".into(),
+        "fn caller() {\n    let s = new();\n    unique_helper();\n}\n".into(),
+    ));
+    files.push((
+        "src/other/helper.rs".into(),
+        "pub fn unique_helper() {}\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let lazy = index(&refs);
+    assert_eq!(lazy.parsed_count(), 0, "building parses nothing");
+
+    let near = lazy.definitions_near("new", "src/m07/use.rs", 3);
+    // The same directory first, then the rest in path order, as the default ranking.
+    let everything = index(&refs);
+    let mut expected = everything.definitions("new");
+    assert_eq!(expected.len(), 40);
+    expected.sort_by_key(|span| nearness(&span.path, "src/m07/use.rs"));
+    expected.truncate(3);
+    assert_eq!(near, expected);
+    assert_eq!(near[0].path, "src/m07/lib.rs");
+    assert!(
+        lazy.parsed_count() < 40,
+        "{} files parsed for three definitions",
+        lazy.parsed_count()
+    );
+
+    let helper = lazy.definitions("unique_helper");
+    assert_eq!(helper.len(), 1);
+    assert_eq!(helper[0].path, "src/other/helper.rs");
+    let callers = lazy.callers("unique_helper");
+    assert_eq!(callers.len(), 1);
+    assert_eq!(callers[0].name.as_deref(), Some("caller"));
+
+    lazy.parse_all();
+    assert_eq!(lazy.parsed_count(), files.len());
+    assert_eq!(lazy.definitions("new"), everything.definitions("new"));
+}
+
+/// Questions asked from async code on a multi-threaded runtime (a Lambda function,
+/// `parley serve`) parse off the runtime's hands, and get the same answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_from_a_multi_threaded_runtime_parse_off_its_hands() {
+    let index = index(&[
+        ("src/a.rs", "pub fn helper() {}\n"),
+        ("src/b.rs", "fn main() {\n    helper();\n}\n"),
+    ]);
+    let defs = index.definitions_near("helper", "src/b.rs", 3);
+    assert_eq!(defs.len(), 1);
+    assert_eq!(index.callers("helper")[0].name.as_deref(), Some("main"));
+    assert_eq!(index.parsed_count(), 2);
+}
