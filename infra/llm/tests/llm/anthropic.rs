@@ -25,6 +25,13 @@ fn request() -> LlmRequest {
     common::conversation(512, 0.2)
 }
 
+/// The usual conversation, to an adapter on `server` with a 5 s timeout.
+async fn ask(server: &FakeServer) -> Result<parley_core::ports::llm::LlmResponse, LlmError> {
+    adapter(server, Duration::from_secs(5))
+        .complete(&request())
+        .await
+}
+
 fn success(text: &str) -> Canned {
     Canned::json(
         200,
@@ -73,10 +80,7 @@ async fn success_sends_the_documented_request_and_parses_text_and_usage() {
     )])
     .await;
 
-    let reply = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await
-        .unwrap();
+    let reply = ask(&server).await.unwrap();
     assert_eq!(reply.text, "Yes, it is.");
     // Anthropic's three input counts, billed apart: uncached, read, written.
     assert_eq!(reply.usage, Usage::new(100, 20).with_cache(7, 5));
@@ -141,10 +145,7 @@ async fn rate_limit_then_success_is_retried() {
         success("ok"),
     ])
     .await;
-    let reply = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await
-        .unwrap();
+    let reply = ask(&server).await.unwrap();
     assert_eq!(reply.text, "ok");
     assert_eq!(reply.usage, Usage::new(25, 9));
     assert_eq!(server.requests().len(), 2);
@@ -158,10 +159,7 @@ async fn overload_529_and_server_errors_are_retried() {
         success("finally"),
     ])
     .await;
-    let reply = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await
-        .unwrap();
+    let reply = ask(&server).await.unwrap();
     assert_eq!(reply.text, "finally");
     assert_eq!(server.requests().len(), 3);
 }
@@ -174,10 +172,7 @@ async fn retry_after_is_honoured() {
     ])
     .await;
     let started = Instant::now();
-    adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await
-        .unwrap();
+    ask(&server).await.unwrap();
     // The policy's own backoff is a millisecond; only the header explains the wait.
     assert!(
         started.elapsed() >= Duration::from_millis(400),
@@ -189,9 +184,7 @@ async fn retry_after_is_honoured() {
 #[tokio::test]
 async fn persistent_overload_gives_up_after_the_configured_retries() {
     let server = FakeServer::start(vec![error(529, "overloaded_error", "Overloaded"); 10]).await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert!(
         matches!(&result, Err(LlmError::Overloaded { message, .. }) if message == "Overloaded"),
         "{result:?}"
@@ -238,9 +231,7 @@ async fn a_malformed_body_is_a_decode_error() {
         "",
     ] {
         let server = FakeServer::start(vec![Canned::raw(200, body)]).await;
-        let result = adapter(&server, Duration::from_secs(5))
-            .complete(&request())
-            .await;
+        let result = ask(&server).await;
         assert!(
             matches!(result, Err(LlmError::Decode(_))),
             "{body:?}: {result:?}"
@@ -256,9 +247,7 @@ async fn a_bad_key_is_an_auth_error_without_retries() {
         success("never"),
     ])
     .await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert_eq!(result, Err(LlmError::Auth("invalid x-api-key".into())));
     assert_eq!(server.requests().len(), 1);
 }
@@ -266,9 +255,7 @@ async fn a_bad_key_is_an_auth_error_without_retries() {
 #[tokio::test]
 async fn an_unknown_model_is_reported_as_such() {
     let server = FakeServer::start(vec![error(404, "not_found_error", "model: claude-nope")]).await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert_eq!(
         result,
         Err(LlmError::UnknownModel("model: claude-nope".into()))
@@ -278,9 +265,7 @@ async fn an_unknown_model_is_reported_as_such() {
 #[tokio::test]
 async fn a_wrong_base_url_is_a_config_error() {
     let server = FakeServer::start(vec![error(404, "not_found_error", "Not Found")]).await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert!(
         matches!(&result, Err(LlmError::Config(m)) if m.contains("/v1/messages")),
         "{result:?}"
@@ -295,9 +280,7 @@ async fn an_oversized_prompt_is_rejected_without_retries() {
         "prompt is too long: 250000 tokens > 200000 maximum",
     )])
     .await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert!(
         matches!(&result, Err(LlmError::InvalidRequest(m)) if m.contains("prompt is too long")),
         "{result:?}"
@@ -488,10 +471,7 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
     );
     // Without a caller waiting, the same adapter reads whole replies.
     let server = FakeServer::start(vec![success("whole")]).await;
-    let reply = adapter(&server, Duration::from_secs(5))
-        .complete(&request())
-        .await
-        .unwrap();
+    let reply = ask(&server).await.unwrap();
     assert_eq!(reply.text, "whole");
     assert!(server.requests()[0].body.get("stream").is_none());
 }

@@ -27,6 +27,14 @@ fn request() -> LlmRequest {
     common::conversation(700, 0.5)
 }
 
+/// The usual conversation, to an adapter on `server` with a 5 s timeout.
+async fn ask(server: &FakeServer) -> Result<parley_core::ports::llm::LlmResponse, LlmError> {
+    adapter(server, Duration::from_secs(5))
+        .await
+        .complete(&request())
+        .await
+}
+
 fn converse(text: &str, stop_reason: &str) -> Canned {
     Canned::json(
         200,
@@ -47,11 +55,7 @@ fn aws_error(status: u16, kind: &str, message: &str) -> Canned {
 #[tokio::test]
 async fn success_signs_a_converse_call_and_parses_text_and_usage() {
     let server = FakeServer::start(vec![converse("Yes, it is.", "end_turn")]).await;
-    let reply = adapter(&server, Duration::from_secs(5))
-        .await
-        .complete(&request())
-        .await
-        .unwrap();
+    let reply = ask(&server).await.unwrap();
     assert_eq!(reply.text, "Yes, it is.");
     assert_eq!(reply.usage, Usage::new(31, 12));
     assert_eq!(reply.model, MODEL);
@@ -108,11 +112,7 @@ async fn throttling_then_success_is_retried_by_us() {
         converse("ok", "end_turn"),
     ])
     .await;
-    let reply = adapter(&server, Duration::from_secs(5))
-        .await
-        .complete(&request())
-        .await
-        .unwrap();
+    let reply = ask(&server).await.unwrap();
     assert_eq!(reply.text, "ok");
     assert_eq!(server.requests().len(), 3);
 }
@@ -128,10 +128,7 @@ async fn persistent_throttling_ends_as_rate_limited_after_our_retries() {
         10
     ])
     .await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .await
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert!(
         matches!(&result, Err(LlmError::RateLimited { message, .. }) if message == "Too many requests"),
         "{result:?}"
@@ -148,10 +145,7 @@ async fn access_denied_is_an_auth_error() {
         "You don't have access to the model with the specified model ID.",
     )])
     .await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .await
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert!(matches!(result, Err(LlmError::Auth(_))), "{result:?}");
     assert_eq!(server.requests().len(), 1);
 }
@@ -167,10 +161,7 @@ async fn unknown_models_are_reported_as_such() {
         ),
     ] {
         let server = FakeServer::start(vec![canned.clone()]).await;
-        let result = adapter(&server, Duration::from_secs(5))
-            .await
-            .complete(&request())
-            .await;
+        let result = ask(&server).await;
         assert!(
             matches!(&result, Err(LlmError::UnknownModel(m)) if m.starts_with(MODEL)),
             "{canned:?}: {result:?}"
@@ -186,10 +177,7 @@ async fn other_validation_errors_are_invalid_requests() {
         "Input is too long for requested model.",
     )])
     .await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .await
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert_eq!(
         result,
         Err(LlmError::InvalidRequest(
@@ -204,10 +192,7 @@ async fn a_malformed_body_is_a_decode_error() {
         Canned::raw(200, "<html>not json</html>").header("content-type", "application/json"),
     ])
     .await;
-    let result = adapter(&server, Duration::from_secs(5))
-        .await
-        .complete(&request())
-        .await;
+    let result = ask(&server).await;
     assert!(matches!(&result, Err(LlmError::Decode(_))), "{result:?}");
     // The body is the model's reply: described, never quoted into logs.
     assert!(!format!("{result:?}").contains("not json"), "{result:?}");
