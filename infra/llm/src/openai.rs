@@ -229,7 +229,10 @@ impl OpenAiLlm {
             idle: timeout,
             budget: timeout,
         };
-        let reply = stream::read(response, limits, body.response_format.is_some(), started).await?;
+        // A self-hosted model may go on after its JSON for minutes; a cloud API ends its
+        // reply, and its usage comes in the last chunk, after the JSON: read to the end.
+        let stop_at_json = self.streaming && body.response_format.is_some();
+        let reply = stream::read(response, limits, stop_at_json, started).await?;
         match reply.stop {
             Some(stream::Stop::Budget) => tracing::info!(
                 model = %self.model,

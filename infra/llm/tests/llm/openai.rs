@@ -430,6 +430,28 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed_and_told_at_th
     assert_eq!(server.requests()[0].body["stream"], true);
 }
 
+/// A cloud API streamed for the warm-up is read to its end even in JSON mode: its usage
+/// (cached tokens included) comes in the last chunk, after the JSON is complete.
+#[tokio::test]
+async fn a_cloud_stream_in_json_mode_is_read_to_its_usage() {
+    let mut usage = usage_chunk(1500, 4);
+    usage["usage"]["prompt_tokens_details"] = json!({"cached_tokens": 1280});
+    let server = FakeServer::start(vec![Canned::sse(
+        vec![
+            chunk("{\"findings\": ["),
+            chunk("]}"),
+            last_chunk("stop"),
+            usage,
+        ],
+        GAP,
+    )])
+    .await;
+    let (_, reply, _) = common::begin_and_end(&gpt(&server), json_request()).await;
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "{\"findings\": []}");
+    assert_eq!(reply.usage, Usage::new(220, 4).with_cache(1280, 0));
+}
+
 #[tokio::test]
 async fn a_stream_without_usage_counts_its_chunks_as_output() {
     let server = FakeServer::start(vec![Canned::sse(
