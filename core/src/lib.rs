@@ -7,6 +7,7 @@
 pub mod bookkeeping;
 pub mod budget;
 pub mod commands;
+pub mod concurrently;
 pub mod config;
 pub mod context;
 pub mod conversation;

@@ -35,7 +35,7 @@ pub async fn record_for_month(
         (counters::EMBEDDING_INPUT_TOKENS, input_tokens),
         (counters::EMBEDDING_COST_MICRO_USD, micro_usd),
     ];
-    crate::llm::usage::add_counters(store, &scope, &deltas, "embedding usage").await;
+    crate::llm::usage::add_counters(store, &[scope], &deltas, "embedding usage").await;
 }
 
 /// The repository's embedding spend this month (UTC).

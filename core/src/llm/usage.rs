@@ -119,28 +119,37 @@ pub async fn record_for_pr(
         (counters::CACHE_WRITE_TOKENS, tally.usage.cache_write_tokens),
         (counters::SAVED_MICRO_USD, saved_micro_usd),
     ];
-    for scope in [
+    let scopes = [
         crate::ports::store::keys::pr_scope(repo, pr),
         month_scope(repo, now),
         installation_month_scope(installation, now),
-    ] {
-        add_counters(store, &scope, &deltas, "LLM usage").await;
-    }
+    ];
+    add_counters(store, &scopes, &deltas, "LLM usage").await;
 }
 
-/// Add each non-zero delta to its counter under `scope`. Accounting never fails the job
-/// whose work is done, so a failed write is logged as `what` could not be recorded.
+/// Add each non-zero delta to its counter under each scope, all at once: the writes touch
+/// different items, so a job waits for one round trip instead of one per counter.
+/// Accounting never fails the job whose work is done, so a failed write is logged as
+/// `what` could not be recorded.
 pub(crate) async fn add_counters(
     store: &dyn crate::ports::Store,
-    scope: &str,
-    deltas: &[(&str, u64)],
-    what: &str,
+    scopes: &[String],
+    deltas: &[(&'static str, u64)],
+    what: &'static str,
 ) {
-    for &(counter, delta) in deltas.iter().filter(|(_, delta)| *delta > 0) {
-        if let Err(err) = store.add_to_counter(scope, counter, delta).await {
-            tracing::warn!(%scope, counter, error = %err, "could not record {what}");
-        }
-    }
+    let writes = scopes
+        .iter()
+        .flat_map(|scope| deltas.iter().map(move |delta| (scope, *delta)))
+        .filter(|(_, (_, delta))| *delta > 0)
+        .map(|(scope, (counter, delta))| {
+            Box::pin(async move {
+                if let Err(err) = store.add_to_counter(scope, counter, delta).await {
+                    tracing::warn!(%scope, counter, error = %err, "could not record {what}");
+                }
+            }) as crate::concurrently::Boxed<'_, ()>
+        })
+        .collect();
+    crate::concurrently::join_all(writes).await;
 }
 
 /// The scope of a repository's usage counters for the calendar month (UTC) of `at`: the

@@ -14,11 +14,9 @@ use crate::review::findings::{PassResult, pass_output};
 use crate::review::inputs::estimate_tokens;
 use crate::review::prompts::{self, SpecialistPrompt};
 use async_trait::async_trait;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 /// The specialists `review.specialists` asks for; guideline compliance only when the
@@ -204,33 +202,12 @@ async fn run_one(
     }
 }
 
-type BoxedPass<'a> = Pin<Box<dyn Future<Output = PassResult> + Send + 'a>>;
+type BoxedPass<'a> = crate::concurrently::Boxed<'a, PassResult>;
 
-/// Poll every pass until all are done or the deadline passes, results in input order
-/// (`None` for a pass abandoned at the deadline): `futures::join_all` without pulling the
-/// `futures` crate into the domain for one function. The passes run concurrently on the
-/// caller's task, so nothing needs `'static` or a runtime handle.
+/// Every pass until all are done or the deadline passes, results in input order (`None`
+/// for a pass abandoned at the deadline).
 async fn join_all(passes: Vec<BoxedPass<'_>>, mut deadline: Deadline) -> Vec<Option<PassResult>> {
-    let mut pending: Vec<Option<BoxedPass<'_>>> = passes.into_iter().map(Some).collect();
-    let mut done: Vec<Option<PassResult>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(move |cx: &mut Context<'_>| {
-        for (slot, result) in pending.iter_mut().zip(done.iter_mut()) {
-            if let Some(pass) = slot
-                && let Poll::Ready(output) = pass.as_mut().poll(cx)
-            {
-                *result = Some(output);
-                *slot = None;
-            }
-        }
-        if pending.iter().all(Option::is_none) || deadline.poll_expired(cx) {
-            // Dropping what is still pending cancels it (its HTTP request is abandoned).
-            pending.iter_mut().for_each(|slot| *slot = None);
-            Poll::Ready(done.iter_mut().map(Option::take).collect())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
+    crate::concurrently::join_all_until(passes, |cx| deadline.poll_expired(cx)).await
 }
 
 /// A runtime-agnostic timer: the domain crate has no async runtime of its own (it runs
