@@ -13,4 +13,4 @@ mod words;
 pub use cache::ArchiveCache;
 pub use index::CodeIndex;
 pub use snapshot::{Limits, Snapshot, SnapshotError};
-pub use source::GitHubCode;
+pub use source::{GitHubCode, LastOpened};

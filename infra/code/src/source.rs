@@ -7,7 +7,7 @@ use crate::snapshot::{Limits, Snapshot};
 use async_trait::async_trait;
 use parley_core::ports::code::{CodeSource, Codebase};
 use parley_core::ports::{GitHub, RepoScope};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The largest archive downloaded (compressed).
@@ -19,6 +19,48 @@ pub struct GitHubCode {
     /// Archives already downloaded, per (repository id, sha); `None` downloads every time
     /// (the tests' default, so no test reads another's disk).
     pub cache: Option<ArchiveCache>,
+    /// The last snapshot opened, indexed (see [`LastOpened`]).
+    pub last: LastOpened,
+}
+
+/// The last (repository id, sha) opened, with its index. A burst of comments on one PR is
+/// a burst of jobs on the same head: a warm worker answers the next from memory, with the
+/// files the last one parsed already parsed, instead of extracting and indexing the
+/// archive again. One only, shared by the clones of a [`GitHubCode`]: a large
+/// repository's index is tens of megabytes, and a different head replaces it.
+#[derive(Clone, Default)]
+pub struct LastOpened(Arc<Mutex<Option<Opened>>>);
+
+/// (repository id, sha, index).
+type Opened = (String, String, Arc<CodeIndex>);
+
+impl LastOpened {
+    fn get(&self, key: &str, sha: &str) -> Option<Arc<CodeIndex>> {
+        let last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        last.as_ref()
+            .filter(|(k, s, _)| k == key && s == sha)
+            .map(|(_, _, index)| Arc::clone(index))
+    }
+
+    /// Let go of the last index before a new one is built, so that the two are not held
+    /// at once (jobs still using it keep their own handle).
+    fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn put(&self, key: String, sha: String, index: Arc<CodeIndex>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, sha, index));
+    }
+}
+
+impl std::fmt::Debug for LastOpened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match last.as_ref() {
+            Some((key, sha, _)) => write!(f, "LastOpened({key}@{sha})"),
+            None => write!(f, "LastOpened(none)"),
+        }
+    }
 }
 
 impl GitHubCode {
@@ -28,6 +70,7 @@ impl GitHubCode {
         GitHubCode {
             limits: Limits::default(),
             cache: ArchiveCache::from_env(env),
+            last: LastOpened::default(),
         }
     }
 
@@ -84,6 +127,12 @@ impl GitHubCode {
         // Keyed by the repository's id (its store key), never its name: a name changes
         // hands, and the next holder must not read the last one's archive.
         let key = scope.tenant().repo;
+        if let Some(index) = self.last.get(&key, sha) {
+            parley_core::metrics::snapshot_opened(None, started.elapsed());
+            tracing::info!(repo = %scope.full_name(), sha, "repository snapshot reused from memory");
+            return Ok(index);
+        }
+        self.last.clear();
         // The reasons go into a public summary: what went wrong in Parley's words, the
         // details (GitHub's message, the archive's own paths) to the log only.
         let (bytes, cached) = self.archive(github, scope, &key, sha).await?;
@@ -121,7 +170,9 @@ impl GitHubCode {
             index_ms = indexed.as_millis() as u64,
             "repository snapshot indexed"
         );
-        Ok(Arc::new(index))
+        let index = Arc::new(index);
+        self.last.put(key, sha.to_owned(), Arc::clone(&index));
+        Ok(index)
     }
 }
 

@@ -15,6 +15,7 @@ parley_tests::review_on_both_stores!(
     a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read,
     a_repository_over_the_caps_is_reviewed_from_the_diff_alone,
     a_second_review_of_the_same_head_reads_the_cached_archive,
+    a_warm_worker_reuses_the_last_index,
     a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline,
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
@@ -141,20 +142,51 @@ async fn a_repository_over_the_caps_is_reviewed_from_the_diff_alone(mut h: Revie
     assert!(summary.contains("over the snapshot's caps"), "{summary}");
 }
 
-/// The archive is downloaded once per head: a full review requested on the same head
-/// reads it from the disk cache, kept under the repository's id (never its name), and
-/// still sees the definition from the untouched file.
+/// The archive is downloaded once per head: a full review requested on the same head by
+/// a worker that starts afresh (a new process, the same disk) reads it from the disk
+/// cache, kept under the repository's id (never its name), and still sees the
+/// definition from the untouched file.
 async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: ReviewHarness) {
-    pr_changes_only_the_api(&h);
-    serve_the_head(&h);
     let dir = tempfile::tempdir().expect("tempdir");
-    h.services.code = Some(Arc::new(parley_code::GitHubCode {
+    let on_disk = || parley_code::GitHubCode {
         cache: Some(parley_code::ArchiveCache::new(dir.path(), 1 << 20)),
         ..parley_code::GitHubCode::default()
-    }));
+    };
+    review_the_head_twice(&mut h, on_disk(), Some(on_disk())).await;
+    let cached = dir.path().join(format!(
+        "repo-{}-{HEAD}.tar.gz",
+        parley_tests::tenants::repo_id(REPO)
+    ));
+    assert!(
+        cached.is_file(),
+        "kept under the repository's id: {cached:?}"
+    );
+}
+
+/// A warm worker with no disk cache at all answers the next job on the same head from
+/// the index it built last: nothing is downloaded twice.
+async fn a_warm_worker_reuses_the_last_index(mut h: ReviewHarness) {
+    review_the_head_twice(&mut h, parley_code::GitHubCode::default(), None).await;
+}
+
+/// Review HEAD with `first`, then again (a full review asked for by hand) with `second`
+/// (or the same source again): the archive is downloaded once and both reviews read the
+/// definition from the untouched file.
+async fn review_the_head_twice(
+    h: &mut ReviewHarness,
+    first: parley_code::GitHubCode,
+    second: Option<parley_code::GitHubCode>,
+) {
+    pr_changes_only_the_api(h);
+    serve_the_head(h);
+    h.services.code = Some(Arc::new(first));
     h.rebuild_handler();
-    review(&h).await;
+    review(h).await;
     let first_prompts = h.pass_prompts().len();
+    if let Some(second) = second {
+        h.services.code = Some(Arc::new(second));
+        h.rebuild_handler();
+    }
 
     h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "d-2", 4242))
         .await
@@ -165,14 +197,6 @@ async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: Review
         1,
         "downloaded once"
     );
-    let cached = dir.path().join(format!(
-        "repo-{}-{HEAD}.tar.gz",
-        parley_tests::tenants::repo_id(REPO)
-    ));
-    assert!(
-        cached.is_file(),
-        "kept under the repository's id: {cached:?}"
-    );
     let later = h.pass_prompts();
     assert!(
         later.len() > first_prompts,
@@ -182,7 +206,7 @@ async fn a_second_review_of_the_same_head_reads_the_cached_archive(mut h: Review
         later[first_prompts..]
             .iter()
             .any(|p| p.text().contains(DEFINITION)),
-        "the second review read the definition from the cached archive"
+        "the second review read the definition"
     );
 }
 
