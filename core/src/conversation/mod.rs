@@ -21,7 +21,6 @@ mod budget;
 mod caches;
 mod command;
 mod concession;
-pub(crate) mod concurrent;
 mod context;
 mod dispute;
 mod error;
@@ -48,6 +47,7 @@ pub use gates::turns_used;
 pub use teach::Taught;
 
 use crate::bookkeeping;
+use crate::concurrently;
 use crate::job::{ConversationJob, Job};
 use crate::llm::MeteredLlm;
 use crate::mention::Handles;
@@ -153,15 +153,15 @@ impl ConversationHandler {
         // Both comment listings: the comment's own surface for its thread, the other for
         // the pending-work sweep that follows every turn; and the reviews, whose bodies
         // the sweep also reads. All in the same round trip as the PR.
-        let listings = concurrent::join2(
-            concurrent::join2(
+        let listings = concurrently::join2(
+            concurrently::join2(
                 snapshot::list_review_comments(github, &scope, job.number, trigger.created_at),
                 snapshot::list_issue_comments(github, &scope, job.number, trigger.created_at),
             ),
             github.list_reviews(&scope, job.number, snapshot::LISTING),
         );
-        let ((pr, ((review_comments, issue_comments), reviews)), slug) = concurrent::join2(
-            concurrent::join2(github.get_pull_request(&scope, job.number), listings),
+        let ((pr, ((review_comments, issue_comments), reviews)), slug) = concurrently::join2(
+            concurrently::join2(github.get_pull_request(&scope, job.number), listings),
             identity.slug(github),
         )
         .await;
@@ -210,7 +210,7 @@ impl ConversationHandler {
         scope: RepoScope,
     ) -> Result<PrSnapshot, ConversationError> {
         let github = self.github();
-        let (issue_comments, slug) = concurrent::join2(
+        let (issue_comments, slug) = concurrently::join2(
             snapshot::list_issue_comments(
                 github,
                 &scope,
@@ -487,7 +487,7 @@ impl ConversationHandler {
     /// Answer missed questions on the same PR. Best effort: a failure stops the sweep
     /// (the next job sweeps again) but never fails the job that ran it.
     async fn sweep(&self, snap: &PrSnapshot, llm: &MeteredLlm, handled: &Trigger, delivery: &str) {
-        let listings = concurrent::join2(
+        let listings = concurrently::join2(
             snap.review_comments(self.github()),
             snap.issue_comments(self.github()),
         )

@@ -141,12 +141,10 @@ pub(crate) async fn add_counters(
         .iter()
         .flat_map(|scope| deltas.iter().map(move |delta| (scope, *delta)))
         .filter(|(_, (_, delta))| *delta > 0)
-        .map(|(scope, (counter, delta))| {
-            Box::pin(async move {
-                if let Err(err) = store.add_to_counter(scope, counter, delta).await {
-                    tracing::warn!(%scope, counter, error = %err, "could not record {what}");
-                }
-            }) as crate::concurrently::Boxed<'_, ()>
+        .map(|(scope, (counter, delta))| async move {
+            if let Err(err) = store.add_to_counter(scope, counter, delta).await {
+                tracing::warn!(%scope, counter, error = %err, "could not record {what}");
+            }
         })
         .collect();
     crate::concurrently::join_all(writes).await;

@@ -33,7 +33,7 @@ pub use fuse::{Fusion, Trigger, Weights};
 pub use provenance::{Provenance, VectorUse};
 pub use term_counts::TermCounts;
 
-use crate::conversation::concurrent::join2;
+use crate::concurrently::join2;
 use crate::mention::Handles;
 use crate::ports::{Corpus, CorpusStore, Document, Embedder, StoreError};
 use fuse::Lists;

@@ -16,9 +16,9 @@
 
 use super::chunk::{ChunkOptions, chunk_changed_files};
 use super::documents::{PrRef, code_documents, finding_document, thread_document};
+use crate::concurrently::join_all;
 use crate::config::RepoConfig;
 use crate::config::RetrievalConfig;
-use crate::conversation::concurrent::join_all;
 use crate::embedding;
 use crate::ports::github::{ChangedFile, PullRequest, ReviewComment};
 use crate::ports::{Corpus, CorpusStore, Document, Finding};

@@ -6,8 +6,8 @@
 //! result (a posted review with a check, or printed findings) differ, and those stay with
 //! the callers.
 
+use crate::concurrently::join2;
 use crate::config::RepoConfig;
-use crate::conversation::concurrent::join2;
 use crate::learning::apply::{Applied, Suppressed};
 use crate::learning::memory::RepoMemory;
 use crate::llm::MeteredLlm;
