@@ -553,11 +553,7 @@ async fn handle(
             usage: request["stream_options"]["include_usage"] == true,
             interrupts,
             latency,
-            ttft: state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .time_to_first_token
-                .map(|_| ttft),
+            ttft,
             _hold: (serving, slot, busy),
         };
         return stream.reply(reply, usage);
@@ -692,8 +688,9 @@ struct Stream {
     /// Spread over the reply's chunks when interrupting (so there is a running stream to
     /// break off), else waited before the first.
     latency: Duration,
-    /// When set, the first chunk comes this far into the latency and the rest at its end.
-    ttft: Option<Duration>,
+    /// When not interrupting, the first chunk comes this far into the latency and the rest
+    /// at its end (the whole latency when no time to first token was set).
+    ttft: Duration,
     /// The serving turn, the slot and the in-flight count, held until the stream ends or
     /// the client hangs up.
     _hold: (
@@ -740,15 +737,13 @@ impl Stream {
                 let pieces = pieces.clone();
                 let usage = usage.clone();
                 async move {
-                    if let (Some(ttft), true) = (this.ttft, gap.is_zero()) {
+                    if gap.is_zero() {
                         match i {
-                            0 => tokio::time::sleep(ttft).await,
-                            1 => tokio::time::sleep(this.latency.saturating_sub(ttft)).await,
+                            0 => tokio::time::sleep(this.ttft).await,
+                            1 => tokio::time::sleep(this.latency.saturating_sub(this.ttft)).await,
                             _ => {}
                         }
-                    } else if i == 0 && gap.is_zero() && !this.latency.is_zero() {
-                        tokio::time::sleep(this.latency).await;
-                    } else if i > 0 && !gap.is_zero() {
+                    } else if i > 0 {
                         tokio::time::sleep(gap).await;
                     }
                     let broken_off = this.interrupts

@@ -53,6 +53,16 @@ pub fn client(sdk_config: &aws_config::SdkConfig) -> Client {
     Client::from_conf(config)
 }
 
+/// The parts of one call, as both [`BedrockLlm::attempt`] and the streamed attempt take
+/// them.
+struct Call<'a> {
+    messages: &'a [Message],
+    system: Option<&'a SystemContentBlock>,
+    inference: &'a InferenceConfiguration,
+    tools: Option<&'a ToolConfiguration>,
+    timeout: Duration,
+}
+
 impl BedrockLlm {
     /// Build from a loaded AWS configuration (region, credentials, and any endpoint
     /// override such as `AWS_ENDPOINT_URL` for an emulator).
@@ -71,7 +81,7 @@ impl BedrockLlm {
         }
     }
 
-    async fn attempt(&self, call: &stream::Call<'_>) -> Result<LlmResponse, LlmError> {
+    async fn attempt(&self, call: &Call<'_>) -> Result<LlmResponse, LlmError> {
         let sent = self
             .client
             .converse()
@@ -196,7 +206,7 @@ impl Llm for BedrockLlm {
         };
         let timeout = request.options.timeout.unwrap_or(self.timeout);
         crate::trace_request(PROVIDER, &self.model, request);
-        let call = stream::Call {
+        let call = Call {
             messages: &messages,
             system: system.as_ref(),
             inference: &inference,

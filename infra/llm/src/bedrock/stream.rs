@@ -8,25 +8,14 @@
 //! An exception inside the stream (`throttlingException`, `modelStreamErrorException`)
 //! becomes the error the same exception is as a status.
 
-use super::{BedrockLlm, by_code, classify, tokens};
+use super::{BedrockLlm, Call, by_code, classify, tokens};
 use crate::stream::{Block, assemble};
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::types::{
-    ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, InferenceConfiguration, Message,
-    StopReason, SystemContentBlock, ToolConfiguration,
+    ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, StopReason,
 };
 use parley_core::ports::llm::{AnswerStarted, LlmError, LlmResponse, Usage};
 use std::collections::BTreeMap;
-use std::time::Duration;
-
-/// The parts of one call, as [`BedrockLlm::attempt`] takes them.
-pub(super) struct Call<'a> {
-    pub messages: &'a [Message],
-    pub system: Option<&'a SystemContentBlock>,
-    pub inference: &'a InferenceConfiguration,
-    pub tools: Option<&'a ToolConfiguration>,
-    pub timeout: Duration,
-}
 
 impl BedrockLlm {
     /// One streamed attempt, all of it within the call's timeout as a whole reply would

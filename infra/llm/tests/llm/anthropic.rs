@@ -508,3 +508,25 @@ async fn a_streamed_reply_that_fails_midway_is_an_error_a_caller_can_act_on() {
     let err = llm.complete(&streamed).await.unwrap_err();
     assert!(matches!(err, LlmError::Timeout(_)), "{err:?}");
 }
+
+/// A streamed event that is not a Messages event is a decode error, described (its size)
+/// rather than quoted, and not retried: the same bytes would come again.
+#[tokio::test]
+async fn a_garbled_streamed_event_is_a_decode_error() {
+    let server = FakeServer::start(vec![
+        Canned::raw(200, "event: message_start\ndata: {not json\n\n")
+            .header("content-type", "text/event-stream"),
+    ])
+    .await;
+    let mut waiting = request();
+    waiting.options.started = Some(parley_core::ports::llm::AnswerStarted::default());
+    let err = adapter(&server, Duration::from_secs(5))
+        .complete(&waiting)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Decode(message) if message.contains("not a Messages event") && !message.contains("not json")),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}

@@ -294,7 +294,8 @@ pub async fn begin_and_end(
     let sent = std::time::Instant::now();
     let (began, (reply, ended)) = tokio::join!(
         async {
-            started.wait().await;
+            // Bounded, so that a reply that never begins fails its test instead of hanging.
+            let _ = tokio::time::timeout(Duration::from_secs(10), started.wait()).await;
             sent.elapsed()
         },
         async { (llm.complete(&request).await, sent.elapsed()) }
