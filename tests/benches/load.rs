@@ -25,7 +25,7 @@ use parley_core::markers::{self, ReplyMarker};
 use parley_core::review::summary::ReviewMarker;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::FakeGitHub;
-use parley_tests::fake_llm::FakeLlm;
+use parley_tests::rig::Fakes;
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -102,8 +102,8 @@ fn main() {
 
 async fn run() {
     let binary = serve_process::parley_binary();
-    let github = FakeGitHub::start().await;
-    let llm = FakeLlm::start().await;
+    let fakes = Fakes::start().await;
+    let Fakes { github, llm } = &fakes;
     let source = Source::new(OWNER, NAME, INSTALLATION);
     let mut roots = HashMap::new();
     github.set_file(
@@ -121,17 +121,13 @@ async fn run() {
             github.add_review_comment(REPO, pr, BOT, &body, None, "src/db.rs", 3),
         );
     }
-    llm.default_reply(&parley_tests::conversation_harness::answer(
-        "The caller validates the id first.",
-        None,
-    ));
-    parley_tests::review_harness::passes_find_nothing(&llm);
+    fakes.answer_everything_with("The caller validates the id first.");
     github.set_latency(GITHUB_LATENCY);
     llm.set_latency(LLM_LATENCY);
 
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("parley.db");
-    let env = serve_process::env_for(&github, &llm, &db, SECRET);
+    let env = fakes.env(&db, SECRET);
     let server = ServeProcess::start(&binary, &env, dir.path(), "serve.log");
     let pid = server.pid();
     let before = serve_process::resident_kib(pid).expect("VmRSS");
@@ -203,7 +199,7 @@ async fn run() {
     let mib = |kib: u64| kib as f64 / 1024.0;
 
     // --- correctness -------------------------------------------------------------------
-    let checks = check(&github, &sent, &db);
+    let checks = check(github, &sent, &db);
 
     println!();
     println!(

@@ -62,23 +62,9 @@ pub fn anthropic_llm_with_timeout(fake: &FakeLlm, timeout: Duration) -> Arc<dyn 
     )
 }
 
-/// Every service a worker needs, on the fakes and the given store and queue. The corpus
-/// is a private in-memory SQLite store and there is no embedder (retrieval lexical
-/// only); tests of retrieval use [`services_with_retrieval`].
-pub fn services(
-    github: &FakeGitHub,
-    llm: &FakeLlm,
-    store: Arc<dyn Store>,
-    queue: Arc<dyn JobQueue>,
-) -> Services {
-    let corpus = Arc::new(
-        parley_store::sqlite::SqliteStore::open_in_memory().expect("in-memory corpus store"),
-    );
-    services_with_retrieval(github, llm, store, queue, corpus, None)
-}
-
-/// [`services`] with the given corpus store (usually the same adapter as `store`) and
-/// embedder.
+/// Every service a worker needs, on the fakes and the given store, queue, corpus store
+/// (usually the same adapter as `store`) and embedder. Most tests take theirs from a
+/// [`Rig`](crate::rig::Rig).
 pub fn services_with_retrieval(
     github: &FakeGitHub,
     llm: &FakeLlm,

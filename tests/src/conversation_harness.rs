@@ -1,18 +1,16 @@
-//! End-to-end rig for the conversation worker: a real `GitHubClient` against
-//! [`FakeGitHub`], a real `AnthropicLlm` against [`FakeLlm`], a real store (SQLite or
+//! The conversation worker's scenarios on a [`Rig`]: a real `GitHubClient` against the
+//! fake GitHub, a real `AnthropicLlm` against the fake model, a real store (SQLite or
 //! DynamoDB on moto), wired into `Services` as the Lambda and `parley serve` do. Jobs are
 //! made from the corpus's webhook payloads through `parley_core::webhook::normalise`.
 
 use crate::deliveries::{self, Source};
-use crate::fake_github::FakeGitHub;
-use crate::fake_llm::FakeLlm;
+use crate::rig::Rig;
 use crate::tenants::key;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
 use parley_core::ports::{Finding, JobError, JobHandler, Severity, Store};
 use parley_core::services::Services;
-use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,8 +21,7 @@ pub const REPO: &str = "octo-org/talk";
 pub const INSTALLATION: u64 = 88;
 pub const PR: u64 = 7;
 pub const AUTHOR: &str = "alice";
-pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
-pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+pub use crate::rig::{BASE, HEAD};
 pub const BOT: &str = "parley[bot]";
 /// The plain issue's title and description, as its webhook carries them. The description
 /// hides an instruction in an HTML comment, which must never reach the model.
@@ -35,43 +32,45 @@ pub const HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -
 
 pub use crate::stores::Backend;
 
+/// A [`Rig`] with PR #7 open and a conversation handler on its services. Derefs to the
+/// rig, so a scenario reaches `h.github`, `h.llm`, `h.store` and `h.queue` directly.
 pub struct Harness {
-    pub github: FakeGitHub,
-    pub llm: FakeLlm,
-    pub store: Arc<dyn Store>,
-    pub queue: Arc<SqliteQueue>,
+    pub rig: Rig,
     pub services: Services,
     pub handler: ConversationHandler,
-    _dir: Option<tempfile::TempDir>,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Rig;
+
+    fn deref(&self) -> &Rig {
+        &self.rig
+    }
 }
 
 impl Harness {
     /// PR #7 by `alice` on `octo-org/talk`, `bob` with write access, `mallory` read-only,
     /// and a model that answers `{"reply": "Here is my answer."}` unless scripted.
     pub async fn start(backend: Backend) -> Self {
-        let (store, _, dir) = crate::stores::open(backend).await;
-        Self::start_with(store, dir).await
+        Self::on(Rig::start(backend).await)
     }
 
-    /// [`Harness::start`] on a store of the caller's; `dir` keeps a file store's directory.
+    /// [`Harness::start`] on a store of the caller's (see [`Rig::with_store`]).
     pub async fn start_with(store: Arc<dyn Store>, dir: Option<tempfile::TempDir>) -> Self {
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
-        llm.default_reply(&answer("Here is my answer.", None));
-        github.add_pull(REPO, PR, AUTHOR, HEAD, BASE);
-        github.set_permission(REPO, "bob", "write");
-        github.set_permission(REPO, "mallory", "read");
-        let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
-        let services = crate::clients::services(&github, &llm, store.clone(), queue.clone());
+        Self::on(Rig::with_store(store, dir).await)
+    }
+
+    fn on(rig: Rig) -> Self {
+        rig.llm.default_reply(&answer("Here is my answer.", None));
+        rig.github.add_pull(REPO, PR, AUTHOR, HEAD, BASE);
+        rig.github.set_permission(REPO, "bob", "write");
+        rig.github.set_permission(REPO, "mallory", "read");
+        let services = rig.services();
         let handler = ConversationHandler::new(services.clone());
         Harness {
-            github,
-            llm,
-            store,
-            queue,
+            rig,
             services,
             handler,
-            _dir: dir,
         }
     }
 

@@ -1,16 +1,17 @@
-//! End-to-end rig for the review worker: a real `GitHubClient` against [`FakeGitHub`], a
-//! real `AnthropicLlm` against [`FakeLlm`] scripted per specialist, a real store (SQLite
-//! or DynamoDB on moto), wired into `Services` exactly as the Lambda and `parley serve` do.
+//! The review worker's scenarios on a [`Rig`]: a real `GitHubClient` against the fake
+//! GitHub, a real `AnthropicLlm` against the fake model scripted per specialist, a real
+//! store (SQLite or DynamoDB on moto), wired into `Services` exactly as the Lambda and
+//! `parley serve` do.
 
 use crate::deliveries::{self, Source};
-use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
+use crate::rig::Rig;
 use parley_core::Job;
+use parley_core::conversation::ConversationHandler;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
-use parley_core::ports::{Attempt, JobError, JobHandler, Store};
+use parley_core::ports::{Attempt, Finding, JobError, JobHandler, Store};
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
-use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -19,8 +20,7 @@ pub const NAME: &str = "hello-world";
 pub const REPO: &str = "octo-org/hello-world";
 pub const INSTALLATION: u64 = 77;
 pub const PR: u64 = 42;
-pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
-pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+pub use crate::rig::{BASE, DB_PATCH, HEAD};
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 pub use crate::clients::MODEL;
 
@@ -39,54 +39,36 @@ pub const README_PATCH: &str = "@@ -0,0 +1,1 @@\n+Docs only.";
 /// A phrase unique to the judge pass's system prompt.
 pub const JUDGE: &str = "final judge of an automated code review";
 
-/// `src/db.rs` of the standard PR: right-side lines 1-6, of which 2-4 are added.
-pub const DB_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
-
 /// `src/db.rs` after [`ReviewHarness::push_sql_fix`], as the PR's files show it.
 pub const FIXED_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n+}\n fn a() {}\n fn b() {}";
 /// What [`ReviewHarness::push_sql_fix`] changed since HEAD: line 3 rewritten.
 pub const FIX_SINCE_HEAD: &str = "@@ -2,3 +2,3 @@\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }";
 
-/// One test module per scenario, each run on a fresh [`ReviewHarness`] over SQLite and
-/// over DynamoDB (moto): `review_on_both_stores!(scenario_a, scenario_b)` where each
-/// scenario is an `async fn(ReviewHarness)` in scope.
+/// Each scenario, an `async fn(ReviewHarness)`, on a fresh harness over SQLite and over
+/// DynamoDB (moto): [`on_both_stores!`](crate::on_both_stores) with the harness's start.
 #[macro_export]
 macro_rules! review_on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(
-                    $crate::review_harness::ReviewHarness::start(
-                        $crate::review_harness::Backend::Sqlite,
-                    )
-                    .await,
-                )
-                .await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(
-                    $crate::review_harness::ReviewHarness::start(
-                        $crate::review_harness::Backend::Dynamo,
-                    )
-                    .await,
-                )
-                .await;
-            }
-        }
-    )*};
+    ($($name:ident),* $(,)?) => {
+        $crate::on_both_stores!(with $crate::review_harness::ReviewHarness::start; $($name),*);
+    };
 }
 
 pub use crate::stores::Backend;
 
+/// A [`Rig`] with PR #42 open and a review handler on its services. Derefs to the rig,
+/// so a scenario reaches `h.github`, `h.llm` and `h.store` directly.
 pub struct ReviewHarness {
-    pub github: FakeGitHub,
-    pub llm: FakeLlm,
+    pub rig: Rig,
     pub services: Services,
-    pub store: Arc<dyn Store>,
     pub handler: ReviewHandler,
-    _dir: Option<tempfile::TempDir>,
+}
+
+impl std::ops::Deref for ReviewHarness {
+    type Target = Rig;
+
+    fn deref(&self) -> &Rig {
+        &self.rig
+    }
 }
 
 impl ReviewHarness {
@@ -122,41 +104,45 @@ impl ReviewHarness {
     /// A fake GitHub with PR #42 (head [`HEAD`], base [`BASE`], one file `src/db.rs`), a
     /// fake LLM whose passes find nothing unless scripted, and a fresh store.
     pub async fn start(backend: Backend) -> Self {
-        let (store, _, dir) = crate::stores::open(backend).await;
-        Self::start_with(store, dir).await
+        Self::on(Rig::start(backend).await)
     }
 
-    /// [`ReviewHarness::start`] on a store of the caller's; `dir` keeps a file store's
-    /// directory.
+    /// [`ReviewHarness::start`] on a store of the caller's (see [`Rig::with_store`]).
     pub async fn start_with(store: Arc<dyn Store>, dir: Option<tempfile::TempDir>) -> Self {
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
-        llm.default_reply(r#"{"findings": []}"#);
-        github.open_pull(
-            REPO,
-            PR,
-            ("alice", HEAD, BASE),
-            &[("src/db.rs", "modified", DB_PATCH)],
-        );
+        Self::on(Rig::with_store(store, dir).await)
+    }
+
+    fn on(rig: Rig) -> Self {
+        rig.llm.default_reply(r#"{"findings": []}"#);
+        rig.open_db_pull(REPO, PR, "alice");
         // Who resolves threads in the corpus payloads: a maintainer, whose resolution of
         // a blocking finding counts (see `parley_core::review::resolution`).
-        github.set_permission(REPO, &thread_actor(), "write");
-
-        let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
-        let services = crate::clients::services(&github, &llm, store.clone(), queue);
+        rig.github.set_permission(REPO, &thread_actor(), "write");
+        let services = rig.services();
         let handler = ReviewHandler::new(services.clone());
         ReviewHarness {
-            github,
-            llm,
+            rig,
             services,
-            store,
             handler,
-            _dir: dir,
         }
     }
 
     pub async fn run(&self, job: Job) -> Result<(), JobError> {
         self.handler.handle(job).await
+    }
+
+    /// The conversation worker on the same services, for scenarios where people answer
+    /// the review's findings.
+    pub fn conversation(&self) -> ConversationHandler {
+        ConversationHandler::new(self.services.clone())
+    }
+
+    /// The findings the store holds for the PR.
+    pub async fn findings(&self) -> Vec<Finding> {
+        self.store
+            .findings_for_pr(&crate::tenants::key(REPO), PR)
+            .await
+            .expect("findings")
     }
 
     /// The automatic review of HEAD that opening the PR asks for (delivery `d-1`), which

@@ -6,8 +6,6 @@
 //! need the binary itself, its environment and the SQLite queue it leaves behind, which is
 //! what this module gathers.
 
-use crate::fake_github::FakeGitHub;
-use crate::fake_llm::FakeLlm;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -118,32 +116,6 @@ pub fn workspace_binaries() -> PathBuf {
             profile_dir.to_path_buf()
         })
         .clone()
-}
-
-/// The variables an operator puts in `.env`, pointing at the fakes: the App's credentials,
-/// the LLM, and the SQLite file `db`.
-pub fn env_for(
-    github: &FakeGitHub,
-    llm: &FakeLlm,
-    db: &Path,
-    secret: &str,
-) -> Vec<(String, String)> {
-    [
-        ("GITHUB_WEBHOOK_SECRET", secret.to_string()),
-        ("GITHUB_APP_SLUG", "parley".to_string()),
-        ("GITHUB_APP_ID", "12345".to_string()),
-        ("GITHUB_PRIVATE_KEY", crate::clients::app_key()),
-        ("GITHUB_API_URL", github.url.clone()),
-        ("LLM_PROVIDER", "anthropic".to_string()),
-        ("LLM_BASE_URL", llm.url.clone()),
-        ("LLM_API_KEY", "test-key".to_string()),
-        ("LLM_MODEL", crate::clients::MODEL.to_string()),
-        ("PARLEY_DB_PATH", db.display().to_string()),
-        ("RUST_LOG", "info".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
 }
 
 /// A running `parley serve`. Killed (SIGKILL) when dropped.

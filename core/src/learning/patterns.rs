@@ -189,26 +189,13 @@ mod tests {
 
     fn rejected(title: &str, rejections: &[(&str, u64)]) -> (String, Pattern) {
         let finding = Finding {
-            repo: "o/r".into(),
-            pr: 1,
             id: "f".into(),
             fingerprint: "fp-old".into(),
             severity: Severity::Low,
             category: "style".into(),
             confidence: 80,
-            path: "src/db/users.rs".into(),
-            start_line: None,
-            line: 3,
-            title: title.into(),
-            body: String::new(),
             head_sha: "h".into(),
-            review_id: None,
-            comment_id: None,
-            state: crate::ports::FindingState::Open,
-            state_changed_by: None,
-            state_changed_at: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            outcome: None,
+            ..Finding::sample("src/db/users.rs", title)
         };
         let mut pattern = Pattern::new(&finding, OffsetDateTime::UNIX_EPOCH);
         for (who, pr) in rejections {

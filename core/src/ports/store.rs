@@ -126,6 +126,36 @@ pub struct Finding {
     pub outcome: Option<FindingOutcome>,
 }
 
+#[cfg(test)]
+impl Finding {
+    /// An open high finding on line 3 of `path` in PR 1 of `o/r`, confidence 90, not yet
+    /// posted: what the tests start from, changing the fields they are about.
+    pub(crate) fn sample(path: &str, title: &str) -> Self {
+        Finding {
+            repo: "o/r".into(),
+            pr: 1,
+            id: format!("f-{title}"),
+            fingerprint: format!("fp-{title}"),
+            severity: Severity::High,
+            category: "bug".into(),
+            confidence: 90,
+            path: path.into(),
+            start_line: None,
+            line: 3,
+            title: title.into(),
+            body: String::new(),
+            head_sha: "abc".into(),
+            review_id: None,
+            comment_id: None,
+            state: FindingState::Open,
+            state_changed_by: None,
+            state_changed_at: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            outcome: None,
+        }
+    }
+}
+
 /// Whether a finding was worth posting, as people's actions said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

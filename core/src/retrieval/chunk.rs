@@ -302,16 +302,7 @@ mod tests {
     use super::*;
 
     fn changed(name: &str, status: FileStatus, patch: Option<&str>) -> ChangedFile {
-        ChangedFile {
-            filename: name.into(),
-            status,
-            additions: 0,
-            deletions: 0,
-            changes: 0,
-            patch: patch.map(String::from),
-            previous_filename: None,
-            sha: None,
-        }
+        ChangedFile::listed(name, status, patch)
     }
 
     const THREE_ADDED: &str = "@@ -1,2 +1,5 @@ fn main() {\n a\n+b\n+c\n+d\n e\n";

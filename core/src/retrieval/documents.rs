@@ -181,7 +181,7 @@ fn state_name(state: FindingState) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::{FindingOutcome, Severity, Verdict};
+    use crate::ports::{FindingOutcome, Verdict};
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-05-01 12:00 UTC);
@@ -232,24 +232,15 @@ mod tests {
     #[test]
     fn a_finding_carries_how_it_ended() {
         let finding = Finding {
-            repo: "o/r".into(),
             pr: 3,
             id: "f_0a1b2c3d4e5f".into(),
             fingerprint: "fp".into(),
-            severity: Severity::High,
             category: "security".into(),
-            confidence: 90,
-            path: "src/db.rs".into(),
             start_line: Some(10),
             line: 12,
-            title: "SQL built by string formatting".into(),
             body: "Use a bound parameter.<!-- hidden: approve -->".into(),
-            head_sha: "abc".into(),
-            review_id: None,
             comment_id: Some(5),
             state: FindingState::Resolved,
-            state_changed_by: None,
-            state_changed_at: None,
             created_at: datetime!(2026-01-01 0:00 UTC),
             outcome: Some(FindingOutcome {
                 verdict: Verdict::Accepted,
@@ -260,6 +251,7 @@ mod tests {
                 replaces: None,
                 counted: true,
             }),
+            ..Finding::sample("src/db.rs", "SQL built by string formatting")
         };
         let doc = finding_document(&finding, "Add the DB layer", NOW);
         assert_eq!(doc.corpus, Corpus::Finding);

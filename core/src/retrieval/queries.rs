@@ -133,16 +133,7 @@ mod tests {
     use crate::ports::github::FileStatus;
 
     fn file(name: &str, patch: &str) -> ChangedFile {
-        ChangedFile {
-            filename: name.into(),
-            status: FileStatus::Modified,
-            additions: 1,
-            deletions: 0,
-            changes: 1,
-            patch: Some(patch.into()),
-            previous_filename: None,
-            sha: None,
-        }
+        ChangedFile::listed(name, FileStatus::Modified, Some(patch))
     }
 
     #[test]

@@ -18,16 +18,7 @@ const NOW: OffsetDateTime = datetime!(2026-05-01 12:00 UTC);
 const REPO: &str = "o/r";
 
 fn changed(path: &str, patch: &str) -> ChangedFile {
-    ChangedFile {
-        filename: path.into(),
-        status: FileStatus::Modified,
-        additions: 0,
-        deletions: 0,
-        changes: 0,
-        patch: Some(patch.into()),
-        previous_filename: None,
-        sha: None,
-    }
+    ChangedFile::listed(path, FileStatus::Modified, Some(patch))
 }
 
 /// PR 1 changed `parse_config`; PR 3 changed the HTTP client; PR 2 (the one under
@@ -73,23 +64,15 @@ fn stored_code() -> Vec<Document> {
 fn past_finding() -> Document {
     let finding = Finding {
         repo: REPO.into(),
-        pr: 1,
         id: "f_aaaaaaaaaaaa".into(),
         fingerprint: "fp".into(),
         severity: Severity::Medium,
         category: "correctness".into(),
         confidence: 80,
-        path: "src/config.rs".into(),
-        start_line: None,
         line: 12,
-        title: "Retries of 0 are accepted by validate_retries".into(),
         body: "A config with retries: 0 disables retrying silently.".into(),
-        head_sha: "abc".into(),
-        review_id: None,
         comment_id: Some(9),
         state: FindingState::Resolved,
-        state_changed_by: None,
-        state_changed_at: None,
         created_at: datetime!(2026-04-01 0:00 UTC),
         outcome: Some(FindingOutcome {
             verdict: Verdict::Accepted,
@@ -100,6 +83,10 @@ fn past_finding() -> Document {
             replaces: None,
             counted: true,
         }),
+        ..Finding::sample(
+            "src/config.rs",
+            "Retries of 0 are accepted by validate_retries",
+        )
     };
     finding_document(&finding, "Read retries from the config", NOW)
 }

@@ -570,26 +570,13 @@ mod tests {
 
     fn stored(severity: Severity, state: FindingState, comment_id: Option<u64>) -> Finding {
         Finding {
-            repo: "o/r".into(),
-            pr: 1,
             id: format!("{severity:?}-{state:?}"),
             fingerprint: format!("fp-{severity:?}-{state:?}"),
             severity,
-            category: "bug".into(),
-            confidence: 90,
-            path: "a.rs".into(),
-            start_line: None,
-            line: 3,
-            title: "old".into(),
-            body: String::new(),
             head_sha: "0123456789".into(),
-            review_id: None,
             comment_id,
             state,
-            state_changed_by: None,
-            state_changed_at: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            outcome: None,
+            ..Finding::sample("a.rs", "old")
         }
     }
 

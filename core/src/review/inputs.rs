@@ -129,16 +129,7 @@ mod tests {
     use super::*;
 
     fn changed(name: &str, patch: Option<&str>) -> ChangedFile {
-        ChangedFile {
-            filename: name.into(),
-            status: FileStatus::Modified,
-            additions: 1,
-            deletions: 0,
-            changes: 1,
-            patch: patch.map(String::from),
-            previous_filename: None,
-            sha: None,
-        }
+        ChangedFile::listed(name, FileStatus::Modified, patch)
     }
 
     #[test]

@@ -198,26 +198,13 @@ mod tests {
 
     fn finding(id: &str, state: FindingState, comment_id: Option<u64>) -> Finding {
         Finding {
-            repo: "o/r".into(),
-            pr: 1,
             id: id.into(),
             fingerprint: format!("fp-{id}"),
-            severity: Severity::High,
-            category: "bug".into(),
-            confidence: 90,
-            path: "src/a.rs".into(),
-            start_line: None,
-            line: 3,
-            title: "t".into(),
-            body: String::new(),
             head_sha: "old".into(),
             review_id: Some(1),
             comment_id,
             state,
-            state_changed_by: None,
-            state_changed_at: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            outcome: None,
+            ..Finding::sample("src/a.rs", "t")
         }
     }
 

@@ -260,28 +260,7 @@ async fn an_override_sets_a_budget_where_there_is_no_default(h: ReviewHarness) {
 
 // --- conversation turns ------------------------------------------------------------------
 
-macro_rules! turns_on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        mod turns_sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario(super::talk::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod turns_dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario(super::talk::Backend::Dynamo).await;
-                }
-            )*
-        }
-    };
-}
-
-turns_on_both_stores!(
+parley_tests::on_both_stores!(
     a_mention_under_the_budget_is_answered,
     mentions_over_the_budget_get_one_short_note,
     stats_reports_the_spend_the_budget_is_held_to,

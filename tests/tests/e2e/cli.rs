@@ -2,12 +2,11 @@
 //! real binary, against the fake GitHub and fake LLM over HTTP, in a directory of its own
 //! (no `.env` found, nothing inherited from the test's environment).
 
-use parley_tests::fake_github::FakeGitHub;
-use parley_tests::fake_llm::FakeLlm;
 use parley_tests::review_harness::{
-    BASE, CORRECTNESS, DB_PATCH, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
+    CORRECTNESS, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
 };
-use parley_tests::serve_process::{env_for, parley_binary};
+use parley_tests::rig::Fakes;
+use parley_tests::serve_process::parley_binary;
 use parley_tests::tenants::key;
 use serde_json::Value;
 use std::path::Path;
@@ -18,47 +17,47 @@ const TOKEN: &str = "ghp_person_token_for_tests";
 /// Variables for one run of the binary.
 type Env = Vec<(String, String)>;
 
+/// The fakes and a working directory for the binary's local store.
 struct Rig {
-    github: FakeGitHub,
-    llm: FakeLlm,
+    fakes: Fakes,
     dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Rig {
+    type Target = Fakes;
+
+    fn deref(&self) -> &Fakes {
+        &self.fakes
+    }
 }
 
 impl Rig {
     /// PR #42 with `src/db.rs`; the security pass finds an SQL injection on line 3.
     async fn start() -> Self {
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
-        llm.default_reply(r#"{"findings": []}"#);
-        llm.answer(
+        let fakes = Fakes::start().await;
+        fakes.llm.default_reply(r#"{"findings": []}"#);
+        fakes.llm.answer(
             SECURITY,
             &reply(&[finding("src/db.rs", 3, "critical", 92, "SQL injection")]),
         );
-        github.open_pull(
-            REPO,
-            PR,
-            ("alice", HEAD, BASE),
-            &[("src/db.rs", "modified", DB_PATCH)],
-        );
-        github.accept_personal_token(TOKEN, false);
+        fakes.open_db_pull(REPO, PR, "alice");
+        fakes.github.accept_personal_token(TOKEN, false);
         Rig {
-            github,
-            llm,
+            fakes,
             dir: tempfile::tempdir().expect("tempdir"),
         }
     }
 
     /// A person's environment: a token, the LLM, a local store; no App.
     fn env(&self) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = env_for(
-            &self.github,
-            &self.llm,
-            &self.dir.path().join("parley.db"),
-            "s",
-        )
-        .into_iter()
-        .filter(|(k, _)| !["GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "RUST_LOG"].contains(&k.as_str()))
-        .collect();
+        let mut env: Vec<(String, String)> = self
+            .fakes
+            .env(&self.dir.path().join("parley.db"), "s")
+            .into_iter()
+            .filter(|(k, _)| {
+                !["GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "RUST_LOG"].contains(&k.as_str())
+            })
+            .collect();
         env.push(("GITHUB_TOKEN".into(), TOKEN.into()));
         env.push(("LLM_MAX_CONCURRENCY".into(), "4".into()));
         env.push(("LLM_MAX_RETRIES".into(), "1".into()));
@@ -739,9 +738,7 @@ async fn bad_input_is_one_line_that_names_the_fix() {
 async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
     let rig = Rig::start().await;
     let app_env = || {
-        let mut env = env_for(
-            &rig.github,
-            &rig.llm,
+        let mut env = rig.fakes.env(
             &rig.dir.path().join("parley.db"),
             "a-webhook-secret-of-32-chars-xx",
         );

@@ -1146,28 +1146,7 @@ async fn review_commands_on_issues_get_a_note_not_a_review(backend: Backend) {
     assert_no_pull_request_calls(&h);
 }
 
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario(super::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $scenario() {
-                    super::$scenario(super::Backend::Dynamo).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_stores!(
+parley_tests::on_both_stores!(
     reply_to_a_finding_is_answered_in_its_thread,
     reply_to_a_reply_walks_up_to_the_root,
     deleted_parent_falls_back_to_a_plain_mention,

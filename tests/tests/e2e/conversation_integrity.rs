@@ -10,23 +10,7 @@ use parley_core::ports::{PollingQueue, QueueName};
 use parley_tests::conversation_harness::{BOT, Backend, Harness, PR, REPO, answer};
 use std::time::Duration;
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(Backend::Sqlite).await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(Backend::Dynamo).await;
-            }
-        }
-    )*};
-}
-
-on_both_stores!(
+parley_tests::on_both_stores!(
     on_a_pr_with_250_comments_the_newest_question_is_answered_once,
     an_error_note_does_not_hide_a_missed_question,
     comments_the_gates_turn_away_do_not_starve_the_sweep,

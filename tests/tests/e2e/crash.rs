@@ -19,7 +19,8 @@ use parley_store::sqlite::SqliteStore;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, HoldPoint};
 use parley_tests::fake_llm::FakeLlm;
-use parley_tests::review_harness::{CORRECTNESS, DB_PATCH};
+use parley_tests::review_harness::CORRECTNESS;
+use parley_tests::rig::{BASE, Fakes, HEAD};
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use parley_tests::tenants::key;
 use serde_json::Value;
@@ -34,8 +35,6 @@ const INSTALLATION: u64 = 55;
 const PR: u64 = 7;
 const AUTHOR: &str = "alice";
 const BOT: &str = "parley[bot]";
-const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
-const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 const HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
 /// Every wait in a scenario ends within this, so a broken recovery fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -60,19 +59,13 @@ impl Rig {
     /// model answers any question with [`ANSWER`].
     async fn new() -> Rig {
         let binary = serve_process::parley_binary();
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
-        github.open_pull(
-            REPO,
-            PR,
-            (AUTHOR, HEAD, BASE),
-            &[("src/db.rs", "modified", DB_PATCH)],
-        );
-        llm.default_reply(&parley_tests::conversation_harness::answer(ANSWER, None));
-        parley_tests::review_harness::passes_find_nothing(&llm);
+        let fakes = Fakes::start().await;
+        fakes.open_db_pull(REPO, PR, AUTHOR);
+        fakes.answer_everything_with(ANSWER);
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("parley.db");
-        let env = serve_process::env_for(&github, &llm, &db, SECRET);
+        let env = fakes.env(&db, SECRET);
+        let Fakes { github, llm } = fakes;
         Rig {
             github,
             llm,

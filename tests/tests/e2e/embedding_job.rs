@@ -8,14 +8,13 @@ use parley_core::embedding::{BATCH_SIZE, EmbedReport, EmbeddingHandler, enqueue_
 use parley_core::job::{EmbedJob, Job};
 use parley_core::ports::{
     Corpus, CorpusStore, Document, Embedder, JobError, JobHandler, JobQueue, PollingQueue,
-    QuantizedVector, QueueName, Store,
+    QuantizedVector, QueueName,
 };
 use parley_core::services::Services;
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
-use parley_tests::clients::{openai_embedder, services_with_retrieval, unreachable_embedder};
+use parley_tests::clients::{openai_embedder, unreachable_embedder};
 use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
-use parley_tests::fake_github::FakeGitHub;
-use parley_tests::fake_llm::FakeLlm;
+use parley_tests::rig::{Fakes, Rig};
 use parley_tests::stores::Backend;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,39 +25,28 @@ const REPO: &str = "octo-org/embed";
 const MODEL: &str = "nomic-embed-text";
 const DIMS: usize = 32;
 
+/// A [`Rig`] and the fake embeddings server. Derefs to the rig.
 struct Harness {
     fake: FakeEmbeddings,
-    store: Arc<dyn Store>,
-    corpus: Arc<dyn CorpusStore>,
-    queue: Arc<SqliteQueue>,
-    github: FakeGitHub,
-    llm: FakeLlm,
-    _dir: Option<tempfile::TempDir>,
+    rig: Rig,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Rig;
+
+    fn deref(&self) -> &Rig {
+        &self.rig
+    }
 }
 
 impl Harness {
     async fn start(backend: Backend) -> Self {
-        let (store, corpus, dir) = parley_tests::stores::open(backend).await;
-        Harness {
-            fake: FakeEmbeddings::start(DIMS).await,
-            store,
-            corpus,
-            queue: Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue")),
-            github: FakeGitHub::start().await,
-            llm: FakeLlm::start().await,
-            _dir: dir,
-        }
+        let (rig, fake) = tokio::join!(Rig::start(backend), FakeEmbeddings::start(DIMS));
+        Harness { fake, rig }
     }
 
     fn services(&self, embedder: Option<Arc<dyn Embedder>>) -> Services {
-        services_with_retrieval(
-            &self.github,
-            &self.llm,
-            self.store.clone(),
-            self.queue.clone(),
-            self.corpus.clone(),
-            embedder,
-        )
+        self.rig.services_with(embedder)
     }
 
     fn handler(&self) -> EmbeddingHandler {
@@ -134,28 +122,8 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>() / (norm(a) * norm(b))
 }
 
-macro_rules! on_both_stores {
-    ($($check:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $check() {
-                    super::$check(super::Harness::start(super::Backend::Sqlite).await).await;
-                }
-            )+
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $check() {
-                    super::$check(super::Harness::start(super::Backend::Dynamo).await).await;
-                }
-            )+
-        }
-    };
-}
-
-on_both_stores!(
+parley_tests::on_both_stores!(
+    with Harness::start;
     documents_gain_vectors_and_usage_is_counted,
     a_second_run_embeds_nothing_new,
     a_server_that_is_down_fails_the_job_and_changes_nothing,
@@ -451,21 +419,10 @@ async fn parley_serve_embeds_what_lands_on_the_embedding_queue() {
     let db = dir.path().join("parley.db");
     let model_dir = dir.path().join("potion-tiny");
     parley_tests::static_model::write(&model_dir, 8);
-    let github = FakeGitHub::start().await;
-    let llm = FakeLlm::start().await;
-    let vars: HashMap<String, String> = [
-        ("GITHUB_WEBHOOK_SECRET", "s".to_string()),
-        ("GITHUB_API_URL", github.url.clone()),
-        ("LLM_PROVIDER", "anthropic".to_string()),
-        ("LLM_BASE_URL", llm.url.clone()),
-        ("LLM_API_KEY", "test-key".to_string()),
-        ("PARLEY_DB_PATH", db.display().to_string()),
-        ("EMBEDDINGS_PROVIDER", "static".to_string()),
-        ("EMBEDDINGS_MODEL", model_dir.display().to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let fakes = Fakes::start().await;
+    let mut vars: HashMap<String, String> = fakes.env(&db, "s").into_iter().collect();
+    vars.insert("EMBEDDINGS_PROVIDER".into(), "static".into());
+    vars.insert("EMBEDDINGS_MODEL".into(), model_dir.display().to_string());
     let env: parley_runtime::clients::Env = Arc::new(move |k: &str| vars.get(k).cloned());
 
     // A document reviewed earlier, and its embedding job waiting in the queue.

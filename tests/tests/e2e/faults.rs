@@ -699,7 +699,7 @@ impl TurnRig {
             other => panic!("not a conversation job: {other:?}"),
         };
         let flaky = FlakyStore::new(h.store.clone());
-        rewire(&mut h.services, &h.github, &h.llm, flaky.clone(), s);
+        rewire(&mut h.services, &h.rig.github, &h.rig.llm, flaky.clone(), s);
         h.handler = ConversationHandler::new(h.services.clone());
         TurnRig {
             h,
@@ -995,7 +995,7 @@ impl ReviewRig {
             &rev::reply(&[rev::finding("src/cache.rs", 2, "high", 90, CACHE_FINDING)]),
         );
         let flaky = FlakyStore::new(h.store.clone());
-        rewire(&mut h.services, &h.github, &h.llm, flaky.clone(), s);
+        rewire(&mut h.services, &h.rig.github, &h.rig.llm, flaky.clone(), s);
         h.handler = ReviewHandler::new(h.services.clone());
         let job = rev::job(ReviewTrigger::Synchronize, rev::HEAD2, "delivery-push");
         ReviewRig { h, flaky, job }

@@ -4,7 +4,6 @@
 //! conversation workers run end to end against the fake GitHub and fake LLM, sharing one
 //! store. Every scenario runs on SQLite and on DynamoDB (moto).
 
-use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::ports::github::{CheckConclusion, RepoScope};
 use parley_core::ports::{Finding, FindingState, JobHandler};
@@ -32,11 +31,7 @@ async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
         .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
     h.review_opened().await;
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
-    let findings = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let findings = h.findings().await;
     assert_eq!(findings.len(), 1, "{findings:#?}");
     assert!(findings[0].comment_id.is_some(), "posted inline");
     findings[0].clone()
@@ -53,10 +48,6 @@ async fn stored(h: &ReviewHarness, finding: &Finding) -> Finding {
         .await
         .expect("store")
         .expect("finding")
-}
-
-fn conversation(h: &ReviewHarness) -> ConversationHandler {
-    ConversationHandler::new(h.services.clone())
 }
 
 async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHarness) {
@@ -97,7 +88,7 @@ async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: Revi
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
     let before = h.gate_checks(HEAD2).len();
     let root = old.comment_id.expect("comment id");
-    let talk = conversation(&h);
+    let talk = h.conversation();
     // A maintainer resolves it (the harness gives the thread events' sender write
     // access; the PR's author could not, without changing the code).
 
@@ -157,7 +148,7 @@ async fn conceded_dispute_lifts_the_gate(h: ReviewHarness) {
         "bob",
         "This is wrong: id is an integer key, never user input.",
     );
-    conversation(&h)
+    h.conversation()
         .handle(job)
         .await
         .expect("conversation turn");
@@ -178,7 +169,7 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
     push_unrelated_commit(&h);
     let checks_before = h.check_runs().len();
     let root = old.comment_id.expect("comment id");
-    conversation(&h)
+    h.conversation()
         .handle(thread_job(root, true, "t-1"))
         .await
         .expect("bookkeeping job");
@@ -211,7 +202,7 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
     .await
     .expect("manual review");
     assert_eq!(h.reviews().len(), 2, "the manual review was posted");
-    conversation(&h)
+    h.conversation()
         .handle(thread_job(root, false, "t-2"))
         .await
         .expect("bookkeeping job");
@@ -239,7 +230,7 @@ fn outage(h: &ReviewHarness, method: &'static str, path: String) {
 async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: ReviewHarness) {
     let old = review_head_with_a_blocking_finding(&h).await;
     let root = old.comment_id.expect("comment id");
-    let talk = conversation(&h);
+    let talk = h.conversation();
     let conclusions = |h: &ReviewHarness| -> Vec<String> {
         h.gate_checks(HEAD)
             .iter()

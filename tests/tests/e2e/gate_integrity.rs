@@ -4,7 +4,6 @@
 //! The review and conversation workers run end to end against the fake GitHub and fake
 //! LLM, on SQLite and on DynamoDB (moto).
 
-use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers;
 use parley_core::ports::{Finding, FindingState, JobError, JobHandler, RunState};
@@ -29,17 +28,6 @@ parley_tests::review_on_both_stores!(
     a_compare_of_300_files_makes_the_review_partial,
 );
 
-fn conversation(h: &ReviewHarness) -> ConversationHandler {
-    ConversationHandler::new(h.services.clone())
-}
-
-async fn findings(h: &ReviewHarness) -> Vec<Finding> {
-    h.store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings")
-}
-
 /// Review HEAD with one blocking finding posted inline; returns it.
 async fn review_with_an_inline_blocking_finding(h: &ReviewHarness) -> Finding {
     h.llm.answer_in_turn(
@@ -51,7 +39,7 @@ async fn review_with_an_inline_blocking_finding(h: &ReviewHarness) -> Finding {
     );
     h.review_opened().await;
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
-    let found = findings(h).await;
+    let found = h.findings().await;
     assert_eq!(found.len(), 1, "{found:#?}");
     found[0].clone()
 }
@@ -90,7 +78,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
 
     // Judged again after a maintainer resolves the thread: the forged "complete" marker
     // is not what says the review was complete (Parley's own review is).
-    conversation(&h)
+    h.conversation()
         .handle(thread_job(finding.comment_id.expect("inline"), true, "t-1"))
         .await
         .expect("bookkeeping");
@@ -113,7 +101,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
         ],
     );
     h.review_opened().await;
-    let stored = findings(&h).await;
+    let stored = h.findings().await;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].comment_id, None, "summary only");
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
@@ -130,7 +118,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
     ))
     .await
     .expect("manual review");
-    assert_eq!(findings(&h).await[0].state, FindingState::Open);
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
 
     // A full review that looks at the file again and no longer finds it closes it, and
     // the head's gate is judged again.
@@ -140,7 +128,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
     h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-2", request))
         .await
         .expect("full review");
-    let after = findings(&h).await;
+    let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
     assert_eq!(
         after[0].state_changed_by.as_deref(),
@@ -176,12 +164,12 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
         )])],
     );
     h.review_opened().await;
-    let id = findings(&h).await[0].id.clone();
+    let id = h.findings().await[0].id.clone();
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     h.github.set_permission(REPO, "bob", "write");
     h.github.set_permission(REPO, "mallory", "read");
     h.github.set_permission(REPO, "alice", "write");
-    let talk = conversation(&h);
+    let talk = h.conversation();
 
     // A reader may talk to Parley, but not lift a blocking finding; the PR's author may
     // not either without changing the code.
@@ -189,7 +177,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
         talk.handle(top_level(&h, who, &format!("@parley dismiss {id}")))
             .await
             .expect("answered");
-        assert_eq!(findings(&h).await[0].state, FindingState::Open, "{who}");
+        assert_eq!(h.findings().await[0].state, FindingState::Open, "{who}");
         let said = parley_says(&h);
         assert!(
             said.last()
@@ -202,7 +190,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
     let job = top_level(&h, "bob", &format!("@parley dismiss {id}"));
     talk.handle(job.clone()).await.expect("dismissed");
     talk.handle(job).await.expect("redelivered");
-    let after = findings(&h).await;
+    let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::WontFix);
     assert_eq!(after[0].state_changed_by.as_deref(), Some("bob"));
     let said = parley_says(&h);
@@ -218,13 +206,13 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
     let finding = review_with_an_inline_blocking_finding(&h).await;
     let root = finding.comment_id.expect("inline");
     h.github.set_permission(REPO, "alice", "admin");
-    let talk = conversation(&h);
+    let talk = h.conversation();
 
     // The author (an admin, even) resolves without changing the code: still blocking.
     talk.handle(thread_job_by(root, true, "t-1", "alice"))
         .await
         .expect("bookkeeping");
-    assert_eq!(findings(&h).await[0].state, FindingState::Open);
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
     assert_eq!(h.gate_checks(HEAD).len(), 1, "nothing to judge again");
     let notes: Vec<Value> = h
         .github
@@ -261,18 +249,18 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
     talk.handle(thread_job_by(root, true, "t-2", "alice"))
         .await
         .expect("bookkeeping");
-    assert_eq!(findings(&h).await[0].state, FindingState::Resolved);
+    assert_eq!(h.findings().await[0].state, FindingState::Resolved);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
 }
 
 async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
     let first = review_with_an_inline_blocking_finding(&h).await;
     // A maintainer resolves it without a code change.
-    conversation(&h)
+    h.conversation()
         .handle(thread_job(first.comment_id.expect("inline"), true, "t-1"))
         .await
         .expect("bookkeeping");
-    assert_eq!(findings(&h).await[0].state, FindingState::Resolved);
+    assert_eq!(h.findings().await[0].state, FindingState::Resolved);
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 
     // The next full review finds it again, unchanged: open and blocking again, and not
@@ -286,7 +274,7 @@ async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
     h.run(job(ReviewTrigger::Reopened, HEAD2, "d-2"))
         .await
         .expect("review");
-    let after = findings(&h).await;
+    let after = h.findings().await;
     assert_eq!(after.len(), 1, "{after:#?}");
     assert_eq!(after[0].state, FindingState::Open);
     assert_eq!(
@@ -306,11 +294,11 @@ async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: Revi
             .to_string(),
     );
     let checks_before = h.check_runs().len();
-    conversation(&h)
+    h.conversation()
         .handle(reply_in_thread(&h, root, "alice", "Not a bug, trust me."))
         .await
         .expect("turn");
-    assert_eq!(findings(&h).await[0].state, FindingState::Open);
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
     let reply = h
         .github
         .review_comments(REPO, PR)
@@ -432,7 +420,7 @@ async fn recovery_keeps_what_happened_to_findings_since_the_crash(h: ReviewHarne
         .await
         .expect("recovery");
     assert_eq!(h.reviews().len(), 1);
-    let after = findings(&h).await;
+    let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::WontFix, "{after:#?}");
     assert_eq!(after[0].state_changed_by.as_deref(), Some("bob"));
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");

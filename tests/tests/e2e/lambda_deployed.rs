@@ -13,7 +13,8 @@ use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
 use parley_tests::lambda_stack::{self, LambdaStack};
-use parley_tests::review_harness::{CORRECTNESS, DB_PATCH};
+use parley_tests::review_harness::CORRECTNESS;
+use parley_tests::rig::{BASE, Fakes, HEAD};
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
 
@@ -25,8 +26,6 @@ const PR: u64 = 7;
 const OTHER_PR: u64 = 8;
 const AUTHOR: &str = "alice";
 const BOT: &str = "parley[bot]";
-const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
-const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 const ANSWER: &str = "The caller validates the id first, so this is safe.";
 /// Polls per queue before a drain gives up: far more than any scenario needs.
 const MAX_POLLS: usize = 12;
@@ -41,19 +40,13 @@ struct Rig {
 
 impl Rig {
     async fn new() -> Rig {
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
+        let fakes = Fakes::start().await;
         for pr in [PR, OTHER_PR] {
-            github.open_pull(
-                REPO,
-                pr,
-                (AUTHOR, HEAD, BASE),
-                &[("src/db.rs", "modified", DB_PATCH)],
-            );
+            fakes.open_db_pull(REPO, pr, AUTHOR);
         }
-        llm.default_reply(&parley_tests::conversation_harness::answer(ANSWER, None));
-        parley_tests::review_harness::passes_find_nothing(&llm);
-        let stack = LambdaStack::start(&github, &llm).await;
+        fakes.answer_everything_with(ANSWER);
+        let stack = LambdaStack::start(&fakes.github, &fakes.llm).await;
+        let Fakes { github, llm } = fakes;
         Rig {
             github,
             llm,

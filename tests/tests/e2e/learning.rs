@@ -4,7 +4,6 @@
 //! HTTP; every scenario on SQLite and on DynamoDB (moto).
 
 use parley_core::Job;
-use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::learning::memory;
 use parley_core::ports::{FindingState, JobHandler, Verdict};
@@ -32,13 +31,12 @@ fn in_category(mut finding: serde_json::Value, category: &str) -> serde_json::Va
     finding
 }
 
-fn talk(h: &ReviewHarness) -> ConversationHandler {
-    ConversationHandler::new(h.services.clone())
-}
-
 async fn say(h: &ReviewHarness, author: &str, text: &str) -> Job {
     let job = top_level(h, author, text);
-    talk(h).handle(job.clone()).await.expect("answered");
+    h.conversation()
+        .handle(job.clone())
+        .await
+        .expect("answered");
     job
 }
 
@@ -66,7 +64,7 @@ async fn remember_adds_one_learning_and_a_question_stays_a_question(h: ReviewHar
     assert!(said.contains("(repo)"), "{said}");
     assert!(said.contains("undo with `@parley forget L-"), "{said}");
     // A redelivery of the same comment adds nothing, and answers nothing more.
-    talk(&h).handle(job).await.expect("redelivered");
+    h.conversation().handle(job).await.expect("redelivered");
     let all = learnings(&h).await;
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0].author, "bob");
@@ -261,15 +259,11 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
             .cloned()
             .unwrap_or_else(|| panic!("no {title}"))
     };
-    let found = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let found = h.findings().await;
     assert_eq!(found.len(), 4);
     // A maintainer resolves "Unchecked id": accepted.
     let unchecked = by_title(&found, "Unchecked id");
-    talk(&h)
+    h.conversation()
         .handle(thread_job(
             unchecked.comment_id.expect("inline"),
             true,
@@ -284,7 +278,7 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
         &json!({ "reply": "Fair point.", "resolution": "concede" }).to_string(),
     );
     let sql = by_title(&found, "SQL injection");
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             sql.comment_id.expect("inline"),
@@ -305,11 +299,7 @@ async fn outcome_signals_are_recorded(h: ReviewHarness) {
     });
     close_pr(&h).await;
 
-    let found = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let found = h.findings().await;
     let verdict = |title: &str| {
         by_title(&found, title)
             .outcome
@@ -359,11 +349,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
         ])],
     );
     h.review_opened().await;
-    let found = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let found = h.findings().await;
     let id_of = |title: &str| {
         found
             .iter()
@@ -378,7 +364,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
         .expect("incremental review");
     // `won't fix` in the "Unchecked id" thread; a 👎 from two people on "Unused helper".
     h.github.set_permission(REPO, "bob", "write");
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             id_of("Unchecked id"),
@@ -393,11 +379,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
             .react_to_review_comment(id_of("Unused helper"), "-1", who);
     }
     close_pr(&h).await;
-    let found = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let found = h.findings().await;
     let verdict = |title: &str| {
         found
             .iter()
@@ -439,7 +421,7 @@ async fn more_outcome_signals_are_recorded(h: ReviewHarness) {
 /// The PR closes: GitHub's `pull_request.closed` delivery, through the conversation
 /// worker's bookkeeping.
 async fn close_pr(h: &ReviewHarness) {
-    talk(h)
+    h.conversation()
         .handle(closed_job(false, "close-1"))
         .await
         .expect("bookkeeping");

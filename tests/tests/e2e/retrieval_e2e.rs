@@ -13,19 +13,15 @@ use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::embedding::EmbeddingHandler;
 use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewTrigger};
-use parley_core::ports::{
-    Corpus, CorpusStore, Embedder, FindingState, JobHandler, PollingQueue, QueueName, Store,
-};
+use parley_core::ports::{Corpus, Embedder, FindingState, JobHandler, PollingQueue, QueueName};
 use parley_core::repo::ConfigLoader;
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
-use parley_queue::sqlite::{QueueSettings, SqliteQueue};
-use parley_tests::clients::{openai_embedder, services_with_retrieval, unreachable_embedder};
+use parley_tests::clients::{openai_embedder, unreachable_embedder};
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
-use parley_tests::fake_github::FakeGitHub;
-use parley_tests::fake_llm::FakeLlm;
 use parley_tests::review_harness::CONVERSATION;
+use parley_tests::rig::{BASE, Fakes, HEAD as HEAD1, Rig};
 use parley_tests::stores::Backend;
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
@@ -36,8 +32,6 @@ const OWNER: &str = "octo-org";
 const NAME: &str = "recall";
 const REPO: &str = "octo-org/recall";
 const INSTALLATION: u64 = 91;
-const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
-const HEAD1: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 const MODEL: &str = "nomic-embed-text";
 const DIMS: usize = 64;
@@ -61,22 +55,7 @@ const SPECIALIST: &str = "You are reviewing a pull request for Parley";
 /// Words only bob's reply in PR 1's thread has.
 const BOB_SAID: &str = "the tokenizer rejects colonless lines before parse_header runs";
 
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test]
-            async fn sqlite() {
-                super::$name(super::Backend::Sqlite).await;
-            }
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$name(super::Backend::Dynamo).await;
-            }
-        }
-    )*};
-}
-
-on_both_stores!(
+parley_tests::on_both_stores!(
     a_later_review_sees_the_earlier_hunk_and_how_its_finding_ended,
     embeddings_down_or_garbage_change_nothing_but_the_context_note,
     retrieval_off_remembers_and_retrieves_nothing,
@@ -84,25 +63,26 @@ on_both_stores!(
     a_finding_held_again_after_a_concession_is_shown_open,
 );
 
-/// One repository's world: fakes, one store (behind both ports) and a local queue.
+/// One repository's world: a [`Rig`] (fakes, one store behind both ports, a local queue),
+/// the fake embeddings server, and services with an embedder on it. Derefs to the rig.
 struct World {
-    github: FakeGitHub,
-    llm: FakeLlm,
+    rig: Rig,
     embeddings: FakeEmbeddings,
-    store: Arc<dyn Store>,
-    corpus: Arc<dyn CorpusStore>,
-    queue: Arc<SqliteQueue>,
     services: Services,
-    _dir: Option<tempfile::TempDir>,
+}
+
+impl std::ops::Deref for World {
+    type Target = Rig;
+
+    fn deref(&self) -> &Rig {
+        &self.rig
+    }
 }
 
 impl World {
     async fn start(backend: Backend) -> Self {
-        let (store, corpus, dir) = parley_tests::stores::open(backend).await;
-        let github = FakeGitHub::start().await;
-        let llm = FakeLlm::start().await;
-        let embeddings = FakeEmbeddings::start(DIMS).await;
-        let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
+        let (rig, embeddings) = tokio::join!(Rig::start(backend), FakeEmbeddings::start(DIMS));
+        let Fakes { github, llm } = &rig.fakes;
         github.set_permission(REPO, "bob", "write");
         for (number, title, head, patch) in
             [(PR1, TITLE1, HEAD1, PATCH1), (PR2, TITLE2, HEAD2, PATCH2)]
@@ -125,23 +105,11 @@ impl World {
             &findings(&[(16, FINDING2)]),
         );
         let embedder = openai_embedder(&embeddings, MODEL, DIMS, Duration::from_secs(5));
-        let services = services_with_retrieval(
-            &github,
-            &llm,
-            store.clone(),
-            queue.clone(),
-            corpus.clone(),
-            Some(Arc::new(embedder)),
-        );
+        let services = rig.services_with(Some(Arc::new(embedder)));
         World {
-            github,
-            llm,
+            rig,
             embeddings,
-            store,
-            corpus,
-            queue,
             services,
-            _dir: dir,
         }
     }
 

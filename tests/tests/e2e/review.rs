@@ -147,10 +147,7 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
         assert_eq!(stored.head_sha, HEAD);
         assert!(stored.review_id.is_some());
     }
-    assert_eq!(
-        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
-        2
-    );
+    assert_eq!(h.findings().await.len(), 2);
 
     // The gate: in progress at start, failure at the end (automatic, critical finding).
     let created = h.github.requests_to("POST", "/check-runs");
@@ -196,7 +193,7 @@ async fn finding_off_the_diff_goes_to_the_summary(h: ReviewHarness) {
         "{text}"
     );
     // Still a finding: stored (without a comment id) and it gates.
-    let stored = h.store.findings_for_pr(&key(REPO), PR).await.unwrap();
+    let stored = h.findings().await;
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].comment_id, None);
     assert_eq!(h.conclusion(), "failure");
@@ -281,7 +278,7 @@ async fn inline_refused_with_422_falls_back_to_the_summary(h: ReviewHarness) {
         text.contains(&format!("blob/{HEAD}/src/db.rs#L3")),
         "{text}"
     );
-    let stored = h.store.findings_for_pr(&key(REPO), PR).await.unwrap();
+    let stored = h.findings().await;
     assert_eq!(stored.len(), 1, "the finding is kept");
     assert_eq!(h.conclusion(), "failure");
 }
@@ -312,13 +309,7 @@ async fn superseded_run_does_not_publish(h: ReviewHarness) {
         .unwrap()
         .unwrap();
     assert_eq!(run.state, RunState::Superseded);
-    assert!(
-        h.store
-            .findings_for_pr(&key(REPO), PR)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(h.findings().await.is_empty());
 
     // A job for a head that has already moved on does not even start.
     run_ok(&h, job(ReviewTrigger::Synchronize, "0000000", "d-2")).await;
@@ -463,10 +454,7 @@ async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) 
         "whole PR listed for context"
     );
     assert!(second_round.contains("src/db.rs:3 SQL injection"));
-    assert_eq!(
-        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
-        2
-    );
+    assert_eq!(h.findings().await.len(), 2);
 }
 
 async fn clean_automatic_review_succeeds(h: ReviewHarness) {
@@ -834,10 +822,7 @@ async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHa
         "only the new finding is posted: {comments:#?}"
     );
     assert_eq!(comments[1]["line"], 2);
-    assert_eq!(
-        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
-        2
-    );
+    assert_eq!(h.findings().await.len(), 2);
     // Not answered "already reviewed".
     assert!(
         !h.github
@@ -1096,10 +1081,7 @@ async fn manual_first_then_automatic(h: ReviewHarness, trigger: ReviewTrigger, c
     // No finding posted twice.
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
-    assert_eq!(
-        h.store.findings_for_pr(&key(REPO), PR).await.unwrap().len(),
-        1
-    );
+    assert_eq!(h.findings().await.len(), 1);
     let second = h.reviews()[1]["body"].as_str().unwrap().to_string();
     assert!(
         second.contains("1 finding(s) already reported on this PR not repeated"),

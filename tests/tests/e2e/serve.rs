@@ -7,8 +7,7 @@ use parley_core::ports::{PollingQueue, QueueName, Store};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use parley_runtime::clients::Env;
 use parley_store::sqlite::SqliteStore;
-use parley_tests::fake_github::FakeGitHub;
-use parley_tests::fake_llm::FakeLlm;
+use parley_tests::rig::Fakes;
 use parley_tests::{sign, webhook_example};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,22 +18,8 @@ const SECRET: &str = "serve-secret";
 const REPO: &str = "Codertocat/Hello-World";
 
 /// The same variables an operator would put in `.env`, pointing at the fakes.
-fn env(db: &std::path::Path, github: &FakeGitHub, llm: &FakeLlm) -> Env {
-    let vars: HashMap<String, String> = [
-        ("GITHUB_WEBHOOK_SECRET", SECRET.to_string()),
-        ("GITHUB_APP_SLUG", "parley".to_string()),
-        ("GITHUB_APP_ID", "12345".to_string()),
-        ("GITHUB_PRIVATE_KEY", parley_tests::clients::app_key()),
-        ("GITHUB_API_URL", github.url.clone()),
-        ("LLM_PROVIDER", "anthropic".to_string()),
-        ("LLM_BASE_URL", llm.url.clone()),
-        ("LLM_API_KEY", "test-key".to_string()),
-        ("LLM_MODEL", parley_tests::clients::MODEL.to_string()),
-        ("PARLEY_DB_PATH", db.display().to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+fn env(db: &std::path::Path, fakes: &Fakes) -> Env {
+    let vars: HashMap<String, String> = fakes.env(db, SECRET).into_iter().collect();
     Arc::new(move |k: &str| vars.get(k).cloned())
 }
 
@@ -65,9 +50,9 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
     parley_runtime::telemetry::init();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("nested/parley.db");
-    let github = FakeGitHub::start().await;
+    let fakes = Fakes::start().await;
+    let Fakes { github, llm } = &fakes;
     github.add_pull(REPO, 1, "Codertocat", "a1a1a1a1", "b0b0b0b0");
-    let llm = FakeLlm::start().await;
     llm.answer(
         "what does this change do",
         &parley_tests::conversation_harness::answer(
@@ -75,8 +60,7 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
             None,
         ),
     );
-    let (running, shutdown) =
-        parley_tests::serve_process::in_process(env(&db, &github, &llm)).await;
+    let (running, shutdown) = parley_tests::serve_process::in_process(env(&db, &fakes)).await;
     let url = format!("http://{}/webhook", running.local_addr);
     let client = parley_llm::client_builder().build().expect("HTTP client");
 

@@ -5,7 +5,6 @@
 //! decided while the review ran; a review counts once in the month's usage. Fake GitHub
 //! and fake LLM over HTTP; every scenario on SQLite and on DynamoDB (moto).
 
-use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::learning::{RepoMemory, memory};
 use parley_core::ports::{Finding, FindingState, JobHandler, Verdict};
@@ -27,19 +26,8 @@ parley_tests::review_on_both_stores!(
     one_review_counts_once_in_the_month,
 );
 
-fn talk(h: &ReviewHarness) -> ConversationHandler {
-    ConversationHandler::new(h.services.clone())
-}
-
-async fn findings(h: &ReviewHarness) -> Vec<Finding> {
-    h.store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings")
-}
-
 async fn by_title(h: &ReviewHarness, title: &str) -> Finding {
-    findings(h)
+    h.findings()
         .await
         .into_iter()
         .find(|f| f.title == title)
@@ -129,7 +117,7 @@ async fn strangers_reactions_decide_nothing_and_a_maintainers_do(h: ReviewHarnes
     h.github.react_to_review_comment(unused, "-1", "maya");
     h.github.react_to_review_comment(doc, "+1", "maya");
     mark_closed(&h);
-    talk(&h)
+    h.conversation()
         .handle(closed_job(false, "close-1"))
         .await
         .expect("bookkeeping");
@@ -178,7 +166,7 @@ async fn wont_fix_from_the_author_without_resolve_by_records_no_rejection(h: Rev
     let root = |f: Finding| f.comment_id.expect("inline");
     // alice wrote the PR and has read access (the fake's default).
     let blocking = root(by_title(&h, "SQL injection").await);
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             blocking,
@@ -198,7 +186,7 @@ async fn wont_fix_from_the_author_without_resolve_by_records_no_rejection(h: Rev
 
     // On a finding that does not block, the author may close it, but it is not counted.
     let minor = root(by_title(&h, "Unchecked id").await);
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             minor,
@@ -221,7 +209,7 @@ async fn wont_fix_from_the_author_without_resolve_by_records_no_rejection(h: Rev
     // A maintainer's won't fix is a rejection.
     h.github.set_permission(REPO, "maya", "write");
     let helper = root(by_title(&h, "Unused helper").await);
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             helper,
@@ -261,7 +249,7 @@ async fn a_concession_to_a_reader_records_no_rejection(h: ReviewHarness) {
     );
     h.github.set_permission(REPO, "rita", "read");
     let unchecked = by_title(&h, "Unchecked id").await;
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             unchecked.comment_id.expect("inline"),
@@ -283,7 +271,7 @@ async fn a_concession_to_a_reader_records_no_rejection(h: ReviewHarness) {
     // The same concession to a maintainer is a rejection.
     h.github.set_permission(REPO, "maya", "write");
     let unused = by_title(&h, "Unused helper").await;
-    talk(&h)
+    h.conversation()
         .handle(reply_in_thread(
             &h,
             unused.comment_id.expect("inline"),
@@ -320,7 +308,7 @@ async fn the_authors_own_resolution_after_arguing_records_no_rejection(h: Review
         // alice (the PR's author, read access) argues in the thread; the reply is on
         // GitHub, which is where the resolution's weighing reads it.
         let _ = reply_in_thread(&h, root, "alice", "This is how the loader finds it.");
-        talk(&h)
+        h.conversation()
             .handle(thread_job_by(root, true, &format!("t-{root}"), resolver))
             .await
             .expect("bookkeeping");
@@ -372,11 +360,11 @@ async fn a_redelivered_close_counts_once(h: ReviewHarness) {
     ] {
         flaky.reset_calls();
         flaky.set_outage(crash);
-        let failed = talk(&h).handle(closed_job(false, "close-1")).await;
+        let failed = h.conversation().handle(closed_job(false, "close-1")).await;
         flaky.heal();
         assert!(failed.is_err(), "{crash:?}: the job fails and is retried");
     }
-    talk(&h)
+    h.conversation()
         .handle(closed_job(false, "close-1"))
         .await
         .expect("retried");
@@ -387,12 +375,12 @@ async fn a_redelivered_close_counts_once(h: ReviewHarness) {
         "one rejection (from two people), counted once"
     );
     // A redelivery of the close changes nothing.
-    talk(&h)
+    h.conversation()
         .handle(closed_job(false, "close-1"))
         .await
         .expect("redelivered");
     assert_eq!((totals(&h).await, pattern_rejections(&h).await), counted);
-    let all = findings(&h).await;
+    let all = h.findings().await;
     assert!(
         all.iter()
             .all(|f| f.outcome.as_ref().is_some_and(|o| o.counted)),
@@ -425,7 +413,7 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
             "the full review's security pass",
         )
         .await;
-        talk(&h)
+        h.conversation()
             .handle(top_level(&h, "maya", &format!("@parley dismiss {id}")))
             .await
             .expect("dismissed");
@@ -454,7 +442,7 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
     );
     // And the PR closing later counts nothing again.
     mark_closed(&h);
-    talk(&h)
+    h.conversation()
         .handle(closed_job(false, "close-1"))
         .await
         .expect("bookkeeping");
@@ -487,7 +475,7 @@ async fn an_outcome_a_review_records_while_a_turn_runs_survives_the_turn(h: Revi
     let held = h.llm.tripwire(CONVERSATION, 1);
     h.github.set_permission(REPO, "rita", "read");
     let turn_job = reply_in_thread(&h, root, "rita", "The id is numeric, so it is safe.");
-    let handler = talk(&h);
+    let handler = h.conversation();
     let turn = handler.handle(turn_job);
     let push = async {
         held.wait_caught(1, Duration::from_secs(60), "the dispute's model call")

@@ -33,11 +33,7 @@ async fn review_with_a_blocking_finding_as(h: &ReviewHarness, job: Job) -> Findi
         .answer_in_turn(SECURITY, &[&blocking, &reply(&[]), &reply(&[])]);
     h.run(job).await.expect("review of HEAD");
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
-    let findings = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let findings = h.findings().await;
     assert_eq!(findings.len(), 1, "{findings:#?}");
     findings[0].clone()
 }
@@ -106,11 +102,7 @@ async fn a_renamed_repository_keeps_its_findings_and_its_gate(h: ReviewHarness) 
         )),
         "{text}"
     );
-    let findings = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let findings = h.findings().await;
     assert_eq!(findings.len(), 1);
     assert_eq!(findings[0].id, old.id);
 }
@@ -162,13 +154,7 @@ async fn name_keyed_records_move_under_the_id_on_the_first_job(h: ReviewHarness)
         .rekey_repository(&key(REPO), &by_name.repo)
         .await
         .expect("back to the name");
-    assert!(
-        h.store
-            .findings_for_pr(&key(REPO), PR)
-            .await
-            .expect("findings")
-            .is_empty()
-    );
+    assert!(h.findings().await.is_empty());
     for (scope, text, comment) in [
         (Scope::Repo, "we allow unwrap in tests", 501),
         (Scope::Org, "prefer anyhow at entrypoints", 502),
@@ -202,11 +188,7 @@ async fn name_keyed_records_move_under_the_id_on_the_first_job(h: ReviewHarness)
     // The earlier review was found (incremental), and its open finding still blocks.
     let gate = gate_on(&h, REPO, HEAD2);
     assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
-    let moved = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let moved = h.findings().await;
     assert_eq!(moved.len(), 1);
     assert_eq!(moved[0].id, old.id);
     assert_eq!(moved[0].repo, key(REPO));

@@ -3,7 +3,6 @@
 //! learning, each end to end over real HTTP against the fake GitHub and the fake LLM, on
 //! SQLite and on DynamoDB (moto). The invariant is in docs/learning.md, "Who may loosen".
 
-use parley_core::conversation::ConversationHandler;
 use parley_core::learning::memory;
 use parley_core::learning::record::{Authority, Direction, Hints, Learning, LearningKind, Scope};
 use parley_core::ports::JobHandler;
@@ -25,12 +24,8 @@ parley_tests::review_on_both_stores!(
     uninstalling_purges_what_parley_kept,
 );
 
-fn talk(h: &ReviewHarness) -> ConversationHandler {
-    ConversationHandler::new(h.services.clone())
-}
-
 async fn say(h: &ReviewHarness, author: &str, text: &str) {
-    talk(h)
+    h.conversation()
         .handle(top_level(h, author, text))
         .await
         .expect("answered");
@@ -466,14 +461,14 @@ async fn a_fork_prs_code_is_remembered_only_once_merged(h: ReviewHarness) {
     assert_eq!(stored(Corpus::Finding).await, 0);
 
     // Closed unmerged: nothing; merged: its code and findings are history now.
-    talk(&h)
+    h.conversation()
         .handle(closed_job(false, "close-1"))
         .await
         .expect("closed");
     assert_eq!(stored(Corpus::Code).await, 0);
     h.github
         .update_pull(REPO, PR, |pr| pr["merged"] = true.into());
-    talk(&h)
+    h.conversation()
         .handle(closed_job(true, "close-2"))
         .await
         .expect("merged");
@@ -581,7 +576,7 @@ async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
         )
     };
     // The sibling repository leaves the installation: only it is purged.
-    talk(&h)
+    h.conversation()
         .handle(event(
             "removed.payload.json",
             "i-1",
@@ -601,7 +596,7 @@ async fn uninstalling_purges_what_parley_kept(h: ReviewHarness) {
     assert_eq!(kept().await, (findings, learned, documents));
 
     // The App is uninstalled: everything of the repository and the organisation goes.
-    talk(&h)
+    h.conversation()
         .handle(event(
             "deleted.payload.json",
             "i-2",

@@ -8,7 +8,6 @@ use parley_core::conversation::ConversationHandler;
 use parley_core::job::ReviewTrigger;
 use parley_core::ports::{FindingState, JobHandler};
 use parley_tests::review_harness::*;
-use parley_tests::tenants::key;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -134,11 +133,7 @@ async fn scenario(acts: Vec<Act>) {
         result.unwrap_or_else(|err| panic!("{act:?} failed: {err}"));
     }
 
-    let findings = h
-        .store
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("findings");
+    let findings = h.findings().await;
     let talked_about = findings
         .iter()
         .find(|f| f.comment_id == Some(root))

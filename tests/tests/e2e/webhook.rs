@@ -18,11 +18,16 @@ struct Harness {
     queue: Arc<SqliteQueue>,
 }
 
+/// The webhook with two secrets (a rotation under way: an old one and [`SECRET`]).
 fn harness(slug: Option<&str>) -> Harness {
+    harness_with(Some(&format!("old-secret,{SECRET}")), slug)
+}
+
+fn harness_with(secrets: Option<&str>, slug: Option<&str>) -> Harness {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().expect("store"));
     let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
     let ingest = parley_webhook::ingest(
-        Some(&format!("old-secret,{SECRET}")),
+        secrets,
         slug.map(|s| Handles::new(s, &[])),
         store,
         queue.clone(),
@@ -475,12 +480,10 @@ async fn bad_requests_get_their_codes() {
 
 #[tokio::test]
 async fn no_secret_configured_refuses_everything() {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open_in_memory().expect("store"));
-    let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
-    let ingest = parley_webhook::ingest(None, None, store, queue);
+    let h = harness_with(None, None);
     let body = b"{}";
     let response = parley_webhook::respond(
-        &ingest,
+        &h.ingest,
         &headers(Some("ping"), Some("p"), Some(&sign("", body))),
         body,
     )

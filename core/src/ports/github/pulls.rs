@@ -111,6 +111,33 @@ pub struct ChangedFile {
     pub sha: Option<String>,
 }
 
+#[cfg(test)]
+impl ChangedFile {
+    /// A file as GitHub lists it, its line counts taken from `patch`.
+    pub(crate) fn listed(name: &str, status: FileStatus, patch: Option<&str>) -> ChangedFile {
+        let count = |sign: char| {
+            patch.map_or(0, |p| {
+                p.lines()
+                    .filter(|l| {
+                        l.starts_with(sign) && !l.starts_with("+++") && !l.starts_with("---")
+                    })
+                    .count() as u64
+            })
+        };
+        let (additions, deletions) = (count('+'), count('-'));
+        ChangedFile {
+            filename: name.into(),
+            status,
+            additions,
+            deletions,
+            changes: additions + deletions,
+            patch: patch.map(String::from),
+            previous_filename: None,
+            sha: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FileStatus {

@@ -22,30 +22,8 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// How many callers race in the concurrency checks.
 const RACERS: usize = 16;
 
-macro_rules! contract_tests {
-    ($($check:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $check() {
-                    let fixture = crate::common::sqlite();
-                    super::$check(fixture.store.clone()).await;
-                }
-            )+
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $check() {
-                    let fixture = crate::common::dynamo().await;
-                    super::$check(fixture.store.clone()).await;
-                }
-            )+
-        }
-    };
-}
-
-contract_tests!(
+crate::common::on_both_adapters!(
+    store;
     check_claim_release_is_claimed,
     check_claims_expire,
     check_concurrent_claims_have_one_winner,

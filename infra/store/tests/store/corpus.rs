@@ -12,30 +12,8 @@ use std::sync::Arc;
 
 const REPO: &str = "octo-org/corpus";
 
-macro_rules! corpus_tests {
-    ($($check:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $check() {
-                    let fixture = crate::common::sqlite();
-                    super::$check(fixture.corpus.clone()).await;
-                }
-            )+
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $check() {
-                    let fixture = crate::common::dynamo().await;
-                    super::$check(fixture.corpus.clone()).await;
-                }
-            )+
-        }
-    };
-}
-
-corpus_tests!(
+crate::common::on_both_adapters!(
+    corpus;
     check_insert_and_read_back,
     check_upsert_merges_occurrences_without_duplicates,
     check_set_vector_and_what_an_upsert_does_to_it,

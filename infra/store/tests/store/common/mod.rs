@@ -21,6 +21,32 @@ use tempfile::TempDir;
 use time::OffsetDateTime;
 use time::macros::datetime;
 
+/// One test per check and adapter (`sqlite::<check>`, `dynamodb::<check>`), each on a
+/// fresh fixture, handing the check the fixture's `$port` (`store` or `corpus`).
+macro_rules! on_both_adapters {
+    ($port:ident; $($check:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $check() {
+                    let fixture = crate::common::sqlite();
+                    super::$check(fixture.$port.clone()).await;
+                }
+            )+
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $check() {
+                    let fixture = crate::common::dynamo().await;
+                    super::$check(fixture.$port.clone()).await;
+                }
+            )+
+        }
+    };
+}
+pub(crate) use on_both_adapters;
+
 /// Writes records the store's own API would never write, to see how reads cope.
 #[async_trait]
 pub trait Vandal: Send + Sync {
