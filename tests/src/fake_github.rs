@@ -443,6 +443,31 @@ impl FakeGitHub {
             .collect()
     }
 
+    /// Parley's reviews of `head` on the PR (by the marker each review body carries).
+    pub fn reviews_of(&self, repo: &str, pr: u64, head: &str) -> Vec<Value> {
+        use parley_core::markers;
+        use parley_core::review::summary::ReviewMarker;
+        self.reviews(repo, pr)
+            .into_iter()
+            .filter(|r| {
+                markers::find::<ReviewMarker>(
+                    r["body"].as_str().unwrap_or(""),
+                    markers::kind::REVIEW,
+                )
+                .is_some_and(|m| m.head_sha == head)
+            })
+            .collect()
+    }
+
+    /// The "Parley review" check runs on `head`, oldest first: the newest is the one
+    /// branch protection reads.
+    pub fn gate_checks(&self, repo: &str, head: &str) -> Vec<Value> {
+        self.check_runs(repo)
+            .into_iter()
+            .filter(|c| c["name"] == "Parley review" && c["head_sha"] == head)
+            .collect()
+    }
+
     pub fn check_runs(&self, repo: &str) -> Vec<Value> {
         self.state()
             .check_runs

@@ -57,6 +57,7 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
 pub mod clients;
 pub mod conversation_harness;
 pub mod deliveries;
+pub mod expect;
 pub mod fake_embeddings;
 pub mod fake_github;
 pub mod fake_llm;

@@ -137,6 +137,34 @@ impl ReviewHarness {
         ConversationHandler::new(self.services.clone())
     }
 
+    /// `author` says `text` in a top-level comment on the PR and the conversation worker
+    /// handles it, which must succeed. The job, for a redelivery.
+    pub async fn say(&self, author: &str, text: &str) -> Job {
+        let job = top_level(self, author, text);
+        self.conversation()
+            .handle(job.clone())
+            .await
+            .expect("answered");
+        job
+    }
+
+    /// Parley's newest top-level comment on the PR ("" when it said nothing).
+    pub fn last_said(&self) -> String {
+        parley_says(self).last().cloned().unwrap_or_default()
+    }
+
+    /// Every learning kept for the repository and its organisation.
+    pub async fn learnings(&self) -> Vec<parley_core::learning::Learning> {
+        parley_core::learning::memory::load(
+            self.store.as_ref(),
+            &crate::tenants::key(REPO),
+            &crate::tenants::org(OWNER),
+        )
+        .await
+        .expect("memory")
+        .learnings
+    }
+
     /// The findings the store holds for the PR.
     pub async fn findings(&self) -> Vec<Finding> {
         self.store
@@ -193,10 +221,7 @@ impl ReviewHarness {
 
     /// The "Parley review" checks on `head`, oldest first.
     pub fn gate_checks(&self, head: &str) -> Vec<Value> {
-        self.checks_named("Parley review")
-            .into_iter()
-            .filter(|c| c["head_sha"] == head)
-            .collect()
+        self.github.gate_checks(REPO, head)
     }
 
     /// The newest "Parley review" check on `head`: the one branch protection reads.

@@ -12,7 +12,7 @@ use crate::ports::github::{
     DiffSide, GitHub, GitHubError, NewReview, NewReviewComment, PageLimit, RepoScope, Review,
     ReviewEvent,
 };
-use crate::ports::{Finding, FindingState, Store, StoreError};
+use crate::ports::{Finding, Store, StoreError};
 use crate::review::merge::Candidate;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -163,28 +163,15 @@ pub async fn record_findings(
     let repo = scope.tenant().repo;
     let now = OffsetDateTime::now_utc();
     for finding in inline.iter().chain(in_summary.iter()) {
-        let c = &finding.candidate;
+        // What the marker on GitHub says of it, with the body the model wrote and where
+        // the review put it.
         let record = Finding {
-            repo: repo.clone(),
-            pr: number,
-            id: finding.id.clone(),
-            fingerprint: c.fingerprint.clone(),
-            severity: c.severity,
-            category: c.category.clone(),
-            confidence: c.confidence,
-            path: c.path.clone(),
-            start_line: c.start_line,
-            line: c.line,
-            title: c.title.clone(),
-            body: c.body.clone(),
-            head_sha: head_sha.to_string(),
+            body: finding.candidate.body.clone(),
             review_id: Some(review_id),
             comment_id: comment_ids.get(&finding.id).copied(),
-            state: FindingState::Open,
-            state_changed_by: None,
-            state_changed_at: None,
-            created_at: now,
-            outcome: None,
+            ..finding
+                .marker()
+                .finding(&repo, number, "", head_sha.to_string(), now)
         };
         store_new(store, &record).await?;
     }

@@ -24,6 +24,19 @@ pub(crate) struct Call {
     pub(crate) replay: Replay,
 }
 
+impl Call {
+    /// A GET: no body, and safe to send again whatever happened to the first attempt.
+    pub(crate) fn get(url: Url, auth: Auth) -> Call {
+        Call {
+            method: Method::GET,
+            url,
+            auth,
+            body: None,
+            replay: Replay::Safe,
+        }
+    }
+}
+
 pub(crate) struct Reply {
     pub(crate) headers: HeaderMap,
     pub(crate) body: Vec<u8>,

@@ -194,15 +194,7 @@ impl GitHubClient {
         url: Url,
     ) -> Result<T, GitHubError> {
         let context = format!("GET {}", url.path());
-        let reply = self
-            .send(&Call {
-                method: Method::GET,
-                url,
-                auth,
-                body: None,
-                replay: Replay::Safe,
-            })
-            .await?;
+        let reply = self.send(&Call::get(url, auth)).await?;
         decode(&reply.body, &context)
     }
 
@@ -249,15 +241,7 @@ impl GitHubClient {
         let mut pages = 0usize;
         loop {
             let context = format!("GET {}", url.path());
-            let reply = self
-                .send(&Call {
-                    method: Method::GET,
-                    url,
-                    auth,
-                    body: None,
-                    replay: Replay::Safe,
-                })
-                .await?;
+            let reply = self.send(&Call::get(url, auth)).await?;
             pages += 1;
             let page: Vec<T> = decode(&reply.body, &context)?;
             let page_was_empty = page.is_empty();

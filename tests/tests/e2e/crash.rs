@@ -14,7 +14,6 @@
 
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
 use parley_core::ports::{Finding, FindingState, Severity, Store};
-use parley_core::review::summary::ReviewMarker;
 use parley_store::sqlite::SqliteStore;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, HoldPoint};
@@ -207,26 +206,11 @@ impl Rig {
 
     /// Reviews on the PR whose summary marker names `head`.
     fn reviews_of(&self, head: &str) -> Vec<Value> {
-        self.github
-            .reviews(REPO, PR)
-            .into_iter()
-            .filter(|r| {
-                markers::find::<ReviewMarker>(
-                    r["body"].as_str().unwrap_or(""),
-                    markers::kind::REVIEW,
-                )
-                .is_some_and(|m| m.head_sha == head)
-            })
-            .collect()
+        self.github.reviews_of(REPO, PR, head)
     }
 
-    /// The "Parley review" check runs for `head`, oldest first.
     fn gate_checks(&self, head: &str) -> Vec<Value> {
-        self.github
-            .check_runs(REPO)
-            .into_iter()
-            .filter(|c| c["name"] == "Parley review" && c["head_sha"] == head)
-            .collect()
+        self.github.gate_checks(REPO, head)
     }
 
     fn store(&self) -> SqliteStore {
@@ -371,49 +355,14 @@ fn script_one_finding(rig: &Rig) {
 /// After the restart: one review for the head, its inline finding recorded with its
 /// GitHub comment id, one "Parley review" check for the head, completed with `failure`.
 async fn assert_reviewed_once(rig: &mut Rig) {
-    let reviews = rig.reviews_of(HEAD);
-    assert_eq!(
-        reviews.len(),
-        1,
-        "exactly one review of the head: {reviews:#?}"
-    );
-    assert_eq!(rig.github.reviews(REPO, PR).len(), 1);
-    let inline: Vec<Value> = rig
-        .github
-        .review_comments(REPO, PR)
-        .into_iter()
-        .filter(|c| c["pull_request_review_id"] == reviews[0]["id"])
-        .collect();
-    assert_eq!(inline.len(), 1, "one inline finding: {inline:#?}");
-
-    let findings = rig
-        .store()
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("read findings");
-    assert_eq!(findings.len(), 1, "the finding is recorded: {findings:#?}");
-    assert_eq!(findings[0].comment_id, inline[0]["id"].as_u64());
-    assert_eq!(findings[0].review_id, reviews[0]["id"].as_u64());
-
-    let checks = rig.gate_checks(HEAD);
-    let in_progress: Vec<&Value> = checks
-        .iter()
-        .filter(|c| c["status"] != "completed")
-        .collect();
-    assert!(
-        in_progress.is_empty(),
-        "a \"Parley review\" check left in progress for good (nothing will conclude it): {in_progress:#?}"
-    );
-    assert_eq!(
-        checks.len(),
-        1,
-        "one \"Parley review\" check for the head: {checks:#?}"
-    );
-    assert_eq!(
-        checks[0]["conclusion"], "failure",
-        "a high-severity finding blocks: {:#?}",
-        checks[0]
-    );
+    parley_tests::expect::reviewed_once_with_one_blocking_finding(
+        &rig.github,
+        &rig.store(),
+        REPO,
+        PR,
+        HEAD,
+    )
+    .await;
 }
 
 /// Scenario 3: killed while the specialist passes run (the review is not on GitHub yet).

@@ -6,8 +6,6 @@
 //! Needs moto (`scripts/test.sh` starts it); fails, never skips, without it.
 
 use parley_core::markers::{self, ReplyMarker};
-use parley_core::ports::Store;
-use parley_core::review::summary::ReviewMarker;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
@@ -15,7 +13,6 @@ use parley_tests::lambda_emulator::Outcome;
 use parley_tests::lambda_stack::{self, LambdaStack};
 use parley_tests::review_harness::CORRECTNESS;
 use parley_tests::rig::{BASE, Fakes, HEAD};
-use parley_tests::tenants::key;
 use serde_json::{Value, json};
 
 const OWNER: &str = "octo-org";
@@ -209,48 +206,14 @@ async fn a_pull_request_is_reviewed_with_its_check_run() {
         rig.stack.logs()
     );
 
-    let reviews: Vec<Value> = rig
-        .github
-        .reviews(REPO, PR)
-        .into_iter()
-        .filter(|r| {
-            markers::find::<ReviewMarker>(r["body"].as_str().unwrap_or(""), markers::kind::REVIEW)
-                .is_some_and(|m| m.head_sha == HEAD)
-        })
-        .collect();
-    assert_eq!(reviews.len(), 1, "one review of the head: {reviews:#?}");
-    let inline: Vec<Value> = rig
-        .github
-        .review_comments(REPO, PR)
-        .into_iter()
-        .filter(|c| c["pull_request_review_id"] == reviews[0]["id"])
-        .collect();
-    assert_eq!(inline.len(), 1, "one inline finding: {inline:#?}");
-
-    let findings = rig
-        .stack
-        .resources
-        .store()
-        .findings_for_pr(&key(REPO), PR)
-        .await
-        .expect("read the findings from DynamoDB");
-    assert_eq!(findings.len(), 1, "recorded in DynamoDB: {findings:#?}");
-    assert_eq!(findings[0].comment_id, inline[0]["id"].as_u64());
-    assert_eq!(findings[0].review_id, reviews[0]["id"].as_u64());
-
-    let checks: Vec<Value> = rig
-        .github
-        .check_runs(REPO)
-        .into_iter()
-        .filter(|c| c["name"] == "Parley review" && c["head_sha"] == HEAD)
-        .collect();
-    assert_eq!(checks.len(), 1, "{checks:#?}");
-    assert_eq!(checks[0]["status"], "completed", "{:#?}", checks[0]);
-    assert_eq!(
-        checks[0]["conclusion"], "failure",
-        "a high-severity finding blocks the merge: {:#?}",
-        checks[0]
-    );
+    parley_tests::expect::reviewed_once_with_one_blocking_finding(
+        &rig.github,
+        &rig.stack.resources.store(),
+        REPO,
+        PR,
+        HEAD,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -3,7 +3,6 @@
 //! threshold, the reporting commands and the judge pass. Fake GitHub and fake LLM over
 //! HTTP; every scenario on SQLite and on DynamoDB (moto).
 
-use parley_core::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::learning::memory;
 use parley_core::ports::{FindingState, JobHandler, Verdict};
@@ -31,41 +30,18 @@ fn in_category(mut finding: serde_json::Value, category: &str) -> serde_json::Va
     finding
 }
 
-async fn say(h: &ReviewHarness, author: &str, text: &str) -> Job {
-    let job = top_level(h, author, text);
-    h.conversation()
-        .handle(job.clone())
-        .await
-        .expect("answered");
-    job
-}
-
-fn last_said(h: &ReviewHarness) -> String {
-    parley_says(h).last().cloned().unwrap_or_default()
-}
-
-async fn learnings(h: &ReviewHarness) -> Vec<parley_core::learning::Learning> {
-    memory::load(h.store.as_ref(), &key(REPO), &org(OWNER))
-        .await
-        .expect("memory")
-        .learnings
-}
-
 async fn remember_adds_one_learning_and_a_question_stays_a_question(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
-    let job = say(
-        &h,
-        "bob",
-        "@parley remember that we allow unwrap in tests/**",
-    )
-    .await;
-    let said = last_said(&h);
+    let job = h
+        .say("bob", "@parley remember that we allow unwrap in tests/**")
+        .await;
+    let said = h.last_said();
     assert!(said.contains("Learning added `L-"), "{said}");
     assert!(said.contains("(repo)"), "{said}");
     assert!(said.contains("undo with `@parley forget L-"), "{said}");
     // A redelivery of the same comment adds nothing, and answers nothing more.
     h.conversation().handle(job).await.expect("redelivered");
-    let all = learnings(&h).await;
+    let all = h.learnings().await;
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0].author, "bob");
     assert_eq!(all[0].hints.paths, vec!["tests/**"]);
@@ -76,9 +52,10 @@ async fn remember_adds_one_learning_and_a_question_stays_a_question(h: ReviewHar
         CONVERSATION,
         &json!({ "reply": "We added it in #12.", "resolution": null }).to_string(),
     );
-    say(&h, "bob", "@parley do you remember why we added the cache?").await;
-    assert_eq!(learnings(&h).await.len(), 1);
-    assert!(last_said(&h).contains("We added it in #12."));
+    h.say("bob", "@parley do you remember why we added the cache?")
+        .await;
+    assert_eq!(h.learnings().await.len(), 1);
+    assert!(h.last_said().contains("We added it in #12."));
     // The answer's prompt carries the learning, with its id to cite.
     let prompt = h
         .llm
@@ -99,19 +76,21 @@ async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) 
         "mention:\n  minPermission: read\n",
     );
     h.github.set_permission(REPO, "mallory", "read");
-    say(&h, "mallory", "@parley don't flag style issues").await;
-    let said = last_said(&h);
+    h.say("mallory", "@parley don't flag style issues").await;
+    let said = h.last_said();
     assert!(said.contains("need write permission"), "{said}");
-    assert!(learnings(&h).await.is_empty());
+    assert!(h.learnings().await.is_empty());
 
     // For their PR they may add context or make Parley stricter, never more lenient.
-    say(&h, "mallory", "@parley don't flag style issues for this PR").await;
-    let said = last_said(&h);
+    h.say("mallory", "@parley don't flag style issues for this PR")
+        .await;
+    let said = h.last_said();
     assert!(said.contains("needs write permission"), "{said}");
-    assert!(learnings(&h).await.is_empty());
-    say(&h, "mallory", "@parley be stricter about style for this PR").await;
-    let all = learnings(&h).await;
-    assert_eq!(all.len(), 1, "{}", last_said(&h));
+    assert!(h.learnings().await.is_empty());
+    h.say("mallory", "@parley be stricter about style for this PR")
+        .await;
+    let all = h.learnings().await;
+    assert_eq!(all.len(), 1, "{}", h.last_said());
     assert_eq!(
         all[0].scope,
         parley_core::learning::Scope::Pr { pr: PR },
@@ -125,64 +104,62 @@ async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) 
     // Organisation-wide needs an admin of the organisation: admin of this repository,
     // or an ordinary member of the organisation, is not enough.
     let org_learnings = || async {
-        learnings(&h)
+        h.learnings()
             .await
             .into_iter()
             .filter(|l| l.scope == parley_core::learning::Scope::Org)
             .count()
     };
     h.github.set_permission(REPO, "bob", "admin");
-    say(&h, "bob", "@parley remember for all repos: we squash merge").await;
-    let said = last_said(&h);
+    h.say("bob", "@parley remember for all repos: we squash merge")
+        .await;
+    let said = h.last_said();
     assert!(said.contains("need an admin of octo-org"), "{said}");
     assert!(said.contains("@bob is not an admin of octo-org"), "{said}");
     h.github.set_org_role(OWNER, "bob", "member");
-    say(&h, "bob", "@parley remember for all repos: we rebase merge").await;
-    let said = last_said(&h);
+    h.say("bob", "@parley remember for all repos: we rebase merge")
+        .await;
+    let said = h.last_said();
     assert!(said.contains("@bob is a member there (active)"), "{said}");
     assert_eq!(org_learnings().await, 0);
 
     h.github.set_permission(REPO, "ada", "write");
     h.github.set_org_role(OWNER, "ada", "admin");
-    say(&h, "ada", "@parley remember for all repos: we squash merge").await;
-    assert_eq!(org_learnings().await, 1, "{}", last_said(&h));
+    h.say("ada", "@parley remember for all repos: we squash merge")
+        .await;
+    assert_eq!(org_learnings().await, 1, "{}", h.last_said());
 
     // An App installed without "Members: read" cannot tell: refused, and said why.
     h.github.hide_members(OWNER);
-    say(
-        &h,
-        "ada",
-        "@parley remember for all repos: releases are tagged",
-    )
-    .await;
-    let said = last_said(&h);
+    h.say("ada", "@parley remember for all repos: releases are tagged")
+        .await;
+    let said = h.last_said();
     assert!(said.contains("\"Members: read\""), "{said}");
     assert_eq!(org_learnings().await, 1);
 }
 
 async fn forget_takes_a_learning_back(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
-    say(
-        &h,
+    h.say(
         "bob",
         "@parley remember our API ids are validated at the boundary",
     )
     .await;
-    let id = learnings(&h).await[0].id.clone();
-    say(&h, "bob", &format!("@parley forget {id}")).await;
-    assert!(last_said(&h).contains(&format!("Forgot `{id}`")));
-    let all = learnings(&h).await;
+    let id = h.learnings().await[0].id.clone();
+    h.say("bob", &format!("@parley forget {id}")).await;
+    assert!(h.last_said().contains(&format!("Forgot `{id}`")));
+    let all = h.learnings().await;
     assert!(all[0].forgotten.is_some(), "soft delete: kept, marked");
-    say(&h, "bob", "@parley learnings").await;
-    assert!(!last_said(&h).contains(&id), "{}", last_said(&h));
-    say(&h, "bob", &format!("@parley forget {id}")).await;
-    assert!(last_said(&h).contains("nothing to forget"));
+    h.say("bob", "@parley learnings").await;
+    assert!(!h.last_said().contains(&id), "{}", h.last_said());
+    h.say("bob", &format!("@parley forget {id}")).await;
+    assert!(h.last_said().contains("nothing to forget"));
 }
 
 async fn a_dismissed_category_is_suppressed_in_the_next_review(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
-    say(&h, "bob", "@parley don't flag style issues").await;
-    let id = learnings(&h).await[0].id.clone();
+    h.say("bob", "@parley don't flag style issues").await;
+    let id = h.learnings().await[0].id.clone();
     // The model still reports a style finding; the review must not post it.
     h.llm.answer(
         STYLE,
@@ -199,14 +176,14 @@ async fn a_dismissed_category_is_suppressed_in_the_next_review(h: ReviewHarness)
         .to_string();
     assert!(summary.contains("1 finding(s) suppressed"), "{summary}");
     assert!(summary.contains(&format!("dismissed by {id}")), "{summary}");
-    let learning = learnings(&h).await.remove(0);
+    let learning = h.learnings().await.remove(0);
     assert_eq!(learning.findings_suppressed, 1);
     assert_eq!(learning.times_applied, 1);
 }
 
 async fn an_adjust_rule_moves_the_threshold(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
-    say(&h, "bob", "@parley be stricter about security").await;
+    h.say("bob", "@parley be stricter about security").await;
     // Confidence 70 is under the default 75, but security's threshold is now 65.
     h.llm.answer(
         SECURITY,
@@ -482,8 +459,8 @@ async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
         ".parley.yml",
         "review:\n  maxInlineComments: 7\n  minConfidence: 300\n",
     );
-    say(&h, "bob", "@parley stats").await;
-    let stats = last_said(&h);
+    h.say("bob", "@parley stats").await;
+    let stats = h.last_said();
     assert!(
         stats.contains("| security | 0 | 0 | 3 | 0 | 0 | 100% |"),
         "{stats}"
@@ -500,8 +477,8 @@ async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
         stats.contains("not tuned yet (4 of 20 decided findings needed)"),
         "{stats}"
     );
-    say(&h, "bob", "@parley configuration").await;
-    let config = last_said(&h);
+    h.say("bob", "@parley configuration").await;
+    let config = h.last_said();
     assert!(
         config.contains("| `review.maxInlineComments` | 7 | `.parley.yml` |"),
         "{config}"
@@ -515,19 +492,18 @@ async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
         config.contains("300"),
         "the rejected value is reported: {config}"
     );
-    say(&h, "bob", "@parley help").await;
-    assert!(last_said(&h).contains("`@parley forget L-3f9a`"));
+    h.say("bob", "@parley help").await;
+    assert!(h.last_said().contains("`@parley forget L-3f9a`"));
 }
 
 async fn the_judge_drops_a_contradicted_finding_and_its_failure_falls_back(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
-    say(
-        &h,
+    h.say(
         "bob",
         "@parley remember user ids are validated at the API boundary",
     )
     .await;
-    let id = learnings(&h).await[0].id.clone();
+    let id = h.learnings().await[0].id.clone();
     h.llm.answer(
         SECURITY,
         &reply(&[
