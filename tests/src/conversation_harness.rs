@@ -22,6 +22,7 @@ pub const INSTALLATION: u64 = 88;
 pub const PR: u64 = 7;
 pub const AUTHOR: &str = "alice";
 pub use crate::rig::{BASE, HEAD};
+pub use crate::scripts::answer;
 pub const BOT: &str = "parley[bot]";
 /// The plain issue's title and description, as its webhook carries them. The description
 /// hides an instruction in an HTML comment, which must never reach the model.
@@ -242,11 +243,6 @@ impl Harness {
     pub fn prompts(&self) -> Vec<String> {
         self.llm.prompts().iter().map(|p| p.text()).collect()
     }
-}
-
-/// The JSON the model is asked for.
-pub fn answer(reply: &str, resolution: Option<&str>) -> String {
-    json!({ "reply": reply, "resolution": resolution }).to_string()
 }
 
 fn is_finding(comment: &Value) -> bool {

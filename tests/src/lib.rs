@@ -68,6 +68,7 @@ pub mod lambda_esm;
 pub mod lambda_stack;
 pub mod review_harness;
 pub mod rig;
+pub mod scripts;
 pub mod serve_process;
 pub mod static_model;
 pub mod tenants;

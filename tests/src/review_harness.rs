@@ -4,7 +4,6 @@
 //! `parley serve` do.
 
 use crate::deliveries::{self, Source};
-use crate::fake_llm::FakeLlm;
 use crate::rig::Rig;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
@@ -23,21 +22,14 @@ pub const PR: u64 = 42;
 pub use crate::rig::{BASE, DB_PATCH, HEAD};
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 pub use crate::clients::MODEL;
+pub use crate::scripts::{
+    CONVERSATION, CORRECTNESS, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, passes_find_nothing,
+};
 
-/// Phrases unique to each specialist's system prompt, to script the fake LLM by.
-pub const SECURITY: &str = "the security specialist";
-pub const CORRECTNESS: &str = "the correctness specialist";
-pub const TESTS: &str = "the testing specialist";
-pub const STYLE: &str = "the maintainability specialist";
-pub const GUIDELINES: &str = "the guideline-compliance specialist";
-/// A phrase unique to the conversation's system prompt, to script a reply in a thread by.
-pub const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
 /// The title of the blocking finding the gate scenarios review.
 pub const SQL_TITLE: &str = "SQL injection through format!";
 /// A change a later push makes that touches no finding.
 pub const README_PATCH: &str = "@@ -0,0 +1,1 @@\n+Docs only.";
-/// A phrase unique to the judge pass's system prompt.
-pub const JUDGE: &str = "final judge of an automated code review";
 
 /// `src/db.rs` after [`ReviewHarness::push_sql_fix`], as the PR's files show it.
 pub const FIXED_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n+}\n fn a() {}\n fn b() {}";
@@ -289,14 +281,6 @@ impl ReviewHarness {
             .into_iter()
             .filter(|c| !c["pull_request_review_id"].is_null())
             .collect()
-    }
-}
-
-/// Script `llm` so that every specialist pass finds nothing (the judge and any
-/// conversation keep their own scripts).
-pub fn passes_find_nothing(llm: &FakeLlm) {
-    for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
-        llm.answer(specialist, r#"{"findings": []}"#);
     }
 }
 

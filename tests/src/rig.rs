@@ -54,9 +54,8 @@ impl Fakes {
     /// A model that answers every question with `text` and whose review passes find
     /// nothing, for tests about what carries the work rather than what the model says.
     pub fn answer_everything_with(&self, text: &str) {
-        self.llm
-            .default_reply(&crate::conversation_harness::answer(text, None));
-        crate::review_harness::passes_find_nothing(&self.llm);
+        self.llm.default_reply(&crate::scripts::answer(text, None));
+        crate::scripts::passes_find_nothing(&self.llm);
     }
 
     /// The variables an operator sets for `parley serve` (and, less the App's, for the

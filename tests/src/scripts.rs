@@ -1,0 +1,29 @@
+//! What the fake model is scripted by and answers with: the phrases that pick out each
+//! of Parley's prompts, and replies in the shapes Parley asks for.
+
+use crate::fake_llm::FakeLlm;
+use serde_json::json;
+
+/// Phrases unique to each specialist's system prompt, to script the fake LLM by.
+pub const SECURITY: &str = "the security specialist";
+pub const CORRECTNESS: &str = "the correctness specialist";
+pub const TESTS: &str = "the testing specialist";
+pub const STYLE: &str = "the maintainability specialist";
+pub const GUIDELINES: &str = "the guideline-compliance specialist";
+/// A phrase unique to the conversation's system prompt, to script a reply in a thread by.
+pub const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
+/// A phrase unique to the judge pass's system prompt.
+pub const JUDGE: &str = "final judge of an automated code review";
+
+/// The JSON a conversation turn asks the model for.
+pub fn answer(reply: &str, resolution: Option<&str>) -> String {
+    json!({ "reply": reply, "resolution": resolution }).to_string()
+}
+
+/// Script `llm` so that every specialist pass finds nothing (the judge and any
+/// conversation keep their own scripts).
+pub fn passes_find_nothing(llm: &FakeLlm) {
+    for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
+        llm.answer(specialist, r#"{"findings": []}"#);
+    }
+}
