@@ -1,0 +1,221 @@
+//! Streamed answers: OpenAI-compatible chunks and Anthropic's server-sent events, sent
+//! in pieces at the scripted pace, and what happens when the client hangs up.
+
+use super::cache::InFlight;
+use super::state::{Reply, State};
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A streamed Chat Completions reply (`stream: true`), as server-sent events.
+pub(super) struct Stream {
+    pub(super) state: Arc<Mutex<State>>,
+    pub(super) model: String,
+    /// `stream_options.include_usage` was asked for.
+    pub(super) usage: bool,
+    /// Break off when another request waits (see `State::interrupts`).
+    pub(super) interrupts: bool,
+    /// Spread over the reply's chunks when interrupting (so there is a running stream to
+    /// break off), else waited before the first.
+    pub(super) latency: Duration,
+    /// When not interrupting, the first chunk comes this far into the latency and the rest
+    /// at its end (the whole latency when no time to first token was set).
+    pub(super) ttft: Duration,
+    /// The serving turn, the slot and the in-flight count, held until the stream ends or
+    /// the client hangs up.
+    pub(super) _hold: (
+        Option<tokio::sync::OwnedMutexGuard<()>>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+        InFlight,
+    ),
+}
+
+/// What the stream sends next.
+pub(super) enum Next {
+    Chunk(String),
+    Finish,
+    Usage,
+    Done,
+    End,
+}
+
+impl Stream {
+    pub(super) fn reply(self, reply: Reply, usage: Value) -> Response {
+        let (pieces, endless): (Vec<String>, bool) = match reply {
+            Reply::Text(text) => (chunks(&text), false),
+            Reply::Endless(passage) => (chunks(&passage), true),
+            Reply::Status(status, body) => {
+                return (
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    body,
+                )
+                    .into_response();
+            }
+        };
+        let gap = if self.interrupts || endless {
+            (self.latency / pieces.len().max(1) as u32).max(Duration::from_millis(1))
+        } else {
+            Duration::ZERO
+        };
+        let hang_up = HangUp {
+            state: self.state.clone(),
+            ended: false,
+        };
+        let stream = futures_util::stream::unfold(
+            (0usize, self, hang_up),
+            move |(i, this, mut hang_up)| {
+                let pieces = pieces.clone();
+                let usage = usage.clone();
+                async move {
+                    if gap.is_zero() {
+                        match i {
+                            0 => tokio::time::sleep(this.ttft).await,
+                            1 => tokio::time::sleep(this.latency.saturating_sub(this.ttft)).await,
+                            _ => {}
+                        }
+                    } else if i > 0 {
+                        tokio::time::sleep(gap).await;
+                    }
+                    let broken_off = this.interrupts
+                        && i > 0
+                        && this.state.lock().unwrap_or_else(|e| e.into_inner()).waiting > 0;
+                    let next = match i {
+                        _ if hang_up.ended => Next::End,
+                        _ if broken_off => Next::Done,
+                        i if i < pieces.len() => Next::Chunk(pieces[i].clone()),
+                        i if endless => Next::Chunk(pieces[i % pieces.len()].clone()),
+                        i if i == pieces.len() => Next::Finish,
+                        i if i == pieces.len() + 1 && this.usage => Next::Usage,
+                        _ => Next::Done,
+                    };
+                    let data = match next {
+                        Next::End => return None,
+                        Next::Chunk(text) => json!({
+                            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
+                            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]
+                        })
+                        .to_string(),
+                        Next::Finish => json!({
+                            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+                        })
+                        .to_string(),
+                        Next::Usage => json!({
+                            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
+                            "choices": [], "usage": usage
+                        })
+                        .to_string(),
+                        Next::Done => {
+                            hang_up.ended = true;
+                            "[DONE]".to_string()
+                        }
+                    };
+                    let frame = Bytes::from(format!("data: {data}\n\n"));
+                    Some((
+                        Ok::<_, std::convert::Infallible>(frame),
+                        (i + 1, this, hang_up),
+                    ))
+                }
+            },
+        );
+        let mut response = axum::body::Body::from_stream(stream).into_response();
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("text/event-stream"),
+        );
+        response
+    }
+}
+
+/// A reply in pieces of about a token or two, as model servers stream them.
+pub(super) fn chunks(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(8).map(|c| c.iter().collect()).collect()
+}
+
+/// Counts a stream the client stopped reading before its end.
+pub(super) struct HangUp {
+    state: Arc<Mutex<State>>,
+    ended: bool,
+}
+
+impl Drop for HangUp {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .hang_ups += 1;
+        }
+    }
+}
+
+/// A streamed Messages reply as Anthropic sends it: `message_start` (with the input
+/// usage) `ttft` in, the text in deltas at the end of `latency`, then `message_delta` and
+/// `message_stop`. Holds the serving turn, the slot and the in-flight count to its end.
+pub(super) fn anthropic_stream(
+    text: &str,
+    model: &str,
+    usage: Value,
+    ttft: Duration,
+    latency: Duration,
+    hold: (
+        Option<tokio::sync::OwnedMutexGuard<()>>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+        InFlight,
+    ),
+) -> Response {
+    let event = |kind: &str, data: Value| format!("event: {kind}\ndata: {data}\n\n");
+    let mut start_usage = usage.clone();
+    start_usage["output_tokens"] = json!(1);
+    let mut frames = vec![(
+        ttft,
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {
+                "id": "msg_fake", "type": "message", "role": "assistant", "content": [],
+                "model": model, "stop_reason": null, "stop_sequence": null, "usage": start_usage}}),
+        ),
+    )];
+    let mut rest = vec![event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    )];
+    for piece in chunks(text) {
+        rest.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
+        ));
+    }
+    rest.push(event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    rest.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+               "usage": {"output_tokens": usage["output_tokens"]}}),
+    ));
+    rest.push(event("message_stop", json!({"type": "message_stop"})));
+    frames.push((latency.saturating_sub(ttft), rest.concat()));
+    let stream = futures_util::stream::unfold(
+        (frames.into_iter(), hold),
+        |(mut frames, hold)| async move {
+            let (wait, frame) = frames.next()?;
+            tokio::time::sleep(wait).await;
+            Some((
+                Ok::<_, std::convert::Infallible>(Bytes::from(frame)),
+                (frames, hold),
+            ))
+        },
+    );
+    let mut response = axum::body::Body::from_stream(stream).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
