@@ -14,6 +14,9 @@
 //! top-level comments and eight replies in the thread of a Parley finding. The fake GitHub
 //! adds [`GITHUB_LATENCY`] to every call and the model [`LLM_LATENCY`] to every answer.
 //!
+//! Before the clock starts, [`WARM_UP`] questions on a PR of their own are acknowledged
+//! and answered ([`warm_up`]): start-up is `cold_start`'s to measure, not this bench's.
+//!
 //! Measured: acknowledgement latency (p50/p99 of the 202s), deliveries acknowledged per
 //! second, jobs finished per second end to end (first delivery to empty queues), and the
 //! server's resident memory before, at peak and after. Checked: every question answered
@@ -25,7 +28,7 @@ use parley_core::markers::{self, ReplyMarker};
 use parley_core::review::summary::ReviewMarker;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::FakeGitHub;
-use parley_tests::rig::Fakes;
+use parley_tests::rig::{BASE, DB_PATCH as PATCH, Fakes};
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -40,18 +43,18 @@ const REPO: &str = "octo-org/load";
 const INSTALLATION: u64 = 99;
 const AUTHOR: &str = "alice";
 const BOT: &str = "parley[bot]";
-const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
 const PRS: u64 = 50;
 const PER_PR: usize = 20;
 /// Positions (in a PR's 20 deliveries) of the pushes; position 0 opens the PR, and the
 /// rest alternate between top-level mentions and replies to the finding.
 const PUSHES: [usize; 2] = [7, 14];
 const CONNECTIONS: usize = 16;
+/// Questions answered before the measured deliveries (see [`warm_up`]).
+const WARM_UP: usize = 16;
 const GITHUB_LATENCY: Duration = Duration::from_millis(20);
 const LLM_LATENCY: Duration = Duration::from_millis(50);
 /// All jobs must be done within this after the last acknowledgement.
 const DRAIN_LIMIT: Duration = Duration::from_secs(15 * 60);
-const PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -136,6 +139,7 @@ async fn run() {
         .pool_max_idle_per_host(CONNECTIONS)
         .build()
         .expect("client");
+    warm_up(github, &client, &source, &server.webhook_url, &db).await;
     let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS));
     let started = Instant::now();
     let mut senders = tokio::task::JoinSet::new();
@@ -251,6 +255,48 @@ async fn run() {
         std::process::exit(1);
     }
     drop(server);
+}
+
+/// Before the clock starts: [`WARM_UP`] questions on a PR of their own, acknowledged and
+/// answered. A server's first requests pay for what one that has been up a while did
+/// long ago (the SQLite file's first pages, the connection pools, each code path's first
+/// run): start-up, which `cold_start` measures, not load. The PR is none of the measured
+/// ones, and its questions are all answered before the first measured delivery.
+async fn warm_up(
+    github: &FakeGitHub,
+    client: &reqwest::Client,
+    source: &Source,
+    url: &str,
+    db: &Path,
+) {
+    let pr = PRS + 1;
+    let files = [("src/db.rs", "modified", PATCH)];
+    github.open_pull(REPO, pr, (AUTHOR, &head(pr, 0), BASE), &files);
+    let mut acks = tokio::task::JoinSet::new();
+    for i in 0..WARM_UP {
+        let text = format!("@parley warm-up question {i}: why this query?");
+        let id = github.add_issue_comment(REPO, pr, AUTHOR, &text);
+        let payload =
+            deliveries::pr_issue_comment(source, pr, &by_id(&github.issue_comments(REPO, pr), id));
+        let (client, url) = (client.clone(), url.to_string());
+        acks.spawn(async move {
+            let delivery = format!("warm-up-{i}");
+            serve_process::deliver(&client, &url, SECRET, "issue_comment", &delivery, &payload)
+                .await
+        });
+    }
+    while let Some(ack) = acks.join_next().await {
+        let (status, body) = ack.expect("warm-up delivery");
+        assert_eq!(status, 202, "warm-up: {body}");
+    }
+    let deadline = Instant::now() + DRAIN_LIMIT;
+    while !queue_file::depth(db, "conversation").is_drained() {
+        assert!(
+            Instant::now() < deadline,
+            "the warm-up's questions were not answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// One PR's 20 deliveries, in order, each after the previous one's 202.
