@@ -5,6 +5,10 @@
 //! GitHub. State lives in memory: comments created through the API show up in later
 //! listings, which is what conversation and review tests need to observe. Every request is
 //! recorded; failures and latency can be injected.
+//!
+//! [`FakeGitHub`] here is what a test holds: it arranges the repository and reads back
+//! what Parley did. `state` is what the fake knows, `routes` how it answers a request,
+//! `shapes` the JSON it serves.
 
 mod routes;
 mod shapes;

@@ -6,6 +6,10 @@
 //! prompt, a phrase in the question), add latency, or make it fail, and then read back the
 //! prompts it received. Point Parley at it with `LLM_PROVIDER=anthropic`,
 //! `LLM_BASE_URL=<url>`, `LLM_API_KEY=test`.
+//!
+//! [`FakeLlm`] here is what a test holds: it scripts replies and faults and reads back
+//! prompts. `state` is what the fake knows, `handle` how it answers a request, `stream`
+//! its streamed answers, `cache` the providers' prompt caches as it emulates them.
 
 mod cache;
 mod handle;
