@@ -268,33 +268,11 @@ async fn mark_request_dismissed(
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),
     };
-    let marked = |body: &str| markers::find::<ReplyMarker>(body, DISMISSED).is_some();
     let id = request.comment_id;
     let outcome = match request.surface {
-        Surface::IssueComment => match github.get_issue_comment(scope, id).await {
-            Ok(comment) if marked(&comment.body) => Ok(false),
-            Ok(comment) => github
-                .update_issue_comment(
-                    scope,
-                    id,
-                    &markers::append(&comment.body, DISMISSED, &marker),
-                )
-                .await
-                .map(|_| true),
-            Err(err) => Err(err),
-        },
-        Surface::ReviewComment => match github.get_review_comment(scope, id).await {
-            Ok(comment) if marked(&comment.body) => Ok(false),
-            Ok(comment) => github
-                .update_review_comment(
-                    scope,
-                    id,
-                    &markers::append(&comment.body, DISMISSED, &marker),
-                )
-                .await
-                .map(|_| true),
-            Err(err) => Err(err),
-        },
+        Surface::IssueComment | Surface::ReviewComment => {
+            append_once(github, scope, request.surface, id, &marker).await
+        }
         // A review's body cannot be edited through the port; the answer stands alone.
         Surface::ReviewBody => {
             tracing::debug!(repo = %scope.full_name(), review_id = id, "request is a review body; not marking it");
@@ -310,6 +288,36 @@ async fn mark_request_dismissed(
             tracing::warn!(repo = %scope.full_name(), comment_id = id, error = %err, "could not mark the request as dismissed; the answer stands")
         }
     }
+}
+
+/// Append `marker` to comment `id` on `surface` unless it already carries one of its kind;
+/// whether it was appended.
+async fn append_once(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    surface: Surface,
+    id: u64,
+    marker: &ReplyMarker,
+) -> Result<bool, GitHubError> {
+    let body = match surface {
+        Surface::IssueComment => github.get_issue_comment(scope, id).await?.body,
+        _ => github.get_review_comment(scope, id).await?.body,
+    };
+    if markers::find::<ReplyMarker>(&body, &marker.kind).is_some() {
+        return Ok(false);
+    }
+    let body = markers::append(&body, &marker.kind, marker);
+    match surface {
+        Surface::IssueComment => github
+            .update_issue_comment(scope, id, &body)
+            .await
+            .map(drop),
+        _ => github
+            .update_review_comment(scope, id, &body)
+            .await
+            .map(drop),
+    }?;
+    Ok(true)
 }
 
 #[cfg(test)]
