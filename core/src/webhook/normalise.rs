@@ -251,24 +251,16 @@ fn issue_comment<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &Normali
             c.id
         )));
     };
+    let comment = Comment {
+        id: c.id,
+        author: actor(&c.user),
+        body,
+        html_url: c.html_url.into_string(),
+        created_at: c.created_at.into_string(),
+    };
+    let on = Surface::IssueComment;
     Ok(job(Job::Conversation(ConversationJob {
-        delivery_id: meta.delivery_id.to_string(),
-        installation_id: meta.installation_id,
-        repo: repo_ref(&event.repository),
-        number: event.issue.number,
         is_pull_request: event.issue.pull_request.is_some(),
-        surface: Surface::IssueComment,
-        comment: Comment {
-            id: c.id,
-            author: actor(&c.user),
-            body,
-            html_url: c.html_url.into_string(),
-            created_at: c.created_at.into_string(),
-        },
-        in_reply_to_id: None,
-        position: None,
-        review_id: None,
-        mentions_bot,
         topic: Some(Topic {
             title: event.issue.title.map(Text::into_string).unwrap_or_default(),
             body: crate::sanitize::truncate(
@@ -276,6 +268,14 @@ fn issue_comment<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &Normali
                 MAX_TOPIC_BODY_CHARS,
             ),
         }),
+        ..conversation(
+            meta,
+            &event.repository,
+            event.issue.number,
+            on,
+            comment,
+            mentions_bot,
+        )
     })))
 }
 
@@ -294,20 +294,15 @@ fn review_comment<'de>(
             c.id
         )));
     };
+    let comment = Comment {
+        id: c.id,
+        author: actor(&c.user),
+        body,
+        html_url: c.html_url.into_string(),
+        created_at: c.created_at.into_string(),
+    };
+    let (number, on) = (event.pull_request.number, Surface::ReviewComment);
     Ok(job(Job::Conversation(ConversationJob {
-        delivery_id: meta.delivery_id.to_string(),
-        installation_id: meta.installation_id,
-        repo: repo_ref(&event.repository),
-        number: event.pull_request.number,
-        is_pull_request: true,
-        surface: Surface::ReviewComment,
-        comment: Comment {
-            id: c.id,
-            author: actor(&c.user),
-            body,
-            html_url: c.html_url.into_string(),
-            created_at: c.created_at.into_string(),
-        },
         in_reply_to_id: c.in_reply_to_id,
         position: Some(InlinePosition {
             path: c.path.into_string(),
@@ -318,8 +313,7 @@ fn review_comment<'de>(
             commit_id: c.commit_id.map(Text::into_string),
         }),
         review_id: c.pull_request_review_id,
-        mentions_bot,
-        topic: None,
+        ..conversation(meta, &event.repository, number, on, comment, mentions_bot)
     })))
 }
 
@@ -336,26 +330,44 @@ fn review_body<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &Normalise
             r.id
         )));
     };
+    let comment = Comment {
+        id: r.id,
+        author: actor(&r.user),
+        body,
+        html_url: r.html_url.into_string(),
+        created_at: r.submitted_at.map(Text::into_string).unwrap_or_default(),
+    };
+    let (number, on) = (event.pull_request.number, Surface::ReviewBody);
     Ok(job(Job::Conversation(ConversationJob {
+        review_id: Some(r.id),
+        ..conversation(meta, &event.repository, number, on, comment, mentions_bot)
+    })))
+}
+
+/// A conversation job about `comment` on pull request `number`: the fields every surface
+/// fills alike; each caller adds what its surface knows (thread, position, topic).
+fn conversation(
+    meta: &Meta<'_>,
+    repository: &Repository<'_>,
+    number: u64,
+    surface: Surface,
+    comment: Comment,
+    mentions_bot: bool,
+) -> ConversationJob {
+    ConversationJob {
         delivery_id: meta.delivery_id.to_string(),
         installation_id: meta.installation_id,
-        repo: repo_ref(&event.repository),
-        number: event.pull_request.number,
+        repo: repo_ref(repository),
+        number,
         is_pull_request: true,
-        surface: Surface::ReviewBody,
-        comment: Comment {
-            id: r.id,
-            author: actor(&r.user),
-            body,
-            html_url: r.html_url.into_string(),
-            created_at: r.submitted_at.map(Text::into_string).unwrap_or_default(),
-        },
+        surface,
+        comment,
         in_reply_to_id: None,
         position: None,
-        review_id: Some(r.id),
+        review_id: None,
         mentions_bot,
         topic: None,
-    })))
+    }
 }
 
 fn review_thread<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Step {
