@@ -214,35 +214,32 @@ pub async fn answer_already_reviewed(
             .unwrap_or_default(),
     };
     let body = markers::append(&text, DISMISSED, &marker);
-    match request.surface {
-        Surface::ReviewComment => {
-            let existing = github
-                .list_review_comments(scope, job.number, None, PageLimit::pages(10))
-                .await?;
-            if !existing
-                .items
-                .iter()
-                .any(|c| answered(c.id, c.user.as_ref(), &c.body))
-            {
-                github
-                    .reply_to_review_comment(scope, job.number, request.comment_id, &body)
-                    .await?;
-            }
-        }
-        Surface::IssueComment | Surface::ReviewBody => {
-            let existing = github
-                .list_issue_comments(scope, job.number, None, PageLimit::pages(10))
-                .await?;
-            if !existing
-                .items
-                .iter()
-                .any(|c| answered(c.id, c.user.as_ref(), &c.body))
-            {
-                github
-                    .create_issue_comment(scope, job.number, &body)
-                    .await?;
-            }
-        }
+    let limit = PageLimit::pages(10);
+    let answered_before = match request.surface {
+        Surface::ReviewComment => github
+            .list_review_comments(scope, job.number, None, limit)
+            .await?
+            .items
+            .iter()
+            .any(|c| answered(c.id, c.user.as_ref(), &c.body)),
+        Surface::IssueComment | Surface::ReviewBody => github
+            .list_issue_comments(scope, job.number, None, limit)
+            .await?
+            .items
+            .iter()
+            .any(|c| answered(c.id, c.user.as_ref(), &c.body)),
+    };
+    if !answered_before {
+        match request.surface {
+            Surface::ReviewComment => github
+                .reply_to_review_comment(scope, job.number, request.comment_id, &body)
+                .await
+                .map(drop),
+            Surface::IssueComment | Surface::ReviewBody => github
+                .create_issue_comment(scope, job.number, &body)
+                .await
+                .map(drop),
+        }?;
     }
     mark_request_dismissed(github, scope, request, run).await;
     Ok(())
