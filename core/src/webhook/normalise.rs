@@ -258,7 +258,6 @@ fn issue_comment<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &Normali
         html_url: c.html_url.into_string(),
         created_at: c.created_at.into_string(),
     };
-    let on = Surface::IssueComment;
     Ok(job(Job::Conversation(ConversationJob {
         is_pull_request: event.issue.pull_request.is_some(),
         topic: Some(Topic {
@@ -272,7 +271,7 @@ fn issue_comment<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &Normali
             meta,
             &event.repository,
             event.issue.number,
-            on,
+            Surface::IssueComment,
             comment,
             mentions_bot,
         )
