@@ -83,9 +83,8 @@ pub mod stores {
 
     /// A fresh SQLite store in a temp dir (kept alive by the returned guard).
     pub fn sqlite() -> (Arc<dyn Store>, tempfile::TempDir) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = SqliteStore::open(dir.path().join("parley.db")).expect("sqlite store");
-        (Arc::new(store), dir)
+        let (store, dir) = sqlite_file();
+        (store, dir)
     }
 
     /// Which adapter an end-to-end scenario runs on (each runs on both).
@@ -106,36 +105,24 @@ pub mod stores {
     ) {
         match backend {
             Backend::Sqlite => {
-                let (store, corpus, dir) = sqlite_with_corpus();
-                (store, corpus, Some(dir))
+                let (store, dir) = sqlite_file();
+                (store.clone(), store, Some(dir))
             }
             Backend::Dynamo => {
-                let (store, corpus) = dynamodb_with_corpus().await;
-                (store, corpus, None)
+                let store = dynamo_store().await;
+                (store.clone(), store, None)
             }
         }
     }
 
-    /// [`sqlite`] with the same store behind its corpus port too.
-    pub fn sqlite_with_corpus() -> (Arc<dyn Store>, Arc<dyn CorpusStore>, tempfile::TempDir) {
+    fn sqlite_file() -> (Arc<SqliteStore>, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store =
-            Arc::new(SqliteStore::open(dir.path().join("parley.db")).expect("sqlite store"));
-        (store.clone(), store, dir)
-    }
-
-    /// [`dynamodb`] with the same store behind its corpus port too.
-    pub async fn dynamodb_with_corpus() -> (Arc<dyn Store>, Arc<dyn CorpusStore>) {
-        let store = dynamo_store().await;
-        (store.clone(), store)
+        let store = SqliteStore::open(dir.path().join("parley.db")).expect("sqlite store");
+        (Arc::new(store), dir)
     }
 
     /// A DynamoDB store on moto with its own freshly created tables. Fails (never skips)
     /// when moto is not running: `scripts/test.sh` starts it and sets AWS_ENDPOINT_URL.
-    pub async fn dynamodb() -> Arc<dyn Store> {
-        dynamo_store().await
-    }
-
     async fn dynamo_store() -> Arc<DynamoStore> {
         assert!(
             std::env::var_os("AWS_ENDPOINT_URL").is_some(),
