@@ -243,16 +243,17 @@ impl ReviewHarness {
             .to_string()
     }
 
-    /// The specialist passes' prompts: every LLM call but the judge pass.
+    /// The specialist passes' prompts: the request that asked each pass (offering the
+    /// tools where they are on), not the judge's, not a later round of reading.
     pub fn pass_prompts(&self) -> Vec<crate::fake_llm::Prompt> {
         self.llm
             .prompts()
             .into_iter()
-            .filter(|p| !p.text().contains(JUDGE) && !p.offers_tools())
+            .filter(|p| !p.text().contains(JUDGE) && !p.carries_tool_results())
             .collect()
     }
 
-    /// The passes' exploring requests (offering tools to read code).
+    /// The passes' requests that offered tools to read code, every round.
     pub fn exploring_prompts(&self) -> Vec<crate::fake_llm::Prompt> {
         self.llm
             .prompts()

@@ -9,6 +9,7 @@
 //! token budget, and fenced as data under its `path:start-end`: code is written by
 //! whoever wrote the PR, so it is read, never obeyed.
 
+pub mod explore;
 pub mod tools;
 
 use crate::ports::code::{Codebase, Span};

@@ -12,7 +12,8 @@ use super::snapshot::PrSnapshot;
 use super::thread::Conversation;
 use super::trigger::Trigger;
 use crate::config::ToolBounds;
-use crate::context::tools::{Toolbox, explore};
+use crate::context::explore::ask_after_reading;
+use crate::context::tools::Toolbox;
 use crate::llm::JsonOutput;
 use crate::markers::{self, ReplyMarker};
 use crate::mention::Handles;
@@ -57,7 +58,7 @@ impl Resolution {
 
 /// Ask the model; a reply that is not the expected JSON gets one correction round. With
 /// the repository open, `tools` on and a provider that takes tool calls, the model may
-/// first read code (the caller someone says checks for null) through the review's tools.
+/// read code first (the caller someone says checks for null) and answers once it has.
 pub async fn ask(
     llm: &dyn Llm,
     ctx: &Context,
@@ -80,26 +81,16 @@ pub async fn ask(
         temperature: Some(0.2),
         ..LlmOptions::default()
     });
-    let mut request = request;
-    if let Some(code) = ctx
+    let toolbox = ctx
         .codebase
         .as_ref()
-        .filter(|_| tools.enabled && llm.supports_tools())
-    {
-        let toolbox = Toolbox::new(code.0.as_ref(), tools);
-        match explore(llm, &request, &toolbox).await {
-            Ok(read) => {
-                if let Some(last) = request.messages.last_mut() {
-                    last.text.push_str(&read.rendered);
-                }
-            }
-            Err(err) => {
-                tracing::info!(error = %err, "the provider takes no tool calls; answering from the static context")
-            }
-        }
-    }
+        .filter(|_| tools.enabled)
+        .map(|code| Toolbox::new(code.0.as_ref(), tools));
     tracing::debug!(system = %request.system, "conversation prompt");
-    Ok(output.ask(llm, request).await?.value)
+    Ok(ask_after_reading(llm, request, &output, toolbox.as_ref())
+        .await
+        .reply?
+        .value)
 }
 
 /// Where an answer (or a note) goes.

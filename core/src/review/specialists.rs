@@ -8,6 +8,7 @@
 //! the worker's own timeout, losing every pass.
 
 use crate::config::ReviewConfig;
+use crate::context::explore::ask_after_reading;
 use crate::context::tools::Toolbox;
 use crate::ports::llm::{AnswerStarted, Llm, LlmError, LlmRequest, Message};
 use crate::review::findings::{PassResult, pass_output};
@@ -158,27 +159,11 @@ async fn run_one(
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
     request.options.started = leads.cloned();
-    let mut tools_read = Vec::new();
-    if let Some(toolbox) = tools.filter(|_| llm.supports_tools()) {
-        match crate::context::tools::explore(llm, &request, toolbox).await {
-            Ok(read) => {
-                if let Some(last) = request.messages.last_mut() {
-                    last.text.push_str(&read.rendered);
-                }
-                tools_read = read.calls;
-            }
-            // Remembered by the adapter: later passes and reviews skip tools at once.
-            Err(err) => tracing::info!(
-                pass = specialist.name,
-                error = %err,
-                "the provider takes no tool calls; this pass reads the static context alone"
-            ),
-        }
-    }
-    let outcome = pass_output()
-        .ask(llm, request)
-        .await
-        .map(|reply| reply.value.findings);
+    let reading = ask_after_reading(llm, request, &pass_output(), tools).await;
+    let (outcome, tools_read) = (
+        reading.reply.map(|reply| reply.value.findings),
+        reading.read,
+    );
     match &outcome {
         Ok(findings) => tracing::info!(
             pass = specialist.name,

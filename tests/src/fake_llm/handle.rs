@@ -120,8 +120,8 @@ pub(super) async fn handle(
         .is_some_and(|tools| !tools.is_empty());
     if offers_tools {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
-        s.prompts.push(prompt.clone());
         if s.refuse_tools && openai {
+            s.prompts.push(prompt.clone());
             return (
                 StatusCode::BAD_REQUEST,
                 axum::Json(json!({"error": {
@@ -132,7 +132,7 @@ pub(super) async fn handle(
                 .into_response();
         }
         let text = prompt.text();
-        let answered = has_tool_results(&request);
+        let answered = super::state::carries_tool_results(&request);
         let calls = s
             .tool_scripts
             .iter()
@@ -140,8 +140,12 @@ pub(super) async fn handle(
             .map(|(_, calls)| calls.clone())
             .filter(|_| !answered)
             .unwrap_or_default();
-        let model = request["model"].as_str().unwrap_or("fake").to_string();
-        return tool_reply(openai, &model, &calls);
+        // A model with nothing (more) to read answers like any other request, below.
+        if !calls.is_empty() || s.done_instead_of_answering {
+            s.prompts.push(prompt.clone());
+            let model = request["model"].as_str().unwrap_or("fake").to_string();
+            return tool_reply(openai, &model, &calls);
+        }
     }
     let text = prompt.text();
     let streamed = openai && request["stream"] == true;
@@ -266,19 +270,6 @@ pub(super) async fn handle(
             .into_response()
         }
     }
-}
-
-/// Whether the conversation already carries tool results (Anthropic `tool_result`
-/// blocks, OpenAI `tool` messages).
-fn has_tool_results(request: &Value) -> bool {
-    request["messages"].as_array().is_some_and(|messages| {
-        messages.iter().any(|m| {
-            m["role"] == "tool"
-                || m["content"]
-                    .as_array()
-                    .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
-        })
-    })
 }
 
 /// A reply calling `calls`, or "DONE" when there are none, in the provider's shape.

@@ -107,9 +107,9 @@ impl FakeLlm {
     }
 
     /// When a request that offers tools contains `contains` and carries no tool results
-    /// yet, answer with `calls` (`(tool name, input)`); once results came back, "DONE". A
-    /// request offering tools that no script matches is answered "DONE": a model with
-    /// nothing to read.
+    /// yet, answer with `calls` (`(tool name, input)`); once results came back, the
+    /// scripted answer, as a model that has read enough answers. A request offering tools
+    /// that no script matches is answered at once: a model with nothing to read.
     pub fn call_tools(&self, contains: &str, calls: &[(&str, Value)]) {
         self.state().tool_scripts.push((
             contains.to_string(),
@@ -118,6 +118,12 @@ impl FakeLlm {
                 .map(|(name, input)| (name.to_string(), input.clone()))
                 .collect(),
         ));
+    }
+
+    /// Answer every request that offers tools and calls none with the word "DONE" instead
+    /// of an answer, as a model that takes "read what you need" for a separate step does.
+    pub fn say_done_instead_of_answering(&self) {
+        self.state().done_instead_of_answering = true;
     }
 
     /// Refuse requests that carry `tools` (400), as Ollama does for a model without a

@@ -29,6 +29,12 @@ impl Prompt {
         self.raw["tools"].as_array().is_some_and(|t| !t.is_empty())
     }
 
+    /// A later round of reading: the conversation already carries tool results
+    /// (Anthropic `tool_result` blocks, OpenAI `tool` messages).
+    pub fn carries_tool_results(&self) -> bool {
+        carries_tool_results(&self.raw)
+    }
+
     /// Everything the model was shown, for `contains` assertions.
     pub fn text(&self) -> String {
         let mut all = self.system.clone();
@@ -38,6 +44,17 @@ impl Prompt {
         }
         all
     }
+}
+
+pub(super) fn carries_tool_results(request: &Value) -> bool {
+    request["messages"].as_array().is_some_and(|messages| {
+        messages.iter().any(|m| {
+            m["role"] == "tool"
+                || m["content"]
+                    .as_array()
+                    .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
+        })
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +127,9 @@ pub(super) struct State {
     /// Refuse any request that carries `tools` with a 400, as Ollama does for a model
     /// without a tool template.
     pub(super) refuse_tools: bool,
+    /// Answer "DONE" where a request offering tools calls none (see
+    /// `FakeLlm::say_done_instead_of_answering`).
+    pub(super) done_instead_of_answering: bool,
 }
 
 /// Anthropic's minimum cacheable prefix for the models the tests name (Sonnet 4.5).

@@ -17,6 +17,7 @@ parley_tests::review_on_both_stores!(
     a_second_review_of_the_same_head_reads_the_cached_archive,
     a_warm_worker_reuses_the_last_index,
     a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline,
+    a_model_that_says_done_instead_of_answering_is_asked_again,
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
 );
@@ -215,9 +216,71 @@ const LIMITS: &str = "# Names are stored in a fixed buffer.\nmax_name_len = 8\n"
 const TOOL_TITLE: &str = "names longer than max_name_len overflow the buffer";
 
 /// The model reports the bug only once it has read `config/limits.toml`, which it asks
-/// for with `read_file`: the tool loop brings it, fenced as data, into the pass's prompt,
-/// and the finding is posted inline like any other.
+/// for with `read_file`: the tool loop brings it back, fenced as data, the model answers
+/// in the next round (no call after it), and the finding is posted inline like any
+/// other.
 async fn a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline(h: ReviewHarness) {
+    let summary = review_reading_the_limits(&h).await;
+
+    let security: Vec<_> = h
+        .llm
+        .prompts()
+        .into_iter()
+        .filter(|p| p.text().contains(SECURITY))
+        .collect();
+    assert_eq!(
+        security.len(),
+        2,
+        "the security pass: one round of reading, then the answer"
+    );
+    assert!(security.iter().all(|p| p.offers_tools()));
+    let answered = security[1].text();
+    let at = answered
+        .find("max_name_len = 8")
+        .expect("what the tool read went back to the model");
+    let fence = answered[..at]
+        .rfind("<tool_result>")
+        .expect("as a tool result");
+    assert!(answered[fence..at].contains("<code>"), "fenced as data");
+    // The other passes asked for nothing, and read nothing.
+    let others = h
+        .pass_prompts()
+        .into_iter()
+        .filter(|p| p.text().contains(CORRECTNESS))
+        .all(|p| !p.text().contains("max_name_len"));
+    assert!(others);
+    assert_the_limits_finding_was_posted(&h, &summary);
+}
+
+/// A model that reads, then says only "DONE" where its answer belongs, is asked again
+/// without tools: what it read is rendered into the pass's own prompt, under its own
+/// heading, and the finding is posted all the same.
+async fn a_model_that_says_done_instead_of_answering_is_asked_again(h: ReviewHarness) {
+    h.llm.say_done_instead_of_answering();
+    let summary = review_reading_the_limits(&h).await;
+
+    let asked_again = h
+        .pass_prompts()
+        .into_iter()
+        .find(|p| p.text().contains(SECURITY) && !p.offers_tools())
+        .expect("the security pass asked again, without tools")
+        .text();
+    let at = asked_again
+        .find("max_name_len = 8")
+        .expect("what the tool read is in the pass's prompt");
+    let section = asked_again[..at]
+        .rfind("## Code you read with tools")
+        .expect("under its own heading");
+    assert!(
+        asked_again[section..at].contains("<code>"),
+        "fenced as data"
+    );
+    assert_the_limits_finding_was_posted(&h, &summary);
+}
+
+/// A PR whose bug shows only in `config/limits.toml`, which the security pass reads with
+/// `read_file`; the model reports it once it has read it. The review's summary.
+async fn review_reading_the_limits(h: &ReviewHarness) -> String {
     h.github
         .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
     h.github.set_tarball(
@@ -240,28 +303,10 @@ async fn a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline
         "max_name_len = 8",
         &reply(&[finding("src/api.rs", 5, "high", 90, TOOL_TITLE)]),
     );
-    let summary = review(&h).await;
+    review(h).await
+}
 
-    let security = h
-        .pass_prompts()
-        .into_iter()
-        .find(|p| p.text().contains(SECURITY))
-        .expect("the security pass")
-        .text();
-    let at = security
-        .find("max_name_len = 8")
-        .expect("what the tool read is in the findings prompt");
-    let section = security[..at]
-        .rfind("## Code you read with tools")
-        .expect("under its own heading");
-    assert!(security[section..at].contains("<code>"), "fenced as data");
-    // The other passes asked for nothing, and read nothing.
-    let others = h
-        .pass_prompts()
-        .into_iter()
-        .filter(|p| p.text().contains(CORRECTNESS))
-        .all(|p| !p.text().contains("max_name_len"));
-    assert!(others);
+fn assert_the_limits_finding_was_posted(h: &ReviewHarness, summary: &str) {
     let inline = h.inline_comments();
     assert_eq!(inline.len(), 1, "{inline:#?}");
     assert!(
@@ -421,8 +466,8 @@ mod answers {
     const POLICY: &str = "ids are validated by the gateway before they reach handle()\n";
 
     /// With a provider that takes tool calls, the answer may read more first: the model
-    /// asks for a file the static context never includes, and the answer's prompt holds
-    /// it, fenced, under "Code you read with tools".
+    /// asks for a file the static context never includes, gets it back as a fenced tool
+    /// result, and answers in the next round.
     async fn the_answer_may_read_more_with_tools(backend: Backend) {
         let files = [
             ("src/db.rs", DB),
@@ -438,10 +483,12 @@ mod answers {
         .await;
         let at = prompt
             .find("validated by the gateway")
-            .expect("what the tool read is in the answer's prompt");
-        assert!(
-            prompt[..at].contains("## Code you read with tools"),
-            "{prompt}"
+            .expect("what the tool read went back to the model");
+        assert!(prompt[..at].contains("<tool_result>"), "{prompt}");
+        assert_eq!(
+            h.llm.prompts().len(),
+            2,
+            "one round of reading, then the answer in the next"
         );
         assert!(!h.parley_comments().is_empty(), "answered");
     }
