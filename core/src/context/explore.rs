@@ -193,9 +193,9 @@ async fn explore(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tools::{READ_FILE, tests::OneFile};
+    use super::super::tools::READ_FILE;
+    use super::super::tools::tests::{OneFile, bounds};
     use super::*;
-    use crate::config::ToolBounds;
     use crate::ports::llm::{Role, ToolCall};
     use async_trait::async_trait;
     use serde::Deserialize;
@@ -291,16 +291,6 @@ mod tests {
 
     fn request() -> LlmRequest {
         LlmRequest::new("s", vec![Message::user("review this")])
-    }
-
-    fn bounds(per_pass: u32, per_review: u32, bytes: u32) -> ToolBounds {
-        ToolBounds {
-            enabled: true,
-            max_calls_per_pass: per_pass,
-            max_calls_per_review: per_review,
-            max_bytes_per_pass: bytes,
-            max_secs_per_pass: 60,
-        }
     }
 
     #[tokio::test]

@@ -416,7 +416,7 @@ pub(super) mod tests {
         }
     }
 
-    fn bounds(per_pass: u32, per_review: u32, bytes: u32) -> ToolBounds {
+    pub(crate) fn bounds(per_pass: u32, per_review: u32, bytes: u32) -> ToolBounds {
         ToolBounds {
             enabled: true,
             max_calls_per_pass: per_pass,
