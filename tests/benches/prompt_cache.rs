@@ -30,8 +30,9 @@ const WALL_GOAL: f64 = 1.10;
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     runtime.block_on(async {
-        let (usage, wall_cached) = review(20_000).await;
-        let (_, wall_short) = review(0).await;
+        let (usage, wall_cached) = review(20_000, false).await;
+        let (_, wall_short) = review(0, false).await;
+        let (reading, _) = review(20_000, true).await;
         let prices = PriceTable::builtin();
         let price = prices.price(MODEL).expect("a price for the model");
         // Input only, as the goal counts it: the output is the same either way.
@@ -49,6 +50,16 @@ fn main() {
         println!("  billed input, old layout (no shared prefix): ${uncached:.4}");
         println!("  billed input, one cached prefix:             ${cached:.4}");
         println!("  ratio cached / old:                          {:.3}", cached / uncached);
+        let reading_input = Usage {
+            output_tokens: 0,
+            ..reading
+        };
+        println!(
+            "  with the repository open (code context, tools offered, judge included; the model reads nothing): six calls, {} written to the cache, {} read; ratio {:.3} of its own old layout",
+            reading.cache_write_tokens,
+            reading.cache_read_tokens,
+            price.cost_usd(reading_input) / price.cost_usd(Usage::new(reading_input.all_input(), 0))
+        );
         println!(
             "  wall time at {LATENCY:?} a call ({TIME_TO_FIRST_TOKEN:?} to the first token): {:.2} s with the warm-up pass, {:.2} s for a short diff (no warm-up): {:.3}",
             wall_cached.as_secs_f64(),
@@ -69,9 +80,10 @@ fn main() {
     });
 }
 
-/// One review of a PR whose diff adds about `tokens` tokens (0: the standard small PR);
-/// its usage and wall time.
-async fn review(tokens: usize) -> (Usage, Duration) {
+/// One review of a PR whose diff adds about `tokens` tokens (0: the standard small PR),
+/// with the repository at the head open to the passes (`code`: its context in the shared
+/// prefix, the tools offered to every pass and the judge) or not; its usage and wall time.
+async fn review(tokens: usize, code: bool) -> (Usage, Duration) {
     let h = ReviewHarness::start(Backend::Sqlite).await;
     h.github
         .set_file(REPO, "main", "CLAUDE.md", "Use parameterised SQL queries.");
@@ -93,6 +105,16 @@ async fn review(tokens: usize) -> (Usage, Duration) {
             ],
         );
     }
+    if code {
+        h.github.set_tarball(
+            REPO,
+            HEAD,
+            parley_tests::fake_github::tarball(&[
+                ("src/db.rs", "pub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\n"),
+                ("src/table.rs", "pub fn lookup(table: &[(&str, u32)], key: &str) -> Option<u32> {\n    table.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)\n}\n"),
+            ]),
+        );
+    }
     // One finding, so that the judge runs too.
     h.llm.answer(
         SECURITY,
@@ -106,7 +128,16 @@ async fn review(tokens: usize) -> (Usage, Duration) {
         .expect("review runs");
     let wall = started.elapsed();
     let prompts = h.llm.prompts();
-    assert_eq!(prompts.len(), 6, "five passes and the judge");
+    assert_eq!(
+        prompts.len(),
+        6,
+        "five passes and the judge, one call each (reading nothing costs no call)"
+    );
+    assert_eq!(
+        prompts.iter().filter(|p| p.offers_tools()).count(),
+        if code { 6 } else { 0 },
+        "the tools offered where the repository is open"
+    );
     let mut usage = Usage::default();
     for summary in h.reviews() {
         let body = summary["body"].as_str().unwrap_or_default();

@@ -7,6 +7,8 @@
 //! Fail open: if the call fails or its answer is unusable, the specialists' scores stand
 //! and the summary says the judge did not run.
 
+use crate::context::explore::ask_after_reading;
+use crate::context::tools::Toolbox;
 use crate::llm::JsonOutput;
 use crate::ports::llm::{Llm, LlmError, LlmRequest, Message};
 use crate::review::merge::Candidate;
@@ -79,15 +81,20 @@ pub struct Context<'a> {
 
 /// `shared` is the review's user message as the passes got it (empty outside a review):
 /// the judge's request starts like theirs, with the same system prompt, so it reads the
-/// shared prefix from the provider's cache, and its own task comes after.
+/// shared prefix from the provider's cache, and its own task comes after. With the
+/// review's `tools` (where the passes had them), the judge may read code before it rules
+/// ("the caller checks for null": does it?), and its request carries the same tools as
+/// theirs, which a provider that caches tool definitions with the prompt needs to serve
+/// it the passes' prefix. Returns what it read, `tool(argument)` per call.
 pub async fn judge(
     llm: &dyn Llm,
     findings: &[Candidate],
     context: &Context<'_>,
     shared: &str,
-) -> Judgement {
+    tools: Option<&Toolbox<'_>>,
+) -> (Judgement, Vec<String>) {
     if findings.is_empty() {
-        return Judgement::Judged(Vec::new());
+        return (Judgement::Judged(Vec::new()), Vec::new());
     }
     let own = format!(
         "\n\n## Your task\n{SYSTEM}\n\n{}",
@@ -108,13 +115,15 @@ pub async fn judge(
         }
         Ok(())
     });
-    match output.ask(llm, request).await {
+    let reading = ask_after_reading(llm, request, &output, tools).await;
+    let judgement = match reading.reply {
         Ok(reply) => Judgement::Judged(decisions(findings, reply.value)),
         Err(err) => {
             tracing::warn!(error = %err, "judge pass failed; the specialists' findings stand");
             Judgement::Skipped(reason(&err))
         }
-    }
+    };
+    (judgement, reading.read)
 }
 
 fn reason(err: &LlmError) -> String {

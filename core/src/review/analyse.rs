@@ -179,7 +179,6 @@ pub async fn analyse(
         )
         .await
     };
-    context_used.push_str(&tools_read(&results, toolbox.as_ref()));
     if let Some(first) = super::all_failed(&results) {
         return Err(ReviewError::AllPassesFailed(first.clone()));
     }
@@ -197,8 +196,8 @@ pub async fn analyse(
         &memory,
         &config.gate,
     );
-    let (kept, judge) = if config.review.judge {
-        let (kept, dropped, status) = learned::judge(
+    let (kept, judge, judge_read) = if config.review.judge {
+        let judged = learned::judge(
             llm,
             kept,
             subject.guidelines,
@@ -208,14 +207,16 @@ pub async fn analyse(
             learned::JudgeText {
                 past_findings: &retrieved.section(&[Source::Finding]),
                 shared: &shared,
+                tools: toolbox.as_ref(),
             },
         )
         .await;
-        suppressed.extend(dropped);
-        (kept, status)
+        suppressed.extend(judged.dropped);
+        (judged.kept, judged.status, judged.read)
     } else {
-        (kept, JudgeStatus::Off)
+        (kept, JudgeStatus::Off, Vec::new())
     };
+    context_used.push_str(&tools_read(&results, &judge_read, toolbox.as_ref()));
     let filtered = filter::apply_with(
         kept,
         base_threshold,
@@ -340,6 +341,7 @@ impl Analysis {
 /// The summary's lines on what the passes read through tool calls, collapsed.
 fn tools_read(
     results: &[PassResult],
+    judge: &[String],
     toolbox: Option<&crate::context::tools::Toolbox<'_>>,
 ) -> String {
     let Some(toolbox) = toolbox.filter(|t| t.calls() > 0) else {
@@ -349,15 +351,16 @@ fn tools_read(
         "\n<details><summary>Code read with tools: {} call(s)</summary>\n\n",
         toolbox.calls()
     );
-    for result in results.iter().filter(|r| !r.tools_read.is_empty()) {
-        out.push_str(&format!("- {}: ", result.specialist));
-        let calls: Vec<String> = result
-            .tools_read
+    let passes = results.iter().map(|r| (r.specialist, &r.tools_read[..]));
+    for (reader, read) in passes.chain([("judge", judge)]) {
+        if read.is_empty() {
+            continue;
+        }
+        let calls: Vec<String> = read
             .iter()
             .map(|c| format!("`{}`", c.replace('`', "'")))
             .collect();
-        out.push_str(&calls.join(", "));
-        out.push('\n');
+        out.push_str(&format!("- {reader}: {}\n", calls.join(", ")));
     }
     out.push_str("\n</details>\n");
     out

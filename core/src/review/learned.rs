@@ -2,6 +2,7 @@
 //! pass, and account for what was applied. Every step fails open: a review without its
 //! learnings is still a review, never a failed job.
 
+use crate::context::tools::Toolbox;
 use crate::learning::apply::{Applied, Suppressed};
 use crate::learning::judge::{self, Decision, Judgement};
 use crate::learning::memory::{self, RepoMemory};
@@ -42,10 +43,33 @@ pub async fn load(store: &dyn Store, repo: &str, org: &str) -> RepoMemory {
 }
 
 /// What the judge reads besides the findings: earlier PRs' similar findings (retrieval's
-/// rendering) and the review's shared user message, which its prompt starts with.
+/// rendering), the review's shared user message, which its prompt starts with, and the
+/// review's tools, when its passes had them.
 pub struct JudgeText<'a> {
     pub past_findings: &'a str,
     pub shared: &'a str,
+    pub tools: Option<&'a Toolbox<'a>>,
+}
+
+/// What the judge pass left, dropped and did.
+pub struct Judged {
+    pub kept: Vec<Candidate>,
+    pub dropped: Vec<Suppressed>,
+    pub status: JudgeStatus,
+    /// What it read with tools, `tool(argument)` per call.
+    pub read: Vec<String>,
+}
+
+impl Judged {
+    /// The judge did not change anything.
+    fn untouched(kept: Vec<Candidate>, status: JudgeStatus) -> Self {
+        Judged {
+            kept,
+            dropped: Vec::new(),
+            status,
+            read: Vec::new(),
+        }
+    }
 }
 
 /// Run the judge over `kept`: drop what it drops (as suppressed, by the learning it names
@@ -58,13 +82,14 @@ pub async fn judge(
     memory: &RepoMemory,
     patches: &HashMap<String, Patch>,
     text: JudgeText<'_>,
-) -> (Vec<Candidate>, Vec<Suppressed>, JudgeStatus) {
+) -> Judged {
     let JudgeText {
         past_findings,
         shared,
+        tools,
     } = text;
     if kept.is_empty() {
-        return (kept, Vec::new(), JudgeStatus::Idle);
+        return Judged::untouched(kept, JudgeStatus::Idle);
     }
     // The judge only ever loosens (it drops and re-scores), so it hears only the
     // learnings of people who may loosen: a PR author's wish is context for the
@@ -106,8 +131,12 @@ pub async fn judge(
         code: &code,
         past_findings,
     };
-    match judge::judge(llm, &kept, &context, shared).await {
-        Judgement::Skipped(why) => (kept, Vec::new(), JudgeStatus::Failed(why)),
+    let (judgement, read) = judge::judge(llm, &kept, &context, shared, tools).await;
+    match judgement {
+        Judgement::Skipped(why) => Judged {
+            read,
+            ..Judged::untouched(kept, JudgeStatus::Failed(why))
+        },
         Judgement::Judged(decisions) => {
             let mut out = Vec::new();
             let mut dropped = Vec::new();
@@ -156,7 +185,12 @@ pub async fn judge(
                 dropped: dropped.len(),
                 rescored,
             };
-            (out, dropped, status)
+            Judged {
+                kept: out,
+                dropped,
+                status,
+                read,
+            }
         }
     }
 }

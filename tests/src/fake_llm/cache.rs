@@ -69,6 +69,11 @@ pub(super) fn anthropic_cache(s: &mut State, request: &Value, begins: Instant) -
         }
         _ => {}
     };
+    // Anthropic's cache covers the tool definitions first, then the system prompt and the
+    // messages: a request offering other tools (or none) shares no prefix with this one.
+    if let Some(tools) = request.get("tools").filter(|t| !t.is_null()) {
+        text.push_str(&tools.to_string());
+    }
     add(&request["system"], &mut text);
     for message in request["messages"].as_array().into_iter().flatten() {
         add(&message["content"], &mut text);

@@ -18,6 +18,7 @@ parley_tests::review_on_both_stores!(
     a_warm_worker_reuses_the_last_index,
     a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline,
     a_model_that_says_done_instead_of_answering_is_asked_again,
+    the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it,
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
 );
@@ -321,6 +322,60 @@ fn assert_the_limits_finding_was_posted(h: &ReviewHarness, summary: &str) {
     );
     assert!(
         summary.contains("read_file(config/limits.toml)"),
+        "{summary}"
+    );
+}
+
+/// Not code: only a tool call reads it.
+const GATEWAY: &str = "// Every id reaching the api was looked up by the gateway: never empty.\n";
+
+/// The passes report the unwrap; the judge, before it rules, reads the file that says
+/// ids are never empty, and drops the finding. Its request offers the passes' very tools
+/// (a provider that caches tool definitions with the prompt then serves it the passes'
+/// prefix), and the summary lists what it read.
+async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: ReviewHarness) {
+    h.github
+        .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[
+            ("src/api.rs", API),
+            ("src/store.rs", STORE),
+            ("src/gateway.rs", GATEWAY),
+        ]),
+    );
+    h.llm.answer(
+        DEFINITION,
+        &reply(&[finding("src/api.rs", 5, "medium", 90, TITLE)]),
+    );
+    h.llm.call_tools(
+        JUDGE,
+        &[("read_file", serde_json::json!({"path": "src/gateway.rs"}))],
+    );
+    h.llm.answer(
+        "never empty",
+        &serde_json::json!({"verdicts": [
+            {"index": 0, "keep": false, "reason": "the gateway never passes an empty id"}
+        ]})
+        .to_string(),
+    );
+    let summary = review(&h).await;
+
+    assert!(h.inline_comments().is_empty(), "dropped by the judge");
+    let judge = h.judge_prompts();
+    assert_eq!(judge.len(), 2, "one round of reading, then the verdicts");
+    let pass = &h.pass_prompts()[0];
+    assert!(
+        judge.iter().all(|p| p.raw["tools"] == pass.raw["tools"]),
+        "the passes' tools"
+    );
+    assert!(
+        summary.contains("- judge: `read_file(src/gateway.rs)`"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the gateway never passes an empty id"),
         "{summary}"
     );
 }

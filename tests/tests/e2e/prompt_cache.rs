@@ -222,6 +222,39 @@ async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_
     assert!(cache.contains("saved ≈ $"), "{cache}");
 }
 
+/// With the repository open, every pass and the judge are offered the same tools, and a
+/// model that reads nothing answers in that one call: still one request per pass, one
+/// write of the prefix (tools included, as Anthropic caches them) and four reads, the
+/// judge's among them.
+#[tokio::test]
+async fn with_the_repository_open_each_pass_and_the_judge_still_make_one_call() {
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    long_pr_with_a_finding(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        parley_tests::fake_github::tarball(&[("src/db.rs", "pub fn find() {}\n")]),
+    );
+    h.review_opened().await;
+
+    let prompts = h.llm.prompts();
+    assert_eq!(prompts.len(), 5, "four passes and the judge, one call each");
+    assert!(
+        prompts
+            .iter()
+            .all(|p| p.offers_tools() && p.raw["tools"] == prompts[0].raw["tools"]),
+        "the same tools in every request"
+    );
+    let summary = h.first_review_body();
+    let cache = summary
+        .lines()
+        .find(|l| l.contains("prompt cache:"))
+        .unwrap_or_else(|| panic!("no cache figures: {summary}"));
+    let (read, written) = cache_counts(cache);
+    assert!(written > 1024, "{cache}");
+    assert_eq!(read, written * 4, "written once, read by the rest: {cache}");
+}
+
 /// `(read, written)` from the summary's "prompt cache: R tokens read, W written".
 fn cache_counts(line: &str) -> (u64, u64) {
     let after = line.split("prompt cache: ").nth(1).unwrap_or_default();
