@@ -279,20 +279,22 @@ async fn a_model_that_says_done_instead_of_answering_is_asked_again(h: ReviewHar
     assert_the_limits_finding_was_posted(&h, &summary);
 }
 
-/// A PR whose bug shows only in `config/limits.toml`, which the security pass reads with
-/// `read_file`; the model reports it once it has read it. The review's summary.
-async fn review_reading_the_limits(h: &ReviewHarness) -> String {
+/// A PR that changes only src/api.rs, at a head that also holds `extra`, a file no
+/// static context includes (only a tool call reads it).
+fn pr_changes_the_api_beside(h: &ReviewHarness, extra: (&str, &str)) {
     h.github
         .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
     h.github.set_tarball(
         REPO,
         HEAD,
-        tarball(&[
-            ("src/api.rs", API),
-            ("src/store.rs", STORE),
-            ("config/limits.toml", LIMITS),
-        ]),
+        tarball(&[("src/api.rs", API), ("src/store.rs", STORE), extra]),
     );
+}
+
+/// A PR whose bug shows only in `config/limits.toml`, which the security pass reads with
+/// `read_file`; the model reports it once it has read it. The review's summary.
+async fn review_reading_the_limits(h: &ReviewHarness) -> String {
+    pr_changes_the_api_beside(h, ("config/limits.toml", LIMITS));
     h.llm.call_tools(
         SECURITY,
         &[(
@@ -334,17 +336,7 @@ const GATEWAY: &str = "// Every id reaching the api was looked up by the gateway
 /// (a provider that caches tool definitions with the prompt then serves it the passes'
 /// prefix), and the summary lists what it read.
 async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: ReviewHarness) {
-    h.github
-        .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[
-            ("src/api.rs", API),
-            ("src/store.rs", STORE),
-            ("src/gateway.rs", GATEWAY),
-        ]),
-    );
+    pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
     h.llm.answer(
         DEFINITION,
         &reply(&[finding("src/api.rs", 5, "medium", 90, TITLE)]),

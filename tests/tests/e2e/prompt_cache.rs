@@ -207,10 +207,7 @@ async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_
     assert!(marked[0].contains("value_149"), "the diff is in the prefix");
 
     let summary = h.first_review_body();
-    let cache = summary
-        .lines()
-        .find(|l| l.contains("prompt cache:"))
-        .unwrap_or_else(|| panic!("no cache figures: {summary}"));
+    let cache = cache_line(&summary);
     // One write (the pass sent first), four reads (three passes and the judge).
     let numbers: Vec<u64> = cache
         .split(|c: char| !c.is_ascii_digit())
@@ -246,13 +243,18 @@ async fn with_the_repository_open_each_pass_and_the_judge_still_make_one_call() 
         "the same tools in every request"
     );
     let summary = h.first_review_body();
-    let cache = summary
-        .lines()
-        .find(|l| l.contains("prompt cache:"))
-        .unwrap_or_else(|| panic!("no cache figures: {summary}"));
+    let cache = cache_line(&summary);
     let (read, written) = cache_counts(cache);
     assert!(written > 1024, "{cache}");
     assert_eq!(read, written * 4, "written once, read by the rest: {cache}");
+}
+
+/// The summary's line of prompt cache figures.
+fn cache_line(summary: &str) -> &str {
+    summary
+        .lines()
+        .find(|l| l.contains("prompt cache:"))
+        .unwrap_or_else(|| panic!("no cache figures: {summary}"))
 }
 
 /// `(read, written)` from the summary's "prompt cache: R tokens read, W written".
@@ -305,10 +307,7 @@ async fn the_other_passes_go_once_the_first_has_begun_answering() {
     // Passes, then the judge: two latencies and the first token, not three latencies.
     assert!(wall < LATENCY * 5 / 2, "{wall:?}");
     let summary = h.first_review_body();
-    let line = summary
-        .lines()
-        .find(|l| l.contains("prompt cache:"))
-        .unwrap_or_else(|| panic!("no cache figures: {summary}"));
+    let line = cache_line(&summary);
     let (read, written) = cache_counts(line);
     assert!(written > 1024, "{line}");
     assert_eq!(
