@@ -15,6 +15,12 @@ use crate::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Message, ToolRes
 use serde::de::DeserializeOwned;
 use std::time::{Duration, Instant};
 
+/// Output tokens for a turn of reading, at most: tool calls, or an answer of usual
+/// length. A longer answer is cut off here and asked for again with the caller's whole
+/// allowance; the cap keeps a model that loops in a turn that is not streamed (tool calls
+/// are read whole) from running long before that.
+const READING_MAX_TOKENS: u32 = 2048;
+
 const EXPLORE_INSTRUCTIONS: &str = "\n\n## Before you answer: read what you need\n\
 You may call the tools to read more of the repository at the reviewed head: the \
 definition of something a changed line uses, the callers of a changed function, a file \
@@ -127,6 +133,7 @@ async fn explore(
         last.text.push_str(shape);
     }
     request.tools = super::tools::specs();
+    request.options.max_tokens = request.options.max_tokens.min(READING_MAX_TOKENS);
     // Tool calls and JSON mode do not mix on every provider; the shape is in the prompt.
     request.options.json = false;
     request.options.schema = None;
@@ -352,6 +359,27 @@ mod tests {
                 "what it read is in the prompt"
             );
         }
+    }
+
+    /// A turn of reading may write less than the caller's allowance; an answer cut off
+    /// there is asked for again with all of it.
+    #[tokio::test]
+    async fn an_answer_cut_off_while_reading_is_asked_for_again_with_the_whole_allowance() {
+        let cut = LlmResponse {
+            truncated: true,
+            ..text(r#"{"verdict": "a long"#)
+        };
+        let llm = Scripted::new(vec![cut, text(r#"{"verdict": "a long one"}"#)]);
+        let toolbox = Toolbox::new(&OneFile, bounds(8, 30, 100_000));
+        let mut asked = request();
+        asked.options.max_tokens = 4096;
+        let reading = ask_after_reading(&llm, asked, &output(), Some(&toolbox)).await;
+        assert_eq!(reading.reply.expect("answered").value.verdict, "a long one");
+        let seen = llm.seen();
+        assert_eq!(
+            (seen[0].options.max_tokens, seen[1].options.max_tokens),
+            (READING_MAX_TOKENS, 4096)
+        );
     }
 
     #[tokio::test]
