@@ -181,6 +181,8 @@ pub struct Posted {
     /// The reply as GitHub holds it, when it landed in the inline thread (the thread is
     /// then remembered for retrieval with it).
     pub in_thread: Option<ReviewComment>,
+    /// The login GitHub posted it as (the App's bot), when it says.
+    pub by: Option<String>,
 }
 
 /// Post `body` where it belongs. An inline reply GitHub refuses because the thread is gone
@@ -199,6 +201,7 @@ pub async fn post_answer(
             {
                 Ok(posted) => Ok(Posted {
                     id: posted.id,
+                    by: posted.user.as_ref().map(|u| u.login.clone()),
                     in_thread: Some(posted),
                 }),
                 Err(
@@ -209,29 +212,28 @@ pub async fn post_answer(
                     tracing::warn!(repo = %snap.repo, pr = snap.number, reply_to, error = %err,
                         "cannot reply in the thread; answering in the PR conversation");
                     let body = format!("{quote}\n\n{body}");
-                    let id = github
-                        .create_issue_comment(&snap.scope, snap.number, &body)
-                        .await?
-                        .id;
-                    Ok(Posted {
-                        id,
-                        in_thread: None,
-                    })
+                    in_conversation(github, snap, &body).await
                 }
                 Err(err) => Err(err.into()),
             }
         }
-        Destination::Issue { .. } => {
-            let id = github
-                .create_issue_comment(&snap.scope, snap.number, body)
-                .await?
-                .id;
-            Ok(Posted {
-                id,
-                in_thread: None,
-            })
-        }
+        Destination::Issue { .. } => in_conversation(github, snap, body).await,
     }
+}
+
+async fn in_conversation(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    body: &str,
+) -> Result<Posted, ConversationError> {
+    let posted = github
+        .create_issue_comment(&snap.scope, snap.number, body)
+        .await?;
+    Ok(Posted {
+        id: posted.id,
+        in_thread: None,
+        by: posted.user.map(|u| u.login),
+    })
 }
 
 #[cfg(test)]

@@ -75,9 +75,16 @@ impl ConversationHandler {
         let reply_id = posted.id;
         snap.mark_answered(trigger.id);
         gates::record_answered(self.store(), snap, trigger.id, reply_id).await;
-        if let Some(reply) = posted.in_thread {
-            self.remember_thread(snap, trigger, conversation, reply)
-                .await;
+        match posted.in_thread {
+            Some(reply) => {
+                self.remember_thread(snap, trigger, conversation, reply)
+                    .await
+            }
+            None => {
+                let by = posted.by.as_deref().unwrap_or("parley");
+                self.remember_exchange(snap, trigger, by, &model_answer.reply)
+                    .await
+            }
         }
 
         if let (Some(resolution), Some(in_play), Some(root)) =
@@ -126,7 +133,7 @@ impl ConversationHandler {
         conversation: &Conversation,
         reply: crate::ports::github::ReviewComment,
     ) {
-        let Some(pr) = snap.pull() else {
+        let Some(pr_ref) = rememberable(snap) else {
             return;
         };
         let listing = match snap.review_comments(self.github()).await {
@@ -147,14 +154,6 @@ impl ConversationHandler {
             .collect();
         comments.extend(conversation.root.iter().cloned());
         comments.push(reply);
-        if !crate::retrieval::remember::admissible(pr) {
-            return;
-        }
-        let pr_ref = crate::retrieval::documents::PrRef {
-            repo: &snap.repo,
-            number: snap.number,
-            title: &pr.title,
-        };
         crate::retrieval::remember::thread(
             &self.services,
             &snap.config.config.retrieval,
@@ -163,6 +162,49 @@ impl ConversationHandler {
         )
         .await;
     }
+
+    /// Remember a question answered in the PR's conversation (not in an inline thread),
+    /// with the answer, for retrieval: the asker passed the gates of who may talk to
+    /// Parley, as a remembered thread's turns did. Nothing on an issue that is not a PR.
+    async fn remember_exchange(
+        &self,
+        snap: &PrSnapshot,
+        trigger: &Trigger,
+        answerer: &str,
+        answer: &str,
+    ) {
+        let Some(pr_ref) = rememberable(snap) else {
+            return;
+        };
+        let exchange = crate::retrieval::documents::Exchange {
+            id: trigger.id,
+            asker: &trigger.author.login,
+            question: &trigger.body,
+            answerer,
+            answer,
+            asked_at: trigger
+                .created_at
+                .unwrap_or_else(time::OffsetDateTime::now_utc),
+        };
+        crate::retrieval::remember::exchange(
+            &self.services,
+            &snap.config.config.retrieval,
+            pr_ref,
+            exchange,
+        )
+        .await;
+    }
+}
+
+/// The PR whose words may enter the repository's corpora now (a fork's only once
+/// merged); `None` on an issue, or a fork PR still open.
+fn rememberable(snap: &PrSnapshot) -> Option<crate::retrieval::documents::PrRef<'_>> {
+    let pr = snap.pull()?;
+    crate::retrieval::remember::admissible(pr).then_some(crate::retrieval::documents::PrRef {
+        repo: &snap.repo,
+        number: snap.number,
+        title: &pr.title,
+    })
 }
 
 /// `.parley.yml` problems with the keys this worker reads, for the reply's footer: a bad

@@ -158,15 +158,20 @@ fn heading(candidate: &Candidate) -> String {
                 ending(candidate),
             )
         }
-        Source::Thread => format!(
-            "Review thread — {place}{} ({})",
-            cited.pr.map(|pr| format!(", PR #{pr}")).unwrap_or_default(),
-            candidate
+        Source::Thread => {
+            let pr = cited.pr.map(|pr| format!(", PR #{pr}")).unwrap_or_default();
+            // A question answered in the PR's conversation has no place in the code.
+            let what = match candidate.path {
+                Some(_) => format!("Review thread — {place}{pr}"),
+                None => format!("Question in the PR conversation{pr}"),
+            };
+            let participants = candidate
                 .attributes
                 .get("participants")
                 .map(|p| inline(p, 200))
-                .unwrap_or_default()
-        ),
+                .unwrap_or_default();
+            format!("{what} ({participants})")
+        }
         Source::Learning => format!(
             "Learning {} ({})",
             inline(&candidate.key, 20),

@@ -1,5 +1,6 @@
-//! The documents Parley remembers: a PR's hunks, its findings with how they ended, and
-//! its review-comment threads, in the shape the corpus store keeps ([`Document`]).
+//! The documents Parley remembers: a PR's hunks, its findings with how they ended, its
+//! review-comment threads and the questions it answered in the PR's conversation, in the
+//! shape the corpus store keeps ([`Document`]).
 //!
 //! User-written text (comments, finding bodies written by the model from user code) is
 //! cleaned with [`crate::sanitize::user_text`] before it is stored, so hidden HTML and
@@ -178,6 +179,68 @@ fn state_name(state: FindingState) -> &'static str {
     }
 }
 
+/// A question asked in a PR's conversation (a top-level comment) and Parley's answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Exchange<'a> {
+    /// The question's comment id.
+    pub id: u64,
+    pub asker: &'a str,
+    pub question: &'a str,
+    /// Who answered (Parley's login on this installation).
+    pub answerer: &'a str,
+    pub answer: &'a str,
+    pub asked_at: OffsetDateTime,
+}
+
+/// A question in the PR's conversation and its answer as a [`Corpus::Thread`] document
+/// with no path, keyed by the question (`comment-<id>`: top-level comments and review
+/// comments are numbered apart on GitHub, so the prefix keeps the keys apart). `None`
+/// when either side is empty once cleaned.
+pub fn exchange_document(
+    pr: PrRef<'_>,
+    exchange: Exchange<'_>,
+    now: OffsetDateTime,
+) -> Option<Document> {
+    let question = crate::sanitize::user_text(exchange.question);
+    let answer = crate::sanitize::user_text(exchange.answer);
+    if question.trim().is_empty() || answer.trim().is_empty() {
+        return None;
+    }
+    let mut attributes = BTreeMap::new();
+    attributes.insert("pr".to_string(), pr.number.to_string());
+    let mut participants = BTreeSet::from([exchange.asker, exchange.answerer]);
+    participants.retain(|p| !p.is_empty());
+    attributes.insert(
+        "participants".to_string(),
+        participants.into_iter().collect::<Vec<_>>().join(", "),
+    );
+    Some(Document {
+        repo: pr.repo.to_string(),
+        corpus: Corpus::Thread,
+        key: format!("comment-{}", exchange.id),
+        text: format!(
+            "@{}: {question}\n@{}: {answer}",
+            exchange.asker, exchange.answerer
+        ),
+        path: None,
+        language: None,
+        function_context: None,
+        attributes,
+        occurrences: vec![Occurrence {
+            pr: pr.number,
+            pr_title: pr.title.to_string(),
+            path: String::new(),
+            start_line: 0,
+            line_count: 0,
+            created_at: exchange.asked_at,
+        }],
+        vector: None,
+        terms: None,
+        created_at: exchange.asked_at,
+        updated_at: now,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,5 +398,33 @@ mod tests {
             (18, 3)
         );
         assert!(thread_document(PR, &[], NOW).is_none());
+    }
+
+    #[test]
+    fn a_question_in_the_conversation_is_keyed_apart_from_review_threads() {
+        let exchange = Exchange {
+            id: 10,
+            asker: "alice",
+            question: "@parley why a mutex here?\u{200B}",
+            answerer: "parley[bot]",
+            answer: "Two workers write the cache.",
+            asked_at: NOW,
+        };
+        let doc = exchange_document(PR, exchange, NOW).unwrap();
+        assert_eq!(
+            (doc.corpus, doc.key.as_str()),
+            (Corpus::Thread, "comment-10")
+        );
+        assert_eq!(
+            doc.text,
+            "@alice: @parley why a mutex here?\n@parley[bot]: Two workers write the cache."
+        );
+        assert_eq!(doc.path, None);
+        assert_eq!(doc.attributes["participants"], "alice, parley[bot]");
+        let unanswered = Exchange {
+            answer: " \u{200B}",
+            ..exchange
+        };
+        assert!(exchange_document(PR, unanswered, NOW).is_none());
     }
 }

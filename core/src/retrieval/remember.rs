@@ -15,7 +15,9 @@
 //! merged, the bookkeeping of `pull_request.closed` remembers it then ([`merged`]).
 
 use super::chunk::{ChunkOptions, chunk_changed_files};
-use super::documents::{PrRef, code_documents, finding_document, thread_document};
+use super::documents::{
+    Exchange, PrRef, code_documents, exchange_document, finding_document, thread_document,
+};
 use crate::concurrently::join_all;
 use crate::config::RepoConfig;
 use crate::config::RetrievalConfig;
@@ -188,16 +190,45 @@ pub async fn thread(
     if !retrieval.enabled {
         return;
     }
-    let Some(document) = thread_document(pr, comments, OffsetDateTime::now_utc()) else {
+    let document = thread_document(pr, comments, OffsetDateTime::now_utc());
+    remember_one(services, retrieval, pr, document, "review thread").await;
+}
+
+/// A question Parley answered in the PR's conversation, with its answer: later reviews
+/// and answers find what was asked and said about this code as they find review threads.
+/// The asker passed the gates of who may talk to Parley, so the question may steer a
+/// later prompt as much as a permitted thread turn may.
+pub async fn exchange(
+    services: &Services,
+    retrieval: &RetrievalConfig,
+    pr: PrRef<'_>,
+    exchange: Exchange<'_>,
+) {
+    if !retrieval.enabled {
+        return;
+    }
+    let document = exchange_document(pr, exchange, OffsetDateTime::now_utc());
+    remember_one(services, retrieval, pr, document, "answered question").await;
+}
+
+/// Store one conversation document and ask for its embedding; fails open.
+async fn remember_one(
+    services: &Services,
+    retrieval: &RetrievalConfig,
+    pr: PrRef<'_>,
+    document: Option<Document>,
+    what: &'static str,
+) {
+    let Some(document) = document else {
         return;
     };
     if let Err(err) = services.corpus.upsert_document(&document).await {
-        tracing::warn!(repo = pr.repo, pr = pr.number, thread = %document.key, error = %err, "could not remember the review thread for retrieval");
+        tracing::warn!(repo = pr.repo, pr = pr.number, key = %document.key, error = %err, "could not remember the {what} for retrieval");
         return;
     }
     let keys = BTreeMap::from([(Corpus::Thread, vec![document.key.clone()])]);
     embedding::enqueue_for(services, retrieval, pr.repo, keys).await;
-    tracing::debug!(repo = pr.repo, pr = pr.number, thread = %document.key, turns = comments.len(), "review thread remembered");
+    tracing::debug!(repo = pr.repo, pr = pr.number, key = %document.key, "{what} remembered");
 }
 
 /// Upsert `documents`, a few at a time: the keys stored, by corpus, and how many failed.

@@ -60,6 +60,7 @@ parley_tests::on_both_stores!(
     embeddings_down_or_garbage_change_nothing_but_the_context_note,
     retrieval_off_remembers_and_retrieves_nothing,
     an_answer_cites_an_earlier_review_thread,
+    a_question_answered_in_the_pr_conversation_is_found_by_a_later_review,
     a_finding_held_again_after_a_concession_is_shown_open,
 );
 
@@ -576,6 +577,56 @@ async fn an_answer_cites_an_earlier_review_thread(backend: Backend) {
         replies[0]
     );
     assert!(replies[0].contains("thread — PR #1"), "{}", replies[0]);
+}
+
+/// Words only Parley's answer in PR 1's conversation has.
+const ANSWERED: &str = "header names are folded to lower case once, at parse time";
+
+/// bob asks in PR 1's conversation (not in a review thread); Parley's answer is
+/// remembered with the question, keyed apart from review threads, and PR 2's review of
+/// the same function has it in its prompt, headed as a question in PR 1's conversation.
+async fn a_question_answered_in_the_pr_conversation_is_found_by_a_later_review(backend: Backend) {
+    let world = World::start(backend).await;
+    world.review(&world.services, PR1, HEAD1).await;
+    world.llm.answer(
+        CONVERSATION,
+        &json!({"reply": format!("Because {ANSWERED}."), "resolution": null}).to_string(),
+    );
+    let question = "@parley why does parse_header lowercase the header name?";
+    let id = world.github.add_issue_comment(REPO, PR1, "bob", question);
+    let comment = world.github.issue_comment(REPO, PR1, id);
+    let payload = deliveries::pr_issue_comment(&source(), PR1, &comment);
+    ConversationHandler::new(world.services.clone())
+        .handle(deliveries::job(
+            "issue_comment",
+            &format!("delivery-{id}"),
+            &payload,
+        ))
+        .await
+        .expect("PR 1 question");
+
+    let remembered = world
+        .corpus
+        .document(&key(REPO), Corpus::Thread, &format!("comment-{id}"))
+        .await
+        .expect("read")
+        .expect("the question and its answer are remembered");
+    assert_eq!(
+        remembered.text,
+        format!("@bob: {question}\n@parley[bot]: Because {ANSWERED}.")
+    );
+    assert_eq!(remembered.path, None);
+
+    world.review(&world.services, PR2, HEAD2).await;
+    let prompts = world.pass_prompts(TITLE2);
+    assert!(!prompts.is_empty(), "PR 2 was reviewed");
+    for prompt in prompts {
+        assert!(prompt.contains(ANSWERED), "PR 1's answer: {prompt}");
+        assert!(
+            prompt.contains("Question in the PR conversation, PR #1 (bob, parley[bot])"),
+            "{prompt}"
+        );
+    }
 }
 
 /// A state change with no outcome behind it (a conceded finding held again in its
