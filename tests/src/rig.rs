@@ -145,6 +145,41 @@ impl Rig {
     }
 }
 
+/// A second worker on the same fakes with a SQLite store and corpus of its own: one
+/// that never heard of what the first worker recorded (as after a worker died before
+/// writing it down).
+pub struct FreshWorker {
+    pub store: Arc<dyn Store>,
+    pub corpus: Arc<dyn CorpusStore>,
+    pub services: Services,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// See [`FreshWorker`].
+    pub fn fresh_worker(&self) -> FreshWorker {
+        let (store, dir) = crate::stores::sqlite();
+        let corpus: Arc<dyn CorpusStore> = Arc::new(
+            parley_store::sqlite::SqliteStore::open_in_memory().expect("in-memory corpus store"),
+        );
+        let queue = Arc::new(SqliteQueue::open_in_memory(QueueSettings::default()).expect("queue"));
+        let services = crate::clients::services_with_retrieval(
+            &self.github,
+            &self.llm,
+            store.clone(),
+            queue,
+            corpus.clone(),
+            None,
+        );
+        FreshWorker {
+            store,
+            corpus,
+            services,
+            _dir: dir,
+        }
+    }
+}
+
 impl std::ops::Deref for Rig {
     type Target = Fakes;
 

@@ -340,23 +340,10 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     // Same GitHub, but a store that never heard of the run (the worker died before
     // recording it): the review's marker on GitHub stops a second post.
-    let (fresh, _dir) = parley_tests::stores::sqlite();
-    let queue = std::sync::Arc::new(
-        parley_queue::sqlite::SqliteQueue::open_in_memory(Default::default()).expect("queue"),
-    );
-    let corpus = std::sync::Arc::new(
-        parley_store::sqlite::SqliteStore::open_in_memory().expect("corpus store"),
-    );
-    let services = parley_tests::clients::services_with_retrieval(
-        &h.github,
-        &h.llm,
-        fresh.clone(),
-        queue,
-        corpus.clone(),
-        None,
-    );
-    let handler = parley_core::review::ReviewHandler::new(services);
-    use parley_core::ports::{Corpus, CorpusStore, JobHandler};
+    let worker = h.fresh_worker();
+    let (fresh, corpus) = (worker.store.clone(), worker.corpus.clone());
+    let handler = parley_core::review::ReviewHandler::new(worker.services.clone());
+    use parley_core::ports::{Corpus, JobHandler};
     handler
         .handle(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
