@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 /// Output tokens for a turn of reading, at most: tool calls, or an answer of usual
 /// length. A longer answer is cut off here and asked for again with the caller's whole
-/// allowance; the cap keeps a model that loops in a turn that is not streamed (tool calls
-/// are read whole) from running long before that.
+/// allowance; the cap bounds what a model lost in a loop writes in a turn no stream
+/// watches (a cloud API's reply is read whole, but for the pass that leads the warm-up).
 const READING_MAX_TOKENS: u32 = 2048;
 
 const EXPLORE_INSTRUCTIONS: &str = "\n\n## Before you answer: read what you need\n\

@@ -258,7 +258,7 @@ impl OpenAiLlm {
             model: reply.model.unwrap_or_else(|| self.model.clone()),
             truncated: reply.stop.is_some_and(stream::Stop::cut_off)
                 || reply.finish_reason.as_deref() == Some("length"),
-            tool_calls: Vec::new(),
+            tool_calls: reply.tool_calls,
         })
     }
 }
@@ -321,10 +321,10 @@ impl Llm for OpenAiLlm {
                 .collect()
         });
         // Streamed for a self-hosted server (see `crate::stream`), and for a caller that
-        // waits for the answer to begin (the first chunk says it has). A reply with tool
-        // calls is read whole: their arguments stream in pieces that only the finished
-        // reply puts together.
-        let streaming = (self.streaming || request.options.started.is_some()) && tools.is_none();
+        // waits for the answer to begin (the first chunk says it has): a review's first
+        // pass, whose turn of reading may be its whole answer. Tool calls stream in
+        // pieces, put together once the reply ends.
+        let streaming = self.streaming || request.options.started.is_some();
         let started = request.options.started.as_ref();
         let max_tokens = request.options.max_tokens;
         let body = ChatRequest {

@@ -20,6 +20,11 @@
 //! ends a running stream when another request arrives): [`LlmError::Interrupted`], which
 //! the call limit ([`crate::limit`]) reads like a call that waited in the server's queue.
 //!
+//! Tool calls stream too, in pieces by index (the first names the call, the rest add to
+//! its arguments), put together when the stream ends; so does the first pass of a review
+//! on any OpenAI-compatible server, whose first chunk tells the other passes the prompt
+//! is in the cache.
+//!
 //! Server-sent events are parsed by `eventsource-stream`; each event's `data` is one
 //! Chat Completions chunk, `[DONE]` ends the stream.
 
@@ -79,6 +84,8 @@ pub struct Streamed {
     /// output count when the server sends no usage.
     pub content_chunks: u64,
     pub stop: Option<Stop>,
+    /// Tool calls, assembled from their pieces (`delta.tool_calls`, by index).
+    pub tool_calls: Vec<ToolCall>,
 }
 
 #[derive(Debug, Deserialize, Clone, Copy, Default)]
@@ -122,6 +129,8 @@ pub async fn read(
     let started = Instant::now();
     let mut events = response.bytes_stream().eventsource();
     let mut reply = Streamed::default();
+    // A tool call's id and name come in its first piece, its arguments in any number.
+    let mut calls: Vec<Block> = Vec::new();
     loop {
         let left = limits.budget.saturating_sub(started.elapsed());
         if left.is_zero() {
@@ -170,6 +179,9 @@ pub async fn read(
         if let Some(reason) = choice.finish_reason {
             reply.finish_reason = Some(reason);
         }
+        for piece in choice.delta.tool_calls.into_iter().flatten() {
+            add_tool_piece(&mut calls, piece);
+        }
         let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) else {
             continue;
         };
@@ -200,8 +212,34 @@ pub async fn read(
             reply.content_chunks
         )));
     }
+    reply.tool_calls = assemble(calls).1;
     // Dropping `events` drops the connection: the server sees it close and stops.
     Ok(reply)
+}
+
+/// Add one piece of a streamed tool call to the call at its index (a server that sends
+/// no index sends its calls one after another: the piece belongs to the last one, or
+/// starts the first).
+fn add_tool_piece(calls: &mut Vec<Block>, piece: ToolCallPiece) {
+    let index = piece.index.unwrap_or(calls.len().saturating_sub(1));
+    while calls.len() <= index {
+        calls.push(Block::Tool {
+            id: String::new(),
+            name: String::new(),
+            json: String::new(),
+        });
+    }
+    if let Block::Tool { id, name, json } = &mut calls[index] {
+        if let Some(given) = piece.id.filter(|i| !i.is_empty()) {
+            *id = given;
+        }
+        if let Some(function) = piece.function {
+            if let Some(given) = function.name.filter(|n| !n.is_empty()) {
+                *name = given;
+            }
+            json.push_str(function.arguments.as_deref().unwrap_or(""));
+        }
+    }
 }
 
 /// A content block of a streamed Anthropic or Bedrock reply, as it is assembled.
@@ -320,6 +358,27 @@ struct ChunkChoice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallPiece>>,
+}
+
+/// A piece of a streamed tool call: the first names it, the rest add to its arguments.
+#[derive(Deserialize)]
+struct ToolCallPiece {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionPiece>,
+}
+
+#[derive(Deserialize)]
+struct FunctionPiece {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
 }
 
 #[cfg(test)]

@@ -609,7 +609,8 @@ async fn a_stream_broken_off_without_a_finish_reason_is_interrupted() {
 
 /// Tools go out as `functions`, earlier calls as the assistant's `tool_calls` and their
 /// results as `tool` messages; a reply's `tool_calls` (arguments as a JSON string, as
-/// OpenAI documents them) come back parsed. Not streamed, even to a local server.
+/// OpenAI documents them) come back parsed. Asked as a stream from a local server (which
+/// answers here with one body, as a server that ignores `stream` does).
 #[tokio::test]
 async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
     let server = FakeServer::start(vec![Canned::json(
@@ -639,7 +640,7 @@ async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
     );
 
     let body = &server.requests()[0].body;
-    assert!(body.get("stream").is_none(), "a tool call is read whole");
+    assert_eq!(body["stream"], true);
     assert_eq!(body["tools"][0]["type"], "function");
     assert_eq!(body["tools"][0]["function"]["name"], "read_file");
     let messages = body["messages"].as_array().unwrap();
@@ -651,6 +652,73 @@ async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
     );
     assert_eq!(messages[3]["role"], "tool");
     assert_eq!(messages[3]["tool_call_id"], "call_1");
+}
+
+/// A piece of a streamed tool call, as OpenAI and llama.cpp send them: the first names
+/// the call, the next add to its arguments.
+fn tool_piece(
+    index: usize,
+    id: Option<&str>,
+    name: Option<&str>,
+    arguments: &str,
+) -> serde_json::Value {
+    let mut function = json!({"arguments": arguments});
+    if let Some(name) = name {
+        function["name"] = name.into();
+    }
+    let mut call = json!({"index": index, "function": function});
+    if let Some(id) = id {
+        call["id"] = id.into();
+        call["type"] = "function".into();
+    }
+    json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "qwen2.5-coder:7b",
+        "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]
+    })
+}
+
+/// Tool calls streamed in pieces (two calls, their arguments split mid-string) come
+/// back whole, in order; the caller waiting for the answer to begin hears at the first
+/// piece.
+#[tokio::test]
+async fn streamed_tool_calls_are_put_together_from_their_pieces() {
+    let server = FakeServer::start(vec![Canned::sse(
+        vec![
+            tool_piece(0, Some("call_a"), Some("read_file"), ""),
+            tool_piece(0, None, None, "{\"path\": \"src/"),
+            tool_piece(1, Some("call_b"), Some("find_references"), "{\"symbol\""),
+            tool_piece(0, None, None, "app.rs\"}"),
+            tool_piece(1, None, None, ": \"load_user\"}"),
+            last_chunk("tool_calls"),
+            usage_chunk(60, 20),
+        ],
+        GAP,
+    )])
+    .await;
+    let started = parley_core::ports::llm::AnswerStarted::default();
+    let mut request = common::tool_request("call_1", "", false);
+    request.options.started = Some(started.clone());
+    let reply = adapter(&server, Some("sk-test"), "gpt-4.1", Duration::from_secs(5))
+        .complete(&request)
+        .await
+        .unwrap();
+    assert!(started.is_set());
+    let calls: Vec<(&str, &str, serde_json::Value)> = reply
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), c.input.clone()))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("call_a", "read_file", json!({"path": "src/app.rs"})),
+            ("call_b", "find_references", json!({"symbol": "load_user"})),
+        ]
+    );
+    assert_eq!(reply.usage, Usage::new(60, 20));
+    assert_eq!(server.requests()[0].body["stream"], true);
 }
 
 /// A server that refuses `tools` (Ollama: "does not support tools") is not asked again:
