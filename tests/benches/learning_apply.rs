@@ -11,7 +11,8 @@ use parley_core::learning::memory;
 use parley_core::learning::patterns::Pattern;
 use parley_core::learning::record::{Direction, Hints, Learning, LearningKind, Scope};
 use parley_core::learning::{apply, stats};
-use parley_core::ports::{Finding, FindingState, Severity, Store, Verdict};
+use parley_core::markers::FindingMarker;
+use parley_core::ports::{Finding, Severity, Store, Verdict};
 use parley_core::review::filter;
 use parley_core::review::merge::Candidate;
 use parley_tests::flaky_store::FlakyStore;
@@ -178,29 +179,26 @@ async fn seed(store: &dyn Store) {
     }
 }
 
+/// A low style finding of one of 40 PRs, as the review worker records what it posted.
 fn finding(i: usize) -> Finding {
-    Finding {
-        repo: key(REPO),
-        pr: (i % 40) as u64,
-        id: format!("f{i}"),
-        fingerprint: format!("fp{i}"),
+    let marker = FindingMarker {
         severity: Severity::Low,
         category: "style".into(),
         confidence: 70,
-        path: format!("src/m{}/file{}.rs", i % 13, i % 7),
-        start_line: None,
-        line: 3,
-        title: format!("Prefer iterator number {i} over index loop"),
-        body: String::new(),
-        head_sha: "h".into(),
-        review_id: None,
-        comment_id: None,
-        state: FindingState::Open,
-        state_changed_by: None,
-        state_changed_at: None,
-        created_at: OffsetDateTime::UNIX_EPOCH,
-        outcome: None,
-    }
+        ..parley_tests::deliveries::finding_marker(
+            &format!("f{i}"),
+            &format!("src/m{}/file{}.rs", i % 13, i % 7),
+            3,
+            &format!("Prefer iterator number {i} over index loop"),
+        )
+    };
+    marker.finding(
+        &key(REPO),
+        (i % 40) as u64,
+        "",
+        "h".into(),
+        OffsetDateTime::UNIX_EPOCH,
+    )
 }
 
 fn candidates() -> Vec<Candidate> {
