@@ -55,6 +55,39 @@ pub fn job(event: &str, delivery: &str, payload: &Value) -> Job {
     }
 }
 
+/// The job an automatic review of `head` of PR `number` (by alice, on `main` at
+/// [`crate::rig::BASE`]) becomes, as the webhook would enqueue it.
+pub fn review_job(
+    source: &Source,
+    number: u64,
+    trigger: parley_core::job::ReviewTrigger,
+    head: &str,
+    delivery: &str,
+) -> Job {
+    Job::Review(parley_core::job::ReviewJob {
+        delivery_id: delivery.to_string(),
+        installation_id: Some(source.installation),
+        repo: parley_core::job::RepoRef {
+            id: crate::tenants::repo_id(&source.full_name()),
+            owner: source.owner.clone(),
+            name: source.name.clone(),
+            owner_id: crate::tenants::owner_id(&source.owner),
+        },
+        number,
+        trigger,
+        head_sha: head.to_string(),
+        base_sha: crate::rig::BASE.to_string(),
+        base_ref: "main".to_string(),
+        before_sha: None,
+        author: parley_core::job::Actor {
+            login: "alice".to_string(),
+            kind: "User".to_string(),
+        },
+        title: format!("PR #{number}"),
+        request: None,
+    })
+}
+
 /// `pull_request.closed` for PR `number`, merged or not.
 pub fn closed(source: &Source, number: u64, merged: bool) -> Value {
     let mut payload = crate::webhook_example("pull_request", "closed.payload.json");

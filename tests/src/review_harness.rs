@@ -7,11 +7,11 @@ use crate::deliveries::{self, Source};
 use crate::rig::Rig;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
-use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
+use parley_core::job::{Actor, ReviewRequest, ReviewTrigger, Surface};
 use parley_core::ports::{Attempt, Finding, JobError, JobHandler, Store};
 use parley_core::review::ReviewHandler;
 use parley_core::services::Services;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 pub const OWNER: &str = "octo-org";
@@ -23,7 +23,8 @@ pub use crate::rig::{BASE, DB_PATCH, HEAD};
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 pub use crate::clients::MODEL;
 pub use crate::scripts::{
-    CONVERSATION, CORRECTNESS, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, passes_find_nothing,
+    CONVERSATION, CORRECTNESS, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, finding,
+    passes_find_nothing, reply,
 };
 
 /// The title of the blocking finding the gate scenarios review.
@@ -287,28 +288,7 @@ impl ReviewHarness {
 
 /// An automatic review job for `head`.
 pub fn job(trigger: ReviewTrigger, head: &str, delivery: &str) -> Job {
-    Job::Review(ReviewJob {
-        delivery_id: delivery.to_string(),
-        installation_id: Some(INSTALLATION),
-        repo: RepoRef {
-            id: crate::tenants::repo_id(REPO),
-            owner: OWNER.to_string(),
-            name: NAME.to_string(),
-            owner_id: crate::tenants::owner_id(OWNER),
-        },
-        number: PR,
-        trigger,
-        head_sha: head.to_string(),
-        base_sha: BASE.to_string(),
-        base_ref: "main".to_string(),
-        before_sha: None,
-        author: Actor {
-            login: "alice".to_string(),
-            kind: "User".to_string(),
-        },
-        title: format!("PR #{PR}"),
-        request: None,
-    })
+    deliveries::review_job(&source(), PR, trigger, head, delivery)
 }
 
 /// A manual request (`@parley review` / `@parley full review`) from issue comment
@@ -327,15 +307,6 @@ pub fn manual_job(trigger: ReviewTrigger, head: &str, delivery: &str, comment_id
         html_url: format!("https://github.com/{REPO}/pull/{PR}#issuecomment-{comment_id}"),
     });
     Job::Review(review)
-}
-
-/// One finding as a specialist would report it.
-pub fn finding(path: &str, line: u32, severity: &str, confidence: u8, title: &str) -> Value {
-    json!({
-        "path": path, "line": line, "side": "RIGHT", "severity": severity,
-        "category": "bug", "confidence": confidence, "title": title,
-        "body": format!("Details about {title}."),
-    })
 }
 
 /// The bookkeeping job GitHub's `pull_request_review_thread` delivery becomes, from the
@@ -416,9 +387,4 @@ pub fn parley_says(h: &ReviewHarness) -> Vec<String> {
         .filter(|c| c["user"]["login"] == "parley[bot]")
         .map(|c| c["body"].as_str().unwrap_or_default().to_string())
         .collect()
-}
-
-/// A pass's reply carrying `findings`.
-pub fn reply(findings: &[Value]) -> String {
-    json!({ "findings": findings }).to_string()
 }

@@ -2,7 +2,7 @@
 //! of Parley's prompts, and replies in the shapes Parley asks for.
 
 use crate::fake_llm::FakeLlm;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Phrases unique to each specialist's system prompt, to script the fake LLM by.
 pub const SECURITY: &str = "the security specialist";
@@ -26,4 +26,34 @@ pub fn passes_find_nothing(llm: &FakeLlm) {
     for specialist in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES] {
         llm.answer(specialist, r#"{"findings": []}"#);
     }
+}
+
+/// One finding as a specialist would report it.
+pub fn finding(path: &str, line: u32, severity: &str, confidence: u8, title: &str) -> Value {
+    json!({
+        "path": path, "line": line, "side": "RIGHT", "severity": severity,
+        "category": "bug", "confidence": confidence, "title": title,
+        "body": format!("Details about {title}."),
+    })
+}
+
+/// A pass's reply carrying `findings`.
+pub fn reply(findings: &[Value]) -> String {
+    json!({ "findings": findings }).to_string()
+}
+
+/// Script `llm` so that the correctness pass finds one blocking (high) finding on
+/// `src/db.rs:3`: what [`crate::expect::reviewed_once_with_one_blocking_finding`] expects
+/// to see posted once.
+pub fn one_blocking_finding(llm: &FakeLlm) {
+    llm.answer(
+        CORRECTNESS,
+        &reply(&[finding(
+            "src/db.rs",
+            3,
+            "high",
+            95,
+            "SQL built by string formatting",
+        )]),
+    );
 }

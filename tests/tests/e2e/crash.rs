@@ -20,6 +20,7 @@ use parley_tests::fake_github::{FakeGitHub, HoldPoint};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::review_harness::CORRECTNESS;
 use parley_tests::rig::{BASE, Fakes, HEAD};
+use parley_tests::scripts::one_blocking_finding;
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use parley_tests::tenants::key;
 use serde_json::Value;
@@ -337,21 +338,6 @@ async fn killed_after_github_stored_a_thread_reply_the_restart_posts_nothing() {
     killed_after_github_stored_the_reply(true).await;
 }
 
-/// The correctness specialist reports one high-severity finding on the diff, so the review
-/// has an inline comment, a finding to record and a gate that must say `failure`.
-fn script_one_finding(rig: &Rig) {
-    rig.llm.answer(
-        CORRECTNESS,
-        &parley_tests::review_harness::reply(&[parley_tests::review_harness::finding(
-            "src/db.rs",
-            3,
-            "high",
-            95,
-            "SQL built by string formatting",
-        )]),
-    );
-}
-
 /// After the restart: one review for the head, its inline finding recorded with its
 /// GitHub comment id, one "Parley review" check for the head, completed with `failure`.
 async fn assert_reviewed_once(rig: &mut Rig) {
@@ -370,7 +356,7 @@ async fn assert_reviewed_once(rig: &mut Rig) {
 #[tokio::test]
 async fn killed_during_the_specialist_passes_the_restart_publishes_one_review() {
     let mut rig = Rig::new().await;
-    script_one_finding(&rig);
+    one_blocking_finding(&rig.llm);
     let passes = rig.llm.tripwire(CORRECTNESS, 1);
     let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
     rig.start();
@@ -405,7 +391,7 @@ async fn killed_during_the_specialist_passes_the_restart_publishes_one_review() 
 #[tokio::test]
 async fn killed_after_github_stored_the_review_the_restart_records_it_and_posts_nothing() {
     let mut rig = Rig::new().await;
-    script_one_finding(&rig);
+    one_blocking_finding(&rig.llm);
     let reviews_path = format!("/repos/{REPO}/pulls/{PR}/reviews");
     let posting = rig
         .github
@@ -451,7 +437,7 @@ async fn killed_after_github_stored_the_review_the_restart_records_it_and_posts_
 #[tokio::test]
 async fn killed_after_github_created_the_check_run_the_restart_leaves_no_check_in_progress() {
     let mut rig = Rig::new().await;
-    script_one_finding(&rig);
+    one_blocking_finding(&rig.llm);
     let checks_path = format!("/repos/{REPO}/check-runs");
     let creating = rig
         .github
@@ -476,7 +462,7 @@ async fn killed_after_github_created_the_check_run_the_restart_leaves_no_check_i
 #[tokio::test]
 async fn killed_while_concluding_the_check_the_restart_concludes_it() {
     let mut rig = Rig::new().await;
-    script_one_finding(&rig);
+    one_blocking_finding(&rig.llm);
     let concluding = rig
         .github
         .tripwire("PATCH", "/check-runs/", HoldPoint::BeforeApplying, 1);

@@ -11,7 +11,6 @@ use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
 use parley_tests::lambda_stack::{self, LambdaStack};
-use parley_tests::review_harness::CORRECTNESS;
 use parley_tests::rig::{BASE, Fakes, HEAD};
 use serde_json::{Value, json};
 
@@ -175,16 +174,7 @@ async fn a_mention_is_answered_once() {
 #[tokio::test]
 async fn a_pull_request_is_reviewed_with_its_check_run() {
     let rig = Rig::new().await;
-    rig.llm.answer(
-        CORRECTNESS,
-        &parley_tests::review_harness::reply(&[parley_tests::review_harness::finding(
-            "src/db.rs",
-            3,
-            "high",
-            95,
-            "SQL built by string formatting",
-        )]),
-    );
+    parley_tests::scripts::one_blocking_finding(&rig.llm);
     let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
     rig.deliver_accepted("pull_request", "e2e-review", &opened)
         .await;

@@ -12,7 +12,7 @@
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::embedding::EmbeddingHandler;
-use parley_core::job::{Actor, RepoRef, ReviewJob, ReviewTrigger};
+use parley_core::job::ReviewTrigger;
 use parley_core::ports::{Corpus, Embedder, FindingState, JobHandler, PollingQueue, QueueName};
 use parley_core::repo::ConfigLoader;
 use parley_core::review::ReviewHandler;
@@ -681,28 +681,13 @@ fn findings(items: &[(u32, &str)]) -> String {
 }
 
 fn review_job(number: u64, head: &str) -> Job {
-    Job::Review(ReviewJob {
-        delivery_id: format!("review-{number}-{head}"),
-        installation_id: Some(INSTALLATION),
-        repo: RepoRef {
-            id: parley_tests::tenants::repo_id(REPO),
-            owner: OWNER.to_string(),
-            name: NAME.to_string(),
-            owner_id: parley_tests::tenants::owner_id(OWNER),
-        },
+    deliveries::review_job(
+        &source(),
         number,
-        trigger: ReviewTrigger::Opened,
-        head_sha: head.to_string(),
-        base_sha: BASE.to_string(),
-        base_ref: "main".to_string(),
-        before_sha: None,
-        author: Actor {
-            login: "alice".to_string(),
-            kind: "User".to_string(),
-        },
-        title: format!("PR #{number}"),
-        request: None,
-    })
+        ReviewTrigger::Opened,
+        head,
+        &format!("review-{number}-{head}"),
+    )
 }
 
 /// bob's inline comment on `src/parse.rs` of PR `number`, on GitHub and as its job.
