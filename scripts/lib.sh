@@ -132,7 +132,7 @@ ensure_lambda_target() {
 
 # Size budgets of the stripped arm64 bootstraps, in bytes (decimal MB): the webhook links
 # no GitHub or LLM client, the workers do, and six tree-sitter grammars (their parse
-# tables are about 6.8 MB of the workers' 17 MB; README, "Deploying").
+# tables are about 4.8 MB of the workers' 14.7 MB; README, "Deploying").
 # PARLEY_SIZE_CHECK=0 reports without failing.
 lambda_size_check() {
   local name="$1" file="$2" budget size
