@@ -130,6 +130,50 @@ impl Stream {
     }
 }
 
+/// Tool calls streamed as OpenAI and llama.cpp send them: a call's first piece names it
+/// (id, function name, no arguments yet), its arguments follow in two pieces, then the
+/// finish reason, the usage and `[DONE]`.
+pub(super) fn openai_tool_calls(model: &str, calls: &[(String, Value)]) -> Response {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        })
+    };
+    let mut events = Vec::new();
+    for (index, (name, input)) in calls.iter().enumerate() {
+        events.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": format!("call_{index}"), "type": "function",
+                                   "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let arguments = input.to_string();
+        let middle = (0..=arguments.len() / 2)
+            .rev()
+            .find(|i| arguments.is_char_boundary(*i))
+            .unwrap_or(0);
+        let (head, tail) = arguments.split_at(middle);
+        for piece in [head, tail] {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    events.push(chunk(json!({}), json!("tool_calls")));
+    events.push(json!({
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+        "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+    }));
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
+}
+
 /// A reply in pieces of about a token or two, as model servers stream them.
 pub(super) fn chunks(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();

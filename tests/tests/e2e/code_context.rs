@@ -18,6 +18,7 @@ parley_tests::review_on_both_stores!(
     a_warm_worker_reuses_the_last_index,
     a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline,
     a_model_that_says_done_instead_of_answering_is_asked_again,
+    a_self_hosted_server_streams_its_tool_calls,
     the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it,
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
@@ -279,6 +280,51 @@ async fn a_model_that_says_done_instead_of_answering_is_asked_again(h: ReviewHar
     assert_the_limits_finding_was_posted(&h, &summary);
 }
 
+/// The same review on a self-hosted OpenAI-compatible server, which Parley reads as a
+/// stream: the tool call arrives in pieces (its arguments split mid-string), is put
+/// together, answered, and the model's answer in the next round is the pass's.
+async fn a_self_hosted_server_streams_its_tool_calls(mut h: ReviewHarness) {
+    h.use_llm(self_hosted(&h, "qwen2.5-coder:7b").await);
+    let summary = review_reading_the_limits(&h).await;
+
+    let security: Vec<_> = h
+        .llm
+        .prompts()
+        .into_iter()
+        .filter(|p| p.text().contains(SECURITY))
+        .collect();
+    assert_eq!(security.len(), 2, "one round of reading, then the answer");
+    assert!(security.iter().all(|p| p.raw["stream"] == true), "streamed");
+    assert!(
+        security[1].text().contains("max_name_len = 8"),
+        "the streamed call was put together and answered"
+    );
+    assert_the_limits_finding_was_posted(&h, &summary);
+}
+
+/// An OpenAI-compatible client of the fake LLM as a self-hosted server (streamed
+/// replies, no retries).
+async fn self_hosted(
+    h: &ReviewHarness,
+    model: &str,
+) -> std::sync::Arc<dyn parley_core::ports::llm::Llm> {
+    let config = parley_llm::LlmConfig {
+        provider: parley_llm::Provider::OpenAi,
+        model: Some(model.into()),
+        base_url: Some(format!("{}/v1", h.llm.url)),
+        api_key: None,
+        timeout: std::time::Duration::from_secs(10),
+        retry: parley_llm::RetryPolicy {
+            max_retries: 0,
+            base_delay: std::time::Duration::from_millis(5),
+            max_delay: std::time::Duration::from_millis(20),
+        },
+    };
+    parley_llm::build_limited(config, Some(1), None)
+        .await
+        .expect("the LLM builds")
+}
+
 /// A PR that changes only src/api.rs, at a head that also holds `extra`, a file no
 /// static context includes (only a tool call reads it).
 fn pr_changes_the_api_beside(h: &ReviewHarness, extra: (&str, &str)) {
@@ -430,23 +476,7 @@ async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut
     pr_changes_only_the_api(&h);
     serve_the_head(&h);
     h.llm.refuse_tools();
-    let config = parley_llm::LlmConfig {
-        provider: parley_llm::Provider::OpenAi,
-        model: Some("tiny:1b".into()),
-        base_url: Some(format!("{}/v1", h.llm.url)),
-        api_key: None,
-        timeout: std::time::Duration::from_secs(10),
-        retry: parley_llm::RetryPolicy {
-            max_retries: 0,
-            base_delay: std::time::Duration::from_millis(5),
-            max_delay: std::time::Duration::from_millis(20),
-        },
-    };
-    h.use_llm(
-        parley_llm::build_limited(config, Some(1), None)
-            .await
-            .expect("the LLM builds"),
-    );
+    h.use_llm(self_hosted(&h, "tiny:1b").await);
     review(&h).await;
     assert_eq!(
         h.exploring_prompts().len(),
