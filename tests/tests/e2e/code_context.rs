@@ -224,17 +224,7 @@ const TOOL_TITLE: &str = "names longer than max_name_len overflow the buffer";
 async fn a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline(h: ReviewHarness) {
     let summary = review_reading_the_limits(&h).await;
 
-    let security: Vec<_> = h
-        .llm
-        .prompts()
-        .into_iter()
-        .filter(|p| p.text().contains(SECURITY))
-        .collect();
-    assert_eq!(
-        security.len(),
-        2,
-        "the security pass: one round of reading, then the answer"
-    );
+    let security = security_rounds(&h);
     assert!(security.iter().all(|p| p.offers_tools()));
     let answered = security[1].text();
     let at = answered
@@ -252,6 +242,23 @@ async fn a_bug_visible_only_in_a_file_read_with_tools_is_found_and_posted_inline
         .all(|p| !p.text().contains("max_name_len"));
     assert!(others);
     assert_the_limits_finding_was_posted(&h, &summary);
+}
+
+/// The security pass's requests, which must be two: one round of reading, then the
+/// answer (no call after it).
+fn security_rounds(h: &ReviewHarness) -> Vec<parley_tests::fake_llm::Prompt> {
+    let security: Vec<_> = h
+        .llm
+        .prompts()
+        .into_iter()
+        .filter(|p| p.text().contains(SECURITY))
+        .collect();
+    assert_eq!(
+        security.len(),
+        2,
+        "the security pass: one round of reading, then the answer"
+    );
+    security
 }
 
 /// A model that reads, then says only "DONE" where its answer belongs, is asked again
@@ -287,13 +294,7 @@ async fn a_self_hosted_server_streams_its_tool_calls(mut h: ReviewHarness) {
     h.use_llm(self_hosted(&h, "qwen2.5-coder:7b").await);
     let summary = review_reading_the_limits(&h).await;
 
-    let security: Vec<_> = h
-        .llm
-        .prompts()
-        .into_iter()
-        .filter(|p| p.text().contains(SECURITY))
-        .collect();
-    assert_eq!(security.len(), 2, "one round of reading, then the answer");
+    let security = security_rounds(&h);
     assert!(security.iter().all(|p| p.raw["stream"] == true), "streamed");
     assert!(
         security[1].text().contains("max_name_len = 8"),
