@@ -7,7 +7,7 @@ use parley_core::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers;
 use parley_core::ports::store::keys::pr_scope;
-use parley_core::ports::{FindingState, JobError, PollingQueue, QueueName};
+use parley_core::ports::{Corpus, FindingState, JobError, PollingQueue, QueueName};
 use parley_tests::conversation_harness::{
     AUTHOR, BOT, Backend, Harness, PR, REPO, answer, reply_marker,
 };
@@ -1019,6 +1019,15 @@ async fn mentions_on_plain_issues_are_answered_without_diff_context(backend: Bac
     h.run(job).await.expect("turn");
 
     assert_no_pull_request_calls(&h);
+    let remembered = h
+        .corpus
+        .documents(&key(REPO), Corpus::Thread, 10)
+        .await
+        .expect("read the corpus");
+    assert!(
+        remembered.is_empty(),
+        "an issue's questions are not a PR's history: {remembered:#?}"
+    );
     let prompts = h.prompts();
     assert_eq!(prompts.len(), 1, "the model is asked once");
     let prompt = &prompts[0];
