@@ -203,12 +203,11 @@ mod tests {
     use super::super::tools::READ_FILE;
     use super::super::tools::tests::{OneFile, bounds};
     use super::*;
+    use crate::llm::scripted::ScriptedLlm;
     use crate::ports::llm::{Role, ToolCall};
     use async_trait::async_trait;
     use serde::Deserialize;
     use serde_json::json;
-    use std::collections::VecDeque;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A model that never stops asking to read more.
@@ -243,46 +242,6 @@ mod tests {
         }
     }
 
-    /// Replies from a script and keeps every request.
-    struct Scripted {
-        replies: Mutex<VecDeque<LlmResponse>>,
-        seen: Mutex<Vec<LlmRequest>>,
-    }
-
-    impl Scripted {
-        fn new(replies: Vec<LlmResponse>) -> Self {
-            Scripted {
-                replies: Mutex::new(replies.into()),
-                seen: Mutex::new(Vec::new()),
-            }
-        }
-
-        fn seen(&self) -> Vec<LlmRequest> {
-            self.seen.lock().unwrap().clone()
-        }
-    }
-
-    #[async_trait]
-    impl Llm for Scripted {
-        async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            self.seen.lock().unwrap().push(request.clone());
-            self.replies
-                .lock()
-                .unwrap()
-                .pop_front()
-                .ok_or_else(|| LlmError::Server {
-                    status: 500,
-                    message: "script exhausted".into(),
-                })
-        }
-        fn model(&self) -> &str {
-            "m"
-        }
-        fn supports_tools(&self) -> bool {
-            true
-        }
-    }
-
     #[derive(Debug, Deserialize, PartialEq)]
     struct Verdict {
         verdict: String,
@@ -302,7 +261,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_model_that_needs_nothing_answers_in_one_call() {
-        let llm = Scripted::new(vec![text(r#"{"verdict": "fine"}"#)]);
+        let llm = ScriptedLlm::replying(vec![text(r#"{"verdict": "fine"}"#)]);
         let toolbox = Toolbox::new(&OneFile, bounds(8, 30, 100_000));
         let reading = ask_after_reading(&llm, request(), &output(), Some(&toolbox)).await;
         let reply = reading.reply.expect("answered");
@@ -320,7 +279,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_model_that_reads_answers_after_the_results() {
-        let llm = Scripted::new(vec![reads("c1", 1), text(r#"{"verdict": "bug"}"#)]);
+        let llm = ScriptedLlm::replying(vec![reads("c1", 1), text(r#"{"verdict": "bug"}"#)]);
         let toolbox = Toolbox::new(&OneFile, bounds(8, 30, 100_000));
         let reading = ask_after_reading(&llm, request(), &output(), Some(&toolbox)).await;
         assert_eq!(reading.reply.expect("answered").value.verdict, "bug");
@@ -340,7 +299,7 @@ mod tests {
     #[tokio::test]
     async fn an_unusable_answer_while_reading_is_asked_for_again() {
         for unusable in ["DONE", r#"{"verdict": "#] {
-            let llm = Scripted::new(vec![
+            let llm = ScriptedLlm::replying(vec![
                 reads("c1", 1),
                 text(unusable),
                 text(r#"{"verdict": "fine"}"#),
@@ -369,7 +328,7 @@ mod tests {
             truncated: true,
             ..text(r#"{"verdict": "a long"#)
         };
-        let llm = Scripted::new(vec![cut, text(r#"{"verdict": "a long one"}"#)]);
+        let llm = ScriptedLlm::replying(vec![cut, text(r#"{"verdict": "a long one"}"#)]);
         let toolbox = Toolbox::new(&OneFile, bounds(8, 30, 100_000));
         let mut asked = request();
         asked.options.max_tokens = 4096;

@@ -6,6 +6,8 @@
 
 pub mod extract;
 pub mod pricing;
+#[cfg(test)]
+pub(crate) mod scripted;
 pub mod structured;
 pub mod usage;
 

@@ -239,64 +239,13 @@ fn correction(reason: &str, truncated: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::llm::LlmResponse;
-    use async_trait::async_trait;
+    use crate::llm::scripted::ScriptedLlm;
     use serde::Deserialize;
-    use std::collections::VecDeque;
-    use std::sync::Mutex;
 
     #[derive(Debug, Deserialize, PartialEq)]
     struct Verdict {
         resolution: String,
         confidence: u8,
-    }
-
-    /// Replies from a script and remembers every request it saw.
-    struct ScriptedLlm {
-        replies: Mutex<VecDeque<Result<LlmResponse, LlmError>>>,
-        seen: Mutex<Vec<LlmRequest>>,
-    }
-
-    impl ScriptedLlm {
-        fn new(replies: Vec<Result<(&str, bool), LlmError>>) -> Self {
-            let replies = replies
-                .into_iter()
-                .map(|r| {
-                    r.map(|(text, truncated)| LlmResponse {
-                        text: text.to_owned(),
-                        usage: Usage::new(100, 10),
-                        model: "fake-model".to_owned(),
-                        truncated,
-                        tool_calls: Vec::new(),
-                    })
-                })
-                .collect();
-            Self {
-                replies: Mutex::new(replies),
-                seen: Mutex::new(Vec::new()),
-            }
-        }
-
-        fn seen(&self) -> Vec<LlmRequest> {
-            self.seen.lock().unwrap().clone()
-        }
-    }
-
-    #[async_trait]
-    impl Llm for ScriptedLlm {
-        async fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-            self.seen.lock().unwrap().push(request.clone());
-            self.replies.lock().unwrap().pop_front().unwrap_or_else(|| {
-                Err(LlmError::Server {
-                    status: 500,
-                    message: "script exhausted".to_owned(),
-                })
-            })
-        }
-
-        fn model(&self) -> &str {
-            "fake-model"
-        }
     }
 
     fn verdict_output() -> JsonOutput<Verdict> {
