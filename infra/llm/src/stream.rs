@@ -383,7 +383,38 @@ struct FunctionPiece {
 
 #[cfg(test)]
 mod tests {
-    use super::{LOOP_PASSAGE, complete_json_end, repeating};
+    use super::{
+        Block, LOOP_PASSAGE, ToolCallPiece, add_tool_piece, assemble, complete_json_end, repeating,
+    };
+
+    /// What a server writes is not trusted: pieces without an index belong to the call
+    /// before them (or start the first), and arguments that never became JSON (a stream
+    /// cut off mid-call) are kept as a string for the tool to refuse with a reason.
+    #[test]
+    fn tool_pieces_without_an_index_or_whole_json_are_kept_as_sent() {
+        let mut calls: Vec<Block> = Vec::new();
+        for piece in [
+            r#"{"id": "a", "function": {"name": "read_file", "arguments": "{\"path\""}}"#,
+            r#"{"function": {"arguments": ": \"src/"}}"#,
+            r#"{"index": 1, "id": "b", "function": {"name": "list_dir"}}"#,
+        ] {
+            let piece: ToolCallPiece = serde_json::from_str(piece).expect("a piece");
+            add_tool_piece(&mut calls, piece);
+        }
+        let (text, calls) = assemble(calls);
+        assert_eq!(text, "");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("a", "read_file")
+        );
+        assert_eq!(
+            calls[0].input,
+            serde_json::Value::String(r#"{"path": "src/"#.into())
+        );
+        assert_eq!(calls[1].name, "list_dir");
+        assert_eq!(calls[1].input, serde_json::json!({}), "no arguments: none");
+    }
 
     #[test]
     fn a_passage_written_three_times_is_a_loop_and_shared_phrases_are_not() {
