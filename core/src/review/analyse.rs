@@ -292,6 +292,7 @@ impl Analysis {
             files_reviewed: self.inputs.files.iter().map(|f| f.path.as_str()).collect(),
             not_reviewed: &self.inputs.not_reviewed,
             listing_truncated: self.inputs.listing_truncated,
+            partial: self.partial(),
             passes_ok: self
                 .results
                 .iter()
@@ -321,6 +322,15 @@ impl Analysis {
                 judge: &self.judge,
             },
         }
+    }
+
+    /// Whether the review saw less than it should have: a pass failed, or files it
+    /// should have read went unread ([`ReviewInputs::incomplete`]). The gate then says
+    /// `neutral` for "nothing blocking", and `parley review --fail-on-partial` fails.
+    ///
+    /// [`ReviewInputs::incomplete`]: crate::review::inputs::ReviewInputs::incomplete
+    pub fn partial(&self) -> bool {
+        self.results.iter().any(|r| r.outcome.is_err()) || self.inputs.incomplete()
     }
 
     /// `(specialist, reason)` for each failed pass, in public words (never the provider's

@@ -20,11 +20,49 @@ pub struct InputFile {
     pub tokens: usize,
 }
 
+impl ReviewInputs {
+    /// Whether files this review should have read went unread: some were over the token
+    /// budget, or GitHub's listing stopped short. With a failed pass, this is what makes
+    /// a review partial (and its gate `neutral`, or `parley review --fail-on-partial` fail).
+    pub fn incomplete(&self) -> bool {
+        self.listing_truncated
+            || self
+                .not_reviewed
+                .iter()
+                .any(|n| n.why == LeftOut::OverBudget)
+    }
+}
+
 /// A changed file left out of the review, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotReviewed {
     pub path: String,
-    pub reason: String,
+    pub why: LeftOut,
+}
+
+/// Why a file was left out. Only [`LeftOut::OverBudget`] makes a review partial: the
+/// others are files no review of this PR could read (a skip pattern the team chose, a
+/// binary, a patch GitHub would not send), so a gate that waited for them would never
+/// say `success`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeftOut {
+    SkipPaths,
+    NoPatch,
+    Unreadable(String),
+    OverBudget,
+}
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeftOut::SkipPaths => f.write_str("matches `review.skipPaths`"),
+            LeftOut::NoPatch => f.write_str("GitHub sent no patch (binary or too large)"),
+            LeftOut::Unreadable(err) => write!(f, "patch could not be read ({err})"),
+            LeftOut::OverBudget => {
+                f.write_str("over the patch token budget (`review.maxPatchTokens`)")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -55,27 +93,23 @@ pub fn select(
         ..ReviewInputs::default()
     };
     for file in changed {
-        let leave_out = |reason: &str| NotReviewed {
+        let leave_out = |why: LeftOut| NotReviewed {
             path: file.filename.clone(),
-            reason: reason.to_string(),
+            why,
         };
         if file.status == FileStatus::Removed {
             // Nothing is left to comment on; a deletion is seen in the files that used it.
             continue;
         }
         if skip.is_match(&file.filename) {
-            inputs
-                .not_reviewed
-                .push(leave_out("matches `review.skipPaths`"));
+            inputs.not_reviewed.push(leave_out(LeftOut::SkipPaths));
             continue;
         }
         let Some(raw_patch) = file.patch.clone().filter(|p| !p.trim().is_empty()) else {
             if file.status == FileStatus::Renamed && file.changes == 0 {
                 continue; // a pure rename changes no line
             }
-            inputs
-                .not_reviewed
-                .push(leave_out("GitHub sent no patch (binary or too large)"));
+            inputs.not_reviewed.push(leave_out(LeftOut::NoPatch));
             continue;
         };
         let patch = match diff::parse_hunks(&raw_patch) {
@@ -83,15 +117,13 @@ pub fn select(
             Err(err) => {
                 inputs
                     .not_reviewed
-                    .push(leave_out(&format!("patch could not be read ({err})")));
+                    .push(leave_out(LeftOut::Unreadable(err.to_string())));
                 continue;
             }
         };
         let tokens = estimate_tokens(&raw_patch);
         if inputs.tokens + tokens > budget {
-            inputs.not_reviewed.push(leave_out(
-                "over the patch token budget (`review.maxPatchTokens`)",
-            ));
+            inputs.not_reviewed.push(leave_out(LeftOut::OverBudget));
             continue;
         }
         inputs.tokens += tokens;
@@ -152,14 +184,44 @@ mod tests {
         );
         assert_eq!(inputs.files.len(), 1);
         assert_eq!(inputs.files[0].path, "src/a.rs");
-        let reasons: Vec<(&str, &str)> = inputs
+        let reasons: Vec<(&str, String)> = inputs
             .not_reviewed
             .iter()
-            .map(|n| (n.path.as_str(), n.reason.as_str()))
+            .map(|n| (n.path.as_str(), n.why.to_string()))
             .collect();
-        assert_eq!(reasons[0], ("Cargo.lock", "matches `review.skipPaths`"));
+        assert_eq!(
+            reasons[0],
+            ("Cargo.lock", "matches `review.skipPaths`".into())
+        );
         assert_eq!(reasons[1].0, "img/logo.png");
         assert!(reasons[2].1.contains("budget"), "{reasons:?}");
         assert!(reasons[3].1.contains("could not be read"), "{reasons:?}");
+        assert!(inputs.incomplete(), "a file over the budget went unread");
+    }
+
+    #[test]
+    fn files_no_review_could_read_do_not_make_it_incomplete() {
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let inputs = select(
+            vec![
+                changed("Cargo.lock", Some(patch)),
+                changed("img/logo.png", None),
+                changed("src/c.rs", Some("@@ -1,2 +1,2 @@\n+x\n")),
+                changed("src/a.rs", Some(patch)),
+            ],
+            false,
+            &ReviewConfig::default(),
+        );
+        assert_eq!(inputs.not_reviewed.len(), 3);
+        assert!(!inputs.incomplete());
+        let truncated = select(
+            vec![changed("src/a.rs", Some(patch))],
+            true,
+            &ReviewConfig::default(),
+        );
+        assert!(
+            truncated.incomplete(),
+            "files beyond GitHub's listing went unread"
+        );
     }
 }

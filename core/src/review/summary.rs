@@ -105,6 +105,7 @@ pub struct Summary<'a> {
     pub files_reviewed: Vec<&'a str>,
     pub not_reviewed: &'a [NotReviewed],
     pub listing_truncated: bool,
+    pub partial: bool,
     pub passes_ok: Vec<&'a str>,
     /// `(specialist, reason)`.
     pub passes_failed: Vec<(&'a str, String)>,
@@ -168,16 +169,13 @@ impl Summary<'_> {
         )
     }
 
-    /// Whether the review saw less than it should have: a pass failed, the file listing
-    /// was cut off, or files were left out for the token budget. Nothing blocking then
-    /// means "not known", and the gate says `neutral` rather than `success`.
+    /// Whether the review saw less than it should have (see [`Analysis::partial`]).
+    /// Nothing blocking then means "not known", and the gate says `neutral` rather than
+    /// `success`.
+    ///
+    /// [`Analysis::partial`]: crate::review::analyse::Analysis::partial
     pub fn partial(&self) -> bool {
-        !self.passes_failed.is_empty()
-            || self.listing_truncated
-            || self
-                .not_reviewed
-                .iter()
-                .any(|n| n.reason.contains("budget"))
+        self.partial
     }
 
     fn headline(&self) -> String {
@@ -263,7 +261,7 @@ impl Summary<'_> {
         if !self.not_reviewed.is_empty() || self.listing_truncated {
             out.push_str("\n**Not reviewed:**\n\n");
             for file in self.not_reviewed {
-                out.push_str(&format!("- `{}`: {}\n", file.path, file.reason));
+                out.push_str(&format!("- `{}`: {}\n", file.path, file.why));
             }
             if self.listing_truncated {
                 out.push_str("- GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.\n");

@@ -144,7 +144,7 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
 
 /// The result on stdout; on stderr one line per thing a person should know (a failed
 /// pass) unless `--quiet`, and errors as one line naming the fix with exit status 2.
-/// Exit status 1 is `--fail-on`'s: a finding at or above it.
+/// Exit status 1 is `--fail-on`'s (a finding at or above it), 3 `--fail-on-partial`'s.
 async fn review_command(args: review::ReviewArgs) -> anyhow::Result<ExitCode> {
     telemetry::init_cli(args.verbose);
     match review::run(&args, &clients::process_env()).await {
@@ -155,11 +155,9 @@ async fn review_command(args: review::ReviewArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             print(&review::render::render(&report, args.format))?;
-            Ok(if report.fails(args.fail_on) {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(ExitCode::from(
+                report.exit_status(args.fail_on, args.fail_on_partial),
+            ))
         }
         Err(err) => {
             eprintln!("parley review: {err}");

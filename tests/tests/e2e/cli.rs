@@ -3,7 +3,7 @@
 //! (no `.env` found, nothing inherited from the test's environment).
 
 use parley_tests::review_harness::{
-    CORRECTNESS, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
+    CORRECTNESS, DB_PATCH, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
 };
 use parley_tests::rig::Fakes;
 use parley_tests::serve_process::parley_binary;
@@ -606,6 +606,98 @@ async fn fail_on_fails_the_job_at_or_above_its_severity() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let out = run(&rig, args(&["review", &reference]), rig.env()).await;
     assert_eq!(out.status.code(), Some(0), "no --fail-on, no failing");
+}
+
+/// `--fail-on-partial` fails a CI job whose review did not see everything it should
+/// have (a pass failed) with status 3, so a gate cannot pass on a silent partial review;
+/// a file no review could read (a skip pattern) does not count, and a finding at the
+/// `--fail-on` bar still exits 1. SARIF names what was missed as tool notifications.
+#[tokio::test]
+async fn fail_on_partial_fails_a_review_that_missed_a_pass() {
+    let rig = Rig::start().await;
+    rig.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("Cargo.lock", "modified", "@@ -1 +1 @@\n-a\n+b\n"),
+        ],
+    );
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+    let gate = |extra: &[&str]| {
+        let mut argv = vec!["review", reference.as_str(), "--fail-on", "high"];
+        argv.extend_from_slice(extra);
+        args(&argv)
+    };
+
+    // Everything reviewed but the lockfile (a skip pattern): not partial.
+    rig.llm.remove_rules(SECURITY);
+    let out = run(&rig, gate(&["--fail-on-partial"]), rig.env()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Cargo.lock: matches"),
+        "{}",
+        stdout(&out)
+    );
+
+    rig.llm.fail(CORRECTNESS, 500);
+    let out = run(&rig, gate(&["--fail-on-partial"]), rig.env()).await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("warning: the correctness pass failed: "),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&rig, gate(&[]), rig.env()).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "partial passes without the flag"
+    );
+
+    let out = run(
+        &rig,
+        gate(&["--fail-on-partial", "--format", "sarif"]),
+        rig.env(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let sarif: Value = serde_json::from_slice(&out.stdout).expect("sarif, as CI uploads it");
+    let invocation = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(invocation["properties"]["partial"], true, "{invocation}");
+    let notes = invocation["toolExecutionNotifications"]
+        .as_array()
+        .expect("notifications");
+    let texts: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|n| {
+            (
+                n["level"].as_str().unwrap_or_default(),
+                n["message"]["text"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|(level, text)| *level == "error" && text.contains("correctness pass failed")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|(level, text)| *level == "note" && text.contains("Cargo.lock")),
+        "{texts:?}"
+    );
+
+    // What was found stands whatever was missed.
+    rig.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 92, "SQL injection")]),
+    );
+    let out = run(&rig, gate(&["--fail-on-partial"]), rig.env()).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
 
 /// A model in trouble is reported the way a person reads it: a failed pass is one

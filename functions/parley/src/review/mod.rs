@@ -20,6 +20,7 @@ use parley_core::ports::{GitHub, GitHubError, Severity, Store};
 use parley_core::repo::{ConfigLoader, load_guidelines};
 use parley_core::retrieval::Recall;
 use parley_core::review::analyse::{self, Analysis, Subject};
+use parley_core::review::inputs::NotReviewed;
 use parley_core::review::merge::Candidate;
 use parley_core::review::publish::{self, Identified};
 use parley_core::review::pull_files::PullFiles;
@@ -59,6 +60,11 @@ pub struct ReviewArgs {
     /// otherwise; 2 stays "could not review"), for a CI job that should fail on them.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
+    /// Exit with status 3 when the review is partial (a pass failed, or changed files
+    /// were left out for the token budget) and nothing reached `--fail-on`: for a CI job
+    /// that must not pass on a review that did not see everything.
+    #[arg(long)]
+    pub fail_on_partial: bool,
     /// Diagnostic log records on stderr (RUST_LOG picks them finer).
     #[arg(long, short)]
     pub verbose: bool,
@@ -87,15 +93,23 @@ impl FailOn {
 }
 
 impl Report {
-    /// Whether `--fail-on` fails the job: a reported finding (inline or in the summary)
-    /// at or above its severity.
-    pub fn fails(&self, fail_on: Option<FailOn>) -> bool {
-        fail_on.is_some_and(|bar| {
+    /// The exit status: 1 for a reported finding (inline or in the summary) at or above
+    /// `--fail-on`, else 3 for a partial review under `--fail-on-partial`, else 0. A
+    /// finding outranks partiality: what was found stands whatever was missed.
+    pub fn exit_status(&self, fail_on: Option<FailOn>, fail_on_partial: bool) -> u8 {
+        let found = fail_on.is_some_and(|bar| {
             self.inline
                 .iter()
                 .chain(&self.in_summary)
                 .any(|c| c.severity >= bar.severity())
-        })
+        });
+        if found {
+            1
+        } else if fail_on_partial && self.partial {
+            3
+        } else {
+            0
+        }
     }
 
     /// What a person should know on stderr besides the result: one line each.
@@ -191,7 +205,10 @@ pub struct Report {
     pub head: String,
     pub inline: Vec<Candidate>,
     pub in_summary: Vec<Candidate>,
-    pub not_reviewed: Vec<(String, String)>,
+    pub not_reviewed: Vec<NotReviewed>,
+    /// GitHub listed only part of the PR's files.
+    pub listing_truncated: bool,
+    /// See [`parley_core::review::analyse::Analysis::partial`].
     pub partial: bool,
     pub passes_ok: Vec<&'static str>,
     pub passes_failed: Vec<(&'static str, String)>,
@@ -488,13 +505,9 @@ fn report(
         head: head.to_string(),
         inline: analysis.filtered.inline.clone(),
         in_summary: analysis.filtered.in_summary.clone(),
-        not_reviewed: analysis
-            .inputs
-            .not_reviewed
-            .iter()
-            .map(|n| (n.path.clone(), n.reason.clone()))
-            .collect(),
-        partial: analysis.inputs.listing_truncated || !analysis.inputs.not_reviewed.is_empty(),
+        not_reviewed: analysis.inputs.not_reviewed.clone(),
+        listing_truncated: analysis.inputs.listing_truncated,
+        partial: analysis.partial(),
         passes_ok: analysis
             .results
             .iter()

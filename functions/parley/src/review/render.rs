@@ -3,6 +3,7 @@
 use super::Report;
 use console::{Style, style};
 use parley_core::ports::Severity;
+use parley_core::review::inputs::LeftOut;
 use parley_core::review::merge::Candidate;
 use serde_json::{Value, json};
 
@@ -114,13 +115,18 @@ fn markdown(report: &Report) -> String {
 fn footer(report: &Report, markdown: bool) -> String {
     let bullet = if markdown { "- " } else { "  " };
     let mut out = String::new();
-    if !report.not_reviewed.is_empty() || report.partial {
+    if !report.not_reviewed.is_empty() || report.listing_truncated {
         out.push_str(&format!(
             "\nNot reviewed ({}):\n",
             report.not_reviewed.len()
         ));
-        for (path, reason) in &report.not_reviewed {
-            out.push_str(&format!("{bullet}{path}: {reason}\n"));
+        for file in &report.not_reviewed {
+            out.push_str(&format!("{bullet}{}: {}\n", file.path, file.why));
+        }
+        if report.listing_truncated {
+            out.push_str(&format!(
+                "{bullet}GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.\n"
+            ));
         }
     }
     if !report.passes_failed.is_empty() {
@@ -179,7 +185,8 @@ fn json_value(report: &Report) -> Value {
             "on_diff": inline,
             "fingerprint": c.fingerprint,
         })).collect::<Vec<_>>(),
-        "not_reviewed": report.not_reviewed.iter().map(|(path, reason)| json!({"path": path, "reason": reason})).collect::<Vec<_>>(),
+        "not_reviewed": report.not_reviewed.iter().map(|n| json!({"path": n.path, "reason": n.why.to_string()})).collect::<Vec<_>>(),
+        "listing_truncated": report.listing_truncated,
         "partial": report.partial,
         "passes": {
             "ok": report.passes_ok,
@@ -248,8 +255,48 @@ fn sarif(report: &Report) -> Value {
                     "shortDescription": { "text": format!("Parley {} finding", id.trim_start_matches("parley/")) },
                 })).collect::<Vec<_>>(),
             }},
+            "invocations": [invocation(report)],
             "results": results,
         }],
+    })
+}
+
+/// What the run did not do, as SARIF tool notifications (code scanning lists them on the
+/// tool's status page), so an upload with no alerts does not read as a clean review when
+/// a pass failed or files were left out.
+fn invocation(report: &Report) -> Value {
+    let mut notes: Vec<Value> = report
+        .passes_failed
+        .iter()
+        .map(|(pass, reason)| {
+            json!({
+                "level": "error",
+                "descriptor": { "id": "parley/pass-failed" },
+                "message": { "text": format!("The {pass} pass failed ({reason}); its findings are missing.") },
+            })
+        })
+        .collect();
+    notes.extend(report.not_reviewed.iter().map(|file| {
+        json!({
+            // Left out for the budget, a file the review should have read; a skip
+            // pattern or a binary, one it never could.
+            "level": if file.why == LeftOut::OverBudget { "warning" } else { "note" },
+            "descriptor": { "id": "parley/not-reviewed" },
+            "message": { "text": format!("Not reviewed: {}: {}", file.path, file.why) },
+            "locations": [{ "physicalLocation": { "artifactLocation": { "uri": file.path, "uriBaseId": "%SRCROOT%" } } }],
+        })
+    }));
+    if report.listing_truncated {
+        notes.push(json!({
+            "level": "warning",
+            "descriptor": { "id": "parley/not-reviewed" },
+            "message": { "text": "GitHub listed only part of this PR's files; the files beyond that listing were not reviewed." },
+        }));
+    }
+    json!({
+        "executionSuccessful": true,
+        "toolExecutionNotifications": notes,
+        "properties": { "partial": report.partial },
     })
 }
 
