@@ -90,12 +90,16 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
-/// The tools over one snapshot, shared by a review's passes (the per-review call count
-/// is theirs together).
+/// The tools over one snapshot, shared by a review's passes and its judge (the
+/// per-review call count is theirs together).
 pub struct Toolbox<'a> {
     code: &'a dyn Codebase,
     bounds: ToolBounds,
     review_calls: AtomicU32,
+    /// Calls of the review's allowance the passes may not spend, kept for the judge,
+    /// which reads last: without them, five passes that read a lot would leave it
+    /// nothing to check a finding with before it drops or keeps it.
+    held_back: AtomicU32,
 }
 
 /// What one pass has spent.
@@ -111,7 +115,29 @@ impl<'a> Toolbox<'a> {
             code,
             bounds,
             review_calls: AtomicU32::new(0),
+            held_back: AtomicU32::new(0),
         }
+    }
+
+    /// Keep a share of the review's calls for a reader that comes after `readers_before`
+    /// others (the judge after the passes): a fair share of the allowance, at most what
+    /// one pass may make. Those before it reach the review's limit that much sooner.
+    pub fn keeping_a_share_for_last(self, readers_before: usize) -> Self {
+        let readers = u32::try_from(readers_before)
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        let share = self
+            .bounds
+            .max_calls_per_review
+            .div_ceil(readers)
+            .min(self.bounds.max_calls_per_pass);
+        self.held_back.store(share, Ordering::SeqCst);
+        self
+    }
+
+    /// The last reader's turn: what was kept for it may now be spent.
+    pub fn release_what_was_kept(&self) {
+        self.held_back.store(0, Ordering::SeqCst);
     }
 
     pub(super) fn bounds(&self) -> &ToolBounds {
@@ -133,7 +159,10 @@ impl<'a> Toolbox<'a> {
         if spend.calls >= self.bounds.max_calls_per_pass {
             return refuse("this pass has made all the tool calls it may; answer now".into());
         }
-        let max = self.bounds.max_calls_per_review;
+        let max = self
+            .bounds
+            .max_calls_per_review
+            .saturating_sub(self.held_back.load(Ordering::SeqCst));
         if self
             .review_calls
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
@@ -481,5 +510,39 @@ pub(super) mod tests {
         }
         assert_eq!(confine("./src//lib.rs").as_deref(), Ok("src/lib.rs"));
         assert_eq!(confine("src/").as_deref(), Ok("src"));
+    }
+
+    /// The judge reads last: the passes reach the review's limit short of what is kept for
+    /// it, and once released it may spend that share (and no more than the review's limit).
+    #[test]
+    fn a_share_is_kept_for_the_reader_that_comes_last() {
+        let toolbox = Toolbox::new(&OneFile, bounds(8, 10, 100_000)).keeping_a_share_for_last(4);
+        let read = |spend: &mut PassSpend| {
+            let call = ToolCall {
+                id: "c".into(),
+                name: READ_FILE.into(),
+                input: json!({"path": "a.rs", "end_line": 1}),
+            };
+            toolbox.call(&call, spend)
+        };
+        // Ten calls a review among four passes and the judge: two are the judge's.
+        let mut passes: Vec<PassSpend> = (0..4).map(|_| PassSpend::default()).collect();
+        let answered = (0..12)
+            .filter(|i| !read(&mut passes[i % 4]).is_error)
+            .count();
+        assert_eq!(answered, 8);
+        let refused = read(&mut passes[0]);
+        assert!(
+            refused.content.contains("this review has made all"),
+            "{}",
+            refused.content
+        );
+
+        toolbox.release_what_was_kept();
+        let mut judge = PassSpend::default();
+        assert!(!read(&mut judge).is_error);
+        assert!(!read(&mut judge).is_error);
+        assert!(read(&mut judge).is_error, "the review's limit still holds");
+        assert_eq!(toolbox.calls(), 10);
     }
 }

@@ -159,10 +159,14 @@ pub async fn analyse(
     };
     let shared = prompts::user_message(&context);
     let toolbox = match &subject.code {
-        Ok(code) if config.review.tools.enabled => Some(crate::context::tools::Toolbox::new(
-            *code,
-            config.review.tools,
-        )),
+        Ok(code) if config.review.tools.enabled => {
+            let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
+            Some(if config.review.judge {
+                toolbox.keeping_a_share_for_last(chosen.len())
+            } else {
+                toolbox
+            })
+        }
         _ => None,
     };
     let results = if inputs.files.is_empty() {
@@ -197,6 +201,9 @@ pub async fn analyse(
         &config.gate,
     );
     let (kept, judge, judge_read) = if config.review.judge {
+        if let Some(toolbox) = &toolbox {
+            toolbox.release_what_was_kept();
+        }
         let judged = learned::judge(
             llm,
             kept,

@@ -20,6 +20,7 @@ parley_tests::review_on_both_stores!(
     a_model_that_says_done_instead_of_answering_is_asked_again,
     a_self_hosted_server_streams_its_tool_calls,
     the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it,
+    passes_that_read_all_they_may_leave_the_judge_its_share,
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
 );
@@ -419,6 +420,85 @@ async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: Revie
     );
 }
 
+/// Passes that read all the review allows still leave the judge its share: four passes
+/// asking three reads each against a review's ten calls get eight (two are kept for the
+/// judge), and the judge reads what the finding rests on before it drops it.
+async fn passes_that_read_all_they_may_leave_the_judge_its_share(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  context:\n    tools:\n      maxCallsPerReview: 10\n",
+    );
+    pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
+    let reads: Vec<(&str, serde_json::Value)> = (1..=3)
+        .map(|n| {
+            (
+                "read_file",
+                serde_json::json!({"path": "src/store.rs", "start_line": n}),
+            )
+        })
+        .collect();
+    for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
+        h.llm.call_tools(pass, &reads);
+    }
+    h.llm.answer(
+        DEFINITION,
+        &reply(&[finding("src/api.rs", 5, "medium", 90, TITLE)]),
+    );
+    h.llm.call_tools(
+        JUDGE,
+        &[("read_file", serde_json::json!({"path": "src/gateway.rs"}))],
+    );
+    h.llm.answer(
+        "never empty",
+        &serde_json::json!({"verdicts": [
+            {"index": 0, "keep": false, "reason": "the gateway never passes an empty id"}
+        ]})
+        .to_string(),
+    );
+    let summary = review(&h).await;
+
+    let passes: Vec<serde_json::Value> = h
+        .exploring_prompts()
+        .iter()
+        .filter(|p| !p.text().contains(JUDGE))
+        .flat_map(tool_results)
+        .collect();
+    assert_eq!(passes.len(), 12, "{passes:#?}");
+    let refused = passes
+        .iter()
+        .filter(|r| {
+            r["content"]
+                .to_string()
+                .contains("this review has made all")
+        })
+        .count();
+    assert_eq!(refused, 4, "{passes:#?}");
+    let judge = h.judge_prompts();
+    assert_eq!(judge.len(), 2, "one round of reading, then the verdicts");
+    let read = tool_results(&judge[1]);
+    assert_eq!(read.len(), 1);
+    assert_ne!(read[0]["is_error"], true, "{read:#?}");
+    assert!(h.inline_comments().is_empty(), "dropped by the judge");
+    assert!(
+        summary.contains("- judge: `read_file(src/gateway.rs)`"),
+        "{summary}"
+    );
+}
+
+/// The tool results a request sends back (Anthropic's `tool_result` blocks).
+fn tool_results(prompt: &parley_tests::fake_llm::Prompt) -> Vec<serde_json::Value> {
+    prompt.raw["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect()
+}
+
 /// Paths that leave the snapshot are refused with an error result the model can read,
 /// and nothing outside the repository is read: `..`, absolute paths, a drive letter.
 async fn tool_calls_out_of_the_tree_are_refused_and_read_nothing(h: ReviewHarness) {
@@ -446,13 +526,7 @@ async fn tool_calls_out_of_the_tree_are_refused_and_read_nothing(h: ReviewHarnes
         .into_iter()
         .find(|p| p.text().contains(SECURITY) && p.raw.to_string().contains("tool_result"))
         .expect("the tool results went back to the model");
-    let results: Vec<serde_json::Value> = answered.raw["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "tool_result")
-        .collect();
+    let results = tool_results(&answered);
     assert_eq!(results.len(), 4, "{results:#?}");
     for result in &results {
         assert_eq!(result["is_error"], true, "{result}");
