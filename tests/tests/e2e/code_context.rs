@@ -379,12 +379,9 @@ fn assert_the_limits_finding_was_posted(h: &ReviewHarness, summary: &str) {
 /// Not code: only a tool call reads it.
 const GATEWAY: &str = "// Every id reaching the api was looked up by the gateway: never empty.\n";
 
-/// The passes report the unwrap; the judge, before it rules, reads the file that says
-/// ids are never empty, and drops the finding. Its request offers the passes' very tools
-/// (a provider that caches tool definitions with the prompt then serves it the passes'
-/// prefix), and the summary lists what it read.
-async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: ReviewHarness) {
-    pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
+/// The passes report the unwrap (they see `load_user`'s definition); the judge reads
+/// `src/gateway.rs` and drops the finding.
+fn the_judge_reads_the_gateway_and_drops_the_finding(h: &ReviewHarness) {
     h.llm.answer(
         DEFINITION,
         &reply(&[finding("src/api.rs", 5, "medium", 90, TITLE)]),
@@ -400,6 +397,15 @@ async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: Revie
         ]})
         .to_string(),
     );
+}
+
+/// The passes report the unwrap; the judge, before it rules, reads the file that says
+/// ids are never empty, and drops the finding. Its request offers the passes' very tools
+/// (a provider that caches tool definitions with the prompt then serves it the passes'
+/// prefix), and the summary lists what it read.
+async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: ReviewHarness) {
+    pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
+    the_judge_reads_the_gateway_and_drops_the_finding(&h);
     let summary = review(&h).await;
 
     assert!(h.inline_comments().is_empty(), "dropped by the judge");
@@ -442,21 +448,7 @@ async fn passes_that_read_all_they_may_leave_the_judge_its_share(h: ReviewHarnes
     for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
         h.llm.call_tools(pass, &reads);
     }
-    h.llm.answer(
-        DEFINITION,
-        &reply(&[finding("src/api.rs", 5, "medium", 90, TITLE)]),
-    );
-    h.llm.call_tools(
-        JUDGE,
-        &[("read_file", serde_json::json!({"path": "src/gateway.rs"}))],
-    );
-    h.llm.answer(
-        "never empty",
-        &serde_json::json!({"verdicts": [
-            {"index": 0, "keep": false, "reason": "the gateway never passes an empty id"}
-        ]})
-        .to_string(),
-    );
+    the_judge_reads_the_gateway_and_drops_the_finding(&h);
     let summary = review(&h).await;
 
     let passes: Vec<serde_json::Value> = h
