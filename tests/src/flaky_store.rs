@@ -156,6 +156,16 @@ impl Store for FlakyStore {
         self.inner.add_to_counter(scope, counter, delta).await
     }
 
+    async fn add_to_counters(&self, scope: &str, deltas: &[(&str, u64)]) -> Result<(), StoreError> {
+        self.enter("add_to_counters")?;
+        self.inner.add_to_counters(scope, deltas).await
+    }
+
+    async fn counters(&self, scope: &str, names: &[&str]) -> Result<Vec<u64>, StoreError> {
+        self.enter("counters")?;
+        self.inner.counters(scope, names).await
+    }
+
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
         self.enter("put_review_run")?;
         self.inner.put_review_run(run).await

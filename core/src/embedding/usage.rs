@@ -4,7 +4,7 @@
 //! counted in the repository's month scope only ([`crate::llm::usage::month_scope`]).
 
 use crate::llm::PriceTable;
-use crate::llm::usage::{counters, month_scope};
+use crate::llm::usage::{add_counters, counters, month_scope, read_counters};
 use crate::ports::llm::Usage;
 use crate::ports::{Store, StoreError};
 use time::OffsetDateTime;
@@ -35,19 +35,21 @@ pub async fn record_for_month(
         (counters::EMBEDDING_INPUT_TOKENS, input_tokens),
         (counters::EMBEDDING_COST_MICRO_USD, micro_usd),
     ];
-    crate::llm::usage::add_counters(store, &[scope], &deltas, "embedding usage").await;
+    add_counters(store, &[scope], &deltas, "embedding usage").await;
 }
 
 /// The repository's embedding spend this month (UTC).
 pub async fn spent_this_month(store: &dyn Store, repo: &str) -> Result<EmbeddingSpend, StoreError> {
     let scope = month_scope(repo, OffsetDateTime::now_utc());
+    let names = [
+        counters::EMBEDDING_CALLS,
+        counters::EMBEDDING_INPUT_TOKENS,
+        counters::EMBEDDING_COST_MICRO_USD,
+    ];
+    let [calls, input_tokens, cost_micro_usd] = read_counters(store, &scope, names).await?;
     Ok(EmbeddingSpend {
-        calls: store.counter(&scope, counters::EMBEDDING_CALLS).await?,
-        input_tokens: store
-            .counter(&scope, counters::EMBEDDING_INPUT_TOKENS)
-            .await?,
-        cost_micro_usd: store
-            .counter(&scope, counters::EMBEDDING_COST_MICRO_USD)
-            .await?,
+        calls,
+        input_tokens,
+        cost_micro_usd,
     })
 }

@@ -127,10 +127,11 @@ pub async fn record_for_pr(
     add_counters(store, &scopes, &deltas, "LLM usage").await;
 }
 
-/// Add each non-zero delta to its counter under each scope, all at once: the writes touch
-/// different items, so a job waits for one round trip instead of one per counter.
-/// Accounting never fails the job whose work is done, so a failed write is logged as
-/// `what` could not be recorded.
+/// Add the deltas under each scope: one write a scope (see [`Store::add_to_counters`]),
+/// the scopes at once, so a job waits for one round trip. Accounting never fails the job
+/// whose work is done, so a failed write is logged as `what` could not be recorded.
+///
+/// [`Store::add_to_counters`]: crate::ports::Store::add_to_counters
 pub(crate) async fn add_counters(
     store: &dyn crate::ports::Store,
     scopes: &[String],
@@ -139,15 +140,27 @@ pub(crate) async fn add_counters(
 ) {
     let writes = scopes
         .iter()
-        .flat_map(|scope| deltas.iter().map(move |delta| (scope, *delta)))
-        .filter(|(_, (_, delta))| *delta > 0)
-        .map(|(scope, (counter, delta))| async move {
-            if let Err(err) = store.add_to_counter(scope, counter, delta).await {
-                tracing::warn!(%scope, counter, error = %err, "could not record {what}");
+        .map(|scope| async move {
+            if let Err(err) = store.add_to_counters(scope, deltas).await {
+                tracing::warn!(%scope, error = %err, "could not record {what}");
             }
         })
         .collect();
     crate::concurrently::join_all(writes).await;
+}
+
+/// The counters `names` under `scope`, in one read.
+pub(crate) async fn read_counters<const N: usize>(
+    store: &dyn crate::ports::Store,
+    scope: &str,
+    names: [&str; N],
+) -> Result<[u64; N], crate::ports::StoreError> {
+    let values = store.counters(scope, &names).await?;
+    let mut out = [0; N];
+    for (slot, value) in out.iter_mut().zip(values) {
+        *slot = value;
+    }
+    Ok(out)
 }
 
 /// The scope of a repository's usage counters for the calendar month (UTC) of `at`: the
@@ -168,7 +181,7 @@ pub fn month(at: OffsetDateTime) -> String {
     format!("{:04}-{:02}", at.year(), u8::from(at.month()))
 }
 
-/// A repository's usage this month, from its counters (one read per counter).
+/// A repository's usage this month, from its counters.
 pub async fn spent_this_month(
     store: &dyn crate::ports::Store,
     repo: &str,
@@ -190,14 +203,36 @@ async fn spent(
     store: &dyn crate::ports::Store,
     scope: &str,
 ) -> Result<SpentOnPr, crate::ports::StoreError> {
+    let [
+        calls,
+        input_tokens,
+        output_tokens,
+        cost_micro_usd,
+        cache_read_tokens,
+        cache_write_tokens,
+        saved_micro_usd,
+    ] = read_counters(
+        store,
+        scope,
+        [
+            counters::CALLS,
+            counters::INPUT_TOKENS,
+            counters::OUTPUT_TOKENS,
+            counters::COST_MICRO_USD,
+            counters::CACHE_READ_TOKENS,
+            counters::CACHE_WRITE_TOKENS,
+            counters::SAVED_MICRO_USD,
+        ],
+    )
+    .await?;
     Ok(SpentOnPr {
-        calls: store.counter(scope, counters::CALLS).await?,
-        input_tokens: store.counter(scope, counters::INPUT_TOKENS).await?,
-        output_tokens: store.counter(scope, counters::OUTPUT_TOKENS).await?,
-        cost_micro_usd: store.counter(scope, counters::COST_MICRO_USD).await?,
-        cache_read_tokens: store.counter(scope, counters::CACHE_READ_TOKENS).await?,
-        cache_write_tokens: store.counter(scope, counters::CACHE_WRITE_TOKENS).await?,
-        saved_micro_usd: store.counter(scope, counters::SAVED_MICRO_USD).await?,
+        calls,
+        input_tokens,
+        output_tokens,
+        cost_micro_usd,
+        cache_read_tokens,
+        cache_write_tokens,
+        saved_micro_usd,
     })
 }
 

@@ -314,6 +314,28 @@ pub trait Store: Send + Sync {
         delta: u64,
     ) -> Result<u64, StoreError>;
 
+    /// Atomically add each `(counter, delta)` under `scope`, as one write where the
+    /// store can: a job's usage (calls, tokens, cost, cache) goes to three scopes, and one
+    /// write per scope rather than per counter is what it costs on DynamoDB. The counters
+    /// read back through [`Store::counter`] and [`Store::counters`] as any other; they
+    /// are for adding up, not for [`Store::increment_within`]'s ceilings.
+    async fn add_to_counters(&self, scope: &str, deltas: &[(&str, u64)]) -> Result<(), StoreError> {
+        for (counter, delta) in deltas {
+            self.add_to_counter(scope, counter, *delta).await?;
+        }
+        Ok(())
+    }
+
+    /// The values of `names` under `scope`, in that order (0 for one never added to), in
+    /// one read where the store can.
+    async fn counters(&self, scope: &str, names: &[&str]) -> Result<Vec<u64>, StoreError> {
+        let mut values = Vec::with_capacity(names.len());
+        for name in names {
+            values.push(self.counter(scope, name).await?);
+        }
+        Ok(values)
+    }
+
     // --- review runs -----------------------------------------------------------------
 
     /// Insert or replace the record of a run (keyed by repo, PR and head SHA).

@@ -39,6 +39,7 @@ crate::common::on_both_adapters!(
     check_owned_claims,
     check_concurrent_owned_claims_have_one_winner,
     check_added_counters,
+    check_counters_added_together,
     check_review_runs,
     check_purge_takes_one_repository_whole,
     check_rekey_moves_one_repository_whole,
@@ -714,6 +715,64 @@ async fn check_added_counters(store: Arc<dyn Store>) {
             .await
             .unwrap(),
         5 * RACERS as u64
+    );
+}
+
+/// Usage goes to several counters at once (one write a scope on DynamoDB): they read
+/// back one by one and together, add to what a counter held from single adds (counters
+/// written before the combined layout), skip zero deltas, add up under a race, and go
+/// with their repository on a purge and a move.
+async fn check_counters_added_together(store: Arc<dyn Store>) {
+    let scope = "usage#octo/sum#2026-11";
+    let names = ["calls", "tokens", "cost", "never"];
+    assert_eq!(store.counters(scope, &names).await.unwrap(), [0, 0, 0, 0]);
+    store.add_to_counter(scope, "calls", 2).await.unwrap();
+    let usage = [("calls", 3), ("tokens", 100), ("cost", 0)];
+    store.add_to_counters(scope, &usage).await.unwrap();
+    store.add_to_counters(scope, &[]).await.unwrap();
+    assert_eq!(store.counters(scope, &names).await.unwrap(), [5, 100, 0, 0]);
+    assert_eq!(store.counter(scope, "calls").await.unwrap(), 5);
+    assert_eq!(store.counters(scope, &["tokens"]).await.unwrap(), [100]);
+
+    let raced = keys::pr_scope("octo/sum", 4);
+    race(&store, |store| {
+        let raced = raced.clone();
+        async move {
+            let usage = [("calls", 1), ("tokens", 10)];
+            store.add_to_counters(&raced, &usage).await.unwrap();
+        }
+    })
+    .await;
+    let racers = RACERS as u64;
+    assert_eq!(
+        store.counters(&raced, &["calls", "tokens"]).await.unwrap(),
+        [racers, 10 * racers]
+    );
+    assert_eq!(
+        store
+            .counters("usage#octo/other#2026-11", &names[..2])
+            .await
+            .unwrap(),
+        [0, 0],
+        "scopes are independent"
+    );
+
+    store.rekey_repository("octo/sum", "repo:77").await.unwrap();
+    assert_eq!(
+        store
+            .counters("usage#repo:77#2026-11", &names)
+            .await
+            .unwrap(),
+        [5, 100, 0, 0]
+    );
+    assert_eq!(store.counters(scope, &names[..1]).await.unwrap(), [0]);
+    store.purge_repository("repo:77").await.unwrap();
+    assert_eq!(
+        store
+            .counters(&keys::pr_scope("repo:77", 4), &["calls"])
+            .await
+            .unwrap(),
+        [0]
     );
 }
 

@@ -4,7 +4,7 @@
 use crate::common;
 
 use aws_sdk_dynamodb::types::{
-    BillingMode, KeyType, ProjectionType, ScalarAttributeType, TimeToLiveStatus,
+    AttributeValue, BillingMode, KeyType, ProjectionType, ScalarAttributeType, TimeToLiveStatus,
 };
 use parley_store::create_tables;
 
@@ -127,4 +127,33 @@ async fn snippets_have_the_newest_first_local_index() {
         index.projection().and_then(|p| p.projection_type()),
         Some(&ProjectionType::All)
     );
+}
+
+/// A job's usage is one item a scope, whatever the number of counters: one write where
+/// an item per counter made seven.
+#[tokio::test]
+async fn counters_added_together_are_one_item_per_scope() {
+    use parley_core::ports::Store;
+    let client = common::dynamo_client().await;
+    let tables = common::dynamo_tables(&client).await;
+    let store = parley_store::DynamoStore::new(client.clone(), tables.clone());
+    let scope = "usage#octo/app#2026-11";
+    let usage = [("calls", 2), ("input", 900), ("output", 80), ("cost", 0)];
+    store.add_to_counters(scope, &usage).await.unwrap();
+    store.add_to_counters(scope, &usage).await.unwrap();
+
+    let items = client
+        .query()
+        .table_name(&tables.conversations)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(scope.into()))
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(items.len(), 1, "{items:?}");
+    let number = |name: &str| items[0].get(name).and_then(|v| v.as_n().ok()).cloned();
+    assert_eq!(number("counter#input").as_deref(), Some("1800"));
+    assert_eq!(number("counter#cost"), None, "zero deltas are not written");
 }
