@@ -93,6 +93,43 @@ pub struct SpentOnPr {
     pub saved_micro_usd: u64,
 }
 
+impl SpentOnPr {
+    /// The counters behind the fields, in the order of [`SpentOnPr::values`].
+    const COUNTERS: [&'static str; 7] = [
+        counters::CALLS,
+        counters::INPUT_TOKENS,
+        counters::OUTPUT_TOKENS,
+        counters::COST_MICRO_USD,
+        counters::CACHE_READ_TOKENS,
+        counters::CACHE_WRITE_TOKENS,
+        counters::SAVED_MICRO_USD,
+    ];
+
+    fn values(&self) -> [u64; 7] {
+        [
+            self.calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cost_micro_usd,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.saved_micro_usd,
+        ]
+    }
+
+    fn from_values(v: [u64; 7]) -> Self {
+        SpentOnPr {
+            calls: v[0],
+            input_tokens: v[1],
+            output_tokens: v[2],
+            cost_micro_usd: v[3],
+            cache_read_tokens: v[4],
+            cache_write_tokens: v[5],
+            saved_micro_usd: v[6],
+        }
+    }
+}
+
 /// Add a job's tally to the PR's counters, its repository's month and its installation's
 /// month (what the budget is checked against, see [`crate::budget`]). Accounting never
 /// fails the job whose work is done, so errors are logged.
@@ -110,15 +147,19 @@ pub async fn record_for_pr(
     let micro_usd = (tally.priced_usd * 1_000_000.0).round().max(0.0) as u64;
     let saved_micro_usd = (tally.saved_usd * 1_000_000.0).round().max(0.0) as u64;
     let now = OffsetDateTime::now_utc();
-    let deltas = [
-        (counters::CALLS, u64::from(tally.calls)),
-        (counters::INPUT_TOKENS, tally.usage.input_tokens),
-        (counters::OUTPUT_TOKENS, tally.usage.output_tokens),
-        (counters::COST_MICRO_USD, micro_usd),
-        (counters::CACHE_READ_TOKENS, tally.usage.cache_read_tokens),
-        (counters::CACHE_WRITE_TOKENS, tally.usage.cache_write_tokens),
-        (counters::SAVED_MICRO_USD, saved_micro_usd),
-    ];
+    let added = SpentOnPr {
+        calls: u64::from(tally.calls),
+        input_tokens: tally.usage.input_tokens,
+        output_tokens: tally.usage.output_tokens,
+        cost_micro_usd: micro_usd,
+        cache_read_tokens: tally.usage.cache_read_tokens,
+        cache_write_tokens: tally.usage.cache_write_tokens,
+        saved_micro_usd,
+    };
+    let deltas: Vec<(&'static str, u64)> = SpentOnPr::COUNTERS
+        .into_iter()
+        .zip(added.values())
+        .collect();
     let scopes = [
         crate::ports::store::keys::pr_scope(repo, pr),
         month_scope(repo, now),
@@ -203,37 +244,9 @@ async fn spent(
     store: &dyn crate::ports::Store,
     scope: &str,
 ) -> Result<SpentOnPr, crate::ports::StoreError> {
-    let [
-        calls,
-        input_tokens,
-        output_tokens,
-        cost_micro_usd,
-        cache_read_tokens,
-        cache_write_tokens,
-        saved_micro_usd,
-    ] = read_counters(
-        store,
-        scope,
-        [
-            counters::CALLS,
-            counters::INPUT_TOKENS,
-            counters::OUTPUT_TOKENS,
-            counters::COST_MICRO_USD,
-            counters::CACHE_READ_TOKENS,
-            counters::CACHE_WRITE_TOKENS,
-            counters::SAVED_MICRO_USD,
-        ],
-    )
-    .await?;
-    Ok(SpentOnPr {
-        calls,
-        input_tokens,
-        output_tokens,
-        cost_micro_usd,
-        cache_read_tokens,
-        cache_write_tokens,
-        saved_micro_usd,
-    })
+    read_counters(store, scope, SpentOnPr::COUNTERS)
+        .await
+        .map(SpentOnPr::from_values)
 }
 
 /// An [`Llm`] that records every successful call into a tally. Make one per job around

@@ -7,9 +7,8 @@
 //! it three. Reads add the two up, so counters written one per item before the combined
 //! item existed still count: nothing to migrate.
 
-use super::items::{Item, n, number, s, unavailable};
+use super::items::{n, number, s, unavailable};
 use super::{COUNTER_ATTRIBUTE, COUNTER_PREFIX, DynamoStore};
-use aws_sdk_dynamodb::types::ReturnValue;
 use parley_core::ports::StoreError;
 
 /// The sort key of a scope's combined item. It shares the `counter` prefix with the
@@ -17,69 +16,6 @@ use parley_core::ports::StoreError;
 const COMBINED: &str = "counters";
 
 impl DynamoStore {
-    pub(super) async fn increment_counter_within(
-        &self,
-        scope: &str,
-        counter: &str,
-        ceiling: u64,
-    ) -> Result<Option<u64>, StoreError> {
-        // `attribute_not_exists` would let a first increment through a zero ceiling.
-        if ceiling == 0 {
-            return Ok(None);
-        }
-        let sk = format!("{COUNTER_PREFIX}{counter}");
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.tables.conversations)
-            .key("pk", s(scope))
-            .key("sk", s(&sk))
-            .update_expression("ADD #v :one")
-            .condition_expression("attribute_not_exists(#v) OR #v < :ceiling")
-            .expression_attribute_names("#v", COUNTER_ATTRIBUTE)
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":ceiling", n(ceiling))
-            .return_values(ReturnValue::UpdatedNew)
-            .send()
-            .await;
-        let output = match result {
-            Ok(output) => output,
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                return Ok(None);
-            }
-            Err(e) => return Err(unavailable("increment_within", &e)),
-        };
-        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
-        updated_value(output.attributes, COUNTER_ATTRIBUTE, &location).map(Some)
-    }
-
-    pub(super) async fn add_to_one_counter(
-        &self,
-        scope: &str,
-        counter: &str,
-        delta: u64,
-    ) -> Result<u64, StoreError> {
-        let sk = format!("{COUNTER_PREFIX}{counter}");
-        let output = self
-            .client
-            .update_item()
-            .table_name(&self.tables.conversations)
-            .key("pk", s(scope))
-            .key("sk", s(&sk))
-            .update_expression("ADD #v :delta")
-            .expression_attribute_names("#v", COUNTER_ATTRIBUTE)
-            .expression_attribute_values(":delta", n(delta))
-            .return_values(ReturnValue::UpdatedNew)
-            .send()
-            .await
-            .map_err(|e| unavailable("add_to_counter", &e))?;
-        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
-        updated_value(output.attributes, COUNTER_ATTRIBUTE, &location)
-    }
-
     /// One `UpdateItem` adding every non-zero delta to the scope's combined item.
     pub(super) async fn add_to_counters_together(
         &self,
@@ -143,17 +79,4 @@ impl DynamoStore {
         }
         Ok(values)
     }
-}
-
-fn updated_value(
-    attributes: Option<Item>,
-    attribute: &str,
-    location: &str,
-) -> Result<u64, StoreError> {
-    number(&attributes.unwrap_or_default(), attribute, location)?.ok_or_else(|| {
-        StoreError::Corrupt {
-            key: location.to_owned(),
-            reason: "update returned no counter value".into(),
-        }
-    })
 }

@@ -18,6 +18,7 @@ pub use tables::{TableNames, create_tables};
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::ReturnValue;
 use items::{Item, decode, encode, n, number, s, unavailable};
 use parley_core::ports::store::keys;
 use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
@@ -218,7 +219,44 @@ impl Store for DynamoStore {
         counter: &str,
         ceiling: u64,
     ) -> Result<Option<u64>, StoreError> {
-        self.increment_counter_within(scope, counter, ceiling).await
+        // `attribute_not_exists` would let a first increment through a zero ceiling.
+        if ceiling == 0 {
+            return Ok(None);
+        }
+        let sk = format!("{COUNTER_PREFIX}{counter}");
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.conversations)
+            .key("pk", s(scope))
+            .key("sk", s(&sk))
+            .update_expression("ADD #v :one")
+            .condition_expression("attribute_not_exists(#v) OR #v < :ceiling")
+            .expression_attribute_names("#v", COUNTER_ATTRIBUTE)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":ceiling", n(ceiling))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        let output = match result {
+            Ok(output) => output,
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(unavailable("increment_within", &e)),
+        };
+        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
+        let attributes = output.attributes.unwrap_or_default();
+        let value = number(&attributes, COUNTER_ATTRIBUTE, &location)?.ok_or_else(|| {
+            StoreError::Corrupt {
+                key: location.clone(),
+                reason: "update returned no counter value".into(),
+            }
+        })?;
+        Ok(Some(value))
     }
 
     async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
@@ -230,17 +268,36 @@ impl Store for DynamoStore {
         self.counter_values(scope, names, "counters").await
     }
 
+    async fn add_to_counters(&self, scope: &str, deltas: &[(&str, u64)]) -> Result<(), StoreError> {
+        self.add_to_counters_together(scope, deltas).await
+    }
+
     async fn add_to_counter(
         &self,
         scope: &str,
         counter: &str,
         delta: u64,
     ) -> Result<u64, StoreError> {
-        self.add_to_one_counter(scope, counter, delta).await
-    }
-
-    async fn add_to_counters(&self, scope: &str, deltas: &[(&str, u64)]) -> Result<(), StoreError> {
-        self.add_to_counters_together(scope, deltas).await
+        let sk = format!("{COUNTER_PREFIX}{counter}");
+        let output = self
+            .client
+            .update_item()
+            .table_name(&self.tables.conversations)
+            .key("pk", s(scope))
+            .key("sk", s(&sk))
+            .update_expression("ADD #v :delta")
+            .expression_attribute_names("#v", COUNTER_ATTRIBUTE)
+            .expression_attribute_values(":delta", n(delta))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(|e| unavailable("add_to_counter", &e))?;
+        let location = format!("{}/{scope}/{sk}", self.tables.conversations);
+        let attributes = output.attributes.unwrap_or_default();
+        number(&attributes, COUNTER_ATTRIBUTE, &location)?.ok_or_else(|| StoreError::Corrupt {
+            key: location.clone(),
+            reason: "update returned no counter value".into(),
+        })
     }
 
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {

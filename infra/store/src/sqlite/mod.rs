@@ -175,16 +175,45 @@ impl Store for SqliteStore {
         counter: &str,
         ceiling: u64,
     ) -> Result<Option<u64>, StoreError> {
-        self.increment_counter_within(scope, counter, ceiling).await
+        if ceiling == 0 {
+            return Ok(None);
+        }
+        let (scope, counter) = (scope.to_owned(), counter.to_owned());
+        // A ceiling beyond i64 cannot be reached by a stored value anyway.
+        let ceiling = i64::try_from(ceiling).unwrap_or(i64::MAX);
+        self.run("increment_within", move |conn| {
+            let value: Option<i64> = conn
+                .query_row(
+                    "INSERT INTO store_counters (scope, name, value) VALUES (?1, ?2, 1)
+                     ON CONFLICT (scope, name) DO UPDATE SET value = value + 1
+                     WHERE store_counters.value < ?3
+                     RETURNING value",
+                    params![scope, counter, ceiling],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("increment_within", &e))?;
+            value
+                .map(|v| counter_value(v, &scope, &counter))
+                .transpose()
+        })
+        .await
     }
 
     async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
-        let values = self.counter_values(scope, &[counter], "counter").await?;
-        Ok(values.first().copied().unwrap_or(0))
-    }
-
-    async fn counters(&self, scope: &str, names: &[&str]) -> Result<Vec<u64>, StoreError> {
-        self.counter_values(scope, names, "counters").await
+        let (scope, counter) = (scope.to_owned(), counter.to_owned());
+        self.run("counter", move |conn| {
+            let value: Option<i64> = conn
+                .query_row(
+                    "SELECT value FROM store_counters WHERE scope = ?1 AND name = ?2",
+                    [&scope, &counter],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| unavailable("counter", &e))?;
+            value.map_or(Ok(0), |v| counter_value(v, &scope, &counter))
+        })
+        .await
     }
 
     async fn add_to_counter(
@@ -193,7 +222,14 @@ impl Store for SqliteStore {
         counter: &str,
         delta: u64,
     ) -> Result<u64, StoreError> {
-        self.add_to_one_counter(scope, counter, delta).await
+        let (scope, counter) = (scope.to_owned(), counter.to_owned());
+        let delta = counters::sqlite_delta(delta)?;
+        self.run("add_to_counter", move |conn| {
+            let value = counters::add(conn, &scope, &counter, delta)
+                .map_err(|e| unavailable("add_to_counter", &e))?;
+            counter_value(value, &scope, &counter)
+        })
+        .await
     }
 
     async fn add_to_counters(&self, scope: &str, deltas: &[(&str, u64)]) -> Result<(), StoreError> {
@@ -530,6 +566,13 @@ impl Store for SqliteStore {
 /// above `i64::MAX` (none exist today) still round-trip.
 fn id_column(id: u64) -> i64 {
     i64::from_ne_bytes(id.to_ne_bytes())
+}
+
+fn counter_value(value: i64, scope: &str, counter: &str) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Corrupt {
+        key: format!("store_counters/{scope}/{counter}"),
+        reason: format!("negative counter value {value}"),
+    })
 }
 
 fn encode<T: Serialize>(record: &T, what: &str) -> Result<String, StoreError> {
