@@ -155,6 +155,9 @@ async fn review_command(args: review::ReviewArgs) -> anyhow::Result<ExitCode> {
                 }
             }
             print(&review::render::render(&report, args.format))?;
+            if args.format == review::render::Format::Github {
+                write_step_summary(&report);
+            }
             Ok(ExitCode::from(
                 report.exit_status(args.fail_on, args.fail_on_partial),
             ))
@@ -163,6 +166,25 @@ async fn review_command(args: review::ReviewArgs) -> anyhow::Result<ExitCode> {
             eprintln!("parley review: {err}");
             Ok(ExitCode::from(2))
         }
+    }
+}
+
+/// Under GitHub Actions, the whole report (Markdown) in the job's summary page beside the
+/// annotations. The review is done whatever happens here: a failure is one warning line.
+fn write_step_summary(report: &review::Report) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut file| writeln!(file, "{}", review::render::markdown(report)));
+    if let Err(err) = written {
+        eprintln!(
+            "warning: could not write the step summary to {}: {err}",
+            std::path::Path::new(&path).display()
+        );
     }
 }
 

@@ -700,6 +700,54 @@ async fn fail_on_partial_fails_a_review_that_missed_a_pass() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
 
+/// `--format github` prints one workflow command a line: an annotation on the finding's
+/// lines (what Actions shows on the PR's diff, no code scanning needed) and a warning for
+/// a failed pass; where Actions names a step summary file, the Markdown report is
+/// appended to it.
+#[tokio::test]
+async fn github_format_annotates_the_diff_and_fills_the_step_summary() {
+    let rig = Rig::start().await;
+    rig.llm.fail(CORRECTNESS, 500);
+    let summary = rig.dir.path().join("step-summary.md");
+    std::fs::write(&summary, "# Tests\n").expect("summary file");
+    let mut env = rig.env();
+    env.push(("GITHUB_STEP_SUMMARY".into(), summary.display().to_string()));
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+
+    let out = run(
+        &rig,
+        args(&[
+            "review",
+            &reference,
+            "--format",
+            "github",
+            "--fail-on",
+            "high",
+        ]),
+        env,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let lines: Vec<&str> = printed.lines().filter(|l| !l.is_empty()).collect();
+    assert!(
+        lines[0].starts_with(
+            "::error file=src/db.rs,line=3,endLine=3,title=Parley [critical] SQL injection::"
+        ),
+        "{printed}"
+    );
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("::warning title=Parley review is partial::The correctness pass failed")),
+        "{printed}"
+    );
+    assert!(lines.iter().all(|l| l.starts_with("::")), "{printed}");
+    let written = std::fs::read_to_string(&summary).expect("step summary");
+    assert!(written.starts_with("# Tests\n"), "appended, not replaced");
+    assert!(written.contains("## Parley review of"), "{written}");
+    assert!(written.contains("SQL injection"), "{written}");
+}
+
 /// A model in trouble is reported the way a person reads it: a failed pass is one
 /// `warning:` line on stderr (none with `--quiet`), a model that fails every pass one
 /// error line; never the worker's timestamped log records (those only with `-v`).

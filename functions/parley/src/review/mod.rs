@@ -6,6 +6,7 @@
 //! merge, learnings, judge and thresholds as a posted review — and the findings are
 //! printed. Nothing is posted unless `--post` asks for it.
 
+pub mod annotations;
 pub mod local;
 pub mod progress;
 pub mod render;

@@ -15,6 +15,9 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0, for `github/codeql-action/upload-sarif`.
     Sarif,
+    /// GitHub Actions workflow commands: annotations on the PR's changed files (no code
+    /// scanning needed); the Markdown report goes to the step summary when Actions names one.
+    Github,
 }
 
 pub fn render(report: &Report, format: Format) -> String {
@@ -23,6 +26,7 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Markdown => markdown(report),
         Format::Json => serde_json::to_string_pretty(&json_value(report)).unwrap_or_default(),
         Format::Sarif => serde_json::to_string_pretty(&sarif(report)).unwrap_or_default(),
+        Format::Github => super::annotations::render(report),
     }
 }
 
@@ -83,7 +87,7 @@ fn terminal(report: &Report) -> String {
     out
 }
 
-fn markdown(report: &Report) -> String {
+pub fn markdown(report: &Report) -> String {
     let mut out = format!("## Parley review of {}\n\n", report.subject);
     let count = report.inline.len() + report.in_summary.len();
     if count == 0 {
