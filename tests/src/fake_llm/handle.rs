@@ -144,8 +144,13 @@ pub(super) async fn handle(
         if !calls.is_empty() || s.done_instead_of_answering {
             s.prompts.push(prompt.clone());
             let model = request["model"].as_str().unwrap_or("fake").to_string();
-            if openai && request["stream"] == true && !calls.is_empty() {
-                return super::stream::openai_tool_calls(&model, &calls);
+            if request["stream"] == true && !calls.is_empty() {
+                s.streamed_tool_calls += 1;
+                return if openai {
+                    super::stream::openai_tool_calls(&model, &calls)
+                } else {
+                    super::stream::anthropic_tool_calls(&model, &calls)
+                };
             }
             return tool_reply(openai, &model, &calls);
         }

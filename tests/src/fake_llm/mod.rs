@@ -132,6 +132,11 @@ impl FakeLlm {
         self.state().refuse_tools = true;
     }
 
+    /// How many replies with scripted tool calls went out as a stream.
+    pub fn streamed_tool_calls(&self) -> usize {
+        self.state().streamed_tool_calls
+    }
+
     /// How many streamed replies the client stopped reading before their end.
     pub fn hang_ups(&self) -> usize {
         self.state().hang_ups

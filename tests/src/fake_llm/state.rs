@@ -124,6 +124,8 @@ pub(super) struct State {
     /// `(prompt fragment, calls)`: a request that offers tools and contains the fragment,
     /// with no tool results yet, is answered with these tool calls.
     pub(super) tool_scripts: Vec<(String, Vec<(String, Value)>)>,
+    /// Scripted tool calls sent as a stream (a request that asked for one).
+    pub(super) streamed_tool_calls: usize,
     /// Refuse any request that carries `tools` with a 400, as Ollama does for a model
     /// without a tool template.
     pub(super) refuse_tools: bool,

@@ -130,6 +130,58 @@ impl Stream {
     }
 }
 
+/// A call's JSON arguments in two pieces, split mid-way (at a character boundary), as
+/// servers stream them.
+fn halves(input: &Value) -> [String; 2] {
+    let arguments = input.to_string();
+    let middle = (0..=arguments.len() / 2)
+        .rev()
+        .find(|i| arguments.is_char_boundary(*i))
+        .unwrap_or(0);
+    let (head, tail) = arguments.split_at(middle);
+    [head.to_string(), tail.to_string()]
+}
+
+/// Tool calls streamed as Anthropic sends them: `message_start`, then per call a
+/// `tool_use` block whose input comes as two `input_json_delta` pieces, then the stop
+/// reason `tool_use` and `message_stop`.
+pub(super) fn anthropic_tool_calls(model: &str, calls: &[(String, Value)]) -> Response {
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "id": "msg_fake", "type": "message", "role": "assistant", "content": [], "model": model,
+        "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 100, "output_tokens": 1,
+                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})];
+    for (index, (name, input)) in calls.iter().enumerate() {
+        events.push(
+            json!({"type": "content_block_start", "index": index, "content_block":
+            {"type": "tool_use", "id": format!("toolu_{index}"), "name": name, "input": {}}}),
+        );
+        for piece in halves(input) {
+            events.push(json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta", "partial_json": piece}}));
+        }
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+                       "usage": {"output_tokens": 10}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect();
+    event_stream(body)
+}
+
+fn event_stream(body: String) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
+}
+
 /// Tool calls streamed as OpenAI and llama.cpp send them: a call's first piece names it
 /// (id, function name, no arguments yet), its arguments follow in two pieces, then the
 /// finish reason, the usage and `[DONE]`.
@@ -147,13 +199,7 @@ pub(super) fn openai_tool_calls(model: &str, calls: &[(String, Value)]) -> Respo
                                    "function": {"name": name, "arguments": ""}}]}),
             Value::Null,
         ));
-        let arguments = input.to_string();
-        let middle = (0..=arguments.len() / 2)
-            .rev()
-            .find(|i| arguments.is_char_boundary(*i))
-            .unwrap_or(0);
-        let (head, tail) = arguments.split_at(middle);
-        for piece in [head, tail] {
+        for piece in halves(input) {
             events.push(chunk(
                 json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
                 Value::Null,
@@ -167,11 +213,7 @@ pub(super) fn openai_tool_calls(model: &str, calls: &[(String, Value)]) -> Respo
     }));
     let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
     body.push_str("data: [DONE]\n\n");
-    (
-        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
-        body,
-    )
-        .into_response()
+    event_stream(body)
 }
 
 /// A reply in pieces of about a token or two, as model servers stream them.

@@ -249,6 +249,45 @@ async fn with_the_repository_open_each_pass_and_the_judge_still_make_one_call() 
     assert_eq!(read, written * 4, "written once, read by the rest: {cache}");
 }
 
+/// The leading pass's request is streamed (the others wait for its `message_start`); a
+/// model that reads in that turn streams its tool calls as Anthropic does, their input in
+/// pieces, and the pass reads the file and answers: every pass reads once, only the
+/// leader's calls came as a stream, and the prefix is still written once.
+#[tokio::test]
+async fn the_leading_pass_reads_through_a_streamed_reply() {
+    let h = ReviewHarness::start(Backend::Sqlite).await;
+    long_pr_with_a_finding(&h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        parley_tests::fake_github::tarball(&[("src/db.rs", "pub fn find() {}\n")]),
+    );
+    for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
+        h.llm.call_tools(
+            pass,
+            &[("read_file", serde_json::json!({"path": "src/db.rs"}))],
+        );
+    }
+    h.review_opened().await;
+
+    assert_eq!(h.llm.streamed_tool_calls(), 1, "the leader's, streamed");
+    let answered = h
+        .llm
+        .prompts()
+        .iter()
+        .filter(|p| p.carries_tool_results() && !p.text().contains(JUDGE))
+        .count();
+    assert_eq!(answered, 4, "every pass read src/db.rs and answered");
+    assert_eq!(h.inline_comments().len(), 1, "the security pass's finding");
+    let summary = h.first_review_body();
+    assert!(
+        summary.contains("Code read with tools: 4 call(s)"),
+        "{summary}"
+    );
+    let (_, written) = cache_counts(cache_line(&summary));
+    assert!(written > 1024, "{summary}");
+}
+
 /// The summary's line of prompt cache figures.
 fn cache_line(summary: &str) -> &str {
     summary
