@@ -178,6 +178,16 @@ fn long_pr_with_a_finding(h: &ReviewHarness) {
     );
 }
 
+/// [`long_pr_with_a_finding`], with the head's code served.
+fn long_pr_with_the_repository_open(h: &ReviewHarness) {
+    long_pr_with_a_finding(h);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        parley_tests::fake_github::tarball(&[("src/db.rs", "pub fn find() {}\n")]),
+    );
+}
+
 /// A review whose shared prefix is long enough to cache: the first pass writes it, the
 /// other passes and the judge read it (the fake bills as Anthropic does), every request
 /// carries the marker where the shared part ends, and the summary says what was saved.
@@ -226,12 +236,7 @@ async fn the_shared_prefix_is_written_once_and_read_by_the_other_passes_and_the_
 #[tokio::test]
 async fn with_the_repository_open_each_pass_and_the_judge_still_make_one_call() {
     let h = ReviewHarness::start(Backend::Sqlite).await;
-    long_pr_with_a_finding(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        parley_tests::fake_github::tarball(&[("src/db.rs", "pub fn find() {}\n")]),
-    );
+    long_pr_with_the_repository_open(&h);
     h.review_opened().await;
 
     let prompts = h.llm.prompts();
@@ -256,12 +261,7 @@ async fn with_the_repository_open_each_pass_and_the_judge_still_make_one_call() 
 #[tokio::test]
 async fn the_leading_pass_reads_through_a_streamed_reply() {
     let h = ReviewHarness::start(Backend::Sqlite).await;
-    long_pr_with_a_finding(&h);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        parley_tests::fake_github::tarball(&[("src/db.rs", "pub fn find() {}\n")]),
-    );
+    long_pr_with_the_repository_open(&h);
     for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
         h.llm.call_tools(
             pass,
