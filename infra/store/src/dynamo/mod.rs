@@ -167,6 +167,25 @@ impl DynamoStore {
             .await
             .map_err(|e| unavailable(operation, &e))
     }
+
+    /// The records under `pk` whose sort key starts with `prefix`, decoded (an item that
+    /// does not decode is an error naming it).
+    async fn records<T: serde::de::DeserializeOwned>(
+        &self,
+        table: &str,
+        pk: &str,
+        prefix: &str,
+        operation: &str,
+    ) -> Result<Vec<T>, StoreError> {
+        let items = self.query_partition(table, pk, prefix, operation).await?;
+        items
+            .into_iter()
+            .map(|item| {
+                let location = item_location(table, pk, &item);
+                decode(item, &location)
+            })
+            .collect()
+    }
 }
 
 fn installation_key(id: u64) -> String {
@@ -329,16 +348,9 @@ impl Store for DynamoStore {
 
     async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
         let pk = keys::pr_scope(repo, pr);
-        let items = self
-            .query_partition(&self.tables.conversations, &pk, RUN_PREFIX, "review_runs")
+        let mut runs: Vec<ReviewRun> = self
+            .records(&self.tables.conversations, &pk, RUN_PREFIX, "review_runs")
             .await?;
-        let mut runs = items
-            .into_iter()
-            .map(|item| {
-                let location = item_location(&self.tables.conversations, &pk, &item);
-                decode(item, &location)
-            })
-            .collect::<Result<Vec<ReviewRun>, _>>()?;
         ordering::runs_oldest_first(&mut runs);
         Ok(runs)
     }
@@ -449,21 +461,14 @@ impl Store for DynamoStore {
 
     async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError> {
         let pk = keys::pr_scope(repo, pr);
-        let items = self
-            .query_partition(
+        let mut findings: Vec<Finding> = self
+            .records(
                 &self.tables.findings,
                 &pk,
                 FINDING_PREFIX,
                 "findings_for_pr",
             )
             .await?;
-        let mut findings = items
-            .into_iter()
-            .map(|item| {
-                let location = item_location(&self.tables.findings, &pk, &item);
-                decode(item, &location)
-            })
-            .collect::<Result<Vec<Finding>, _>>()?;
         ordering::findings_oldest_first(&mut findings);
         Ok(findings)
     }
