@@ -122,7 +122,7 @@ impl<'a> Toolbox<'a> {
     /// Keep a share of the review's calls for a reader that comes after `readers_before`
     /// others (the judge after the passes): a fair share of the allowance, at most what
     /// one pass may make. Those before it reach the review's limit that much sooner.
-    pub fn keeping_a_share_for_last(self, readers_before: usize) -> Self {
+    pub(crate) fn keeping_a_share_for_last(self, readers_before: usize) -> Self {
         let readers = u32::try_from(readers_before)
             .unwrap_or(u32::MAX)
             .saturating_add(1);
@@ -136,7 +136,7 @@ impl<'a> Toolbox<'a> {
     }
 
     /// The last reader's turn: what was kept for it may now be spent.
-    pub fn release_what_was_kept(&self) {
+    pub(crate) fn release_what_was_kept(&self) {
         self.held_back.store(0, Ordering::SeqCst);
     }
 
