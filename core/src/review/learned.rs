@@ -72,6 +72,10 @@ impl Judged {
     }
 }
 
+/// [`Suppressed::by`] for a finding the judge dropped on its own reasoning (a drop that
+/// rests on a learning names the learning).
+pub const BY_JUDGE: &str = "judge";
+
 /// Run the judge over `kept`: drop what it drops (as suppressed, by the learning it names
 /// when one), take its confidence for the rest.
 pub async fn judge(
@@ -171,7 +175,7 @@ pub async fn judge(
                         }
                         let known = learning.filter(|id| authoritative.iter().any(|l| &l.id == id));
                         dropped.push(Suppressed {
-                            by: known.clone().unwrap_or_else(|| "judge".to_string()),
+                            by: known.clone().unwrap_or_else(|| BY_JUDGE.to_string()),
                             why: match known {
                                 Some(id) => format!("contradicts {id}: {reason}"),
                                 None => format!("judge: {reason}"),

@@ -75,12 +75,32 @@ impl LearningReport<'_> {
             )),
             JudgeStatus::Off | JudgeStatus::Idle => {}
         }
-        if !self.suppressed.is_empty() {
+        // A drop at a blocking severity changes the gate: said where a reader sees it,
+        // not folded away with the rest.
+        let (blocking, rest): (Vec<_>, Vec<_>) = self.suppressed.iter().partition(|s| {
+            s.by == crate::review::learned::BY_JUDGE && t.blocks(s.candidate.severity)
+        });
+        if !blocking.is_empty() {
+            out.push_str(
+                "- ⚠️ The judge dropped findings at a severity the merge gate blocks on, so they do not count for it:\n",
+            );
+            for s in &blocking {
+                out.push_str(&format!(
+                    "  - {} **{}** (`{}:{}`) — {}\n",
+                    s.candidate.severity.name(),
+                    s.candidate.title,
+                    s.candidate.path,
+                    s.candidate.line,
+                    s.why
+                ));
+            }
+        }
+        if !rest.is_empty() {
             out.push_str(&format!(
                 "\n<details><summary>{} finding(s) suppressed</summary>\n\n",
-                self.suppressed.len()
+                rest.len()
             ));
-            for s in self.suppressed {
+            for s in rest {
                 out.push_str(&format!(
                     "- **{}** (`{}:{}`) — {}\n",
                     s.candidate.title, s.candidate.path, s.candidate.line, s.why

@@ -379,12 +379,12 @@ fn assert_the_limits_finding_was_posted(h: &ReviewHarness, summary: &str) {
 /// Not code: only a tool call reads it.
 const GATEWAY: &str = "// Every id reaching the api was looked up by the gateway: never empty.\n";
 
-/// The passes report the unwrap (they see `load_user`'s definition); the judge reads
-/// `src/gateway.rs` and drops the finding.
-fn the_judge_reads_the_gateway_and_drops_the_finding(h: &ReviewHarness) {
+/// The passes report the unwrap at `severity` (they see `load_user`'s definition); the
+/// judge reads `src/gateway.rs` and drops the finding.
+fn the_judge_reads_the_gateway_and_drops_the_finding(h: &ReviewHarness, severity: &str) {
     h.llm.answer(
         DEFINITION,
-        &reply(&[finding("src/api.rs", 5, "medium", 90, TITLE)]),
+        &reply(&[finding("src/api.rs", 5, severity, 90, TITLE)]),
     );
     h.llm.call_tools(
         JUDGE,
@@ -405,7 +405,7 @@ fn the_judge_reads_the_gateway_and_drops_the_finding(h: &ReviewHarness) {
 /// prefix), and the summary lists what it read.
 async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: ReviewHarness) {
     pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
-    the_judge_reads_the_gateway_and_drops_the_finding(&h);
+    the_judge_reads_the_gateway_and_drops_the_finding(&h, "medium");
     let summary = review(&h).await;
 
     assert!(h.inline_comments().is_empty(), "dropped by the judge");
@@ -448,7 +448,7 @@ async fn passes_that_read_all_they_may_leave_the_judge_its_share(h: ReviewHarnes
     for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
         h.llm.call_tools(pass, &reads);
     }
-    the_judge_reads_the_gateway_and_drops_the_finding(&h);
+    the_judge_reads_the_gateway_and_drops_the_finding(&h, "high");
     let summary = review(&h).await;
 
     let passes: Vec<serde_json::Value> = h
