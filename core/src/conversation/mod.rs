@@ -6,7 +6,7 @@
 //! 2. [`thread`]: rebuild the conversation the comment belongs to, from GitHub;
 //! 3. [`gates`]: addressed to Parley? not a bot? allowed? not answered before? within the
 //!    PR's turn limit? then acknowledge with `eyes`;
-//! 4. [`commands`]: `@parley review` / `@parley full review` queue a review instead (on a
+//! 4. [`review_request`]: `@parley review` / `@parley full review` queue a review instead (on a
 //!    plain issue, a note says reviews are for pull requests);
 //! 5. [`context`] and [`budget`]: the finding, the code, the guidelines and the history,
 //!    fitted to the context budget; [`prompt`] words it;

@@ -175,7 +175,7 @@ pub async fn finish(
 }
 
 /// Answer a manual request for a head that was already reviewed: "already reviewed at
-/// <sha>" with a link, and a hidden marker naming the request, so a redelivered request
+/// `<sha>`" with a link, and a hidden marker naming the request, so a redelivered request
 /// finds the answer and does not post it again.
 pub async fn answer_already_reviewed(
     github: &dyn GitHub,

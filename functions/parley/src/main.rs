@@ -54,7 +54,7 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
-    /// Dead-lettered jobs: list | show <id> | redrive <id> | redrive --all.
+    /// Dead-lettered jobs: `list` | `show <id>` | `redrive <id>` | `redrive --all`.
     Dlq(Operator),
     /// Sign and send a webhook delivery: <payload.json> --event E [--url URL].
     Replay(Operator),

@@ -36,7 +36,7 @@ use target::PullRef;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReviewArgs {
-    /// The PR: https://github.com/OWNER/REPO/pull/N or OWNER/REPO#N.
+    /// The PR: `https://github.com/OWNER/REPO/pull/N` or `OWNER/REPO#N`.
     #[arg(conflicts_with_all = ["git", "diff"], required_unless_present_any = ["git", "diff"])]
     pub pull: Option<String>,
     /// Review a local git range BASE..HEAD; without a value, the merge base with the
