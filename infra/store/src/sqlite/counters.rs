@@ -1,11 +1,38 @@
-//! Counters added together: one transaction, so a job's usage lands whole or not at all.
-//! (SQLite keeps a row per scope and counter either way; the combined item is DynamoDB's.)
+//! Counters added and read together: one transaction, so a job's usage lands whole or not
+//! at all, and one trip to the connection's thread to read them. (SQLite keeps a row per
+//! scope and counter either way; the combined item is DynamoDB's.)
 
 use super::{SqliteStore, unavailable};
 use parley_core::ports::StoreError;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 impl SqliteStore {
+    pub(super) async fn counter_values(
+        &self,
+        scope: &str,
+        names: &[&str],
+    ) -> Result<Vec<u64>, StoreError> {
+        let scope = scope.to_owned();
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        self.run("counters", move |conn| {
+            let failed = |e: rusqlite::Error| unavailable("counters", &e);
+            let mut read = conn
+                .prepare_cached("SELECT value FROM store_counters WHERE scope = ?1 AND name = ?2")
+                .map_err(failed)?;
+            names
+                .iter()
+                .map(|name| {
+                    let value: Option<i64> = read
+                        .query_row([&scope, name], |row| row.get(0))
+                        .optional()
+                        .map_err(failed)?;
+                    value.map_or(Ok(0), |v| super::counter_value(v, &scope, name))
+                })
+                .collect()
+        })
+        .await
+    }
+
     pub(super) async fn add_to_counters_together(
         &self,
         scope: &str,

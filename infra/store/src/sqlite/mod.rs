@@ -236,6 +236,10 @@ impl Store for SqliteStore {
         self.add_to_counters_together(scope, deltas).await
     }
 
+    async fn counters(&self, scope: &str, names: &[&str]) -> Result<Vec<u64>, StoreError> {
+        self.counter_values(scope, names).await
+    }
+
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
         let record = encode(run, "review run")?;
         let (repo, pr, sha) = (run.repo.clone(), id_column(run.pr), run.head_sha.clone());
