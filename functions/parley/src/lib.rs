@@ -10,6 +10,7 @@ pub mod budget;
 pub mod dlq;
 pub mod doctor;
 pub mod manifest;
+pub mod memory;
 pub mod poller;
 pub mod replay;
 pub mod review;

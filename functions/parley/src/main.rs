@@ -93,10 +93,22 @@ enum ConfigCommand {
     Schema,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let _ = dotenvy::dotenv();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Serve) {
+        parley_cli::memory::cap_malloc_arenas();
+    }
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(err) => {
+            eprintln!("parley: could not start the async runtime: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve => {
             telemetry::init();
