@@ -29,7 +29,7 @@ impl ReviewInputs {
             || self
                 .not_reviewed
                 .iter()
-                .any(|n| n.why == LeftOut::OverBudget)
+                .any(|n| n.why.leaves_review_partial())
     }
 }
 
@@ -51,6 +51,17 @@ pub enum LeftOut {
     Unreadable(String),
     OverBudget,
 }
+
+impl LeftOut {
+    /// Whether a file left out this way is one the review should have read.
+    pub fn leaves_review_partial(&self) -> bool {
+        *self == LeftOut::OverBudget
+    }
+}
+
+/// What a review says when GitHub's file listing stopped short.
+pub const LISTING_CUT_OFF: &str =
+    "GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.";
 
 impl std::fmt::Display for LeftOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

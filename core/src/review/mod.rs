@@ -452,7 +452,7 @@ impl ReviewHandler {
                 .map(|c| c.fingerprint.as_str())
                 .collect(),
             repeated: &merged.repeated,
-            complete_full_review: !scope_of_review.incremental && !report.partial(),
+            complete_full_review: !scope_of_review.incremental && !report.partial,
             reviewed_paths: inputs.files.iter().map(|f| f.path.as_str()).collect(),
             pr_paths: pr_paths.iter().map(String::as_str).collect(),
         };
@@ -526,7 +526,7 @@ impl ReviewHandler {
             tracing::info!(%repo, number = job.number, closed = changes.closed.len(), reopened = changes.reopened.len(), "earlier findings closed or reopened by this review");
         }
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
-        let partial = report.partial();
+        let partial = report.partial;
         let automatic = !runs::is_manual(job.trigger);
         // A finding a manual review of this head already posted, which this run found
         // again and did not re-post (fingerprints), is this run's: asking first does not

@@ -125,6 +125,9 @@ pub struct Summary<'a> {
     pub files_reviewed: Vec<&'a str>,
     pub not_reviewed: &'a [NotReviewed],
     pub listing_truncated: bool,
+    /// Whether the review saw less than it should have (see
+    /// [`crate::review::analyse::Analysis::partial`]). Nothing blocking then means "not
+    /// known", and the gate says `neutral` rather than `success`.
     pub partial: bool,
     pub passes_ok: Vec<&'a str>,
     /// `(specialist, reason)`.
@@ -184,18 +187,9 @@ impl Summary<'_> {
                 base_sha: self.base_sha.to_string(),
                 trigger: self.trigger.to_string(),
                 request: self.rerun_of,
-                partial: self.partial(),
+                partial: self.partial,
             },
         )
-    }
-
-    /// Whether the review saw less than it should have (see [`Analysis::partial`]).
-    /// Nothing blocking then means "not known", and the gate says `neutral` rather than
-    /// `success`.
-    ///
-    /// [`Analysis::partial`]: crate::review::analyse::Analysis::partial
-    pub fn partial(&self) -> bool {
-        self.partial
     }
 
     fn headline(&self) -> String {
@@ -284,7 +278,7 @@ impl Summary<'_> {
                 out.push_str(&format!("- `{}`: {}\n", file.path, file.why));
             }
             if self.listing_truncated {
-                out.push_str("- GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.\n");
+                out.push_str(&format!("- {}\n", crate::review::inputs::LISTING_CUT_OFF));
             }
         }
         for warning in self.config_warnings {

@@ -9,7 +9,7 @@
 
 use super::Report;
 use parley_core::ports::Severity;
-use parley_core::review::inputs::LeftOut;
+use parley_core::review::inputs::LISTING_CUT_OFF;
 
 /// Annotations Actions shows per step of each level; past them it drops the rest
 /// without a word (actions/toolkit, "problem matchers": 10 errors, 10 warnings and 10
@@ -102,7 +102,7 @@ fn notes(report: &Report) -> Vec<Note> {
         }
     }));
     notes.extend(report.not_reviewed.iter().map(|file| Note {
-        level: if file.why == LeftOut::OverBudget {
+        level: if file.why.leaves_review_partial() {
             "warning"
         } else {
             "notice"
@@ -115,7 +115,7 @@ fn notes(report: &Report) -> Vec<Note> {
         plain: one_line(&format!("{}: not reviewed: {}", file.path, file.why)),
     }));
     if report.listing_truncated {
-        let message = "GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.";
+        let message = LISTING_CUT_OFF;
         notes.push(Note {
             level: "warning",
             properties: vec![("title", "Parley review is partial".to_string())],

@@ -3,7 +3,7 @@
 use super::Report;
 use console::{Style, style};
 use parley_core::ports::Severity;
-use parley_core::review::inputs::LeftOut;
+use parley_core::review::inputs::LISTING_CUT_OFF;
 use parley_core::review::merge::Candidate;
 use serde_json::{Value, json};
 
@@ -128,9 +128,7 @@ fn footer(report: &Report, markdown: bool) -> String {
             out.push_str(&format!("{bullet}{}: {}\n", file.path, file.why));
         }
         if report.listing_truncated {
-            out.push_str(&format!(
-                "{bullet}GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.\n"
-            ));
+            out.push_str(&format!("{bullet}{LISTING_CUT_OFF}\n"));
         }
     }
     if !report.passes_failed.is_empty() {
@@ -284,7 +282,7 @@ fn invocation(report: &Report) -> Value {
         json!({
             // Left out for the budget, a file the review should have read; a skip
             // pattern or a binary, one it never could.
-            "level": if file.why == LeftOut::OverBudget { "warning" } else { "note" },
+            "level": if file.why.leaves_review_partial() { "warning" } else { "note" },
             "descriptor": { "id": "parley/not-reviewed" },
             "message": { "text": format!("Not reviewed: {}: {}", file.path, file.why) },
             "locations": [{ "physicalLocation": { "artifactLocation": { "uri": file.path, "uriBaseId": "%SRCROOT%" } } }],
@@ -294,7 +292,7 @@ fn invocation(report: &Report) -> Value {
         notes.push(json!({
             "level": "warning",
             "descriptor": { "id": "parley/not-reviewed" },
-            "message": { "text": "GitHub listed only part of this PR's files; the files beyond that listing were not reviewed." },
+            "message": { "text": LISTING_CUT_OFF },
         }));
     }
     json!({

@@ -201,19 +201,8 @@ impl Store for SqliteStore {
     }
 
     async fn counter(&self, scope: &str, counter: &str) -> Result<u64, StoreError> {
-        let (scope, counter) = (scope.to_owned(), counter.to_owned());
-        self.run("counter", move |conn| {
-            let value: Option<i64> = conn
-                .query_row(
-                    "SELECT value FROM store_counters WHERE scope = ?1 AND name = ?2",
-                    [&scope, &counter],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(|e| unavailable("counter", &e))?;
-            value.map_or(Ok(0), |v| counter_value(v, &scope, &counter))
-        })
-        .await
+        let values = self.counter_values(scope, &[counter]).await?;
+        Ok(values.first().copied().unwrap_or(0))
     }
 
     async fn add_to_counter(
