@@ -746,6 +746,33 @@ async fn github_format_annotates_the_diff_and_fills_the_step_summary() {
     assert!(written.starts_with("# Tests\n"), "appended, not replaced");
     assert!(written.contains("## Parley review of"), "{written}");
     assert!(written.contains("SQL injection"), "{written}");
+
+    // A summary file that cannot be written: one warning line, the result as before.
+    let mut env = rig.env();
+    env.push((
+        "GITHUB_STEP_SUMMARY".into(),
+        rig.dir.path().display().to_string(),
+    ));
+    let out = run(
+        &rig,
+        args(&[
+            "review",
+            &reference,
+            "--format",
+            "github",
+            "--fail-on",
+            "high",
+        ]),
+        env,
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: could not write the step summary"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), printed, "the annotations are unchanged");
 }
 
 /// A model in trouble is reported the way a person reads it: a failed pass is one
