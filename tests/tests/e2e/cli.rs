@@ -700,6 +700,23 @@ async fn fail_on_partial_fails_a_review_that_missed_a_pass() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
 
+/// `parley review OWNER/REPO#N --format github --fail-on high` as an Actions step whose
+/// summary file is `summary`.
+async fn review_in_actions(rig: &Rig, summary: &Path) -> Output {
+    let mut env = rig.env();
+    env.push(("GITHUB_STEP_SUMMARY".into(), summary.display().to_string()));
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+    let argv = [
+        "review",
+        &reference,
+        "--format",
+        "github",
+        "--fail-on",
+        "high",
+    ];
+    run(rig, args(&argv), env).await
+}
+
 /// `--format github` prints one workflow command a line: an annotation on the finding's
 /// lines (what Actions shows on the PR's diff, no code scanning needed) and a warning for
 /// a failed pass; where Actions names a step summary file, the Markdown report is
@@ -710,23 +727,8 @@ async fn github_format_annotates_the_diff_and_fills_the_step_summary() {
     rig.llm.fail(CORRECTNESS, 500);
     let summary = rig.dir.path().join("step-summary.md");
     std::fs::write(&summary, "# Tests\n").expect("summary file");
-    let mut env = rig.env();
-    env.push(("GITHUB_STEP_SUMMARY".into(), summary.display().to_string()));
-    let reference = format!("{OWNER}/{NAME}#{PR}");
 
-    let out = run(
-        &rig,
-        args(&[
-            "review",
-            &reference,
-            "--format",
-            "github",
-            "--fail-on",
-            "high",
-        ]),
-        env,
-    )
-    .await;
+    let out = review_in_actions(&rig, &summary).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let printed = stdout(&out);
     let lines: Vec<&str> = printed.lines().filter(|l| !l.is_empty()).collect();
@@ -747,25 +749,9 @@ async fn github_format_annotates_the_diff_and_fills_the_step_summary() {
     assert!(written.contains("## Parley review of"), "{written}");
     assert!(written.contains("SQL injection"), "{written}");
 
-    // A summary file that cannot be written: one warning line, the result as before.
-    let mut env = rig.env();
-    env.push((
-        "GITHUB_STEP_SUMMARY".into(),
-        rig.dir.path().display().to_string(),
-    ));
-    let out = run(
-        &rig,
-        args(&[
-            "review",
-            &reference,
-            "--format",
-            "github",
-            "--fail-on",
-            "high",
-        ]),
-        env,
-    )
-    .await;
+    // A summary file that cannot be written (a directory): one warning line, the result
+    // as before.
+    let out = review_in_actions(&rig, rig.dir.path()).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("warning: could not write the step summary"),
