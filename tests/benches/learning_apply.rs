@@ -216,6 +216,7 @@ fn candidates() -> Vec<Candidate> {
             passes: vec!["security".into()],
             fingerprint: format!("cand{i}"),
             on_diff: true,
+            doubt: None,
         })
         .collect()
 }

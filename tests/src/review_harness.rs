@@ -276,12 +276,27 @@ impl ReviewHarness {
         self.github.reviews(REPO, PR)
     }
 
+    /// The body of the PR's one review (there must be exactly one).
+    pub fn summary(&self) -> String {
+        let reviews = self.reviews();
+        assert_eq!(reviews.len(), 1, "reviews: {reviews:#?}");
+        reviews[0]["body"].as_str().unwrap_or_default().to_string()
+    }
+
     /// Inline comments Parley posted (root comments of reviews).
     pub fn inline_comments(&self) -> Vec<Value> {
         self.github
             .review_comments(REPO, PR)
             .into_iter()
             .filter(|c| !c["pull_request_review_id"].is_null())
+            .collect()
+    }
+
+    /// The bodies of [`Self::inline_comments`].
+    pub fn inline_bodies(&self) -> Vec<String> {
+        self.inline_comments()
+            .iter()
+            .map(|c| c["body"].as_str().unwrap_or_default().to_string())
             .collect()
     }
 }

@@ -204,7 +204,7 @@ pub async fn analyse(
         if let Some(toolbox) = &toolbox {
             toolbox.release_what_was_kept();
         }
-        let judged = learned::judge(
+        let mut judged = learned::judge(
             llm,
             kept,
             subject.guidelines,
@@ -218,6 +218,13 @@ pub async fn analyse(
             },
         )
         .await;
+        // The judge read user text too: its reasons are posted only once cleaned.
+        for doubt in judged.kept.iter_mut().filter_map(|c| c.doubt.as_mut()) {
+            *doubt = crate::sanitize::model_text(doubt, silenced);
+        }
+        for dropped in &mut judged.dropped {
+            dropped.why = crate::sanitize::model_text(&dropped.why, silenced);
+        }
         suppressed.extend(judged.dropped);
         (judged.kept, judged.status, judged.read)
     } else {
@@ -326,6 +333,11 @@ impl Analysis {
                     .map(|l| l.id.as_str())
                     .collect(),
                 suppressed: &self.suppressed,
+                doubted: self
+                    .filtered
+                    .reported()
+                    .filter(|c| c.doubt.is_some())
+                    .collect(),
                 judge: &self.judge,
             },
         }

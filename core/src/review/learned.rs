@@ -26,6 +26,9 @@ pub enum JudgeStatus {
     Ran {
         dropped: usize,
         rescored: usize,
+        /// Findings at a blocking severity it would have dropped (or scored under the
+        /// threshold): kept, with its reason.
+        doubted: usize,
     },
     /// It failed; the specialists' scores stand (why, in public words).
     Failed(String),
@@ -76,8 +79,9 @@ impl Judged {
 /// rests on a learning names the learning).
 pub const BY_JUDGE: &str = "judge";
 
-/// Run the judge over `kept`: drop what it drops (as suppressed, by the learning it names
-/// when one), take its confidence for the rest.
+/// Run the judge over `kept`: drop what it may drop (as suppressed, by the learning it
+/// names when one), take its confidence for the rest, and keep what it doubts but may not
+/// drop with its reason (see [`rule`]).
 pub async fn judge(
     llm: &dyn crate::ports::llm::Llm,
     kept: Vec<Candidate>,
@@ -142,59 +146,103 @@ pub async fn judge(
             ..Judged::untouched(kept, JudgeStatus::Failed(why))
         },
         Judgement::Judged(decisions) => {
-            let mut out = Vec::new();
-            let mut dropped = Vec::new();
-            let mut rescored = 0;
-            for (mut candidate, decision) in kept.into_iter().zip(decisions) {
-                match decision {
-                    Decision::Keep { confidence } => {
-                        if confidence != candidate.confidence {
-                            rescored += 1;
-                            candidate.confidence = confidence;
-                        }
-                        out.push(candidate);
+            let (mut kept_now, mut dropped) = (Vec::new(), Vec::new());
+            let (mut rescored, mut doubted) = (0, 0);
+            for (candidate, decision) in kept.into_iter().zip(decisions) {
+                match rule(candidate, decision, applied, &authoritative) {
+                    Ruling::Kept(candidate) => kept_now.push(candidate),
+                    Ruling::Rescored(candidate) => {
+                        rescored += 1;
+                        kept_now.push(candidate);
                     }
-                    Decision::Drop { reason, learning } => {
-                        // Nothing learned hides a finding that blocks the merge gate: a
-                        // drop of one that rests on a learning (any id the judge names,
-                        // one it was shown or not) keeps it.
-                        if learning.is_some() && applied.thresholds.blocks(candidate.severity) {
-                            tracing::info!(finding = %candidate.title, learning = ?learning, "the judge cited a learning against a blocking finding; kept");
-                            out.push(candidate);
-                            continue;
-                        }
-                        // The judge reads the passes' prompt, every learning in it; only a
-                        // maintainer's may drop a finding (see `authoritative` above).
-                        if let Some(id) = &learning
-                            && !authoritative.iter().any(|l| &l.id == id)
-                            && applied.relevant.iter().any(|l| &l.id == id)
-                        {
-                            tracing::info!(finding = %candidate.title, learning = %id, "the judge cited a learning of someone without gate.resolveBy; kept");
-                            out.push(candidate);
-                            continue;
-                        }
-                        let known = learning.filter(|id| authoritative.iter().any(|l| &l.id == id));
-                        dropped.push(Suppressed {
-                            by: known.clone().unwrap_or_else(|| BY_JUDGE.to_string()),
-                            why: match known {
-                                Some(id) => format!("contradicts {id}: {reason}"),
-                                None => format!("judge: {reason}"),
-                            },
-                            candidate,
-                        });
+                    Ruling::Doubted(candidate) => {
+                        doubted += 1;
+                        kept_now.push(candidate);
                     }
+                    Ruling::Dropped(suppressed) => dropped.push(suppressed),
                 }
             }
-            let status = JudgeStatus::Ran {
-                dropped: dropped.len(),
-                rescored,
-            };
             Judged {
-                kept: out,
+                status: JudgeStatus::Ran {
+                    dropped: dropped.len(),
+                    rescored,
+                    doubted,
+                },
+                kept: kept_now,
                 dropped,
-                status,
                 read,
             }
+        }
+    }
+}
+
+/// What became of one finding the judge ruled on.
+enum Ruling {
+    Kept(Candidate),
+    Rescored(Candidate),
+    /// At a blocking severity, with the judge's case against it in [`Candidate::doubt`].
+    Doubted(Candidate),
+    Dropped(Suppressed),
+}
+
+/// Apply one decision of the judge's.
+///
+/// The judge may weed out findings, but not the ones the merge gate blocks on: it reads
+/// the diff and code the PR's author wrote (and may be argued with in them), and nothing
+/// its author says lifts a blocking finding without a code change (see
+/// [`resolution`]). So a drop of a blocking finding, on its own reasoning or citing a
+/// learning, and a re-score that would put one under its threshold, keep it with the
+/// judge's reason for whoever may lift it. Below the gate's severities its word stands,
+/// except a drop that rests on a learning of someone without `gate.resolveBy`.
+fn rule(
+    mut candidate: Candidate,
+    decision: Decision,
+    applied: &Applied,
+    authoritative: &[crate::learning::Learning],
+) -> Ruling {
+    let blocks = applied.thresholds.blocks(candidate.severity);
+    match decision {
+        Decision::Keep { confidence } => {
+            let threshold = applied.thresholds.for_candidate(&candidate);
+            if blocks && confidence < threshold && candidate.confidence >= threshold {
+                candidate.doubt = Some(format!(
+                    "it rated this finding {confidence}% likely, under the {threshold}% a finding needs to be reported"
+                ));
+                return Ruling::Doubted(candidate);
+            }
+            if confidence == candidate.confidence {
+                return Ruling::Kept(candidate);
+            }
+            candidate.confidence = confidence;
+            Ruling::Rescored(candidate)
+        }
+        Decision::Drop { reason, learning } => {
+            if blocks {
+                tracing::info!(finding = %candidate.title, learning = ?learning, "the judge would drop a blocking finding; kept with its doubt");
+                candidate.doubt = Some(match &learning {
+                    Some(id) => format!("{reason} (citing {id})"),
+                    None => reason,
+                });
+                return Ruling::Doubted(candidate);
+            }
+            // The judge reads the passes' prompt, every learning in it; only a
+            // maintainer's may drop a finding (see `authoritative` in [`judge`]).
+            if let Some(id) = &learning
+                && !authoritative.iter().any(|l| &l.id == id)
+                && applied.relevant.iter().any(|l| &l.id == id)
+            {
+                tracing::info!(finding = %candidate.title, learning = %id, "the judge cited a learning of someone without gate.resolveBy; kept");
+                return Ruling::Kept(candidate);
+            }
+            let known = learning.filter(|id| authoritative.iter().any(|l| &l.id == id));
+            Ruling::Dropped(Suppressed {
+                by: known.clone().unwrap_or_else(|| BY_JUDGE.to_string()),
+                why: match known {
+                    Some(id) => format!("contradicts {id}: {reason}"),
+                    None => format!("judge: {reason}"),
+                },
+                candidate,
+            })
         }
     }
 }
@@ -295,5 +343,139 @@ pub async fn code_changed(
                 tracing::warn!(finding = %finding.id, error = %err, "could not record the finding's outcome");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::learning::apply::{Base, for_review};
+    use crate::learning::stats::ThresholdSource;
+    use crate::ports::Severity;
+
+    /// The ruling on a finding at `severity` and confidence `confidence`, with a threshold
+    /// of 70, the gate blocking on critical and high and nothing learned.
+    fn ruling(severity: Severity, confidence: u8, decision: Decision) -> Ruling {
+        let applied = for_review(
+            &RepoMemory::default(),
+            1,
+            &[],
+            Base {
+                threshold: 70,
+                source: ThresholdSource::Default,
+                configured: 70,
+                blocking: vec![Severity::Critical, Severity::High],
+            },
+        );
+        let finding = Candidate {
+            confidence,
+            ..Candidate::sample("src/api.rs", severity, "correctness", "Unchecked id")
+        };
+        rule(finding, decision, &applied, &[])
+    }
+
+    fn drop(reason: &str, learning: Option<&str>) -> Decision {
+        Decision::Drop {
+            reason: reason.into(),
+            learning: learning.map(str::to_string),
+        }
+    }
+
+    /// (kind of ruling, confidence after it, the judge's doubt).
+    fn outcome(ruling: Ruling) -> (&'static str, u8, Option<String>) {
+        match ruling {
+            Ruling::Kept(c) => ("kept", c.confidence, c.doubt),
+            Ruling::Rescored(c) => ("rescored", c.confidence, c.doubt),
+            Ruling::Doubted(c) => ("doubted", c.confidence, c.doubt),
+            Ruling::Dropped(s) => ("dropped", s.candidate.confidence, Some(s.why)),
+        }
+    }
+
+    #[test]
+    fn a_blocking_finding_the_judge_would_drop_is_kept_at_its_score_with_its_reason() {
+        let (kind, confidence, doubt) = outcome(ruling(
+            Severity::High,
+            80,
+            drop("the gateway never passes an empty id", None),
+        ));
+        assert_eq!((kind, confidence), ("doubted", 80));
+        assert_eq!(
+            doubt.as_deref(),
+            Some("the gateway never passes an empty id")
+        );
+        let cited = outcome(ruling(
+            Severity::Critical,
+            80,
+            drop("ids are validated", Some("L-3f9a")),
+        ));
+        assert_eq!(
+            cited.2.as_deref(),
+            Some("ids are validated (citing L-3f9a)")
+        );
+        let note = Candidate {
+            doubt,
+            ..Candidate::sample("a.rs", Severity::High, "bug", "t")
+        }
+        .doubt_note()
+        .expect("a note");
+        assert!(
+            note.starts_with(
+                "The judge doubts this finding: the gateway never passes an empty id. It is kept"
+            ),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_score_under_the_threshold_is_a_drop_by_another_name_for_a_blocking_finding() {
+        assert_eq!(
+            outcome(ruling(Severity::High, 80, Decision::Keep { confidence: 20 })),
+            (
+                "doubted",
+                80,
+                Some(
+                    "it rated this finding 20% likely, under the 70% a finding needs to be reported"
+                        .into()
+                )
+            )
+        );
+        // Within the threshold it is an ordinary re-score, and so is one of a finding that
+        // was under the threshold before the judge.
+        assert_eq!(
+            outcome(ruling(
+                Severity::High,
+                80,
+                Decision::Keep { confidence: 72 }
+            )),
+            ("rescored", 72, None)
+        );
+        assert_eq!(
+            outcome(ruling(
+                Severity::High,
+                60,
+                Decision::Keep { confidence: 30 }
+            )),
+            ("rescored", 30, None)
+        );
+    }
+
+    #[test]
+    fn below_the_gate_the_judge_drops_and_rescores_as_it_likes() {
+        assert_eq!(
+            outcome(ruling(Severity::Medium, 80, drop("not a bug", None))),
+            ("dropped", 80, Some("judge: not a bug".into()))
+        );
+        assert_eq!(
+            outcome(ruling(Severity::Low, 80, Decision::Keep { confidence: 10 })),
+            ("rescored", 10, None)
+        );
+        assert_eq!(
+            outcome(ruling(
+                Severity::Medium,
+                80,
+                Decision::Keep { confidence: 80 }
+            )),
+            ("kept", 80, None)
+        );
     }
 }

@@ -40,6 +40,22 @@ pub struct Candidate {
     pub fingerprint: String,
     /// On the right side of the PR's diff: may be posted inline.
     pub on_diff: bool,
+    /// Why the judge would have taken this finding out of the merge gate, which it may
+    /// not do (see [`crate::review::learned::judge`]): posted with the finding, so that
+    /// whoever may lift it sees the judge's case.
+    pub doubt: Option<String>,
+}
+
+impl Candidate {
+    /// The judge's doubt as a reader sees it beside the finding, wherever it is shown.
+    pub fn doubt_note(&self) -> Option<String> {
+        self.doubt.as_ref().map(|why| {
+            format!(
+                "The judge doubts this finding: {}. It is kept: at a severity the merge gate blocks on (`gate.blockOn`), only a code change or someone entitled to lift it takes it out.",
+                why.trim_end_matches('.')
+            )
+        })
+    }
 }
 
 #[cfg(test)]
@@ -60,6 +76,7 @@ impl Candidate {
             passes: vec![],
             fingerprint: title.into(),
             on_diff: true,
+            doubt: None,
         }
     }
 }
@@ -145,6 +162,7 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
         passes: vec![pass.to_string()],
         fingerprint: fingerprint(&raw.path, &raw.title, &code),
         on_diff,
+        doubt: None,
     }
 }
 

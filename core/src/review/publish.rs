@@ -126,6 +126,9 @@ pub fn comment_body(finding: &Identified) -> String {
         c.title,
         c.body
     );
+    if let Some(note) = c.doubt_note() {
+        body.push_str(&format!("\n\n> {note}"));
+    }
     if let Some(suggestion) = &c.suggestion {
         // A fence longer than any backtick run inside keeps the suggestion intact.
         let fence = "`".repeat(longest_backtick_run(suggestion).max(2) + 1);

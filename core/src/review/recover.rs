@@ -181,5 +181,6 @@ fn candidate_from_marker(marker: FindingMarker) -> Candidate {
         passes: Vec::new(),
         fingerprint: marker.fingerprint,
         on_diff: true,
+        doubt: None,
     }
 }

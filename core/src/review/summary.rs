@@ -36,6 +36,8 @@ pub struct LearningReport<'a> {
     pub applied: Vec<&'a str>,
     pub suppressed: &'a [crate::learning::apply::Suppressed],
     pub judge: &'a crate::review::learned::JudgeStatus,
+    /// Reported findings the judge doubts (see [`Candidate::doubt`]).
+    pub doubted: Vec<&'a Candidate>,
 }
 
 impl LearningReport<'_> {
@@ -67,40 +69,47 @@ impl LearningReport<'_> {
             ));
         }
         match self.judge {
-            JudgeStatus::Ran { dropped, rescored } => out.push_str(&format!(
-                "- Judge pass: {dropped} dropped, {rescored} re-scored.\n"
-            )),
+            JudgeStatus::Ran {
+                dropped,
+                rescored,
+                doubted,
+            } => {
+                out.push_str(&format!(
+                    "- Judge pass: {dropped} dropped, {rescored} re-scored"
+                ));
+                if *doubted > 0 {
+                    out.push_str(&format!(", {doubted} doubted but kept"));
+                }
+                out.push_str(".\n");
+            }
             JudgeStatus::Failed(why) => out.push_str(&format!(
                 "- ⚠️ Judge pass did not run ({why}); the specialists' confidence stands.\n"
             )),
             JudgeStatus::Off | JudgeStatus::Idle => {}
         }
-        // A drop at a blocking severity changes the gate: said where a reader sees it,
-        // not folded away with the rest.
-        let (blocking, rest): (Vec<_>, Vec<_>) = self.suppressed.iter().partition(|s| {
-            s.by == crate::review::learned::BY_JUDGE && t.blocks(s.candidate.severity)
-        });
-        if !blocking.is_empty() {
+        // The judge may not take a blocking finding out of the gate; where it would have,
+        // its case is said where a reader sees it, not folded away.
+        if !self.doubted.is_empty() {
             out.push_str(
-                "- ⚠️ The judge dropped findings at a severity the merge gate blocks on, so they do not count for it:\n",
+                "- The judge doubts these findings, but they are at a severity the merge gate blocks on, so they stand until the code changes or someone entitled to lift them resolves them:\n",
             );
-            for s in &blocking {
+            for c in &self.doubted {
                 out.push_str(&format!(
                     "  - {} **{}** (`{}:{}`) — {}\n",
-                    s.candidate.severity.name(),
-                    s.candidate.title,
-                    s.candidate.path,
-                    s.candidate.line,
-                    s.why
+                    c.severity.name(),
+                    c.title,
+                    c.path,
+                    c.line,
+                    c.doubt.as_deref().unwrap_or_default()
                 ));
             }
         }
-        if !rest.is_empty() {
+        if !self.suppressed.is_empty() {
             out.push_str(&format!(
                 "\n<details><summary>{} finding(s) suppressed</summary>\n\n",
-                rest.len()
+                self.suppressed.len()
             ));
-            for s in rest {
+            for s in self.suppressed {
                 out.push_str(&format!(
                     "- **{}** (`{}:{}`) — {}\n",
                     s.candidate.title, s.candidate.path, s.candidate.line, s.why
@@ -219,7 +228,7 @@ impl Summary<'_> {
     }
 
     fn finding_with_body(&self, finding: &Candidate) -> String {
-        format!(
+        let mut out = format!(
             "- **[{}] {}** ({}, confidence {}%) — [{}]({})\n  {}\n",
             finding.severity.name().to_uppercase(),
             finding.title,
@@ -228,7 +237,11 @@ impl Summary<'_> {
             location(finding),
             line_link(self.repo_url, self.head_sha, finding),
             finding.body.replace('\n', "\n  ")
-        )
+        );
+        if let Some(note) = finding.doubt_note() {
+            out.push_str(&format!("  > {note}\n"));
+        }
+        out
     }
 
     fn scope(&self) -> String {

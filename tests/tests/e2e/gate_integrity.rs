@@ -439,9 +439,9 @@ async fn model_output_is_cleaned_before_it_is_posted(h: ReviewHarness) {
     .to_string();
     h.llm.answer_in_turn(SECURITY, &[&hostile]);
     h.review_opened().await;
-    let comments = h.inline_comments();
+    let comments = h.inline_bodies();
     assert_eq!(comments.len(), 1);
-    let body = comments[0]["body"].as_str().unwrap_or_default();
+    let body = &comments[0];
     assert!(
         !body.contains("@parley") && !body.contains("@Parley"),
         "{body}"
@@ -452,10 +452,7 @@ async fn model_output_is_cleaned_before_it_is_posted(h: ReviewHarness) {
     let found = markers::parse_all(body);
     assert_eq!(found.len(), 1, "only Parley's own marker: {found:#?}");
     assert_eq!(found[0].kind, markers::kind::FINDING);
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.summary();
     assert_eq!(
         markers::parse_all(&summary).len(),
         1,

@@ -170,10 +170,7 @@ async fn a_dismissed_category_is_suppressed_in_the_next_review(h: ReviewHarness)
     );
     h.review_opened().await;
     assert!(h.inline_comments().is_empty(), "{:#?}", h.inline_comments());
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.summary();
     assert!(summary.contains("1 finding(s) suppressed"), "{summary}");
     assert!(summary.contains(&format!("dismissed by {id}")), "{summary}");
     let learning = h.learnings().await.remove(0);
@@ -200,18 +197,10 @@ async fn an_adjust_rule_moves_the_threshold(h: ReviewHarness) {
         )]),
     );
     h.review_opened().await;
-    let comments = h.inline_comments();
+    let comments = h.inline_bodies();
     assert_eq!(comments.len(), 1, "{comments:#?}");
-    assert!(
-        comments[0]["body"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Weak hash")
-    );
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    assert!(comments[0].contains("Weak hash"), "{comments:#?}");
+    let summary = h.summary();
     assert!(
         summary.contains("adjusted by learnings: security 65"),
         "{summary}"
@@ -432,18 +421,10 @@ async fn the_tuned_threshold_comes_from_a_seeded_history(h: ReviewHarness) {
         ]),
     );
     h.review_opened().await;
-    let comments = h.inline_comments();
+    let comments = h.inline_bodies();
     assert_eq!(comments.len(), 1, "{comments:#?}");
-    assert!(
-        comments[0]["body"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Kept at 72")
-    );
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    assert!(comments[0].contains("Kept at 72"), "{comments:#?}");
+    let summary = h.summary();
     assert!(
         summary.contains("Confidence threshold: 71 (tuned from 30 accepted or rejected findings"),
         "{summary}"
@@ -527,10 +508,7 @@ async fn the_judge_drops_a_contradicted_finding_and_its_failure_falls_back(h: Re
         body.contains("Query not parameterised") && body.contains("confidence 95%"),
         "{body}"
     );
-    let summary = h.reviews()[0]["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.summary();
     assert!(summary.contains(&format!("contradicts {id}")), "{summary}");
     assert!(
         summary.contains("Judge pass: 1 dropped, 1 re-scored."),

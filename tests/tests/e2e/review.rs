@@ -44,12 +44,6 @@ parley_tests::review_on_both_stores!(
     push_after_a_manual_review_diffs_from_its_head,
 );
 
-fn summary(h: &ReviewHarness) -> String {
-    let reviews = h.reviews();
-    assert_eq!(reviews.len(), 1, "reviews: {reviews:#?}");
-    reviews[0]["body"].as_str().unwrap_or_default().to_string()
-}
-
 fn review_posts(h: &ReviewHarness) -> Vec<Value> {
     h.github
         .requests_to("POST", &format!("/repos/{REPO}/pulls/{PR}/reviews"))
@@ -113,7 +107,7 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
     );
 
     // The summary: counts, scope, specialists, cost.
-    let text = summary(&h);
+    let text = h.summary();
     assert!(
         text.contains("**2 findings**: 1 critical, 1 medium."),
         "{text}"
@@ -184,7 +178,7 @@ async fn finding_off_the_diff_goes_to_the_summary(h: ReviewHarness) {
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert!(h.inline_comments().is_empty());
-    let text = summary(&h);
+    let text = h.summary();
     assert!(text.contains("Caller ignores the result"), "{text}");
     assert!(
         text.contains(&format!(
@@ -223,7 +217,10 @@ async fn duplicates_across_passes_are_merged(h: ReviewHarness) {
         body.starts_with("**[CRITICAL] bug** · confidence 95%"),
         "{body}"
     );
-    assert!(summary(&h).contains("1 duplicate finding(s) across specialists merged"));
+    assert!(
+        h.summary()
+            .contains("1 duplicate finding(s) across specialists merged")
+    );
 }
 
 async fn low_confidence_is_filtered_and_counted(h: ReviewHarness) {
@@ -242,7 +239,7 @@ async fn low_confidence_is_filtered_and_counted(h: ReviewHarness) {
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0]["line"], 2);
-    let text = summary(&h);
+    let text = h.summary();
     assert!(
         text.contains("2 findings below the confidence threshold (75) not shown; set `review.minConfidence: 40` to include them."),
         "{text}"
@@ -268,7 +265,7 @@ async fn inline_refused_with_422_falls_back_to_the_summary(h: ReviewHarness) {
     let posts = review_posts(&h);
     assert_eq!(posts.len(), 2);
     assert!(posts[1].get("comments").is_none(), "{:#?}", posts[1]);
-    let text = summary(&h);
+    let text = h.summary();
     assert!(
         text.contains("GitHub did not accept these as inline comments"),
         "{text}"
@@ -510,7 +507,7 @@ async fn one_failed_pass_is_reported_and_the_others_publish(h: ReviewHarness) {
         &reply(&[finding("src/db.rs", 2, "medium", 80, "Unchecked id")]),
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
-    let text = summary(&h);
+    let text = h.summary();
     assert!(text.contains("The **tests** pass failed"), "{text}");
     assert_eq!(h.inline_comments().len(), 1);
     // Not blocking, but the review was partial: neutral, not success.
@@ -553,7 +550,7 @@ async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
             "a PR cannot change its own rules"
         );
     }
-    let text = summary(&h);
+    let text = h.summary();
     assert!(
         text.contains("Guideline files applied (base branch): `CLAUDE.md`"),
         "{text}"
@@ -582,7 +579,7 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
         ],
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
-    let text = summary(&h);
+    let text = h.summary();
     assert!(text.contains("Files reviewed: `src/db.rs`\n"), "{text}");
     assert!(
         text.contains("`src/big.rs`: over the patch token budget (`review.maxPatchTokens`)"),
@@ -613,7 +610,7 @@ async fn truncated_file_listing_is_reported(h: ReviewHarness) {
         .collect();
     h.github.set_files(REPO, PR, &files);
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
-    let text = summary(&h);
+    let text = h.summary();
     assert!(
         text.contains("GitHub listed only part of this PR's files; the files beyond that listing were not reviewed."),
         "{text}"
@@ -955,7 +952,7 @@ async fn pass_over_the_deadline_is_reported_and_the_others_publish(h: ReviewHarn
         elapsed < Duration::from_millis(3000),
         "the review did not wait for the slow pass: {elapsed:?}"
     );
-    let text = summary(&h);
+    let text = h.summary();
     assert!(text.contains("The **security** pass failed"), "{text}");
     // What failed, in public words; the raw error stays in the logs.
     assert!(text.contains("did not answer in time"), "{text}");

@@ -81,6 +81,10 @@ fn notes(report: &Report) -> Vec<Note> {
         let start = c.start_line.unwrap_or(c.line).max(1);
         let title = format!("Parley [{}] {}", c.severity.name(), c.title);
         let mut message = c.body.trim().to_string();
+        if let Some(note) = c.doubt_note() {
+            message.push_str("\n\n");
+            message.push_str(&note);
+        }
         if let Some(suggestion) = &c.suggestion {
             message.push_str("\n\nSuggested:\n");
             message.push_str(suggestion.trim_end());

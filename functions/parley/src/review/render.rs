@@ -76,6 +76,9 @@ fn terminal(report: &Report) -> String {
         for line in c.body.lines() {
             out.push_str(&format!("    {line}\n"));
         }
+        if let Some(note) = c.doubt_note() {
+            out.push_str(&format!("    {}\n", style(note).yellow()));
+        }
         if let Some(suggestion) = &c.suggestion {
             out.push_str(&format!("    {}\n", style("suggested:").green()));
             for line in suggestion.lines() {
@@ -104,6 +107,9 @@ pub fn markdown(report: &Report) -> String {
             c.confidence,
             c.body.trim()
         ));
+        if let Some(note) = c.doubt_note() {
+            out.push_str(&format!("> {note}\n\n"));
+        }
         if let Some(suggestion) = &c.suggestion {
             out.push_str(&format!(
                 "```suggestion\n{}\n```\n\n",
@@ -183,6 +189,7 @@ fn json_value(report: &Report) -> Value {
             "title": c.title,
             "body": c.body,
             "suggestion": c.suggestion,
+            "doubt": c.doubt,
             "passes": c.passes,
             "on_diff": inline,
             "fingerprint": c.fingerprint,
@@ -229,7 +236,7 @@ fn sarif(report: &Report) -> Value {
                     Severity::Medium => "warning",
                     Severity::Low | Severity::Nit => "note",
                 },
-                "message": { "text": format!("{}\n\n{}", c.title, c.body.trim()) },
+                "message": { "text": message(c) },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": { "uri": c.path, "uriBaseId": "%SRCROOT%" },
@@ -300,6 +307,15 @@ fn invocation(report: &Report) -> Value {
         "toolExecutionNotifications": notes,
         "properties": { "partial": report.partial },
     })
+}
+
+/// A SARIF result's text: the title, the body, and the judge's doubt when it has one.
+fn message(c: &Candidate) -> String {
+    let mut text = format!("{}\n\n{}", c.title, c.body.trim());
+    if let Some(note) = c.doubt_note() {
+        text.push_str(&format!("\n\n{note}"));
+    }
+    text
 }
 
 fn rule_id(c: &Candidate) -> String {
