@@ -3,7 +3,7 @@
 //! (no `.env` found, nothing inherited from the test's environment).
 
 use parley_tests::review_harness::{
-    CORRECTNESS, DB_PATCH, HEAD, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
+    CORRECTNESS, DB_PATCH, HEAD, JUDGE, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
 };
 use parley_tests::rig::Fakes;
 use parley_tests::serve_process::parley_binary;
@@ -113,6 +113,18 @@ async fn run(rig: &Rig, args: Vec<String>, env: Vec<(String, String)>) -> Output
     .expect("join")
 }
 
+/// What `parley review <reference> --format <format>` prints, read as JSON (json, sarif).
+async fn printed_as(rig: &Rig, reference: &str, format: &str) -> Value {
+    let out = run(
+        rig,
+        args(&["review", reference, "--format", format]),
+        rig.env(),
+    )
+    .await;
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|err| panic!("{format} on stdout ({err}): {}", stderr(&out)))
+}
+
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
@@ -162,13 +174,7 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
     assert_eq!(json["passes"]["ok"].as_array().map(Vec::len), Some(4));
     assert!(json["usage"]["calls"].as_u64().unwrap_or(0) >= 4);
 
-    let out = run(
-        &rig,
-        args(&["review", &reference, "--format", "sarif"]),
-        rig.env(),
-    )
-    .await;
-    let sarif: Value = serde_json::from_slice(&out.stdout).expect("sarif");
+    let sarif = printed_as(&rig, &reference, "sarif").await;
     assert_eq!(sarif["version"], "2.1.0");
     let result = &sarif["runs"][0]["results"][0];
     assert_eq!(result["level"], "error");
@@ -552,17 +558,22 @@ async fn a_looping_model_on_a_local_server_with_the_defaults_is_named_not_timed_
     assert!(rig.llm.hang_ups() >= 1, "Parley stopped reading the loops");
 }
 
-/// `--fail-on` lets a CI job fail on what the review found: a finding at or above the
-/// severity exits 1 with the findings printed as usual; below it, 0.
-#[tokio::test]
-async fn fail_on_fails_the_job_at_or_above_its_severity() {
+/// A rig whose security pass reports one high SQL injection on the PR, and the PR.
+async fn a_high_sql_injection() -> (Rig, String) {
     let rig = Rig::start().await;
     rig.llm.remove_rules(SECURITY);
     rig.llm.answer(
         SECURITY,
         &reply(&[finding("src/db.rs", 3, "high", 92, "SQL injection")]),
     );
-    let reference = format!("{OWNER}/{NAME}#{PR}");
+    (rig, format!("{OWNER}/{NAME}#{PR}"))
+}
+
+/// `--fail-on` lets a CI job fail on what the review found: a finding at or above the
+/// severity exits 1 with the findings printed as usual; below it, 0.
+#[tokio::test]
+async fn fail_on_fails_the_job_at_or_above_its_severity() {
+    let (rig, reference) = a_high_sql_injection().await;
 
     let out = run(
         &rig,
@@ -606,6 +617,46 @@ async fn fail_on_fails_the_job_at_or_above_its_severity() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let out = run(&rig, args(&["review", &reference]), rig.env()).await;
     assert_eq!(out.status.code(), Some(0), "no --fail-on, no failing");
+}
+
+/// A finding the judge would drop at a severity the gate blocks on still fails the job,
+/// and every format shows the judge's case beside it.
+#[tokio::test]
+async fn a_blocking_finding_the_judge_doubts_still_fails_the_job() {
+    let (rig, reference) = a_high_sql_injection().await;
+    rig.llm.answer(
+        JUDGE,
+        r#"{"verdicts": [{"index": 0, "keep": false, "reason": "the id is checked upstream"}]}"#,
+    );
+    let doubt = "The judge doubts this finding: the id is checked upstream.";
+    for format in ["terminal", "markdown", "sarif", "github"] {
+        let argv = args(&[
+            "review",
+            &reference,
+            "--fail-on",
+            "high",
+            "--format",
+            format,
+        ]);
+        let out = run(&rig, argv, rig.env()).await;
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", stderr(&out));
+        let printed = stdout(&out);
+        let printed =
+            match format {
+                "sarif" => {
+                    serde_json::from_str::<Value>(&printed).expect("sarif")["runs"][0]["results"][0]
+                        ["message"]["text"]
+                        .to_string()
+                }
+                _ => printed,
+            };
+        assert!(printed.contains(doubt), "{format}: {printed}");
+    }
+    let json = printed_as(&rig, &reference, "json").await;
+    assert_eq!(
+        json["findings"][0]["doubt"], "the id is checked upstream",
+        "{json:#}"
+    );
 }
 
 /// `--fail-on-partial` fails a CI job whose review did not see everything it should
