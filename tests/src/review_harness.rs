@@ -283,6 +283,14 @@ impl ReviewHarness {
         reviews[0]["body"].as_str().unwrap_or_default().to_string()
     }
 
+    /// The body of the PR's latest review.
+    pub fn latest_summary(&self) -> String {
+        self.reviews().last().cloned().unwrap_or_default()["body"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
     /// Inline comments Parley posted (root comments of reviews).
     pub fn inline_comments(&self) -> Vec<Value> {
         self.github

@@ -323,6 +323,7 @@ impl Analysis {
             spent_on_pr: framing.spent_on_pr,
             closed_earlier: 0,
             reopened_earlier: 0,
+            held_earlier: 0,
             context_used: &self.context_used,
             learning: summary::LearningReport {
                 thresholds: &self.applied.thresholds,

@@ -6,7 +6,10 @@
 //!   after GitHub refused the inline comments) has no thread to resolve, so nothing could
 //!   ever close it and it blocked the gate forever. A *full, complete* review that looked
 //!   at its file and no longer finds it closes it. An incremental or partial review
-//!   proves nothing about code it did not see, so it closes nothing.
+//!   proves nothing about code it did not see, so it closes nothing. Nor does the
+//!   model's silence alone close a blocking one while its code is as it was
+//!   ([`hold_unchanged_blocking`]): a model may miss a problem on one run and find it on
+//!   the next, and the code it reads is the PR author's, which may argue with it.
 //! - A finding someone resolved without changing the code (a resolution that counted:
 //!   someone with `gate.resolveBy`) that a later review finds again, with the same
 //!   fingerprint and so the same code, is open again: the problem is still there.
@@ -16,8 +19,10 @@
 //! posted, without undoing what people decided meanwhile.
 
 use crate::config::GateConfig;
+use crate::ports::github::{GitHub, GitHubError, RepoScope};
 use crate::ports::{Finding, FindingState, Store, StoreError};
 use crate::review::merge::Candidate;
+use crate::review::resolution;
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
@@ -32,6 +37,9 @@ pub struct Changes {
     pub closed: Vec<Finding>,
     /// Resolved blocking findings found again: open again.
     pub reopened: Vec<Finding>,
+    /// Blocking summary-only findings the full review did not find again, whose code has
+    /// not changed since: they stay open (see [`hold_unchanged_blocking`]).
+    pub held: Vec<Finding>,
 }
 
 impl Changes {
@@ -93,6 +101,37 @@ pub fn after_review(
         }
     }
     changes
+}
+
+/// Keep open the blocking findings in `changes.closed` whose file the PR still changes
+/// and whose lines have not changed since the finding was posted: for a finding the gate
+/// blocks on, a review not finding it again is the model's word, which the resolution
+/// rules do not take from the PR's author either ([`resolution`]). Someone entitled
+/// lifts such a finding with `@parley dismiss f_…`; a change to its code lets the next
+/// full review close it. A transient GitHub error is the caller's (the job is retried).
+pub async fn hold_unchanged_blocking(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    gate: &GateConfig,
+    head_sha: &str,
+    pr_paths: &HashSet<&str>,
+    mut changes: Changes,
+) -> Result<Changes, GitHubError> {
+    let mut closed = Vec::with_capacity(changes.closed.len());
+    for finding in std::mem::take(&mut changes.closed) {
+        let blocking = gate.block_on.contains(&finding.severity);
+        if blocking
+            && pr_paths.contains(finding.path.as_str())
+            && !resolution::code_changed(github, scope, &finding, head_sha).await?
+        {
+            tracing::info!(repo = %scope.full_name(), finding = %finding.id, "not found again, but its code is unchanged; it stays open");
+            changes.held.push(finding);
+        } else {
+            closed.push(finding);
+        }
+    }
+    changes.closed = closed;
+    Ok(changes)
 }
 
 /// Attempts of one finding's conditional write before giving up.

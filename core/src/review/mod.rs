@@ -458,9 +458,19 @@ impl ReviewHandler {
         };
         let changes =
             lifecycle::after_review(&earlier, &seen, &config.gate, OffsetDateTime::now_utc());
+        let changes = lifecycle::hold_unchanged_blocking(
+            github,
+            scope,
+            &config.gate,
+            &head_sha,
+            &seen.pr_paths,
+            changes,
+        )
+        .await?;
         let mut report = report;
         report.closed_earlier = changes.closed.len();
         report.reopened_earlier = changes.reopened.len();
+        report.held_earlier = changes.held.len();
         let inline: Vec<Identified> = filtered
             .inline
             .iter()

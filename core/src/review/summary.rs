@@ -153,6 +153,9 @@ pub struct Summary<'a> {
     pub closed_earlier: usize,
     /// Earlier resolved findings found again, open again.
     pub reopened_earlier: usize,
+    /// Earlier blocking summary-only findings not found again whose code is unchanged:
+    /// still open.
+    pub held_earlier: usize,
     /// Retrieval's collapsed "Context used" section; empty when nothing was used.
     pub context_used: &'a str,
     pub learning: LearningReport<'a>,
@@ -328,6 +331,12 @@ impl Summary<'_> {
             out.push_str(&format!(
                 "- {} earlier finding(s) listed only in a summary were not found again by this full review and are closed.\n",
                 self.closed_earlier
+            ));
+        }
+        if self.held_earlier > 0 {
+            out.push_str(&format!(
+                "- {} earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed, so they stay open: push a fix, or someone entitled can `@parley dismiss` them.\n",
+                self.held_earlier
             ));
         }
         if self.reopened_earlier > 0 {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 parley_tests::review_on_both_stores!(
     a_forged_review_marker_does_not_stand_in_for_the_review,
-    a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds,
+    a_complete_full_review_closes_a_summary_only_finding_once_its_code_changed,
     a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot,
     the_authors_resolution_counts_only_after_the_code_changed,
     a_resolved_finding_found_again_blocks_again,
@@ -85,7 +85,9 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 }
 
-async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds(h: ReviewHarness) {
+async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_changed(
+    h: ReviewHarness,
+) {
     // Line 40 is not on the diff: the finding can only be listed in the summary.
     h.llm.answer_in_turn(
         SECURITY,
@@ -120,28 +122,66 @@ async fn a_complete_full_review_closes_a_summary_only_finding_it_no_longer_finds
     .expect("manual review");
     assert_eq!(h.findings().await[0].state, FindingState::Open);
 
-    // A full review that looks at the file again and no longer finds it closes it, and
-    // the head's gate is judged again.
+    // A full review that looks at the file again and no longer finds it, while its code
+    // is as it was, leaves it open: the model missing it once is not a fix.
     let request = h
         .github
         .add_issue_comment(REPO, PR, "bob", "@parley full review");
     h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-2", request))
         .await
         .expect("full review");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    assert!(
+        h.latest_summary().contains("1 earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed"),
+        "{}",
+        h.latest_summary()
+    );
+
+    // Once a push changes its lines, a full review that no longer finds it closes it, and
+    // the head's gate is judged again (the push's own review is incremental: it closes
+    // nothing).
+    h.push_sql_fix();
+    h.github.set_compare(
+        REPO,
+        HEAD,
+        HEAD2,
+        &[(
+            "src/db.rs",
+            "modified",
+            "@@ -39,3 +39,3 @@\n fn a() {}\n-const KEY: &str = \"s3cret\";\n+const KEY: &str = env!(\"KEY\");\n fn b() {}",
+        )],
+    );
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "push"))
+        .await
+        .expect("the push's review");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+    let request = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@parley full review");
+    let full = manual_job(ReviewTrigger::ManualFull, HEAD2, "m-3", request);
+    // GitHub failing to compare is the job's failure, before anything is posted: the
+    // queue's retry decides again.
+    fail_next(&h, "GET", "/compare/", 20);
+    let reviews = h.reviews().len();
+    let err = h.run(full.clone()).await.expect_err("cannot tell yet");
+    assert!(matches!(err, JobError::Transient(_)), "{err:?}");
+    assert_eq!(h.reviews().len(), reviews, "nothing posted");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    h.github.clear_injected();
+    h.run(full).await.expect("full review");
     let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
     assert_eq!(
         after[0].state_changed_by.as_deref(),
         Some(parley_core::review::lifecycle::CLOSED_BY)
     );
-    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
-    let summary = h.reviews().last().cloned().unwrap_or_default()["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
     assert!(
-        summary.contains("1 earlier finding(s) listed only in a summary"),
-        "{summary}"
+        h.latest_summary()
+            .contains("1 earlier finding(s) listed only in a summary"),
+        "{}",
+        h.latest_summary()
     );
 }
 

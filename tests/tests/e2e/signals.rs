@@ -425,10 +425,7 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
     };
     let (reviewed, ()) = tokio::join!(full_review, dismiss);
     reviewed.expect("full review");
-    let summary = h.reviews().last().cloned().unwrap_or_default()["body"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let summary = h.latest_summary();
     assert!(
         summary.contains("1 earlier finding(s) listed only in a summary"),
         "the review did mean to close it: {summary}"
