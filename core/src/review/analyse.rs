@@ -230,7 +230,12 @@ pub async fn analyse(
     } else {
         (kept, JudgeStatus::Off, Vec::new())
     };
-    context_used.push_str(&tools_read(&results, &judge_read, toolbox.as_ref()));
+    context_used.push_str(&tools_read(
+        &results,
+        &judge_read,
+        toolbox.as_ref(),
+        silenced,
+    ));
     let filtered = filter::apply_with(
         kept,
         base_threshold,
@@ -368,11 +373,14 @@ impl Analysis {
     }
 }
 
-/// The summary's lines on what the passes read through tool calls, collapsed.
+/// The summary's lines on what the passes read through tool calls, collapsed. The calls'
+/// arguments are the model's: cleaned like its findings, so an echoed marker or mention
+/// is not posted.
 fn tools_read(
     results: &[PassResult],
     judge: &[String],
     toolbox: Option<&crate::context::tools::Toolbox<'_>>,
+    silenced: &Handles,
 ) -> String {
     let Some(toolbox) = toolbox.filter(|t| t.calls() > 0) else {
         return String::new();
@@ -388,7 +396,10 @@ fn tools_read(
         }
         let calls: Vec<String> = read
             .iter()
-            .map(|c| format!("`{}`", c.replace('`', "'")))
+            .map(|c| {
+                let call = crate::sanitize::model_text(c, silenced);
+                format!("`{}`", call.replace('`', "'"))
+            })
             .collect();
         out.push_str(&format!("- {reader}: {}\n", calls.join(", ")));
     }
