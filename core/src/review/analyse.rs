@@ -222,14 +222,16 @@ pub async fn analyse(
         for doubt in judged.kept.iter_mut().filter_map(|c| c.doubt.as_mut()) {
             *doubt = crate::sanitize::model_text(doubt, silenced);
         }
-        for dropped in &mut judged.dropped {
-            dropped.why = crate::sanitize::model_text(&dropped.why, silenced);
-        }
         suppressed.extend(judged.dropped);
         (judged.kept, judged.status, judged.read)
     } else {
         (kept, JudgeStatus::Off, Vec::new())
     };
+    // Why each was suppressed quotes the judge or a learning's text, posted in the
+    // summary: cleaned like the model's own words.
+    for s in &mut suppressed {
+        s.why = crate::sanitize::model_text(&s.why, silenced);
+    }
     context_used.push_str(&tools_read(
         &results,
         &judge_read,
