@@ -43,6 +43,9 @@ pub struct FindingMarker {
     pub start_line: Option<u32>,
     pub line: u32,
     pub title: String,
+    /// See [`crate::review::merge::site`]; absent on markers from before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub site: String,
 }
 
 impl FindingMarker {
@@ -62,6 +65,7 @@ impl FindingMarker {
             pr,
             id: self.id.clone(),
             fingerprint: self.fingerprint.clone(),
+            site: self.site.clone(),
             severity: self.severity,
             category: self.category.clone(),
             confidence: self.confidence,

@@ -215,6 +215,7 @@ fn candidates() -> Vec<Candidate> {
             suggestion: None,
             passes: vec!["security".into()],
             fingerprint: format!("cand{i}"),
+            site: String::new(),
             on_diff: true,
             doubt: None,
         })

@@ -8,8 +8,8 @@ use crate::rig::Rig;
 use crate::tenants::key;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
-use parley_core::markers::{self, FindingMarker, ReplyMarker};
-use parley_core::ports::{Finding, JobError, JobHandler, Severity, Store};
+use parley_core::markers::{self, ReplyMarker};
+use parley_core::ports::{Finding, JobError, JobHandler, Store};
 use parley_core::services::Services;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -104,17 +104,8 @@ impl Harness {
     /// A Parley finding posted inline (as the review worker does), optionally recorded in
     /// the store. Returns the root comment id and the finding.
     pub async fn seed_finding(&self, in_store: bool) -> (u64, Finding) {
-        let marker = FindingMarker {
-            id: "f-sql-1".into(),
-            fingerprint: "fp-sql".into(),
-            severity: Severity::High,
-            category: "security".into(),
-            confidence: 92,
-            path: "src/db.rs".into(),
-            start_line: None,
-            line: 3,
-            title: "SQL built by string formatting".into(),
-        };
+        let marker =
+            deliveries::finding_marker("f-sql-1", "src/db.rs", 3, "SQL built by string formatting");
         let body = markers::append(
             "**[HIGH] security** (confidence 92)\n\nThe query is built with `format!` from `id`: SQL injection.",
             markers::kind::FINDING,

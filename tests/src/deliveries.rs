@@ -171,6 +171,7 @@ pub fn finding_marker(id: &str, path: &str, line: u32, title: &str) -> FindingMa
         start_line: None,
         line,
         title: title.into(),
+        site: String::new(),
     }
 }
 

@@ -283,6 +283,18 @@ impl ReviewHarness {
         reviews[0]["body"].as_str().unwrap_or_default().to_string()
     }
 
+    /// `who` asks in the PR's conversation for a review of `head` (`@parley full review`
+    /// for [`ReviewTrigger::ManualFull`], else `@parley review`): the comment on GitHub,
+    /// and the job it becomes.
+    pub fn requested(&self, who: &str, trigger: ReviewTrigger, head: &str, delivery: &str) -> Job {
+        let command = match trigger {
+            ReviewTrigger::ManualFull => "@parley full review",
+            _ => "@parley review",
+        };
+        let request = self.github.add_issue_comment(REPO, PR, who, command);
+        manual_job(trigger, head, delivery, request)
+    }
+
     /// The body of the PR's latest review.
     pub fn latest_summary(&self) -> String {
         self.reviews().last().cloned().unwrap_or_default()["body"]

@@ -101,6 +101,11 @@ pub struct Finding {
     pub id: String,
     /// path + normalised title + code context: survives line shifts across pushes.
     pub fingerprint: String,
+    /// path + code context (see [`crate::review::merge::site`]): the same problem
+    /// worded differently by a later review is found here. Empty for findings off the
+    /// diff and those stored before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub site: String,
     pub severity: Severity,
     pub category: String,
     /// 0-100.
@@ -136,6 +141,7 @@ impl Finding {
             pr: 1,
             id: format!("f-{title}"),
             fingerprint: format!("fp-{title}"),
+            site: String::new(),
             severity: Severity::High,
             category: "bug".into(),
             confidence: 90,

@@ -128,11 +128,6 @@ pub async fn analyse(
     let passes_only = crate::learning::apply::prompt_section(
         &crate::learning::apply::prompt_lines(&others, false),
     );
-    let posted: HashSet<String> = subject
-        .earlier
-        .iter()
-        .map(|f| f.fingerprint.clone())
-        .collect();
     let earlier_lines: Vec<String> = subject
         .earlier
         .iter()
@@ -187,7 +182,7 @@ pub async fn analyse(
         return Err(ReviewError::AllPassesFailed(first.clone()));
     }
 
-    let mut merged = merge::merge(&results, subject.pr_patches, &posted);
+    let mut merged = merge::merge(&results, subject.pr_patches, subject.earlier);
     // The model read the PR (user text): what it wrote is posted only once cleaned of
     // markers, hidden text and mentions of Parley.
     for candidate in &mut merged.candidates {

@@ -6,10 +6,11 @@
 //!   findings on the same path, overlapping lines and with similar titles are merged: the
 //!   higher severity, the best-supported body, and more confidence when independent passes
 //!   agree.
-//! - A finding already posted on this PR (same fingerprint) is dropped, so a re-review
-//!   after a push does not repeat itself.
+//! - A finding already posted on this PR is dropped, so a re-review after a push does
+//!   not repeat itself: the same fingerprint, or the same code at the same path with a
+//!   similar title (a model rarely words a problem twice alike; see [`site`]).
 
-use crate::ports::Severity;
+use crate::ports::{Finding, Severity};
 use crate::review::diff::Patch;
 use crate::review::findings::PassResult;
 use crate::review::findings::RawFinding;
@@ -38,6 +39,8 @@ pub struct Candidate {
     /// Specialists that reported it.
     pub passes: Vec<String>,
     pub fingerprint: String,
+    /// Where it sits (see [`site`]); empty when its lines are not in the PR's diff.
+    pub site: String,
     /// On the right side of the PR's diff: may be posted inline.
     pub on_diff: bool,
     /// Why the judge would have taken this finding out of the merge gate, which it may
@@ -75,6 +78,7 @@ impl Candidate {
             suggestion: None,
             passes: vec![],
             fingerprint: title.into(),
+            site: String::new(),
             on_diff: true,
             doubt: None,
         }
@@ -94,12 +98,12 @@ pub struct Merged {
 }
 
 /// Merge the passes' findings. `patches` are the PR's patches by path (the whole PR, also
-/// for an incremental review: GitHub places comments on the PR's diff); `posted` are the
-/// fingerprints of findings already on the PR.
+/// for an incremental review: GitHub places comments on the PR's diff); `earlier` are the
+/// findings already on the PR.
 pub fn merge(
     results: &[PassResult],
     patches: &HashMap<String, Patch>,
-    posted: &HashSet<String>,
+    earlier: &[Finding],
 ) -> Merged {
     let mut merged = Merged::default();
     for result in results {
@@ -121,14 +125,28 @@ pub fn merge(
             }
         }
     }
-    let (repeated, fresh): (Vec<Candidate>, Vec<Candidate>) = merged
-        .candidates
-        .into_iter()
-        .partition(|c| posted.contains(&c.fingerprint));
-    merged.candidates = fresh;
-    merged.already_posted = repeated.len();
-    merged.repeated = repeated;
+    for mut candidate in std::mem::take(&mut merged.candidates) {
+        match earlier.iter().find(|f| posted_as(f, &candidate)) {
+            // Found again: under the earlier finding's fingerprint, which is what the
+            // lifecycle of earlier findings ("found again") and the store know it by.
+            Some(posted) => {
+                candidate.fingerprint = posted.fingerprint.clone();
+                merged.repeated.push(candidate);
+            }
+            None => merged.candidates.push(candidate),
+        }
+    }
+    merged.already_posted = merged.repeated.len();
     merged
+}
+
+/// Whether `candidate` is `earlier` said again: the same fingerprint, or the same code at
+/// the same path (wherever the lines moved to since) with a similar title.
+fn posted_as(earlier: &Finding, candidate: &Candidate) -> bool {
+    earlier.fingerprint == candidate.fingerprint
+        || (!candidate.site.is_empty()
+            && earlier.site == candidate.site
+            && similar_titles(&earlier.title, &candidate.title))
 }
 
 fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> Candidate {
@@ -161,6 +179,7 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
         suggestion: raw.suggestion.clone().filter(|s| !s.trim().is_empty()),
         passes: vec![pass.to_string()],
         fingerprint: fingerprint(&raw.path, &raw.title, &code),
+        site: site(&raw.path, &code),
         on_diff,
         doubt: None,
     }
@@ -180,18 +199,39 @@ fn code_at(patch: &Patch, start: u32, end: u32) -> Option<String> {
 /// out on purpose: after a push above the finding, the same problem on the same code
 /// must produce the same fingerprint.
 pub fn fingerprint(path: &str, title: &str, code: &str) -> String {
-    let code: Vec<String> = code
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|l| !l.is_empty())
-        .collect();
     let mut hasher = Sha256::new();
     hasher.update(path.as_bytes());
     hasher.update([0]);
     hasher.update(normalise_title(title).as_bytes());
     hasher.update([0]);
-    hasher.update(code.join("\n").as_bytes());
+    hasher.update(folded(code).as_bytes());
     hex::encode(&hasher.finalize()[..8])
+}
+
+/// Where a finding sits, whatever it says: its path and the code at its lines (white
+/// space folded), hashed. Line numbers move with every push above them and a model words
+/// the same problem differently from one review to the next; the code it points at stays.
+/// Empty when there is no code to point at (lines outside the diff): such findings are
+/// matched by fingerprint only.
+pub fn site(path: &str, code: &str) -> String {
+    let code = folded(code);
+    if code.is_empty() {
+        return String::new();
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(path.as_bytes());
+    hasher.update([0]);
+    hasher.update(code.as_bytes());
+    hex::encode(&hasher.finalize()[..8])
+}
+
+/// Code with each line's white space folded and blank lines dropped.
+fn folded(code: &str) -> String {
+    code.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Lower case, letters only (numbers are often line numbers), single spaces.
@@ -325,7 +365,7 @@ mod tests {
             ),
             pass("style", vec![raw(40, "Long function", Severity::Nit, 90)]),
         ];
-        let merged = merge(&results, &patches(), &HashSet::new());
+        let merged = merge(&results, &patches(), &[]);
         assert_eq!(merged.duplicates, 1);
         assert_eq!(merged.candidates.len(), 2);
         let sql = &merged.candidates[0];
@@ -346,15 +386,79 @@ mod tests {
             "security",
             vec![raw(2, "SQL injection", Severity::High, 90)],
         )];
-        let first = merge(&results, &patches(), &HashSet::new());
-        let posted: HashSet<String> = [first.candidates[0].fingerprint.clone()].into();
-        let again = merge(&results, &patches(), &posted);
+        let first = merge(&results, &patches(), &[]);
+        let again = merge(&results, &patches(), &[posted(&first.candidates[0])]);
         assert!(again.candidates.is_empty());
         assert_eq!(again.already_posted, 1);
         assert_eq!(again.repeated.len(), 1);
         assert_eq!(
             again.repeated[0].fingerprint,
             first.candidates[0].fingerprint
+        );
+    }
+
+    /// The finding the store holds once `candidate` was posted.
+    fn posted(candidate: &Candidate) -> Finding {
+        Finding {
+            fingerprint: candidate.fingerprint.clone(),
+            site: candidate.site.clone(),
+            line: candidate.line,
+            ..Finding::sample(&candidate.path, &candidate.title)
+        }
+    }
+
+    fn one(
+        line: u32,
+        title: &str,
+        patches: &HashMap<String, Patch>,
+        earlier: &[Finding],
+    ) -> Merged {
+        merge(
+            &[pass("security", vec![raw(line, title, Severity::High, 90)])],
+            patches,
+            earlier,
+        )
+    }
+
+    #[test]
+    fn the_same_code_said_again_in_other_words_is_not_posted_again() {
+        let first = one(2, "SQL injection in query", &patches(), &[]);
+        let earlier = [posted(&first.candidates[0])];
+        // A push inserted two lines above: the same code is now at line 4, and the model
+        // words the problem differently.
+        let moved = HashMap::from([(
+            "src/db.rs".to_string(),
+            parse_hunks(
+                "@@ -1,2 +1,6 @@\n a\n+use x;\n+use y;\n+let q = format!(\"{}\", id);\n+run(q);\n b\n",
+            )
+            .unwrap(),
+        )]);
+        let again = one(
+            4,
+            "Query built with format!: SQL injection",
+            &moved,
+            &earlier,
+        );
+        assert!(again.candidates.is_empty(), "{:#?}", again.candidates);
+        assert_eq!(again.already_posted, 1);
+        assert_eq!(
+            again.repeated[0].fingerprint, earlier[0].fingerprint,
+            "known by the earlier finding's fingerprint"
+        );
+        // Another problem on that code is new.
+        let other = one(4, "Unbounded result set", &moved, &earlier);
+        assert_eq!(other.candidates.len(), 1);
+        // Off the diff there is no code to go by: only the fingerprint matches.
+        let off = one(40, "SQL injection in query", &patches(), &[]);
+        assert!(off.candidates[0].site.is_empty());
+        let earlier = [posted(&off.candidates[0])];
+        assert_eq!(
+            one(40, "SQL injection in the query", &patches(), &earlier).already_posted,
+            0
+        );
+        assert_eq!(
+            one(40, "SQL injection in query", &patches(), &earlier).already_posted,
+            1
         );
     }
 }

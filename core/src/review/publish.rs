@@ -49,6 +49,7 @@ impl Identified {
             start_line: c.start_line,
             line: c.line,
             title: c.title.clone(),
+            site: c.site.clone(),
         }
     }
 }

@@ -180,6 +180,7 @@ fn candidate_from_marker(marker: FindingMarker) -> Candidate {
         suggestion: None,
         passes: Vec::new(),
         fingerprint: marker.fingerprint,
+        site: marker.site,
         on_diff: true,
         doubt: None,
     }

@@ -190,17 +190,9 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
     );
 
     // A manual review of HEAD2 is advice, not the gate: still nothing to judge.
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley review");
-    h.run(manual_job(
-        ReviewTrigger::ManualIncremental,
-        HEAD2,
-        "m-1",
-        request,
-    ))
-    .await
-    .expect("manual review");
+    h.run(h.requested("bob", ReviewTrigger::ManualIncremental, HEAD2, "m-1"))
+        .await
+        .expect("manual review");
     assert_eq!(h.reviews().len(), 2, "the manual review was posted");
     h.conversation()
         .handle(thread_job(root, false, "t-2"))

@@ -109,25 +109,14 @@ async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_chan
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 
     // An incremental manual review proves nothing about it.
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley review");
-    h.run(manual_job(
-        ReviewTrigger::ManualIncremental,
-        HEAD,
-        "m-1",
-        request,
-    ))
-    .await
-    .expect("manual review");
+    h.run(h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-1"))
+        .await
+        .expect("manual review");
     assert_eq!(h.findings().await[0].state, FindingState::Open);
 
     // A full review that looks at the file again and no longer finds it, while its code
     // is as it was, leaves it open: the model missing it once is not a fix.
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley full review");
-    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-2", request))
+    h.run(h.requested("bob", ReviewTrigger::ManualFull, HEAD, "m-2"))
         .await
         .expect("full review");
     assert_eq!(h.findings().await[0].state, FindingState::Open);
@@ -156,10 +145,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_chan
         .await
         .expect("the push's review");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley full review");
-    let full = manual_job(ReviewTrigger::ManualFull, HEAD2, "m-3", request);
+    let full = h.requested("bob", ReviewTrigger::ManualFull, HEAD2, "m-3");
     // GitHub failing to compare is the job's failure, before anything is posted: the
     // queue's retry decides again.
     fail_next(&h, "GET", "/compare/", 20);

@@ -22,6 +22,7 @@ parley_tests::review_on_both_stores!(
     redelivery_does_not_double_post,
     worker_that_died_after_posting_recovers_from_github,
     synchronize_reviews_only_new_commits_without_repeats,
+    a_finding_worded_differently_on_the_same_code_is_not_posted_again,
     clean_automatic_review_succeeds,
     manual_review_is_neutral_even_with_blocking_findings,
     llm_down_is_neutral_never_failure,
@@ -379,6 +380,39 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
         code.iter().any(|d| d.path.as_deref() == Some("src/db.rs")),
         "{code:#?}"
     );
+}
+
+/// A later review that words an earlier finding differently, on the same code, does not
+/// post it again: the model rarely says a thing twice alike, and a reader sees one problem.
+async fn a_finding_worded_differently_on_the_same_code_is_not_posted_again(h: ReviewHarness) {
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[
+            &reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]),
+            &reply(&[finding(
+                "src/db.rs",
+                3,
+                "high",
+                88,
+                "SQL injection: query built with format!",
+            )]),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    run_ok(
+        &h,
+        h.requested("bob", ReviewTrigger::ManualFull, HEAD, "m-1"),
+    )
+    .await;
+
+    assert_eq!(h.reviews().len(), 2);
+    assert_eq!(h.inline_comments().len(), 1, "{:#?}", h.inline_comments());
+    let second = h.latest_summary();
+    assert!(
+        second.contains("1 finding(s) already reported on this PR not repeated"),
+        "{second}"
+    );
+    assert_eq!(h.findings().await.len(), 1);
 }
 
 async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) {
@@ -1122,12 +1156,9 @@ async fn automatic_review_first_then_manual_request_is_already_reviewed(h: Revie
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley review");
     run_ok(
         &h,
-        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request),
+        h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-1"),
     )
     .await;
     assert_eq!(h.reviews().len(), 1, "no second review");
@@ -1147,12 +1178,9 @@ async fn automatic_review_first_then_manual_request_is_already_reviewed(h: Revie
 /// review diffs from the manually reviewed head, while that head's own gate is still
 /// the automatic review's.
 async fn push_after_a_manual_review_diffs_from_its_head(h: ReviewHarness) {
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley review");
     run_ok(
         &h,
-        manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request),
+        h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-1"),
     )
     .await;
     // A second request for the same head is answered by the manual review.

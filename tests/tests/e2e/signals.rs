@@ -402,10 +402,7 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
     let id = by_title(&h, "Leaky abstraction").await.id;
     h.github.set_permission(REPO, "maya", "write");
     let held = h.llm.tripwire(SECURITY, 1);
-    let request = h
-        .github
-        .add_issue_comment(REPO, PR, "maya", "@parley full review");
-    let full_review = h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", request));
+    let full_review = h.run(h.requested("maya", ReviewTrigger::ManualFull, HEAD, "m-1"));
     let dismiss = async {
         held.wait_caught(
             1,

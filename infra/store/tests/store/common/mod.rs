@@ -262,6 +262,7 @@ pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Fin
         pr,
         id: id.into(),
         fingerprint: format!("src/lib.rs:{id}"),
+        site: String::new(),
         severity: Severity::Medium,
         category: "correctness".into(),
         confidence: 80,
@@ -284,6 +285,7 @@ pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Fin
 /// A finding with every optional field set, to check nothing is lost on the way.
 pub fn posted_finding(repo: &str, pr: u64, id: &str, comment_id: u64) -> Finding {
     Finding {
+        site: "9f86d081884c7d65".into(),
         start_line: Some(40),
         review_id: Some(9_000_000_001),
         comment_id: Some(comment_id),
