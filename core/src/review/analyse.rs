@@ -222,17 +222,7 @@ pub async fn analyse(
     } else {
         (kept, JudgeStatus::Off, Vec::new())
     };
-    // Why each was suppressed quotes the judge or a learning's text, posted in the
-    // summary: cleaned like the model's own words.
-    for s in &mut suppressed {
-        s.why = crate::sanitize::model_text(&s.why, silenced);
-    }
-    context_used.push_str(&tools_read(
-        &results,
-        &judge_read,
-        toolbox.as_ref(),
-        silenced,
-    ));
+    context_used.push_str(&tools_read(&results, &judge_read, toolbox.as_ref()));
     let filtered = filter::apply_with(
         kept,
         base_threshold,
@@ -293,6 +283,8 @@ pub struct Framing<'a> {
     pub config_warnings: &'a [crate::config::ConfigWarning],
     pub usage: &'a crate::llm::UsageTally,
     pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
+    /// The handles posted text must not mention (see [`crate::sanitize::model_text`]).
+    pub silenced: &'a Handles,
 }
 
 impl Analysis {
@@ -305,6 +297,7 @@ impl Analysis {
             incremental: framing.incremental,
             trigger: framing.trigger,
             rerun_of: framing.rerun_of,
+            silenced: framing.silenced,
             files_reviewed: self.inputs.files.iter().map(|f| f.path.as_str()).collect(),
             not_reviewed: &self.inputs.not_reviewed,
             listing_truncated: self.inputs.listing_truncated,
@@ -370,14 +363,11 @@ impl Analysis {
     }
 }
 
-/// The summary's lines on what the passes read through tool calls, collapsed. The calls'
-/// arguments are the model's: cleaned like its findings, so an echoed marker or mention
-/// is not posted.
+/// The summary's lines on what the passes read through tool calls, collapsed.
 fn tools_read(
     results: &[PassResult],
     judge: &[String],
     toolbox: Option<&crate::context::tools::Toolbox<'_>>,
-    silenced: &Handles,
 ) -> String {
     let Some(toolbox) = toolbox.filter(|t| t.calls() > 0) else {
         return String::new();
@@ -393,10 +383,7 @@ fn tools_read(
         }
         let calls: Vec<String> = read
             .iter()
-            .map(|c| {
-                let call = crate::sanitize::model_text(c, silenced);
-                format!("`{}`", call.replace('`', "'"))
-            })
+            .map(|c| format!("`{}`", c.replace('`', "'")))
             .collect();
         out.push_str(&format!("- {reader}: {}\n", calls.join(", ")));
     }

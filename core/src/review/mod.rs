@@ -441,6 +441,7 @@ impl ReviewHandler {
             config_warnings: &loaded.warnings,
             usage: &usage,
             spent_on_pr,
+            silenced: &silenced,
         });
         // Earlier findings this review closes (summary-only ones a full review no longer
         // finds) or reopens (resolved ones found again); stored once the review is posted.

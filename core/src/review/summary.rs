@@ -131,6 +131,8 @@ pub struct Summary<'a> {
     pub trigger: &'a str,
     /// Set for a full re-review of an already reviewed head (see [`ReviewMarker::request`]).
     pub rerun_of: Option<u64>,
+    /// The handles the posted summary must not mention.
+    pub silenced: &'a crate::mention::Handles,
     pub files_reviewed: Vec<&'a str>,
     pub not_reviewed: &'a [NotReviewed],
     pub listing_truncated: bool,
@@ -191,6 +193,10 @@ impl Summary<'_> {
             out.push_str(self.context_used);
         }
         out.push_str(&self.cost());
+        // Much of it is the model's words or quotes the repository's (the judge's reasons,
+        // learnings, tool calls, file names): cleaned as a whole, as answers are, so no
+        // section can carry a marker or wake a bot.
+        let out = crate::sanitize::model_text(&out, self.silenced);
         markers::append(
             &out,
             markers::kind::REVIEW,

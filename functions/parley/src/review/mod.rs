@@ -397,6 +397,7 @@ async fn review_pull(
             config_warnings: &loaded.warnings,
             usage: &usage,
             spent_on_pr: None,
+            silenced: session.silenced,
         });
         report.posted = Some(
             post_review(
