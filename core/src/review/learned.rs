@@ -190,21 +190,29 @@ enum Ruling {
 /// The judge may weed out findings, but not the ones the merge gate blocks on: it reads
 /// the diff and code the PR's author wrote (and may be argued with in them), and nothing
 /// its author says lifts a blocking finding without a code change (see
-/// [`resolution`]). So a drop of a blocking finding, on its own reasoning or citing a
-/// learning, and a re-score that would put one under its threshold, keep it with the
-/// judge's reason for whoever may lift it. Below the gate's severities its word stands,
-/// except a drop that rests on a learning of someone without `gate.resolveBy`.
+/// [`resolution`]). So a drop of a blocking finding the gate would count, on its own
+/// reasoning or citing a learning, and a re-score that would put one under its threshold,
+/// keep it with the judge's reason for whoever may lift it. Elsewhere its word stands
+/// (below the gate's severities, or a finding already under its threshold), except a drop
+/// that rests on a learning of someone without `gate.resolveBy`.
 fn rule(
     mut candidate: Candidate,
     decision: Decision,
     applied: &Applied,
     authoritative: &[crate::learning::Learning],
 ) -> Ruling {
-    let blocks = applied.thresholds.blocks(candidate.severity);
+    // The threshold of a finding the gate counts as the passes reported it: at a blocking
+    // severity and not under its threshold. Others the judge cannot take out of the gate.
+    let counted = applied
+        .thresholds
+        .blocks(candidate.severity)
+        .then(|| applied.thresholds.for_candidate(&candidate))
+        .filter(|threshold| candidate.confidence >= *threshold);
     match decision {
         Decision::Keep { confidence } => {
-            let threshold = applied.thresholds.for_candidate(&candidate);
-            if blocks && confidence < threshold && candidate.confidence >= threshold {
+            if let Some(threshold) = counted
+                && confidence < threshold
+            {
                 candidate.doubt = Some(format!(
                     "it rated this finding {confidence}% likely, under the {threshold}% a finding needs to be reported"
                 ));
@@ -217,7 +225,7 @@ fn rule(
             Ruling::Rescored(candidate)
         }
         Decision::Drop { reason, learning } => {
-            if blocks {
+            if counted.is_some() {
                 tracing::info!(finding = %candidate.title, learning = ?learning, "the judge would drop a blocking finding; kept with its doubt");
                 candidate.doubt = Some(match &learning {
                     Some(id) => format!("{reason} (citing {id})"),
@@ -456,6 +464,11 @@ mod tests {
                 Decision::Keep { confidence: 30 }
             )),
             ("rescored", 30, None)
+        );
+        // A blocking finding under its threshold never counted: the judge's drop stands.
+        assert_eq!(
+            outcome(ruling(Severity::Critical, 60, drop("not a bug", None))),
+            ("dropped", 60, Some("judge: not a bug".into()))
         );
     }
 
