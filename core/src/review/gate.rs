@@ -290,12 +290,18 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 text.push_str("Blocking findings:\n\n");
                 for c in &blocking {
                     text.push_str(&format!(
-                        "- **[{}]** [{}]({}) — `{}:{}`\n",
+                        "- **[{}]** [{}]({}) — `{}:{}`{}\n",
                         c.severity.name().to_uppercase(),
                         c.title,
                         line_link(repo_url, head_sha, c),
                         c.path,
-                        c.line
+                        c.line,
+                        // Whoever may lift it sees at once where a resolve may be all it takes.
+                        if c.doubt.is_some() {
+                            " (the judge doubts it: see its thread)"
+                        } else {
+                            ""
+                        }
                     ));
                 }
             }
@@ -560,11 +566,23 @@ mod tests {
         };
         assert_eq!(conclude(&trouble, &gate).0, CheckConclusion::Neutral);
         let (_, output) = conclude(&reviewed(true, vec![&high], false), &gate);
+        let text = output.text.unwrap_or_default();
         assert!(
-            output
-                .text
-                .unwrap()
-                .contains("https://github.com/o/r/blob/abc/a.rs#L3")
+            text.contains("https://github.com/o/r/blob/abc/a.rs#L3"),
+            "{text}"
+        );
+        assert!(!text.contains("the judge doubts it"), "{text}");
+        // A blocking finding the judge doubts still fails the gate, and the check says so.
+        let doubted = Candidate {
+            doubt: Some("checked upstream".into()),
+            ..finding(Severity::High)
+        };
+        let (conclusion, output) = conclude(&reviewed(true, vec![&doubted], false), &gate);
+        assert_eq!(conclusion, CheckConclusion::Failure);
+        let text = output.text.unwrap_or_default();
+        assert!(
+            text.contains("`a.rs:3` (the judge doubts it: see its thread)"),
+            "{text}"
         );
     }
 

@@ -259,6 +259,14 @@ async fn the_judge_cannot_be_argued_out_of_a_blocking_finding(h: ReviewHarness) 
     assert!(high.contains("confidence 90%"), "its score stands: {high}");
     assert!(high.contains("it rated this finding 10% likely"), "{high}");
     assert_eq!(h.conclusion(), "failure");
+    let check = h.latest_gate(HEAD)["output"]["text"].to_string();
+    assert_eq!(
+        check
+            .matches("(the judge doubts it: see its thread)")
+            .count(),
+        2,
+        "{check}"
+    );
 
     let summary = h.summary();
     for said in [
