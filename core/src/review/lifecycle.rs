@@ -19,11 +19,11 @@
 //! posted, without undoing what people decided meanwhile.
 
 use crate::config::GateConfig;
-use crate::ports::github::{GitHub, GitHubError, RepoScope};
+use crate::ports::github::{Comparison, GitHub, GitHubError, RepoScope};
 use crate::ports::{Finding, FindingState, Store, StoreError};
 use crate::review::merge::Candidate;
 use crate::review::resolution;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 
 /// Who the store records as having changed a finding's state here.
@@ -109,6 +109,7 @@ pub fn after_review(
 /// rules do not take from the PR's author either ([`resolution`]). Someone entitled
 /// lifts such a finding with `@parley dismiss f_…`; a change to its code lets the next
 /// full review close it. A transient GitHub error is the caller's (the job is retried).
+/// One compare per commit the findings were found on, however many findings it holds.
 pub async fn hold_unchanged_blocking(
     github: &dyn GitHub,
     scope: &RepoScope,
@@ -117,13 +118,13 @@ pub async fn hold_unchanged_blocking(
     pr_paths: &HashSet<&str>,
     mut changes: Changes,
 ) -> Result<Changes, GitHubError> {
+    let mut compared: HashMap<String, Option<Comparison>> = HashMap::new();
     let mut closed = Vec::with_capacity(changes.closed.len());
     for finding in std::mem::take(&mut changes.closed) {
-        let blocking = gate.block_on.contains(&finding.severity);
-        if blocking
+        let unchanged = gate.block_on.contains(&finding.severity)
             && pr_paths.contains(finding.path.as_str())
-            && !resolution::code_changed(github, scope, &finding, head_sha).await?
-        {
+            && !changed_since_found(github, scope, head_sha, &mut compared, &finding).await?;
+        if unchanged {
             tracing::info!(repo = %scope.full_name(), finding = %finding.id, "not found again, but its code is unchanged; it stays open");
             changes.held.push(finding);
         } else {
@@ -132,6 +133,27 @@ pub async fn hold_unchanged_blocking(
     }
     changes.closed = closed;
     Ok(changes)
+}
+
+/// Whether `finding`'s code changed between the commit it was found on and `head_sha`
+/// ([`resolution::code_changed`]), comparing each commit with the head once: `compared`
+/// keeps what GitHub answered.
+async fn changed_since_found(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    head_sha: &str,
+    compared: &mut HashMap<String, Option<Comparison>>,
+    finding: &Finding,
+) -> Result<bool, GitHubError> {
+    if finding.head_sha == head_sha {
+        return Ok(false);
+    }
+    if !compared.contains_key(&finding.head_sha) {
+        let comparison = resolution::since(github, scope, &finding.head_sha, head_sha).await?;
+        compared.insert(finding.head_sha.clone(), comparison);
+    }
+    let comparison = compared.get(&finding.head_sha).and_then(Option::as_ref);
+    Ok(resolution::changed_in(comparison, finding))
 }
 
 /// Attempts of one finding's conditional write before giving up.

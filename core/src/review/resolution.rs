@@ -17,7 +17,7 @@
 
 use crate::config::{GateConfig, PermissionLevel};
 use crate::ports::Finding;
-use crate::ports::github::{FileStatus, GitHub, GitHubError, Permission, RepoScope};
+use crate::ports::github::{Comparison, FileStatus, GitHub, GitHubError, Permission, RepoScope};
 use crate::review::diff::{self, LineKind, Patch};
 
 /// Whether a resolution (or concession, or dismissal) by someone lifts a finding.
@@ -98,37 +98,54 @@ pub async fn code_changed(
     if finding.head_sha == head_sha {
         return Ok(false);
     }
-    let comparison = match github
-        .compare_commits(scope, &finding.head_sha, head_sha)
-        .await
-    {
-        Ok(comparison) => comparison,
-        Err(err) if err.is_transient() => return Err(err),
+    let comparison = since(github, scope, &finding.head_sha, head_sha).await?;
+    Ok(changed_in(comparison.as_ref(), finding))
+}
+
+/// What changed from `base` to `head`, or `None` where GitHub cannot compare them (after a
+/// force-push the old commit may be gone): read as "not changed" by [`changed_in`]. A
+/// transient failure is the caller's.
+pub async fn since(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    base: &str,
+    head: &str,
+) -> Result<Option<Comparison>, GitHubError> {
+    match github.compare_commits(scope, base, head).await {
+        Ok(comparison) => Ok(Some(comparison)),
+        Err(err) if err.is_transient() => Err(err),
         Err(err) => {
-            tracing::info!(repo = %scope.full_name(), finding = %finding.id, error = %err, "cannot compare the finding's commit with the head; treating its code as unchanged");
-            return Ok(false);
+            tracing::info!(repo = %scope.full_name(), base, head, error = %err, "cannot compare the commits; treating the code as unchanged");
+            Ok(None)
         }
-    };
-    let Some(file) = comparison.files.iter().find(|f| {
-        f.filename == finding.path || f.previous_filename.as_deref() == Some(&finding.path)
+    }
+}
+
+/// Whether `comparison` (from the finding's commit) changes the code at the finding's
+/// lines; see [`code_changed`].
+pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
+    let Some(file) = comparison.and_then(|c| {
+        c.files.iter().find(|f| {
+            f.filename == finding.path || f.previous_filename.as_deref() == Some(&finding.path)
+        })
     }) else {
-        return Ok(false);
+        return false;
     };
     if file.status == FileStatus::Removed || file.filename != finding.path {
-        return Ok(true);
+        return true;
     }
     let Some(patch) = file.patch.as_deref() else {
         // Changed, but GitHub sent no patch (too large, binary): cannot tell the lines.
-        return Ok(true);
+        return true;
     };
-    Ok(match diff::parse_hunks(patch) {
+    match diff::parse_hunks(patch) {
         Ok(patch) => touches(
             &patch,
             finding.start_line.unwrap_or(finding.line),
             finding.line,
         ),
         Err(_) => true,
-    })
+    }
 }
 
 /// Whether `patch` (old side = the finding's commit) removes one of the old lines

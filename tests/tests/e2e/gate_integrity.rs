@@ -88,41 +88,47 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
 async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_changed(
     h: ReviewHarness,
 ) {
-    // Line 40 is not on the diff: the finding can only be listed in the summary.
+    // Lines 40 and 41 are not on the diff: the findings can only be listed in the summary.
     h.llm.answer_in_turn(
         SECURITY,
         &[
-            &reply(&[finding(
-                "src/db.rs",
-                40,
-                "critical",
-                95,
-                "Secret key in source",
-            )]),
+            &reply(&[
+                finding("src/db.rs", 40, "critical", 95, "Secret key in source"),
+                finding("src/db.rs", 41, "critical", 95, "Token in source"),
+            ]),
             &reply(&[]),
         ],
     );
     h.review_opened().await;
+    let open = |findings: Vec<Finding>| {
+        findings
+            .iter()
+            .filter(|f| f.state == FindingState::Open)
+            .count()
+    };
     let stored = h.findings().await;
-    assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].comment_id, None, "summary only");
+    assert_eq!(stored.len(), 2);
+    assert!(
+        stored.iter().all(|f| f.comment_id.is_none()),
+        "summary only"
+    );
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 
-    // An incremental manual review proves nothing about it.
+    // An incremental manual review proves nothing about them.
     h.run(h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-1"))
         .await
         .expect("manual review");
-    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(open(h.findings().await), 2);
 
-    // A full review that looks at the file again and no longer finds it, while its code
-    // is as it was, leaves it open: the model missing it once is not a fix.
+    // A full review that looks at the file again and no longer finds them, while their
+    // code is as it was, leaves them open: the model missing them once is not a fix.
     h.run(h.requested("bob", ReviewTrigger::ManualFull, HEAD, "m-2"))
         .await
         .expect("full review");
-    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(open(h.findings().await), 2);
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     assert!(
-        h.latest_summary().contains("1 earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed"),
+        h.latest_summary().contains("2 earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed"),
         "{}",
         h.latest_summary()
     );
@@ -138,7 +144,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_chan
         &[(
             "src/db.rs",
             "modified",
-            "@@ -39,3 +39,3 @@\n fn a() {}\n-const KEY: &str = \"s3cret\";\n+const KEY: &str = env!(\"KEY\");\n fn b() {}",
+            "@@ -39,4 +39,4 @@\n fn a() {}\n-const KEY: &str = \"s3cret\";\n-const TOKEN: &str = \"t0ken\";\n+const KEY: &str = env!(\"KEY\");\n+const TOKEN: &str = env!(\"TOKEN\");\n fn b() {}",
         )],
     );
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "push"))
@@ -153,19 +159,28 @@ async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_chan
     let err = h.run(full.clone()).await.expect_err("cannot tell yet");
     assert!(matches!(err, JobError::Transient(_)), "{err:?}");
     assert_eq!(h.reviews().len(), reviews, "nothing posted");
-    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(open(h.findings().await), 2);
     h.github.clear_injected();
+    let compares = h.github.requests_to("GET", "/compare/").len();
     h.run(full).await.expect("full review");
-    let after = h.findings().await;
-    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
     assert_eq!(
-        after[0].state_changed_by.as_deref(),
-        Some(parley_core::review::lifecycle::CLOSED_BY)
+        h.github.requests_to("GET", "/compare/").len(),
+        compares + 1,
+        "one compare for both findings' commit"
+    );
+    let after = h.findings().await;
+    assert_eq!(open(after.clone()), 0, "{after:#?}");
+    assert!(
+        after
+            .iter()
+            .all(|f| f.state_changed_by.as_deref()
+                == Some(parley_core::review::lifecycle::CLOSED_BY)),
+        "{after:#?}"
     );
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
     assert!(
         h.latest_summary()
-            .contains("1 earlier finding(s) listed only in a summary"),
+            .contains("2 earlier finding(s) listed only in a summary"),
         "{}",
         h.latest_summary()
     );
