@@ -166,6 +166,15 @@ impl ReviewHarness {
             .expect("findings")
     }
 
+    /// The stored review run of `head` (there must be one).
+    pub async fn run_of(&self, head: &str) -> parley_core::ports::ReviewRun {
+        self.store
+            .review_run(&crate::tenants::key(REPO), PR, head)
+            .await
+            .expect("store")
+            .unwrap_or_else(|| panic!("no review run of {head}"))
+    }
+
     /// The automatic review of HEAD that opening the PR asks for (delivery `d-1`), which
     /// must succeed.
     pub async fn review_opened(&self) {

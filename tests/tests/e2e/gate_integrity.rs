@@ -68,12 +68,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
         .collect();
     assert_eq!(parley_reviews.len(), 1, "Parley reviewed the head itself");
     assert_eq!(finding.title, SQL_TITLE);
-    let run = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .expect("store")
-        .expect("run");
+    let run = h.run_of(HEAD).await;
     assert_eq!(run.review_id, parley_reviews[0]["id"].as_u64());
 
     // Judged again after a maintainer resolves the thread: the forged "complete" marker
@@ -430,12 +425,7 @@ async fn a_run_is_published_only_after_its_check_is_concluded(h: ReviewHarness) 
     let gate = h.latest_gate(HEAD);
     assert_eq!(gate["status"], "completed");
     assert_eq!(gate["conclusion"], "failure");
-    let run = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .expect("store")
-        .expect("run");
+    let run = h.run_of(HEAD).await;
     assert_eq!(run.state, RunState::Published);
 }
 
@@ -443,12 +433,7 @@ async fn recovery_keeps_what_happened_to_findings_since_the_crash(h: ReviewHarne
     let finding = review_with_an_inline_blocking_finding(&h).await;
     // The worker "died" before recording the run as published; meanwhile the finding
     // was conceded.
-    let mut run = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .expect("store")
-        .expect("run");
+    let mut run = h.run_of(HEAD).await;
     run.state = RunState::Running;
     h.store.put_review_run(&run).await.expect("store");
     let mut conceded = finding.clone();

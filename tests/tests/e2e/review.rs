@@ -156,12 +156,7 @@ async fn inline_review_on_the_right_lines(h: ReviewHarness) {
             .unwrap()
             .contains("SQL injection through format!")
     );
-    let record = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .unwrap()
-        .unwrap();
+    let record = h.run_of(HEAD).await;
     assert_eq!(record.state, RunState::Published);
     assert!(record.review_url.is_some());
 }
@@ -300,12 +295,7 @@ async fn superseded_run_does_not_publish(h: ReviewHarness) {
         h.check_runs()[0]["output"]["title"],
         "Superseded by c2c2c2c"
     );
-    let run = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .unwrap()
-        .unwrap();
+    let run = h.run_of(HEAD).await;
     assert_eq!(run.state, RunState::Superseded);
     assert!(h.findings().await.is_empty());
 
@@ -513,12 +503,7 @@ async fn llm_down_is_neutral_never_failure(h: ReviewHarness) {
     );
     assert!(h.reviews().is_empty());
     assert_eq!(h.conclusion(), "neutral");
-    let run = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .unwrap()
-        .unwrap();
+    let run = h.run_of(HEAD).await;
     assert_eq!(run.state, RunState::Failed);
 
     // The retry (same delivery) resumes once the LLM is back; its own check run (GitHub
@@ -890,12 +875,7 @@ async fn full_review_of_a_reviewed_head_runs_again_without_reposting(h: ReviewHa
             .starts_with("Already reviewed at `a1a1a1a`")
     }),);
     // The head's own run is what a later push's incremental review starts from.
-    let record = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .unwrap()
-        .unwrap();
+    let record = h.run_of(HEAD).await;
     assert_eq!(record.state, RunState::Published);
     assert_eq!(record.trigger, "opened", "the head's own run is untouched");
 }
@@ -953,12 +933,7 @@ async fn retry_after_llm_down_shows_in_progress_then_the_real_conclusion(h: Revi
         "nothing after the conclusion"
     );
     assert_eq!(h.reviews().len(), 1);
-    let record = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .unwrap()
-        .unwrap();
+    let record = h.run_of(HEAD).await;
     assert_eq!(record.state, RunState::Published);
     assert_eq!(record.check_run_id, latest["id"].as_u64());
 }
@@ -1106,12 +1081,7 @@ async fn manual_first_then_automatic(h: ReviewHarness, trigger: ReviewTrigger, c
         "{second}"
     );
     assert!(already_reviewed_answers(&h).is_empty());
-    let record = h
-        .store
-        .review_run(&key(REPO), PR, HEAD)
-        .await
-        .unwrap()
-        .unwrap();
+    let record = h.run_of(HEAD).await;
     assert_eq!(record.state, RunState::Published);
     assert_eq!(record.trigger, "opened");
 
