@@ -82,6 +82,7 @@ impl FindingMarker {
             state_changed_at: None,
             created_at,
             outcome: None,
+            doubt: None,
         }
     }
 }

@@ -129,6 +129,10 @@ pub struct Finding {
     /// How the finding ended, once that is known (see [`crate::learning::outcomes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<FindingOutcome>,
+    /// The judge's case against a blocking finding it could not drop
+    /// ([`crate::review::merge::Candidate::doubt`]): later checks still name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
 }
 
 #[cfg(test)]
@@ -158,6 +162,7 @@ impl Finding {
             state_changed_at: None,
             created_at: OffsetDateTime::UNIX_EPOCH,
             outcome: None,
+            doubt: None,
         }
     }
 }

@@ -296,12 +296,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                         line_link(repo_url, head_sha, c),
                         c.path,
                         c.line,
-                        // Whoever may lift it sees at once where a resolve may be all it takes.
-                        if c.doubt.is_some() {
-                            " (the judge doubts it: see its thread)"
-                        } else {
-                            ""
-                        }
+                        doubted(c.doubt.is_some())
                     ));
                 }
             }
@@ -386,16 +381,27 @@ fn earlier_list(findings: &[&Finding], repo_url: &str, pr_url: &str) -> String {
     );
     for f in findings {
         text.push_str(&format!(
-            "- **[{}]** [{}]({}) — `{}:{}` (found at `{}`)\n",
+            "- **[{}]** [{}]({}) — `{}:{}` (found at `{}`){}\n",
             f.severity.name().to_uppercase(),
             f.title,
             finding_link(repo_url, pr_url, f),
             f.path,
             f.line,
-            short(&f.head_sha)
+            short(&f.head_sha),
+            doubted(f.doubt.is_some())
         ));
     }
     text
+}
+
+/// Said beside a blocking finding the judge doubts: whoever may lift it sees at once where
+/// a resolve may be all it takes.
+fn doubted(doubted: bool) -> &'static str {
+    if doubted {
+        " (the judge doubts it: see its thread)"
+    } else {
+        ""
+    }
 }
 
 /// Where a stored finding is discussed: its inline comment's thread, or (for a finding
@@ -645,14 +651,28 @@ mod tests {
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",
         };
-        let leaked: &'static Finding = Box::leak(Box::new(open));
-        let (conclusion, output) = conclude(&regated(vec![leaked], Some(false)), &gate);
+        // The conclusion and the text with one finding open.
+        let with_open = |finding: Finding| {
+            let leaked: &'static Finding = Box::leak(Box::new(finding));
+            let (conclusion, output) = conclude(&regated(vec![leaked], Some(false)), &gate);
+            (conclusion, output.text.unwrap_or_default())
+        };
+        let (conclusion, text) = with_open(open);
         assert_eq!(conclusion, CheckConclusion::Failure);
         assert!(
-            output
-                .text
-                .unwrap()
-                .contains("https://github.com/o/r/blob/0123456789/a.rs#L3")
+            text.contains("https://github.com/o/r/blob/0123456789/a.rs#L3"),
+            "{text}"
+        );
+        assert!(!text.contains("the judge doubts it"), "{text}");
+        // The judge's doubt is stored with the finding: judged again, the check names it.
+        let (conclusion, text) = with_open(Finding {
+            doubt: Some("checked upstream".into()),
+            ..stored(Severity::Critical, FindingState::Open, None)
+        });
+        assert_eq!(conclusion, CheckConclusion::Failure);
+        assert!(
+            text.contains("(found at `0123456`) (the judge doubts it: see its thread)"),
+            "{text}"
         );
         assert_eq!(
             conclude(&regated(vec![], Some(false)), &gate).0,

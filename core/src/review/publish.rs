@@ -173,6 +173,7 @@ pub async fn record_findings(
             body: finding.candidate.body.clone(),
             review_id: Some(review_id),
             comment_id: comment_ids.get(&finding.id).copied(),
+            doubt: finding.candidate.doubt.clone(),
             ..finding
                 .marker()
                 .finding(&repo, number, "", head_sha.to_string(), now)

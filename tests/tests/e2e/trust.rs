@@ -259,6 +259,12 @@ async fn the_judge_cannot_be_argued_out_of_a_blocking_finding(h: ReviewHarness) 
     assert!(high.contains("confidence 90%"), "its score stands: {high}");
     assert!(high.contains("it rated this finding 10% likely"), "{high}");
     assert_eq!(h.conclusion(), "failure");
+    let stored = h.findings().await;
+    assert_eq!(
+        stored.iter().filter(|f| f.doubt.is_some()).count(),
+        2,
+        "the doubts are kept with the findings: {stored:#?}"
+    );
     let check = h.latest_gate(HEAD)["output"]["text"].to_string();
     assert_eq!(
         check

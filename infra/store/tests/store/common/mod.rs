@@ -279,6 +279,7 @@ pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Fin
         state_changed_at: None,
         created_at,
         outcome: None,
+        doubt: None,
     }
 }
 
@@ -286,6 +287,7 @@ pub fn finding(repo: &str, pr: u64, id: &str, created_at: OffsetDateTime) -> Fin
 pub fn posted_finding(repo: &str, pr: u64, id: &str, comment_id: u64) -> Finding {
     Finding {
         site: "9f86d081884c7d65".into(),
+        doubt: Some("the caller checks for null".into()),
         start_line: Some(40),
         review_id: Some(9_000_000_001),
         comment_id: Some(comment_id),
