@@ -165,6 +165,13 @@ pub fn render_stats(
             }
         }
     }
+    if !stats.doubted.is_empty() {
+        let d = &stats.doubted;
+        out.push_str(&format!(
+            "\nBlocking findings the judge doubted but could not drop: {} accepted, {} rejected (people agreed with the judge), {} ignored.\n",
+            d.accepted, d.rejected, d.ignored
+        ));
+    }
     let (threshold, source) = stats::threshold_in_force(
         config.review.min_confidence,
         config.explicit.contains("review.minConfidence"),

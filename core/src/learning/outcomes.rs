@@ -240,10 +240,11 @@ async fn finish(
         return Ok(());
     };
     let key = counted_key(finding);
-    let (category, severity, confidence) = (
+    let (category, severity, confidence, doubted) = (
         finding.category.clone(),
         finding.severity.name(),
         finding.confidence,
+        finding.doubt.is_some(),
     );
     memory::update::<RepoStats>(store, &finding.repo, STATS_KEY, |current| {
         let mut stats = current.unwrap_or_default();
@@ -253,6 +254,7 @@ async fn finish(
                 &category,
                 severity,
                 confidence,
+                doubted,
                 outcome.verdict,
                 outcome.replaces,
             )

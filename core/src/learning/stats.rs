@@ -42,6 +42,10 @@ impl Counts {
         self.accepted + self.rejected
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.decided() + self.ignored == 0
+    }
+
     fn add(&mut self, other: &Counts) {
         self.accepted += other.accepted;
         self.rejected += other.rejected;
@@ -70,6 +74,10 @@ pub struct RepoStats {
     pub suppressed_by_category: BTreeMap<String, u64>,
     #[serde(default)]
     pub reviews: u64,
+    /// Outcomes of blocking findings the judge doubted but could not drop: a rejection is
+    /// people agreeing with the judge. How far a team may trust it.
+    #[serde(default, skip_serializing_if = "Counts::is_empty")]
+    pub doubted: Counts,
     /// The latest outcomes counted, oldest first: (`<pr>/<finding id>`, the verdict the
     /// counts hold for it), at most [`COUNTED_KEEP`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -127,6 +135,7 @@ impl RepoStats {
         category: &str,
         severity: &str,
         confidence: u8,
+        doubted: bool,
         verdict: crate::ports::Verdict,
         replaces: Option<crate::ports::Verdict>,
     ) -> bool {
@@ -143,8 +152,14 @@ impl RepoStats {
         }
         if let Some(old) = before {
             self.count(category, severity, confidence, old, -1);
+            if doubted {
+                apply(&mut self.doubted, old, -1);
+            }
         }
         self.count(category, severity, confidence, verdict, 1);
+        if doubted {
+            apply(&mut self.doubted, verdict, 1);
+        }
         self.counted.push((key.to_string(), verdict));
         if self.counted.len() > COUNTED_KEEP {
             let excess = self.counted.len() - COUNTED_KEEP;
@@ -311,12 +326,12 @@ mod tests {
     #[test]
     fn an_outcome_counts_once_however_often_it_is_counted() {
         let mut stats = RepoStats::default();
-        assert!(stats.count_outcome("1/f_a", "bug", "high", 80, Rejected, None));
-        assert!(!stats.count_outcome("1/f_a", "bug", "high", 80, Rejected, None));
+        assert!(stats.count_outcome("1/f_a", "bug", "high", 80, false, Rejected, None));
+        assert!(!stats.count_outcome("1/f_a", "bug", "high", 80, false, Rejected, None));
         assert_eq!(stats.total().rejected, 1);
         // A later verdict replaces the counted one, once.
-        assert!(stats.count_outcome("1/f_a", "bug", "high", 80, Accepted, Some(Rejected)));
-        assert!(!stats.count_outcome("1/f_a", "bug", "high", 80, Accepted, Some(Rejected)));
+        assert!(stats.count_outcome("1/f_a", "bug", "high", 80, false, Accepted, Some(Rejected)));
+        assert!(!stats.count_outcome("1/f_a", "bug", "high", 80, false, Accepted, Some(Rejected)));
         assert_eq!(
             (stats.total().accepted, stats.total().rejected),
             (1, 0),
@@ -325,7 +340,16 @@ mod tests {
         // An outcome counted before the memory existed is taken back by what the finding
         // says it replaces.
         let mut legacy = seeded(&[(80, 0, 1)]);
-        assert!(legacy.count_outcome("2/f_b", "style", "low", 80, Accepted, Some(Rejected)));
+        assert!(legacy.count_outcome("2/f_b", "style", "low", 80, false, Accepted, Some(Rejected)));
+        assert!(legacy.doubted.is_empty(), "not a finding the judge doubted");
+        // One the judge doubted is counted for the judge too, and taken back with it.
+        assert!(stats.count_outcome("1/f_c", "bug", "critical", 90, true, Rejected, None));
+        assert!(stats.count_outcome("1/f_c", "bug", "critical", 90, true, Accepted, None));
+        assert_eq!(
+            (stats.doubted.accepted, stats.doubted.rejected),
+            (1, 0),
+            "the later verdict replaces the earlier for the judge too"
+        );
         assert_eq!((legacy.total().accepted, legacy.total().rejected), (1, 0));
     }
 
@@ -333,7 +357,7 @@ mod tests {
     fn the_memory_of_counted_outcomes_is_bounded() {
         let mut stats = RepoStats::default();
         for i in 0..COUNTED_KEEP + 10 {
-            stats.count_outcome(&format!("1/f_{i}"), "bug", "low", 60, Accepted, None);
+            stats.count_outcome(&format!("1/f_{i}"), "bug", "low", 60, false, Accepted, None);
         }
         assert_eq!(stats.counted.len(), COUNTED_KEEP);
         assert_eq!(

@@ -289,6 +289,31 @@ async fn the_judge_cannot_be_argued_out_of_a_blocking_finding(h: ReviewHarness) 
         1,
         "only the review's own marker: {summary}"
     );
+    // A maintainer agrees with the judge about the critical one: the gate is lifted by a
+    // person entitled to, and the judge's record shows it was right once.
+    h.github.set_permission(REPO, "bob", "write");
+    let critical_id = stored
+        .iter()
+        .find(|f| f.title == "SQL injection")
+        .map(|f| f.id.clone())
+        .expect("stored");
+    h.say("bob", &format!("@parley dismiss {critical_id}"))
+        .await;
+    h.say("bob", "@parley stats").await;
+    let stats = h.last_said();
+    assert!(
+        stats.contains(
+            "Blocking findings the judge doubted but could not drop: 0 accepted, 1 rejected"
+        ),
+        "{stats}"
+    );
+    // Judged again without it, the check still names the high one the judge doubts.
+    let check = h.latest_gate(HEAD)["output"]["text"].to_string();
+    assert!(!check.contains("SQL injection"), "{check}");
+    assert!(
+        check.contains("`src/db.rs:2` (found at `a1a1a1a`) (the judge doubts it: see its thread)"),
+        "{check}"
+    );
 }
 
 /// "@parley learnings" and "@parley stats" on a fork PR used to show organisation-wide
