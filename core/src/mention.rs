@@ -27,6 +27,19 @@ impl Handles {
         &self.names
     }
 
+    /// The handle people type: the App's slug. Every App has its own (GitHub App names
+    /// are unique), so the commands Parley suggests are spelt with it, never with
+    /// `@parley`, which would name someone else.
+    pub fn slug(&self) -> &str {
+        self.names.first().map_or("parley", String::as_str)
+    }
+
+    /// A command as Parley suggests it in its own comments: `` `@<slug> <words>` ``, in
+    /// code so it neither notifies anyone nor summons Parley from its own text.
+    pub fn command(&self, words: &str) -> String {
+        format!("`@{} {words}`", self.slug())
+    }
+
     /// The bot's own login as GitHub shows it on comments: `<slug>[bot]`.
     pub fn bot_login(&self) -> Option<String> {
         self.names.first().map(|slug| format!("{slug}[bot]"))
@@ -94,6 +107,14 @@ mod tests {
         assert!(!h.mentioned_in("mail me@parley.dev"));
         assert!(!h.mentioned_in("parley without at"));
         assert!(!h.mentioned_in("@claude what now"));
+    }
+
+    #[test]
+    fn suggested_commands_use_the_slug_not_an_alias() {
+        let h = Handles::new("@Acme-Review", &["claude".to_string()]);
+        assert_eq!(h.slug(), "acme-review");
+        assert_eq!(h.command("dismiss f_1"), "`@acme-review dismiss f_1`");
+        assert_eq!(Handles::new("", &[]).slug(), "parley");
     }
 
     #[test]

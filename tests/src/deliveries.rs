@@ -46,8 +46,13 @@ impl Source {
 /// whose handle is `parley`. Panics when the payload is not one Parley acts on: a test
 /// that builds a delivery means it to become a job.
 pub fn job(event: &str, delivery: &str, payload: &Value) -> Job {
+    job_for("parley", event, delivery, payload)
+}
+
+/// [`job`] for an App whose handle is `slug`.
+pub fn job_for(slug: &str, event: &str, delivery: &str, payload: &Value) -> Job {
     let ctx = NormaliseContext {
-        handles: Some(Handles::new("parley", &[])),
+        handles: Some(Handles::new(slug, &[])),
     };
     match normalise(event, delivery, payload, &ctx) {
         Normalised::Job(job) => *job,

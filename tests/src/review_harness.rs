@@ -405,12 +405,18 @@ pub fn reply_in_thread(h: &ReviewHarness, root: u64, author: &str, body: &str) -
     )
 }
 
-/// `author` writes `@parley <command>` at top level, as the job its delivery becomes.
+/// `author` writes `@<the App's handle> <command>` at top level, as the job its delivery
+/// becomes.
 pub fn top_level(h: &ReviewHarness, author: &str, text: &str) -> Job {
     let id = h.github.add_issue_comment(REPO, PR, author, text);
     let comment = h.github.issue_comment(REPO, PR, id);
     let payload = deliveries::pr_issue_comment(&source(), PR, &comment);
-    deliveries::job("issue_comment", &format!("delivery-{id}"), &payload)
+    deliveries::job_for(
+        &h.github.app_slug(),
+        "issue_comment",
+        &format!("delivery-{id}"),
+        &payload,
+    )
 }
 
 /// GitHub's `pull_request.closed` delivery for the PR (merged or not), as the bookkeeping
@@ -428,7 +434,7 @@ pub fn parley_says(h: &ReviewHarness) -> Vec<String> {
     h.github
         .issue_comments(REPO, PR)
         .into_iter()
-        .filter(|c| c["user"]["login"] == "parley[bot]")
+        .filter(|c| c["user"]["login"] == h.github.bot_login().as_str())
         .map(|c| c["body"].as_str().unwrap_or_default().to_string())
         .collect()
 }

@@ -53,7 +53,7 @@ impl ConversationHandler {
                         Taught::Reported("configuration"),
                     )
                 }
-                _ => (reports::help(), Taught::Reported("help")),
+                _ => (reports::help(&snap.handles), Taught::Reported("help")),
             };
             let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
             gates::record_answered(self.store(), snap, trigger.id, reply).await;

@@ -11,6 +11,7 @@ use crate::config::{ConfigWarning, RepoConfig};
 use crate::learning::memory::{self, RepoMemory};
 use crate::learning::record::{Learning, LearningKind};
 use crate::learning::stats;
+use crate::mention::Handles;
 use crate::ports::github::Permission;
 use time::OffsetDateTime;
 
@@ -19,7 +20,7 @@ pub async fn learnings(turn: &Turn<'_>) -> Result<(String, Taught), Conversation
     let snap = turn.snap;
     let memory = memory::load(turn.store, &snap.repo, &snap.org).await?;
     Ok((
-        render_learnings(&memory, &snap.repo),
+        render_learnings(&memory, &snap.repo, &snap.handles),
         Taught::Reported("learnings"),
     ))
 }
@@ -27,10 +28,15 @@ pub async fn learnings(turn: &Turn<'_>) -> Result<(String, Taught), Conversation
 /// The active learnings as a table. An organisation learning taught in another
 /// repository is shown without its link (which names that repository, perhaps a private
 /// one the reader cannot see): its text and author only.
-pub fn render_learnings(memory: &RepoMemory, here: &str) -> String {
+pub fn render_learnings(memory: &RepoMemory, here: &str, parley: &Handles) -> String {
     let active: Vec<&Learning> = memory.active().collect();
     if active.is_empty() {
-        return "I have no learnings for this repository yet. Teach me with `@parley remember …`, `@parley don't flag …` or `@parley be stricter about …`.".to_string();
+        return format!(
+            "I have no learnings for this repository yet. Teach me with {}, {} or {}.",
+            parley.command("remember …"),
+            parley.command("don't flag …"),
+            parley.command("be stricter about …")
+        );
     }
     let mut out =
         String::from("| id | scope | kind | learning | by | added |\n|---|---|---|---|---|---|\n");
@@ -241,13 +247,19 @@ pub fn render_budget(standing: &crate::budget::Standing) -> String {
 
 /// `configuration`: every setting in force and where it came from.
 pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>) -> String {
-    render_configuration(&snap.config.config, &snap.config.warnings, memory)
+    render_configuration(
+        &snap.config.config,
+        &snap.config.warnings,
+        memory,
+        &snap.handles,
+    )
 }
 
 pub fn render_configuration(
     config: &RepoConfig,
     warnings: &[ConfigWarning],
     memory: Option<&RepoMemory>,
+    parley: &Handles,
 ) -> String {
     let mut out = String::from("| setting | value | from |\n|---|---|---|\n");
     for (key, value) in crate::config::describe(config) {
@@ -280,7 +292,8 @@ pub fn render_configuration(
             .count();
         if adjust > 0 {
             out.push_str(&format!(
-                "\n{adjust} learning(s) adjust category thresholds (see `@parley learnings`).\n"
+                "\n{adjust} learning(s) adjust category thresholds (see {}).\n",
+                parley.command("learnings")
             ));
         }
     }
@@ -295,25 +308,63 @@ pub fn render_configuration(
     out
 }
 
-/// `help`: every command, one line each.
-pub fn help() -> String {
-    [
-        "| command | what it does |",
-        "|---|---|",
-        "| `@parley review` / `@parley full review` | review what changed since the last review / the whole PR again (needs `mention.minPermission`) |",
-        "| `@parley remember <rule>` | a convention for future reviews and answers (also `for future reviews: …`, `we use … in this repo`, `our convention is …`) |",
-        "| `@parley don't flag <kind>` | stop reporting such findings (also `ignore … issues`, `skip … checks`; `won't fix: …` in a finding's thread) |",
-        "| `@parley be stricter about <category>` | report more of a category (`be more lenient with …`, `focus more/less on …`) |",
-        "| `… in <path glob>`, `… for this PR`, `… for all repos` | limit a learning to paths, this PR, or widen it to the organisation |",
-        "| `@parley forget L-3f9a` / `@parley forget \"text\"` | take a learning back |",
-        "| `@parley learnings` | list what Parley has learned here |",
-        "| `@parley dismiss f_…` | lift one finding by its id (maintainers) |",
-        "| `@parley stats` | how findings fared, the confidence threshold, the LLM cost |",
-        "| `@parley configuration` | every setting in force and where it came from |",
-        "| `@parley help` | this table |",
-    ]
-    .join("\n")
+/// `help`: every command, one line each, spelt with this App's handle.
+pub fn help(parley: &Handles) -> String {
+    let mut rows = vec![
+        "| command | what it does |".to_string(),
+        "|---|---|".to_string(),
+    ];
+    for (commands, what) in HELP {
+        let commands = if commands.starts_with('…') {
+            format!("`{commands}`")
+        } else {
+            commands
+                .split(" / ")
+                .map(|words| parley.command(words))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
+        rows.push(format!("| {commands} | {what} |"));
+    }
+    rows.join("\n")
 }
+
+/// `(the command's words after the handle, alternatives split by " / "; what it does)`.
+/// A row starting with `…` qualifies the others and is shown as it is.
+const HELP: &[(&str, &str)] = &[
+    (
+        "review / full review",
+        "review what changed since the last review / the whole PR again (needs `mention.minPermission`)",
+    ),
+    (
+        "remember <rule>",
+        "a convention for future reviews and answers (also `for future reviews: …`, `we use … in this repo`, `our convention is …`)",
+    ),
+    (
+        "don't flag <kind>",
+        "stop reporting such findings (also `ignore … issues`, `skip … checks`; `won't fix: …` in a finding's thread)",
+    ),
+    (
+        "be stricter about <category>",
+        "report more of a category (`be more lenient with …`, `focus more/less on …`)",
+    ),
+    (
+        "… in <path glob>`, `… for this PR`, `… for all repos",
+        "limit a learning to paths, this PR, or widen it to the organisation",
+    ),
+    ("forget L-3f9a / forget \"text\"", "take a learning back"),
+    ("learnings", "list what Parley has learned here"),
+    ("dismiss f_…", "lift one finding by its id (maintainers)"),
+    (
+        "stats",
+        "how findings fared, the confidence threshold, the LLM cost",
+    ),
+    (
+        "configuration",
+        "every setting in force and where it came from",
+    ),
+    ("help", "this table"),
+];
 
 fn table_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")

@@ -136,11 +136,11 @@ pub async fn learn(turn: &Turn<'_>, learn: Learn) -> Result<(String, Taught), Co
         extra = wont_fix(turn, &marker.id).await?;
     }
     let text = format!(
-        "Learning added `{}` ({}): {} — undo with `@parley forget {}`{}",
+        "Learning added `{}` ({}): {} — undo with {}{}",
         learning.id,
         learning.scope.name(),
         summary_of(&learning),
-        learning.id,
+        snap.handles.command(&format!("forget {}", learning.id)),
         extra
     );
     Ok((
@@ -251,7 +251,10 @@ pub async fn forget(turn: &Turn<'_>, what: Forget) -> Result<(String, Taught), C
     let learning = match found.as_slice() {
         [one] => (*one).clone(),
         [] => {
-            let why = "no active learning matches that; `@parley learnings` lists them".to_string();
+            let why = format!(
+                "no active learning matches that; {} lists them",
+                turn.snap.handles.command("learnings")
+            );
             return Ok((
                 format!("I found nothing to forget: {why}."),
                 Taught::Refused(why),

@@ -35,18 +35,14 @@ impl ReviewHandler {
                 return;
             }
         }
-        let handle = parley
-            .names()
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "parley".into());
+        let ask_again = parley.command("review");
         let after = match tries {
             Some(n) if n > 1 => format!(" after {n} attempts"),
             _ => String::new(),
         };
         let body = format!(
             "Parley could not review `{}`{after}: {}. It will not try this commit again; \
-             push a new commit or comment `@{handle} review` to ask again.",
+             push a new commit or comment {ask_again} to ask again.",
             summary::short(head_sha),
             err.public_reason()
         );

@@ -201,8 +201,9 @@ pub async fn answer_already_reviewed(
         .map(|url| format!(" — [see the review]({url})"))
         .unwrap_or_default();
     let text = format!(
-        "Already reviewed at `{}`{link}. Nothing has changed since; push new commits for a new review, or ask `@parley full review` to review the whole PR again.",
-        short(&run.head_sha)
+        "Already reviewed at `{}`{link}. Nothing has changed since; push new commits for a new review, or ask {} to review the whole PR again.",
+        short(&run.head_sha),
+        parley.command("full review")
     );
     let marker = ReplyMarker {
         kind: DISMISSED.to_string(),

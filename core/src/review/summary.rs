@@ -341,8 +341,9 @@ impl Summary<'_> {
         }
         if self.held_earlier > 0 {
             out.push_str(&format!(
-                "- {} earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed, so they stay open: push a fix, or someone entitled can `@parley dismiss` them.\n",
-                self.held_earlier
+                "- {} earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed, so they stay open: push a fix, or someone entitled can {} them.\n",
+                self.held_earlier,
+                self.silenced.command("dismiss")
             ));
         }
         if self.reopened_earlier > 0 {

@@ -78,6 +78,15 @@ impl FakeGitHub {
         self.state().app_slug = slug.to_string();
     }
 
+    pub fn app_slug(&self) -> String {
+        self.state().app_slug.clone()
+    }
+
+    /// The login the App's comments carry: `<slug>[bot]`.
+    pub fn bot_login(&self) -> String {
+        format!("{}[bot]", self.app_slug())
+    }
+
     pub fn inject(&self, failure: Injected) {
         self.state().injected.push(failure);
     }

@@ -21,6 +21,7 @@ parley_tests::review_on_both_stores!(
     the_tuned_threshold_comes_from_a_seeded_history,
     stats_and_configuration_report_the_store,
     the_judge_drops_a_contradicted_finding_and_its_failure_falls_back,
+    an_app_with_its_own_handle_suggests_commands_with_it,
 );
 
 const HINTS: &str = "structured hints";
@@ -543,4 +544,69 @@ async fn the_judge_drops_a_contradicted_finding_and_its_failure_falls_back(h: Re
             .contains("Another finding")
     }));
     let _ = HINTS;
+}
+
+/// GitHub App names are unique, so every installation's handle is its own: the commands
+/// Parley suggests must be spelt with it (`@parley` would name someone else).
+async fn an_app_with_its_own_handle_suggests_commands_with_it(h: ReviewHarness) {
+    h.github.set_app_slug("acme-review");
+    h.github.set_permission(REPO, "bob", "write");
+    h.say("bob", "@acme-review learnings").await;
+    let none = h.last_said();
+    assert!(
+        none.contains("Teach me with `@acme-review remember …`, `@acme-review don't flag …`"),
+        "{none}"
+    );
+    h.say(
+        "bob",
+        "@acme-review remember that we allow unwrap in tests/**",
+    )
+    .await;
+    let added = h.last_said();
+    assert!(
+        added.contains("undo with `@acme-review forget L-"),
+        "{added}"
+    );
+    h.say("bob", "@acme-review forget \"tabs over spaces\"")
+        .await;
+    let unknown = h.last_said();
+    assert!(
+        unknown.contains("`@acme-review learnings` lists them"),
+        "{unknown}"
+    );
+    h.say("bob", "@acme-review help").await;
+    let help = h.last_said();
+    assert!(
+        help.contains("| `@acme-review review` / `@acme-review full review` |"),
+        "{help}"
+    );
+    assert!(help.contains("| `@acme-review dismiss f_…` |"), "{help}");
+    assert!(
+        help.contains("| `… in <path glob>`, `… for this PR`, `… for all repos` |"),
+        "{help}"
+    );
+
+    h.review_opened().await;
+    let asked = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "@acme-review review");
+    h.run(manual_job(
+        ReviewTrigger::ManualIncremental,
+        HEAD,
+        "m-1",
+        asked,
+    ))
+    .await
+    .expect("answered");
+    let already = h.last_said();
+    assert!(
+        already.starts_with("Already reviewed")
+            && already.contains("or ask `@acme-review full review`"),
+        "{already}"
+    );
+    let said = parley_says(&h);
+    assert_eq!(said.len(), 5, "{said:#?}");
+    for text in said {
+        assert!(!text.contains("@parley"), "{text}");
+    }
 }
