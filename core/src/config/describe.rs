@@ -54,6 +54,8 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
             r.triggers.synchronize.to_string(),
         ),
         ("review.skipAuthors", list(&r.skip_authors)),
+        ("review.skipLabels", list(&r.skip_labels)),
+        ("review.baseBranches", list(&r.base_branches)),
         ("review.skipPaths", list(&r.skip_paths)),
         ("review.specialists", list(&r.specialists)),
         ("review.minConfidence", r.min_confidence.to_string()),
@@ -120,7 +122,7 @@ mod tests {
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
-             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
              gate: {blockOn: [critical], resolveBy: admin}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );

@@ -170,6 +170,12 @@ pub const DEFAULT_SKIP_PATHS: &[&str] = &[
 pub struct ReviewConfig {
     pub triggers: ReviewTriggers,
     pub skip_authors: Vec<String>,
+    /// Labels that hold automatic reviews off a PR (`no-review`, `wip`). Labels, not
+    /// title words: only people with triage access label a PR, while its author writes
+    /// the title, and a skipped head's check does not block.
+    pub skip_labels: Vec<String>,
+    /// Globs of the base branches whose PRs are reviewed automatically; empty: every one.
+    pub base_branches: Vec<String>,
     /// Globs of paths never reviewed; replaces the defaults when set.
     pub skip_paths: Vec<String>,
     pub specialists: Vec<String>,
@@ -229,6 +235,8 @@ impl Default for ReviewConfig {
         ReviewConfig {
             triggers: ReviewTriggers::default(),
             skip_authors: Vec::new(),
+            skip_labels: Vec::new(),
+            base_branches: Vec::new(),
             skip_paths: DEFAULT_SKIP_PATHS.iter().map(|s| s.to_string()).collect(),
             specialists: SPECIALISTS.iter().map(|s| s.to_string()).collect(),
             min_confidence: 75,
@@ -366,6 +374,8 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
                 synchronize: r.bool("review.triggers.synchronize", d.review.triggers.synchronize),
             },
             skip_authors: r.strings("review.skipAuthors", &d.review.skip_authors),
+            skip_labels: r.strings("review.skipLabels", &d.review.skip_labels),
+            base_branches: r.globs("review.baseBranches", &d.review.base_branches),
             skip_paths: r.globs("review.skipPaths", &d.review.skip_paths),
             specialists: r.subset("review.specialists", &d.review.specialists, &SPECIALISTS),
             min_confidence: r.number("review.minConfidence", d.review.min_confidence, 0..=100),

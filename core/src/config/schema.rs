@@ -112,6 +112,11 @@ struct Review {
     triggers: Triggers,
     /// Logins whose PRs are not reviewed automatically (bots, release accounts).
     skip_authors: Vec<String>,
+    /// Labels that hold automatic reviews off a PR (e.g. `no-review`); case-insensitive.
+    skip_labels: Vec<String>,
+    /// Globs of the base branches whose PRs are reviewed automatically (e.g. `main`,
+    /// `release/*`); empty: every base branch.
+    base_branches: Vec<String>,
     /// Globs of paths never reviewed; replaces the defaults when set.
     skip_paths: Vec<String>,
     /// The specialist passes to run.
@@ -319,6 +324,8 @@ impl Default for Review {
         Review {
             triggers: Triggers::default(),
             skip_authors: d.skip_authors,
+            skip_labels: d.skip_labels,
+            base_branches: d.base_branches,
             skip_paths: d.skip_paths,
             specialists: d.specialists.iter().filter_map(|s| specialist(s)).collect(),
             min_confidence: d.min_confidence,

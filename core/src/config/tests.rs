@@ -24,6 +24,8 @@ dispute:
 review:
   triggers: { synchronize: false }
   skipAuthors: ["renovate[bot]"]
+  skipLabels: [no-review]
+  baseBranches: [main, "release/*"]
   skipPaths: ["docs/**"]
   specialists: [security, correctness]
   minConfidence: 60
@@ -44,6 +46,8 @@ gate:
     assert!(!config.review.triggers.synchronize);
     assert!(config.review.triggers.opened);
     assert_eq!(config.review.skip_paths, vec!["docs/**"]);
+    assert_eq!(config.review.skip_labels, vec!["no-review"]);
+    assert_eq!(config.review.base_branches, vec!["main", "release/*"]);
     assert_eq!(config.review.specialists, vec!["security", "correctness"]);
     assert_eq!(config.review.min_confidence, 60);
     assert_eq!(config.gate.block_on, vec![Severity::Critical]);
@@ -62,6 +66,7 @@ review:
   minConfidence: 80
   specialists: [security, vibes]
   skipPaths: ["src/[oops"]
+  baseBranches: ["release/[oops"]
 gate:
   blockOn: [urgent]
 revew:
@@ -78,6 +83,10 @@ revew:
     );
     assert_eq!(config.review.specialists, d.review.specialists);
     assert_eq!(config.review.skip_paths, d.review.skip_paths);
+    assert!(
+        config.review.base_branches.is_empty(),
+        "a bad glob leaves every base branch reviewed"
+    );
     assert_eq!(config.gate.block_on, d.gate.block_on);
     let keys: Vec<_> = warnings.iter().map(|w| w.key.as_str()).collect();
     assert_eq!(
@@ -86,6 +95,7 @@ revew:
             "mention.minPermission",
             "mention.conversation.maxTurnsPerPr",
             "mention.conversation.contextBudgetChars",
+            "review.baseBranches",
             "review.skipPaths",
             "review.specialists",
             "gate.blockOn",

@@ -1,7 +1,8 @@
 //! The review worker: every PR gets a review worth reading, and a check a team can require.
 //!
 //! A job goes through, in order:
-//! 1. gates: open PR, trigger enabled, not a draft, author not skipped ([`skip_reason`]);
+//! 1. gates: open PR, trigger enabled, not a draft, neither author nor label skipped, a
+//!    base branch reviewed ([`skip_reason`]);
 //! 2. the run: claimed per (repo, PR, head SHA), never redone once published, recovered
 //!    from GitHub's own markers if a worker died after posting ([`runs`]);
 //! 3. inputs: the PR's files and where comments may go ([`pull_files`]), the changed
@@ -116,7 +117,31 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
     {
         return Some(format!("{author} is in review.skipAuthors"));
     }
+    let skip_labels = &config.review.skip_labels;
+    if let Some(label) = pr.labels.iter().find(|label| {
+        skip_labels
+            .iter()
+            .any(|skip| skip.eq_ignore_ascii_case(&label.name))
+    }) {
+        return Some(format!(
+            "it is labelled {} (review.skipLabels)",
+            quoted(&label.name)
+        ));
+    }
+    let bases = &config.review.base_branches;
+    let base = &pr.base.ref_name;
+    if !bases.is_empty() && !inputs::skip_set(bases).is_match(base) {
+        return Some(format!(
+            "its base branch {} is not in review.baseBranches",
+            quoted(base)
+        ));
+    }
     None
+}
+
+/// A name someone chose (a label, a branch), as inline code in Parley's text.
+fn quoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "'"))
 }
 
 impl ReviewHandler {

@@ -39,6 +39,7 @@ parley_tests::review_on_both_stores!(
     retry_after_llm_down_shows_in_progress_then_the_real_conclusion,
     pass_over_the_deadline_is_reported_and_the_others_publish,
     drafts_and_disabled_triggers_are_skipped,
+    labelled_prs_and_other_base_branches_are_skipped,
     manual_review_first_leaves_the_gate_to_the_automatic_review,
     manual_full_review_first_leaves_the_gate_to_the_automatic_review,
     automatic_review_first_then_manual_request_is_already_reviewed,
@@ -1007,6 +1008,45 @@ async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {
         manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", 9),
     )
     .await;
+    assert_eq!(h.reviews().len(), 1);
+}
+
+async fn labelled_prs_and_other_base_branches_are_skipped(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  skipLabels: [No-Review]\n  baseBranches: [main, \"release/*\"]\n",
+    );
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["labels"] = json!([{ "name": "bug" }, { "name": "no-review" }]);
+    });
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["labels"] = json!([{ "name": "bug" }]);
+        pr["base"]["ref"] = "experiments/fast-path".into();
+    });
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD, "d-2")).await;
+    assert!(h.reviews().is_empty());
+    assert!(h.pass_prompts().is_empty(), "nothing spent");
+    let checks = h.checks_named("Parley review");
+    assert_eq!(checks.len(), 2, "{checks:#?}");
+    let reasons = [
+        "it is labelled `no-review` (review.skipLabels)",
+        "its base branch `experiments/fast-path` is not in review.baseBranches",
+    ];
+    for (check, why) in checks.iter().zip(reasons) {
+        assert_eq!(check["conclusion"], "neutral");
+        assert_eq!(check["output"]["title"], "Not reviewed");
+        let summary = check["output"]["summary"].as_str().unwrap_or_default();
+        assert!(summary.contains(why), "{summary}");
+    }
+
+    // A base branch the globs name is reviewed.
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["base"]["ref"] = "release/2.0".into();
+    });
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD, "d-3")).await;
     assert_eq!(h.reviews().len(), 1);
 }
 
