@@ -159,6 +159,9 @@ pub enum ReviewTrigger {
     ReadyForReview,
     /// New commits were pushed; `before` in the job says what was there.
     Synchronize,
+    /// A label was taken off the PR (`label` in the job names it): the head is reviewed
+    /// if that label was holding automatic reviews off (`review.skipLabels`).
+    Unlabeled,
     /// `@parley review` (incremental) from a comment.
     ManualIncremental,
     /// `@parley full review`.
@@ -182,6 +185,9 @@ pub struct ReviewJob {
     /// Set for `@parley review` / `@parley full review`: the comment that asked.
     #[serde(default)]
     pub request: Option<ReviewRequest>,
+    /// For [`ReviewTrigger::Unlabeled`]: the label taken off.
+    #[serde(default)]
+    pub label: Option<String>,
 }
 
 /// The comment behind a manual review request, so the review can answer it.

@@ -90,6 +90,7 @@ pub fn review_job(
         },
         title: format!("PR #{number}"),
         request: None,
+        label: None,
     })
 }
 

@@ -43,6 +43,7 @@ pub async fn request_review(
             author: trigger.author.clone(),
             html_url: trigger.html_url.clone(),
         }),
+        label: None,
     });
     let body = serde_json::to_string(&job).map_err(|err| {
         ConversationError::Queue(crate::ports::QueueError::Config(format!(

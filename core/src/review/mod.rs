@@ -100,6 +100,8 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
         ReviewTrigger::Reopened => triggers.reopened,
         ReviewTrigger::ReadyForReview => triggers.ready_for_review,
         ReviewTrigger::Synchronize => triggers.synchronize,
+        // Only a label that held reviews off gets this far (see `lifts_a_skip_label`).
+        ReviewTrigger::Unlabeled => true,
         ReviewTrigger::ManualIncremental | ReviewTrigger::ManualFull => true,
     };
     if !enabled {
@@ -139,6 +141,17 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
     None
 }
 
+/// Whether the label an `unlabeled` job took off was holding automatic reviews off.
+fn lifts_a_skip_label(job: &ReviewJob, config: &RepoConfig) -> bool {
+    job.label.as_deref().is_some_and(|removed| {
+        config
+            .review
+            .skip_labels
+            .iter()
+            .any(|skip| skip.eq_ignore_ascii_case(removed))
+    })
+}
+
 /// A name someone chose (a label, a branch), as inline code in Parley's text.
 fn quoted(name: &str) -> String {
     format!("`{}`", name.replace('`', "'"))
@@ -156,6 +169,10 @@ impl ReviewHandler {
         let pr = github.get_pull_request(&scope, job.number).await?;
         let loaded = self.services.config.for_pull(&scope, &pr).await;
         let parley = self.services.identity.handles(github, false).await?;
+        if job.trigger == ReviewTrigger::Unlabeled && !lifts_a_skip_label(job, &loaded.config) {
+            // Any other label coming off changes nothing, and must not touch the check.
+            return Ok(());
+        }
         if let Some(reason) = skip_reason(job, &pr, &loaded.config) {
             tracing::info!(%repo, number = job.number, %reason, "review skipped");
             return self

@@ -93,6 +93,7 @@ pub fn trigger_name(trigger: ReviewTrigger) -> &'static str {
         ReviewTrigger::Reopened => "reopened",
         ReviewTrigger::ReadyForReview => "ready_for_review",
         ReviewTrigger::Synchronize => "synchronize",
+        ReviewTrigger::Unlabeled => "unlabeled",
         ReviewTrigger::ManualIncremental => "manual",
         ReviewTrigger::ManualFull => "manual_full",
     }

@@ -37,7 +37,9 @@ impl ReviewHandler {
         };
         if !matches!(
             job.trigger,
-            ReviewTrigger::Synchronize | ReviewTrigger::ManualIncremental
+            ReviewTrigger::Synchronize
+                | ReviewTrigger::Unlabeled
+                | ReviewTrigger::ManualIncremental
         ) {
             return Ok(full);
         }

@@ -161,9 +161,10 @@ fn normalise_from<'de>(
         sender: envelope.sender.as_ref().map_or("", |s| s.login.as_str()),
     };
     let result = match (event, action) {
-        ("pull_request", "opened" | "reopened" | "ready_for_review" | "synchronize") => {
-            review(&meta, action, payload)
-        }
+        (
+            "pull_request",
+            "opened" | "reopened" | "ready_for_review" | "synchronize" | "unlabeled",
+        ) => review(&meta, action, payload),
         ("pull_request", "closed") => closed(&meta, payload),
         ("issue_comment", "created") => issue_comment(&meta, payload, ctx),
         ("pull_request_review_comment", "created") => review_comment(&meta, payload, ctx),
@@ -208,6 +209,7 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
         "opened" => ReviewTrigger::Opened,
         "reopened" => ReviewTrigger::Reopened,
         "ready_for_review" => ReviewTrigger::ReadyForReview,
+        "unlabeled" => ReviewTrigger::Unlabeled,
         _ => ReviewTrigger::Synchronize,
     };
     Ok(job(Job::Review(ReviewJob {
@@ -226,6 +228,10 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
         author: actor(&pr.user),
         title: pr.title.into_string(),
         request: None,
+        label: event
+            .label
+            .filter(|_| trigger == ReviewTrigger::Unlabeled)
+            .map(|label| label.name.into_string()),
     })))
 }
 

@@ -130,6 +130,15 @@ pub struct PullRequestEvent<'a> {
     pub repository: Repository<'a>,
     #[serde(borrow)]
     pub before: Option<Text<'a>>,
+    /// The label added or taken off (`labeled`, `unlabeled`).
+    #[serde(default, borrow)]
+    pub label: Option<Label<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Label<'a> {
+    #[serde(borrow)]
+    pub name: Text<'a>,
 }
 
 #[derive(Debug, Deserialize)]

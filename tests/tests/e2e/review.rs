@@ -40,6 +40,7 @@ parley_tests::review_on_both_stores!(
     pass_over_the_deadline_is_reported_and_the_others_publish,
     drafts_and_disabled_triggers_are_skipped,
     labelled_prs_and_other_base_branches_are_skipped,
+    taking_a_skip_label_off_reviews_the_head,
     manual_review_first_leaves_the_gate_to_the_automatic_review,
     manual_full_review_first_leaves_the_gate_to_the_automatic_review,
     automatic_review_first_then_manual_request_is_already_reviewed,
@@ -1047,6 +1048,53 @@ async fn labelled_prs_and_other_base_branches_are_skipped(h: ReviewHarness) {
         pr["base"]["ref"] = "release/2.0".into();
     });
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD, "d-3")).await;
+    assert_eq!(h.reviews().len(), 1);
+}
+
+/// `pull_request.unlabeled` for `label` on HEAD, as the webhook enqueues it.
+fn unlabeled(label: &str, delivery: &str) -> Job {
+    let Job::Review(mut review) = job(ReviewTrigger::Unlabeled, HEAD, delivery) else {
+        unreachable!("job() builds review jobs")
+    };
+    review.label = Some(label.to_string());
+    Job::Review(review)
+}
+
+async fn taking_a_skip_label_off_reviews_the_head(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  skipLabels: [no-review]\n",
+    );
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["labels"] = json!([{ "name": "bug" }, { "name": "No-Review" }]);
+    });
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert_eq!(h.checks_named("Parley review").len(), 1);
+
+    // Another label coming off changes nothing, the check included.
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["labels"] = json!([{ "name": "No-Review" }])
+    });
+    run_ok(&h, unlabeled("bug", "d-2")).await;
+    assert!(h.reviews().is_empty());
+    assert!(h.pass_prompts().is_empty());
+    let checks = h.checks_named("Parley review");
+    assert_eq!(checks.len(), 1, "{checks:#?}");
+    assert_eq!(checks[0]["output"]["title"], "Not reviewed");
+
+    // The skip label coming off reviews the head now, not at the next push.
+    h.github
+        .update_pull(REPO, PR, |pr| pr["labels"] = json!([]));
+    run_ok(&h, unlabeled("no-review", "d-3")).await;
+    assert_eq!(h.reviews().len(), 1);
+    let checks = h.checks_named("Parley review");
+    let latest = checks.last().expect("a check");
+    assert_eq!(latest["status"], "completed");
+    assert_ne!(latest["output"]["title"], "Not reviewed", "{latest:#?}");
+    // Taken off again (another delivery): the head is reviewed already.
+    run_ok(&h, unlabeled("no-review", "d-4")).await;
     assert_eq!(h.reviews().len(), 1);
 }
 

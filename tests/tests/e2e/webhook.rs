@@ -117,8 +117,9 @@ async fn corpus_events_route_to_the_right_queue() {
     let review = drain(&h.queue, QueueName::Review).await;
     assert!(review.iter().all(|j| matches!(j, Job::Review(_))));
     assert!(conversation.iter().all(|j| !matches!(j, Job::Review(_))));
-    // opened x3, reopened x2, ready_for_review x3, synchronize x1 (no drafts in these).
-    assert_eq!(review.len(), 9, "{review:#?}");
+    // opened x3, reopened x2, ready_for_review x3, synchronize x1, unlabeled x2 (no
+    // drafts in these).
+    assert_eq!(review.len(), 11, "{review:#?}");
     let surfaces: Vec<_> = conversation
         .iter()
         .filter_map(|j| match j {
@@ -161,6 +162,24 @@ async fn synchronize_becomes_a_review_job_with_its_range() {
     assert_eq!(job.base_ref, "master");
     assert_eq!(job.installation_id, Some(1));
     assert_eq!(job.author.login, "Codertocat");
+}
+
+#[tokio::test]
+async fn unlabeled_becomes_a_review_job_naming_the_label() {
+    let h = harness(Some("parley"));
+    let payload = webhook_example("pull_request", "unlabeled.payload.json");
+    let Job::Review(job) = single_job(&h, "pull_request", &payload).await else {
+        panic!("expected a review job");
+    };
+    assert_eq!(job.trigger, ReviewTrigger::Unlabeled);
+    assert_eq!(job.label.as_deref(), Some("bug"));
+    assert_eq!(job.before_sha, None);
+    // A label put on is no reason to review.
+    let labeled = webhook_example("pull_request", "labeled.payload.json");
+    let body = serde_json::to_vec(&labeled).expect("encode");
+    let (status, json) = post(&h, "pull_request", "labeled-1", &body).await;
+    assert_eq!(status, 202);
+    assert_eq!(json["status"], "ignored", "{json}");
 }
 
 #[tokio::test]
