@@ -11,7 +11,7 @@
 //! through [`Source`], so they cannot drift apart.
 
 use super::payload::{
-    Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository,
+    EditedEvent, Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository,
     ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
 };
 use crate::job::{
@@ -168,6 +168,16 @@ fn normalise_from<'de>(
         ("pull_request", "closed") => closed(&meta, payload),
         ("issue_comment", "created") => issue_comment(&meta, payload, ctx),
         ("pull_request_review_comment", "created") => review_comment(&meta, payload, ctx),
+        ("issue_comment", "edited") => match edit_asks(payload, ctx) {
+            Ok(true) => issue_comment(&meta, payload, ctx),
+            Ok(false) => Ok(edit_ignored(event)),
+            Err(err) => Err(err),
+        },
+        ("pull_request_review_comment", "edited") => match edit_asks(payload, ctx) {
+            Ok(true) => review_comment(&meta, payload, ctx),
+            Ok(false) => Ok(edit_ignored(event)),
+            Err(err) => Err(err),
+        },
         ("pull_request_review", "submitted") => review_body(&meta, payload, ctx),
         ("pull_request_review_thread", "resolved" | "unresolved") => {
             review_thread(&meta, action, payload)
@@ -347,6 +357,26 @@ fn review_body<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &Normalise
         review_id: Some(r.id),
         ..conversation(meta, &event.repository, number, on, comment, mentions_bot)
     })))
+}
+
+/// Whether an edited comment asks Parley something: only when the edit adds a mention of
+/// it (people often tag the bot after posting). Any other edit changes nothing: what the
+/// comment asked was answered or turned away already, and answering edits would spam the
+/// thread. Without a known handle the worker decides, and its record of answers (a claim,
+/// then GitHub's reply markers) keeps a comment from being answered twice.
+fn edit_asks<'de>(payload: &impl Source<'de>, ctx: &NormaliseContext) -> Result<bool, String> {
+    let event: EditedEvent<'de> = payload.decode()?;
+    let Some(before) = event.changes.and_then(|changes| changes.body) else {
+        return Ok(false);
+    };
+    Ok(ctx
+        .handles
+        .as_ref()
+        .is_none_or(|handles| !handles.mentioned_in(before.from.as_str())))
+}
+
+fn edit_ignored(event: &str) -> Normalised {
+    Normalised::Ignored(format!("{event}.edited does not add a mention of Parley"))
 }
 
 /// A conversation job about `comment` on pull request `number`: the fields every surface
@@ -559,6 +589,54 @@ mod tests {
         assert_eq!(job.comment.body, "@parley is é \"ok\"?\n");
         assert_eq!(job.comment.author.login, "al/ice");
         assert_eq!(job.topic.map(|t| t.title).as_deref(), Some("Tést \"q\""));
+    }
+
+    #[test]
+    fn an_edit_asks_only_when_it_adds_a_mention() {
+        let edited = |before: &str, after: &str| {
+            let mut payload: serde_json::Value =
+                serde_json::from_str(&comment(&serde_json::to_string(after).unwrap_or_default()))
+                    .unwrap_or_default();
+            payload["action"] = "edited".into();
+            payload["changes"] = serde_json::json!({ "body": { "from": before } });
+            payload
+        };
+        let is_job = |payload: &serde_json::Value, ctx: &NormaliseContext| {
+            matches!(
+                normalise("issue_comment", "d", payload, ctx),
+                Normalised::Job(_)
+            )
+        };
+        assert!(is_job(
+            &edited("why does it hang?", "@parley why does it hang?"),
+            &ctx()
+        ));
+        let cases = [
+            (
+                "@parley why?",
+                "@parley why does it hang?",
+                "does not add a mention",
+            ),
+            ("@parley why?", "why?", "does not add a mention"),
+            ("no mention", "still none", "does not mention Parley"),
+        ];
+        for (before, after, reason) in cases {
+            let said = normalise("issue_comment", "d", &edited(before, after), &ctx());
+            assert!(
+                matches!(&said, Normalised::Ignored(why) if why.contains(reason)),
+                "{before} -> {after}: {said:?}"
+            );
+        }
+        // A title edit (no `changes.body`) asks nothing.
+        let mut title_only = edited("x", "@parley x");
+        title_only["changes"] = serde_json::json!({ "title": { "from": "old" } });
+        assert!(!is_job(&title_only, &ctx()));
+        // Without a known handle every edit goes to the worker, which knows its slug.
+        let unknown = NormaliseContext { handles: None };
+        assert!(is_job(
+            &edited("@parley why?", "@parley why not?"),
+            &unknown
+        ));
     }
 
     #[test]

@@ -135,6 +135,25 @@ pub struct PullRequestEvent<'a> {
     pub label: Option<Label<'a>>,
 }
 
+/// What an `edited` comment was before: only the body matters.
+#[derive(Debug, Deserialize)]
+pub struct EditedEvent<'a> {
+    #[serde(default, borrow)]
+    pub changes: Option<Changes<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Changes<'a> {
+    #[serde(default, borrow)]
+    pub body: Option<Change<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Change<'a> {
+    #[serde(borrow)]
+    pub from: Text<'a>,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct Label<'a> {
     #[serde(borrow)]

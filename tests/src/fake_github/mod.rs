@@ -274,6 +274,21 @@ impl FakeGitHub {
         id
     }
 
+    /// Its author edits top-level comment `id` to say `body`. The body before, for the
+    /// `edited` delivery's `changes`.
+    pub fn edit_issue_comment(&self, id: u64, body: &str) -> String {
+        let mut state = self.state();
+        let comment = state
+            .issue_comments
+            .iter_mut()
+            .map(|(_, _, comment)| comment)
+            .find(|comment| comment["id"] == id)
+            .unwrap_or_else(|| panic!("no issue comment {id}"));
+        let before = comment["body"].as_str().unwrap_or_default().to_string();
+        comment["body"] = body.into();
+        before
+    }
+
     /// Date a seeded comment (either listing) `when`: created and last updated then.
     pub fn set_comment_time(&self, id: u64, when: time::OffsetDateTime) {
         let mut state = self.state();

@@ -6,8 +6,11 @@
 
 use parley_core::Job;
 use parley_core::markers::{self, ReplyMarker};
+use parley_core::mention::Handles;
 use parley_core::ports::{PollingQueue, QueueName};
-use parley_tests::conversation_harness::{BOT, Backend, Harness, PR, REPO, answer};
+use parley_core::webhook::normalise::{NormaliseContext, Normalised, normalise};
+use parley_tests::conversation_harness::{BOT, Backend, Harness, PR, REPO, answer, source};
+use parley_tests::deliveries;
 use std::time::Duration;
 
 parley_tests::on_both_stores!(
@@ -18,6 +21,7 @@ parley_tests::on_both_stores!(
     review_commands_are_capped_per_hour_with_one_note,
     history_from_people_who_may_not_talk_is_left_out,
     fence_tokens_in_a_question_cannot_close_its_fence,
+    an_edit_that_adds_a_mention_is_answered_once,
 );
 
 fn comment_id(job: &Job) -> u64 {
@@ -253,4 +257,74 @@ async fn fence_tokens_in_a_question_cannot_close_its_fence(backend: Backend) {
     assert_eq!(asked.matches("<question>").count(), 1, "{asked}");
     assert!(asked.contains("hi‹/question>"), "{asked}");
     assert!(asked.contains("approve. ‹question>"), "{asked}");
+}
+
+/// The webhook's job for top-level comment `id` as GitHub has it now: `created`, or
+/// `edited` from `before`; normalised knowing the bot's handle, or not.
+fn delivered(
+    h: &Harness,
+    id: u64,
+    before: Option<&str>,
+    known: bool,
+    delivery: &str,
+) -> Normalised {
+    let comment = h.github.issue_comment(REPO, PR, id);
+    let mut payload = deliveries::pr_issue_comment(&source(), PR, &comment);
+    if let Some(before) = before {
+        payload["action"] = "edited".into();
+        payload["changes"] = serde_json::json!({ "body": { "from": before } });
+    }
+    let ctx = NormaliseContext {
+        handles: known.then(|| Handles::new("parley", &[])),
+    };
+    normalise("issue_comment", delivery, &payload, &ctx)
+}
+
+fn job_of(normalised: Normalised) -> Job {
+    match normalised {
+        Normalised::Job(job) => *job,
+        other => panic!("not a job: {other:?}"),
+    }
+}
+
+/// People often tag Parley after posting: the edit that adds the mention is the question,
+/// answered once however often it is delivered; later edits ask nothing new.
+async fn an_edit_that_adds_a_mention_is_answered_once(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.llm
+        .default_reply(&answer("It waits on the lock in `flush`.", None));
+    let id = h
+        .github
+        .add_issue_comment(REPO, PR, "bob", "why does it hang?");
+    // A webhook that does not know the handle forwards the comment as written: nothing
+    // to answer yet, and nothing kept that would stop the later answer.
+    h.run(job_of(delivered(&h, id, None, false, "created-1")))
+        .await
+        .expect("nothing to answer");
+    assert!(h.replies_to(id).is_empty());
+
+    let before = h.github.edit_issue_comment(id, "@parley why does it hang?");
+    let edit = job_of(delivered(&h, id, Some(&before), true, "edited-1"));
+    h.run(edit.clone()).await.expect("answered");
+    h.run(edit).await.expect("redelivered");
+    // The same edit reaching a webhook that does not know the handle.
+    h.run(job_of(delivered(&h, id, Some(&before), false, "edited-2")))
+        .await
+        .expect("answered before");
+    let replies = h.replies_to(id);
+    assert_eq!(replies.len(), 1, "{replies:#?}");
+    assert!(
+        replies[0]["body"]
+            .as_str()
+            .is_some_and(|b| b.contains("waits on the lock")),
+        "{replies:#?}"
+    );
+    assert_eq!(h.llm.prompts().len(), 1, "the model is asked once");
+
+    // Fixing a typo in the question keeps the mention: not a new question.
+    let before = h
+        .github
+        .edit_issue_comment(id, "@parley why does it hang here?");
+    let said = delivered(&h, id, Some(&before), true, "edited-3");
+    assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
 }

@@ -127,20 +127,21 @@ async fn corpus_events_route_to_the_right_queue() {
             _ => None,
         })
         .collect();
-    // With no slug configured every created comment is forwarded; reviews only with a body.
+    // With no slug configured every created or edited comment is forwarded (created x4
+    // and edited x2 top-level, created x2 and edited x1 inline); reviews only with a body.
     assert_eq!(
         surfaces
             .iter()
             .filter(|s| **s == Surface::IssueComment)
             .count(),
-        4
+        6
     );
     assert_eq!(
         surfaces
             .iter()
             .filter(|s| **s == Surface::ReviewComment)
             .count(),
-        2
+        3
     );
 }
 
