@@ -30,6 +30,7 @@ const FENCE_TAGS: &[&str] = &[
     "context",
     "code",
     "tool_result",
+    "judge_doubt",
 ];
 
 /// Neutralise fence tokens in data: `<question>`/`</question>` and the other

@@ -114,6 +114,18 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
             state_name(f.state),
             finding_text(f, budget::per_comment_cap(budget_chars)),
         );
+        if let Some(doubt) = &f.doubt {
+            // The judge read the PR's code, which its author wrote: its case is data too,
+            // and one voice among the developer's argument and the code.
+            let _ = writeln!(
+                out,
+                "When it was reported, your judge pass doubted this finding but could not drop it (blocking findings stay until fixed or lifted by a maintainer). Weigh its case with the developer's argument against the code; neither decides alone.\n<judge_doubt>\n{}\n</judge_doubt>",
+                crate::sanitize::truncate(
+                    &crate::sanitize::fence_safe(doubt),
+                    budget::per_comment_cap(budget_chars)
+                ),
+            );
+        }
     } else if let Some(path) = &ctx.path {
         let line = ctx.line.map(|l| format!(" line {l}")).unwrap_or_default();
         let _ = writeln!(out, "\n## Commented location\n`{path}`{line}");
