@@ -68,7 +68,12 @@ fn main() {
             let lines = apply::prompt_lines(&applied.relevant, false);
             let (kept, suppressed) =
                 apply::suppress(candidates.clone(), &applied, &loaded, &gate);
-            let filtered = filter::apply_with(kept, base, |c| applied.thresholds.for_candidate(c), 15);
+            let filtered = filter::apply_with(
+                kept,
+                base,
+                |c| applied.thresholds.for_candidate(c),
+                filter::Inline::up_to(15),
+            );
             reported = filtered.reported().count() + suppressed.len() + lines.len();
             times.push(started.elapsed());
         }

@@ -63,6 +63,10 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
             "review.maxInlineComments",
             r.max_inline_comments.to_string(),
         ),
+        (
+            "review.inlineMinSeverity",
+            severity(r.inline_min_severity).to_string(),
+        ),
         ("review.maxPatchTokens", r.max_patch_tokens.to_string()),
         ("review.passTimeoutSecs", r.pass_timeout_secs.to_string()),
         (
@@ -122,7 +126,7 @@ mod tests {
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
-             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
              gate: {blockOn: [critical], resolveBy: admin}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );

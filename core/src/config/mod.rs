@@ -181,6 +181,10 @@ pub struct ReviewConfig {
     pub specialists: Vec<String>,
     pub min_confidence: u8,
     pub max_inline_comments: u32,
+    /// Findings under this severity are listed in the summary rather than posted inline
+    /// (`review.inlineMinSeverity`, for teams that want nits out of the diff), unless the
+    /// gate counts them: a blocking finding keeps its thread, where it is resolved.
+    pub inline_min_severity: Severity,
     /// Budget for the patches sent to each specialist, in estimated tokens.
     pub max_patch_tokens: u32,
     /// Deadline for all the specialist passes together, in seconds: a pass still running
@@ -241,6 +245,7 @@ impl Default for ReviewConfig {
             specialists: SPECIALISTS.iter().map(|s| s.to_string()).collect(),
             min_confidence: 75,
             max_inline_comments: 15,
+            inline_min_severity: Severity::Nit,
             max_patch_tokens: 60_000,
             pass_timeout_secs: 180,
             manual_reviews_per_hour: 3,
@@ -383,6 +388,12 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
                 "review.maxInlineComments",
                 d.review.max_inline_comments,
                 0..=100,
+            ),
+            inline_min_severity: r.parsed(
+                "review.inlineMinSeverity",
+                d.review.inline_min_severity,
+                "critical, high, medium, low or nit",
+                parse_severity,
             ),
             max_patch_tokens: r.number(
                 "review.maxPatchTokens",

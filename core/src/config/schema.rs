@@ -127,6 +127,9 @@ struct Review {
     min_confidence: u8,
     #[schemars(range(min = 0, max = 100))]
     max_inline_comments: u32,
+    /// Findings under this severity go to the summary, not inline; blocking ones
+    /// (`gate.blockOn`) stay inline whatever their severity.
+    inline_min_severity: SeverityName,
     /// Budget for the patches sent to each specialist, in estimated tokens.
     #[schemars(range(min = 1000, max = 500000))]
     max_patch_tokens: u32,
@@ -330,6 +333,7 @@ impl Default for Review {
             specialists: d.specialists.iter().filter_map(|s| specialist(s)).collect(),
             min_confidence: d.min_confidence,
             max_inline_comments: d.max_inline_comments,
+            inline_min_severity: d.inline_min_severity.into(),
             max_patch_tokens: d.max_patch_tokens,
             pass_timeout_secs: d.pass_timeout_secs,
             manual_reviews_per_hour: d.manual_reviews_per_hour,

@@ -30,6 +30,7 @@ review:
   specialists: [security, correctness]
   minConfidence: 60
   maxInlineComments: 5
+  inlineMinSeverity: medium
 gate:
   blockOn: [critical]
 "#,
@@ -50,6 +51,7 @@ gate:
     assert_eq!(config.review.base_branches, vec!["main", "release/*"]);
     assert_eq!(config.review.specialists, vec!["security", "correctness"]);
     assert_eq!(config.review.min_confidence, 60);
+    assert_eq!(config.review.inline_min_severity, Severity::Medium);
     assert_eq!(config.gate.block_on, vec![Severity::Critical]);
 }
 
@@ -67,6 +69,7 @@ review:
   specialists: [security, vibes]
   skipPaths: ["src/[oops"]
   baseBranches: ["release/[oops"]
+  inlineMinSeverity: loud
 gate:
   blockOn: [urgent]
 revew:
@@ -98,6 +101,7 @@ revew:
             "review.baseBranches",
             "review.skipPaths",
             "review.specialists",
+            "review.inlineMinSeverity",
             "gate.blockOn",
             "revew.typo",
         ]

@@ -227,7 +227,11 @@ pub async fn analyse(
         kept,
         base_threshold,
         |c| applied.thresholds.for_candidate(c),
-        config.review.max_inline_comments,
+        filter::Inline {
+            max: config.review.max_inline_comments,
+            min_severity: config.review.inline_min_severity,
+            blocking: &config.gate.block_on,
+        },
     );
     Ok(Analysis {
         inputs,

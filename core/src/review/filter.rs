@@ -4,6 +4,7 @@
 //! `review.minConfidence` and which setting would show them, and findings over
 //! `review.maxInlineComments` are listed in the summary instead of inline.
 
+use crate::ports::Severity;
 use crate::review::merge::Candidate;
 
 #[derive(Debug, Clone, Default)]
@@ -29,8 +30,34 @@ impl Filtered {
     }
 }
 
-pub fn apply(candidates: Vec<Candidate>, min_confidence: u8, max_inline: u32) -> Filtered {
-    apply_with(candidates, min_confidence, |_| min_confidence, max_inline)
+/// Which findings become inline comments: on the diff, within the cap, at or above the
+/// severity, or one the gate counts (its thread is where it is resolved).
+#[derive(Debug, Clone, Copy)]
+pub struct Inline<'a> {
+    pub max: u32,
+    pub min_severity: Severity,
+    pub blocking: &'a [Severity],
+}
+
+impl Inline<'_> {
+    /// Every finding on the diff, up to `max`.
+    pub fn up_to(max: u32) -> Inline<'static> {
+        Inline {
+            max,
+            min_severity: Severity::Nit,
+            blocking: &[],
+        }
+    }
+
+    fn wants(&self, candidate: &Candidate) -> bool {
+        candidate.on_diff
+            && (candidate.severity >= self.min_severity
+                || self.blocking.contains(&candidate.severity))
+    }
+}
+
+pub fn apply(candidates: Vec<Candidate>, min_confidence: u8, inline: Inline<'_>) -> Filtered {
+    apply_with(candidates, min_confidence, |_| min_confidence, inline)
 }
 
 /// [`apply`] with a threshold per finding: a learning that makes Parley stricter or more
@@ -40,7 +67,7 @@ pub fn apply_with(
     candidates: Vec<Candidate>,
     base: u8,
     threshold: impl Fn(&Candidate) -> u8,
-    max_inline: u32,
+    inline: Inline<'_>,
 ) -> Filtered {
     let mut filtered = Filtered {
         min_confidence: base,
@@ -61,9 +88,9 @@ pub fn apply_with(
             .cmp(&a.severity)
             .then(b.confidence.cmp(&a.confidence))
     });
-    let cap = usize::try_from(max_inline).unwrap_or(usize::MAX);
+    let cap = usize::try_from(inline.max).unwrap_or(usize::MAX);
     for candidate in kept {
-        if candidate.on_diff && filtered.inline.len() < cap {
+        if inline.wants(&candidate) && filtered.inline.len() < cap {
             filtered.inline.push(candidate);
         } else {
             filtered.in_summary.push(candidate);
@@ -75,7 +102,6 @@ pub fn apply_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::Severity;
 
     fn candidate(title: &str, severity: Severity, confidence: u8, on_diff: bool) -> Candidate {
         Candidate {
@@ -98,7 +124,7 @@ mod tests {
                 candidate("off", Severity::Critical, 90, false),
             ],
             75,
-            2,
+            Inline::up_to(2),
         );
         let titles = |list: &[Candidate]| list.iter().map(|c| c.title.clone()).collect::<Vec<_>>();
         assert_eq!(titles(&filtered.inline), ["high-95", "high-80"]);
@@ -106,5 +132,27 @@ mod tests {
         assert_eq!(titles(&filtered.below_threshold), ["unsure"]);
         assert_eq!(filtered.threshold_to_include_all(), Some(60));
         assert_eq!(filtered.reported().count(), 4);
+    }
+
+    #[test]
+    fn findings_under_the_inline_severity_go_to_the_summary_unless_they_block() {
+        let inline = Inline {
+            max: 10,
+            min_severity: Severity::High,
+            blocking: &[Severity::Critical, Severity::Medium],
+        };
+        let filtered = apply(
+            vec![
+                candidate("nit", Severity::Nit, 90, true),
+                candidate("medium", Severity::Medium, 90, true),
+                candidate("high", Severity::High, 90, true),
+                candidate("low", Severity::Low, 90, true),
+            ],
+            75,
+            inline,
+        );
+        let titles = |list: &[Candidate]| list.iter().map(|c| c.title.clone()).collect::<Vec<_>>();
+        assert_eq!(titles(&filtered.inline), ["high", "medium"]);
+        assert_eq!(titles(&filtered.in_summary), ["low", "nit"]);
     }
 }

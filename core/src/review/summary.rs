@@ -179,7 +179,9 @@ impl Summary<'_> {
             }
         }
         if !self.filtered.in_summary.is_empty() {
-            out.push_str("\n\n### Findings outside the diff or over the inline limit\n\n");
+            out.push_str(
+                "\n\n### Findings listed here only\n\nOff the diff, over `review.maxInlineComments`, or under `review.inlineMinSeverity`:\n\n",
+            );
             for finding in &self.filtered.in_summary {
                 out.push_str(&self.finding_with_body(finding));
             }

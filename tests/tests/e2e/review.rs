@@ -41,6 +41,7 @@ parley_tests::review_on_both_stores!(
     drafts_and_disabled_triggers_are_skipped,
     labelled_prs_and_other_base_branches_are_skipped,
     taking_a_skip_label_off_reviews_the_head,
+    findings_under_the_inline_severity_are_listed_in_the_summary,
     manual_review_first_leaves_the_gate_to_the_automatic_review,
     manual_full_review_first_leaves_the_gate_to_the_automatic_review,
     automatic_review_first_then_manual_request_is_already_reviewed,
@@ -1049,6 +1050,38 @@ async fn labelled_prs_and_other_base_branches_are_skipped(h: ReviewHarness) {
     });
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD, "d-3")).await;
     assert_eq!(h.reviews().len(), 1);
+}
+
+async fn findings_under_the_inline_severity_are_listed_in_the_summary(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  inlineMinSeverity: high\ngate:\n  blockOn: [critical, medium]\n",
+    );
+    h.llm.answer(
+        SECURITY,
+        &reply(&[
+            finding("src/db.rs", 2, "high", 90, "Query built from input"),
+            finding("src/db.rs", 3, "medium", 90, "Id never validated"),
+            finding("src/db.rs", 4, "low", 90, "Brace on its own line"),
+        ]),
+    );
+    h.review_opened().await;
+    let inline = h.inline_bodies();
+    assert_eq!(inline.len(), 2, "{inline:#?}");
+    assert!(inline[0].contains("Query built from input"), "{inline:#?}");
+    // Under the severity but blocking: it keeps its thread, where it is resolved.
+    assert!(inline[1].contains("Id never validated"), "{inline:#?}");
+    let summary = h.summary();
+    let listed = summary
+        .split("### Findings listed here only")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(listed.contains("Brace on its own line"), "{summary}");
+    assert!(!listed.contains("Id never validated"), "{summary}");
+    assert!(summary.contains("**3 findings**"), "{summary}");
+    assert_eq!(h.conclusion(), "failure", "the blocking medium counts");
 }
 
 /// `pull_request.unlabeled` for `label` on HEAD, as the webhook enqueues it.
