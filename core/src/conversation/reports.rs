@@ -314,56 +314,74 @@ pub fn help(parley: &Handles) -> String {
         "| command | what it does |".to_string(),
         "|---|---|".to_string(),
     ];
-    for (commands, what) in HELP {
-        let commands = if commands.starts_with('…') {
-            format!("`{commands}`")
-        } else {
-            commands
-                .split(" / ")
-                .map(|words| parley.command(words))
-                .collect::<Vec<_>>()
-                .join(" / ")
+    for row in HELP {
+        let (words, what) = match row {
+            Help::Command(alternatives, what) => (
+                alternatives
+                    .iter()
+                    .map(|words| parley.command(words))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                what,
+            ),
+            Help::Qualifier(forms, what) => (
+                forms
+                    .iter()
+                    .map(|form| format!("`{form}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                what,
+            ),
         };
-        rows.push(format!("| {commands} | {what} |"));
+        rows.push(format!("| {words} | {what} |"));
     }
     rows.join("\n")
 }
 
-/// `(the command's words after the handle, alternatives split by " / "; what it does)`.
-/// A row starting with `…` qualifies the others and is shown as it is.
-const HELP: &[(&str, &str)] = &[
-    (
-        "review / full review",
+/// A row of the help table.
+enum Help {
+    /// The words after the handle, one entry an alternative.
+    Command(&'static [&'static str], &'static str),
+    /// What a teaching command may end with; shown without the handle.
+    Qualifier(&'static [&'static str], &'static str),
+}
+
+const HELP: &[Help] = &[
+    Help::Command(
+        &["review", "full review"],
         "review what changed since the last review / the whole PR again (needs `mention.minPermission`)",
     ),
-    (
-        "remember <rule>",
+    Help::Command(
+        &["remember <rule>"],
         "a convention for future reviews and answers (also `for future reviews: …`, `we use … in this repo`, `our convention is …`)",
     ),
-    (
-        "don't flag <kind>",
+    Help::Command(
+        &["don't flag <kind>"],
         "stop reporting such findings (also `ignore … issues`, `skip … checks`; `won't fix: …` in a finding's thread)",
     ),
-    (
-        "be stricter about <category>",
+    Help::Command(
+        &["be stricter about <category>"],
         "report more of a category (`be more lenient with …`, `focus more/less on …`)",
     ),
-    (
-        "… in <path glob>`, `… for this PR`, `… for all repos",
+    Help::Qualifier(
+        &["… in <path glob>", "… for this PR", "… for all repos"],
         "limit a learning to paths, this PR, or widen it to the organisation",
     ),
-    ("forget L-3f9a / forget \"text\"", "take a learning back"),
-    ("learnings", "list what Parley has learned here"),
-    ("dismiss f_…", "lift one finding by its id (maintainers)"),
-    (
-        "stats",
+    Help::Command(
+        &["forget L-3f9a", "forget \"text\""],
+        "take a learning back",
+    ),
+    Help::Command(&["learnings"], "list what Parley has learned here"),
+    Help::Command(&["dismiss f_…"], "lift one finding by its id (maintainers)"),
+    Help::Command(
+        &["stats"],
         "how findings fared, the confidence threshold, the LLM cost",
     ),
-    (
-        "configuration",
+    Help::Command(
+        &["configuration"],
         "every setting in force and where it came from",
     ),
-    ("help", "this table"),
+    Help::Command(&["help"], "this table"),
 ];
 
 fn table_cell(text: &str) -> String {
