@@ -4,7 +4,7 @@
 //! queue message stays small (GitHub payloads run to 30 kB; SQS messages cap at 256 kB)
 //! and the worker never re-parses a webhook.
 
-use crate::ports::{Corpus, QueueName};
+use crate::ports::{Corpus, OutgoingMessage, QueueName};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -68,6 +68,17 @@ impl Job {
 
     /// Which queue the job goes to. Bookkeeping rides the conversation queue: it is light,
     /// and the learning work that consumes it lives beside the conversations.
+    /// The job as a message on its queue, in its group; `dedup_id` says which sends of it
+    /// are one (a webhook delivery, a comment's request).
+    pub fn message(&self, dedup_id: String) -> Result<OutgoingMessage, serde_json::Error> {
+        Ok(OutgoingMessage {
+            queue: self.queue(),
+            group_id: self.group_id(),
+            dedup_id,
+            body: serde_json::to_string(self)?,
+        })
+    }
+
     pub fn queue(&self) -> QueueName {
         match self {
             Job::Review(_) => QueueName::Review,

@@ -6,8 +6,8 @@ use super::error::ConversationError;
 use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
 use crate::job::{Actor, Job, ReviewJob, ReviewRequest, ReviewTrigger};
+use crate::ports::JobQueue;
 use crate::ports::github::PullRequest;
-use crate::ports::{JobQueue, OutgoingMessage, QueueName};
 
 /// Queue the review the comment asked for. The dedup id derives from the comment, so a
 /// redelivered request queues at most one review.
@@ -45,19 +45,17 @@ pub async fn request_review(
         }),
         label: None,
     });
-    let body = serde_json::to_string(&job).map_err(|err| {
-        ConversationError::Queue(crate::ports::QueueError::Config(format!(
-            "could not encode the review job: {err}"
-        )))
-    })?;
-    queue
-        .send(OutgoingMessage {
-            queue: QueueName::Review,
-            group_id: job.group_id(),
-            dedup_id: format!("review-request-{}-{}", snap.repo_ref.id, trigger.id),
-            body,
-        })
-        .await?;
+    let message = job
+        .message(format!(
+            "review-request-{}-{}",
+            snap.repo_ref.id, trigger.id
+        ))
+        .map_err(|err| {
+            ConversationError::Queue(crate::ports::QueueError::Config(format!(
+                "could not encode the review job: {err}"
+            )))
+        })?;
+    queue.send(message).await?;
     tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, trigger = ?trigger_kind, "review requested from a comment; queued");
     Ok(())
 }

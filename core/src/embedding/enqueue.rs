@@ -2,7 +2,7 @@
 
 use crate::config::RetrievalConfig;
 use crate::job::{EmbedJob, Job};
-use crate::ports::{Corpus, OutgoingMessage, QueueName};
+use crate::ports::Corpus;
 use crate::services::Services;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,13 +32,8 @@ pub async fn enqueue_for(
     let mut sent = 0;
     for job in jobs {
         let count = job.document_count();
-        let message = match serde_json::to_string(&Job::Embed(job.clone())) {
-            Ok(body) => OutgoingMessage {
-                queue: QueueName::Embedding,
-                group_id: Job::Embed(job.clone()).group_id(),
-                dedup_id: job.delivery_id.clone(),
-                body,
-            },
+        let message = match Job::Embed(job.clone()).message(job.delivery_id.clone()) {
+            Ok(message) => message,
             Err(err) => {
                 tracing::warn!(repo, error = %err, "could not encode an embedding job; skipped");
                 continue;
@@ -115,6 +110,7 @@ fn delivery_id(repo: &str, keys: &BTreeMap<Corpus, Vec<String>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ports::QueueName;
 
     fn keys(code: &[&str], findings: &[&str]) -> BTreeMap<Corpus, Vec<String>> {
         let mut map = BTreeMap::new();

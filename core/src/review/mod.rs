@@ -27,6 +27,7 @@ pub mod gate;
 pub mod inputs;
 pub mod learned;
 pub mod lifecycle;
+mod lost;
 pub mod merge;
 pub mod over_budget;
 pub mod progress;
@@ -189,6 +190,9 @@ impl ReviewHandler {
         if pr.head.sha != head_sha {
             tracing::info!(%repo, number = job.number, job_head = %head_sha, pr_head = %pr.head.sha, "review skipped: the PR head has moved on");
             return Ok(());
+        }
+        if manual {
+            self.requeue_lost_automatic_run(&scope, job, &pr).await;
         }
 
         // A published run is never redone, whoever asks; checked before the claim too,

@@ -199,13 +199,8 @@ impl Ingest {
 }
 
 fn to_message(delivery: &str, job: &Job) -> Result<OutgoingMessage, String> {
-    let body = serde_json::to_string(job).map_err(|err| format!("cannot encode job: {err}"))?;
-    Ok(OutgoingMessage {
-        queue: job.queue(),
-        group_id: job.group_id(),
-        dedup_id: delivery.to_string(),
-        body,
-    })
+    job.message(delivery.to_string())
+        .map_err(|err| format!("cannot encode job: {err}"))
 }
 
 fn reject(rejection: Rejection) -> Outcome {

@@ -42,6 +42,7 @@ parley_tests::review_on_both_stores!(
     labelled_prs_and_other_base_branches_are_skipped,
     taking_a_skip_label_off_reviews_the_head,
     findings_under_the_inline_severity_are_listed_in_the_summary,
+    a_lost_automatic_review_is_queued_again_when_someone_asks,
     manual_review_first_leaves_the_gate_to_the_automatic_review,
     manual_full_review_first_leaves_the_gate_to_the_automatic_review,
     automatic_review_first_then_manual_request_is_already_reviewed,
@@ -1082,6 +1083,58 @@ async fn findings_under_the_inline_severity_are_listed_in_the_summary(h: ReviewH
     assert!(!listed.contains("Id never validated"), "{summary}");
     assert!(summary.contains("**3 findings**"), "{summary}");
     assert_eq!(h.conclusion(), "failure", "the blocking medium counts");
+}
+
+/// The review jobs waiting on the queue, taken off it.
+async fn queued_reviews(h: &ReviewHarness) -> Vec<Job> {
+    use parley_core::ports::{PollingQueue, QueueName};
+    let messages = h
+        .queue
+        .receive(QueueName::Review, 10, Duration::from_secs(30))
+        .await
+        .expect("queue");
+    let mut jobs = Vec::new();
+    for message in messages {
+        jobs.push(serde_json::from_str(&message.body).expect("a job"));
+        h.queue
+            .ack(QueueName::Review, &message.receipt)
+            .await
+            .expect("ack");
+    }
+    jobs
+}
+
+/// GitHub never redelivers a push the webhook failed to take: without the automatic
+/// review the required check would never come, and a manual review does not gate.
+async fn a_lost_automatic_review_is_queued_again_when_someone_asks(h: ReviewHarness) {
+    // HEAD's `opened` never reached Parley. Someone asks for a review.
+    let asked = h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-1");
+    run_ok(&h, asked).await;
+    assert!(h.checks_named("Parley review").is_empty());
+    let queued = queued_reviews(&h).await;
+    assert_eq!(queued.len(), 1, "{queued:#?}");
+    let Job::Review(lost) = &queued[0] else {
+        panic!("{queued:#?}")
+    };
+    assert_eq!(lost.trigger, ReviewTrigger::Opened);
+    assert_eq!(lost.head_sha, HEAD);
+    assert!(lost.request.is_none());
+    run_ok(&h, queued[0].clone()).await;
+    let gate = h.checks_named("Parley review");
+    assert_eq!(gate.len(), 1, "{gate:#?}");
+    assert_eq!(gate[0]["status"], "completed");
+
+    // Asked again, and the original delivery arriving late: nothing more.
+    let again = h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-2");
+    run_ok(&h, again).await;
+    assert!(queued_reviews(&h).await.is_empty());
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert_eq!(h.checks_named("Parley review").len(), 1);
+    assert_eq!(
+        h.reviews().len(),
+        2,
+        "the manual review and the recovered one"
+    );
 }
 
 /// `pull_request.unlabeled` for `label` on HEAD, as the webhook enqueues it.
