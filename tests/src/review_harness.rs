@@ -130,6 +130,12 @@ impl ReviewHarness {
         ConversationHandler::new(self.services.clone())
     }
 
+    /// `.parley.yml` on the default branch, where Parley reads it. Config is cached per
+    /// repository for a few minutes, so a scenario sets it before the first job.
+    pub fn config(&self, yaml: &str) {
+        self.github.set_file(REPO, "main", ".parley.yml", yaml);
+    }
+
     /// `author` says `text` in a top-level comment on the PR and the conversation worker
     /// handles it, which must succeed. The job, for a redelivery.
     pub async fn say(&self, author: &str, text: &str) -> Job {

@@ -120,12 +120,11 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
     {
         return Some(format!("{author} is in review.skipAuthors"));
     }
-    let skip_labels = &config.review.skip_labels;
-    if let Some(label) = pr.labels.iter().find(|label| {
-        skip_labels
-            .iter()
-            .any(|skip| skip.eq_ignore_ascii_case(&label.name))
-    }) {
+    if let Some(label) = pr
+        .labels
+        .iter()
+        .find(|label| is_skip_label(config, &label.name))
+    {
         return Some(format!(
             "it is labelled {} (review.skipLabels)",
             quoted(&label.name)
@@ -144,13 +143,18 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
 
 /// Whether the label an `unlabeled` job took off was holding automatic reviews off.
 fn lifts_a_skip_label(job: &ReviewJob, config: &RepoConfig) -> bool {
-    job.label.as_deref().is_some_and(|removed| {
-        config
-            .review
-            .skip_labels
-            .iter()
-            .any(|skip| skip.eq_ignore_ascii_case(removed))
-    })
+    job.label
+        .as_deref()
+        .is_some_and(|removed| is_skip_label(config, removed))
+}
+
+/// Label names compare as GitHub compares them, without regard to case.
+fn is_skip_label(config: &RepoConfig, name: &str) -> bool {
+    config
+        .review
+        .skip_labels
+        .iter()
+        .any(|skip| skip.eq_ignore_ascii_case(name))
 }
 
 /// A name someone chose (a label, a branch), as inline code in Parley's text.

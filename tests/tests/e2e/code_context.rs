@@ -417,12 +417,7 @@ async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: Revie
 /// asking three reads each against a review's ten calls get eight (two are kept for the
 /// judge), and the judge reads what the finding rests on before it rules against it.
 async fn passes_that_read_all_they_may_leave_the_judge_its_share(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  context:\n    tools:\n      maxCallsPerReview: 10\n",
-    );
+    h.config("review:\n  context:\n    tools:\n      maxCallsPerReview: 10\n");
     pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
     let reads: Vec<(&str, serde_json::Value)> = (1..=3)
         .map(|n| {

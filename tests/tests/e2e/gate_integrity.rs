@@ -183,12 +183,7 @@ async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_chan
 
 async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHarness) {
     // Readers may talk to Parley here (config is cached, so it is in place first).
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n",
-    );
+    h.config("mention:\n  minPermission: read\n");
     h.llm.answer_in_turn(
         SECURITY,
         &[&reply(&[finding(

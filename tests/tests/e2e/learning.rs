@@ -70,12 +70,7 @@ async fn remember_adds_one_learning_and_a_question_stays_a_question(h: ReviewHar
 }
 
 async fn readers_cannot_teach_the_repo_but_may_teach_their_pr(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n",
-    );
+    h.config("mention:\n  minPermission: read\n");
     h.github.set_permission(REPO, "mallory", "read");
     h.say("mallory", "@parley don't flag style issues").await;
     let said = h.last_said();
@@ -435,12 +430,7 @@ async fn the_tuned_threshold_comes_from_a_seeded_history(h: ReviewHarness) {
 async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
     seed(&h, 90, 3, 1).await;
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  maxInlineComments: 7\n  minConfidence: 300\n",
-    );
+    h.config("review:\n  maxInlineComments: 7\n  minConfidence: 300\n");
     h.say("bob", "@parley stats").await;
     let stats = h.last_said();
     assert!(

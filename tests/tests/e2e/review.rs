@@ -582,12 +582,7 @@ async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
 }
 
 async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  maxPatchTokens: 1000\n",
-    );
+    h.config("review:\n  maxPatchTokens: 1000\n");
     let big: String = std::iter::once("@@ -0,0 +1,200 @@".to_string())
         .chain((0..200).map(|i| format!("+let value_{i} = compute_something_long({i});")))
         .collect::<Vec<_>>()
@@ -943,12 +938,7 @@ async fn retry_after_llm_down_shows_in_progress_then_the_real_conclusion(h: Revi
 }
 
 async fn pass_over_the_deadline_is_reported_and_the_others_publish(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  passTimeoutSecs: 1\n",
-    );
+    h.config("review:\n  passTimeoutSecs: 1\n");
     h.llm.answer_after(
         SECURITY,
         &reply(&[finding("src/db.rs", 3, "critical", 95, "SQL injection")]),
@@ -978,12 +968,7 @@ async fn pass_over_the_deadline_is_reported_and_the_others_publish(h: ReviewHarn
 
 async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {
     // Config is cached per repository for a few minutes, so it is in place first.
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  triggers:\n    synchronize: false\n",
-    );
+    h.config("review:\n  triggers:\n    synchronize: false\n");
     h.github
         .update_pull(REPO, PR, |pr| pr["draft"] = true.into());
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
@@ -1015,12 +1000,7 @@ async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {
 }
 
 async fn labelled_prs_and_other_base_branches_are_skipped(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  skipLabels: [No-Review]\n  baseBranches: [main, \"release/*\"]\n",
-    );
+    h.config("review:\n  skipLabels: [No-Review]\n  baseBranches: [main, \"release/*\"]\n");
     h.github.update_pull(REPO, PR, |pr| {
         pr["labels"] = json!([{ "name": "bug" }, { "name": "no-review" }]);
     });
@@ -1054,12 +1034,7 @@ async fn labelled_prs_and_other_base_branches_are_skipped(h: ReviewHarness) {
 }
 
 async fn findings_under_the_inline_severity_are_listed_in_the_summary(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  inlineMinSeverity: high\ngate:\n  blockOn: [critical, medium]\n",
-    );
+    h.config("review:\n  inlineMinSeverity: high\ngate:\n  blockOn: [critical, medium]\n");
     h.llm.answer(
         SECURITY,
         &reply(&[
@@ -1147,12 +1122,7 @@ fn unlabeled(label: &str, delivery: &str) -> Job {
 }
 
 async fn taking_a_skip_label_off_reviews_the_head(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "review:\n  skipLabels: [no-review]\n",
-    );
+    h.config("review:\n  skipLabels: [no-review]\n");
     h.github.update_pull(REPO, PR, |pr| {
         pr["labels"] = json!([{ "name": "bug" }, { "name": "No-Review" }]);
     });

@@ -229,12 +229,7 @@ async fn wont_fix_from_the_author_without_resolve_by_records_no_rejection(h: Rev
 
 async fn a_concession_to_a_reader_records_no_rejection(h: ReviewHarness) {
     // Readers may talk to Parley here (config is cached, so it is in place first).
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n",
-    );
+    h.config("mention:\n  minPermission: read\n");
     review(
         &h,
         &[
@@ -447,12 +442,7 @@ async fn an_outcome_set_while_a_review_runs_survives_its_write_back(h: ReviewHar
 /// push's review records that the finding's code changed (accepted). The concession to a
 /// reader then changes the finding's state, and keeps that outcome.
 async fn an_outcome_a_review_records_while_a_turn_runs_survives_the_turn(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n",
-    );
+    h.config("mention:\n  minPermission: read\n");
     review(
         &h,
         &[finding("src/db.rs", 3, "medium", 90, "SQL injection")],

@@ -319,12 +319,7 @@ async fn the_judge_cannot_be_argued_out_of_a_blocking_finding(h: ReviewHarness) 
 /// "@parley learnings" and "@parley stats" on a fork PR used to show organisation-wide
 /// learnings with links into private repositories, and the installation's spend.
 async fn learnings_and_stats_disclose_nothing_beyond_the_reader(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n",
-    );
+    h.config("mention:\n  minPermission: read\n");
     h.github.set_permission(REPO, "mallory", "read");
     h.github.set_permission(REPO, "bob", "write");
     stored(
@@ -378,12 +373,7 @@ async fn a_dismissal_about_the_author_struct_leaves_security_alone(h: ReviewHarn
 
 /// Anyone who could talk to Parley could forget another PR's PR-scoped learning.
 async fn only_the_author_or_a_maintainer_forgets_a_learning(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n",
-    );
+    h.config("mention:\n  minPermission: read\n");
     h.github.set_permission(REPO, "mallory", "read");
     let stricter = Hints {
         category: Some("security".into()),
@@ -445,12 +435,7 @@ async fn only_the_author_or_a_maintainer_forgets_a_learning(h: ReviewHarness) {
 
 /// Teaching and reporting commands were answered outside the PR's turn limit.
 async fn teaching_commands_take_turns(h: ReviewHarness) {
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  conversation:\n    maxTurnsPerPr: 2\n",
-    );
+    h.config("mention:\n  conversation:\n    maxTurnsPerPr: 2\n");
     for _ in 0..4 {
         h.say("alice", "@parley help").await;
     }

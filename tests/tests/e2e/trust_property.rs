@@ -70,12 +70,7 @@ proptest! {
 
 async fn scenario(acts: Vec<Act>) {
     let h = ReviewHarness::start(Backend::Sqlite).await;
-    h.github.set_file(
-        REPO,
-        "main",
-        ".parley.yml",
-        "mention:\n  minPermission: read\n  conversation:\n    maxTurnsPerPr: 100\n",
-    );
+    h.config("mention:\n  minPermission: read\n  conversation:\n    maxTurnsPerPr: 100\n");
     for outsider in OUTSIDERS {
         h.github.set_permission(REPO, outsider, "read");
     }
