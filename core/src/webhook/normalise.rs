@@ -592,6 +592,32 @@ mod tests {
     }
 
     #[test]
+    fn an_unlabeled_delivery_without_its_label_names_none() {
+        let payload = serde_json::json!({
+            "action": "unlabeled",
+            "pull_request": {
+                "number": 3, "draft": false, "title": "t", "user": {"login": "a", "type": "User"},
+                "head": {"sha": "h", "ref": "f"}, "base": {"sha": "b", "ref": "main"}
+            },
+            "repository": {"id": 1, "name": "r", "full_name": "o/r", "owner": {"login": "o"}},
+            "installation": {"id": 9}
+        });
+        let Normalised::Job(job) = normalise("pull_request", "d", &payload, &ctx()) else {
+            panic!("not a job");
+        };
+        let Job::Review(job) = *job else {
+            panic!("not a review job");
+        };
+        assert_eq!(job.trigger, ReviewTrigger::Unlabeled);
+        assert_eq!(job.label, None);
+        // A label that is not an object is a payload that does not match the event.
+        let mut bad = payload.clone();
+        bad["label"] = serde_json::json!("no-review");
+        let said = normalise("pull_request", "d", &bad, &ctx());
+        assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
+    }
+
+    #[test]
     fn an_edit_asks_only_when_it_adds_a_mention() {
         let edited = |before: &str, after: &str| {
             let mut payload: serde_json::Value =

@@ -1134,6 +1134,8 @@ async fn taking_a_skip_label_off_reviews_the_head(h: ReviewHarness) {
         pr["labels"] = json!([{ "name": "No-Review" }])
     });
     run_ok(&h, unlabeled("bug", "d-2")).await;
+    // A delivery that names no label (a malformed payload) lifts nothing either.
+    run_ok(&h, job(ReviewTrigger::Unlabeled, HEAD, "d-2b")).await;
     assert!(h.reviews().is_empty());
     assert!(h.pass_prompts().is_empty());
     let checks = h.checks_named("Parley review");
