@@ -51,7 +51,11 @@ pub struct Poll {
 }
 
 pub struct EventSourceMapping {
+    /// SQS under the function's role: what the mapping itself calls (receive, delete,
+    /// the queue's attributes), as Lambda's mapping does with the execution role.
     sqs: aws_sdk_sqs::Client,
+    /// SQS as the test: what stands in for time passing (a visibility timeout running out).
+    clock: aws_sdk_sqs::Client,
     queue_url: String,
     queue_arn: String,
     batch_size: i32,
@@ -62,6 +66,7 @@ pub struct EventSourceMapping {
 impl EventSourceMapping {
     pub async fn new(
         sqs: aws_sdk_sqs::Client,
+        clock: aws_sdk_sqs::Client,
         queue_url: &str,
         batch_size: i32,
         function: Arc<LambdaFunction>,
@@ -81,6 +86,7 @@ impl EventSourceMapping {
             .expect("a queue has an ARN");
         EventSourceMapping {
             sqs,
+            clock,
             queue_url: queue_url.to_string(),
             region: queue_arn
                 .split(':')
@@ -178,7 +184,7 @@ impl EventSourceMapping {
             .iter()
             .filter(|r| poll.failed.contains(&r.message_id))
         {
-            self.sqs
+            self.clock
                 .change_message_visibility()
                 .queue_url(&self.queue_url)
                 .receipt_handle(&message.receipt_handle)

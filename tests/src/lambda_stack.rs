@@ -10,12 +10,15 @@
 
 use crate::fake_github::FakeGitHub;
 use crate::fake_llm::FakeLlm;
+use crate::iam::{self, PolicyProxy, Roles};
 use crate::lambda_apigw;
 use crate::lambda_emulator::{FunctionConfig, LambdaFunction, Outcome};
 use crate::lambda_esm::EventSourceMapping;
+use aws_sdk_sqs::types::QueueAttributeName;
 use parley_store::dynamo::{DynamoStore, TableNames};
 use serde_json::Value;
 use serde_norway::Value as Yaml;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +48,11 @@ impl Template {
         Template(serde_norway::from_str(&text).expect("template.yaml is YAML"))
     }
 
+    /// The whole document, for readers of other parts (the functions' roles).
+    pub fn yaml(&self) -> &Yaml {
+        &self.0
+    }
+
     fn resource(&self, logical_id: &str) -> &Yaml {
         let resource = &self.0["Resources"][logical_id];
         assert!(
@@ -52,6 +60,26 @@ impl Template {
             "template.yaml has no resource {logical_id}"
         );
         resource
+    }
+
+    /// The template without the policy statement `sid` of `function`'s role: what a
+    /// deploy missing that permission would have.
+    pub fn without_statement(mut self, function: &str, sid: &str) -> Template {
+        fn remove(value: &mut Yaml, sid: &str) -> bool {
+            match value {
+                Yaml::Sequence(items) => {
+                    let before = items.len();
+                    items.retain(|item| item.get("Sid").and_then(Yaml::as_str) != Some(sid));
+                    items.len() < before || items.iter_mut().any(|item| remove(item, sid))
+                }
+                Yaml::Mapping(map) => map.values_mut().any(|v| remove(v, sid)),
+                Yaml::Tagged(tagged) => remove(&mut tagged.value, sid),
+                _ => false,
+            }
+        }
+        let policies = &mut self.0["Resources"][function]["Properties"]["Policies"];
+        assert!(remove(policies, sid), "{function} has no statement {sid}");
+        self
     }
 
     /// The function's binary (`BuildProperties.Binary`) and its Lambda configuration.
@@ -112,6 +140,13 @@ pub struct Resources {
     /// The Globals environment as the template wires it: table names, queue URLs and
     /// literals (`PARLEY_STORE=dynamodb`, …), as `parley tables create` resolves them.
     pub globals: Vec<(String, String)>,
+    /// Logical id to table name, queue URL, and each one's ARN; the region and account
+    /// the ARNs name.
+    pub tables: BTreeMap<String, String>,
+    pub queues: BTreeMap<String, String>,
+    pub arns: BTreeMap<String, String>,
+    pub region: String,
+    pub account: String,
     pub sqs: aws_sdk_sqs::Client,
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub secrets: aws_sdk_secretsmanager::Client,
@@ -127,11 +162,42 @@ impl Resources {
             parley_cli::tables::create(&root().join("template.yaml"), stack_name, &config)
                 .await
                 .unwrap_or_else(|err| panic!("parley tables create: {err:#}"));
-        let globals = created.variables;
+        let sqs = aws_sdk_sqs::Client::new(&config);
+        let dynamodb = aws_sdk_dynamodb::Client::new(&config);
+        let mut arns = BTreeMap::new();
+        for (id, name) in &created.tables {
+            let arn = dynamodb
+                .describe_table()
+                .table_name(name)
+                .send()
+                .await
+                .expect("describe a created table")
+                .table
+                .and_then(|t| t.table_arn)
+                .expect("a table has an ARN");
+            arns.insert(id.clone(), arn);
+        }
+        for (id, url) in &created.queues {
+            let arn = queue_attribute(&sqs, url, QueueAttributeName::QueueArn)
+                .await
+                .expect("a queue has an ARN");
+            arns.insert(id.clone(), arn);
+        }
+        // arn:aws:service:region:account:…
+        let any_arn: Vec<String> = arns
+            .values()
+            .next()
+            .map(|a| a.split(':').map(str::to_string).collect())
+            .unwrap_or_default();
         Resources {
-            globals,
-            sqs: aws_sdk_sqs::Client::new(&config),
-            dynamodb: aws_sdk_dynamodb::Client::new(&config),
+            globals: created.variables,
+            tables: created.tables,
+            queues: created.queues,
+            arns,
+            region: any_arn.get(3).cloned().unwrap_or_default(),
+            account: any_arn.get(4).cloned().unwrap_or_default(),
+            sqs,
+            dynamodb,
             secrets: aws_sdk_secretsmanager::Client::new(&config),
         }
     }
@@ -172,39 +238,27 @@ impl Resources {
 
     /// Visible (waiting) messages in a queue, by its URL.
     pub async fn depth(&self, queue_url: &str) -> u64 {
-        let attributes = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(queue_url)
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
-            .send()
-            .await
-            .expect("queue attributes")
-            .attributes
-            .unwrap_or_default();
-        attributes
-            .get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_default()
+        queue_attribute(
+            &self.sqs,
+            queue_url,
+            QueueAttributeName::ApproximateNumberOfMessages,
+        )
+        .await
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_default()
     }
 
     /// `maxReceiveCount` of the redrive policy of the queue whose URL is in Globals
     /// variable `queue_var`.
     pub async fn max_receive_count(&self, queue_var: &str) -> u32 {
-        let attributes = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(self.var(queue_var))
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
-            .send()
-            .await
-            .expect("queue attributes")
-            .attributes
-            .unwrap_or_default();
-        let policy: Value = attributes
-            .get(&aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
-            .and_then(|p| serde_json::from_str(p).ok())
-            .unwrap_or_else(|| panic!("{queue_var} has no redrive policy"));
+        let policy: Value = queue_attribute(
+            &self.sqs,
+            &self.var(queue_var),
+            QueueAttributeName::RedrivePolicy,
+        )
+        .await
+        .and_then(|p| serde_json::from_str(&p).ok())
+        .unwrap_or_else(|| panic!("{queue_var} has no redrive policy"));
         match &policy["maxReceiveCount"] {
             Value::Number(n) => n.as_u64().unwrap_or(0) as u32,
             Value::String(s) => s.parse().unwrap_or(0),
@@ -242,6 +296,22 @@ impl Resources {
     }
 }
 
+/// One attribute of the queue at `url`.
+async fn queue_attribute(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    name: QueueAttributeName,
+) -> Option<String> {
+    sqs.get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(name.clone())
+        .send()
+        .await
+        .expect("queue attributes")
+        .attributes?
+        .remove(&name)
+}
+
 /// The ARNs of the stack's secrets, as the functions receive them.
 #[derive(Debug, Clone)]
 pub struct SecretArns {
@@ -262,6 +332,9 @@ pub struct LambdaStack {
     pub review_worker: Arc<LambdaFunction>,
     pub conversations: EventSourceMapping,
     pub reviews: EventSourceMapping,
+    /// Each function's endpoint for AWS, enforcing its role (webhook, conversation
+    /// worker, review worker).
+    roles: Vec<PolicyProxy>,
     /// The functions' logs and scratch files.
     pub dir: tempfile::TempDir,
 }
@@ -270,9 +343,13 @@ impl LambdaStack {
     /// Provision a fresh stack (its own tables, queues and secrets) and set up its
     /// functions; no process starts before the first invocation.
     pub async fn start(github: &FakeGitHub, llm: &FakeLlm) -> LambdaStack {
+        LambdaStack::start_with(github, llm, Template::load()).await
+    }
+
+    /// [`LambdaStack::start`] from `template` (template.yaml as a test changed it).
+    pub async fn start_with(github: &FakeGitHub, llm: &FakeLlm, template: Template) -> LambdaStack {
         require_moto();
         let binaries = crate::serve_process::workspace_binaries();
-        let template = Template::load();
         let name = format!(
             "parley-e2e-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..10]
@@ -367,11 +444,10 @@ impl LambdaStack {
             env.extend(own.into_iter().map(|(k, v)| (k.to_string(), v)));
             (binaries.join(binary), config, env)
         };
-        let (binary, config, env) = function(
+        let webhook = function(
             "WebhookFunction",
             vec![("GITHUB_WEBHOOK_SECRET", secret_arns.webhook_secret.clone())],
         );
-        let webhook = Arc::new(LambdaFunction::new(config, &binary, env, dir.path()).await);
         let worker_secrets = vec![
             ("GITHUB_PRIVATE_KEY", secret_arns.private_key.clone()),
             ("LLM_API_KEY", secret_arns.llm_api_key.clone()),
@@ -383,13 +459,30 @@ impl LambdaStack {
                 dir.path().join("snapshots").display().to_string(),
             ),
         ];
-        let (binary, config, env) = function("ConversationWorkerFunction", worker_secrets.clone());
-        let conversation_worker =
-            Arc::new(LambdaFunction::new(config, &binary, env, dir.path()).await);
-        let (binary, config, env) = function("ReviewWorkerFunction", worker_secrets);
-        let review_worker = Arc::new(LambdaFunction::new(config, &binary, env, dir.path()).await);
+        let conversation_worker = function("ConversationWorkerFunction", worker_secrets.clone());
+        let review_worker = function("ReviewWorkerFunction", worker_secrets);
+
+        // Each function reaches moto under its own role from the template.
+        let environment: Vec<(String, String)> =
+            [&webhook.2, &conversation_worker.2, &review_worker.2]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+        let roles = roles(&template, &resources, &secret_arns, &environment);
+        let (webhook, webhook_role) = start(&roles, "WebhookFunction", webhook, dir.path()).await;
+        let (conversation_worker, conversation_role) = start(
+            &roles,
+            "ConversationWorkerFunction",
+            conversation_worker,
+            dir.path(),
+        )
+        .await;
+        let (review_worker, review_role) =
+            start(&roles, "ReviewWorkerFunction", review_worker, dir.path()).await;
 
         let conversations = EventSourceMapping::new(
+            Roles::sqs_client(&conversation_role).await,
             resources.sqs.clone(),
             &resources.var("PARLEY_CONVERSATION_QUEUE_URL"),
             template.batch_size("ConversationWorkerQueueMapping"),
@@ -397,6 +490,7 @@ impl LambdaStack {
         )
         .await;
         let reviews = EventSourceMapping::new(
+            Roles::sqs_client(&review_role).await,
             resources.sqs.clone(),
             &resources.var("PARLEY_REVIEW_QUEUE_URL"),
             template.batch_size("ReviewWorkerQueueMapping"),
@@ -412,6 +506,7 @@ impl LambdaStack {
             review_worker,
             conversations,
             reviews,
+            roles: vec![webhook_role, conversation_role, review_role],
             dir,
         }
     }
@@ -445,7 +540,9 @@ impl LambdaStack {
             ],
             &body,
         );
-        match self.webhook.invoke(&request).await {
+        let outcome = self.webhook.invoke(&request).await;
+        self.assert_within_roles();
+        match outcome {
             Outcome::Response(response) => lambda_apigw::status_and_body(&response),
             other => panic!(
                 "the webhook function failed: {other:?}\n{}",
@@ -462,6 +559,35 @@ impl LambdaStack {
         self.reviews.drain(max_polls).await;
         // A conversation job can enqueue a review (`@parley review`) and back.
         self.conversations.drain(max_polls).await;
+        self.assert_within_roles();
+    }
+
+    /// What the functions (or their event source mappings) asked AWS for and their roles
+    /// refused, one line each; taken, so that the end of the test does not fail on them.
+    pub fn take_refusals(&self) -> Vec<String> {
+        self.roles
+            .iter()
+            .flat_map(PolicyProxy::take_refusals)
+            .collect()
+    }
+
+    /// Fails the test if any function (or its event source mapping) asked AWS for
+    /// something its role in template.yaml does not allow: in AWS that call would fail.
+    /// Also run when the stack is dropped, so every Lambda-path test checks it.
+    pub fn assert_within_roles(&self) {
+        let refusals: Vec<String> = self.roles.iter().flat_map(PolicyProxy::refusals).collect();
+        assert!(
+            refusals.is_empty(),
+            "template.yaml does not allow what the functions did:\n{}\n{}",
+            refusals.join("\n"),
+            self.logs()
+        );
+    }
+
+    /// Every authorisation `function` (0 webhook, 1 conversation worker, 2 review
+    /// worker) needed so far, as `action on ARN`.
+    pub fn asked(&self, function: usize) -> Vec<String> {
+        self.roles[function].asked()
     }
 
     /// All three functions' logs, for failure messages.
@@ -480,6 +606,78 @@ impl LambdaStack {
     pub fn log_dir(&self) -> &Path {
         self.dir.path()
     }
+}
+
+impl Drop for LambdaStack {
+    fn drop(&mut self) {
+        // Not while unwinding: a second panic would abort and hide the first.
+        if !std::thread::panicking() {
+            self.assert_within_roles();
+        }
+    }
+}
+
+/// What the template's intrinsics resolve to in this stack, and the names its requests
+/// use, for the functions' roles.
+fn roles(
+    template: &Template,
+    resources: &Resources,
+    secrets: &SecretArns,
+    environment: &[(String, String)],
+) -> Roles {
+    let functions = [
+        "WebhookFunction",
+        "ConversationWorkerFunction",
+        "ReviewWorkerFunction",
+    ];
+    let mut refs: BTreeMap<String, String> = resources
+        .tables
+        .iter()
+        .chain(&resources.queues)
+        .map(|(id, v)| (id.clone(), v.clone()))
+        .collect();
+    refs.insert("WebhookSecret".into(), secrets.webhook_secret.clone());
+    refs.insert("PrivateKeySecret".into(), secrets.private_key.clone());
+    let stack = iam::Stack {
+        region: resources.region.clone(),
+        account: resources.account.clone(),
+        parameters: iam::parameters_from_environment(template.yaml(), &functions, environment),
+        refs,
+        arns: resources.arns.clone(),
+    };
+    let arn = |id: &String| resources.arns.get(id).cloned().unwrap_or_default();
+    let names = iam::Names {
+        tables: resources
+            .tables
+            .iter()
+            .map(|(id, name)| (name.clone(), arn(id)))
+            .collect(),
+        queues: resources
+            .queues
+            .iter()
+            .map(|(id, url)| (url.clone(), arn(id)))
+            .collect(),
+        secrets: BTreeMap::new(),
+    };
+    let upstream = std::env::var("AWS_ENDPOINT_URL").expect("moto's endpoint");
+    Roles::new(template.yaml(), stack, names, &upstream)
+}
+
+/// A function whose AWS endpoint enforces its role, and that endpoint.
+async fn start(
+    roles: &Roles,
+    logical_id: &str,
+    (binary, config, mut env): (PathBuf, FunctionConfig, Vec<(String, String)>),
+    dir: &Path,
+) -> (Arc<LambdaFunction>, PolicyProxy) {
+    let proxy = roles.proxy(logical_id).await;
+    for (key, value) in env.iter_mut() {
+        if key == "AWS_ENDPOINT_URL" {
+            value.clone_from(&proxy.url);
+        }
+    }
+    let function = LambdaFunction::new(config, &binary, env, dir).await;
+    (Arc::new(function), proxy)
 }
 
 /// The LLM API key the stack's secret holds.

@@ -62,6 +62,7 @@ pub mod fake_embeddings;
 pub mod fake_github;
 pub mod fake_llm;
 pub mod flaky_store;
+pub mod iam;
 pub mod lambda_apigw;
 pub mod lambda_emulator;
 pub mod lambda_esm;

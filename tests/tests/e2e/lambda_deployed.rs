@@ -6,11 +6,12 @@
 //! Needs moto (`scripts/test.sh` starts it); fails, never skips, without it.
 
 use parley_core::markers::{self, ReplyMarker};
+use parley_core::ports::Store;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
-use parley_tests::lambda_stack::{self, LambdaStack};
+use parley_tests::lambda_stack::{self, LambdaStack, Template};
 use parley_tests::rig::{BASE, Fakes, HEAD};
 use serde_json::{Value, json};
 
@@ -36,12 +37,17 @@ struct Rig {
 
 impl Rig {
     async fn new() -> Rig {
+        Rig::with_template(Template::load()).await
+    }
+
+    /// The rig on a template a test changed (a permission taken out).
+    async fn with_template(template: Template) -> Rig {
         let fakes = Fakes::start().await;
         for pr in [PR, OTHER_PR] {
             fakes.open_db_pull(REPO, pr, AUTHOR);
         }
         fakes.answer_everything_with(ANSWER);
-        let stack = LambdaStack::start(&fakes.github, &fakes.llm).await;
+        let stack = LambdaStack::start_with(&fakes.github, &fakes.llm, template).await;
         let Fakes { github, llm } = fakes;
         Rig {
             github,
@@ -169,6 +175,137 @@ async fn a_mention_is_answered_once() {
         1,
         "one warm execution environment served both invocations"
     );
+
+    // Each function reached AWS under its own role (what its role refuses fails the test
+    // when the stack is dropped): the webhook read its secret and queued the job; the
+    // conversation worker's mapping received it and the worker read the App's key.
+    let resources = &rig.stack.resources;
+    let webhook = rig.stack.asked(0);
+    for needed in [
+        format!(
+            "secretsmanager:GetSecretValue on {}",
+            rig.stack.secret_arns.webhook_secret
+        ),
+        format!("sqs:SendMessage on {}", resources.arns["ConversationQueue"]),
+    ] {
+        assert!(webhook.contains(&needed), "{needed}: {webhook:#?}");
+    }
+    let worker = rig.stack.asked(1);
+    for needed in [
+        format!(
+            "sqs:ReceiveMessage on {}",
+            resources.arns["ConversationQueue"]
+        ),
+        format!(
+            "secretsmanager:GetSecretValue on {}",
+            rig.stack.secret_arns.private_key
+        ),
+    ] {
+        assert!(worker.contains(&needed), "{needed}: {worker:#?}");
+    }
+}
+
+#[tokio::test]
+async fn a_review_asked_for_in_a_comment_and_the_lost_automatic_one_run_within_the_roles() {
+    let rig = Rig::new().await;
+    // PR #7's `opened` never reached Parley; alice, who may write, asks for a review.
+    rig.github.set_permission(REPO, AUTHOR, "write");
+    let (_, payload) = rig.mention(PR, "@parley review");
+    rig.deliver_accepted("issue_comment", "e2e-ask-review", &payload)
+        .await;
+    rig.stack.drain(MAX_POLLS).await;
+
+    let gate: Vec<Value> = rig
+        .github
+        .check_runs(REPO)
+        .into_iter()
+        .filter(|c| c["name"] == "Parley review")
+        .collect();
+    assert_eq!(gate.len(), 1, "{gate:#?}\n{}", rig.stack.logs());
+    assert_eq!(gate[0]["status"], "completed", "{gate:#?}");
+    let sent = format!(
+        "sqs:SendMessage on {}",
+        rig.stack.resources.arns["ReviewQueue"]
+    );
+    assert!(
+        rig.stack.asked(1).contains(&sent),
+        "the conversation worker queued the review: {:#?}",
+        rig.stack.asked(1)
+    );
+    assert!(
+        rig.stack.asked(2).contains(&sent),
+        "the review worker queued the lost automatic review: {:#?}",
+        rig.stack.asked(2)
+    );
+}
+
+#[tokio::test]
+async fn an_uninstall_is_purged_within_the_conversation_workers_role() {
+    let rig = Rig::new().await;
+    let (_, payload) = rig.mention(PR, "@parley why is this safe?");
+    rig.deliver_accepted("issue_comment", "e2e-before-uninstall", &payload)
+        .await;
+    rig.stack.drain(MAX_POLLS).await;
+    assert_eq!(rig.parley_comments(PR).len(), 1, "{}", rig.stack.logs());
+
+    let mut uninstalled = parley_tests::webhook_example("installation", "deleted.payload.json");
+    uninstalled["installation"]["id"] = INSTALLATION.into();
+    uninstalled["installation"]["account"]["login"] = OWNER.into();
+    uninstalled["installation"]["account"]["id"] = parley_tests::tenants::owner_id(OWNER).into();
+    uninstalled["repositories"] = json!([{
+        "id": parley_tests::tenants::repo_id(REPO),
+        "node_id": "x",
+        "name": NAME,
+        "full_name": REPO,
+        "private": false,
+    }]);
+    rig.deliver_accepted("installation", "e2e-uninstall", &uninstalled)
+        .await;
+    let polls = rig.stack.conversations.drain(MAX_POLLS).await;
+    assert_responded(&polls, &rig.stack.logs());
+    assert!(
+        polls.iter().all(|p| p.failed.is_empty()),
+        "{polls:#?}\n{}",
+        rig.stack.logs()
+    );
+    let scanned = format!(
+        "dynamodb:Scan on {}",
+        rig.stack.resources.arns["FindingsTable"]
+    );
+    assert!(
+        rig.stack.asked(1).iter().filter(|a| **a == scanned).count() >= 1,
+        "the purge looked for the repository's findings: {:#?}",
+        rig.stack.asked(1)
+    );
+    assert!(
+        rig.stack
+            .resources
+            .store()
+            .installation(INSTALLATION)
+            .await
+            .expect("read the installation")
+            .is_none(),
+        "the installation's record is gone"
+    );
+}
+
+#[tokio::test]
+async fn a_permission_missing_from_the_template_fails_the_job_as_it_would_in_aws() {
+    let template =
+        Template::load().without_statement("ReviewWorkerFunction", "AdoptNameKeyedRecords");
+    let rig = Rig::with_template(template).await;
+    let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
+    rig.deliver_accepted("pull_request", "e2e-no-scan", &opened)
+        .await;
+    let poll = rig.stack.reviews.poll().await;
+    assert_eq!(poll.failed.len(), 1, "the review failed: {poll:#?}");
+    let refused = rig.stack.take_refusals();
+    let expected = format!(
+        "ReviewWorkerFunctionRole may not dynamodb:Scan on {}",
+        rig.stack.resources.arns["FindingsTable"]
+    );
+    assert_eq!(refused.first(), Some(&expected), "{refused:#?}");
+    assert!(rig.github.check_runs(REPO).is_empty() || rig.github.reviews(REPO, PR).is_empty());
 }
 
 #[tokio::test]

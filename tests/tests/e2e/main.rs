@@ -18,6 +18,7 @@ mod faults;
 mod gate;
 mod gate_integrity;
 mod lambda_deployed;
+mod lambda_roles;
 mod learning;
 mod metrics;
 mod prompt_cache;
