@@ -14,19 +14,13 @@ use crate::iam::{self, PolicyProxy, Roles};
 use crate::lambda_apigw;
 use crate::lambda_emulator::{FunctionConfig, LambdaFunction, Outcome};
 use crate::lambda_esm::EventSourceMapping;
+pub use crate::lambda_template::{Template, root};
 use aws_sdk_sqs::types::QueueAttributeName;
 use parley_store::dynamo::{DynamoStore, TableNames};
 use serde_json::Value;
-use serde_norway::Value as Yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// The repository root.
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Fails (never skips) without moto, like the other DynamoDB/SQS tests: `scripts/test.sh`
 /// starts it and sets AWS_ENDPOINT_URL.
@@ -35,104 +29,6 @@ pub fn require_moto() {
         std::env::var_os("AWS_ENDPOINT_URL").is_some(),
         "AWS_ENDPOINT_URL is not set: start moto (scripts/test.sh does it, or scripts/moto.sh for one run)"
     );
-}
-
-/// template.yaml, parsed.
-pub struct Template(Yaml);
-
-impl Template {
-    pub fn load() -> Template {
-        let path = root().join("template.yaml");
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-        Template(serde_norway::from_str(&text).expect("template.yaml is YAML"))
-    }
-
-    /// The whole document, for readers of other parts (the functions' roles).
-    pub fn yaml(&self) -> &Yaml {
-        &self.0
-    }
-
-    fn resource(&self, logical_id: &str) -> &Yaml {
-        let resource = &self.0["Resources"][logical_id];
-        assert!(
-            !resource.is_null(),
-            "template.yaml has no resource {logical_id}"
-        );
-        resource
-    }
-
-    /// The template without the policy statement `sid` of `function`'s role: what a
-    /// deploy missing that permission would have.
-    pub fn without_statement(mut self, function: &str, sid: &str) -> Template {
-        fn remove(value: &mut Yaml, sid: &str) -> bool {
-            match value {
-                Yaml::Sequence(items) => {
-                    let before = items.len();
-                    items.retain(|item| item.get("Sid").and_then(Yaml::as_str) != Some(sid));
-                    items.len() < before || items.iter_mut().any(|item| remove(item, sid))
-                }
-                Yaml::Mapping(map) => map.values_mut().any(|v| remove(v, sid)),
-                Yaml::Tagged(tagged) => remove(&mut tagged.value, sid),
-                _ => false,
-            }
-        }
-        let policies = &mut self.0["Resources"][function]["Properties"]["Policies"];
-        assert!(remove(policies, sid), "{function} has no statement {sid}");
-        self
-    }
-
-    /// The function's binary (`BuildProperties.Binary`) and its Lambda configuration.
-    pub fn function(&self, logical_id: &str) -> (String, FunctionConfig) {
-        let resource = self.resource(logical_id);
-        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{logical_id}: no BuildProperties.Binary"))
-            .to_string();
-        let number = |key: &str| {
-            resource["Properties"][key]
-                .as_u64()
-                .or_else(|| self.0["Globals"]["Function"][key].as_u64())
-                .unwrap_or_else(|| panic!("{logical_id}: no {key}"))
-        };
-        let config = FunctionConfig {
-            name: binary.clone(),
-            memory_mb: number("MemorySize") as u32,
-            timeout: Duration::from_secs(number("Timeout")),
-        };
-        (binary, config)
-    }
-
-    /// The variables the template sets on this function itself (beyond the Globals).
-    pub fn function_variables(&self, logical_id: &str) -> Vec<String> {
-        self.resource(logical_id)["Properties"]["Environment"]["Variables"]
-            .as_mapping()
-            .map(|vars| {
-                vars.keys()
-                    .filter_map(|k| k.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// The variables of `Globals.Function.Environment`.
-    pub fn global_variables(&self) -> Vec<String> {
-        self.0["Globals"]["Function"]["Environment"]["Variables"]
-            .as_mapping()
-            .map(|vars| {
-                vars.keys()
-                    .filter_map(|k| k.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// `BatchSize` of an `AWS::Lambda::EventSourceMapping`.
-    pub fn batch_size(&self, mapping: &str) -> i32 {
-        self.resource(mapping)["Properties"]["BatchSize"]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{mapping}: no BatchSize")) as i32
-    }
 }
 
 /// The stack's AWS resources in moto, under a stack name of their own.
@@ -318,6 +214,26 @@ pub struct SecretArns {
     pub webhook_secret: String,
     pub private_key: String,
     pub llm_api_key: String,
+    /// With an embeddings endpoint: its key.
+    pub embeddings_api_key: Option<String>,
+}
+
+/// What a test changes about the stack it starts.
+pub struct StackOptions {
+    /// template.yaml, as the test may have changed it.
+    pub template: Template,
+    /// An OpenAI-compatible embeddings endpoint (`EMBEDDINGS_BASE_URL`, its key in
+    /// Secrets Manager) and its vector size; without one, retrieval is lexical only.
+    pub embeddings: Option<(String, usize)>,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        StackOptions {
+            template: Template::load(),
+            embeddings: None,
+        }
+    }
 }
 
 /// The whole stack: resources, secrets, the three functions and both event source
@@ -332,6 +248,8 @@ pub struct LambdaStack {
     pub review_worker: Arc<LambdaFunction>,
     pub conversations: EventSourceMapping,
     pub reviews: EventSourceMapping,
+    /// The review worker's second mapping, on the embedding queue (with embeddings).
+    pub embeddings: Option<EventSourceMapping>,
     /// Each function's endpoint for AWS, enforcing its role (webhook, conversation
     /// worker, review worker).
     roles: Vec<PolicyProxy>,
@@ -343,12 +261,20 @@ impl LambdaStack {
     /// Provision a fresh stack (its own tables, queues and secrets) and set up its
     /// functions; no process starts before the first invocation.
     pub async fn start(github: &FakeGitHub, llm: &FakeLlm) -> LambdaStack {
-        LambdaStack::start_with(github, llm, Template::load()).await
+        LambdaStack::start_with(github, llm, StackOptions::default()).await
     }
 
-    /// [`LambdaStack::start`] from `template` (template.yaml as a test changed it).
-    pub async fn start_with(github: &FakeGitHub, llm: &FakeLlm, template: Template) -> LambdaStack {
+    /// [`LambdaStack::start`] as `options` say.
+    pub async fn start_with(
+        github: &FakeGitHub,
+        llm: &FakeLlm,
+        options: StackOptions,
+    ) -> LambdaStack {
         require_moto();
+        let StackOptions {
+            template,
+            embeddings,
+        } = options;
         let binaries = crate::serve_process::workspace_binaries();
         let name = format!(
             "parley-e2e-{}",
@@ -372,10 +298,18 @@ impl LambdaStack {
             llm_api_key: resources
                 .create_secret(&format!("{name}-LlmApiKey"), LLM_API_KEY)
                 .await,
+            embeddings_api_key: match embeddings {
+                Some(_) => Some(
+                    resources
+                        .create_secret(&format!("{name}-EmbeddingsApiKey"), "embeddings-key")
+                        .await,
+                ),
+                None => None,
+            },
         };
 
         // Globals: what `parley tables create` wired, plus the template's parameters.
-        let parameters = [
+        let mut parameters = vec![
             ("RUST_LOG", "info".to_string()),
             ("GITHUB_APP_ID", "12345".to_string()),
             ("GITHUB_APP_SLUG", "parley".to_string()),
@@ -383,14 +317,6 @@ impl LambdaStack {
             ("LLM_PROVIDER", "anthropic".to_string()),
             ("LLM_MODEL", crate::clients::MODEL.to_string()),
             ("LLM_BASE_URL", llm.url.clone()),
-            // Retrieval without vectors: lexical only (the embedding job's own Lambda path
-            // is tested in embedding_job.rs; `parley serve` covers it end to end).
-            ("EMBEDDINGS_PROVIDER", "none".to_string()),
-            (
-                "EMBEDDINGS_MODEL",
-                "amazon.titan-embed-text-v2:0".to_string(),
-            ),
-            ("EMBEDDINGS_DIMENSIONS", "512".to_string()),
             // The template gives the functions the queues' own maxReceiveCount.
             (
                 "PARLEY_MAX_RECEIVE",
@@ -400,6 +326,25 @@ impl LambdaStack {
                     .to_string(),
             ),
         ];
+        parameters.extend(match &embeddings {
+            Some((url, dimensions)) => [
+                ("EMBEDDINGS_PROVIDER", "openai".to_string()),
+                ("EMBEDDINGS_MODEL", "text-embedding-3-small".to_string()),
+                ("EMBEDDINGS_DIMENSIONS", dimensions.to_string()),
+                ("EMBEDDINGS_BASE_URL", url.clone()),
+            ]
+            .to_vec(),
+            // Retrieval without vectors: lexical only.
+            None => [
+                ("EMBEDDINGS_PROVIDER", "none".to_string()),
+                (
+                    "EMBEDDINGS_MODEL",
+                    "amazon.titan-embed-text-v2:0".to_string(),
+                ),
+                ("EMBEDDINGS_DIMENSIONS", "512".to_string()),
+            ]
+            .to_vec(),
+        });
         let mut globals = resources.globals.clone();
         globals.extend(parameters.iter().map(|(k, v)| (k.to_string(), v.clone())));
         // Not the template's: what makes the AWS SDK reach moto instead of AWS.
@@ -448,7 +393,7 @@ impl LambdaStack {
             "WebhookFunction",
             vec![("GITHUB_WEBHOOK_SECRET", secret_arns.webhook_secret.clone())],
         );
-        let worker_secrets = vec![
+        let mut worker_secrets = vec![
             ("GITHUB_PRIVATE_KEY", secret_arns.private_key.clone()),
             ("LLM_API_KEY", secret_arns.llm_api_key.clone()),
             // The template's archive cache, in this stack's own directory (as each
@@ -459,6 +404,9 @@ impl LambdaStack {
                 dir.path().join("snapshots").display().to_string(),
             ),
         ];
+        if let Some(arn) = &secret_arns.embeddings_api_key {
+            worker_secrets.push(("EMBEDDINGS_API_KEY", arn.clone()));
+        }
         let conversation_worker = function("ConversationWorkerFunction", worker_secrets.clone());
         let review_worker = function("ReviewWorkerFunction", worker_secrets);
 
@@ -497,6 +445,19 @@ impl LambdaStack {
             review_worker.clone(),
         )
         .await;
+        let embeddings = match embeddings {
+            Some(_) => Some(
+                EventSourceMapping::new(
+                    Roles::sqs_client(&review_role).await,
+                    resources.sqs.clone(),
+                    &resources.var("PARLEY_EMBEDDING_QUEUE_URL"),
+                    template.batch_size("ReviewWorkerEmbeddingQueueMapping"),
+                    review_worker.clone(),
+                )
+                .await,
+            ),
+            None => None,
+        };
         LambdaStack {
             resources,
             secret_arns,
@@ -506,6 +467,7 @@ impl LambdaStack {
             review_worker,
             conversations,
             reviews,
+            embeddings,
             roles: vec![webhook_role, conversation_role, review_role],
             dir,
         }
@@ -555,10 +517,15 @@ impl LambdaStack {
     /// made visible again at once, as if their visibility timeout had run out), at most
     /// `max_polls` polls each.
     pub async fn drain(&self, max_polls: usize) {
-        self.conversations.drain(max_polls).await;
-        self.reviews.drain(max_polls).await;
-        // A conversation job can enqueue a review (`@parley review`) and back.
-        self.conversations.drain(max_polls).await;
+        // A conversation job can enqueue a review (`@parley review`), a review can ask
+        // for a lost one and both for embeddings: twice round is enough.
+        for _ in 0..2 {
+            self.conversations.drain(max_polls).await;
+            self.reviews.drain(max_polls).await;
+            if let Some(embeddings) = &self.embeddings {
+                embeddings.drain(max_polls).await;
+            }
+        }
         self.assert_within_roles();
     }
 

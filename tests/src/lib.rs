@@ -67,6 +67,7 @@ pub mod lambda_apigw;
 pub mod lambda_emulator;
 pub mod lambda_esm;
 pub mod lambda_stack;
+pub mod lambda_template;
 pub mod review_harness;
 pub mod rig;
 pub mod scripts;

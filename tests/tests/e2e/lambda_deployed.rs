@@ -8,10 +8,11 @@
 use parley_core::markers::{self, ReplyMarker};
 use parley_core::ports::Store;
 use parley_tests::deliveries::{self, Source};
+use parley_tests::fake_embeddings::FakeEmbeddings;
 use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
-use parley_tests::lambda_stack::{self, LambdaStack, Template};
+use parley_tests::lambda_stack::{self, LambdaStack, StackOptions, Template};
 use parley_tests::rig::{BASE, Fakes, HEAD};
 use serde_json::{Value, json};
 
@@ -37,17 +38,17 @@ struct Rig {
 
 impl Rig {
     async fn new() -> Rig {
-        Rig::with_template(Template::load()).await
+        Rig::with(StackOptions::default()).await
     }
 
-    /// The rig on a template a test changed (a permission taken out).
-    async fn with_template(template: Template) -> Rig {
+    /// The rig on a stack a test changed (a permission taken out, embeddings on).
+    async fn with(options: StackOptions) -> Rig {
         let fakes = Fakes::start().await;
         for pr in [PR, OTHER_PR] {
             fakes.open_db_pull(REPO, pr, AUTHOR);
         }
         fakes.answer_everything_with(ANSWER);
-        let stack = LambdaStack::start_with(&fakes.github, &fakes.llm, template).await;
+        let stack = LambdaStack::start_with(&fakes.github, &fakes.llm, options).await;
         let Fakes { github, llm } = fakes;
         Rig {
             github,
@@ -293,7 +294,11 @@ async fn an_uninstall_is_purged_within_the_conversation_workers_role() {
 async fn a_permission_missing_from_the_template_fails_the_job_as_it_would_in_aws() {
     let template =
         Template::load().without_statement("ReviewWorkerFunction", "AdoptNameKeyedRecords");
-    let rig = Rig::with_template(template).await;
+    let rig = Rig::with(StackOptions {
+        template,
+        ..StackOptions::default()
+    })
+    .await;
     let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
     rig.deliver_accepted("pull_request", "e2e-no-scan", &opened)
         .await;
@@ -559,4 +564,42 @@ fn verify_app_jwt(jwt: &str) -> Value {
         )
         .expect("the App JWT is signed with the App's private key");
     serde_json::from_slice(&b64.decode(claims).expect("claims")).expect("claims are JSON")
+}
+
+#[tokio::test]
+async fn a_reviews_documents_are_embedded_from_the_embedding_queue_within_the_roles() {
+    const DIMENSIONS: usize = 256;
+    let embedder = FakeEmbeddings::start(DIMENSIONS).await;
+    let rig = Rig::with(StackOptions {
+        embeddings: Some((embedder.openai_base(), DIMENSIONS)),
+        ..StackOptions::default()
+    })
+    .await;
+    parley_tests::scripts::one_blocking_finding(&rig.llm);
+    let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
+    rig.deliver_accepted("pull_request", "e2e-embed", &opened)
+        .await;
+    rig.stack.drain(MAX_POLLS).await;
+
+    assert!(
+        !embedder.requests().is_empty(),
+        "the review's hunks and finding were embedded\n{}",
+        rig.stack.logs()
+    );
+    let queue = &rig.stack.resources.arns["EmbeddingQueue"];
+    let key = rig.stack.secret_arns.embeddings_api_key.clone();
+    let review_worker = rig.stack.asked(2);
+    for needed in [
+        format!("sqs:SendMessage on {queue}"),
+        format!("sqs:ReceiveMessage on {queue}"),
+        format!(
+            "secretsmanager:GetSecretValue on {}",
+            key.unwrap_or_default()
+        ),
+    ] {
+        assert!(
+            review_worker.contains(&needed),
+            "{needed}: {review_worker:#?}"
+        );
+    }
 }

@@ -9,13 +9,8 @@ use serde_norway::Value as Yaml;
 
 /// Every resource of the template under a made-up name and ARN, and every parameter at
 /// its default: enough to resolve the roles.
-fn made_up_stack(template: &Yaml) -> Stack {
-    let ids: Vec<String> = template["Resources"]
-        .as_mapping()
-        .expect("Resources")
-        .keys()
-        .filter_map(|k| k.as_str().map(str::to_string))
-        .collect();
+fn made_up_stack(template: &Template) -> Stack {
+    let ids = template.resource_ids();
     Stack {
         region: "eu-west-1".to_string(),
         account: "111122223333".to_string(),
@@ -68,7 +63,7 @@ fn mappings(template: &Yaml, stack: &Stack) -> Vec<(String, String, String)> {
 
 /// The mappings that template.yaml's roles fail to serve, as `mapping: action on queue`.
 fn unserved(template: &Template) -> Vec<String> {
-    let stack = made_up_stack(template.yaml());
+    let stack = made_up_stack(template);
     let mut unserved = Vec::new();
     for (mapping, function, queue) in mappings(template.yaml(), &stack) {
         let role = Policy::of_function(template.yaml(), &function, &stack);
@@ -88,7 +83,7 @@ fn unserved(template: &Template) -> Vec<String> {
 fn every_event_source_mapping_may_receive_and_delete_with_its_functions_role() {
     let template = Template::load();
     assert_eq!(
-        mappings(template.yaml(), &made_up_stack(template.yaml())).len(),
+        mappings(template.yaml(), &made_up_stack(&template)).len(),
         3,
         "the conversation, review and embedding queues"
     );
