@@ -137,6 +137,22 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
         } => {
             pull_request_closed(services, job.installation_id, repo, *number, *merged).await?;
         }
+        BookkeepingEvent::RedeliverFailed => {
+            let sweep = crate::redelivery::sweep(
+                services.github.as_ref(),
+                store,
+                OffsetDateTime::now_utc(),
+            )
+            .await?;
+            tracing::info!(
+                listed = sweep.listed,
+                redelivered = sweep.redelivered.len(),
+                given_up = sweep.given_up.len(),
+                refused = sweep.refused.len(),
+                complete = sweep.complete,
+                "webhook deliveries swept"
+            );
+        }
     }
     Ok(())
 }

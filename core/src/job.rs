@@ -106,6 +106,8 @@ impl Job {
                 | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
                     format!("{}#{}", repo.full_name(), number)
                 }
+                // One group: sweeps run one at a time.
+                BookkeepingEvent::RedeliverFailed => "redelivery".to_string(),
             },
             Job::Embed(j) => j.repo.clone(),
         }
@@ -128,7 +130,9 @@ impl Job {
             Job::Review(j) => (Some(j.repo.full_name()), Some(j.number)),
             Job::Conversation(j) => (Some(j.repo.full_name()), Some(j.number)),
             Job::Bookkeeping(j) => match &j.event {
-                BookkeepingEvent::Installation { .. } => (None, None),
+                BookkeepingEvent::Installation { .. } | BookkeepingEvent::RedeliverFailed => {
+                    (None, None)
+                }
                 BookkeepingEvent::ReviewThread { repo, number, .. }
                 | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
                     (Some(repo.full_name()), Some(*number))
@@ -318,6 +322,9 @@ pub enum BookkeepingEvent {
         number: u64,
         merged: bool,
     },
+    /// Scheduled, not from a webhook: ask GitHub to deliver again the events Parley failed
+    /// to take (see [`crate::redelivery`]).
+    RedeliverFailed,
 }
 
 /// Embed stored documents. Enqueued after a review is published, by

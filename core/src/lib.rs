@@ -20,6 +20,7 @@ pub mod markers;
 pub mod mention;
 pub mod metrics;
 pub mod ports;
+pub mod redelivery;
 pub mod repo;
 pub mod retrieval;
 pub mod review;

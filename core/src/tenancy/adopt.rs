@@ -23,7 +23,9 @@ pub async fn settle(services: &Services, job: &Job) -> Result<(), JobError> {
         Job::Bookkeeping(job) => match &job.event {
             BookkeepingEvent::ReviewThread { repo, .. }
             | BookkeepingEvent::PullRequestClosed { repo, .. } => repo,
-            BookkeepingEvent::Installation { .. } => return Ok(()),
+            BookkeepingEvent::Installation { .. } | BookkeepingEvent::RedeliverFailed => {
+                return Ok(());
+            }
         },
         // Embedding jobs carry the key their review wrote documents under.
         Job::Embed(_) => return Ok(()),

@@ -7,10 +7,10 @@ use crate::operations::{
 };
 use async_trait::async_trait;
 use parley_core::ports::github::{
-    App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, FileContent,
-    GitHub, GitHubError, IssueComment, Listing, NewCheckRun, NewReview, NewReviewComment,
-    OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, RepoScope, Review,
-    ReviewComment, ReviewThread, ReviewerRequest,
+    App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, DeliveryPage,
+    FileContent, GitHub, GitHubError, IssueComment, Listing, NewCheckRun, NewReview,
+    NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, RepoScope,
+    Review, ReviewComment, ReviewThread, ReviewerRequest,
 };
 use time::OffsetDateTime;
 
@@ -22,6 +22,17 @@ impl GitHub for GitHubClient {
 
     async fn repo_installation(&self, owner: &str, name: &str) -> Result<u64, GitHubError> {
         app::repo_installation(self, owner, name).await
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<DeliveryPage, GitHubError> {
+        app::list_deliveries(self, cursor).await
+    }
+
+    async fn redeliver_webhook_delivery(&self, id: u64) -> Result<(), GitHubError> {
+        app::redeliver(self, id).await
     }
 
     async fn get_pull_request(

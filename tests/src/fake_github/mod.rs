@@ -10,6 +10,7 @@
 //! what Parley did. `state` is what the fake knows, `routes` how it answers a request,
 //! `shapes` the JSON it serves.
 
+mod deliveries;
 mod routes;
 mod shapes;
 mod state;
@@ -37,6 +38,7 @@ impl FakeGitHub {
         let state = Arc::new(Mutex::new(State {
             next_id: 1000,
             app_slug: "parley".to_string(),
+            redelivery_status: 202,
             ..State::default()
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -236,6 +238,32 @@ impl FakeGitHub {
     /// the organisation permission "Members: read".
     pub fn hide_members(&self, org: &str) {
         self.state().members_hidden.push(org.to_string());
+    }
+
+    /// An attempt to deliver event `guid` to Parley `minutes_ago`, answered `status_code`
+    /// (0: no answer at all), as `GET /app/hook/deliveries` will list it. Returns its id.
+    pub fn add_webhook_delivery(
+        &self,
+        guid: &str,
+        event: &str,
+        status_code: u32,
+        minutes_ago: i64,
+    ) -> u64 {
+        let mut state = self.state();
+        let id = state.next_id();
+        let attempt = deliveries::attempt(id, guid, event, status_code, minutes_ago);
+        state.deliveries.push(attempt);
+        id
+    }
+
+    /// The delivery ids Parley asked GitHub to send again, in order.
+    pub fn redelivery_requests(&self) -> Vec<u64> {
+        self.state().redelivery_requests.clone()
+    }
+
+    /// Answer every redelivery from now on with `status_code` (202 until then).
+    pub fn answer_redeliveries_with(&self, status_code: u32) {
+        self.state().redelivery_status = status_code;
     }
 
     pub fn set_permission(&self, repo: &str, user: &str, permission: &str) {

@@ -1,6 +1,7 @@
 //! How the fake answers: a request meets the scripted failures and tripwires first, then
 //! the handler of its REST path or GraphQL query, which reads and changes the [`State`].
 
+use super::deliveries;
 use super::shapes::{example, issue_comment_json, merge, review_comment_json, user_json};
 use super::state::{FaultAction, Injected, Recorded, State};
 use crate::tripwire::HoldPoint;
@@ -312,6 +313,14 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
             token["token"] = format!("ghs_fake{}", s.next_id()).into();
             created(token)
         }
+        ("GET", ["app", "hook", "deliveries"]) => {
+            let per_page = query_param(query, "per_page")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(30)
+                .clamp(1, 100);
+            deliveries::list(s, per_page, query_param(query, "cursor").as_deref())
+        }
+        ("POST", ["app", "hook", "deliveries", id, "attempts"]) => deliveries::redeliver(s, id),
         ("POST", ["graphql"]) => graphql(s, body),
         ("GET", ["orgs", org, "memberships", user]) => {
             if s.members_hidden.iter().any(|o| o == org) {

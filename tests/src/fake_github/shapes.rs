@@ -3,9 +3,17 @@
 
 use serde_json::{Value, json};
 
-/// The body of a documented example from the REST corpus.
+/// The body of a documented example from the REST corpus (the shared one, or this
+/// repository's `tests/corpora` for the operations it adds).
 pub fn example(file: &str) -> Value {
-    let path = crate::corpora().join("github-rest").join(file);
+    let shared = crate::corpora().join("github-rest").join(file);
+    let path = if shared.exists() {
+        shared
+    } else {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("corpora/github-rest")
+            .join(file)
+    };
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let doc: Value = serde_json::from_slice(&bytes).expect("example json");
     doc["body"].clone()

@@ -95,6 +95,12 @@ pub(super) struct State {
     /// The person's token may read but not write (a fine-grained token without
     /// "Pull requests: write"): writes with it get 403.
     pub(super) personal_read_only: bool,
+    /// Attempts at webhook deliveries, as `GET /app/hook/deliveries` lists them.
+    pub(super) deliveries: Vec<Value>,
+    /// Delivery ids Parley asked to be sent again, in order.
+    pub(super) redelivery_requests: Vec<u64>,
+    /// How a redelivery is answered (202 unless a test makes them fail).
+    pub(super) redelivery_status: u32,
     /// `http://127.0.0.1:<port>`, for pagination links.
     pub(super) base_url: String,
 }

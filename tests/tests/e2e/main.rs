@@ -22,6 +22,7 @@ mod lambda_roles;
 mod learning;
 mod metrics;
 mod prompt_cache;
+mod redelivery;
 mod retrieval_e2e;
 mod review;
 mod review_diff;

@@ -14,6 +14,7 @@
 mod checks;
 mod comments;
 mod contents;
+mod deliveries;
 mod errors;
 mod paging;
 mod people;
@@ -24,6 +25,7 @@ mod reviews;
 pub use checks::*;
 pub use comments::*;
 pub use contents::*;
+pub use deliveries::*;
 pub use errors::*;
 pub use paging::*;
 pub use people::*;
@@ -57,6 +59,17 @@ pub trait GitHub: Send + Sync {
     /// as the App): how `parley review` run by hand finds the installation a webhook would
     /// have named. A 404 means the App is not installed there.
     async fn repo_installation(&self, owner: &str, name: &str) -> Result<u64, GitHubError>;
+
+    /// One page of the App's webhook deliveries, newest first (`GET /app/hook/deliveries`,
+    /// as the App), from `cursor` (`None`: the newest page).
+    async fn list_webhook_deliveries(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<DeliveryPage, GitHubError>;
+
+    /// Ask GitHub to send delivery `id` again (`POST /app/hook/deliveries/{id}/attempts`,
+    /// as the App). Repeating it is harmless: the webhook takes an event once by its guid.
+    async fn redeliver_webhook_delivery(&self, id: u64) -> Result<(), GitHubError>;
 
     // --- pull requests ---
 

@@ -1,0 +1,124 @@
+//! Webhook events Parley failed to take are asked for again: the scheduled sweep through
+//! the conversation worker, against the fake GitHub's `/app/hook/deliveries` over HTTP,
+//! on both stores.
+
+use parley_core::conversation::ConversationHandler;
+use parley_core::ports::{JobError, JobHandler};
+use parley_core::redelivery::{self, MAX_REDELIVERIES};
+use parley_tests::fake_github::{Fault, FaultAction};
+use parley_tests::rig::Rig;
+use parley_tests::stores::Backend;
+use serde_json::json;
+
+parley_tests::on_both_stores!(
+    lost_events_are_asked_for_again_once,
+    an_event_that_keeps_failing_is_given_up,
+    a_lost_event_pages_back_is_found,
+    a_github_failure_fails_the_sweep_and_loses_nothing,
+);
+
+async fn sweep(rig: &Rig, run: &str) -> Result<(), JobError> {
+    ConversationHandler::new(rig.services())
+        .handle(redelivery::job(run))
+        .await
+}
+
+async fn lost_events_are_asked_for_again_once(backend: Backend) {
+    let rig = Rig::start(backend).await;
+    let github = &rig.github;
+    let dropped = github.add_webhook_delivery("g-dropped", "pull_request", 502, 10);
+    github.add_webhook_delivery("g-taken", "issue_comment", 202, 9);
+    // Failed, then taken by a redelivery someone clicked in the App's settings.
+    github.add_webhook_delivery("g-clicked", "issue_comment", 0, 30);
+    github.add_webhook_delivery("g-clicked", "issue_comment", 202, 20);
+    // No answer, then a 503: the latest attempt is the one sent again.
+    github.add_webhook_delivery("g-twice", "issue_comment", 0, 40);
+    let twice = github.add_webhook_delivery("g-twice", "issue_comment", 503, 5);
+    // The webhook refused it (a bad signature): it would refuse it again.
+    github.add_webhook_delivery("g-refused", "pull_request", 401, 3);
+    // Older than the first sweep reads.
+    github.add_webhook_delivery("g-ancient", "pull_request", 502, 7 * 60);
+
+    sweep(&rig, "1").await.expect("the sweep");
+    let mut asked = github.redelivery_requests();
+    asked.sort_unstable();
+    assert_eq!(asked, [dropped, twice]);
+
+    // The next sweep finds both taken by their redeliveries, and asks for nothing.
+    sweep(&rig, "2").await.expect("the second sweep");
+    assert_eq!(github.redelivery_requests().len(), 2);
+    assert!(
+        rig.store
+            .counter("app#redelivery", "watermark")
+            .await
+            .expect("read")
+            > 0,
+        "a complete sweep moves the watermark"
+    );
+}
+
+async fn an_event_that_keeps_failing_is_given_up(backend: Backend) {
+    let rig = Rig::start(backend).await;
+    rig.github.answer_redeliveries_with(502);
+    rig.github
+        .add_webhook_delivery("g-broken", "pull_request", 502, 10);
+    for run in 0..MAX_REDELIVERIES + 2 {
+        sweep(&rig, &run.to_string()).await.expect("a sweep");
+    }
+    assert_eq!(
+        rig.github.redelivery_requests().len(),
+        MAX_REDELIVERIES as usize,
+        "each failed attempt asked for once, the event at most {MAX_REDELIVERIES} times"
+    );
+}
+
+async fn a_lost_event_pages_back_is_found(backend: Backend) {
+    let rig = Rig::start(backend).await;
+    let lost = rig
+        .github
+        .add_webhook_delivery("g-lost", "issue_comment", 0, 50);
+    for n in 0..230 {
+        rig.github
+            .add_webhook_delivery(&format!("g-{n}"), "issue_comment", 202, 40);
+    }
+    sweep(&rig, "1").await.expect("the sweep");
+    assert_eq!(rig.github.redelivery_requests(), [lost]);
+    let listed = rig
+        .github
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/app/hook/deliveries")
+        .count();
+    assert_eq!(listed, 3, "three pages of 100");
+}
+
+async fn a_github_failure_fails_the_sweep_and_loses_nothing(backend: Backend) {
+    let rig = Rig::start(backend).await;
+    let lost = rig
+        .github
+        .add_webhook_delivery("g-lost", "pull_request", 504, 10);
+    let fault = |path: &str, method: &'static str| Fault {
+        method,
+        path: path.to_string(),
+        exact: false,
+        skip: 0,
+        // Every attempt the client makes (the rig's client tries twice).
+        times: 2,
+        action: FaultAction::Respond {
+            status: 502,
+            body: json!({ "message": "Server Error" }),
+            headers: Vec::new(),
+        },
+    };
+    // The listing fails: nothing asked, and the queue retries the sweep.
+    rig.github.fault(fault("/app/hook/deliveries", "GET"));
+    let err = sweep(&rig, "1").await.expect_err("GitHub failed");
+    assert!(err.is_retried(), "{err}");
+    // Asking fails: the claims go with it, so the retry asks again.
+    rig.github.fault(fault("/attempts", "POST"));
+    let err = sweep(&rig, "1").await.expect_err("GitHub failed");
+    assert!(err.is_retried(), "{err}");
+    assert!(rig.github.redelivery_requests().is_empty());
+    sweep(&rig, "1").await.expect("the retry");
+    assert_eq!(rig.github.redelivery_requests(), [lost]);
+}
