@@ -1,6 +1,6 @@
 //! Bookkeeping jobs: record what the App is installed on, follow review threads of
-//! Parley's findings (resolved or reopened), and (for the learning work to come) note
-//! closed PRs.
+//! Parley's findings (resolved or reopened), note closed PRs, and (on a schedule) ask
+//! GitHub for the webhook deliveries Parley failed to take ([`crate::redelivery`]).
 
 use crate::job::{BookkeepingEvent, BookkeepingJob, RepoRef};
 use crate::ports::github::RepoScope;

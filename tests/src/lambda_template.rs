@@ -93,6 +93,24 @@ impl Template {
         keys(&self.0["Resources"])
     }
 
+    /// What an `AWS::Events::Rule`'s SQS target sends for the event of `time`: its message
+    /// group and body (`InputTemplate` with `<time>` filled in).
+    pub fn scheduled_message(&self, rule: &str, time: &str) -> (String, String) {
+        let target = &self.resource(rule)["Properties"]["Targets"][0];
+        let text = |value: &Yaml, what: &str| {
+            value
+                .as_str()
+                .unwrap_or_else(|| panic!("{rule}: no {what}"))
+                .to_string()
+        };
+        let group = text(&target["SqsParameters"]["MessageGroupId"], "MessageGroupId");
+        let body = text(
+            &target["InputTransformer"]["InputTemplate"],
+            "InputTemplate",
+        );
+        (group, body.replace("<time>", time))
+    }
+
     /// `BatchSize` of an `AWS::Lambda::EventSourceMapping`.
     pub fn batch_size(&self, mapping: &str) -> i32 {
         self.resource(mapping)["Properties"]["BatchSize"]

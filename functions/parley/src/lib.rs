@@ -14,6 +14,7 @@ pub mod memory;
 pub mod poller;
 pub mod replay;
 pub mod review;
+pub mod schedule;
 pub mod server;
 pub mod tables;
 
@@ -57,6 +58,7 @@ impl Running {
 pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow::Result<Running> {
     let env = options.env;
     let settings = Settings::from_lookup(|name| env(name))?;
+    let sweep_every = schedule::every(env("PARLEY_REDELIVERY_MINUTES"))?;
     let adapters = build_adapters(&settings).await.with_context(|| {
         format!(
             "opening the local database at {}",
@@ -108,6 +110,13 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
                 worker,
             ));
         }
+    }
+    if let Some(every) = sweep_every {
+        tasks.spawn(schedule::run(
+            adapters.queue.clone(),
+            every,
+            shutdown.clone(),
+        ));
     }
     tracing::info!(%local_addr, db = %settings.db_path.display(), "parley serve: POST /webhook");
     Ok(Running { local_addr, tasks })

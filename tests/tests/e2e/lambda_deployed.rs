@@ -76,6 +76,17 @@ impl Rig {
         assert!(body.contains("accepted"), "{delivery}: {body}");
     }
 
+    /// Run the conversation queue dry: every job answered, none left for a retry.
+    async fn drain_conversations_cleanly(&self) {
+        let polls = self.stack.conversations.drain(MAX_POLLS).await;
+        assert_responded(&polls, &self.stack.logs());
+        assert!(
+            polls.iter().all(|p| p.failed.is_empty()),
+            "{polls:#?}\n{}",
+            self.stack.logs()
+        );
+    }
+
     /// Parley's replies answering comment `id` on `pr`.
     fn replies_to(&self, pr: u64, id: u64) -> Vec<Value> {
         self.github
@@ -262,13 +273,7 @@ async fn an_uninstall_is_purged_within_the_conversation_workers_role() {
     }]);
     rig.deliver_accepted("installation", "e2e-uninstall", &uninstalled)
         .await;
-    let polls = rig.stack.conversations.drain(MAX_POLLS).await;
-    assert_responded(&polls, &rig.stack.logs());
-    assert!(
-        polls.iter().all(|p| p.failed.is_empty()),
-        "{polls:#?}\n{}",
-        rig.stack.logs()
-    );
+    rig.drain_conversations_cleanly().await;
     let scanned = format!(
         "dynamodb:Scan on {}",
         rig.stack.resources.arns["FindingsTable"]
@@ -602,4 +607,27 @@ async fn a_reviews_documents_are_embedded_from_the_embedding_queue_within_the_ro
             "{needed}: {review_worker:#?}"
         );
     }
+}
+
+#[tokio::test]
+async fn the_schedule_sweeps_for_lost_deliveries_within_the_conversation_workers_role() {
+    let rig = Rig::new().await;
+    let lost = rig
+        .github
+        .add_webhook_delivery("g-lost", "issue_comment", 502, 10);
+    let (group, body) =
+        Template::load().scheduled_message("RedeliverySweepRule", "2026-11-26T22:00:00Z");
+    // As EventBridge sends it: no deduplication id (the queue deduplicates by content).
+    rig.stack
+        .resources
+        .sqs
+        .send_message()
+        .queue_url(rig.stack.conversations.queue_url())
+        .message_body(body)
+        .message_group_id(group)
+        .send()
+        .await
+        .expect("the scheduled message is accepted");
+    rig.drain_conversations_cleanly().await;
+    assert_eq!(rig.github.redelivery_requests(), [lost]);
 }

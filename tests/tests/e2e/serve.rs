@@ -177,3 +177,52 @@ async fn serve_takes_a_webhook_and_the_worker_runs_the_job() {
         .expect("drained in time")
         .expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn serve_asks_for_the_deliveries_it_missed_when_it_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fakes = Fakes::start().await;
+    // GitHub could not reach the machine while it was down.
+    let missed = fakes
+        .github
+        .add_webhook_delivery("g-while-down", "pull_request", 0, 30);
+    let (running, shutdown) =
+        parley_tests::serve_process::in_process(env(&dir.path().join("parley.db"), &fakes)).await;
+    let mut asked = Vec::new();
+    for _ in 0..400 {
+        asked = fakes.github.redelivery_requests();
+        if !asked.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(asked, [missed]);
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), running.wait())
+        .await
+        .expect("drained in time")
+        .expect("clean shutdown");
+
+    // Turned off, the sweep is never queued: the same start asks GitHub nothing about it.
+    let fakes = Fakes::start().await;
+    let vars: HashMap<String, String> = fakes
+        .env(&dir.path().join("off.db"), SECRET)
+        .into_iter()
+        .chain([("PARLEY_REDELIVERY_MINUTES".to_string(), "0".to_string())])
+        .collect();
+    let (running, shutdown) =
+        parley_tests::serve_process::in_process(Arc::new(move |k: &str| vars.get(k).cloned()))
+            .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), running.wait())
+        .await
+        .expect("drained in time")
+        .expect("clean shutdown");
+    assert!(
+        fakes
+            .github
+            .requests_to("GET", "/app/hook/deliveries")
+            .is_empty()
+    );
+}
