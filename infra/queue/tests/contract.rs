@@ -783,3 +783,54 @@ mod sqs_queue {
         check_competing_consumers(a, b).await;
     }
 }
+
+/// An endpoint that accepts connections and never answers: SQS hanging.
+async fn silent_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    url
+}
+
+/// A send to an SQS that never answers fails within its timeout, so the webhook can still
+/// release its claim and answer GitHub before its own timeout ends the process.
+#[tokio::test]
+async fn a_send_to_an_sqs_that_never_answers_fails_in_time() {
+    use parley_core::ports::JobQueue;
+    let endpoint = silent_endpoint().await;
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "k", "s", None, None, "test",
+        ))
+        .load()
+        .await;
+    let urls = parley_queue::sqs::QueueUrls {
+        conversation: format!("{endpoint}/123456789012/c.fifo"),
+        review: format!("{endpoint}/123456789012/r.fifo"),
+        embedding: None,
+        conversation_dlq: None,
+        review_dlq: None,
+        embedding_dlq: None,
+    };
+    let queue = SqsQueue::new(aws_sdk_sqs::Client::new(&config), urls);
+    let started = Instant::now();
+    let sent = queue
+        .send(msg(QueueName::Conversation, "o/r#1", "d-1", "{}"))
+        .await;
+    assert!(sent.is_err(), "{sent:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= parley_queue::sqs::SEND_ATTEMPT_TIMEOUT
+            && took < parley_queue::sqs::SEND_TIMEOUT + Duration::from_secs(2),
+        "gave up after {took:?}"
+    );
+}

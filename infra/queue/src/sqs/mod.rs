@@ -28,6 +28,21 @@ use parley_core::ports::{
 };
 use std::time::Duration;
 
+/// How long a send (and one attempt of it) may take before it fails: the webhook must
+/// answer within GitHub's ten seconds and release its claim on the delivery when the send
+/// failed, which a send hanging past the function's timeout would prevent (see the store's
+/// `CALL_TIMEOUT`). Receives are left to the SDK: a long poll waits up to 20 s by design.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(3);
+pub const SEND_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// [`SEND_TIMEOUT`] and [`SEND_ATTEMPT_TIMEOUT`] as the SDK takes them.
+pub fn send_timeouts() -> aws_sdk_sqs::config::timeout::TimeoutConfig {
+    aws_sdk_sqs::config::timeout::TimeoutConfig::builder()
+        .operation_timeout(SEND_TIMEOUT)
+        .operation_attempt_timeout(SEND_ATTEMPT_TIMEOUT)
+        .build()
+}
+
 /// Message attribute carrying the caller's group id when SQS needed a hashed one, so that
 /// consumers see the group they sent (`owner/repo#pr`), not its hash.
 const GROUP_ID_ATTRIBUTE: &str = "parley-group-id";
@@ -155,6 +170,10 @@ impl JobQueue for SqsQueue {
             request = request.message_attributes(GROUP_ID_ATTRIBUTE, original);
         }
         let output = request
+            .customize()
+            .config_override(
+                aws_sdk_sqs::config::Builder::default().timeout_config(send_timeouts()),
+            )
             .send()
             .await
             .map_err(|err| queue_error("SendMessage", url, err))?;

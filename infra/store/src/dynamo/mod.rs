@@ -28,6 +28,23 @@ use time::OffsetDateTime;
 
 use crate::{expiry, ordering};
 
+/// How long one DynamoDB call (and one attempt of it) may take before it fails. The SDK
+/// sets no limit, and the webhook must answer inside GitHub's ten seconds and its own
+/// timeout: it claims a delivery, sends it, and releases the claim if the send failed. A
+/// call that hung past the function's timeout would end the process with the claim held,
+/// and GitHub's redelivery of that event would be taken for a duplicate. Three seconds is
+/// a hundred times DynamoDB's slow calls; three such calls fit the webhook's ten.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// [`CALL_TIMEOUT`] and [`ATTEMPT_TIMEOUT`] as the SDK takes them.
+pub fn call_timeouts() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .operation_timeout(CALL_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .build()
+}
+
 const FINDING_PREFIX: &str = "finding#";
 /// A memory item's version and its JSON record (a string: the record's shape is the
 /// domain's, not the table's).
@@ -57,7 +74,10 @@ impl DynamoStore {
     /// A store from the ambient AWS configuration and `PARLEY_*_TABLE` names. The SDK
     /// reads `AWS_ENDPOINT_URL` itself, which is how local runs reach an emulator.
     pub async fn from_env() -> Self {
-        let config = aws_config::load_defaults(BehaviorVersion::latest()).await;
+        let config = aws_config::defaults(BehaviorVersion::latest())
+            .timeout_config(call_timeouts())
+            .load()
+            .await;
         Self::new(Client::new(&config), TableNames::from_env())
     }
 

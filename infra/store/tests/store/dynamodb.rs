@@ -157,3 +157,46 @@ async fn counters_added_together_are_one_item_per_scope() {
     assert_eq!(number("counter#input").as_deref(), Some("1800"));
     assert_eq!(number("counter#cost"), None, "zero deltas are not written");
 }
+
+/// A claim against a DynamoDB that never answers fails within the store's timeout: the
+/// webhook's claim, send and release then fit GitHub's ten seconds (see `CALL_TIMEOUT`).
+#[tokio::test]
+async fn a_call_to_a_dynamodb_that_never_answers_fails_in_time() {
+    use parley_core::ports::Store;
+    use parley_store::dynamo::{
+        ATTEMPT_TIMEOUT, CALL_TIMEOUT, DynamoStore, TableNames, call_timeouts,
+    };
+    use std::time::{Duration, Instant};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(&endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "k", "s", None, None, "test",
+        ))
+        .timeout_config(call_timeouts())
+        .load()
+        .await;
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&config),
+        TableNames::default(),
+    );
+    let started = Instant::now();
+    let claimed = store.claim("delivery:d-1", Duration::from_secs(60)).await;
+    assert!(claimed.is_err(), "{claimed:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= ATTEMPT_TIMEOUT && took < CALL_TIMEOUT + Duration::from_secs(2),
+        "gave up after {took:?}"
+    );
+}
