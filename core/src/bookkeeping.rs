@@ -144,6 +144,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 OffsetDateTime::now_utc(),
             )
             .await?;
+            crate::metrics::webhooks_swept(sweep.redelivered.len(), sweep.given_up.len());
             tracing::info!(
                 listed = sweep.listed,
                 redelivered = sweep.redelivered.len(),

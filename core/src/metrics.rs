@@ -57,6 +57,10 @@ pub const SNAPSHOTS_UNUSED: &str = "SnapshotsUnused";
 /// Tool calls the model made to read code, and the bytes they returned.
 pub const TOOL_CALLS: &str = "ToolCalls";
 pub const TOOL_BYTES: &str = "ToolBytes";
+/// Webhook events Parley failed to take and asked GitHub for again.
+pub const WEBHOOKS_REDELIVERED: &str = "WebhooksRedelivered";
+/// Webhook events that failed every redelivery: lost unless someone acts (alarmed).
+pub const WEBHOOKS_GIVEN_UP: &str = "WebhooksGivenUp";
 
 /// Register every metric's unit with the installed recorder; call once after installing
 /// one (units are what the EMF directives carry).
@@ -129,6 +133,16 @@ pub fn describe() {
         "Tool calls the model made to read code"
     );
     describe_counter!(TOOL_BYTES, Unit::Bytes, "Bytes the tool calls returned");
+    describe_counter!(
+        WEBHOOKS_REDELIVERED,
+        Unit::Count,
+        "Webhook events asked for again after Parley failed to take them"
+    );
+    describe_counter!(
+        WEBHOOKS_GIVEN_UP,
+        Unit::Count,
+        "Webhook events that failed every redelivery"
+    );
 }
 
 /// One job handled, and whether it failed.
@@ -181,6 +195,13 @@ pub fn snapshot_unused() {
 pub fn tools_used(calls: usize, bytes: usize) {
     counter!(TOOL_CALLS).increment(calls as u64);
     counter!(TOOL_BYTES).increment(bytes as u64);
+}
+
+/// What one sweep for lost webhook deliveries did. Both are recorded, zeros included, so
+/// the alarm on events given up has data points to judge.
+pub fn webhooks_swept(redelivered: usize, given_up: usize) {
+    counter!(WEBHOOKS_REDELIVERED).increment(redelivered as u64);
+    counter!(WEBHOOKS_GIVEN_UP).increment(given_up as u64);
 }
 
 /// What a published review did with its candidate findings.
@@ -266,5 +287,12 @@ mod tests {
 
         let unused = recorded(snapshot_unused);
         assert_eq!(unused.get(SNAPSHOTS_UNUSED), Some(&vec![1.0]));
+    }
+
+    #[test]
+    fn a_sweep_records_what_it_asked_for_and_what_it_gave_up() {
+        let swept = recorded(|| webhooks_swept(2, 0));
+        assert_eq!(swept.get(WEBHOOKS_REDELIVERED), Some(&vec![2.0]));
+        assert_eq!(swept.get(WEBHOOKS_GIVEN_UP), Some(&vec![0.0]));
     }
 }
