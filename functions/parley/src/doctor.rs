@@ -98,11 +98,43 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     };
     let app_ok = app.status == Status::Ok;
     checks.push(app);
+    if let Some(client) = github.as_ref().filter(|_| app_ok) {
+        checks.push(deliveries(client).await);
+    }
     checks.push(installation(args, github.as_ref().filter(|_| app_ok)).await);
     checks.push(llm(env).await);
     checks.extend(store_and_queue(env).await);
     checks.push(repo_config(args, github.filter(|_| app_ok)).await);
     checks
+}
+
+/// What GitHub recorded of its latest deliveries to Parley: the sweep for lost deliveries
+/// reads the same listing, and a failed delivery is the first thing to look for when a
+/// question went unanswered.
+async fn deliveries(client: &GitHubClient) -> Check {
+    const NAME: &str = "webhook deliveries";
+    match client.list_webhook_deliveries(None).await {
+        Ok(page) => {
+            let failed = page
+                .deliveries
+                .iter()
+                .filter(|d| !(200..300).contains(&d.status_code))
+                .count();
+            let detail = format!(
+                "GET /app/hook/deliveries: {} latest, {failed} failed (the sweep asks GitHub \
+                 for lost ones again)",
+                page.deliveries.len()
+            );
+            ok(NAME, detail)
+        }
+        Err(err) => fail(
+            NAME,
+            format!(
+                "GET /app/hook/deliveries failed ({}): lost deliveries cannot be asked for again",
+                err.public_reason()
+            ),
+        ),
+    }
 }
 
 async fn webhook_secret(env: &Env) -> Check {

@@ -949,12 +949,23 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
         env.retain(|(k, _)| k != "GITHUB_APP_SLUG" && k != "RUST_LOG");
         env
     };
+    rig.fakes
+        .github
+        .add_webhook_delivery("g-1", "pull_request", 202, 5);
+    rig.fakes
+        .github
+        .add_webhook_delivery("g-2", "issue_comment", 502, 3);
     let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
     let table = stdout(&out);
     assert!(out.status.success(), "{table}{}", stderr(&out));
+    assert!(
+        table.contains("2 latest, 1 failed"),
+        "the deliveries GitHub recorded: {table}"
+    );
     for line in [
         "webhook secret",
         "GitHub App",
+        "webhook deliveries",
         "installation token",
         "LLM",
         "store",
