@@ -151,6 +151,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 given_up = sweep.given_up.len(),
                 refused = sweep.refused.len(),
                 complete = sweep.complete,
+                held = sweep.held,
                 "webhook deliveries swept"
             );
         }

@@ -12,6 +12,10 @@
 //!   failed in a way worth repeating: no answer (status 0), 429, or 5xx. Another 4xx is the
 //!   webhook refusing the delivery (bad signature, malformed, too large); sent again, it
 //!   would be refused again.
+//! - When: not while Parley is still failing. If the newest attempt of all failed less than
+//!   [`HOLD_OFF`] ago, the sweep asks for nothing and keeps its watermark, so an outage
+//!   spends no redeliveries; the first sweep after deliveries are taken again asks for
+//!   every event lost in it.
 //! - How often: each failed attempt is asked for once (a claim on its id), and each event
 //!   at most [`MAX_REDELIVERIES`] times (numbered claims on its guid), both kept as long as
 //!   GitHub can redeliver. A redelivery taken twice is harmless: the webhook takes an event
@@ -29,7 +33,9 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 /// Deliveries of one event Parley asks for, beyond GitHub's first.
-pub const MAX_REDELIVERIES: u32 = 3;
+pub const MAX_REDELIVERIES: u32 = 5;
+/// How recent a failed newest attempt says Parley is still failing (one sweep's interval).
+pub const HOLD_OFF: Duration = Duration::from_secs(15 * 60);
 /// How far back the first sweep reads.
 pub const FIRST_LOOKBACK: Duration = Duration::from_secs(6 * 3600);
 /// How far before the last complete sweep the next one starts reading: an attempt GitHub
@@ -65,6 +71,8 @@ pub struct Sweep {
     pub refused: Vec<String>,
     /// Whether everything back to the watermark was read (the watermark then moves).
     pub complete: bool,
+    /// The newest attempt failed moments ago: nothing was asked for this time.
+    pub held: bool,
 }
 
 /// Read the deliveries since the watermark and ask for each lost event again.
@@ -87,6 +95,11 @@ pub async fn sweep(
         complete,
         ..Sweep::default()
     };
+    if let Some(newest) = still_failing(&attempts, now) {
+        tracing::info!(guid = %newest.guid, status = %newest.status, "the newest webhook delivery failed too; lost events are asked for again once deliveries are taken");
+        sweep.held = true;
+        return Ok(sweep);
+    }
     for (guid, latest) in lost_events(&attempts, since) {
         if !worth_repeating(latest.status_code) {
             sweep.refused.push(guid);
@@ -173,6 +186,15 @@ fn lost_events(
         .collect()
 }
 
+/// The newest attempt of all, if it failed as an unreachable or overloaded Parley fails,
+/// less than [`HOLD_OFF`] before `now`.
+fn still_failing(attempts: &[WebhookDelivery], now: OffsetDateTime) -> Option<&WebhookDelivery> {
+    attempts
+        .iter()
+        .max_by_key(|a| (a.delivered_at, a.id))
+        .filter(|a| worth_repeating(a.status_code) && now - a.delivered_at < HOLD_OFF)
+}
+
 fn taken(status: u32) -> bool {
     (200..300).contains(&status)
 }
@@ -204,8 +226,14 @@ async fn ask(store: &dyn Store, guid: &str, attempt: &WebhookDelivery) -> Result
     }
     for n in 1..=MAX_REDELIVERIES {
         let slot = format!("redelivery:{guid}:{n}");
-        if store.claim(&slot, ttl).await.map_err(store_error)? == Claim::Won {
-            return Ok(Ask::Go { slot });
+        match store.claim(&slot, ttl).await {
+            Ok(Claim::Won) => return Ok(Ask::Go { slot }),
+            Ok(Claim::AlreadyClaimed) => {}
+            Err(err) => {
+                // Not asked: the attempt stays the next sweep's to ask for.
+                let _ = store.release(&attempt_key(attempt.id)).await;
+                return Err(store_error(err));
+            }
         }
     }
     Ok(Ask::GiveUp)
@@ -270,6 +298,25 @@ mod tests {
             lost,
             [("lost".to_string(), 4), ("refused".to_string(), 6)],
             "the latest attempt of each event nothing took, back to `since`"
+        );
+    }
+
+    #[test]
+    fn a_fresh_failure_of_the_newest_attempt_holds_the_sweep() {
+        let now = OffsetDateTime::now_utc();
+        let lost = attempt(1, "lost", 502, at(40, now));
+        let fresh = attempt(2, "new", 503, at(2, now));
+        assert_eq!(
+            still_failing(&[lost.clone(), fresh.clone()], now).map(|a| a.id),
+            Some(2)
+        );
+        let taken = attempt(3, "ok", 202, at(1, now));
+        assert!(still_failing(&[lost.clone(), fresh, taken], now).is_none());
+        let refused = attempt(4, "refused", 401, at(1, now));
+        assert!(still_failing(&[lost.clone(), refused], now).is_none());
+        assert!(
+            still_failing(&[lost], now).is_none(),
+            "a failure older than a sweep's interval is no evidence"
         );
     }
 

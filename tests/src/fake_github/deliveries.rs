@@ -1,7 +1,7 @@
 //! The App's webhook deliveries (`/app/hook/deliveries`): attempts a test records, listed
 //! newest first by an opaque cursor as GitHub pages them, and redeliveries Parley asks for.
 
-use super::shapes::{example, now};
+use super::shapes::example;
 use super::state::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -81,9 +81,14 @@ pub(super) fn redeliver(s: &mut State, id: &str) -> Response {
     let next = s.next_id();
     let guid = original["guid"].as_str().unwrap_or_default().to_string();
     let event = original["event"].as_str().unwrap_or_default().to_string();
-    let mut again = attempt(next, &guid, &event, s.redelivery_status, 0);
+    let mut again = attempt(
+        next,
+        &guid,
+        &event,
+        s.redelivery_status,
+        -s.redelivery_clock_minutes,
+    );
     again["redelivery"] = true.into();
-    again["delivered_at"] = now().into();
     s.deliveries.push(again);
     (StatusCode::ACCEPTED, axum::Json(json!({}))).into_response()
 }

@@ -266,6 +266,11 @@ impl FakeGitHub {
         self.state().redelivery_status = status_code;
     }
 
+    /// Stamp redeliveries `minutes` from now, for a test that sweeps at later times.
+    pub fn stamp_redeliveries_at(&self, minutes: i64) {
+        self.state().redelivery_clock_minutes = minutes;
+    }
+
     pub fn set_permission(&self, repo: &str, user: &str, permission: &str) {
         self.state()
             .permissions

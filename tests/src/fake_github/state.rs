@@ -101,6 +101,8 @@ pub(super) struct State {
     pub(super) redelivery_requests: Vec<u64>,
     /// How a redelivery is answered (202 unless a test makes them fail).
     pub(super) redelivery_status: u32,
+    /// Minutes from now a redelivery is stamped with (a test moving the clock on).
+    pub(super) redelivery_clock_minutes: i64,
     /// `http://127.0.0.1:<port>`, for pagination links.
     pub(super) base_url: String,
 }

@@ -614,7 +614,7 @@ async fn the_schedule_sweeps_for_lost_deliveries_within_the_conversation_workers
     let rig = Rig::new().await;
     let lost = rig
         .github
-        .add_webhook_delivery("g-lost", "issue_comment", 502, 10);
+        .add_webhook_delivery("g-lost", "issue_comment", 502, 20);
     let (group, body) =
         Template::load().scheduled_message("RedeliverySweepRule", "2026-11-26T22:00:00Z");
     // As EventBridge sends it: no deduplication id (the queue deduplicates by content).

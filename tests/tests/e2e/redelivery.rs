@@ -4,15 +4,17 @@
 
 use parley_core::conversation::ConversationHandler;
 use parley_core::ports::{JobError, JobHandler};
-use parley_core::redelivery::{self, MAX_REDELIVERIES};
+use parley_core::redelivery::{self, MAX_REDELIVERIES, Sweep};
 use parley_tests::fake_github::{Fault, FaultAction};
 use parley_tests::rig::Rig;
 use parley_tests::stores::Backend;
 use serde_json::json;
+use time::OffsetDateTime;
 
 parley_tests::on_both_stores!(
     lost_events_are_asked_for_again_once,
     an_event_that_keeps_failing_is_given_up,
+    nothing_is_asked_for_while_deliveries_still_fail,
     a_lost_event_pages_back_is_found,
     a_github_failure_fails_the_sweep_and_loses_nothing,
 );
@@ -59,17 +61,52 @@ async fn lost_events_are_asked_for_again_once(backend: Backend) {
 
 async fn an_event_that_keeps_failing_is_given_up(backend: Backend) {
     let rig = Rig::start(backend).await;
+    let services = rig.services();
     rig.github.answer_redeliveries_with(502);
     rig.github
-        .add_webhook_delivery("g-broken", "pull_request", 502, 10);
-    for run in 0..MAX_REDELIVERIES + 2 {
-        sweep(&rig, &run.to_string()).await.expect("a sweep");
+        .add_webhook_delivery("g-broken", "pull_request", 502, 20);
+    // A sweep every 20 minutes, each redelivery failing a moment after it was asked for.
+    let start = OffsetDateTime::now_utc();
+    let mut last = Sweep::default();
+    for k in 0..i64::from(MAX_REDELIVERIES) + 2 {
+        rig.github.stamp_redeliveries_at(20 * k);
+        let now = start + time::Duration::minutes(20 * k + 1);
+        last = redelivery::sweep(services.github.as_ref(), services.store.as_ref(), now)
+            .await
+            .expect("a sweep");
+        assert!(!last.held, "sweep {k}: {last:?}");
+        if k == i64::from(MAX_REDELIVERIES) {
+            assert_eq!(last.given_up, ["g-broken"], "sweep {k}");
+        }
     }
+    assert!(last.given_up.is_empty(), "given up once: {last:?}");
     assert_eq!(
         rig.github.redelivery_requests().len(),
         MAX_REDELIVERIES as usize,
         "each failed attempt asked for once, the event at most {MAX_REDELIVERIES} times"
     );
+}
+
+async fn nothing_is_asked_for_while_deliveries_still_fail(backend: Backend) {
+    let rig = Rig::start(backend).await;
+    let lost = rig
+        .github
+        .add_webhook_delivery("g-lost", "pull_request", 502, 40);
+    let also = rig
+        .github
+        .add_webhook_delivery("g-new", "issue_comment", 503, 2);
+    sweep(&rig, "1").await.expect("the sweep");
+    assert!(
+        rig.github.redelivery_requests().is_empty(),
+        "Parley is still failing: redeliveries would fail too"
+    );
+    // Deliveries are taken again: every event lost in the outage is asked for.
+    rig.github
+        .add_webhook_delivery("g-ok", "issue_comment", 202, 0);
+    sweep(&rig, "2").await.expect("the sweep");
+    let mut asked = rig.github.redelivery_requests();
+    asked.sort_unstable();
+    assert_eq!(asked, [lost, also]);
 }
 
 async fn a_lost_event_pages_back_is_found(backend: Backend) {
@@ -96,7 +133,7 @@ async fn a_github_failure_fails_the_sweep_and_loses_nothing(backend: Backend) {
     let rig = Rig::start(backend).await;
     let lost = rig
         .github
-        .add_webhook_delivery("g-lost", "pull_request", 504, 10);
+        .add_webhook_delivery("g-lost", "pull_request", 504, 20);
     let fault = |path: &str, method: &'static str| Fault {
         method,
         path: path.to_string(),
