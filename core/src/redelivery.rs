@@ -16,6 +16,12 @@
 //!   [`HOLD_OFF`] ago, the sweep asks for nothing and keeps its watermark, so an outage
 //!   spends no redeliveries; the first sweep after deliveries are taken again asks for
 //!   every event lost in it.
+//! - Unheld: before asking, the sweep drops the webhook's claim on the event's delivery
+//!   id. A webhook that died between claiming a delivery and queueing it (killed, not
+//!   timed out: its calls give up in time and release the claim) would otherwise hold the
+//!   claim for three days and take the redelivery for a duplicate. If the event was queued
+//!   after all, it runs twice, and the workers' own claims (one answer per comment, one
+//!   review per head) make the second run a no-op.
 //! - How often: each failed attempt is asked for once (a claim on its id), and each event
 //!   at most [`MAX_REDELIVERIES`] times (numbered claims on its guid), both kept as long as
 //!   GitHub can redeliver. A redelivery taken twice is harmless: the webhook takes an event
@@ -27,6 +33,7 @@
 
 use crate::job::{BookkeepingEvent, BookkeepingJob, Job};
 use crate::ports::github::{GitHub, GitHubError, WebhookDelivery};
+use crate::ports::store::keys;
 use crate::ports::{Claim, JobError, Store, StoreError};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -112,6 +119,10 @@ pub async fn sweep(
                 sweep.given_up.push(guid);
             }
             Ask::Go { slot } => {
+                store
+                    .release(&keys::delivery(&guid))
+                    .await
+                    .map_err(store_error)?;
                 if let Err(err) = github.redeliver_webhook_delivery(latest.id).await {
                     // Not asked after all: the next sweep tries again.
                     let _ = store.release(&attempt_key(latest.id)).await;

@@ -3,12 +3,14 @@
 //! on both stores.
 
 use parley_core::conversation::ConversationHandler;
+use parley_core::ports::store::keys;
 use parley_core::ports::{JobError, JobHandler};
 use parley_core::redelivery::{self, MAX_REDELIVERIES, Sweep};
 use parley_tests::fake_github::{Fault, FaultAction};
 use parley_tests::rig::Rig;
 use parley_tests::stores::Backend;
 use serde_json::json;
+use std::time::Duration;
 use time::OffsetDateTime;
 
 parley_tests::on_both_stores!(
@@ -29,6 +31,12 @@ async fn lost_events_are_asked_for_again_once(backend: Backend) {
     let rig = Rig::start(backend).await;
     let github = &rig.github;
     let dropped = github.add_webhook_delivery("g-dropped", "pull_request", 502, 10);
+    // The webhook that failed it died holding its claim on the delivery id.
+    let held = keys::delivery("g-dropped");
+    rig.store
+        .claim(&held, Duration::from_secs(3600))
+        .await
+        .expect("claim");
     github.add_webhook_delivery("g-taken", "issue_comment", 202, 9);
     // Failed, then taken by a redelivery someone clicked in the App's settings.
     github.add_webhook_delivery("g-clicked", "issue_comment", 0, 30);
@@ -45,6 +53,10 @@ async fn lost_events_are_asked_for_again_once(backend: Backend) {
     let mut asked = github.redelivery_requests();
     asked.sort_unstable();
     assert_eq!(asked, [dropped, twice]);
+    assert!(
+        !rig.store.is_claimed(&held).await.expect("read"),
+        "the redelivery is not taken for a duplicate"
+    );
 
     // The next sweep finds both taken by their redeliveries, and asks for nothing.
     sweep(&rig, "2").await.expect("the second sweep");
