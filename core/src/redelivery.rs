@@ -187,7 +187,7 @@ fn lost_events(
     }
     by_event
         .into_iter()
-        .filter(|(_, attempts)| !attempts.iter().any(|a| taken(a.status_code)))
+        .filter(|(_, attempts)| !attempts.iter().any(|a| a.taken()))
         .filter_map(|(guid, attempts)| {
             let latest = attempts
                 .into_iter()
@@ -204,10 +204,6 @@ fn still_failing(attempts: &[WebhookDelivery], now: OffsetDateTime) -> Option<&W
         .iter()
         .max_by_key(|a| (a.delivered_at, a.id))
         .filter(|a| worth_repeating(a.status_code) && now - a.delivered_at < HOLD_OFF)
-}
-
-fn taken(status: u32) -> bool {
-    (200..300).contains(&status)
 }
 
 /// No answer at all, throttled, or a server error: the same delivery can succeed later.

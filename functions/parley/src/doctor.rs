@@ -115,11 +115,7 @@ async fn deliveries(client: &GitHubClient) -> Check {
     const NAME: &str = "webhook deliveries";
     match client.list_webhook_deliveries(None).await {
         Ok(page) => {
-            let failed = page
-                .deliveries
-                .iter()
-                .filter(|d| !(200..300).contains(&d.status_code))
-                .count();
+            let failed = page.deliveries.iter().filter(|d| !d.taken()).count();
             let detail = format!(
                 "GET /app/hook/deliveries: {} latest, {failed} failed (the sweep asks GitHub \
                  for lost ones again)",

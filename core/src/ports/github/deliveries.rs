@@ -28,6 +28,13 @@ pub struct WebhookDelivery {
     pub installation_id: Option<u64>,
 }
 
+impl WebhookDelivery {
+    /// Whether Parley took this attempt (answered 2xx).
+    pub fn taken(&self) -> bool {
+        (200..300).contains(&self.status_code)
+    }
+}
+
 /// One page of deliveries, newest first, and where the next (older) page starts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeliveryPage {
