@@ -19,6 +19,7 @@ parley_tests::on_both_stores!(
     nothing_is_asked_for_while_deliveries_still_fail,
     a_lost_event_pages_back_is_found,
     a_github_failure_fails_the_sweep_and_loses_nothing,
+    a_listing_that_is_not_deliveries_fails_the_sweep,
 );
 
 async fn sweep(rig: &Rig, run: &str) -> Result<(), JobError> {
@@ -169,5 +170,40 @@ async fn a_github_failure_fails_the_sweep_and_loses_nothing(backend: Backend) {
     assert!(err.is_retried(), "{err}");
     assert!(rig.github.redelivery_requests().is_empty());
     sweep(&rig, "1").await.expect("the retry");
+    assert_eq!(rig.github.redelivery_requests(), [lost]);
+}
+
+async fn a_listing_that_is_not_deliveries_fails_the_sweep(backend: Backend) {
+    let rig = Rig::start(backend).await;
+    let lost = rig
+        .github
+        .add_webhook_delivery("g-lost", "pull_request", 502, 20);
+    rig.github.fault(Fault {
+        method: "GET",
+        path: "/app/hook/deliveries".to_string(),
+        exact: true,
+        skip: 0,
+        times: 1,
+        action: FaultAction::Respond {
+            status: 200,
+            body: json!({ "message": "not a list of deliveries" }),
+            headers: Vec::new(),
+        },
+    });
+    let err = sweep(&rig, "1")
+        .await
+        .expect_err("an answer it cannot read");
+    assert!(err.to_string().contains("/app/hook/deliveries"), "{err}");
+    assert!(rig.github.redelivery_requests().is_empty());
+    assert_eq!(
+        rig.store
+            .counter("app#redelivery", "watermark")
+            .await
+            .expect("read"),
+        0,
+        "the watermark stays where nothing was read"
+    );
+    // GitHub answers properly again: the lost event is found.
+    sweep(&rig, "2").await.expect("the sweep");
     assert_eq!(rig.github.redelivery_requests(), [lost]);
 }
