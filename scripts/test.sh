@@ -10,13 +10,15 @@
 #    accepts the template's tables and queues as declared is a test: `parley tables create`
 #    in functions/parley/tests/operator.rs, and every emulated-Lambda scenario.)
 # 4. cargo fmt --check, cargo clippy -D warnings; the webhook's arm64 Lambda bootstrap
-#    (cargo-lambda, as `sam build` builds it) and its size budget.
+#    (cargo-lambda, as `sam build` builds it) and its size budget; the grammars' parity
+#    tests built for arm64 the same way and run under qemu-aarch64 (installed with apt-get
+#    when the script runs as root; where it cannot be, said in the log and passed over).
 # 5. The tests: doctests, then cargo nextest (installed if missing; with
 #    PARLEY_NO_NEXTEST_INSTALL=1 or a failed install, `cargo test` runs everything instead).
 #
 # Knobs (all optional; the default runs everything):
 #   SKIP_CARGO=1                  only the venv, moto and template checks (for script work)
-#   PARLEY_SKIP_LAMBDA_BUILD=1    skip the arm64 release build of the webhook (slow)
+#   PARLEY_SKIP_LAMBDA_BUILD=1    skip the arm64 builds (the webhook's release build is slow)
 #   PARLEY_NO_NEXTEST_INSTALL=1   use `cargo test` when cargo-nextest is missing
 #   MOTO_PORT=NNNN                use a fixed port instead of a free one
 #   PYTHON=/path/to/python3       interpreter for creating .venv (>= 3.10)
@@ -81,6 +83,22 @@ if [[ "${PARLEY_SKIP_LAMBDA_BUILD:-0}" != 1 ]]; then
   ensure_lambda_target
   (cd functions/webhook && PATH="$VENV/bin:$PATH" cargo lambda build --release --arm64 --bin webhook)
   lambda_size_check WebhookFunction "${CARGO_TARGET_DIR:-$PARLEY_ROOT/target}/lambda/webhook/bootstrap"
+
+  # The workers carry the grammars' parse tables as bytes taken from a build on this
+  # (x86_64) machine; these tests compare every grammar's trees with the grammar crate's
+  # own, on arm64, where the functions run.
+  step "grammars on arm64: parity tests under qemu-aarch64"
+  if ensure_arm64_runner; then
+    PATH="$VENV/bin:$PATH" cargo lambda build --arm64 -p parley-grammars --tests
+    parity=""
+    for built in $(ls -t "${CARGO_TARGET_DIR:-$PARLEY_ROOT/target}"/aarch64-unknown-linux-gnu/debug/deps/parity-*); do
+      [[ "$built" == *.d ]] || { parity="$built" && break; }
+    done
+    [[ -n "$parity" ]] || die "the arm64 parity test binary was not built"
+    qemu-aarch64 -L "$ARM64_SYSROOT" "$parity"
+  else
+    log "WARNING: the grammars' arm64 parity tests did not run (no qemu-aarch64 here)"
+  fi
 fi
 
 if ! cargo nextest --version >/dev/null 2>&1 && [[ "${PARLEY_NO_NEXTEST_INSTALL:-0}" != 1 ]]; then

@@ -16,6 +16,7 @@
 use crate::snapshot::Snapshot;
 use crate::words::{Style, identifiers};
 use parley_core::ports::code::{Codebase, Span, nearness};
+use parley_grammars::{Grammar, JAVASCRIPT_TAGS_QUERY};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -372,44 +373,25 @@ struct Tags {
 }
 
 fn tags(lang: Lang) -> Option<Tags> {
-    // TypeScript's tags add to JavaScript's (its grammar is a superset).
-    let typescript = || {
-        format!(
-            "{}\n{}",
-            tree_sitter_javascript::TAGS_QUERY,
-            tree_sitter_typescript::TAGS_QUERY
-        )
-    };
-    let (language, query): (Language, String) = match lang {
-        Lang::Rust => (
-            tree_sitter_rust::LANGUAGE.into(),
-            tree_sitter_rust::TAGS_QUERY.into(),
-        ),
-        Lang::Python => (
-            tree_sitter_python::LANGUAGE.into(),
-            tree_sitter_python::TAGS_QUERY.into(),
-        ),
+    let (grammar, query) = match lang {
+        Lang::Rust => (Grammar::Rust, Grammar::Rust.tags_query()),
+        Lang::Python => (Grammar::Python, Grammar::Python.tags_query()),
         // JavaScript (JSX included) is read with the TSX grammar, a superset of it: one
-        // grammar's parse tables fewer in every worker (0.35 MB). TypeScript keeps its
-        // own: read as TSX, a generic arrow function (`<T>(x: T) => x`) opens a JSX
-        // element and hides every definition after it.
-        Lang::JavaScript => (
-            tree_sitter_typescript::LANGUAGE_TSX.into(),
-            tree_sitter_javascript::TAGS_QUERY.into(),
-        ),
-        Lang::TypeScript => (
-            tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            typescript(),
-        ),
-        Lang::Tsx => (tree_sitter_typescript::LANGUAGE_TSX.into(), typescript()),
-        Lang::Go => (
-            tree_sitter_go::LANGUAGE.into(),
-            tree_sitter_go::TAGS_QUERY.into(),
-        ),
-        Lang::Java => (
-            tree_sitter_java::LANGUAGE.into(),
-            tree_sitter_java::TAGS_QUERY.into(),
-        ),
+        // grammar's parse tables fewer in every worker. TypeScript keeps its own: read as
+        // TSX, a generic arrow function (`<T>(x: T) => x`) opens a JSX element and hides
+        // every definition after it.
+        Lang::JavaScript => (Grammar::Tsx, JAVASCRIPT_TAGS_QUERY.to_string()),
+        Lang::TypeScript => (Grammar::TypeScript, Grammar::TypeScript.tags_query()),
+        Lang::Tsx => (Grammar::Tsx, Grammar::Tsx.tags_query()),
+        Lang::Go => (Grammar::Go, Grammar::Go.tags_query()),
+        Lang::Java => (Grammar::Java, Grammar::Java.tags_query()),
+    };
+    let language = match grammar.language() {
+        Ok(language) => language,
+        Err(err) => {
+            tracing::warn!(error = %err, "grammar does not load; text only");
+            return None;
+        }
     };
     match Query::new(&language, &query) {
         Ok(query) => Some(Tags { language, query }),

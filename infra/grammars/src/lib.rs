@@ -1,0 +1,243 @@
+//! The tree-sitter grammars Parley reads code with (Rust, Python, TypeScript, TSX, Go,
+//! Java), with their parse tables stored deflated and unpacked the first time a grammar is
+//! asked for.
+//!
+//! Why: the six grammars' tables are about 4.8 MB of read-only data, a third of each
+//! worker's Lambda bootstrap, and a bootstrap's size is what a cold start pays to fetch and
+//! map. Deflated they are under 0.5 MB; unpacking one takes a few milliseconds, once per
+//! process and only for the languages a pull request contains (`cargo bench -p
+//! parley-grammars --bench load`). build.rs says how the tables are taken out of the
+//! grammars' C sources; the parsers themselves are the grammar crates' own, unchanged.
+
+use std::ffi::{c_uint, c_ulong};
+use std::io::Read;
+use std::sync::OnceLock;
+use tree_sitter::Language;
+use tree_sitter_language::LanguageFn;
+
+/// A grammar Parley carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Grammar {
+    Rust,
+    Python,
+    TypeScript,
+    Tsx,
+    Go,
+    Java,
+}
+
+/// The tags query for JavaScript, which Parley parses with the TSX grammar (a superset
+/// of JavaScript with JSX): one grammar's tables fewer to carry.
+pub const JAVASCRIPT_TAGS_QUERY: &str = tree_sitter_javascript::TAGS_QUERY;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GrammarError {
+    /// The packed tables do not match the C declarations they were made for: a broken
+    /// build, never something a user's input can cause.
+    #[error("the {grammar} grammar's parse tables do not unpack: {reason}")]
+    Unpack {
+        grammar: &'static str,
+        reason: String,
+    },
+}
+
+impl Grammar {
+    pub const ALL: [Grammar; 6] = [
+        Grammar::Rust,
+        Grammar::Python,
+        Grammar::TypeScript,
+        Grammar::Tsx,
+        Grammar::Go,
+        Grammar::Java,
+    ];
+
+    pub fn name(self) -> &'static str {
+        self.parts().id
+    }
+
+    /// The grammar, its tables unpacked on the first call in this process.
+    pub fn language(self) -> Result<Language, GrammarError> {
+        static UNPACKED: [OnceLock<Result<(), String>>; 6] = [const { OnceLock::new() }; 6];
+        let parts = self.parts();
+        UNPACKED[self as usize]
+            .get_or_init(|| unpack(&parts))
+            .clone()
+            .map_err(|reason| GrammarError::Unpack {
+                grammar: parts.id,
+                reason,
+            })?;
+        // SAFETY: the function is the grammar's generated `tree_sitter_<name>`, which
+        // returns a pointer to its static TSLanguage; the tables that language points
+        // at were filled above, before anything could read them.
+        let language = unsafe { LanguageFn::from_raw(parts.language) };
+        Ok(language.into())
+    }
+
+    /// The grammar's tags query (definitions and references), from the grammar crate.
+    /// TypeScript's and TSX's add to JavaScript's.
+    pub fn tags_query(self) -> String {
+        match self {
+            Grammar::Rust => tree_sitter_rust::TAGS_QUERY.to_string(),
+            Grammar::Python => tree_sitter_python::TAGS_QUERY.to_string(),
+            Grammar::TypeScript | Grammar::Tsx => format!(
+                "{JAVASCRIPT_TAGS_QUERY}\n{}",
+                tree_sitter_typescript::TAGS_QUERY
+            ),
+            Grammar::Go => tree_sitter_go::TAGS_QUERY.to_string(),
+            Grammar::Java => tree_sitter_java::TAGS_QUERY.to_string(),
+        }
+    }
+}
+
+/// The bytes a grammar's tables take packed (in the binary) and unpacked (in memory once
+/// asked for): for the tests and the benchmark.
+pub fn table_bytes(grammar: Grammar) -> (usize, usize) {
+    let parts = grammar.parts();
+    let mut unpacked = 0usize;
+    for index in 0.. {
+        let mut len: c_ulong = 0;
+        // SAFETY: as in `unpack`; only the length is read.
+        if unsafe { (parts.table)(index, &mut len) }.is_null() {
+            break;
+        }
+        unpacked += usize::try_from(len).unwrap_or(usize::MAX);
+    }
+    (parts.packed.len(), unpacked)
+}
+
+/// What build.rs made for one grammar.
+struct Parts {
+    id: &'static str,
+    /// Every table's bytes, in the order `table` hands out their addresses, deflated.
+    packed: &'static [u8],
+    /// The address and byte length of table `index`, or null past the last.
+    table: unsafe extern "C" fn(index: c_uint, len: *mut c_ulong) -> *mut u8,
+    language: unsafe extern "C" fn() -> *const (),
+}
+
+macro_rules! grammars {
+    ($($variant:ident => $id:literal, $table:ident, $language:ident;)*) => {
+        unsafe extern "C" {
+            $(
+                fn $table(index: c_uint, len: *mut c_ulong) -> *mut u8;
+                fn $language() -> *const ();
+            )*
+        }
+
+        impl Grammar {
+            fn parts(self) -> Parts {
+                match self {
+                    $(Grammar::$variant => Parts {
+                        id: $id,
+                        packed: include_bytes!(concat!(env!("OUT_DIR"), "/", $id, ".tables")),
+                        table: $table,
+                        language: $language,
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+grammars! {
+    Rust => "rust", parley_grammar_rust_table, parley_tree_sitter_rust;
+    Python => "python", parley_grammar_python_table, parley_tree_sitter_python;
+    TypeScript => "typescript", parley_grammar_typescript_table, parley_tree_sitter_typescript;
+    Tsx => "tsx", parley_grammar_tsx_table, parley_tree_sitter_tsx;
+    Go => "go", parley_grammar_go_table, parley_tree_sitter_go;
+    Java => "java", parley_grammar_java_table, parley_tree_sitter_java;
+}
+
+/// Inflates the packed bytes straight into the grammar's C tables, and checks that they
+/// were exactly as long as the tables together.
+fn unpack(parts: &Parts) -> Result<(), String> {
+    let mut inflate = flate2::read::DeflateDecoder::new(parts.packed);
+    for index in 0.. {
+        let mut len: c_ulong = 0;
+        // SAFETY: a generated switch over the grammar's own tables; it writes `len` and
+        // returns null past the last one.
+        let table = unsafe { (parts.table)(index, &mut len) };
+        if table.is_null() {
+            break;
+        }
+        let len = usize::try_from(len).map_err(|e| e.to_string())?;
+        // SAFETY: `table` is a writable static C array of `len` bytes (declared without
+        // an initialiser by build.rs), and nothing reads it before this function has
+        // returned: `Grammar::language` runs it once, under a OnceLock, before handing
+        // out the language that points at it.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(table, len) };
+        inflate
+            .read_exact(bytes)
+            .map_err(|e| format!("table {index}: {e}"))?;
+    }
+    let mut rest = [0u8; 1];
+    match inflate.read(&mut rest) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err("more bytes than tables".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::atomic::AtomicU8;
+
+    /// Two tables of 3 and 5 bytes, as a generated grammar would hand them out.
+    static TABLES: [AtomicU8; 8] = [const { AtomicU8::new(0) }; 8];
+
+    unsafe extern "C" fn two_tables(index: c_uint, len: *mut c_ulong) -> *mut u8 {
+        let (offset, bytes) = match index {
+            0 => (0, 3),
+            1 => (3, 5),
+            _ => return std::ptr::null_mut(),
+        };
+        // SAFETY: `unpack` passes a valid pointer to its own local.
+        unsafe { *len = bytes };
+        TABLES[offset..].as_ptr() as *mut u8
+    }
+
+    unsafe extern "C" fn no_language() -> *const () {
+        std::ptr::null()
+    }
+
+    fn parts(packed: &'static [u8]) -> Parts {
+        Parts {
+            id: "test",
+            packed,
+            table: two_tables,
+            language: no_language,
+        }
+    }
+
+    fn deflated(bytes: &[u8]) -> &'static [u8] {
+        let mut deflate =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+        deflate.write_all(bytes).expect("in memory");
+        deflate.finish().expect("in memory").leak()
+    }
+
+    fn tables() -> Vec<u8> {
+        TABLES
+            .iter()
+            .map(|b| b.load(std::sync::atomic::Ordering::SeqCst))
+            .collect()
+    }
+
+    // One test, so no two fill the same tables at once.
+    #[test]
+    fn unpack_fills_the_tables_and_refuses_bytes_of_another_length() {
+        unpack(&parts(deflated(&[1, 2, 3, 4, 5, 6, 7, 8]))).expect("exact");
+        assert_eq!(tables(), [1, 2, 3, 4, 5, 6, 7, 8]);
+
+        let short = unpack(&parts(deflated(&[9; 7]))).expect_err("a byte short");
+        assert!(short.contains("table 1"), "{short}");
+
+        let long = unpack(&parts(deflated(&[9; 9]))).expect_err("a byte over");
+        assert_eq!(long, "more bytes than tables");
+
+        let garbage = unpack(&parts(b"not deflate at all")).expect_err("not deflate");
+        assert!(garbage.contains("table 0"), "{garbage}");
+    }
+}
