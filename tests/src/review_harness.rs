@@ -246,6 +246,19 @@ impl ReviewHarness {
         self.rebuild_handler();
     }
 
+    /// Run as a deployment whose operator allows review passes `deadline`
+    /// (`PARLEY_PASS_TIMEOUT_SECS`); set before the first job reads `.parley.yml`.
+    pub fn use_pass_deadline(&mut self, deadline: parley_core::config::PassDeadline) {
+        self.services.config = Arc::new(
+            parley_core::repo::ConfigLoader::new(
+                self.services.github.clone(),
+                parley_core::repo::ConfigLoader::DEFAULT_TTL,
+            )
+            .with_pass_deadline(deadline),
+        );
+        self.rebuild_handler();
+    }
+
     /// Rebuild the handler after a test changed [`ReviewHarness::services`].
     pub fn rebuild_handler(&mut self) {
         self.handler = ReviewHandler::new(self.services.clone());

@@ -4,10 +4,12 @@
 //! never makes Parley ignore the file silently or fail the job: that one key falls back to
 //! its default and a [`ConfigWarning`] says why, for the reply footer or the review summary.
 
+pub mod deadline;
 mod describe;
 mod read;
 pub mod schema;
 
+pub use deadline::{PassDeadline, PassDeadlineError};
 pub use describe::describe;
 
 use crate::ports::Severity;
@@ -403,7 +405,7 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
             pass_timeout_secs: r.number(
                 "review.passTimeoutSecs",
                 d.review.pass_timeout_secs,
-                1..=240,
+                1..=deadline::MAX_SECS,
             ),
             manual_reviews_per_hour: r.number(
                 "review.manualReviewsPerHour",

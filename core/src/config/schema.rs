@@ -133,8 +133,10 @@ struct Review {
     /// Budget for the patches sent to each specialist, in estimated tokens.
     #[schemars(range(min = 1000, max = 500000))]
     max_patch_tokens: u32,
-    /// Deadline for all specialist passes together, in seconds.
-    #[schemars(range(min = 1, max = 240))]
+    /// Deadline for the specialist passes (they run side by side), in seconds. Where
+    /// Parley runs may allow less: on Lambda 240, with `parley serve` what its operator
+    /// sets (PARLEY_PASS_TIMEOUT_SECS); asking for more gets that, and a warning.
+    #[schemars(range(min = 1, max = 3600))]
     pass_timeout_secs: u32,
     /// Reviews asked for by comment per PR per hour; 0 turns them off.
     #[schemars(range(min = 0, max = 60))]
@@ -411,7 +413,7 @@ mod tests {
         let schema: Value = serde_json::from_str(&json()).unwrap();
         let review = &schema["$defs"]["Review"]["properties"];
         assert_eq!(review["minConfidence"]["default"], 75);
-        assert_eq!(review["passTimeoutSecs"]["maximum"], 240);
+        assert_eq!(review["passTimeoutSecs"]["maximum"], 3600);
         assert_eq!(
             schema["$defs"]["Gate"]["properties"]["blockOn"]["default"],
             serde_json::json!(["critical", "high"])

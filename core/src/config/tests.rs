@@ -122,12 +122,16 @@ fn invalid_yaml_is_reported_not_ignored() {
 }
 
 #[test]
-fn pass_timeout_is_read_and_bounded_under_the_worker_timeout() {
+fn pass_timeout_is_read_and_bounded_at_an_hour() {
     assert_eq!(RepoConfig::default().review.pass_timeout_secs, 180);
     let (config, warnings) = parse("review:\n  passTimeoutSecs: 2\n");
     assert_eq!(warnings, vec![]);
     assert_eq!(config.review.pass_timeout_secs, 2);
-    for bad in ["0", "600", "soon"] {
+    // What this deployment allows is applied after parsing (`PassDeadline`).
+    let (config, warnings) = parse("review:\n  passTimeoutSecs: 600\n");
+    assert_eq!(warnings, vec![]);
+    assert_eq!(config.review.pass_timeout_secs, 600);
+    for bad in ["0", "3601", "soon"] {
         let (config, warnings) = parse(&format!("review:\n  passTimeoutSecs: {bad}\n"));
         assert_eq!(config.review.pass_timeout_secs, 180, "{bad}");
         let keys: Vec<_> = warnings.iter().map(|w| w.key.as_str()).collect();

@@ -10,7 +10,7 @@ mod identity;
 pub use guidelines::{GUIDELINE_FILES, Guideline, guideline_paths, load_guidelines};
 pub use identity::BotIdentity;
 
-use crate::config::{self, ConfigWarning, RepoConfig};
+use crate::config::{self, ConfigWarning, PassDeadline, RepoConfig};
 use crate::ports::github::{GitHub, PullRequest, RepoScope};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,6 +35,8 @@ pub struct LoadedConfig {
 pub struct ConfigLoader {
     github: Arc<dyn GitHub>,
     ttl: Duration,
+    /// What this deployment allows a review pass, put into every configuration read.
+    deadline: PassDeadline,
     cache: Mutex<HashMap<CacheKey, (Instant, Arc<LoadedConfig>)>>,
 }
 
@@ -45,8 +47,19 @@ impl ConfigLoader {
         ConfigLoader {
             github,
             ttl,
+            deadline: PassDeadline::default(),
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The pass deadline this deployment allows (Lambda's unless set).
+    pub fn with_pass_deadline(mut self, deadline: PassDeadline) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    pub fn pass_deadline(&self) -> PassDeadline {
+        self.deadline
     }
 
     /// The configuration for the repository `pr` belongs to, from its default branch.
@@ -66,11 +79,15 @@ impl ConfigLoader {
             .get_file_contents(scope, config::FILE_NAME, branch)
             .await
         {
-            Ok(None) => (parsed("", branch), true),
+            Ok(None) => (parsed("", branch, self.deadline), true),
             Ok(Some(file)) => match file.text() {
-                Some(text) => (parsed(text, branch), true),
+                Some(text) => (parsed(text, branch, self.deadline), true),
                 None => (
-                    with_warning(branch, "is not UTF-8 text; using defaults".to_string()),
+                    with_warning(
+                        branch,
+                        "is not UTF-8 text; using defaults".to_string(),
+                        self.deadline,
+                    ),
                     true,
                 ),
             },
@@ -85,6 +102,7 @@ impl ConfigLoader {
                             "could not be read ({}); using defaults",
                             err.public_reason()
                         ),
+                        self.deadline,
                     ),
                     false,
                 )
@@ -114,8 +132,9 @@ pub fn default_branch(pr: &PullRequest) -> String {
         .unwrap_or_else(|| pr.base.ref_name.clone())
 }
 
-fn parsed(text: &str, branch: &str) -> LoadedConfig {
-    let (config, warnings) = config::parse(text);
+fn parsed(text: &str, branch: &str, deadline: PassDeadline) -> LoadedConfig {
+    let (mut config, mut warnings) = config::parse(text);
+    deadline.apply(&mut config, &mut warnings);
     LoadedConfig {
         config,
         warnings,
@@ -123,13 +142,16 @@ fn parsed(text: &str, branch: &str) -> LoadedConfig {
     }
 }
 
-fn with_warning(branch: &str, message: String) -> LoadedConfig {
+fn with_warning(branch: &str, message: String, deadline: PassDeadline) -> LoadedConfig {
+    let mut config = RepoConfig::default();
+    let mut warnings = vec![ConfigWarning {
+        key: config::FILE_NAME.to_string(),
+        message,
+    }];
+    deadline.apply(&mut config, &mut warnings);
     LoadedConfig {
-        config: RepoConfig::default(),
-        warnings: vec![ConfigWarning {
-            key: config::FILE_NAME.to_string(),
-            message,
-        }],
+        config,
+        warnings,
         branch: branch.to_string(),
     }
 }

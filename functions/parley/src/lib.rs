@@ -42,6 +42,8 @@ pub struct ServeOptions {
 /// A started server. Cancel the token given to [`start`] to stop; then [`Running::wait`].
 pub struct Running {
     pub local_addr: SocketAddr,
+    /// What the workers poll with (the visibility follows the pass deadline).
+    pub poller: PollerOptions,
     tasks: JoinSet<anyhow::Result<()>>,
 }
 
@@ -81,8 +83,14 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
 
     let services = clients::services_from_env(&env, &settings, &adapters).await?;
     // The SQLite queue dead-letters after the settings' count: the handlers hear the same.
+    // A received job stays hidden for as long as a review may take with the pass deadline
+    // this operator allows, so no second worker starts it while the first is still at it.
     let poller = PollerOptions {
         max_receive_count: settings.max_receive_count,
+        visibility: options
+            .poller
+            .visibility
+            .max(services.config.pass_deadline().job_bound()),
         ..options.poller
     };
     let handlers: [(QueueName, Arc<dyn JobHandler>); 3] = [
@@ -119,5 +127,9 @@ pub async fn start(options: ServeOptions, shutdown: CancellationToken) -> anyhow
         ));
     }
     tracing::info!(%local_addr, db = %settings.db_path.display(), "parley serve: POST /webhook");
-    Ok(Running { local_addr, tasks })
+    Ok(Running {
+        local_addr,
+        poller,
+        tasks,
+    })
 }

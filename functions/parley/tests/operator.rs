@@ -281,29 +281,9 @@ async fn replay_enqueues_through_the_webhook_handler_on_dynamodb_and_sqs() {
 
 #[tokio::test]
 async fn replay_posts_a_signed_delivery_to_a_running_webhook() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (running, shutdown, dir) = serve_with(&[]).await;
+    let running = running.expect("serve");
     let db = dir.path().join("parley.db");
-    let vars: std::collections::HashMap<String, String> = [
-        ("GITHUB_WEBHOOK_SECRET", SECRET.to_string()),
-        ("PARLEY_DB_PATH", db.display().to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let running = parley_cli::start(
-        parley_cli::ServeOptions {
-            addr: "127.0.0.1:0".parse().expect("addr"),
-            env: Arc::new(move |name: &str| vars.get(name).cloned()),
-            poller: parley_cli::poller::PollerOptions {
-                workers_per_queue: 0,
-                ..Default::default()
-            },
-        },
-        shutdown.clone(),
-    )
-    .await
-    .expect("serve");
     let url = format!("http://{}/webhook", running.local_addr);
 
     let command = replay_command(&format!("{} --event pull_request --url {url}", opened()));
@@ -530,4 +510,73 @@ async fn budget_commands_on_dynamodb() {
         .await
         .expect("tables");
     check_budget_commands(Arc::new(DynamoStore::new(client, names))).await;
+}
+
+/// `parley serve` on a fresh database with `extra` in its environment and no workers.
+async fn serve_with(
+    extra: &[(&str, &str)],
+) -> (
+    anyhow::Result<parley_cli::Running>,
+    tokio_util::sync::CancellationToken,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut vars: std::collections::HashMap<String, String> = [
+        ("GITHUB_WEBHOOK_SECRET", SECRET.to_string()),
+        (
+            "PARLEY_DB_PATH",
+            dir.path().join("parley.db").display().to_string(),
+        ),
+        ("PARLEY_REDELIVERY_MINUTES", "0".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let running = parley_cli::start(
+        parley_cli::ServeOptions {
+            addr: "127.0.0.1:0".parse().expect("addr"),
+            env: Arc::new(move |name: &str| vars.get(name).cloned()),
+            poller: parley_cli::poller::PollerOptions {
+                workers_per_queue: 0,
+                ..Default::default()
+            },
+        },
+        shutdown.clone(),
+    )
+    .await;
+    (running, shutdown, dir)
+}
+
+#[tokio::test]
+async fn serve_hides_a_job_for_as_long_as_a_review_may_take_at_the_operators_deadline() {
+    // A slow local model: passes may take 15 minutes, so a job is hidden for two of them
+    // and five minutes more; the default 15 minutes would hand it to a second worker.
+    let (running, shutdown, _dir) = serve_with(&[("PARLEY_PASS_TIMEOUT_SECS", "900")]).await;
+    let running = running.expect("serve");
+    assert_eq!(
+        running.poller.visibility,
+        Duration::from_secs(2 * 900 + 300)
+    );
+    shutdown.cancel();
+    running.wait().await.expect("stopped");
+
+    let (running, shutdown, _dir) = serve_with(&[]).await;
+    let running = running.expect("serve");
+    assert_eq!(running.poller.visibility, Duration::from_secs(15 * 60));
+    shutdown.cancel();
+    running.wait().await.expect("stopped");
+}
+
+#[tokio::test]
+async fn serve_refuses_a_pass_deadline_it_cannot_read() {
+    for bad in ["soon", "0", "7200"] {
+        let (running, _shutdown, _dir) = serve_with(&[("PARLEY_PASS_TIMEOUT_SECS", bad)]).await;
+        let err = running.err().unwrap_or_else(|| panic!("{bad} was taken"));
+        assert!(
+            format!("{err:#}").contains("PARLEY_PASS_TIMEOUT_SECS"),
+            "{bad}: {err:#}"
+        );
+    }
 }

@@ -30,6 +30,9 @@ pub enum ClientError {
     /// A budget that cannot be read would be a budget silently not enforced.
     #[error(transparent)]
     Budget(#[from] parley_core::budget::BudgetError),
+    /// A pass deadline that cannot be read: the operator meant a different one.
+    #[error(transparent)]
+    PassDeadline(#[from] parley_core::config::PassDeadlineError),
 }
 
 /// An environment: `std::env::var` in production, a map in tests.
@@ -158,6 +161,7 @@ pub async fn services_from_env(
     let budget = parley_core::budget::BudgetPolicy::from_env_value(
         env(parley_core::budget::ENV).as_deref(),
     )?;
+    let deadline = pass_deadline(env)?;
     Ok(parley_core::services::Services {
         store: adapters.store.clone(),
         queue: adapters.queue.clone(),
@@ -168,10 +172,13 @@ pub async fn services_from_env(
             settings.app_slug.clone(),
             settings.mention_aliases.clone(),
         )),
-        config: Arc::new(parley_core::repo::ConfigLoader::new(
-            github,
-            parley_core::repo::ConfigLoader::DEFAULT_TTL,
-        )),
+        config: Arc::new(
+            parley_core::repo::ConfigLoader::new(
+                github,
+                parley_core::repo::ConfigLoader::DEFAULT_TTL,
+            )
+            .with_pass_deadline(deadline),
+        ),
         budget,
         corpus: adapters.corpus.clone(),
         embedder,
@@ -183,6 +190,16 @@ pub async fn services_from_env(
     })
 }
 
+/// The review pass deadline this process allows (`PARLEY_PASS_TIMEOUT_SECS`), never
+/// more than a Lambda worker can wait when this is one.
+pub fn pass_deadline(env: &Env) -> Result<parley_core::config::PassDeadline, ClientError> {
+    let on_lambda = env("AWS_LAMBDA_FUNCTION_NAME").is_some();
+    Ok(parley_core::config::PassDeadline::from_env_value(
+        env(parley_core::config::deadline::ENV).as_deref(),
+        on_lambda,
+    )?)
+}
+
 /// The price table, with `PARLEY_LLM_PRICES` overrides.
 pub fn prices(env: &Env) -> Result<parley_core::llm::PriceTable, ClientError> {
     let table = parley_core::llm::PriceTable::builtin();
@@ -190,4 +207,37 @@ pub fn prices(env: &Env) -> Result<parley_core::llm::PriceTable, ClientError> {
         Some(json) if !json.trim().is_empty() => table.with_overrides_json(&json)?,
         _ => table,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::config::PassDeadline;
+
+    fn env_of(vars: &[(&'static str, &'static str)]) -> Env {
+        let vars: HashMap<&str, &str> = vars.iter().copied().collect();
+        Arc::new(move |name: &str| vars.get(name).map(|v| v.to_string()))
+    }
+
+    #[test]
+    fn the_pass_deadline_is_the_operators_but_never_past_a_lambda_worker() {
+        let serve = pass_deadline(&env_of(&[("PARLEY_PASS_TIMEOUT_SECS", "900")])).expect("900");
+        assert_eq!(serve.max_secs, 900);
+        let lambda = pass_deadline(&env_of(&[
+            ("PARLEY_PASS_TIMEOUT_SECS", "900"),
+            ("AWS_LAMBDA_FUNCTION_NAME", "parley-review-worker"),
+        ]))
+        .expect("clamped");
+        assert_eq!(lambda.max_secs, 240);
+        assert_eq!(
+            pass_deadline(&env_of(&[])).expect("unset"),
+            PassDeadline::LAMBDA
+        );
+        let err =
+            pass_deadline(&env_of(&[("PARLEY_PASS_TIMEOUT_SECS", "soon")])).expect_err("refused");
+        assert!(
+            err.to_string().contains("PARLEY_PASS_TIMEOUT_SECS"),
+            "{err}"
+        );
+    }
 }

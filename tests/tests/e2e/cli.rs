@@ -11,6 +11,7 @@ use parley_tests::tenants::key;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 const TOKEN: &str = "ghp_person_token_for_tests";
 
@@ -751,6 +752,39 @@ async fn fail_on_partial_fails_a_review_that_missed_a_pass() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
 
+/// A terminal review waits for a pass as long as `PARLEY_PASS_TIMEOUT_SECS` says, not
+/// the Lambda workers' 180 s: here 1 s, against a security pass that answers in 4 s.
+#[tokio::test]
+async fn a_pass_gets_the_deadline_the_operator_sets() {
+    let rig = Rig::start().await;
+    let reference = format!("{OWNER}/{NAME}#{PR}");
+    rig.llm.remove_rules(SECURITY);
+    rig.llm.answer_after(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 92, "SQL injection")]),
+        Duration::from_secs(4),
+    );
+    let mut env = rig.env();
+    env.push(("PARLEY_PASS_TIMEOUT_SECS".into(), "1".into()));
+    let started = std::time::Instant::now();
+    let out = run(
+        &rig,
+        args(&["review", &reference, "--fail-on", "high"]),
+        env,
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "waited for the pass"
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("warning: the security pass failed: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `parley review OWNER/REPO#N --format github --fail-on high` as an Actions step whose
 /// summary file is `summary`.
 async fn review_in_actions(rig: &Rig, summary: &Path) -> Output {
@@ -914,6 +948,11 @@ async fn bad_input_is_one_line_that_names_the_fix() {
             args(&["review", reference]),
             with("LLM_MAX_OUTPUT_TOKENS", "12"),
             "LLM_MAX_OUTPUT_TOKENS must be a whole number of at least 256",
+        ),
+        (
+            args(&["review", reference]),
+            with("PARLEY_PASS_TIMEOUT_SECS", "soon"),
+            "PARLEY_PASS_TIMEOUT_SECS: \"soon\" is not a whole number of seconds",
         ),
     ];
     for (argv, env, expected) in cases {

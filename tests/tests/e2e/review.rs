@@ -3,6 +3,7 @@
 //! Every scenario runs on SQLite and on DynamoDB (moto).
 
 use parley_core::Job;
+use parley_core::config::PassDeadline;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers::{self, FindingMarker};
 use parley_core::ports::{JobError, RunState, Severity};
@@ -38,6 +39,8 @@ parley_tests::review_on_both_stores!(
     full_review_of_a_reviewed_head_runs_again_without_reposting,
     retry_after_llm_down_shows_in_progress_then_the_real_conclusion,
     pass_over_the_deadline_is_reported_and_the_others_publish,
+    the_deployments_pass_deadline_is_the_default,
+    a_repository_cannot_ask_past_the_deployments_pass_deadline,
     drafts_and_disabled_triggers_are_skipped,
     labelled_prs_and_other_base_branches_are_skipped,
     taking_a_skip_label_off_reviews_the_head,
@@ -939,31 +942,60 @@ async fn retry_after_llm_down_shows_in_progress_then_the_real_conclusion(h: Revi
 
 async fn pass_over_the_deadline_is_reported_and_the_others_publish(h: ReviewHarness) {
     h.config("review:\n  passTimeoutSecs: 1\n");
-    h.llm.answer_after(
-        SECURITY,
-        &reply(&[finding("src/db.rs", 3, "critical", 95, "SQL injection")]),
-        Duration::from_secs(4),
-    );
     h.llm.answer(
         CORRECTNESS,
         &reply(&[finding("src/db.rs", 2, "medium", 80, "Unchecked id")]),
     );
-    let started = std::time::Instant::now();
-    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
-    let elapsed = started.elapsed();
-    assert!(
-        elapsed < Duration::from_millis(3000),
-        "the review did not wait for the slow pass: {elapsed:?}"
-    );
-    let text = h.summary();
-    assert!(text.contains("The **security** pass failed"), "{text}");
-    // What failed, in public words; the raw error stays in the logs.
-    assert!(text.contains("did not answer in time"), "{text}");
+    // What failed is said in public words; the raw error stays in the logs.
+    review_without_the_slow_security_pass(&h).await;
     let comments = h.inline_comments();
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert_eq!(comments[0]["line"], 2);
     // Partial: nothing blocking was seen, but that is "not known", not "none".
     assert_eq!(h.conclusion(), "neutral");
+}
+
+/// The security pass answers in 4 s, the others at once; a review that did not wait for
+/// it is done well inside 3 s and says the pass did not answer in time.
+async fn review_without_the_slow_security_pass(h: &ReviewHarness) -> String {
+    h.llm.answer_after(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "critical", 95, "SQL injection")]),
+        Duration::from_secs(4),
+    );
+    let started = std::time::Instant::now();
+    run_ok(h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(3000),
+        "the review waited for the slow pass: {elapsed:?}"
+    );
+    let text = h.summary();
+    assert!(text.contains("The **security** pass failed"), "{text}");
+    assert!(text.contains("did not answer in time"), "{text}");
+    text
+}
+
+async fn the_deployments_pass_deadline_is_the_default(mut h: ReviewHarness) {
+    // An operator's 1 s (PARLEY_PASS_TIMEOUT_SECS=1) holds where .parley.yml says nothing.
+    h.use_pass_deadline(PassDeadline {
+        default_secs: 1,
+        max_secs: 1,
+    });
+    let text = review_without_the_slow_security_pass(&h).await;
+    assert!(!text.contains("passTimeoutSecs"), "no warning: {text}");
+}
+
+async fn a_repository_cannot_ask_past_the_deployments_pass_deadline(mut h: ReviewHarness) {
+    h.use_pass_deadline(PassDeadline {
+        default_secs: 1,
+        max_secs: 1,
+    });
+    h.config("review:\n  passTimeoutSecs: 30\n");
+    let text = review_without_the_slow_security_pass(&h).await;
+    // The repository is told why its 30 s did not hold.
+    assert!(text.contains("review.passTimeoutSecs"), "{text}");
+    assert!(text.contains("using 1"), "{text}");
 }
 
 async fn drafts_and_disabled_triggers_are_skipped(h: ReviewHarness) {

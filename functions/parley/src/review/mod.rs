@@ -12,7 +12,7 @@ pub mod progress;
 pub mod render;
 pub mod target;
 
-use parley_core::config::RepoConfig;
+use parley_core::config::{PassDeadline, RepoConfig};
 use parley_core::llm::{MeteredLlm, UsageTally};
 use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
@@ -232,6 +232,8 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
     let prices =
         Arc::new(parley_runtime::clients::prices(env).map_err(|e| CliError::Setup(e.to_string()))?);
     let store = local_store(env).await?;
+    let deadline =
+        parley_runtime::clients::pass_deadline(env).map_err(|e| CliError::Setup(e.to_string()))?;
     // What `parley serve` remembered in the same file is searched too (read only: a
     // terminal review writes nothing for later retrieval). No embeddings provider means
     // lexical search, as in the App.
@@ -255,6 +257,7 @@ pub async fn run(args: &ReviewArgs, env: &Env) -> Result<Report, CliError> {
         silenced: &silenced,
         progress: &progress,
         quiet: args.quiet,
+        deadline,
     };
     let report = match (&args.pull, &args.git, &args.diff) {
         (Some(_), _, _) => {
@@ -293,6 +296,8 @@ struct Session<'a> {
     progress: &'a progress::Bar,
     /// `--quiet`: warnings are not printed.
     quiet: bool,
+    /// How long a pass may run (`PARLEY_PASS_TIMEOUT_SECS`; a slow local model needs more).
+    deadline: PassDeadline,
 }
 
 async fn review_pull(
@@ -330,6 +335,7 @@ async fn review_pull(
     let repo = scope.full_name();
     let tenant = scope.tenant();
     let loaded = ConfigLoader::new(github.clone(), ConfigLoader::DEFAULT_TTL)
+        .with_pass_deadline(session.deadline)
         .for_pull(&scope, &pr)
         .await;
     let listing = PullFiles::fetch(github.as_ref(), &scope, pull.number)
@@ -416,9 +422,12 @@ async fn review_pull(
 }
 
 async fn review_local(
-    change: local::LocalChange,
+    mut change: local::LocalChange,
     session: &Session<'_>,
 ) -> Result<Report, CliError> {
+    session
+        .deadline
+        .apply(&mut change.config, &mut change.warnings);
     let listing = PullFiles::from_files(change.files.clone(), false);
     // The working tree is the head: its files are read as they are.
     let code = parley_code::source::open_dir(&change.root, parley_code::Limits::default());
