@@ -3,8 +3,8 @@
 //! and deflate to under 0.5 MB, and every worker bootstrap carries all six.
 //!
 //! For each grammar:
-//! 1. find the grammar crate's sources (`cargo metadata`: the crate is a dependency, so
-//!    cargo has them on disk; no copy of them lives in this repository);
+//! 1. find the grammar crate's sources (`cargo metadata`, see `grammar_crate_dirs`: the
+//!    crate is a dependency, so cargo has them on disk; no copy lives in this repository);
 //! 2. compile a small host program that includes the untouched `parser.c` and writes out
 //!    the bytes of every pointer-free table, so no C initializer is parsed here;
 //! 3. deflate those bytes into `OUT_DIR/<id>.tables`;
@@ -71,7 +71,7 @@ fn main() -> Result<(), Error> {
         )
         .into());
     }
-    let crates = grammar_crate_dirs()?;
+    let crates = grammar_crate_dirs(&out)?;
     for &(id, krate, dir, symbol) in GRAMMARS {
         let root = crates
             .get(krate)
@@ -267,58 +267,59 @@ fn dump_tables(
     Ok(sizes)
 }
 
-/// Where cargo keeps each grammar crate's sources, by crate name: the packages this
-/// crate depends on, from `cargo metadata` (offline: building this crate means cargo has
-/// already fetched them).
-fn grammar_crate_dirs() -> Result<HashMap<String, PathBuf>, Error> {
-    let cargo = env::var("CARGO")?;
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?).join("Cargo.toml");
-    let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--manifest-path",
-        ])
-        .arg(&manifest)
+/// Where cargo keeps each grammar crate's sources, by crate name.
+///
+/// `cargo metadata` on the workspace would need every package of every workspace member
+/// on disk (dev-dependencies, other platforms' crates), which a build of one function
+/// from a fresh clone never downloads. So it is asked about a throwaway package in
+/// `OUT_DIR` that depends on the grammar crates alone, pinned by a copy of the workspace's
+/// Cargo.lock, offline: the build that runs this has just fetched exactly those.
+fn grammar_crate_dirs(out: &Path) -> Result<HashMap<String, PathBuf>, Error> {
+    let crates: Vec<&str> = {
+        let mut names: Vec<&str> = GRAMMARS.iter().map(|g| g.1).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    };
+    let dir = out.join("grammar-sources");
+    fs::create_dir_all(&dir)?;
+    let mut manifest = String::from(
+        "[package]\nname = \"grammar-sources\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+         [lib]\npath = \"lib.rs\"\n[workspace]\n[dependencies]\n",
+    );
+    for name in &crates {
+        manifest.push_str(&format!("{name} = \"*\"\n"));
+    }
+    fs::write(dir.join("Cargo.toml"), manifest)?;
+    fs::write(dir.join("lib.rs"), "")?;
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?);
+    if let Some(lock) = manifest_dir
+        .ancestors()
+        .map(|d| d.join("Cargo.lock"))
+        .find(|lock| lock.is_file())
+    {
+        println!("cargo:rerun-if-changed={}", lock.display());
+        fs::copy(lock, dir.join("Cargo.lock"))?;
+    }
+    let output = Command::new(env::var("CARGO")?)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &env::var("HOST")?])
+        .arg("--manifest-path")
+        .arg(dir.join("Cargo.toml"))
         .output()?;
     if !output.status.success() {
         return Err(format!(
-            "cargo metadata failed: {}",
+            "cargo metadata (for the grammar crates' sources) failed: {}",
             String::from_utf8_lossy(&output.stderr)
         )
         .into());
     }
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
-    let me = env::var("CARGO_PKG_NAME")?;
-    let packages = metadata["packages"].as_array().ok_or("no packages")?;
-    let id_of = |name: &str| {
-        packages
-            .iter()
-            .find(|p| p["name"] == name && p["source"].is_null())
-            .and_then(|p| p["id"].as_str())
-    };
-    let my_id = id_of(&me).ok_or("this crate is not in cargo metadata")?;
-    let node = metadata["resolve"]["nodes"]
-        .as_array()
-        .and_then(|nodes| nodes.iter().find(|n| n["id"] == my_id))
-        .ok_or("this crate has no node in cargo metadata's resolve")?;
-    let dependencies: Vec<&str> = node["dependencies"]
-        .as_array()
-        .map(|deps| deps.iter().filter_map(|d| d.as_str()).collect())
-        .unwrap_or_default();
     let mut dirs = HashMap::new();
-    for package in packages {
-        let (Some(id), Some(name), Some(path)) = (
-            package["id"].as_str(),
-            package["name"].as_str(),
-            package["manifest_path"].as_str(),
-        ) else {
-            continue;
-        };
-        if dependencies.contains(&id)
-            && name.starts_with("tree-sitter-")
+    for package in metadata["packages"].as_array().ok_or("no packages")? {
+        if let (Some(name), Some(path)) =
+            (package["name"].as_str(), package["manifest_path"].as_str())
+            && crates.contains(&name)
             && let Some(dir) = Path::new(path).parent()
         {
             dirs.insert(name.to_string(), dir.to_path_buf());
