@@ -48,6 +48,20 @@ pub(crate) fn identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
             while at < bytes.len() && is_word_byte(bytes[at]) {
                 at += 1;
             }
+            // A Rust raw identifier (`r#gen`, `r#type`) is one name, as its tags name it;
+            // `r#"…"#` is a raw string and stays out.
+            if matches!(style, Style::Keywords)
+                && &text[start..at] == "r"
+                && bytes.get(at) == Some(&b'#')
+                && bytes
+                    .get(at + 1)
+                    .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+            {
+                at += 1;
+                while at < bytes.len() && is_word_byte(bytes[at]) {
+                    at += 1;
+                }
+            }
             let word = &text[start..at];
             if !defining.contains(word) && may_define(text, style, line_start, start, at) {
                 defining.insert(word);
@@ -314,5 +328,17 @@ mod tests {
         )
         .1;
         assert!(path_call.is_empty(), "{path_call:?}");
+    }
+
+    #[test]
+    fn raw_identifiers_are_one_name() {
+        let text = "impl Rng {\n    fn r#gen(&mut self) -> u8 { 0 }\n}\nfn f(rng: &mut Rng) { rng.r#gen(); let s = r#\"raw\"#; }\n";
+        let (defining, referring) = identifiers(text, Style::Keywords);
+        assert!(defining.contains(&"r#gen"), "{defining:?}");
+        assert!(referring.contains(&"r#gen"), "{referring:?}");
+        assert!(!defining.contains(&"gen") && !referring.contains(&"gen"));
+        // Elsewhere `r#` means nothing of the kind.
+        let python = identifiers("def r(x):\n    return x#gen\n", Style::KeywordsAndConstants).0;
+        assert_eq!(python, ["r"]);
     }
 }
