@@ -5,6 +5,11 @@
 //! wrote), read from disk into a snapshot as `parley review --git` does.
 //!
 //! `cargo bench -p parley-code --bench index`
+//!
+//! Other languages: `PARLEY_INDEX_SOURCES=DIR PARLEY_INDEX_EXT=.js` reads the code bases
+//! `DIR/*/*` (laid out as the registry's `src/<index>/<crate>`) and their files with that
+//! extension, e.g. `DIR=/usr/lib/node_modules/npm` (its `node_modules/<package>`) or a
+//! Python `lib/python3.X` (its `site-packages/<package>`).
 
 use parley_code::{CodeIndex, Limits, Snapshot};
 use parley_core::config::DEFAULT_CONTEXT_MAX_TOKENS;
@@ -17,10 +22,15 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 fn main() {
-    let registry = std::env::var_os("CARGO_HOME")
+    let extension = std::env::var("PARLEY_INDEX_EXT").unwrap_or_else(|_| ".rs".into());
+    let registry = std::env::var_os("PARLEY_INDEX_SOURCES")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .map(|home| home.join("registry/src"))
+        .or_else(|| {
+            std::env::var_os("CARGO_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+                .map(|home| home.join("registry/src"))
+        })
         .expect("a cargo home");
     let mut roots: Vec<PathBuf> = std::fs::read_dir(&registry)
         .expect("the registry's sources")
@@ -47,7 +57,7 @@ fn main() {
             };
             let name = root.file_name().map(|n| n.to_string_lossy().into_owned());
             for (path, text) in krate.files {
-                if path.ends_with(".rs") {
+                if path.ends_with(extension.as_str()) {
                     snapshot
                         .files
                         .insert(format!("{}/{path}", name.clone().unwrap_or_default()), text);
@@ -112,7 +122,7 @@ fn main() {
             }
         }
         println!(
-            "index: {files_count} Rust files ({:.1} MB) read in {:.2} s, a {:.1} MB tarball of them extracted in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names",
+            "index: {files_count} {extension} files ({:.1} MB) read in {:.2} s, a {:.1} MB tarball of them extracted in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names",
             bytes as f64 / 1e6,
             read.as_secs_f64(),
             archive_mb,

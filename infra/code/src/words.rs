@@ -180,13 +180,36 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
                     && after.len() < text[end..].len()
                     && next.is_ascii_alphabetic())
         }
+        // A member is defined only by assigning it a function (`proto.push = function`,
+        // `Foo.prototype.end = () =>`), as the JavaScript tags count it; otherwise a name
+        // after `.` is used, not defined (`a.b(`, `this.count = 0`).
         Style::Declarations => {
             matches!(next, b'(' | b'<' | b'=' | b':')
                 && !after.starts_with("==")
-                && !before.ends_with('.')
+                && (!before.ends_with('.') || assigns_function(after))
                 && declaration_head(head)
         }
     }
+}
+
+/// `after` (what follows a name) assigns it a function: `= function`, `= async …`,
+/// `= (…) =>`, `= x =>`.
+fn assigns_function(after: &str) -> bool {
+    let Some(value) = after.strip_prefix('=') else {
+        return false;
+    };
+    if value.starts_with(['=', '>']) {
+        return false;
+    }
+    let value = value.trim_start();
+    let word_end = value
+        .bytes()
+        .position(|b| !is_word_byte(b))
+        .unwrap_or(value.len());
+    value.starts_with("function")
+        || value.starts_with("async")
+        || value.starts_with('(')
+        || (word_end > 0 && value[word_end..].trim_start().starts_with("=>"))
 }
 
 /// The word before `start` on its line (a `!` kept, for `macro_rules!`).
@@ -340,5 +363,16 @@ mod tests {
         // Elsewhere `r#` means nothing of the kind.
         let python = identifiers("def r(x):\n    return x#gen\n", Style::KeywordsAndConstants).0;
         assert_eq!(python, ["r"]);
+    }
+
+    #[test]
+    fn members_assigned_a_function_are_definitions() {
+        let text = "proto.push = function () {\n};\nDBCSEncoder.prototype.end = function () {}\n\
+                    module.exports.run = async (x) => x;\nobj.handler = x => x;\nexports.make = (a, b) => a;\n\
+                    this.count = 0;\nreturn a.same == b;\nthis.list = items.map(f);\nlog.info(\"x\");\n";
+        assert_eq!(
+            defining(text, Style::Declarations),
+            ["end", "handler", "make", "push", "run"]
+        );
     }
 }
