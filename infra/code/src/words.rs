@@ -183,11 +183,17 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         // A member is defined only by assigning it a function (`proto.push = function`,
         // `Foo.prototype.end = () =>`), as the JavaScript tags count it; otherwise a name
         // after `.` is used, not defined (`a.b(`, `this.count = 0`).
+        // An object literal's property whose value is a function (`visit(s, { string: () =>
+        // … })`) is a definition to the JavaScript tags wherever it stands on its line.
         Style::Declarations => {
-            matches!(next, b'(' | b'<' | b'=' | b':')
+            (matches!(next, b'(' | b'<' | b'=' | b':')
                 && !after.starts_with("==")
                 && (!before.ends_with('.') || assigns_function(after))
-                && declaration_head(head)
+                && declaration_head(head))
+                || (!before.ends_with('.')
+                    && after
+                        .strip_prefix(':')
+                        .is_some_and(|value| is_function(value.trim_start())))
         }
     }
 }
@@ -195,13 +201,14 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
 /// `after` (what follows a name) assigns it a function: `= function`, `= async …`,
 /// `= (…) =>`, `= x =>`.
 fn assigns_function(after: &str) -> bool {
-    let Some(value) = after.strip_prefix('=') else {
-        return false;
-    };
-    if value.starts_with(['=', '>']) {
-        return false;
-    }
-    let value = value.trim_start();
+    after
+        .strip_prefix('=')
+        .is_some_and(|value| !value.starts_with(['=', '>']) && is_function(value.trim_start()))
+}
+
+/// `value` starts a function: `function`, `async …`, `(…) =>` (or a parenthesised
+/// expression: a candidate too many costs one parse), `x =>`.
+fn is_function(value: &str) -> bool {
     let word_end = value
         .bytes()
         .position(|b| !is_word_byte(b))
@@ -369,10 +376,11 @@ mod tests {
     fn members_assigned_a_function_are_definitions() {
         let text = "proto.push = function () {\n};\nDBCSEncoder.prototype.end = function () {}\n\
                     module.exports.run = async (x) => x;\nobj.handler = x => x;\nexports.make = (a, b) => a;\n\
+                    return visit(s, { object: (o) => o, string: () => z.string(), size: 3 });\n\
                     this.count = 0;\nreturn a.same == b;\nthis.list = items.map(f);\nlog.info(\"x\");\n";
         assert_eq!(
             defining(text, Style::Declarations),
-            ["end", "handler", "make", "push", "run"]
+            ["end", "handler", "make", "object", "push", "run", "string"]
         );
     }
 }
