@@ -373,7 +373,7 @@ mod tests {
     }
 
     #[test]
-    fn members_assigned_a_function_are_definitions() {
+    fn functions_bound_to_members_and_properties_are_definitions() {
         let text = "proto.push = function () {\n};\nDBCSEncoder.prototype.end = function () {}\n\
                     module.exports.run = async (x) => x;\nobj.handler = x => x;\nexports.make = (a, b) => a;\n\
                     return visit(s, { object: (o) => o, string: () => z.string(), size: 3 });\n\
