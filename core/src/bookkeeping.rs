@@ -152,6 +152,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 refused = sweep.refused.len(),
                 complete = sweep.complete,
                 held = sweep.held,
+                unavailable = sweep.unavailable,
                 "webhook deliveries swept"
             );
         }

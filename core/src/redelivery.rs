@@ -80,6 +80,10 @@ pub struct Sweep {
     pub complete: bool,
     /// The newest attempt failed moments ago: nothing was asked for this time.
     pub held: bool,
+    /// This GitHub keeps no delivery log for Apps (`/app/hook/deliveries` answers 404,
+    /// as a GitHub Enterprise Server without it does): nothing can be recovered, and the
+    /// sweep says so instead of failing every interval.
+    pub unavailable: bool,
 }
 
 /// Read the deliveries since the watermark and ask for each lost event again.
@@ -96,7 +100,17 @@ pub async fn sweep(
     }
     .max(now - REDELIVERY_WINDOW);
 
-    let (attempts, complete) = read_since(github, since).await?;
+    let Some((attempts, complete)) = read_since(github, since).await? else {
+        tracing::warn!(
+            "this GitHub keeps no webhook delivery log for Apps (GET /app/hook/deliveries: 404); \
+             lost deliveries cannot be asked for again (turn the sweep off: RedeliverySchedule \
+             empty, or PARLEY_REDELIVERY_MINUTES=0)"
+        );
+        return Ok(Sweep {
+            unavailable: true,
+            ..Sweep::default()
+        });
+    };
     let mut sweep = Sweep {
         listed: attempts.len(),
         complete,
@@ -154,25 +168,27 @@ pub async fn sweep(
 }
 
 /// The attempts listed back to `since` (newest first), and whether that was all of them.
+/// `None`: the first page is not there at all (404), so this GitHub has no such log.
 async fn read_since(
     github: &dyn GitHub,
     since: OffsetDateTime,
-) -> Result<(Vec<WebhookDelivery>, bool), JobError> {
+) -> Result<Option<(Vec<WebhookDelivery>, bool)>, JobError> {
     let mut attempts = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let page = github
-            .list_webhook_deliveries(cursor.as_deref())
-            .await
-            .map_err(github_error)?;
+        let page = match github.list_webhook_deliveries(cursor.as_deref()).await {
+            Ok(page) => page,
+            Err(GitHubError::NotFound(_)) if cursor.is_none() => return Ok(None),
+            Err(err) => return Err(github_error(err)),
+        };
         let reached = page.deliveries.iter().any(|d| d.delivered_at < since);
         attempts.extend(page.deliveries);
         match page.next {
             Some(next) if !reached => cursor = Some(next),
-            _ => return Ok((attempts, true)),
+            _ => return Ok(Some((attempts, true))),
         }
     }
-    Ok((attempts, false))
+    Ok(Some((attempts, false)))
 }
 
 /// Each event none of whose attempts was taken, with its latest attempt, where that

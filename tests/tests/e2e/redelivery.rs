@@ -20,6 +20,7 @@ parley_tests::on_both_stores!(
     a_lost_event_pages_back_is_found,
     a_github_failure_fails_the_sweep_and_loses_nothing,
     a_listing_that_is_not_deliveries_fails_the_sweep,
+    a_github_without_a_delivery_log_is_swept_without_failing,
 );
 
 async fn sweep(rig: &Rig, run: &str) -> Result<(), JobError> {
@@ -204,6 +205,50 @@ async fn a_listing_that_is_not_deliveries_fails_the_sweep(backend: Backend) {
         "the watermark stays where nothing was read"
     );
     // GitHub answers properly again: the lost event is found.
+    sweep(&rig, "2").await.expect("the sweep");
+    assert_eq!(rig.github.redelivery_requests(), [lost]);
+}
+
+async fn a_github_without_a_delivery_log_is_swept_without_failing(backend: Backend) {
+    // A GitHub Enterprise Server without `/app/hook/deliveries` answers 404: the sweep is
+    // done (a warning says why nothing can be recovered), not a job failing every 15 min.
+    let rig = Rig::start(backend).await;
+    let lost = rig
+        .github
+        .add_webhook_delivery("g-lost", "pull_request", 502, 20);
+    let no_log = || Fault {
+        method: "GET",
+        path: "/app/hook/deliveries".to_string(),
+        exact: true,
+        skip: 0,
+        times: 1,
+        action: FaultAction::Respond {
+            status: 404,
+            body: json!({ "message": "Not Found" }),
+            headers: Vec::new(),
+        },
+    };
+    rig.github.fault(no_log());
+    let services = rig.services();
+    let swept = redelivery::sweep(
+        services.github.as_ref(),
+        services.store.as_ref(),
+        OffsetDateTime::now_utc(),
+    )
+    .await
+    .expect("not a failure");
+    let nothing = Sweep {
+        unavailable: true,
+        ..Sweep::default()
+    };
+    assert_eq!(swept, nothing);
+    let watermark = rig.store.counter("app#redelivery", "watermark").await;
+    assert_eq!(watermark.expect("read"), 0);
+    // Through the worker the same answer is a job done, not a failure.
+    rig.github.fault(no_log());
+    sweep(&rig, "1").await.expect("a job done");
+    assert!(rig.github.redelivery_requests().is_empty());
+    // Where the log exists, the lost event is found as ever.
     sweep(&rig, "2").await.expect("the sweep");
     assert_eq!(rig.github.redelivery_requests(), [lost]);
 }
