@@ -23,6 +23,22 @@ parley_tests::on_both_stores!(
     a_github_without_a_delivery_log_is_swept_without_failing,
 );
 
+/// GitHub answers the next listing of deliveries (first page) with `status` and `body`.
+fn listing_answers(status: u16, body: serde_json::Value) -> Fault {
+    Fault {
+        method: "GET",
+        path: "/app/hook/deliveries".to_string(),
+        exact: true,
+        skip: 0,
+        times: 1,
+        action: FaultAction::Respond {
+            status,
+            body,
+            headers: Vec::new(),
+        },
+    }
+}
+
 async fn sweep(rig: &Rig, run: &str) -> Result<(), JobError> {
     ConversationHandler::new(rig.services())
         .handle(redelivery::job(run))
@@ -179,18 +195,10 @@ async fn a_listing_that_is_not_deliveries_fails_the_sweep(backend: Backend) {
     let lost = rig
         .github
         .add_webhook_delivery("g-lost", "pull_request", 502, 20);
-    rig.github.fault(Fault {
-        method: "GET",
-        path: "/app/hook/deliveries".to_string(),
-        exact: true,
-        skip: 0,
-        times: 1,
-        action: FaultAction::Respond {
-            status: 200,
-            body: json!({ "message": "not a list of deliveries" }),
-            headers: Vec::new(),
-        },
-    });
+    rig.github.fault(listing_answers(
+        200,
+        json!({ "message": "not a list of deliveries" }),
+    ));
     let err = sweep(&rig, "1")
         .await
         .expect_err("an answer it cannot read");
@@ -216,18 +224,7 @@ async fn a_github_without_a_delivery_log_is_swept_without_failing(backend: Backe
     let lost = rig
         .github
         .add_webhook_delivery("g-lost", "pull_request", 502, 20);
-    let no_log = || Fault {
-        method: "GET",
-        path: "/app/hook/deliveries".to_string(),
-        exact: true,
-        skip: 0,
-        times: 1,
-        action: FaultAction::Respond {
-            status: 404,
-            body: json!({ "message": "Not Found" }),
-            headers: Vec::new(),
-        },
-    };
+    let no_log = || listing_answers(404, json!({ "message": "Not Found" }));
     rig.github.fault(no_log());
     let services = rig.services();
     let swept = redelivery::sweep(
