@@ -4,7 +4,7 @@
 //! a self-hosted model on a CPU answers in minutes, and a pass cut off at four minutes
 //! reviews nothing. But a Lambda worker is stopped at 300 s, and the repository cannot
 //! know where Parley runs. So the operator says (`PARLEY_PASS_TIMEOUT_SECS`, read by
-//! `parley serve` and `parley review`; on Lambda it can only go lower): the deadline for
+//! `parley serve` and `parley review`; on Lambda never more than 240 s): the deadline for
 //! repositories that do not set one, and the most one may ask for. A repository that asks
 //! for more gets the most, and a warning it sees where its other configuration warnings
 //! show.
