@@ -123,6 +123,12 @@ async fn deliveries(client: &GitHubClient) -> Check {
             );
             ok(NAME, detail)
         }
+        Err(err) if err.is_absent() => fail(
+            NAME,
+            "this GitHub keeps no webhook delivery log for Apps (GET /app/hook/deliveries: \
+             not found): lost deliveries cannot be asked for again; the sweep only warns \
+             (turn it off: PARLEY_REDELIVERY_MINUTES=0, or RedeliverySchedule empty)",
+        ),
         Err(err) => fail(
             NAME,
             format!(

@@ -266,6 +266,22 @@ impl FakeGitHub {
         self.state().redelivery_status = status_code;
     }
 
+    /// Answer the next listing of deliveries (its first page) with `status` and `body`.
+    pub fn answer_next_listing(&self, status: u16, body: Value) {
+        self.fault(Fault {
+            method: "GET",
+            path: "/app/hook/deliveries".to_string(),
+            exact: true,
+            skip: 0,
+            times: 1,
+            action: FaultAction::Respond {
+                status,
+                body,
+                headers: Vec::new(),
+            },
+        });
+    }
+
     /// Stamp redeliveries `minutes` from now, for a test that sweeps at later times.
     pub fn stamp_redeliveries_at(&self, minutes: i64) {
         self.state().redelivery_clock_minutes = minutes;

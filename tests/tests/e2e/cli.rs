@@ -1064,6 +1064,19 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
         assert!(row.contains(fix), "{name}: {row}");
     }
 
+    // A GitHub without the delivery log (an Enterprise Server without it): said as such.
+    rig.fakes
+        .github
+        .answer_next_listing(404, serde_json::json!({ "message": "Not Found" }));
+    let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
+    let table = stdout(&out);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("webhook deliveries"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("keeps no webhook delivery log"), "{row}");
+    assert!(row.contains("PARLEY_REDELIVERY_MINUTES=0"), "{row}");
+
     // The App not installed on the repository.
     let out = run(&rig, args(&["doctor", "octo-org/elsewhere"]), app_env()).await;
     assert_eq!(out.status.code(), Some(1));

@@ -23,22 +23,6 @@ parley_tests::on_both_stores!(
     a_github_without_a_delivery_log_is_swept_without_failing,
 );
 
-/// GitHub answers the next listing of deliveries (first page) with `status` and `body`.
-fn listing_answers(status: u16, body: serde_json::Value) -> Fault {
-    Fault {
-        method: "GET",
-        path: "/app/hook/deliveries".to_string(),
-        exact: true,
-        skip: 0,
-        times: 1,
-        action: FaultAction::Respond {
-            status,
-            body,
-            headers: Vec::new(),
-        },
-    }
-}
-
 async fn sweep(rig: &Rig, run: &str) -> Result<(), JobError> {
     ConversationHandler::new(rig.services())
         .handle(redelivery::job(run))
@@ -195,10 +179,8 @@ async fn a_listing_that_is_not_deliveries_fails_the_sweep(backend: Backend) {
     let lost = rig
         .github
         .add_webhook_delivery("g-lost", "pull_request", 502, 20);
-    rig.github.fault(listing_answers(
-        200,
-        json!({ "message": "not a list of deliveries" }),
-    ));
+    rig.github
+        .answer_next_listing(200, json!({ "message": "not a list of deliveries" }));
     let err = sweep(&rig, "1")
         .await
         .expect_err("an answer it cannot read");
@@ -224,8 +206,11 @@ async fn a_github_without_a_delivery_log_is_swept_without_failing(backend: Backe
     let lost = rig
         .github
         .add_webhook_delivery("g-lost", "pull_request", 502, 20);
-    let no_log = || listing_answers(404, json!({ "message": "Not Found" }));
-    rig.github.fault(no_log());
+    let no_log = || {
+        rig.github
+            .answer_next_listing(404, json!({ "message": "Not Found" }))
+    };
+    no_log();
     let services = rig.services();
     let swept = redelivery::sweep(
         services.github.as_ref(),
@@ -242,7 +227,7 @@ async fn a_github_without_a_delivery_log_is_swept_without_failing(backend: Backe
     let watermark = rig.store.counter("app#redelivery", "watermark").await;
     assert_eq!(watermark.expect("read"), 0);
     // Through the worker the same answer is a job done, not a failure.
-    rig.github.fault(no_log());
+    no_log();
     sweep(&rig, "1").await.expect("a job done");
     assert!(rig.github.redelivery_requests().is_empty());
     // Where the log exists, the lost event is found as ever.
