@@ -23,6 +23,14 @@ parley_tests::on_both_stores!(
     a_github_without_a_delivery_log_is_swept_without_failing,
 );
 
+/// Where the next sweep starts reading, as the store keeps it (unix seconds; 0: never).
+async fn watermark(rig: &Rig) -> u64 {
+    rig.store
+        .counter("app#redelivery", "watermark")
+        .await
+        .expect("read")
+}
+
 async fn sweep(rig: &Rig, run: &str) -> Result<(), JobError> {
     ConversationHandler::new(rig.services())
         .handle(redelivery::job(run))
@@ -64,11 +72,7 @@ async fn lost_events_are_asked_for_again_once(backend: Backend) {
     sweep(&rig, "2").await.expect("the second sweep");
     assert_eq!(github.redelivery_requests().len(), 2);
     assert!(
-        rig.store
-            .counter("app#redelivery", "watermark")
-            .await
-            .expect("read")
-            > 0,
+        watermark(&rig).await > 0,
         "a complete sweep moves the watermark"
     );
 }
@@ -187,10 +191,7 @@ async fn a_listing_that_is_not_deliveries_fails_the_sweep(backend: Backend) {
     assert!(err.to_string().contains("/app/hook/deliveries"), "{err}");
     assert!(rig.github.redelivery_requests().is_empty());
     assert_eq!(
-        rig.store
-            .counter("app#redelivery", "watermark")
-            .await
-            .expect("read"),
+        watermark(&rig).await,
         0,
         "the watermark stays where nothing was read"
     );
@@ -224,8 +225,7 @@ async fn a_github_without_a_delivery_log_is_swept_without_failing(backend: Backe
         ..Sweep::default()
     };
     assert_eq!(swept, nothing);
-    let watermark = rig.store.counter("app#redelivery", "watermark").await;
-    assert_eq!(watermark.expect("read"), 0);
+    assert_eq!(watermark(&rig).await, 0);
     // Through the worker the same answer is a job done, not a failure.
     no_log();
     sweep(&rig, "1").await.expect("a job done");
