@@ -93,15 +93,10 @@ impl Grammar {
 /// asked for): for the tests and the benchmark.
 pub fn table_bytes(grammar: Grammar) -> (usize, usize) {
     let parts = grammar.parts();
-    let mut unpacked = 0usize;
-    for index in 0.. {
-        let mut len: c_ulong = 0;
-        // SAFETY: as in `unpack`; only the length is read.
-        if unsafe { (parts.table)(index, &mut len) }.is_null() {
-            break;
-        }
-        unpacked += usize::try_from(len).unwrap_or(usize::MAX);
-    }
+    let unpacked = parts
+        .tables()
+        .map(|(_, _, len)| usize::try_from(len).unwrap_or(usize::MAX))
+        .fold(0usize, usize::saturating_add);
     (parts.packed.len(), unpacked)
 }
 
@@ -113,6 +108,19 @@ struct Parts {
     /// The address and byte length of table `index`, or null past the last.
     table: unsafe extern "C" fn(index: c_uint, len: *mut c_ulong) -> *mut u8,
     language: unsafe extern "C" fn() -> *const (),
+}
+
+impl Parts {
+    /// Each table's index, address and byte length, as the generated C hands them out.
+    fn tables(&self) -> impl Iterator<Item = (c_uint, *mut u8, c_ulong)> + '_ {
+        (0..).map_while(|index| {
+            let mut len: c_ulong = 0;
+            // SAFETY: a generated switch over the grammar's own tables; it writes `len`
+            // and returns null past the last one.
+            let table = unsafe { (self.table)(index, &mut len) };
+            (!table.is_null()).then_some((index, table, len))
+        })
+    }
 }
 
 macro_rules! grammars {
@@ -152,14 +160,7 @@ grammars! {
 /// were exactly as long as the tables together.
 fn unpack(parts: &Parts) -> Result<(), String> {
     let mut inflate = flate2::read::DeflateDecoder::new(parts.packed);
-    for index in 0.. {
-        let mut len: c_ulong = 0;
-        // SAFETY: a generated switch over the grammar's own tables; it writes `len` and
-        // returns null past the last one.
-        let table = unsafe { (parts.table)(index, &mut len) };
-        if table.is_null() {
-            break;
-        }
+    for (index, table, len) in parts.tables() {
         let len = usize::try_from(len).map_err(|e| e.to_string())?;
         // SAFETY: `table` is a writable static C array of `len` bytes (declared without
         // an initialiser by build.rs), and nothing reads it before this function has
