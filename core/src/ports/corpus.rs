@@ -140,6 +140,34 @@ pub struct Document {
     pub updated_at: OffsetDateTime,
 }
 
+impl Document {
+    /// A document as a producer first builds it: not yet embedded or counted, with no
+    /// place, facts or sightings until the caller names them with struct update syntax.
+    pub fn new(
+        repo: impl Into<String>,
+        corpus: Corpus,
+        key: impl Into<String>,
+        text: impl Into<String>,
+        at: OffsetDateTime,
+    ) -> Self {
+        Document {
+            repo: repo.into(),
+            corpus,
+            key: key.into(),
+            text: text.into(),
+            path: None,
+            language: None,
+            function_context: None,
+            attributes: std::collections::BTreeMap::new(),
+            occurrences: Vec::new(),
+            vector: None,
+            terms: None,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+}
+
 #[async_trait]
 pub trait CorpusStore: Send + Sync {
     /// Insert `doc`, or when (repo, corpus, key) exists: merge its occurrences (no

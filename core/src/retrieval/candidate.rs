@@ -76,6 +76,24 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// A text with nothing known about it yet: no place, facts, vector or age. Callers
+    /// name what they do know with struct update syntax.
+    pub fn text(source: Source, key: &str, text: impl Into<String>) -> Self {
+        Candidate {
+            source,
+            key: key.to_owned(),
+            text: text.into(),
+            path: None,
+            language: None,
+            function_context: None,
+            attributes: BTreeMap::new(),
+            occurrences: Vec::new(),
+            vector: None,
+            terms: None,
+            updated_at: None,
+        }
+    }
+
     /// The PR a candidate is from: its newest occurrence (stored documents only).
     pub fn pr(&self) -> Option<u64> {
         self.newest_occurrence().map(|o| o.pr)
@@ -98,17 +116,8 @@ impl Candidate {
         attributes.insert("kind".to_string(), learning.kind.name().to_string());
         attributes.insert("scope".to_string(), learning.scope.name());
         Candidate {
-            source: Source::Learning,
-            key: learning.id.clone(),
-            text: learning.text.clone(),
-            path: None,
-            language: None,
-            function_context: None,
             attributes,
-            occurrences: Vec::new(),
-            vector: None,
-            terms: None,
-            updated_at: None,
+            ..Candidate::text(Source::Learning, &learning.id, learning.text.clone())
         }
     }
 
@@ -120,17 +129,12 @@ impl Candidate {
             .into_iter()
             .enumerate()
             .map(|(index, text)| Candidate {
-                source: Source::Guideline,
-                key: format!("{}#{}", guideline.path, index + 1),
-                text,
                 path: Some(guideline.path.clone()),
-                language: None,
-                function_context: None,
-                attributes: BTreeMap::new(),
-                occurrences: Vec::new(),
-                vector: None,
-                terms: None,
-                updated_at: None,
+                ..Candidate::text(
+                    Source::Guideline,
+                    &format!("{}#{}", guideline.path, index + 1),
+                    text,
+                )
             })
             .collect()
     }

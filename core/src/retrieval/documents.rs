@@ -43,19 +43,11 @@ pub fn code_documents(pr: PrRef<'_>, chunks: &[Chunk], now: OffsetDateTime) -> V
             continue;
         }
         docs.push(Document {
-            repo: pr.repo.to_string(),
-            corpus: Corpus::Code,
-            key,
-            text,
             path: Some(chunk.path.clone()),
             language: chunk.language.map(str::to_string),
             function_context: chunk.function_context.clone(),
-            attributes: BTreeMap::new(),
             occurrences: vec![occurrence],
-            vector: None,
-            terms: None,
-            created_at: now,
-            updated_at: now,
+            ..Document::new(pr.repo, Corpus::Code, key, text, now)
         });
     }
     docs
@@ -81,14 +73,10 @@ pub fn finding_document(finding: &Finding, pr_title: &str, now: OffsetDateTime) 
         attributes.insert("signal".to_string(), outcome.signal.clone());
     }
     let start = finding.start_line.unwrap_or(finding.line).min(finding.line);
+    let text = format!("{title}\n{body}\n{}", finding.path);
     Document {
-        repo: finding.repo.clone(),
-        corpus: Corpus::Finding,
-        key: finding.id.clone(),
-        text: format!("{title}\n{body}\n{}", finding.path),
         path: Some(finding.path.clone()),
         language: language_of(&finding.path).map(str::to_string),
-        function_context: None,
         attributes,
         occurrences: vec![Occurrence {
             pr: finding.pr,
@@ -98,10 +86,8 @@ pub fn finding_document(finding: &Finding, pr_title: &str, now: OffsetDateTime) 
             line_count: finding.line - start + 1,
             created_at: finding.created_at,
         }],
-        vector: None,
-        terms: None,
         created_at: finding.created_at,
-        updated_at: now,
+        ..Document::new(&finding.repo, Corpus::Finding, &finding.id, text, now)
     }
 }
 
@@ -148,13 +134,8 @@ pub fn thread_document(
     let start = root.start_line.or(root.original_start_line).unwrap_or(line);
     let created = root.created_at;
     Some(Document {
-        repo: pr.repo.to_string(),
-        corpus: Corpus::Thread,
-        key: root.id.to_string(),
-        text: lines.join("\n"),
         path: (!root.path.is_empty()).then(|| root.path.clone()),
         language: language_of(&root.path).map(str::to_string),
-        function_context: None,
         attributes,
         occurrences: vec![Occurrence {
             pr: pr.number,
@@ -164,10 +145,14 @@ pub fn thread_document(
             line_count: line.saturating_sub(start.min(line)) + 1,
             created_at: created,
         }],
-        vector: None,
-        terms: None,
         created_at: created,
-        updated_at: now,
+        ..Document::new(
+            pr.repo,
+            Corpus::Thread,
+            root.id.to_string(),
+            lines.join("\n"),
+            now,
+        )
     })
 }
 
@@ -214,17 +199,12 @@ pub fn exchange_document(
         "participants".to_string(),
         participants.into_iter().collect::<Vec<_>>().join(", "),
     );
+    let text = format!(
+        "@{}: {question}\n@{}: {answer}",
+        exchange.asker, exchange.answerer
+    );
+    let key = format!("comment-{}", exchange.id);
     Some(Document {
-        repo: pr.repo.to_string(),
-        corpus: Corpus::Thread,
-        key: format!("comment-{}", exchange.id),
-        text: format!(
-            "@{}: {question}\n@{}: {answer}",
-            exchange.asker, exchange.answerer
-        ),
-        path: None,
-        language: None,
-        function_context: None,
         attributes,
         occurrences: vec![Occurrence {
             pr: pr.number,
@@ -234,10 +214,8 @@ pub fn exchange_document(
             line_count: 0,
             created_at: exchange.asked_at,
         }],
-        vector: None,
-        terms: None,
         created_at: exchange.asked_at,
-        updated_at: now,
+        ..Document::new(pr.repo, Corpus::Thread, key, text, now)
     })
 }
 

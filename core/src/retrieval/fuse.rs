@@ -249,25 +249,12 @@ fn without_duplicates(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-05-01 0:00 UTC);
 
     fn candidate(source: Source, key: &str, text: &str) -> Candidate {
-        Candidate {
-            source,
-            key: key.into(),
-            text: text.into(),
-            path: None,
-            language: None,
-            function_context: None,
-            attributes: BTreeMap::new(),
-            occurrences: Vec::new(),
-            vector: None,
-            terms: None,
-            updated_at: None,
-        }
+        Candidate::text(source, key, text)
     }
 
     fn hits(indices: &[usize]) -> Vec<Hit> {

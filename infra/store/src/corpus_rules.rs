@@ -181,19 +181,16 @@ mod tests {
 
     fn doc(text: &str, occurrences: Vec<Occurrence>) -> Document {
         Document {
-            repo: "o/r".into(),
-            corpus: Corpus::Code,
-            key: "k".into(),
-            text: text.into(),
             path: Some("src/a.rs".into()),
             language: Some("rust".into()),
-            function_context: None,
-            attributes: Default::default(),
             occurrences,
-            vector: None,
-            terms: None,
-            created_at: datetime!(2024-01-01 00:00 UTC),
-            updated_at: datetime!(2024-01-01 00:00 UTC),
+            ..Document::new(
+                "o/r",
+                Corpus::Code,
+                "k",
+                text,
+                datetime!(2024-01-01 00:00 UTC),
+            )
         }
     }
 

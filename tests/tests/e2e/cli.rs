@@ -397,15 +397,11 @@ async fn a_terminal_review_uses_what_the_local_store_remembers() {
     let rig = Rig::start().await;
     const EARLIER: &str = "let row = db.query(\"SELECT * FROM users WHERE id = ?\", &[&id])?;";
     let now = time::OffsetDateTime::now_utc();
+    let text = format!("Parameterise the users query\nsrc/users.rs\nfn find_user(\n{EARLIER}");
     let earlier = Document {
-        repo: key(REPO),
-        corpus: Corpus::Code,
-        key: "e1".repeat(32),
-        text: format!("Parameterise the users query\nsrc/users.rs\nfn find_user(\n{EARLIER}"),
         path: Some("src/users.rs".into()),
         language: Some("rust".into()),
         function_context: Some("fn find_user(id: &str) -> Result<User>".into()),
-        attributes: Default::default(),
         occurrences: vec![Occurrence {
             pr: 7,
             pr_title: "Parameterise the users query".into(),
@@ -414,10 +410,7 @@ async fn a_terminal_review_uses_what_the_local_store_remembers() {
             line_count: 1,
             created_at: now,
         }],
-        vector: None,
-        terms: None,
-        created_at: now,
-        updated_at: now,
+        ..Document::new(key(REPO), Corpus::Code, "e1".repeat(32), text, now)
     };
     let db = rig.dir.path().join("parley.db");
     {

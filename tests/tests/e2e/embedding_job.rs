@@ -86,19 +86,9 @@ fn document(corpus: Corpus, key: &str, text: &str, seconds: i64) -> Document {
         + time::Duration::days(20_000)
         + time::Duration::seconds(seconds);
     Document {
-        repo: REPO.into(),
-        corpus,
-        key: key.into(),
-        text: text.into(),
         path: Some("src/lib.rs".into()),
         language: Some("rust".into()),
-        function_context: None,
-        attributes: Default::default(),
-        occurrences: Vec::new(),
-        vector: None,
-        terms: None,
-        created_at: at,
-        updated_at: at,
+        ..Document::new(REPO, corpus, key, text, at)
     }
 }
 

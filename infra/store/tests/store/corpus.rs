@@ -65,14 +65,7 @@ async fn check_insert_and_read_back(corpus: Arc<dyn CorpusStore>) {
         None
     );
 
-    let bare = Document {
-        path: None,
-        language: None,
-        function_context: None,
-        attributes: Default::default(),
-        occurrences: Vec::new(),
-        ..document(REPO, Corpus::Thread, "4242", "who owns this?", at(1, 0))
-    };
+    let bare = Document::new(REPO, Corpus::Thread, "4242", "who owns this?", at(1, 0));
     assert!(corpus.upsert_document(&bare).await.unwrap());
     assert_eq!(
         corpus.document(REPO, Corpus::Thread, "4242").await.unwrap(),

@@ -238,10 +238,6 @@ pub fn document(
     updated: OffsetDateTime,
 ) -> Document {
     Document {
-        repo: repo.into(),
-        corpus,
-        key: key.into(),
-        text: text.into(),
         path: Some("src/parse.rs".into()),
         language: Some("rust".into()),
         function_context: Some("fn parse_header(input: &str)".into()),
@@ -249,10 +245,7 @@ pub fn document(
             .into_iter()
             .collect(),
         occurrences: vec![occurrence(1, "src/parse.rs", 10, 0)],
-        vector: None,
-        terms: None,
-        created_at: updated,
-        updated_at: updated,
+        ..Document::new(repo, corpus, key, text, updated)
     }
 }
 
