@@ -24,6 +24,7 @@ use crate::review::inputs::{self, ReviewInputs};
 use crate::review::learned::{self, JudgeStatus};
 use crate::review::merge::{self, Merged};
 use crate::review::specialists::{self, PassProgress};
+pub use crate::review::summary::Framing;
 use crate::review::{prompts, summary};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -274,34 +275,11 @@ async fn related(config: &RepoConfig, subject: &Subject<'_>, inputs: &ReviewInpu
         .await
 }
 
-/// What the summary says about the review beyond its findings: where it ran and what it
-/// cost, which the caller knows.
-pub struct Framing<'a> {
-    pub repo_url: &'a str,
-    pub head_sha: &'a str,
-    pub base_sha: &'a str,
-    pub incremental: bool,
-    pub trigger: &'a str,
-    pub rerun_of: Option<u64>,
-    pub guidelines: &'a [Guideline],
-    pub config_warnings: &'a [crate::config::ConfigWarning],
-    pub usage: &'a crate::llm::UsageTally,
-    pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
-    /// The handles posted text must not mention (see [`crate::sanitize::model_text`]).
-    pub silenced: &'a Handles,
-}
-
 impl Analysis {
     /// The review's summary: the worker posts it, `parley review --post` too.
     pub fn summary<'a>(&'a self, framing: Framing<'a>) -> summary::Summary<'a> {
         summary::Summary {
-            repo_url: framing.repo_url,
-            head_sha: framing.head_sha,
-            base_sha: framing.base_sha,
-            incremental: framing.incremental,
-            trigger: framing.trigger,
-            rerun_of: framing.rerun_of,
-            silenced: framing.silenced,
+            framing,
             files_reviewed: self.inputs.files.iter().map(|f| f.path.as_str()).collect(),
             not_reviewed: &self.inputs.not_reviewed,
             listing_truncated: self.inputs.listing_truncated,
@@ -316,10 +294,6 @@ impl Analysis {
             filtered: &self.filtered,
             duplicates: self.merged.duplicates,
             already_posted: self.merged.already_posted,
-            guidelines: framing.guidelines.iter().map(|g| g.path.as_str()).collect(),
-            config_warnings: framing.config_warnings,
-            usage: framing.usage,
-            spent_on_pr: framing.spent_on_pr,
             closed_earlier: 0,
             reopened_earlier: 0,
             held_earlier: 0,

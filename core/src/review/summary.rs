@@ -121,8 +121,9 @@ impl LearningReport<'_> {
     }
 }
 
-/// Everything the summary reports.
-pub struct Summary<'a> {
+/// What the summary says about the review beyond its findings: where it ran and what it
+/// cost, which the caller knows.
+pub struct Framing<'a> {
     /// Web root of the repository (`https://github.com/owner/name`), for links.
     pub repo_url: &'a str,
     pub head_sha: &'a str,
@@ -131,8 +132,18 @@ pub struct Summary<'a> {
     pub trigger: &'a str,
     /// Set for a full re-review of an already reviewed head (see [`ReviewMarker::request`]).
     pub rerun_of: Option<u64>,
-    /// The handles the posted summary must not mention.
+    pub guidelines: &'a [crate::repo::Guideline],
+    pub config_warnings: &'a [ConfigWarning],
+    pub usage: &'a UsageTally,
+    /// What the PR has cost so far, this run included (reviews and conversation turns).
+    pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
+    /// The handles posted text must not mention (see [`crate::sanitize::model_text`]).
     pub silenced: &'a crate::mention::Handles,
+}
+
+/// Everything the summary reports.
+pub struct Summary<'a> {
+    pub framing: Framing<'a>,
     pub files_reviewed: Vec<&'a str>,
     pub not_reviewed: &'a [NotReviewed],
     pub listing_truncated: bool,
@@ -146,11 +157,6 @@ pub struct Summary<'a> {
     pub filtered: &'a Filtered,
     pub duplicates: usize,
     pub already_posted: usize,
-    pub guidelines: Vec<&'a str>,
-    pub config_warnings: &'a [ConfigWarning],
-    pub usage: &'a UsageTally,
-    /// What the PR has cost so far, this run included (reviews and conversation turns).
-    pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
     /// Earlier summary-only findings this full review no longer found, now closed.
     pub closed_earlier: usize,
     /// Earlier resolved findings found again, open again.
@@ -198,15 +204,15 @@ impl Summary<'_> {
         // Much of it is the model's words or quotes the repository's (the judge's reasons,
         // learnings, tool calls, file names): cleaned as a whole, as answers are, so no
         // section can carry a marker or wake a bot.
-        let out = crate::sanitize::model_text(&out, self.silenced);
+        let out = crate::sanitize::model_text(&out, self.framing.silenced);
         markers::append(
             &out,
             markers::kind::REVIEW,
             &ReviewMarker {
-                head_sha: self.head_sha.to_string(),
-                base_sha: self.base_sha.to_string(),
-                trigger: self.trigger.to_string(),
-                request: self.rerun_of,
+                head_sha: self.framing.head_sha.to_string(),
+                base_sha: self.framing.base_sha.to_string(),
+                trigger: self.framing.trigger.to_string(),
+                request: self.framing.rerun_of,
                 partial: self.partial,
             },
         )
@@ -246,7 +252,7 @@ impl Summary<'_> {
             finding.category,
             finding.confidence,
             location(finding),
-            line_link(self.repo_url, self.head_sha, finding),
+            line_link(self.framing.repo_url, self.framing.head_sha, finding),
             finding.body.replace('\n', "\n  ")
         );
         if let Some(note) = finding.doubt_note() {
@@ -258,13 +264,13 @@ impl Summary<'_> {
     fn scope(&self) -> String {
         let mut out = format!(
             "- {} review of `{}`…`{}`\n",
-            if self.incremental {
+            if self.framing.incremental {
                 "Incremental"
             } else {
                 "Full"
             },
-            short(self.base_sha),
-            short(self.head_sha)
+            short(self.framing.base_sha),
+            short(self.framing.head_sha)
         );
         out.push_str(&format!(
             "- Files reviewed: {}\n",
@@ -284,14 +290,15 @@ impl Summary<'_> {
                 "- ⚠️ The **{pass}** pass failed ({reason}); its area was not reviewed.\n"
             ));
         }
-        if self.guidelines.is_empty() {
+        if self.framing.guidelines.is_empty() {
             out.push_str("- Guideline files applied: none found on the base branch\n");
         } else {
             out.push_str(&format!(
                 "- Guideline files applied (base branch): {}\n",
-                self.guidelines
+                self.framing
+                    .guidelines
                     .iter()
-                    .map(|p| format!("`{p}`"))
+                    .map(|g| format!("`{}`", g.path))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
@@ -305,7 +312,7 @@ impl Summary<'_> {
                 out.push_str(&format!("- {}\n", crate::review::inputs::LISTING_CUT_OFF));
             }
         }
-        for warning in self.config_warnings {
+        for warning in self.framing.config_warnings {
             out.push_str(&format!("- ⚠️ `.parley.yml`: {warning}\n"));
         }
         out
@@ -345,7 +352,7 @@ impl Summary<'_> {
             out.push_str(&format!(
                 "- {} earlier blocking finding(s) listed only in a summary were not found again, but their code has not changed, so they stay open: push a fix, or someone entitled can {} them.\n",
                 self.held_earlier,
-                self.silenced.command("dismiss")
+                self.framing.silenced.command("dismiss")
             ));
         }
         if self.reopened_earlier > 0 {
@@ -358,25 +365,25 @@ impl Summary<'_> {
     }
 
     fn cost(&self) -> String {
-        let usage = self.usage.usage;
-        let dollars = match self.usage.cost_usd() {
+        let usage = self.framing.usage.usage;
+        let dollars = match self.framing.usage.cost_usd() {
             Some(usd) => format!("≈ ${usd:.4}"),
             None => format!(
                 "≥ ${:.4} (some models have no price)",
-                self.usage.priced_usd
+                self.framing.usage.priced_usd
             ),
         };
         let mut line = format!(
             "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}",
-            self.usage.calls, usage.input_tokens, usage.output_tokens
+            self.framing.usage.calls, usage.input_tokens, usage.output_tokens
         );
         if usage.cache_read_tokens + usage.cache_write_tokens > 0 {
             line.push_str(&format!(
                 " (prompt cache: {} tokens read, {} written; saved ≈ ${:.4})",
-                usage.cache_read_tokens, usage.cache_write_tokens, self.usage.saved_usd
+                usage.cache_read_tokens, usage.cache_write_tokens, self.framing.usage.saved_usd
             ));
         }
-        if let Some(total) = self.spent_on_pr {
+        if let Some(total) = self.framing.spent_on_pr {
             line.push_str(&format!(
                 "; this PR so far: {} calls, ≈ ${:.4}",
                 total.calls,
