@@ -28,7 +28,7 @@ use parley_core::markers::{self, ReplyMarker};
 use parley_core::review::summary::ReviewMarker;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::FakeGitHub;
-use parley_tests::rig::{BASE, DB_PATCH as PATCH, Fakes};
+use parley_tests::rig::{AUTHOR, BASE, BOT, DB_PATCH as PATCH, Fakes, OWNER};
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -37,12 +37,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "load-secret";
-const OWNER: &str = "octo-org";
 const NAME: &str = "load";
 const REPO: &str = "octo-org/load";
 const INSTALLATION: u64 = 99;
-const AUTHOR: &str = "alice";
-const BOT: &str = "parley[bot]";
 const PRS: u64 = 50;
 const PER_PR: usize = 20;
 /// Positions (in a PR's 20 deliveries) of the pushes; position 0 opens the PR, and the

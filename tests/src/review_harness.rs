@@ -14,12 +14,11 @@ use parley_core::services::Services;
 use serde_json::Value;
 use std::sync::Arc;
 
-pub const OWNER: &str = "octo-org";
 pub const NAME: &str = "hello-world";
 pub const REPO: &str = "octo-org/hello-world";
 pub const INSTALLATION: u64 = 77;
 pub const PR: u64 = 42;
-pub use crate::rig::{BASE, DB_PATCH, HEAD};
+pub use crate::rig::{BASE, DB_PATCH, HEAD, OWNER};
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 pub use crate::clients::MODEL;
 pub use crate::scripts::{

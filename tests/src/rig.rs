@@ -21,6 +21,12 @@ use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use std::path::Path;
 use std::sync::Arc;
 
+/// The organisation every scenario's repositories belong to.
+pub const OWNER: &str = "octo-org";
+/// Who opens the standard PRs.
+pub const AUTHOR: &str = "alice";
+/// The App's bot account, as GitHub names it on comments and reviews.
+pub const BOT: &str = "parley[bot]";
 /// Base of every standard PR the scenarios open.
 pub const BASE: &str = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0";
 /// Head of every standard PR the scenarios open.
@@ -28,6 +34,8 @@ pub const HEAD: &str = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
 /// `src/db.rs` of the standard PR: right-side lines 1-6, of which 2-4 are added (a query
 /// built with `format!`).
 pub const DB_PATCH: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n fn a() {}\n fn b() {}";
+/// The hunk a review comment on [`DB_PATCH`]'s query quotes.
+pub const SQL_HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
 
 /// GitHub and the model, each a real HTTP server on 127.0.0.1.
 pub struct Fakes {

@@ -19,7 +19,7 @@ use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, HoldPoint};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::review_harness::CORRECTNESS;
-use parley_tests::rig::{BASE, Fakes, HEAD};
+use parley_tests::rig::{AUTHOR, BASE, BOT, Fakes, HEAD, OWNER, SQL_HUNK as HUNK};
 use parley_tests::scripts::one_blocking_finding;
 use parley_tests::serve_process::{self, ServeProcess, queue_file};
 use parley_tests::tenants::key;
@@ -28,14 +28,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "crash-secret";
-const OWNER: &str = "octo-org";
 const NAME: &str = "crash";
 const REPO: &str = "octo-org/crash";
 const INSTALLATION: u64 = 55;
 const PR: u64 = 7;
-const AUTHOR: &str = "alice";
-const BOT: &str = "parley[bot]";
-const HUNK: &str = "@@ -1,3 +1,6 @@\n use std::io;\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
 /// Every wait in a scenario ends within this, so a broken recovery fails instead of hanging.
 const LIMIT: Duration = Duration::from_secs(60);
 const ANSWER: &str = "The caller validates the id first, so this is safe.";

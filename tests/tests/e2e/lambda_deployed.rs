@@ -13,17 +13,14 @@ use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};
 use parley_tests::fake_llm::FakeLlm;
 use parley_tests::lambda_emulator::Outcome;
 use parley_tests::lambda_stack::{self, LambdaStack, StackOptions, Template};
-use parley_tests::rig::{BASE, Fakes, HEAD};
+use parley_tests::rig::{AUTHOR, BASE, BOT, Fakes, HEAD, OWNER};
 use serde_json::{Value, json};
 
-const OWNER: &str = "octo-org";
 const NAME: &str = "deployed";
 const REPO: &str = "octo-org/deployed";
 const INSTALLATION: u64 = 91;
 const PR: u64 = 7;
 const OTHER_PR: u64 = 8;
-const AUTHOR: &str = "alice";
-const BOT: &str = "parley[bot]";
 const ANSWER: &str = "The caller validates the id first, so this is safe.";
 /// Polls per queue before a drain gives up: far more than any scenario needs.
 const MAX_POLLS: usize = 12;

@@ -21,14 +21,13 @@ use parley_tests::clients::{openai_embedder, unreachable_embedder};
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_embeddings::{FakeEmbeddings, Trouble};
 use parley_tests::review_harness::CONVERSATION;
-use parley_tests::rig::{BASE, Fakes, HEAD as HEAD1, Rig};
+use parley_tests::rig::{BASE, Fakes, HEAD as HEAD1, OWNER, Rig};
 use parley_tests::stores::Backend;
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-const OWNER: &str = "octo-org";
 const NAME: &str = "recall";
 const REPO: &str = "octo-org/recall";
 const INSTALLATION: u64 = 91;
