@@ -365,6 +365,11 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// Counted by Parley, not reported by the provider: some self-hosted servers send no
+    /// usage, and zero tokens would read as a free call to whoever sizes a model's
+    /// context or prices it. Shown with a `~` wherever usage is printed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 impl Usage {
@@ -374,6 +379,30 @@ impl Usage {
             output_tokens,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            estimated: false,
+        }
+    }
+
+    /// Usage Parley counted itself when the provider reported none.
+    pub fn estimated(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            estimated: true,
+            ..Self::new(input_tokens, output_tokens)
+        }
+    }
+
+    /// `"120 input + 30 output tokens"`, or with `~` and a reason when Parley counted them.
+    pub fn describe(&self) -> String {
+        if self.estimated {
+            format!(
+                "~{} input + ~{} output tokens (estimated: the model server reported none)",
+                self.input_tokens, self.output_tokens
+            )
+        } else {
+            format!(
+                "{} input + {} output tokens",
+                self.input_tokens, self.output_tokens
+            )
         }
     }
 
@@ -408,6 +437,7 @@ impl Add for Usage {
             cache_write_tokens: self
                 .cache_write_tokens
                 .saturating_add(other.cache_write_tokens),
+            estimated: self.estimated || other.estimated,
         }
     }
 }
@@ -554,6 +584,30 @@ mod tests {
         assert_eq!(
             Usage::new(u64::MAX, 0) + Usage::new(1, 0),
             Usage::new(u64::MAX, 0)
+        );
+    }
+
+    /// One call Parley had to count makes the whole tally a count, not a bill.
+    #[test]
+    fn estimated_usage_stays_marked_when_added_up() {
+        let reported = Usage::new(1200, 80);
+        assert_eq!(reported.describe(), "1200 input + 80 output tokens");
+        let total = reported + Usage::estimated(300, 20);
+        assert!(total.estimated);
+        assert_eq!(total.input_tokens, 1500);
+        assert_eq!(
+            total.describe(),
+            "~1500 input + ~100 output tokens (estimated: the model server reported none)"
+        );
+        let round_trip: Usage =
+            serde_json::from_value(serde_json::to_value(total).unwrap()).expect("usage reads back");
+        assert_eq!(round_trip, total);
+        assert!(
+            serde_json::to_value(reported)
+                .unwrap()
+                .get("estimated")
+                .is_none(),
+            "reported usage is stored as before"
         );
     }
 

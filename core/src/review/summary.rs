@@ -374,8 +374,9 @@ impl Summary<'_> {
             ),
         };
         let mut line = format!(
-            "- Cost: {} LLM calls, {} input + {} output tokens, {dollars}",
-            self.framing.usage.calls, usage.input_tokens, usage.output_tokens
+            "- Cost: {} LLM calls, {}, {dollars}",
+            self.framing.usage.calls,
+            usage.describe()
         );
         if usage.cache_read_tokens + usage.cache_write_tokens > 0 {
             line.push_str(&format!(

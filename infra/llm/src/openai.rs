@@ -168,21 +168,25 @@ impl OpenAiLlm {
             return self.attempt_streamed(request, timeout, body, started).await;
         }
         let response = http::send(request, timeout).await?;
-        self.whole_reply(&response)
+        self.whole_reply(&response, body)
     }
 
     /// A reply read whole: an error status classified, else the completion decoded.
-    fn whole_reply(&self, response: &RawResponse) -> Result<LlmResponse, LlmError> {
+    fn whole_reply(
+        &self,
+        response: &RawResponse,
+        body: &ChatRequest<'_>,
+    ) -> Result<LlmResponse, LlmError> {
         http::check_status(response, &self.url, error_info)?;
         let reply: ChatResponse = http::decode(PROVIDER, response)?;
         let Some(choice) = reply.choices.into_iter().next() else {
             return Err(LlmError::Decode(format!("{PROVIDER} reply has no choices")));
         };
+        let text = choice.message.content.unwrap_or_default();
         let usage = reply.usage.map_or_else(
             || {
-                // Some local servers omit usage; the cost then reads as zero tokens.
-                tracing::debug!(model = %self.model, "LLM reply carries no usage");
-                Usage::default()
+                tracing::debug!(model = %self.model, "LLM reply carries no usage; counting it here");
+                Usage::estimated(body.estimated_input_tokens(), estimated_tokens(text.len()))
             },
             |u| u.usage(),
         );
@@ -201,7 +205,7 @@ impl OpenAiLlm {
             })
             .collect();
         Ok(LlmResponse {
-            text: choice.message.content.unwrap_or_default(),
+            text,
             usage,
             model: reply
                 .model
@@ -223,7 +227,7 @@ impl OpenAiLlm {
     ) -> Result<LlmResponse, LlmError> {
         let response = match http::open_stream(request, timeout).await? {
             http::Opened::Stream(response) => response,
-            http::Opened::Whole(whole) => return self.whole_reply(&whole),
+            http::Opened::Whole(whole) => return self.whole_reply(&whole, body),
         };
         let limits = stream::StreamLimits {
             idle: timeout,
@@ -250,7 +254,7 @@ impl OpenAiLlm {
         let usage = match reply.usage {
             Some(u) => u.usage(),
             // Servers that send no usage in a stream: each chunk is about one token.
-            None => Usage::new(0, reply.content_chunks),
+            None => Usage::estimated(body.estimated_input_tokens(), reply.content_chunks),
         };
         Ok(LlmResponse {
             text: reply.text,
@@ -499,6 +503,30 @@ struct ChatRequest<'a> {
     stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Vec<Value>>,
+}
+
+impl ChatRequest<'_> {
+    /// What the request sends the model, in tokens as [`estimated_tokens`] counts them:
+    /// every message's text and tool calls, and the tools offered.
+    fn estimated_input_tokens(&self) -> u64 {
+        let json_len = |value: &Value| value.to_string().len();
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|m| {
+                m.content.map_or(0, str::len)
+                    + m.tool_calls.iter().flatten().map(json_len).sum::<usize>()
+            })
+            .sum();
+        let tools: usize = self.tools.iter().flatten().map(json_len).sum();
+        estimated_tokens(messages + tools)
+    }
+}
+
+/// About four bytes a token, as the review budgets count text: for when a server reports
+/// no usage.
+fn estimated_tokens(bytes: usize) -> u64 {
+    u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
 /// Asks for usage in the stream's last chunk (OpenAI, vLLM, llama.cpp, Ollama).

@@ -166,10 +166,10 @@ pub(super) async fn handle(
         Some(line) => Some(line.clone().lock_owned().await),
         None => None,
     };
-    let interrupts = {
+    let (interrupts, no_usage) = {
         let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
         s.waiting -= 1;
-        s.interrupts && streamed
+        (s.interrupts && streamed, s.no_usage)
     };
     let at_once = state
         .lock()
@@ -227,7 +227,7 @@ pub(super) async fn handle(
         let stream = Stream {
             state: state.clone(),
             model,
-            usage: request["stream_options"]["include_usage"] == true,
+            usage: request["stream_options"]["include_usage"] == true && !no_usage,
             interrupts,
             latency,
             ttft,
@@ -253,15 +253,16 @@ pub(super) async fn handle(
             .into_response(),
         Reply::Endless(_) => (StatusCode::INTERNAL_SERVER_ERROR, "unreachable").into_response(),
         Reply::Text(text) if openai => {
-            let usage = openai_usage(body.len(), &Reply::Text(text.clone()), cache);
-            axum::Json(json!({
+            let mut reply = json!({
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
                 "model": model,
                 "choices": [ { "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" } ],
-                "usage": usage
-            }))
-            .into_response()
+            });
+            if !no_usage {
+                reply["usage"] = openai_usage(body.len(), &Reply::Text(text.clone()), cache);
+            }
+            axum::Json(reply).into_response()
         }
         Reply::Text(text) => {
             let usage = anthropic_usage(body.len(), &text, cache);

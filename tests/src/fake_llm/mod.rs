@@ -100,10 +100,18 @@ impl FakeLlm {
 
     /// Serve one request at a time and break off the running stream when another one
     /// arrives, as llama-cpp-python's server does.
+    /// It sends no usage in its streams either.
     pub fn interrupt_streams_like_llama_cpp_python(&self) {
         let mut state = self.state();
         state.one_at_a_time = Some(Arc::new(tokio::sync::Mutex::new(())));
         state.interrupts = true;
+        state.no_usage = true;
+    }
+
+    /// Report no token usage on OpenAI-compatible replies, whole or streamed, as some
+    /// self-hosted servers do.
+    pub fn report_no_usage(&self) {
+        self.state().no_usage = true;
     }
 
     /// When a request that offers tools contains `contains` and carries no tool results

@@ -117,6 +117,9 @@ pub(super) struct State {
     /// server does (`interrupt_requests`, on by default): the stream ends with `[DONE]`
     /// and no finish reason.
     pub(super) interrupts: bool,
+    /// Send no `usage`, in whole replies or streams (llama-cpp-python's server sends none
+    /// in a stream, whatever `stream_options` asks).
+    pub(super) no_usage: bool,
     /// Requests that arrived and wait for their turn.
     pub(super) waiting: usize,
     /// Streams a client stopped reading before they ended.

@@ -531,16 +531,7 @@ async fn a_looping_model_on_a_local_server_with_the_defaults_is_named_not_timed_
         "",
         "\n  \"type\": \"report\",\n  \"description_url\" : {\n    \"url\": \"https://github.com/SrEK1234567890-sir-john-doe\"\n  },",
     );
-    let mut env: Vec<(String, String)> = rig
-        .env()
-        .into_iter()
-        .filter(|(k, _)| !k.starts_with("LLM_"))
-        .collect();
-    env.extend([
-        ("LLM_PROVIDER".to_string(), "openai".to_string()),
-        ("LLM_BASE_URL".to_string(), format!("{}/v1", rig.llm.url)),
-        ("LLM_MODEL".to_string(), "smollm2".to_string()),
-    ]);
+    let env = local_server_env(&rig, "smollm2");
     let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -550,6 +541,57 @@ async fn a_looping_model_on_a_local_server_with_the_defaults_is_named_not_timed_
     );
     assert!(!err.contains("in time"), "{err}");
     assert!(rig.llm.hang_ups() >= 1, "Parley stopped reading the loops");
+}
+
+/// A server that reports no usage (llama-cpp-python in a stream, some others always) gets
+/// its calls counted by Parley, and the report says they are counted, not billed: never
+/// "0 input tokens" for a review that sent thousands.
+#[tokio::test]
+async fn tokens_a_server_does_not_report_are_estimated_and_marked() {
+    let (rig, reference) = a_high_sql_injection().await;
+    let reported = run(&rig, args(&["review", &reference]), rig.env()).await;
+    assert_eq!(reported.status.code(), Some(0), "{}", stderr(&reported));
+    assert!(
+        !stdout(&reported).contains("estimated"),
+        "{}",
+        stdout(&reported)
+    );
+
+    rig.llm.report_no_usage();
+    let env = local_server_env(&rig, "local-model");
+    let out = run(&rig, args(&["review", &reference]), env.clone()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("[high] src/db.rs:3"), "{text}");
+    assert!(
+        text.contains("(estimated: the model server reported none)"),
+        "{text}"
+    );
+    assert!(!text.contains(" 0 input"), "{text}");
+
+    let out = run(&rig, args(&["review", &reference, "--format", "json"]), env).await;
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json report");
+    assert_eq!(report["usage"]["tokens_estimated"], true, "{report}");
+    assert!(
+        report["usage"]["input_tokens"].as_u64().unwrap_or(0) > 100,
+        "the prompts were counted: {report}"
+    );
+}
+
+/// The rig's environment with the fake model served as a local OpenAI-compatible server
+/// and nothing else about the model set, as the README's local quick start has it.
+fn local_server_env(rig: &Rig, model: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = rig
+        .env()
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("LLM_"))
+        .collect();
+    env.extend([
+        ("LLM_PROVIDER".to_string(), "openai".to_string()),
+        ("LLM_BASE_URL".to_string(), format!("{}/v1", rig.llm.url)),
+        ("LLM_MODEL".to_string(), model.to_string()),
+    ]);
+    env
 }
 
 /// A rig whose security pass reports one high SQL injection on the PR, and the PR.

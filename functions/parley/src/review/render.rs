@@ -156,10 +156,9 @@ fn footer(report: &Report, markdown: bool) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n{} LLM calls, {} input / {} output tokens{}.\n",
+        "\n{} LLM calls, {}{}.\n",
         report.usage.calls,
-        report.usage.usage.input_tokens,
-        report.usage.usage.output_tokens,
+        report.usage.usage.describe(),
         report
             .usage
             .cost_usd()
@@ -208,6 +207,7 @@ fn json_value(report: &Report) -> Value {
             "calls": report.usage.calls,
             "input_tokens": report.usage.usage.input_tokens,
             "output_tokens": report.usage.usage.output_tokens,
+            "tokens_estimated": report.usage.usage.estimated,
             "cost_usd": report.usage.cost_usd(),
         },
         "posted": report.posted,

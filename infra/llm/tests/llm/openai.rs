@@ -121,7 +121,9 @@ async fn a_local_server_gets_no_key_and_may_omit_usage() {
         .await
         .unwrap();
     assert_eq!(reply.text, "hi");
-    assert_eq!(reply.usage, Usage::default());
+    // Counted here instead, and marked so: "hello" sent (2 tokens at four bytes a token),
+    // "hi" received (1).
+    assert_eq!(reply.usage, Usage::estimated(2, 1));
     assert!(reply.truncated);
     let sent = &server.requests()[0];
     assert_eq!(sent.header("authorization"), None);
@@ -453,7 +455,7 @@ async fn a_cloud_stream_in_json_mode_is_read_to_its_usage() {
 }
 
 #[tokio::test]
-async fn a_stream_without_usage_counts_its_chunks_as_output() {
+async fn a_stream_without_usage_is_counted_here_and_marked_estimated() {
     let server = FakeServer::start(vec![Canned::sse(
         vec![chunk("a"), chunk("b"), chunk("c"), last_chunk("length")],
         GAP,
@@ -463,7 +465,8 @@ async fn a_stream_without_usage_counts_its_chunks_as_output() {
         .complete(&request())
         .await
         .unwrap();
-    assert_eq!(reply.usage, Usage::new(0, 3));
+    // The system prompt and the question, 41 bytes: 11 tokens; a chunk a token out.
+    assert_eq!(reply.usage, Usage::estimated(11, 3));
     assert!(reply.truncated, "finish_reason length");
 }
 
