@@ -33,17 +33,22 @@ impl ConversationError {
             ConversationError::NoInstallation => false,
         }
     }
-}
 
-impl From<ConversationError> for JobError {
-    fn from(err: ConversationError) -> Self {
-        let config = match &err {
+    /// Parley's own settings are at fault: the job waits in the dead-letter queue for an
+    /// operator to fix them and redrive it.
+    pub fn is_config(&self) -> bool {
+        match self {
             ConversationError::GitHub(e) => e.is_config(),
             ConversationError::Store(e) => matches!(e, StoreError::Config(_)),
             ConversationError::Llm(e) => e.is_config(),
             ConversationError::Queue(e) => matches!(e, QueueError::Config(_)),
             ConversationError::NoInstallation => false,
-        };
-        JobError::classify(&err, err.is_transient(), config)
+        }
+    }
+}
+
+impl From<ConversationError> for JobError {
+    fn from(err: ConversationError) -> Self {
+        JobError::classify(&err, err.is_transient(), err.is_config())
     }
 }

@@ -92,8 +92,11 @@ pub async fn budget_exhausted(
     Ok(())
 }
 
-/// Tell the asker, once, that the answer failed and will be retried. Best effort: the
-/// caller returns the original failure either way, so the queue retries the job.
+/// Tell the asker, once, that the answer failed, why, and what happens next: only a
+/// failure the queue retries may promise a retry; one that no retry can mend (a model
+/// that cannot follow the answer format) asks for the question again instead, so nobody
+/// waits for an answer that is not coming. Best effort: the caller returns the original
+/// failure either way.
 pub async fn could_not_answer(
     github: &dyn GitHub,
     store: &dyn Store,
@@ -112,12 +115,19 @@ pub async fn could_not_answer(
         }
     }
     let reason = match failure {
-        ConversationError::Llm(_) => "the language model did not answer",
+        ConversationError::Llm(err) => err.public_reason(),
         ConversationError::GitHub(_) => "GitHub did not let me read the conversation",
         _ => "something went wrong on my side",
     };
+    let next = if failure.is_transient() {
+        "I will try again automatically."
+    } else if failure.is_config() {
+        "Parley's operator has to fix its settings first; I will answer once they have."
+    } else {
+        "Ask me again (in other words, if the question was long) and I will try once more."
+    };
     let text = format!(
-        "Sorry @{}, I could not answer this just now ({reason}). I will try again automatically.",
+        "Sorry @{}, I could not answer this just now ({reason}). {next}",
         trigger.author.login
     );
     let body = answer::compose(

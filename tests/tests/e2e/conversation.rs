@@ -623,7 +623,14 @@ async fn llm_failure_posts_one_error_note_then_retries(backend: Backend) {
     }
     let notes = h.notes_of_kind("error");
     assert_eq!(notes.len(), 1, "one error note across retries");
-    assert!(notes[0]["body"].as_str().unwrap().contains("@bob"));
+    let note = notes[0]["body"].as_str().unwrap();
+    assert!(note.contains("@bob"), "{note}");
+    assert!(
+        note.contains(
+            "(the language model provider had a server error). I will try again automatically."
+        ),
+        "a retried failure promises the retry: {note}"
+    );
     assert!(h.replies_to(asked).is_empty());
 
     // The provider recovers; the queue's next retry answers, once, on one turn (the
@@ -642,7 +649,42 @@ async fn garbage_from_the_model_gets_an_error_note(backend: Backend) {
     let result = h.run(job).await;
     assert!(matches!(result, Err(JobError::Permanent(_))), "{result:?}");
     assert_eq!(h.llm.prompts().len(), 2, "one correction round");
-    assert_eq!(h.notes_of_kind("error").len(), 1);
+    let notes = h.notes_of_kind("error");
+    assert_eq!(notes.len(), 1);
+    let note = notes[0]["body"].as_str().unwrap();
+    assert!(
+        note.contains("(the language model's answer could not be used)"),
+        "the note says what failed: {note}"
+    );
+    assert!(
+        !note.contains("try again automatically") && note.contains("Ask me again"),
+        "a failure nothing retries promises no retry: {note}"
+    );
+    assert!(h.replies_to(asked).is_empty());
+}
+
+/// Parley's own settings at fault (the provider refuses its key): the job waits in the
+/// dead-letter queue for the operator, and the note says so instead of promising a retry
+/// of its own or asking the asker to do something about it.
+async fn a_refused_model_key_says_the_operator_must_fix_it(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.llm.fail("", 401);
+    let job = h.top_level_comment("bob", "@parley explain?");
+    let asked = comment_id(&job);
+    let result = h.run(job).await;
+    assert!(
+        matches!(result, Err(JobError::Misconfigured(_))),
+        "{result:?}"
+    );
+    let notes = h.notes_of_kind("error");
+    assert_eq!(notes.len(), 1);
+    let note = notes[0]["body"].as_str().unwrap();
+    assert!(
+        note.contains("(the language model refused Parley's credentials)")
+            && note.contains("Parley's operator has to fix its settings first"),
+        "{note}"
+    );
+    assert!(!note.contains("Ask me again"), "{note}");
     assert!(h.replies_to(asked).is_empty());
 }
 
@@ -1191,6 +1233,7 @@ async fn review_commands_on_issues_get_a_note_not_a_review(backend: Backend) {
 }
 
 parley_tests::on_both_stores!(
+    a_refused_model_key_says_the_operator_must_fix_it,
     reply_to_a_finding_is_answered_in_its_thread,
     a_doubted_finding_brings_the_judges_case_into_its_thread,
     reply_to_a_reply_walks_up_to_the_root,
