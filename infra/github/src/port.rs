@@ -105,7 +105,7 @@ impl GitHub for GitHubClient {
         since: Option<OffsetDateTime>,
         limit: PageLimit,
     ) -> Result<Listing<ReviewComment>, GitHubError> {
-        review_comments::list(self, repo, number, since, limit).await
+        crate::operations::list_comments(self, repo, ("pulls", number), since, limit).await
     }
 
     async fn get_review_comment(
@@ -169,7 +169,7 @@ impl GitHub for GitHubClient {
         since: Option<OffsetDateTime>,
         limit: PageLimit,
     ) -> Result<Listing<IssueComment>, GitHubError> {
-        issue_comments::list(self, repo, number, since, limit).await
+        crate::operations::list_comments(self, repo, ("issues", number), since, limit).await
     }
 
     async fn get_issue_comment(

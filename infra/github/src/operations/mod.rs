@@ -17,7 +17,7 @@ pub(crate) mod reviews;
 
 use crate::client::GitHubClient;
 use crate::retry::Replay;
-use parley_core::ports::github::{GitHubError, RepoScope};
+use parley_core::ports::github::{GitHubError, Listing, PageLimit, RepoScope};
 use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -48,6 +48,27 @@ pub(crate) async fn get_comment<T: DeserializeOwned>(
         .base
         .repo_url(repo, &[under, "comments", &comment_id])?;
     client.get_json(pulls::auth(repo), url).await
+}
+
+/// A PR's or issue's comments `under` "issues" (top-level) or "pulls" (inline), oldest
+/// first: thread reconstruction walks them in creation order. Only the inline listing
+/// takes a sort; GitHub lists issue comments oldest first and has no parameter for it.
+pub(crate) async fn list_comments<T: DeserializeOwned>(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    (under, number): (&str, u64),
+    since: Option<OffsetDateTime>,
+    limit: PageLimit,
+) -> Result<Listing<T>, GitHubError> {
+    let number = number.to_string();
+    let mut url = client.base.repo_url(repo, &[under, &number, "comments"])?;
+    if under == "pulls" {
+        url.query_pairs_mut()
+            .append_pair("sort", "created")
+            .append_pair("direction", "asc");
+    }
+    let url = with_since(url, since)?;
+    client.get_paged(pulls::auth(repo), url, limit).await
 }
 
 /// An edit sets the body to the same text however often it runs, so it is replayed.

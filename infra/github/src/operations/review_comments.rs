@@ -1,34 +1,12 @@
 //! Inline review comments and replies in their threads.
 
 use super::pulls::auth;
-use super::{with_since, write_body};
+use super::write_body;
 use crate::client::GitHubClient;
 use crate::retry::Replay;
-use parley_core::ports::github::{
-    GitHubError, Listing, NewReviewComment, PageLimit, RepoScope, ReviewComment,
-};
+use parley_core::ports::github::{GitHubError, NewReviewComment, RepoScope, ReviewComment};
 use reqwest::Method;
 use serde::Serialize;
-use time::OffsetDateTime;
-
-/// Oldest first, explicitly: thread reconstruction walks comments in creation order.
-pub(crate) async fn list(
-    client: &GitHubClient,
-    repo: &RepoScope,
-    number: u64,
-    since: Option<OffsetDateTime>,
-    limit: PageLimit,
-) -> Result<Listing<ReviewComment>, GitHubError> {
-    let number = number.to_string();
-    let mut url = client
-        .base
-        .repo_url(repo, &["pulls", &number, "comments"])?;
-    url.query_pairs_mut()
-        .append_pair("sort", "created")
-        .append_pair("direction", "asc");
-    let url = with_since(url, since)?;
-    client.get_paged(auth(repo), url, limit).await
-}
 
 #[derive(Serialize)]
 struct NewCommentBody<'a> {
