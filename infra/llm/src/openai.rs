@@ -148,10 +148,12 @@ impl OpenAiLlm {
     }
 
     /// Remember that the server refused `refused`; the next mode down is used from now on.
-    fn downgrade(&self, refused: Format) -> Option<Format> {
+    /// Also whether this call was the one to step down: the passes of a review start at
+    /// once and are all refused, and the operator needs to read that once, not five times.
+    fn downgrade(&self, refused: Format) -> Option<(Format, bool)> {
         let weaker = refused.weaker()?;
-        self.format.fetch_max(weaker as u8, Ordering::SeqCst);
-        Some(weaker)
+        let before = self.format.fetch_max(weaker as u8, Ordering::SeqCst);
+        Some((weaker, before < weaker as u8))
     }
 
     async fn attempt(
@@ -380,13 +382,15 @@ impl Llm for OpenAiLlm {
                     return Err(LlmError::ToolsUnsupported(err.to_string()));
                 }
                 Err(err) if asked.is_some() && refuses_format(&err) => {
-                    let Some(weaker) = self.downgrade(format) else {
+                    let Some((weaker, first)) = self.downgrade(format) else {
                         return Err(err);
                     };
-                    tracing::warn!(
-                        model = %self.model, refused = ?asked, now = ?weaker,
-                        "the server refused this response_format; using a weaker one from now on"
-                    );
+                    if first {
+                        tracing::warn!(
+                            model = %self.model, refused = ?asked, now = ?weaker,
+                            "the server refused this response_format; using a weaker one from now on"
+                        );
+                    }
                     format = weaker;
                 }
                 other => return other,
@@ -646,6 +650,33 @@ struct WireFunction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The passes that were refused together step down once: only the first says so.
+    #[test]
+    fn a_refused_format_is_stepped_down_once_however_many_calls_were_refused() {
+        let llm = OpenAiLlm::new(
+            "http://127.0.0.1:9",
+            None,
+            "local",
+            Duration::from_secs(1),
+            RetryPolicy::default(),
+        )
+        .expect("client");
+        assert_eq!(
+            llm.downgrade(Format::JsonSchema),
+            Some((Format::JsonObject, true))
+        );
+        assert_eq!(
+            llm.downgrade(Format::JsonSchema),
+            Some((Format::JsonObject, false)),
+            "a second refusal of the same format changes nothing"
+        );
+        assert_eq!(
+            llm.downgrade(Format::JsonObject),
+            Some((Format::Plain, true))
+        );
+        assert_eq!(llm.downgrade(Format::Plain), None);
+    }
 
     #[test]
     fn reasoning_models_are_recognised_by_family() {
