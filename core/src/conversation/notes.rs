@@ -124,7 +124,7 @@ pub async fn could_not_answer(
     } else if failure.is_config() {
         "Parley's operator has to fix its settings first; I will answer once they have."
     } else {
-        "Ask me again (in other words, if the question was long) and I will try once more."
+        "Ask me again and I will try once more."
     };
     let text = format!(
         "Sorry @{}, I could not answer this just now ({reason}). {next}",
