@@ -188,40 +188,25 @@ async fn create_table(
         request = request.key_schema(key);
     }
     for index in list(properties, "GlobalSecondaryIndexes") {
-        let projection = index
-            .get("Projection")
-            .and_then(|p| text(p, "ProjectionType"))
-            .unwrap_or("ALL");
-        let mut gsi = GlobalSecondaryIndex::builder()
-            .index_name(text(index, "IndexName").unwrap_or_default())
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::from(projection))
-                    .build(),
-            );
-        for key in key_schema(index).map_err(problem)? {
-            gsi = gsi.key_schema(key);
-        }
-        request =
-            request.global_secondary_indexes(gsi.build().map_err(|e| problem(e.to_string()))?);
+        let (name, projection, keys) = index_parts(index).map_err(problem)?;
+        let gsi = GlobalSecondaryIndex::builder()
+            .index_name(name)
+            .projection(projection)
+            .set_key_schema(Some(keys))
+            .build()
+            .map_err(|e| problem(e.to_string()))?;
+        request = request.global_secondary_indexes(gsi);
     }
     // Local secondary indexes (the Snippets table's newest-first index): same shape.
     for index in list(properties, "LocalSecondaryIndexes") {
-        let projection = index
-            .get("Projection")
-            .and_then(|p| text(p, "ProjectionType"))
-            .unwrap_or("ALL");
-        let mut lsi = aws_sdk_dynamodb::types::LocalSecondaryIndex::builder()
-            .index_name(text(index, "IndexName").unwrap_or_default())
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::from(projection))
-                    .build(),
-            );
-        for key in key_schema(index).map_err(problem)? {
-            lsi = lsi.key_schema(key);
-        }
-        request = request.local_secondary_indexes(lsi.build().map_err(|e| problem(e.to_string()))?);
+        let (name, projection, keys) = index_parts(index).map_err(problem)?;
+        let lsi = aws_sdk_dynamodb::types::LocalSecondaryIndex::builder()
+            .index_name(name)
+            .projection(projection)
+            .set_key_schema(Some(keys))
+            .build()
+            .map_err(|e| problem(e.to_string()))?;
+        request = request.local_secondary_indexes(lsi);
     }
     match request.send().await {
         Ok(_) => {}
@@ -436,6 +421,20 @@ fn get_att_resource(value: &Value) -> Option<String> {
         Value::Sequence(parts) => parts.first()?.as_str().map(str::to_string),
         _ => None,
     }
+}
+
+/// What a global and a local secondary index declare alike (name, projection, keys); the
+/// SDK gives them builders of different types, so each takes these parts.
+fn index_parts(index: &Value) -> Result<(&str, Projection, Vec<KeySchemaElement>), String> {
+    let projection = index
+        .get("Projection")
+        .and_then(|p| text(p, "ProjectionType"))
+        .unwrap_or("ALL");
+    let projection = Projection::builder()
+        .projection_type(ProjectionType::from(projection))
+        .build();
+    let name = text(index, "IndexName").unwrap_or_default();
+    Ok((name, projection, key_schema(index)?))
 }
 
 fn key_schema(properties: &Value) -> Result<Vec<KeySchemaElement>, String> {
