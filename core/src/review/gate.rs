@@ -54,17 +54,17 @@ pub async fn start(
     let run = NewCheckRun {
         name: name.to_string(),
         head_sha: head_sha.to_string(),
-        status: Some(CheckStatus::InProgress),
-        conclusion: None,
-        details_url: None,
         external_id: Some(external_id.to_string()),
         started_at: Some(OffsetDateTime::now_utc()),
-        completed_at: None,
-        output: Some(CheckRunOutput {
-            title: "Reviewing".to_string(),
-            summary: format!("Parley is reviewing `{}`.", short(head_sha)),
-            text: None,
-        }),
+        state: CheckRunUpdate {
+            status: Some(CheckStatus::InProgress),
+            output: Some(CheckRunOutput {
+                title: "Reviewing".to_string(),
+                summary: format!("Parley is reviewing `{}`.", short(head_sha)),
+                text: None,
+            }),
+            ..CheckRunUpdate::default()
+        },
     };
     // An attempt that died right after creating its check left it in progress under this
     // run's key: take it over rather than leave it beside a new one forever.
@@ -434,19 +434,13 @@ pub async fn publish(
     conclusion: CheckConclusion,
     output: CheckRunOutput,
 ) -> Result<u64, GitHubError> {
-    let now = OffsetDateTime::now_utc();
-    let run = NewCheckRun {
-        name: CHECK_NAME.to_string(),
-        head_sha: head_sha.to_string(),
-        status: Some(CheckStatus::Completed),
-        conclusion: Some(conclusion),
-        details_url: None,
-        external_id: Some(external_id.to_string()),
-        started_at: Some(now),
-        completed_at: Some(now),
-        output: Some(output),
+    let check = Check {
+        id: None,
+        name: CHECK_NAME,
+        head_sha,
+        external_id,
     };
-    Ok(github.create_check_run(scope, &run).await?.id)
+    complete(github, scope, &check, conclusion, output).await
 }
 
 /// The check run a run concludes: the one it started, or (when starting failed) one to
@@ -470,27 +464,17 @@ pub async fn complete(
     output: CheckRunOutput,
 ) -> Result<u64, GitHubError> {
     let now = OffsetDateTime::now_utc();
+    let state = CheckRunUpdate::completed(conclusion, output, now);
     if let Some(id) = check.id {
-        let update = CheckRunUpdate {
-            status: Some(CheckStatus::Completed),
-            conclusion: Some(conclusion),
-            details_url: None,
-            completed_at: Some(now),
-            output: Some(output),
-        };
-        github.update_check_run(scope, id, &update).await?;
+        github.update_check_run(scope, id, &state).await?;
         return Ok(id);
     }
     let run = NewCheckRun {
         name: check.name.to_string(),
         head_sha: check.head_sha.to_string(),
-        status: Some(CheckStatus::Completed),
-        conclusion: Some(conclusion),
-        details_url: None,
         external_id: Some(check.external_id.to_string()),
         started_at: Some(now),
-        completed_at: Some(now),
-        output: Some(output),
+        state,
     };
     Ok(github.create_check_run(scope, &run).await?.id)
 }
@@ -504,13 +488,7 @@ pub async fn finish(
     output: CheckRunOutput,
 ) {
     let Some(id) = check_run_id else { return };
-    let update = CheckRunUpdate {
-        status: Some(CheckStatus::Completed),
-        conclusion: Some(conclusion),
-        details_url: None,
-        completed_at: Some(OffsetDateTime::now_utc()),
-        output: Some(output),
-    };
+    let update = CheckRunUpdate::completed(conclusion, output, OffsetDateTime::now_utc());
     if let Err(err) = github.update_check_run(scope, id, &update).await {
         tracing::warn!(repo = %scope.full_name(), check_run_id = id, error = %err, "could not complete the check run");
     }

@@ -60,7 +60,7 @@ async fn one_slot_completes_a_five_pass_review_four_slots_do_not() {
 /// once the interval has passed, none before it, and none after an update failed.
 #[tokio::test]
 async fn the_check_shows_progress_within_bounds() {
-    use parley_core::ports::github::{CheckStatus, NewCheckRun, RepoScope};
+    use parley_core::ports::github::{CheckRunUpdate, CheckStatus, NewCheckRun, RepoScope};
     use parley_core::review::progress::CheckProgress;
     use parley_core::review::specialists::PassProgress;
     use parley_tests::fake_github::Injected;
@@ -78,13 +78,12 @@ async fn the_check_shows_progress_within_bounds() {
             &NewCheckRun {
                 name: "Parley review".into(),
                 head_sha: HEAD.into(),
-                status: Some(CheckStatus::InProgress),
-                conclusion: None,
-                details_url: None,
                 external_id: None,
                 started_at: None,
-                completed_at: None,
-                output: None,
+                state: CheckRunUpdate {
+                    status: Some(CheckStatus::InProgress),
+                    ..CheckRunUpdate::default()
+                },
             },
         )
         .await

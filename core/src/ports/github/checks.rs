@@ -37,17 +37,12 @@ pub struct CheckRunOutput {
     pub text: Option<String>,
 }
 
+/// A check run to create: which check on which commit, and the state it starts in (in
+/// progress, or completed at once), the same fields an update sets later.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NewCheckRun {
     pub name: String,
     pub head_sha: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<CheckStatus>,
-    /// Setting a conclusion completes the run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub conclusion: Option<CheckConclusion>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details_url: Option<String>,
     /// Our own id for the run (e.g. the review run key), echoed back by GitHub.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
@@ -56,13 +51,8 @@ pub struct NewCheckRun {
         with = "time::serde::rfc3339::option"
     )]
     pub started_at: Option<OffsetDateTime>,
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        with = "time::serde::rfc3339::option"
-    )]
-    pub completed_at: Option<OffsetDateTime>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<CheckRunOutput>,
+    #[serde(flatten)]
+    pub state: CheckRunUpdate,
 }
 
 /// Fields to change on a check run; `None` leaves a field as it is.
@@ -81,6 +71,23 @@ pub struct CheckRunUpdate {
     pub completed_at: Option<OffsetDateTime>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<CheckRunOutput>,
+}
+
+impl CheckRunUpdate {
+    /// Done at `at` with its verdict: how every run Parley starts ends.
+    pub fn completed(
+        conclusion: CheckConclusion,
+        output: CheckRunOutput,
+        at: OffsetDateTime,
+    ) -> Self {
+        CheckRunUpdate {
+            status: Some(CheckStatus::Completed),
+            conclusion: Some(conclusion),
+            details_url: None,
+            completed_at: Some(at),
+            output: Some(output),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -538,13 +538,12 @@ async fn check_runs_create_and_update() {
     let new_run = NewCheckRun {
         name: "Parley review".into(),
         head_sha: "ce587453ced02b1526dfb4cb910479d431683101".into(),
-        status: Some(CheckStatus::InProgress),
-        conclusion: None,
-        details_url: None,
         external_id: Some("run-1".into()),
         started_at: Some(datetime!(2018-05-04 01:14:52 UTC)),
-        completed_at: None,
-        output: None,
+        state: CheckRunUpdate {
+            status: Some(CheckStatus::InProgress),
+            ..CheckRunUpdate::default()
+        },
     };
 
     fake.on(
