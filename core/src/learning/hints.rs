@@ -256,7 +256,7 @@ pub async fn extract(
                     model
                         .paths
                         .into_iter()
-                        .filter(|p| valid_glob(p))
+                        .filter(|p| valid_glob(p) && plausible_path(p, text))
                         .take(10)
                         .collect()
                 } else {
@@ -288,6 +288,18 @@ pub async fn extract(
             fallback
         }
     }
+}
+
+/// A path the model read into a rule is kept when it is a pattern or a path (`tests/**`,
+/// `*.md`, `src/gen/`) or a name the rule's own words say (`Makefile`): a bare word the
+/// rule never mentions is an echo of the asked shape (`"glob"`) or a guess, and as a
+/// path it would tie the rule to one file that does not exist, so it never applied.
+fn plausible_path(glob: &str, rule: &str) -> bool {
+    glob.contains(['/', '*', '?', '[', '{'])
+        || contains_word(
+            &rule.to_ascii_lowercase(),
+            &glob.trim().to_ascii_lowercase(),
+        )
 }
 
 fn valid_glob(glob: &str) -> bool {
@@ -323,6 +335,28 @@ mod tests {
         assert_eq!(adjust.category.as_deref(), Some("security"));
         assert!(adjust.keywords.is_empty());
         assert!(!contains_word("unwrapped", "unwrap"));
+    }
+
+    /// A small model echoed the shape's `"glob"`: as a path it would confine the rule to
+    /// a file of that name, so the learning would never apply. Patterns and names the
+    /// rule says stay.
+    #[tokio::test]
+    async fn a_model_path_the_rule_does_not_name_is_dropped() {
+        let llm = crate::llm::scripted::ScriptedLlm::new(vec![Ok((
+            r#"{"category": null, "paths": ["glob", "tests/**", "Makefile", "*.md"], "keywords": []}"#,
+            false,
+        ))]);
+        let hints = extract(
+            &llm,
+            LearningKind::Remember,
+            "in tests and the Makefile we allow unwrap",
+            &[],
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(hints.source, "llm");
+        assert_eq!(hints.paths, ["tests/**", "Makefile", "*.md"]);
     }
 
     #[test]
