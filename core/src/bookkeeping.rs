@@ -416,6 +416,7 @@ async fn explain_in_thread(
         reply_to: root,
         finding: Some(finding.id.clone()),
         resolution: None,
+        gave_up: false,
         at: OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),

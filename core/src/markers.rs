@@ -101,6 +101,11 @@ pub struct ReplyMarker {
     /// `concede`, `maintain` or `escalate` when the reply settled a dispute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<String>,
+    /// On an error note that asked for the question again (no retry could mend the
+    /// failure): Parley will not try that comment again on its own, so the pending-work
+    /// sweep passes over it instead of paying for the same failure on every later job.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gave_up: bool,
     /// RFC 3339.
     pub at: String,
 }

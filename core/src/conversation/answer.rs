@@ -156,6 +156,7 @@ pub fn marker(kind: &str, reply_to: u64) -> ReplyMarker {
         reply_to,
         finding: None,
         resolution: None,
+        gave_up: false,
         at: OffsetDateTime::now_utc()
             .format(&Rfc3339)
             .unwrap_or_default(),

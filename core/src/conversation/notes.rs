@@ -9,7 +9,7 @@ use super::error::ConversationError;
 use super::gates::key;
 use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
-use crate::markers::kind;
+use crate::markers::{ReplyMarker, kind};
 use crate::ports::github::GitHub;
 use crate::ports::{Claim, Store};
 use std::time::Duration;
@@ -119,6 +119,7 @@ pub async fn could_not_answer(
         ConversationError::GitHub(_) => "GitHub did not let me read the conversation",
         _ => "something went wrong on my side",
     };
+    let retried = failure.is_transient() || failure.is_config();
     let next = if failure.is_transient() {
         "I will try again automatically."
     } else if failure.is_config() {
@@ -135,7 +136,10 @@ pub async fn could_not_answer(
         &[],
         destination,
         kind::ERROR,
-        &answer::marker(kind::ERROR, trigger.id),
+        &ReplyMarker {
+            gave_up: !retried,
+            ..answer::marker(kind::ERROR, trigger.id)
+        },
         &snap.silenced,
     );
     if let Err(err) = answer::post(github, snap, destination, &body).await {

@@ -79,12 +79,14 @@ pub fn pending(
     found
 }
 
-/// The comment ids Parley's reply markers in `body` answer.
+/// The comment ids Parley's markers in `body` settle: answered, or told that Parley gave
+/// up on them and asked for the question again (see [`ReplyMarker::gave_up`]).
 fn answered_ids(body: &str) -> Vec<u64> {
     markers::parse_all(body)
         .iter()
-        .filter(|m| m.kind == markers::kind::REPLY)
+        .filter(|m| m.kind == markers::kind::REPLY || m.kind == markers::kind::ERROR)
         .filter_map(|m| m.decode::<ReplyMarker>())
+        .filter(|m| m.kind == markers::kind::REPLY || m.gave_up)
         .map(|m| m.reply_to)
         .collect()
 }

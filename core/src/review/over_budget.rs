@@ -81,6 +81,7 @@ async fn note_once(
         reply_to: job.request.as_ref().map_or(0, |r| r.comment_id),
         finding: None,
         resolution: None,
+        gave_up: false,
         at: OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),

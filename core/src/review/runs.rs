@@ -211,6 +211,7 @@ pub async fn answer_already_reviewed(
         reply_to: request.comment_id,
         finding: None,
         resolution: None,
+        gave_up: false,
         at: OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),
@@ -263,6 +264,7 @@ async fn mark_request_dismissed(
         reply_to: run.review_id.unwrap_or_default(),
         finding: None,
         resolution: None,
+        gave_up: false,
         at: OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),

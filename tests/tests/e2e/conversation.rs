@@ -544,6 +544,7 @@ async fn an_answered_review_body_is_left_alone(backend: Backend) {
         reply_to: review,
         finding: None,
         resolution: None,
+        gave_up: false,
         at: "2026-01-01T00:00:00Z".into(),
     };
     h.github.add_issue_comment(
@@ -661,6 +662,38 @@ async fn garbage_from_the_model_gets_an_error_note(backend: Backend) {
         "a failure nothing retries promises no retry: {note}"
     );
     assert!(h.replies_to(asked).is_empty());
+}
+
+/// A question Parley gave up on (its note asked for it again) is the asker's to ask
+/// again: a later job's sweep does not pay for the same failure again, nor stop at it. A
+/// question whose failure the queue retries is still swept.
+async fn a_question_parley_gave_up_on_is_not_swept_again(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.llm.default_reply("I refuse to speak JSON today.");
+    let job = h.top_level_comment("bob", "@parley explain?");
+    let gave_up = comment_id(&job);
+    let result = h.run(job).await;
+    assert!(matches!(result, Err(JobError::Permanent(_))), "{result:?}");
+    h.llm.default_reply(&answer("It is safe.", None));
+    let before = h.llm.prompts().len();
+
+    let job = h.top_level_comment("bob", "@parley and the second one?");
+    let asked = comment_id(&job);
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(asked).len(), 1);
+    assert!(h.replies_to(gave_up).is_empty(), "left to the asker");
+    assert_eq!(h.llm.prompts().len() - before, 1, "one turn paid for");
+
+    // A failure the queue retries leaves the question to the sweep as before.
+    h.llm.fail("the third", 500);
+    let job = h.top_level_comment("bob", "@parley the third?");
+    let retried = comment_id(&job);
+    assert!(matches!(h.run(job).await, Err(JobError::Transient(_))));
+    h.llm.remove_rules("the third");
+    let job = h.top_level_comment("bob", "@parley and a fourth?");
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(retried).len(), 1, "swept by the next job");
+    assert!(h.replies_to(gave_up).is_empty());
 }
 
 /// Parley's own settings at fault (the provider refuses its key): the job waits in the
@@ -1233,6 +1266,7 @@ async fn review_commands_on_issues_get_a_note_not_a_review(backend: Backend) {
 }
 
 parley_tests::on_both_stores!(
+    a_question_parley_gave_up_on_is_not_swept_again,
     a_refused_model_key_says_the_operator_must_fix_it,
     reply_to_a_finding_is_answered_in_its_thread,
     a_doubted_finding_brings_the_judges_case_into_its_thread,

@@ -104,6 +104,7 @@ async fn an_error_note_does_not_hide_a_missed_question(backend: Backend) {
             reply_to: 1,
             finding: None,
             resolution: None,
+            gave_up: false,
             at: "2026-01-01T00:00:00Z".into(),
         },
     );
