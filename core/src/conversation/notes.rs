@@ -119,13 +119,15 @@ pub async fn could_not_answer(
         ConversationError::GitHub(_) => "GitHub did not let me read the conversation",
         _ => "something went wrong on my side",
     };
-    let retried = failure.is_transient() || failure.is_config();
-    let next = if failure.is_transient() {
-        "I will try again automatically."
+    let (next, gave_up) = if failure.is_transient() {
+        ("I will try again automatically.", false)
     } else if failure.is_config() {
-        "Parley's operator has to fix its settings first; I will answer once they have."
+        (
+            "Parley's operator has to fix its settings first; I will answer once they have.",
+            false,
+        )
     } else {
-        "Ask me again and I will try once more."
+        ("Ask me again and I will try once more.", true)
     };
     let text = format!(
         "Sorry @{}, I could not answer this just now ({reason}). {next}",
@@ -137,7 +139,7 @@ pub async fn could_not_answer(
         destination,
         kind::ERROR,
         &ReplyMarker {
-            gave_up: !retried,
+            gave_up,
             ..answer::marker(kind::ERROR, trigger.id)
         },
         &snap.silenced,
