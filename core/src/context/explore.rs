@@ -68,7 +68,7 @@ pub async fn ask_after_reading<T: DeserializeOwned + Send>(
                         Err(error) => {
                             tracing::info!(
                                 model = %answer.model,
-                                truncated = answer.truncated,
+                                cut_off = ?answer.cut_off,
                                 "the answer given while reading code was not usable; asking again without tools"
                             );
                             tracing::debug!(%error, "answer given while reading code");
@@ -204,7 +204,7 @@ mod tests {
     use super::super::tools::tests::{OneFile, bounds};
     use super::*;
     use crate::llm::scripted::ScriptedLlm;
-    use crate::ports::llm::{Role, ToolCall};
+    use crate::ports::llm::{CutOff, Role, ToolCall};
     use async_trait::async_trait;
     use serde::Deserialize;
     use serde_json::json;
@@ -325,7 +325,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_cut_off_while_reading_is_asked_for_again_with_the_whole_allowance() {
         let cut = LlmResponse {
-            truncated: true,
+            cut_off: Some(CutOff::OutputLimit),
             ..text(r#"{"verdict": "a long"#)
         };
         let llm = ScriptedLlm::replying(vec![cut, text(r#"{"verdict": "a long one"}"#)]);

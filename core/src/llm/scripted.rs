@@ -1,7 +1,7 @@
 //! A model that answers from a script and keeps every request it saw: the double for unit
 //! tests of what asks a model (structured output, reading with tools).
 
-use crate::ports::llm::{Llm, LlmError, LlmRequest, LlmResponse, Usage};
+use crate::ports::llm::{CutOff, Llm, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -26,7 +26,7 @@ impl ScriptedLlm {
                 .into_iter()
                 .map(|r| {
                     r.map(|(text, truncated)| LlmResponse {
-                        truncated,
+                        cut_off: truncated.then_some(CutOff::OutputLimit),
                         ..LlmResponse::answer(text, Usage::new(100, 10), "fake-model")
                     })
                 })

@@ -8,7 +8,7 @@
 //! pass as failed, answer without a resolution).
 
 use crate::llm::extract::json_candidates;
-use crate::ports::llm::{Llm, LlmError, LlmRequest, Message, Role, Usage, WireSchema};
+use crate::ports::llm::{CutOff, Llm, LlmError, LlmRequest, Message, Role, Usage, WireSchema};
 use serde::de::DeserializeOwned;
 use std::fmt;
 use std::marker::PhantomData;
@@ -193,16 +193,15 @@ impl<T: DeserializeOwned> JsonOutput<T> {
                 }
                 Err(error) => error,
             };
-            let reason = if reply.truncated {
-                format!("the reply was cut off at the output token limit ({error})")
-            } else {
-                error.to_string()
+            let reason = match reply.cut_off {
+                Some(cut) => format!("{} ({error})", cut.describe()),
+                None => error.to_string(),
             };
             // The reason can quote the model's output; keep it out of info-level logs.
             tracing::info!(
                 model = %reply.model,
                 attempt,
-                truncated = reply.truncated,
+                cut_off = ?reply.cut_off,
                 "structured LLM output unusable"
             );
             tracing::debug!(model = %reply.model, attempt, %reason, "structured output error");
@@ -211,6 +210,7 @@ impl<T: DeserializeOwned> JsonOutput<T> {
                     reason,
                     attempts: attempt,
                     usage,
+                    cut_off: reply.cut_off,
                 });
             }
             request
@@ -222,16 +222,20 @@ impl<T: DeserializeOwned> JsonOutput<T> {
                 }));
             request
                 .messages
-                .push(Message::user(correction(&reason, reply.truncated)));
+                .push(Message::user(correction(&reason, reply.cut_off)));
         }
     }
 }
 
-fn correction(reason: &str, truncated: bool) -> String {
-    let advice = if truncated {
-        "Reply again with a shorter JSON value: fewer items, shorter text."
-    } else {
-        "Reply again with the corrected JSON value only."
+fn correction(reason: &str, cut_off: Option<CutOff>) -> String {
+    let advice = match cut_off {
+        Some(CutOff::Repeating) => {
+            "Reply again with the JSON value only, each item once, and close it when done."
+        }
+        Some(CutOff::OutputLimit | CutOff::TimeLimit) => {
+            "Reply again with a shorter JSON value: fewer items, shorter text."
+        }
+        None => "Reply again with the corrected JSON value only.",
     };
     format!("Your reply could not be used: {reason}.\n{advice}")
 }
@@ -240,6 +244,7 @@ fn correction(reason: &str, truncated: bool) -> String {
 mod tests {
     use super::*;
     use crate::llm::scripted::ScriptedLlm;
+    use crate::ports::llm::LlmResponse;
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, PartialEq)]
@@ -354,8 +359,10 @@ mod tests {
                 reason,
                 attempts,
                 usage,
+                cut_off,
             } => {
                 assert_eq!(attempts, 2);
+                assert_eq!(cut_off, None);
                 assert_eq!(usage, Usage::new(200, 20));
                 assert!(reason.contains("no JSON"), "{reason}");
             }
@@ -375,6 +382,33 @@ mod tests {
         let retry = &llm.seen()[1].messages[2].text;
         assert!(retry.contains("cut off"), "{retry}");
         assert!(retry.contains("shorter"), "{retry}");
+    }
+
+    /// Each way a reply is cut off is named as it happened, to the model asked again and in
+    /// the error its caller reads (which tells a person what limit to change).
+    #[tokio::test]
+    async fn how_a_reply_was_cut_off_is_said_and_kept() {
+        let cut = |text: &str, how| LlmResponse {
+            cut_off: Some(how),
+            ..LlmResponse::answer(text, Usage::new(100, 10), "fake-model")
+        };
+        let llm = ScriptedLlm::replying(vec![
+            cut("{\"resolution\": \"maint", CutOff::Repeating),
+            cut("{\"resolution\": ", CutOff::TimeLimit),
+        ]);
+        let error = verdict_output().ask(&llm, request()).await.unwrap_err();
+        let retry = &llm.seen()[1].messages[2].text;
+        assert!(retry.contains("same passage again and again"), "{retry}");
+        assert!(retry.contains("each item once"), "{retry}");
+        match error {
+            LlmError::InvalidOutput {
+                reason, cut_off, ..
+            } => {
+                assert_eq!(cut_off, Some(CutOff::TimeLimit));
+                assert!(reason.contains("time limit"), "{reason}");
+            }
+            other => panic!("expected InvalidOutput, got {other:?}"),
+        }
     }
 
     #[tokio::test]

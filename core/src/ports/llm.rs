@@ -330,11 +330,38 @@ pub struct LlmResponse {
     /// The model that actually answered, as the provider reports it (an alias such as
     /// `claude-sonnet-4-5` comes back dated); the configured id when the provider is silent.
     pub model: String,
-    /// The reply stopped at `max_tokens`: JSON in it is probably cut off, and a caller
-    /// should say so rather than blame the model's formatting.
-    pub truncated: bool,
+    /// The reply ends where Parley or the provider stopped it, not where the model did:
+    /// JSON in it is probably incomplete, and a caller should say why rather than blame
+    /// the model's formatting.
+    pub cut_off: Option<CutOff>,
     /// Tools the model called instead of (or besides) answering.
     pub tool_calls: Vec<ToolCall>,
+}
+
+/// Why a reply was cut off. Each has its own fix, and whoever reads the error (the model
+/// asked again, the person running `parley review`) is told the right one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutOff {
+    /// At `max_tokens`: the request's own, or `LLM_MAX_OUTPUT_TOKENS`.
+    OutputLimit,
+    /// Still being written when the call's time ran out: a slow self-hosted model.
+    TimeLimit,
+    /// The same passage written again and again: a small model caught in a loop.
+    Repeating,
+}
+
+impl CutOff {
+    pub fn describe(self) -> &'static str {
+        match self {
+            CutOff::OutputLimit => "the reply was cut off at the output token limit",
+            CutOff::TimeLimit => {
+                "the reply was cut off at the call's time limit while still being written"
+            }
+            CutOff::Repeating => {
+                "the reply was cut off for writing the same passage again and again"
+            }
+        }
+    }
 }
 
 impl LlmResponse {
@@ -345,9 +372,13 @@ impl LlmResponse {
             text: text.into(),
             usage,
             model: model.into(),
-            truncated: false,
+            cut_off: None,
             tool_calls: Vec::new(),
         }
+    }
+
+    pub fn truncated(&self) -> bool {
+        self.cut_off.is_some()
     }
 }
 
@@ -508,6 +539,8 @@ pub enum LlmError {
         reason: String,
         attempts: u32,
         usage: Usage,
+        /// Why the last reply was cut off, if it was: what to change is different for each.
+        cut_off: Option<CutOff>,
     },
 }
 
@@ -641,6 +674,7 @@ mod tests {
                 reason: String::new(),
                 attempts: 2,
                 usage: Usage::default(),
+                cut_off: None,
             },
         ];
         assert!(transient.iter().all(LlmError::is_transient));

@@ -12,7 +12,8 @@ use crate::stream;
 use async_trait::async_trait;
 use parley_core::llm::normalise_model_id;
 use parley_core::ports::llm::{
-    AnswerStarted, Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, Usage,
+    AnswerStarted, CutOff, Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall,
+    Usage,
 };
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
@@ -213,7 +214,8 @@ impl OpenAiLlm {
                 .model
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| self.model.clone()),
-            truncated: choice.finish_reason.as_deref() == Some("length"),
+            cut_off: (choice.finish_reason.as_deref() == Some("length"))
+                .then_some(CutOff::OutputLimit),
             tool_calls,
         })
     }
@@ -262,8 +264,11 @@ impl OpenAiLlm {
             text: reply.text,
             usage,
             model: reply.model.unwrap_or_else(|| self.model.clone()),
-            truncated: reply.stop.is_some_and(stream::Stop::cut_off)
-                || reply.finish_reason.as_deref() == Some("length"),
+            cut_off: reply.stop.and_then(stream::Stop::cut_off).or((reply
+                .finish_reason
+                .as_deref()
+                == Some("length"))
+            .then_some(CutOff::OutputLimit)),
             tool_calls: reply.tool_calls,
         })
     }

@@ -6,15 +6,19 @@
 //! (and the server, which never notices that Parley left, goes on writing for nobody).
 //! Streamed, Parley sees the reply as it is written and can tell three things apart:
 //!
-//! - **nothing arrives** for the call's timeout (queued behind others, or a dead server):
-//!   a timeout, as before;
+//! - **nothing arrives** for the call's timeout (queued behind others, reading a long
+//!   prompt, or a dead server): a timeout, as before, even where the server sent its
+//!   headers at once (llama-cpp-python does, then waits for its one slot). The call limit
+//!   ([`crate::limit`]) reads a timeout behind other calls as a queue on the server's side;
+//!   an empty reply "cut off" there would read as a model that cannot write JSON;
 //! - **the JSON value is complete**: the reply is read up to its end and the connection
 //!   closed, so a model that goes on with whitespace or a second object costs nothing;
 //! - **going round in circles**: the same passage written again and again (a small model
 //!   stuck in a loop inside its JSON) is cut off as soon as it shows, like the next case;
-//! - **still writing at the budget**: the reply so far is returned as cut off (like one that
-//!   hit `max_tokens`), which the structured-output helper already treats as "too long",
-//!   and the connection is closed, which stops llama.cpp, Ollama and vLLM generating.
+//! - **still writing at the budget**, counted from the first chunk: the reply so far is
+//!   returned as cut off at the time limit, which the structured-output helper treats as
+//!   "too long" (and `parley review` names `LLM_TIMEOUT_SECS`), and the connection is
+//!   closed, which stops llama.cpp, Ollama and vLLM generating.
 //!
 //! A stream that ends without a finish reason was broken off by the server (llama-cpp-python
 //! ends a running stream when another request arrives): [`LlmError::Interrupted`], which
@@ -31,7 +35,7 @@
 use crate::http::error_chain;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
-use parley_core::ports::llm::{AnswerStarted, LlmError, ToolCall, Usage};
+use parley_core::ports::llm::{AnswerStarted, CutOff, LlmError, ToolCall, Usage};
 use serde::Deserialize;
 use std::time::{Duration, Instant};
 
@@ -41,8 +45,8 @@ pub struct StreamLimits {
     /// Longest silence: before the first chunk (queueing and prompt processing) and
     /// between chunks.
     pub idle: Duration,
-    /// Longest time from the response's headers to its end; a reply still being written
-    /// then is cut off.
+    /// Longest time from the first chunk to the end; a reply still being written then is
+    /// cut off.
     pub budget: Duration,
 }
 
@@ -58,9 +62,13 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// The reply ends where Parley stopped reading, not where the model ended it.
-    pub fn cut_off(self) -> bool {
-        matches!(self, Stop::Budget | Stop::Repeating)
+    /// Why the reply ends where Parley stopped reading rather than where the model ended it.
+    pub fn cut_off(self) -> Option<CutOff> {
+        match self {
+            Stop::JsonComplete => None,
+            Stop::Budget => Some(CutOff::TimeLimit),
+            Stop::Repeating => Some(CutOff::Repeating),
+        }
     }
 }
 
@@ -126,18 +134,25 @@ pub async fn read(
     json: bool,
     answer_started: Option<&AnswerStarted>,
 ) -> Result<Streamed, LlmError> {
-    let started = Instant::now();
     let mut events = response.bytes_stream().eventsource();
     let mut reply = Streamed::default();
     // A tool call's id and name come in its first piece, its arguments in any number.
     let mut calls: Vec<Block> = Vec::new();
+    // The budget runs from the first chunk: before it the model has not begun (the
+    // request waits for a slot, or the prompt is being read), and only `idle` applies.
+    let mut answering: Option<Instant> = None;
     loop {
-        let left = limits.budget.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            reply.stop = Some(Stop::Budget);
-            break;
-        }
-        let wait = limits.idle.min(left);
+        let wait = match answering {
+            None => limits.idle,
+            Some(since) => {
+                let left = limits.budget.saturating_sub(since.elapsed());
+                if left.is_zero() {
+                    reply.stop = Some(Stop::Budget);
+                    break;
+                }
+                limits.idle.min(left)
+            }
+        };
         let event = match tokio::time::timeout(wait, events.next()).await {
             Err(_) if wait < limits.idle => {
                 reply.stop = Some(Stop::Budget);
@@ -164,6 +179,7 @@ pub async fn read(
                 message: crate::http::truncate(&error.to_string()),
             });
         }
+        answering.get_or_insert_with(Instant::now);
         if let Some(answer) = answer_started {
             answer.set();
         }

@@ -17,6 +17,65 @@ use std::time::{Duration, Instant};
 type Shared = axum::extract::State<Arc<Mutex<State>>>;
 
 pub(super) async fn handle(
+    shared: Shared,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let like_llama_cpp_python = shared
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .interrupts;
+    let stream_asked = uri.path().ends_with("/chat/completions")
+        && serde_json::from_slice::<Value>(&body).is_ok_and(|r| r["stream"] == true);
+    if like_llama_cpp_python && stream_asked {
+        return headers_first(answer(shared, uri, headers, body));
+    }
+    answer(shared, uri, headers, body).await
+}
+
+/// llama-cpp-python answers a streamed request with its headers at once and sends the
+/// first chunk only once the request has the model (its one slot): a client waiting for
+/// its turn sees a 200 and then nothing.
+fn headers_first(answer: impl Future<Output = Response> + Send + 'static) -> Response {
+    use futures_util::StreamExt;
+    let (frames, received) = tokio::sync::mpsc::channel::<Result<Bytes, axum::Error>>(4);
+    tokio::spawn(async move {
+        let response = answer.await;
+        let status = response.status();
+        let mut body = response.into_body().into_data_stream();
+        if !status.is_success() {
+            // Too late for a status: the error goes in the stream, as llama-cpp-python sends it.
+            let text = match body.next().await {
+                Some(Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+                _ => String::new(),
+            };
+            let error = json!({"error": {"message": text, "code": status.as_u16()}});
+            let _ = frames
+                .send(Ok(Bytes::from(format!("data: {error}\n\n"))))
+                .await;
+            return;
+        }
+        while let Some(frame) = body.next().await {
+            // The client hung up: dropping `body` tells the stream (its hang-up is counted).
+            if frames.send(frame).await.is_err() {
+                break;
+            }
+        }
+    });
+    let body = futures_util::stream::unfold(received, |mut received| async move {
+        received.recv().await.map(|frame| (frame, received))
+    });
+    let mut response = axum::body::Body::from_stream(body).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+async fn answer(
     axum::extract::State(state): Shared,
     uri: axum::http::Uri,
     headers: axum::http::HeaderMap,
@@ -222,9 +281,17 @@ pub(super) async fn handle(
     {
         return (StatusCode::BAD_GATEWAY, "abandoned").into_response();
     }
+    // A model writes no more than it was asked for (four bytes a token, as its usage says).
+    let (reply, finish) = match (reply, max_tokens.filter(|_| openai)) {
+        (Reply::Text(text), Some(limit)) if text.len() as u64 / 4 + 1 > limit => {
+            (Reply::Text(cut_at(&text, limit as usize * 4)), "length")
+        }
+        (reply, _) => (reply, "stop"),
+    };
     if streamed {
         let usage = openai_usage(body.len(), &reply, cache);
         let stream = Stream {
+            finish,
             state: state.clone(),
             model,
             usage: request["stream_options"]["include_usage"] == true && !no_usage,
@@ -257,7 +324,7 @@ pub(super) async fn handle(
                 "id": "chatcmpl-fake",
                 "object": "chat.completion",
                 "model": model,
-                "choices": [ { "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" } ],
+                "choices": [ { "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": finish } ],
             });
             if !no_usage {
                 reply["usage"] = openai_usage(body.len(), &Reply::Text(text.clone()), cache);
@@ -279,6 +346,15 @@ pub(super) async fn handle(
             .into_response()
         }
     }
+}
+
+/// `text` up to `bytes`, at a character boundary.
+fn cut_at(text: &str, bytes: usize) -> String {
+    let end = (0..=bytes.min(text.len()))
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    text[..end].to_string()
 }
 
 /// A reply calling `calls`, or "DONE" when there are none, in the provider's shape.

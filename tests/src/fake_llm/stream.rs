@@ -14,6 +14,8 @@ use std::time::Duration;
 pub(super) struct Stream {
     pub(super) state: Arc<Mutex<State>>,
     pub(super) model: String,
+    /// The last chunk's `finish_reason`: `length` when the reply was cut at `max_tokens`.
+    pub(super) finish: &'static str,
     /// `stream_options.include_usage` was asked for.
     pub(super) usage: bool,
     /// Break off when another request waits (see `State::interrupts`).
@@ -100,7 +102,7 @@ impl Stream {
                         .to_string(),
                         Next::Finish => json!({
                             "id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": this.model,
-                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": this.finish}]
                         })
                         .to_string(),
                         Next::Usage => json!({

@@ -491,13 +491,13 @@ async fn an_output_cap_lowers_what_every_call_asks_for() {
 }
 
 /// A model that answers every pass with something that is not a review (a small local
-/// model's runaway or malformed JSON) is told apart from one that does not answer: the
-/// fix is a different model, not the server's address.
+/// model's malformed JSON) is told apart from one that does not answer: the fix is a
+/// different model, not the server's address.
 #[tokio::test]
 async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
     let rig = Rig::start().await;
     rig.llm.remove_rules(SECURITY);
-    // Cut off mid-object, as a capped runaway reply is, every time (the repair retry too).
+    // Ended by the model mid-object, every time (the repair retry too).
     rig.llm
         .default_reply(r#"{"findings": [{"path": "src/db.rs", "line": 3, "title": "SQL inj"#);
     let out = run(
@@ -506,16 +506,65 @@ async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
         rig.env(),
     )
     .await;
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = gave_up_naming(&out, "try a larger one", "LLM_MAX_OUTPUT_TOKENS");
     assert!(
         err.contains("the model answered, but not with a usable review"),
         "{err}"
     );
-    assert!(err.contains("LLM_MAX_OUTPUT_TOKENS"), "{err}");
+}
+
+/// Replies cut off at the output cap name the cap: a review longer than
+/// `LLM_MAX_OUTPUT_TOKENS` allows, on every pass.
+#[tokio::test]
+async fn replies_cut_off_at_the_output_cap_name_the_cap() {
+    let rig = Rig::start().await;
+    rig.llm.remove_rules(SECURITY);
+    let long: String = (0..300).map(|i| format!("step {i}, ")).collect();
+    rig.llm.default_reply(&reply(&[finding(
+        "src/db.rs",
+        3,
+        "high",
+        90,
+        &format!("SQL injection. {long}"),
+    )]));
+    let mut env = local_server_env(&rig, "qwen2.5-coder:7b");
+    env.push(("LLM_MAX_OUTPUT_TOKENS".into(), "256".into()));
+    let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
+    let err = gave_up_naming(
+        &out,
+        "raise or unset LLM_MAX_OUTPUT_TOKENS",
+        "LLM_TIMEOUT_SECS",
+    );
+    assert!(err.contains("cut off at the output token limit"), "{err}");
+}
+
+/// A self-hosted server too slow for the call's time limit, serving one request at a
+/// time as llama-cpp-python does (its headers at once, its first chunk when the request
+/// has the model): requests that waited for their turn timed out, and replies still being
+/// written were cut off at the time limit. Either way the person is told which limit to
+/// raise, not that the model cannot write a review or that its output cap is too low.
+#[tokio::test]
+async fn a_server_too_slow_for_the_time_limit_names_the_time_limit() {
+    let rig = Rig::start().await;
+    rig.llm.interrupt_streams_like_llama_cpp_python();
+    rig.llm.set_latency(Duration::from_secs(3));
+    let mut env = local_server_env(&rig, "qwen2.5-coder:7b");
+    env.push(("LLM_TIMEOUT_SECS".into(), "1".into()));
+    let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
+    gave_up_naming(&out, "raise LLM_TIMEOUT_SECS", "LLM_MAX_OUTPUT_TOKENS");
+}
+
+/// The review gave up (exit 2) in one line on stderr that names `fix`, never `wrong_fix`
+/// nor the server's address (the server answered), and printed nothing else.
+fn gave_up_naming(out: &Output, fix: &str, wrong_fix: &str) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(fix), "{err}");
+    assert!(!err.contains(wrong_fix), "{err}");
     assert!(!err.contains("LLM_BASE_URL"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    assert!(stdout(out).is_empty(), "{}", stdout(out));
+    err
 }
 
 /// A small model on a local llama-cpp-python server, with nothing but the provider, the

@@ -16,7 +16,7 @@ use parley_core::config::{PassDeadline, RepoConfig};
 use parley_core::llm::{MeteredLlm, UsageTally};
 use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
-use parley_core::ports::llm::{Llm, LlmError};
+use parley_core::ports::llm::{CutOff, Llm, LlmError};
 use parley_core::ports::{GitHub, GitHubError, Severity, Store};
 use parley_core::repo::{ConfigLoader, load_guidelines};
 use parley_core::retrieval::Recall;
@@ -159,14 +159,21 @@ pub enum CliError {
          is running"
     )]
     Llm(String),
-    /// The model answered every pass, but never in a shape a review can use: the server
-    /// is fine, the model (or its output cap) is not.
+    /// The server is there but slower than Parley's limits: a self-hosted model on a small
+    /// machine, or one request at a time with the passes queued behind each other.
     #[error(
-        "the model answered, but not with a usable review ({0}); small models often cannot \
-         follow the review format: try a larger one (and if its replies are cut off, raise \
-         or unset LLM_MAX_OUTPUT_TOKENS)"
+        "the model did not answer in time ({0}); a slow self-hosted model needs longer: raise \
+         LLM_TIMEOUT_SECS (each call) and PARLEY_PASS_TIMEOUT_SECS (each pass), e.g. \
+         LLM_TIMEOUT_SECS=600 PARLEY_PASS_TIMEOUT_SECS=1800"
     )]
-    Unusable(String),
+    TooSlow(String),
+    /// The model answered every pass, but never in a shape a review can use: the server
+    /// is fine, the model (or a limit on its replies) is not.
+    #[error("the model answered, but not with a usable review ({reason}); {advice}")]
+    Unusable {
+        reason: &'static str,
+        advice: &'static str,
+    },
     #[error(transparent)]
     Local(#[from] local::LocalError),
     /// `--post` to a PR URL on one server while `GITHUB_API_URL` names another: posting
@@ -491,12 +498,39 @@ async fn analysis(
     analyse::analyse(store, llm, config, subject, silenced, progress)
         .await
         .map_err(|err| match err {
-            ReviewError::AllPassesFailed(e @ LlmError::InvalidOutput { .. }) => {
-                CliError::Unusable(e.public_reason().to_string())
+            ReviewError::AllPassesFailed(LlmError::InvalidOutput { cut_off, .. }) => {
+                unusable(cut_off)
+            }
+            ReviewError::AllPassesFailed(e @ LlmError::Timeout(_)) => {
+                CliError::TooSlow(e.to_string())
             }
             ReviewError::AllPassesFailed(e) => CliError::Llm(e.public_reason().to_string()),
             other => CliError::Setup(other.to_string()),
         })
+}
+
+/// What to change depends on how the last reply ended: each cut-off has its own limit.
+fn unusable(cut_off: Option<CutOff>) -> CliError {
+    let (reason, advice) = match cut_off {
+        Some(cut @ CutOff::OutputLimit) => (
+            cut.describe(),
+            "raise or unset LLM_MAX_OUTPUT_TOKENS, or try a model that writes less",
+        ),
+        Some(cut @ CutOff::TimeLimit) => (
+            cut.describe(),
+            "a slow self-hosted model needs longer: raise LLM_TIMEOUT_SECS (each call) and \
+             PARLEY_PASS_TIMEOUT_SECS (each pass)",
+        ),
+        Some(cut @ CutOff::Repeating) => (
+            cut.describe(),
+            "small models often cannot follow the review format: try a larger one",
+        ),
+        None => (
+            "its replies did not fit the review format",
+            "small models often cannot follow the review format: try a larger one",
+        ),
+    };
+    CliError::Unusable { reason, advice }
 }
 
 fn report(

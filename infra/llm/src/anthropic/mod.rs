@@ -12,8 +12,8 @@ use crate::http::{self, ErrorInfo, RawResponse};
 use crate::retry::{RetryPolicy, with_retries};
 use async_trait::async_trait;
 use parley_core::ports::llm::{
-    AnswerStarted, Llm, LlmError, LlmRequest, LlmResponse, Message, PromptCache, Role, ToolCall,
-    Usage,
+    AnswerStarted, CutOff, Llm, LlmError, LlmRequest, LlmResponse, Message, PromptCache, Role,
+    ToolCall, Usage,
 };
 use reqwest::Client;
 use serde::{Deserialize, Serialize};
@@ -159,7 +159,7 @@ impl AnthropicLlm {
                 usage.cache_creation_input_tokens.unwrap_or(0),
             ),
             model: model.unwrap_or_else(|| self.model.clone()),
-            truncated: stop_reason.as_deref() == Some("max_tokens"),
+            cut_off: (stop_reason.as_deref() == Some("max_tokens")).then_some(CutOff::OutputLimit),
             tool_calls,
         }
     }

@@ -25,7 +25,7 @@ use aws_sdk_bedrockruntime::types::{
 };
 use aws_smithy_types::{Document, Number};
 use parley_core::ports::llm::{
-    Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, ToolSpec, Usage,
+    CutOff, Llm, LlmError, LlmRequest, LlmResponse, PromptCache, Role, ToolCall, ToolSpec, Usage,
 };
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,10 +144,11 @@ impl BedrockLlm {
             usage,
             // Converse does not echo the model; the configured id is what was billed.
             model: self.model.clone(),
-            truncated: matches!(
+            cut_off: matches!(
                 output.stop_reason(),
                 StopReason::MaxTokens | StopReason::ModelContextWindowExceeded
-            ),
+            )
+            .then_some(CutOff::OutputLimit),
             tool_calls,
         }
     }

@@ -14,7 +14,7 @@ use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::types::{
     ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, StopReason,
 };
-use parley_core::ports::llm::{AnswerStarted, LlmError, LlmResponse, Usage};
+use parley_core::ports::llm::{AnswerStarted, CutOff, LlmError, LlmResponse, Usage};
 use std::collections::BTreeMap;
 
 impl BedrockLlm {
@@ -144,10 +144,11 @@ impl Assembled {
             }),
             // ConverseStream does not echo the model; the configured id is what was billed.
             model: model.to_owned(),
-            truncated: matches!(
+            cut_off: matches!(
                 stop_reason,
                 StopReason::MaxTokens | StopReason::ModelContextWindowExceeded
-            ),
+            )
+            .then_some(CutOff::OutputLimit),
             tool_calls,
         })
     }

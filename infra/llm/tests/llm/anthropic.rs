@@ -85,7 +85,7 @@ async fn success_sends_the_documented_request_and_parses_text_and_usage() {
     // Anthropic's three input counts, billed apart: uncached, read, written.
     assert_eq!(reply.usage, Usage::new(100, 20).with_cache(7, 5));
     assert_eq!(reply.model, "claude-sonnet-4-5-20250929");
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
 
     let seen = server.requests();
     assert_eq!(seen.len(), 1);
@@ -126,7 +126,7 @@ async fn an_empty_system_prompt_is_left_out_and_max_tokens_marks_truncation() {
         .complete(&LlmRequest::new("", vec![Message::user("hi")]))
         .await
         .unwrap();
-    assert!(reply.truncated);
+    assert!(reply.truncated());
     // No model in the reply: the configured one is reported.
     assert_eq!(reply.model, MODEL);
     let body = &server.requests()[0].body;
@@ -461,12 +461,12 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
     assert_eq!(reply.tool_calls[0].input, json!({"path": "src/db.rs"}));
     assert_eq!(reply.usage, Usage::new(21, 89).with_cache(1300, 0));
     assert_eq!(reply.model, "claude-sonnet-4-5-20250929");
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
     assert_eq!(server.requests()[0].body["stream"], true);
 
     let (_, cut, _) = common::begin_and_end(&llm, request()).await;
     assert!(
-        cut.unwrap().truncated,
+        cut.unwrap().truncated(),
         "max_tokens in message_delta marks truncation"
     );
     // Without a caller waiting, the same adapter reads whole replies.

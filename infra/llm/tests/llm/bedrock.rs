@@ -59,7 +59,7 @@ async fn success_signs_a_converse_call_and_parses_text_and_usage() {
     assert_eq!(reply.text, "Yes, it is.");
     assert_eq!(reply.usage, Usage::new(31, 12));
     assert_eq!(reply.model, MODEL);
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
 
     let seen = server.requests();
     assert_eq!(seen.len(), 1);
@@ -100,7 +100,7 @@ async fn max_tokens_marks_the_reply_truncated_and_an_empty_system_is_omitted() {
         .complete(&LlmRequest::new(" ", vec![Message::user("hi")]))
         .await
         .unwrap();
-    assert!(reply.truncated);
+    assert!(reply.truncated());
     assert!(server.requests()[0].body.get("system").is_none());
 }
 
@@ -440,7 +440,7 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
     assert_eq!(reply.tool_calls[0].id, "tooluse_1");
     assert_eq!(reply.tool_calls[0].input, json!({"path": "src/db.rs"}));
     assert_eq!(reply.usage, Usage::new(21, 89).with_cache(1300, 0));
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
     let seen = server.requests();
     assert!(
         seen[0].path.ends_with("/converse-stream"),
@@ -448,7 +448,7 @@ async fn a_request_that_waits_for_the_answer_to_begin_is_streamed() {
         seen[0].path
     );
     let (_, cut, _) = common::begin_and_end(&llm, request()).await;
-    assert!(cut.unwrap().truncated);
+    assert!(cut.unwrap().truncated());
 }
 
 /// A throttling exception inside the stream is retried like a 429; a stream cut before

@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{Canned, FakeServer, fast_retries};
-use parley_core::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
+use parley_core::ports::llm::{CutOff, Llm, LlmError, LlmOptions, LlmRequest, Message, Usage};
 use parley_llm::OpenAiLlm;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -74,7 +74,7 @@ async fn success_sends_chat_completions_and_parses_text_and_usage() {
     assert_eq!(reply.text, "Yes.");
     assert_eq!(reply.usage, Usage::new(42, 7));
     assert_eq!(reply.model, "gpt-4.1-2025-04-14");
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
 
     let seen = server.requests();
     assert_eq!(seen.len(), 1);
@@ -124,7 +124,7 @@ async fn a_local_server_gets_no_key_and_may_omit_usage() {
     // Counted here instead, and marked so: "hello" sent (2 tokens at four bytes a token),
     // "hi" received (1).
     assert_eq!(reply.usage, Usage::estimated(2, 1));
-    assert!(reply.truncated);
+    assert!(reply.truncated());
     let sent = &server.requests()[0];
     assert_eq!(sent.header("authorization"), None);
     // No empty system message.
@@ -413,7 +413,7 @@ async fn a_streamed_reply_is_assembled_with_the_usage_of_its_last_chunk() {
         .unwrap();
     assert_eq!(reply.text, "Yes, the caller checks.");
     assert_eq!(reply.usage, Usage::new(40, 4));
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
     assert_eq!(server.hang_ups(), 0);
     let body = &server.requests()[0].body;
     assert_eq!(body["stream"], true);
@@ -467,7 +467,11 @@ async fn a_stream_without_usage_is_counted_here_and_marked_estimated() {
         .unwrap();
     // The system prompt and the question, 41 bytes: 11 tokens; a chunk a token out.
     assert_eq!(reply.usage, Usage::estimated(11, 3));
-    assert!(reply.truncated, "finish_reason length");
+    assert_eq!(
+        reply.cut_off,
+        Some(CutOff::OutputLimit),
+        "finish_reason length"
+    );
 }
 
 /// A complete JSON value is the whole reply: what the model writes after it (here,
@@ -486,7 +490,7 @@ async fn reading_stops_once_the_json_value_is_complete() {
         .await
         .unwrap();
     assert_eq!(reply.text, "{\"findings\": []}");
-    assert!(!reply.truncated);
+    assert!(!reply.truncated());
     assert!(started.elapsed() < Duration::from_secs(2));
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(server.hang_ups(), 1, "the connection was closed");
@@ -508,7 +512,7 @@ async fn a_model_still_writing_at_the_limit_is_cut_off_not_timed_out() {
         .complete(&json_request())
         .await
         .expect("a cut-off reply, not an error");
-    assert!(reply.truncated);
+    assert_eq!(reply.cut_off, Some(CutOff::TimeLimit));
     assert!(
         reply
             .text
@@ -541,7 +545,7 @@ async fn a_model_writing_the_same_passage_again_and_again_is_cut_off_early() {
         .complete(&json_request())
         .await
         .unwrap();
-    assert!(reply.truncated);
+    assert_eq!(reply.cut_off, Some(CutOff::Repeating));
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "long before the limit"
@@ -549,18 +553,47 @@ async fn a_model_writing_the_same_passage_again_and_again_is_cut_off_early() {
     assert!(reply.text.len() < 2_000, "{} bytes", reply.text.len());
 }
 
+/// A reply that never begins is a timeout, whether the headers are late too or came at
+/// once: llama-cpp-python sends its headers at once and its first chunk only when the
+/// request has the server's one slot. A request that waited there past the call's timeout
+/// timed out (which the call limit reads as a queue on the server): it is not an empty
+/// reply "cut off" while being written, which would read as a model that cannot write JSON.
 #[tokio::test]
-async fn a_stream_that_never_starts_times_out() {
+async fn a_stream_that_never_starts_times_out_whether_or_not_its_headers_came() {
+    let late = || Canned::sse(vec![chunk("late"), last_chunk("stop")], GAP);
+    for canned in [
+        late().after(Duration::from_secs(3)),
+        late().first_event_after(Duration::from_secs(3)),
+    ] {
+        let server = FakeServer::start(vec![canned]).await;
+        let started = Instant::now();
+        let result = local(&server, Duration::from_millis(300))
+            .complete(&json_request())
+            .await;
+        assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(300))));
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}
+
+/// The time a model may spend writing runs from its first chunk: a reply that began late
+/// (still within the timeout) and ends within the timeout after that is whole.
+#[tokio::test]
+async fn the_writing_budget_runs_from_the_first_chunk() {
+    let words: Vec<_> = (0..20).map(|i| chunk(&format!(" w{i}"))).collect();
     let server = FakeServer::start(vec![
-        Canned::sse(vec![chunk("late")], GAP).after(Duration::from_secs(3)),
+        Canned::sse(
+            [words, vec![last_chunk("stop")]].concat(),
+            Duration::from_millis(10),
+        )
+        .first_event_after(Duration::from_millis(350)),
     ])
     .await;
-    let started = Instant::now();
-    let result = local(&server, Duration::from_millis(200))
+    let reply = local(&server, Duration::from_millis(500))
         .complete(&request())
-        .await;
-    assert_eq!(result, Err(LlmError::Timeout(Duration::from_millis(200))));
-    assert!(started.elapsed() < Duration::from_secs(2));
+        .await
+        .expect("a whole reply");
+    assert_eq!(reply.cut_off, None);
+    assert!(reply.text.ends_with(" w19"), "{}", reply.text);
 }
 
 #[tokio::test]

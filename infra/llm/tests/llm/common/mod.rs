@@ -42,6 +42,8 @@ struct Events {
     events: Vec<String>,
     forever: Option<Vec<String>>,
     gap: Duration,
+    /// Between the headers and the first event.
+    first: Duration,
 }
 
 impl Canned {
@@ -67,6 +69,7 @@ impl Canned {
             events: events.iter().map(|e| e.to_string()).collect(),
             forever: None,
             gap,
+            first: Duration::ZERO,
         });
         canned
     }
@@ -102,6 +105,15 @@ impl Canned {
     /// Answer only after `delay`, to trip the client's timeout.
     pub fn after(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Send the headers at once and the first event only after `delay`: a request waiting
+    /// for a self-hosted server's one slot (llama-cpp-python answers that way).
+    pub fn first_event_after(mut self, delay: Duration) -> Self {
+        if let Some(events) = self.events.as_mut() {
+            events.first = delay;
+        }
         self
     }
 }
@@ -205,9 +217,7 @@ fn event_stream(shared: Arc<Shared>, events: Events) -> axum::body::Body {
     let stream = futures_util::stream::unfold(state, move |(i, guard)| {
         let events = events.clone();
         async move {
-            if i > 0 {
-                tokio::time::sleep(events.gap).await;
-            }
+            tokio::time::sleep(if i > 0 { events.gap } else { events.first }).await;
             let data = match (events.events.get(i), &events.forever) {
                 (Some(event), _) => event.clone(),
                 (None, Some(cycle)) if !cycle.is_empty() => {
