@@ -1,62 +1,17 @@
-//! How a run ends on GitHub besides a published review: a failure reported on the check
-//! run, a skipped PR, the check concluded from the open findings, a run superseded by a
-//! newer push.
+//! How a run ends on GitHub besides a published review: a skipped PR, the check concluded
+//! from the open findings, a run superseded by a newer push. (A failure's note on the PR
+//! is [`super::failure_note`].)
 
 use super::merge::Candidate;
-use super::{ReviewError, ReviewHandler, gate, pr_url, repo_url, runs, summary};
+use super::{ReviewError, ReviewHandler, gate, pr_url, repo_url, runs};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
-use crate::mention::Handles;
 use crate::ports::github::{CheckConclusion, PullRequest, RepoScope, Review};
 use crate::ports::{Finding, ReviewRun, RunState};
 use crate::services::Services;
 use std::collections::HashSet;
 
 impl ReviewHandler {
-    /// One short comment saying this head could not be reviewed and why (public words),
-    /// once per head SHA whatever the number of jobs that fail on it. Best effort: the
-    /// check run already says the same.
-    pub(super) async fn report_failure(
-        &self,
-        scope: &RepoScope,
-        number: u64,
-        head_sha: &str,
-        parley: &Handles,
-        err: &ReviewError,
-        tries: Option<u32>,
-    ) {
-        let store = self.services.store.as_ref();
-        let key = format!("review-failed#{}#{number}#{head_sha}", scope.tenant().repo);
-        match store.claim(&key, crate::conversation::RECORD_TTL).await {
-            Ok(crate::ports::Claim::Won) => {}
-            Ok(crate::ports::Claim::AlreadyClaimed) => return,
-            Err(store_err) => {
-                tracing::warn!(error = %store_err, "could not claim the review-failure note");
-                return;
-            }
-        }
-        let ask_again = parley.command("review");
-        let after = match tries {
-            Some(n) if n > 1 => format!(" after {n} attempts"),
-            _ => String::new(),
-        };
-        let body = format!(
-            "Parley could not review `{}`{after}: {}. It will not try this commit again; \
-             push a new commit or comment {ask_again} to ask again.",
-            summary::short(head_sha),
-            err.public_reason()
-        );
-        if let Err(post_err) = self
-            .services
-            .github
-            .create_issue_comment(scope, number, &body)
-            .await
-        {
-            tracing::warn!(error = %post_err, "could not post the review-failure note");
-            let _ = store.release(&key).await;
-        }
-    }
-
     /// An automatic review that is not wanted (draft, trigger off, skipped author) still
     /// ends with a completed "Parley review" check on the head, or a team that requires
     /// the check waits forever. It is `neutral` (nothing was reviewed), unless blocking

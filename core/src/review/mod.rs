@@ -21,6 +21,7 @@ pub mod analyse;
 mod conclude;
 pub mod diff;
 mod error;
+mod failure_note;
 pub mod filter;
 pub mod findings;
 pub mod gate;

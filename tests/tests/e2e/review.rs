@@ -1385,6 +1385,30 @@ async fn garbage_from_every_pass_is_not_retried_and_said_once(h: ReviewHarness) 
     let _ = h.run(job(ReviewTrigger::Opened, HEAD, "d-2")).await;
     assert_eq!(h.github.issue_comments(REPO, PR).len(), 1);
     assert!(h.reviews().is_empty());
+
+    // A push that fails too is said in the same note, edited (which notifies nobody),
+    // never in a comment per push. Someone else's comment with the note's marker is not
+    // taken for it.
+    h.github.add_issue_comment(
+        REPO,
+        PR,
+        "mallory",
+        "<!-- parley:review-failed {\"heads\": []} -->",
+    );
+    h.push_added_file("src/cache.rs", "@@ -0,0 +1 @@\n+pub struct Cache;");
+    let _ = h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-3")).await;
+    let notes = h.github.issue_comments(REPO, PR);
+    assert_eq!(notes.len(), 2, "the note and mallory's: {notes:#?}");
+    let body = notes[0]["body"].as_str().unwrap_or_default();
+    assert!(body.contains("could not review `c2c2c2c`"), "{body}");
+    assert!(
+        body.contains("Earlier commits it could not review: `a1a1a1a`."),
+        "{body}"
+    );
+    assert_eq!(
+        notes[1]["body"], "<!-- parley:review-failed {\"heads\": []} -->",
+        "mallory's comment is untouched"
+    );
 }
 
 /// A transient failure is retried by the queue and said nowhere but the check run until
