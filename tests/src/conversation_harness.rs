@@ -9,7 +9,7 @@ use crate::tenants::key;
 use parley_core::Job;
 use parley_core::conversation::ConversationHandler;
 use parley_core::markers::{self, ReplyMarker};
-use parley_core::ports::{Finding, JobError, JobHandler, Store};
+use parley_core::ports::{Attempt, Finding, JobError, JobHandler, Store};
 use parley_core::services::Services;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -89,6 +89,13 @@ impl Harness {
 
     pub async fn run(&self, job: Job) -> Result<(), JobError> {
         self.handler.handle(job).await
+    }
+
+    /// [`run`](Self::run) as delivery `number` of `of` (the queue's `maxReceiveCount`).
+    pub async fn run_attempt(&self, job: Job, number: u32, of: u32) -> Result<(), JobError> {
+        self.handler
+            .handle_attempt(job, Some(Attempt { number, of }))
+            .await
     }
 
     /// `.parley.yml` on the default branch.

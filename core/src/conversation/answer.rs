@@ -102,6 +102,16 @@ pub enum Destination {
     Issue { quote: String },
 }
 
+impl Destination {
+    /// The PR conversation, quoting `trigger`: where an inline answer goes when its
+    /// thread cannot take it.
+    pub fn conversation(trigger: &Trigger) -> Destination {
+        Destination::Issue {
+            quote: quote(trigger),
+        }
+    }
+}
+
 pub fn destination(trigger: &Trigger, conversation: &Conversation) -> Destination {
     let quote = quote(trigger);
     if trigger.is_inline() {

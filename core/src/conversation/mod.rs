@@ -53,7 +53,7 @@ use crate::llm::MeteredLlm;
 use crate::mention::Handles;
 use crate::ports::github::Listing;
 use crate::ports::github::{GitHub, RepoScope};
-use crate::ports::{JobError, JobHandler, Store};
+use crate::ports::{Attempt, JobError, JobHandler, Store};
 use crate::repo::LoadedConfig;
 use crate::services::Services;
 use answer::Destination;
@@ -116,7 +116,13 @@ impl ConversationHandler {
     }
 
     /// One conversation job: the comment it carries, then the sweep for missed ones.
-    async fn converse(&self, job: &ConversationJob) -> Result<(), ConversationError> {
+    /// `attempt` is which delivery of the job this is: the last one's failure note says
+    /// no more retries are coming.
+    async fn converse(
+        &self,
+        job: &ConversationJob,
+        attempt: Option<Attempt>,
+    ) -> Result<(), ConversationError> {
         let installation = job
             .installation_id
             .ok_or(ConversationError::NoInstallation)?;
@@ -131,7 +137,9 @@ impl ConversationHandler {
         };
         let llm = MeteredLlm::new(self.services.llm.clone(), self.services.prices.clone());
 
-        let result = self.take(&snap, &llm, &trigger, &job.delivery_id).await;
+        let result = self
+            .take(&snap, &llm, &trigger, &job.delivery_id, attempt)
+            .await;
         if let Ok(outcome) = &result {
             tracing::info!(repo = %snap.repo, number = snap.number, pull_request = job.is_pull_request, comment = trigger.id, ?outcome, "conversation turn done");
             self.sweep(&snap, &llm, &trigger, &job.delivery_id).await;
@@ -269,6 +277,7 @@ impl ConversationHandler {
         llm: &MeteredLlm,
         trigger: &Trigger,
         owner: &str,
+        attempt: Option<Attempt>,
     ) -> Result<Outcome, ConversationError> {
         let conversation = thread::reconstruct(self.github(), snap, trigger).await?;
         if conversation.trigger_deleted {
@@ -321,7 +330,7 @@ impl ConversationHandler {
             ));
         }
         let result = self
-            .after_claim(snap, llm, trigger, &conversation, owner)
+            .after_claim(snap, llm, trigger, &conversation, owner, attempt)
             .await;
         if result.is_err() {
             // Let the queue's retry claim it again and post.
@@ -340,6 +349,7 @@ impl ConversationHandler {
         trigger: &Trigger,
         conversation: &Conversation,
         owner: &str,
+        attempt: Option<Attempt>,
     ) -> Result<Outcome, ConversationError> {
         let destination = answer::destination(trigger, conversation);
         let parse_context = crate::commands::ParseContext {
@@ -389,6 +399,7 @@ impl ConversationHandler {
                     trigger,
                     &destination,
                     &err,
+                    attempt,
                 )
                 .await;
                 (err, false)
@@ -514,7 +525,8 @@ impl ConversationHandler {
                 tracing::info!(repo = %snap.repo, pr = snap.number, "sweep stops at its per-job limit; the next job goes on");
                 return;
             }
-            match self.take(snap, llm, &pending, &owner).await {
+            // A swept comment is not this job's: its attempts are not the comment's.
+            match self.take(snap, llm, &pending, &owner, None).await {
                 Ok(outcome) => {
                     tracing::info!(repo = %snap.repo, pr = snap.number, comment = pending.id, ?outcome, "pending comment swept");
                     if matches!(outcome, Outcome::LimitReached | Outcome::BudgetExhausted) {
@@ -549,10 +561,14 @@ impl ConversationHandler {
 #[async_trait]
 impl JobHandler for ConversationHandler {
     async fn handle(&self, job: Job) -> Result<(), JobError> {
+        self.handle_attempt(job, None).await
+    }
+
+    async fn handle_attempt(&self, job: Job, attempt: Option<Attempt>) -> Result<(), JobError> {
         crate::tenancy::adopt::settle(&self.services, &job).await?;
         match job {
             Job::Bookkeeping(job) => bookkeeping::record(&self.services, &job).await,
-            Job::Conversation(job) => self.converse(&job).await.map_err(|err| {
+            Job::Conversation(job) => self.converse(&job, attempt).await.map_err(|err| {
                 tracing::warn!(repo = %job.repo.full_name(), number = job.number, comment = job.comment.id, error = %err, "conversation turn failed");
                 JobError::from(err)
             }),

@@ -9,8 +9,9 @@ use super::error::ConversationError;
 use super::gates::key;
 use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
-use crate::markers::{ReplyMarker, kind};
+use crate::markers::{self, ReplyMarker, kind};
 use crate::ports::github::GitHub;
+use crate::ports::handler::Attempt;
 use crate::ports::{Claim, Store};
 use std::time::Duration;
 
@@ -95,8 +96,10 @@ pub async fn budget_exhausted(
 /// Tell the asker, once, that the answer failed, why, and what happens next: only a
 /// failure the queue retries may promise a retry; one that no retry can mend (a model
 /// that cannot follow the answer format) asks for the question again instead, so nobody
-/// waits for an answer that is not coming. Best effort: the caller returns the original
-/// failure either way.
+/// waits for an answer that is not coming. The queue's last attempt at a retried failure
+/// (after it, the job is dead-lettered) edits the note posted at the first: no more
+/// retries are coming, only the sweep of the next job on the PR. Best effort: the caller
+/// returns the original failure either way.
 pub async fn could_not_answer(
     github: &dyn GitHub,
     store: &dyn Store,
@@ -104,22 +107,54 @@ pub async fn could_not_answer(
     trigger: &Trigger,
     destination: &Destination,
     failure: &ConversationError,
+    attempt: Option<Attempt>,
 ) {
+    let exhausted = attempt.filter(|a| failure.is_transient() && a.is_last());
     let claim_key = key::error_note(&snap.repo, trigger.id);
     match store.claim(&claim_key, ERROR_NOTE_TTL).await {
         Ok(Claim::Won) => {}
-        Ok(Claim::AlreadyClaimed) => return,
+        Ok(Claim::AlreadyClaimed) => {
+            if let Some(attempt) = exhausted {
+                out_of_attempts(github, snap, trigger, destination, failure, attempt).await;
+            }
+            return;
+        }
         Err(err) => {
             tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not claim the error note; not posting one");
             return;
         }
     }
+    let body = error_note(snap, trigger, destination, failure, exhausted);
+    if let Err(err) = answer::post(github, snap, destination, &body).await {
+        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not post the error note");
+        release(store, &claim_key).await;
+    }
+}
+
+/// The error note: what failed in public words and what happens next.
+fn error_note(
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+    failure: &ConversationError,
+    exhausted: Option<Attempt>,
+) -> String {
     let reason = match failure {
         ConversationError::Llm(err) => err.public_reason(),
         ConversationError::GitHub(_) => "GitHub did not let me read the conversation",
         _ => "something went wrong on my side",
     };
-    let (next, gave_up) = if failure.is_transient() {
+    let next = match exhausted {
+        Some(attempt) => format!(
+            "I tried {} times. I will try again the next time someone here asks me \
+             anything, or ask me again.",
+            attempt.number
+        ),
+        None => String::new(),
+    };
+    let (next, gave_up) = if !next.is_empty() {
+        (next.as_str(), false)
+    } else if failure.is_transient() {
         ("I will try again automatically.", false)
     } else if failure.is_config() {
         (
@@ -133,7 +168,7 @@ pub async fn could_not_answer(
         "Sorry @{}, I could not answer this just now ({reason}). {next}",
         trigger.author.login
     );
-    let body = answer::compose(
+    answer::compose(
         &text,
         &[],
         destination,
@@ -143,10 +178,63 @@ pub async fn could_not_answer(
             ..answer::marker(kind::ERROR, trigger.id)
         },
         &snap.silenced,
-    );
-    if let Err(err) = answer::post(github, snap, destination, &body).await {
-        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not post the error note");
-        release(store, &claim_key).await;
+    )
+}
+
+/// Edit the note an earlier attempt posted for `trigger` (Parley's own, in the thread or
+/// in the PR conversation where it fell back) to say that the retries are over. A note
+/// not found (deleted, or its post failed) is left alone: the sweep still sees the
+/// question as pending.
+async fn out_of_attempts(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    destination: &Destination,
+    failure: &ConversationError,
+    attempt: Attempt,
+) {
+    let ours = |user: Option<&crate::ports::github::User>, body: &str| {
+        markers::trusted::<ReplyMarker>(user, &snap.handles, body, kind::ERROR)
+            .is_some_and(|m| m.reply_to == trigger.id)
+    };
+    let in_thread = match snap.review_comments(github).await {
+        Ok(listing) => listing
+            .items
+            .iter()
+            .rev()
+            .find(|c| ours(c.user.as_ref(), &c.body))
+            .map(|c| c.id),
+        Err(_) => None,
+    };
+    let edited = match in_thread {
+        Some(id) => {
+            let body = error_note(snap, trigger, destination, failure, Some(attempt));
+            github
+                .update_review_comment(&snap.scope, id, &body)
+                .await
+                .map(drop)
+        }
+        None => {
+            let Some(id) = snap.issue_comments(github).await.ok().and_then(|listing| {
+                listing
+                    .items
+                    .iter()
+                    .rev()
+                    .find(|c| ours(c.user.as_ref(), &c.body))
+                    .map(|c| c.id)
+            }) else {
+                return;
+            };
+            let here = Destination::conversation(trigger);
+            let body = error_note(snap, trigger, &here, failure, Some(attempt));
+            github
+                .update_issue_comment(&snap.scope, id, &body)
+                .await
+                .map(drop)
+        }
+    };
+    if let Err(err) = edited {
+        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not edit the error note after the last attempt");
     }
 }
 

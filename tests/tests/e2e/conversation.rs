@@ -642,6 +642,46 @@ async fn llm_failure_posts_one_error_note_then_retries(backend: Backend) {
     assert_eq!(h.turns_used().await, 1);
 }
 
+/// The queue's last attempt at a question the provider kept failing (after it the job
+/// is dead-lettered): the note posted at the first attempt stops promising a retry that
+/// the queue will not make, and says what will happen; in a finding's thread and at top
+/// level alike. The question is still swept by the next job, once the provider is back.
+async fn the_last_attempt_edits_the_note_to_say_the_retries_are_over(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.llm.fail("", 500);
+    let (root, _) = h.seed_finding(true).await;
+    let inline = h.inline_comment("bob", QUESTION, Some(root));
+    let top = h.top_level_comment("bob", "@parley is this safe?");
+    for job in [&inline, &top] {
+        for attempt in 1..=5 {
+            let result = h.run_attempt(job.clone(), attempt, 5).await;
+            assert!(matches!(result, Err(JobError::Transient(_))), "{result:?}");
+            let notes = h.notes_of_kind("error");
+            let note = notes.last().and_then(|n| n["body"].as_str()).unwrap_or("");
+            assert_eq!(
+                note.contains("I will try again automatically."),
+                attempt < 5,
+                "attempt {attempt}: {note}"
+            );
+        }
+    }
+    let notes = h.notes_of_kind("error");
+    assert_eq!(notes.len(), 2, "one note a question, edited: {notes:#?}");
+    for note in &notes {
+        let body = note["body"].as_str().unwrap_or_default();
+        assert!(
+            body.contains("I tried 5 times. I will try again the next time someone here asks me anything, or ask me again."),
+            "{body}"
+        );
+        assert_eq!(reply_marker(note).map(|m| m.gave_up), Some(false));
+    }
+
+    h.llm.remove_rules("");
+    let job = h.top_level_comment("bob", "@parley one more?");
+    h.run(job).await.expect("turn");
+    assert_eq!(h.replies_to(comment_id(&top)).len(), 1, "swept");
+}
+
 async fn garbage_from_the_model_gets_an_error_note(backend: Backend) {
     let h = Harness::start(backend).await;
     h.llm.default_reply("I refuse to speak JSON today.");
@@ -1287,6 +1327,7 @@ parley_tests::on_both_stores!(
     an_answered_review_body_is_left_alone,
     a_failing_reviews_listing_does_not_fail_the_job,
     llm_failure_posts_one_error_note_then_retries,
+    the_last_attempt_edits_the_note_to_say_the_retries_are_over,
     garbage_from_the_model_gets_an_error_note,
     github_errors_while_posting_release_the_claim,
     a_deleted_question_is_not_answered,
