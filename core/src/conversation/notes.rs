@@ -96,10 +96,10 @@ pub async fn budget_exhausted(
 /// Tell the asker, once, that the answer failed, why, and what happens next: only a
 /// failure the queue retries may promise a retry; one that no retry can mend (a model
 /// that cannot follow the answer format) asks for the question again instead, so nobody
-/// waits for an answer that is not coming. The queue's last attempt at a retried failure
-/// (after it, the job is dead-lettered) edits the note posted at the first: no more
-/// retries are coming, only the sweep of the next job on the PR. Best effort: the caller
-/// returns the original failure either way.
+/// waits for an answer that is not coming. A later attempt after which the queue will not
+/// try again (its last, or one that failed for good) edits the note an earlier attempt
+/// posted, whose promise of a retry no longer holds. Best effort: the caller returns the
+/// original failure either way.
 pub async fn could_not_answer(
     github: &dyn GitHub,
     store: &dyn Store,
@@ -110,12 +110,13 @@ pub async fn could_not_answer(
     attempt: Option<Attempt>,
 ) {
     let exhausted = attempt.filter(|a| failure.is_transient() && a.is_last());
+    let last_word = exhausted.is_some() || !failure.is_transient();
     let claim_key = key::error_note(&snap.repo, trigger.id);
     match store.claim(&claim_key, ERROR_NOTE_TTL).await {
         Ok(Claim::Won) => {}
         Ok(Claim::AlreadyClaimed) => {
-            if let Some(attempt) = exhausted {
-                out_of_attempts(github, snap, trigger, destination, failure, attempt).await;
+            if last_word {
+                revise(github, snap, trigger, destination, failure, exhausted).await;
             }
             return;
         }
@@ -182,16 +183,15 @@ fn error_note(
 }
 
 /// Edit the note an earlier attempt posted for `trigger` (Parley's own, in the thread or
-/// in the PR conversation where it fell back) to say that the retries are over. A note
-/// not found (deleted, or its post failed) is left alone: the sweep still sees the
-/// question as pending.
-async fn out_of_attempts(
+/// in the PR conversation where it fell back) to say what this failure means now. A note
+/// not found (deleted, or its post failed) is left alone.
+async fn revise(
     github: &dyn GitHub,
     snap: &PrSnapshot,
     trigger: &Trigger,
     destination: &Destination,
     failure: &ConversationError,
-    attempt: Attempt,
+    exhausted: Option<Attempt>,
 ) {
     let ours = |user: Option<&crate::ports::github::User>, body: &str| {
         markers::trusted::<ReplyMarker>(user, &snap.handles, body, kind::ERROR)
@@ -208,7 +208,7 @@ async fn out_of_attempts(
     };
     let edited = match in_thread {
         Some(id) => {
-            let body = error_note(snap, trigger, destination, failure, Some(attempt));
+            let body = error_note(snap, trigger, destination, failure, exhausted);
             github
                 .update_review_comment(&snap.scope, id, &body)
                 .await
@@ -226,7 +226,7 @@ async fn out_of_attempts(
                 return;
             };
             let here = Destination::conversation(trigger);
-            let body = error_note(snap, trigger, &here, failure, Some(attempt));
+            let body = error_note(snap, trigger, &here, failure, exhausted);
             github
                 .update_issue_comment(&snap.scope, id, &body)
                 .await
@@ -234,7 +234,7 @@ async fn out_of_attempts(
         }
     };
     if let Err(err) = edited {
-        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not edit the error note after the last attempt");
+        tracing::warn!(repo = %snap.repo, comment = trigger.id, error = %err, "could not revise the error note");
     }
 }
 

@@ -682,6 +682,32 @@ async fn the_last_attempt_edits_the_note_to_say_the_retries_are_over(backend: Ba
     assert_eq!(h.replies_to(comment_id(&top)).len(), 1, "swept");
 }
 
+/// A retry that fails for good (the model's answer unusable after a 500 on the first
+/// attempt): the queue will not try again, so the note's promise of a retry is replaced by
+/// a request to ask again, and the sweep leaves the question to the asker.
+async fn a_retry_that_fails_for_good_revises_the_note(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.llm.fail("", 500);
+    let job = h.top_level_comment("bob", "@parley explain?");
+    assert!(matches!(
+        h.run_attempt(job.clone(), 1, 5).await,
+        Err(JobError::Transient(_))
+    ));
+    h.llm.remove_rules("");
+    h.llm.default_reply("I refuse to speak JSON today.");
+    let result = h.run_attempt(job, 2, 5).await;
+    assert!(matches!(result, Err(JobError::Permanent(_))), "{result:?}");
+    let notes = h.notes_of_kind("error");
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    let body = notes[0]["body"].as_str().unwrap_or_default();
+    assert!(
+        body.contains("(the language model's answer could not be used). Ask me again"),
+        "{body}"
+    );
+    assert!(!body.contains("automatically"), "{body}");
+    assert_eq!(reply_marker(&notes[0]).map(|m| m.gave_up), Some(true));
+}
+
 async fn garbage_from_the_model_gets_an_error_note(backend: Backend) {
     let h = Harness::start(backend).await;
     h.llm.default_reply("I refuse to speak JSON today.");
@@ -1328,6 +1354,7 @@ parley_tests::on_both_stores!(
     a_failing_reviews_listing_does_not_fail_the_job,
     llm_failure_posts_one_error_note_then_retries,
     the_last_attempt_edits_the_note_to_say_the_retries_are_over,
+    a_retry_that_fails_for_good_revises_the_note,
     garbage_from_the_model_gets_an_error_note,
     github_errors_while_posting_release_the_claim,
     a_deleted_question_is_not_answered,
