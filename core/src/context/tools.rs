@@ -407,7 +407,7 @@ pub(super) fn call_label(call: &ToolCall) -> String {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ports::code::SearchHit;
 

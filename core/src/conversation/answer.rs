@@ -30,7 +30,7 @@ const MAX_TOKENS: u32 = 1_500;
 /// How much of a top-level question is quoted above the answer.
 const QUOTE_CHARS: usize = 140;
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub struct ModelAnswer {
     pub reply: String,
     #[serde(default)]
@@ -38,7 +38,7 @@ pub struct ModelAnswer {
 }
 
 /// How a dispute about a finding ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Resolution {
     Concede,
@@ -65,13 +65,15 @@ pub async fn ask(
     budget_chars: usize,
     tools: ToolBounds,
 ) -> Result<ModelAnswer, LlmError> {
-    let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE).with_validator(|a| {
-        if a.reply.trim().is_empty() {
-            Err("`reply` is empty".to_string())
-        } else {
-            Ok(())
-        }
-    });
+    let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE)
+        .constrained("conversation_answer")
+        .with_validator(|a| {
+            if a.reply.trim().is_empty() {
+                Err("`reply` is empty".to_string())
+            } else {
+                Ok(())
+            }
+        });
     let request = LlmRequest::new(
         prompt::system(ctx),
         vec![prompt::message(ctx, budget_chars)],

@@ -200,7 +200,7 @@ fn contains_word(text: &str, word: &str) -> bool {
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct ModelHints {
     #[serde(default)]
     category: Option<String>,
@@ -240,7 +240,7 @@ pub async fn extract(
     );
     request.options.max_tokens = 300;
     request.options.temperature = Some(0.0);
-    let output = JsonOutput::<ModelHints>::described(SHAPE);
+    let output = JsonOutput::<ModelHints>::described(SHAPE).constrained("learning_hints");
     match output.ask(llm, request).await {
         Ok(reply) => {
             let model = reply.value;

@@ -227,6 +227,17 @@ impl<T: DeserializeOwned> JsonOutput<T> {
     }
 }
 
+impl<T: DeserializeOwned + schemars::JsonSchema> JsonOutput<T> {
+    /// [`with_wire_schema`](Self::with_wire_schema) with the schema of `T` itself, the
+    /// type the reply is parsed into: a server that constrains its output to it (OpenAI's
+    /// `json_schema`, llama-cpp-python's grammar) leaves even a small model no way to
+    /// answer with prose or another shape.
+    pub fn constrained(self, name: &'static str) -> Self {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+        self.with_wire_schema(name, schema)
+    }
+}
+
 fn correction(reason: &str, cut_off: Option<CutOff>) -> String {
     let advice = match cut_off {
         Some(CutOff::Repeating) => {

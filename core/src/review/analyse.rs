@@ -25,7 +25,7 @@ use crate::review::learned::{self, JudgeStatus};
 use crate::review::merge::{self, Merged};
 use crate::review::specialists::{self, PassProgress};
 pub use crate::review::summary::Framing;
-use crate::review::{prompts, summary};
+use crate::review::{grounding, prompts, summary};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -189,13 +189,16 @@ pub async fn analyse(
     for candidate in &mut merged.candidates {
         super::sanitize_candidate(candidate, silenced);
     }
-    // Dismissals and false-positive patterns first (no model), then the judge.
-    let (kept, mut suppressed) = crate::learning::apply::suppress(
+    // Code the review could not have seen first, then dismissals and false-positive
+    // patterns (no model), then the judge.
+    let (grounded, ungrounded) = grounding::ground(
         merged.candidates.clone(),
-        &applied,
-        &memory,
-        &config.gate,
+        subject.pr_patches,
+        subject.code.as_ref().ok().copied(),
     );
+    let (kept, mut suppressed) =
+        crate::learning::apply::suppress(grounded, &applied, &memory, &config.gate);
+    suppressed.extend(ungrounded);
     let (kept, judge, judge_read) = if config.review.judge {
         if let Some(toolbox) = &toolbox {
             toolbox.release_what_was_kept();

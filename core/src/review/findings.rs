@@ -54,18 +54,15 @@ Use {"findings": []} when there is nothing worth reporting. `line` and `start_li
 line numbers in the NEW file, as shown in the left column of the diff; omit start_line for
 a single line."#;
 
+/// The example finding's words in [`SHAPE`], which a real finding never has.
+const EXAMPLE_TITLE: &str = "One-line summary";
+const EXAMPLE_BODY: &str = "Why it is a problem and how to fix it (Markdown).";
+
 /// The expected output of every specialist pass.
 pub fn pass_output() -> JsonOutput<PassOutput> {
     JsonOutput::described(SHAPE)
-        .with_wire_schema("review_findings", pass_schema())
+        .constrained("review_findings")
         .with_validator(validate)
-}
-
-/// The schema of [`PassOutput`], generated from the type the reply is parsed into, for
-/// servers that constrain their output to it (a small local model then cannot answer
-/// with prose or a wrong shape).
-pub fn pass_schema() -> serde_json::Value {
-    serde_json::to_value(schemars::schema_for!(PassOutput)).unwrap_or_default()
 }
 
 fn validate(output: &PassOutput) -> Result<(), String> {
@@ -89,6 +86,14 @@ fn validate(output: &PassOutput) -> Result<(), String> {
         if finding.title.trim().is_empty() {
             return Err(at("title is empty"));
         }
+        // A small model held to the schema by a grammar sometimes fills it with the
+        // example's own words: a "critical" finding on nothing.
+        if finding.title.trim() == EXAMPLE_TITLE || finding.body.trim() == EXAMPLE_BODY {
+            return Err(at(
+                "repeats the example's placeholder text; report what this change gets \
+                 wrong, or no findings",
+            ));
+        }
     }
     Ok(())
 }
@@ -96,6 +101,25 @@ fn validate(output: &PassOutput) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_examples_placeholder_is_not_a_finding() {
+        assert!(SHAPE.contains(EXAMPLE_TITLE) && SHAPE.contains(EXAMPLE_BODY));
+        let output = pass_output();
+        let finding = |title: &str, body: &str| {
+            format!(
+                r#"{{"findings":[{{"path":"src/db.rs","line":3,"severity":"critical","category":"security","confidence":85,"title":"{title}","body":"{body}"}}]}}"#
+            )
+        };
+        for (title, body) in [
+            (EXAMPLE_TITLE, "SQL built from input."),
+            ("SQL injection", EXAMPLE_BODY),
+        ] {
+            let error = output.parse(&finding(title, body)).unwrap_err();
+            assert!(error.to_string().contains("placeholder"), "{error}");
+        }
+        assert!(output.parse(&finding("SQL injection", "Bind it.")).is_ok());
+    }
 
     #[test]
     fn parses_a_finding_and_rejects_bad_numbers() {

@@ -25,6 +25,7 @@ mod failure_note;
 pub mod filter;
 pub mod findings;
 pub mod gate;
+pub mod grounding;
 pub mod inputs;
 pub mod learned;
 pub mod lifecycle;

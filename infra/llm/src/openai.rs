@@ -56,23 +56,31 @@ pub struct OpenAiLlm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 enum Format {
+    /// OpenAI's `{"type": "json_schema", "json_schema": {…}}`.
     JsonSchema = 0,
-    JsonObject = 1,
-    Plain = 2,
+    /// `{"type": "json_object", "schema": {…}}`: llama-cpp-python's form (Anyscale's and
+    /// Together's too), which it turns into a grammar, so that even a small model can only
+    /// write JSON of the schema's shape. Servers that know neither schema form refuse it or
+    /// ignore the field.
+    JsonObjectSchema = 1,
+    JsonObject = 2,
+    Plain = 3,
 }
 
 impl Format {
     fn from_u8(value: u8) -> Self {
         match value {
             0 => Format::JsonSchema,
-            1 => Format::JsonObject,
+            1 => Format::JsonObjectSchema,
+            2 => Format::JsonObject,
             _ => Format::Plain,
         }
     }
 
     fn weaker(self) -> Option<Self> {
         match self {
-            Format::JsonSchema => Some(Format::JsonObject),
+            Format::JsonSchema => Some(Format::JsonObjectSchema),
+            Format::JsonObjectSchema => Some(Format::JsonObject),
             Format::JsonObject => Some(Format::Plain),
             Format::Plain => None,
         }
@@ -139,11 +147,20 @@ impl OpenAiLlm {
                     schema: schema.schema.clone(),
                     strict: false,
                 }),
+                schema: None,
             }),
-            (Format::JsonSchema | Format::JsonObject, _) => Some(ResponseFormat {
+            (Format::JsonObjectSchema, Some(schema)) => Some(ResponseFormat {
                 kind: "json_object",
                 json_schema: None,
+                schema: Some(schema.schema.clone()),
             }),
+            (Format::JsonSchema | Format::JsonObjectSchema | Format::JsonObject, _) => {
+                Some(ResponseFormat {
+                    kind: "json_object",
+                    json_schema: None,
+                    schema: None,
+                })
+            }
             (Format::Plain, _) => None,
         }
     }
@@ -561,6 +578,9 @@ struct ResponseFormat {
     kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     json_schema: Option<JsonSchemaFormat>,
+    /// For [`Format::JsonObjectSchema`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -669,12 +689,16 @@ mod tests {
         .expect("client");
         assert_eq!(
             llm.downgrade(Format::JsonSchema),
-            Some((Format::JsonObject, true))
+            Some((Format::JsonObjectSchema, true))
         );
         assert_eq!(
             llm.downgrade(Format::JsonSchema),
-            Some((Format::JsonObject, false)),
+            Some((Format::JsonObjectSchema, false)),
             "a second refusal of the same format changes nothing"
+        );
+        assert_eq!(
+            llm.downgrade(Format::JsonObjectSchema),
+            Some((Format::JsonObject, true))
         );
         assert_eq!(
             llm.downgrade(Format::JsonObject),

@@ -24,6 +24,7 @@ parley_tests::review_on_both_stores!(
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     what_the_model_asked_the_tools_is_posted_cleaned,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
+    a_finding_on_code_the_review_could_not_see_is_suppressed_not_gated,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -95,6 +96,49 @@ async fn without_the_repository_the_review_goes_on_from_the_diff_and_says_so(h: 
         "{summary}"
     );
     assert_eq!(h.latest_check("Parley review")["conclusion"], "success");
+}
+
+/// A finding must name code the review could see. The caller the PR breaks, in a file it
+/// does not change, stands (the snapshot holds it); a "critical" finding on a file that
+/// is neither changed nor in the repository (a small model's copy of the prompt's example
+/// path), or past the end of a file, is suppressed and said so: it does not fail the
+/// merge gate of a PR it says nothing true about.
+async fn a_finding_on_code_the_review_could_not_see_is_suppressed_not_gated(h: ReviewHarness) {
+    h.github
+        .set_files(REPO, PR, &[("src/api.rs", "modified", API_PATCH)]);
+    serve_the_head(&h);
+    h.llm.answer(
+        SECURITY,
+        &reply(&[
+            finding(
+                "src/store.rs",
+                6,
+                "medium",
+                90,
+                "load_user hides its errors",
+            ),
+            finding("src/lib.rs", 42, "critical", 85, "Hard-coded credentials"),
+            finding("src/store.rs", 400, "critical", 85, "Unchecked index"),
+        ]),
+    );
+    let summary = review(&h).await;
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "success");
+    assert!(summary.contains("load_user hides its errors"), "{summary}");
+    assert!(summary.contains("2 finding(s) suppressed"), "{summary}");
+    assert!(
+        summary.contains("`src/lib.rs` is neither changed by this PR nor a file of the repository"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`src/store.rs` has 8 lines, not 400"),
+        "{summary}"
+    );
+    let open: Vec<_> = h.findings().await.into_iter().map(|f| f.title).collect();
+    assert_eq!(
+        open,
+        ["load_user hides its errors"],
+        "nothing else recorded"
+    );
 }
 
 async fn a_tarball_that_escapes_its_tree_is_refused_and_nothing_of_it_is_read(h: ReviewHarness) {

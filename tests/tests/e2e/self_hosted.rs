@@ -206,7 +206,8 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
     );
     assert_eq!(h.reviews().len(), 1);
 
-    // A server that refuses json_schema: one refusal, then json_object for everyone.
+    // A server that refuses json_schema: one refusal, then json_object for everyone, with
+    // the schema in it (llama-cpp-python's form, which it enforces with a grammar).
     let mut h2 = ReviewHarness::start(Backend::Sqlite).await;
     h2.llm.refuse_response_formats(&["json_schema"]);
     h2.llm.answer(
@@ -220,23 +221,29 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
         "refused once, then remembered: {formats:?}"
     );
     assert!(
-        formats[1..].iter().all(|f| f == "json_object"),
+        formats[1..].iter().all(|f| f.starts_with("json_object")),
         "{formats:?}"
+    );
+    let schema = &h2.pass_prompts()[1].raw["response_format"]["schema"];
+    assert!(
+        schema["properties"]["findings"].is_object(),
+        "the findings schema: {schema}"
     );
     let comments = h2.github.review_comments(REPO, PR);
     assert_eq!(comments.len(), 1, "the finding still arrives");
 
-    // A server that refuses both: plain text, the prompt's own shape description.
+    // A server that refuses both: json_object with the schema and without it, then plain
+    // text, the prompt's own shape description.
     let mut h3 = ReviewHarness::start(Backend::Sqlite).await;
     h3.llm
         .refuse_response_formats(&["json_schema", "json_object"]);
     let formats = review_on_one_openai_slot(&mut h3).await;
     assert_eq!(
-        &formats[..3],
-        ["json_schema", "json_object", "plain"],
+        &formats[..4],
+        ["json_schema", "json_object+schema", "json_object", "plain"],
         "{formats:?}"
     );
-    assert!(formats[3..].iter().all(|f| f == "plain"), "{formats:?}");
+    assert!(formats[4..].iter().all(|f| f == "plain"), "{formats:?}");
     assert_eq!(h3.reviews().len(), 1);
 
     // llama-cpp-python's server refuses json_schema with a 500 (its request validation):
@@ -250,14 +257,19 @@ async fn structured_output_asks_for_the_schema_and_falls_back_once() {
         "one refusal, no retries of it: {formats:?}"
     );
     assert!(
-        formats[1..].iter().all(|f| f == "json_object"),
+        formats[1..].iter().all(|f| f.starts_with("json_object")),
         "{formats:?}"
+    );
+    assert!(
+        h4.pass_prompts()[1].raw["response_format"]["schema"]["properties"]["findings"].is_object(),
+        "llama-cpp-python gets the schema it can enforce"
     );
     assert_eq!(h4.reviews().len(), 1);
 }
 
 /// Review the standard PR through the OpenAI-compatible client on one slot; the
-/// `response_format` of every request the server saw, in order ("plain": none).
+/// `response_format` of every request the server saw, in order ("plain": none;
+/// "json_object+schema": a json_object carrying a schema).
 async fn review_on_one_openai_slot(h: &mut ReviewHarness) -> Vec<String> {
     let client = openai_client(h);
     h.use_llm(Arc::new(Limited::new(client, 1)));
@@ -265,6 +277,12 @@ async fn review_on_one_openai_slot(h: &mut ReviewHarness) -> Vec<String> {
     h.llm
         .prompts()
         .iter()
-        .map(|p| p.response_format.clone().unwrap_or_else(|| "plain".into()))
+        .map(|p| match &p.response_format {
+            Some(kind) if p.raw["response_format"]["schema"].is_object() => {
+                format!("{kind}+schema")
+            }
+            Some(kind) => kind.clone(),
+            None => "plain".into(),
+        })
         .collect()
 }

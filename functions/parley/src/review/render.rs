@@ -151,7 +151,7 @@ fn footer(report: &Report, markdown: bool) -> String {
     }
     if report.below_threshold > 0 || report.suppressed > 0 {
         out.push_str(&format!(
-            "\n{} below the confidence threshold ({}), {} suppressed by learnings.\n",
+            "\n{} below the confidence threshold ({}), {} suppressed (by learnings, the judge, or for naming code the review could not see).\n",
             report.below_threshold, report.min_confidence, report.suppressed
         ));
     }
