@@ -56,6 +56,21 @@ impl Resolution {
     }
 }
 
+/// What an answer must be: the shape, held to its schema where the server can, with a
+/// reply that says something. A small model held to the schema by a grammar sometimes
+/// fills it with the example's own words, which would be posted as Parley's answer.
+fn answer_output() -> JsonOutput<ModelAnswer> {
+    JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE)
+        .constrained("conversation_answer")
+        .with_validator(|a| match a.reply.trim() {
+            "" => Err("`reply` is empty".to_string()),
+            prompt::ANSWER_PLACEHOLDER => {
+                Err("`reply` repeats the example's placeholder: write your answer".to_string())
+            }
+            _ => Ok(()),
+        })
+}
+
 /// Ask the model; a reply that is not the expected JSON gets one correction round. With
 /// the repository open, `tools` on and a provider that takes tool calls, the model may
 /// read code first (the caller someone says checks for null) and answers once it has.
@@ -65,15 +80,7 @@ pub async fn ask(
     budget_chars: usize,
     tools: ToolBounds,
 ) -> Result<ModelAnswer, LlmError> {
-    let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE)
-        .constrained("conversation_answer")
-        .with_validator(|a| {
-            if a.reply.trim().is_empty() {
-                Err("`reply` is empty".to_string())
-            } else {
-                Ok(())
-            }
-        });
+    let output = answer_output();
     let request = LlmRequest::new(
         prompt::system(ctx),
         vec![prompt::message(ctx, budget_chars)],
@@ -282,8 +289,21 @@ mod tests {
     }
 
     #[test]
+    fn the_examples_placeholder_is_not_an_answer() {
+        assert!(prompt::ANSWER_SHAPE.contains(prompt::ANSWER_PLACEHOLDER));
+        let output = answer_output();
+        for empty in [
+            r#"{"reply": "  "}"#,
+            r#"{"reply": "<your answer, Markdown>"}"#,
+        ] {
+            assert!(output.parse(empty).is_err(), "{empty}");
+        }
+        assert!(output.parse(r#"{"reply": "It is safe."}"#).is_ok());
+    }
+
+    #[test]
     fn answers_parse_with_and_without_resolution() {
-        let output = JsonOutput::<ModelAnswer>::described(prompt::ANSWER_SHAPE);
+        let output = answer_output();
         let a = output.parse(r#"{"reply":"ok","resolution":null}"#).unwrap();
         assert_eq!(a.resolution, None);
         let a = output

@@ -49,6 +49,8 @@ example `L-3f9a`). When code shown from the repository settles the point (the ca
 checks for None, the definition that cannot fail), cite it by `path:line`.";
 
 /// The JSON the model returns.
+/// The example's `reply`, which a real answer never is.
+pub const ANSWER_PLACEHOLDER: &str = "<your answer, Markdown>";
 pub const ANSWER_SHAPE: &str = r#"{"reply": "<your answer, Markdown>", "resolution": null}
 where "resolution" is null, or one of "concede", "maintain", "escalate" when the developer disputes the finding (only then)."#;
 
