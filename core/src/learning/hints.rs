@@ -212,6 +212,8 @@ struct ModelHints {
     keywords: Vec<String>,
 }
 
+/// The placeholders in [`SHAPE`]'s keyword list, which no rule means.
+const SHAPE_WORDS: [&str; 2] = ["word", "..."];
 const SHAPE: &str = r#"{"category": "security" | "correctness" | "tests" | "style" | "performance" | "guidelines" | null, "max_severity": "nit" | "low" | "medium" | "high" | "critical" | null, "paths": ["glob", ...], "keywords": ["word", ...]}"#;
 
 const SYSTEM: &str = "You turn a code-review rule a team gave their review bot into structured hints. \
@@ -270,7 +272,11 @@ pub async fn extract(
                         .keywords
                         .into_iter()
                         .map(|k| k.trim().to_ascii_lowercase())
-                        .filter(|k| !k.is_empty() && k.len() <= 40)
+                        // The shape's own `"word", ...` echoed back would narrow the
+                        // dismissal to findings that say "word": a rule that never applies.
+                        .filter(|k| {
+                            !k.is_empty() && k.len() <= 40 && !SHAPE_WORDS.contains(&k.as_str())
+                        })
                         .take(5)
                         .collect();
                     if keywords.is_empty() {
@@ -357,6 +363,28 @@ mod tests {
         .await;
         assert_eq!(hints.source, "llm");
         assert_eq!(hints.paths, ["tests/**", "Makefile", "*.md"]);
+    }
+
+    /// The shape's keyword placeholders echoed back are no keywords: the rule's own words
+    /// stand instead.
+    #[tokio::test]
+    async fn the_shapes_placeholder_keywords_are_dropped() {
+        assert!(SHAPE.contains(r#"["word", ...]"#));
+        let llm = crate::llm::scripted::ScriptedLlm::new(vec![Ok((
+            r#"{"category": "correctness", "paths": [], "keywords": ["word", "..."]}"#,
+            false,
+        ))]);
+        let hints = extract(
+            &llm,
+            LearningKind::Dismiss,
+            "unwrap is fine in tests",
+            &[],
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(hints.source, "llm");
+        assert_eq!(hints.keywords, ["unwrap"]);
     }
 
     #[test]
