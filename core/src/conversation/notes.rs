@@ -145,25 +145,22 @@ fn error_note(
         ConversationError::GitHub(_) => "GitHub did not let me read the conversation",
         _ => "something went wrong on my side",
     };
-    let next = match exhausted {
-        Some(attempt) => format!(
-            "I tried {} times. I will try again the next time someone here asks me \
-             anything, or ask me again.",
-            attempt.number
-        ),
-        None => String::new(),
-    };
-    let (next, gave_up) = if !next.is_empty() {
-        (next.as_str(), false)
-    } else if failure.is_transient() {
-        ("I will try again automatically.", false)
-    } else if failure.is_config() {
-        (
-            "Parley's operator has to fix its settings first; I will answer once they have.",
+    let (next, gave_up) = match exhausted {
+        Some(attempt) => (
+            format!(
+                "I tried {} times. I will try again the next time someone here asks me \
+                 anything, or ask me again.",
+                attempt.number
+            ),
             false,
-        )
-    } else {
-        ("Ask me again and I will try once more.", true)
+        ),
+        None if failure.is_transient() => ("I will try again automatically.".to_string(), false),
+        None if failure.is_config() => (
+            "Parley's operator has to fix its settings first; I will answer once they have."
+                .to_string(),
+            false,
+        ),
+        None => ("Ask me again and I will try once more.".to_string(), true),
     };
     let text = format!(
         "Sorry @{}, I could not answer this just now ({reason}). {next}",
