@@ -231,8 +231,7 @@ impl OpenAiLlm {
                 .model
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| self.model.clone()),
-            cut_off: (choice.finish_reason.as_deref() == Some("length"))
-                .then_some(CutOff::OutputLimit),
+            cut_off: at_output_limit(choice.finish_reason.as_deref()),
             tool_calls,
         })
     }
@@ -281,11 +280,10 @@ impl OpenAiLlm {
             text: reply.text,
             usage,
             model: reply.model.unwrap_or_else(|| self.model.clone()),
-            cut_off: reply.stop.and_then(stream::Stop::cut_off).or((reply
-                .finish_reason
-                .as_deref()
-                == Some("length"))
-            .then_some(CutOff::OutputLimit)),
+            cut_off: reply
+                .stop
+                .and_then(stream::Stop::cut_off)
+                .or(at_output_limit(reply.finish_reason.as_deref())),
             tool_calls: reply.tool_calls,
         })
     }
@@ -440,6 +438,11 @@ impl Llm for OpenAiLlm {
             PromptCache::None
         }
     }
+}
+
+/// `finish_reason: "length"`: the reply stopped at `max_tokens`.
+fn at_output_limit(finish_reason: Option<&str>) -> Option<CutOff> {
+    (finish_reason == Some("length")).then_some(CutOff::OutputLimit)
 }
 
 fn is_openai_api(url: &str) -> bool {
