@@ -48,3 +48,12 @@ pub async fn reviewed_once_with_one_blocking_finding(
         checks[0]
     );
 }
+
+/// `text` (a summary, a note, a check run) says every one of `phrases`; the first missing
+/// one is named with the whole text.
+#[track_caller]
+pub fn says_all(text: &str, phrases: &[&str]) {
+    for said in phrases {
+        assert!(text.contains(said), "missing {said:?} in: {text}");
+    }
+}

@@ -123,15 +123,14 @@ async fn a_finding_on_code_the_review_could_not_see_is_suppressed_not_gated(h: R
     );
     let summary = review(&h).await;
     assert_eq!(h.latest_check("Parley review")["conclusion"], "success");
-    assert!(summary.contains("load_user hides its errors"), "{summary}");
-    assert!(summary.contains("2 finding(s) suppressed"), "{summary}");
-    assert!(
-        summary.contains("`src/lib.rs` is neither changed by this PR nor a file of the repository"),
-        "{summary}"
-    );
-    assert!(
-        summary.contains("`src/store.rs` has 8 lines, not 400"),
-        "{summary}"
+    parley_tests::expect::says_all(
+        &summary,
+        &[
+            "load_user hides its errors",
+            "2 finding(s) suppressed",
+            "`src/lib.rs` is neither changed by this PR nor a file of the repository",
+            "`src/store.rs` has 8 lines, not 400",
+        ],
     );
     let open: Vec<_> = h.findings().await.into_iter().map(|f| f.title).collect();
     assert_eq!(

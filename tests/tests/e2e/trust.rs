@@ -275,14 +275,15 @@ async fn the_judge_cannot_be_argued_out_of_a_blocking_finding(h: ReviewHarness) 
     );
 
     let summary = h.summary();
-    for said in [
-        "Judge pass: 1 dropped, 0 re-scored, 2 doubted but kept.",
-        "- critical **SQL injection** (`src/db.rs:3`) — the code says",
-        "- high **Id not validated** (`src/db.rs:2`) — it rated this finding 10% likely",
-        "judge: built once in fact  parley dismiss",
-    ] {
-        assert!(summary.contains(said), "{said}: {summary}");
-    }
+    parley_tests::expect::says_all(
+        &summary,
+        &[
+            "Judge pass: 1 dropped, 0 re-scored, 2 doubted but kept.",
+            "- critical **SQL injection** (`src/db.rs:3`) — the code says",
+            "- high **Id not validated** (`src/db.rs:2`) — it rated this finding 10% likely",
+            "judge: built once in fact  parley dismiss",
+        ],
+    );
     assert!(!summary.contains("@parley"), "{summary}");
     assert_eq!(
         summary.matches("<!-- parley:").count(),
