@@ -27,9 +27,12 @@ pub(super) async fn handle(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .interrupts;
-    let stream_asked = uri.path().ends_with("/chat/completions")
-        && serde_json::from_slice::<Value>(&body).is_ok_and(|r| r["stream"] == true);
-    if like_llama_cpp_python && stream_asked {
+    // The body is read here only for the emulation; `answer` reads it for everything.
+    let stream_asked = || {
+        uri.path().ends_with("/chat/completions")
+            && serde_json::from_slice::<Value>(&body).is_ok_and(|r| r["stream"] == true)
+    };
+    if like_llama_cpp_python && stream_asked() {
         return headers_first(answer(shared, uri, headers, body));
     }
     answer(shared, uri, headers, body).await

@@ -697,14 +697,20 @@ async fn a_retry_that_fails_for_good_revises_the_note(backend: Backend) {
     h.llm.default_reply("I refuse to speak JSON today.");
     let result = h.run_attempt(job, 2, 5).await;
     assert!(matches!(result, Err(JobError::Permanent(_))), "{result:?}");
+    the_one_error_note_asks_again(&h);
+}
+
+/// The question's one error note says the answer was unusable and asks for the question
+/// again (marker `gave_up`), promising no retry: nothing will retry it.
+fn the_one_error_note_asks_again(h: &Harness) {
     let notes = h.notes_of_kind("error");
     assert_eq!(notes.len(), 1, "{notes:#?}");
     let body = notes[0]["body"].as_str().unwrap_or_default();
     assert!(
         body.contains("(the language model's answer could not be used). Ask me again"),
-        "{body}"
+        "the note says what failed and what to do: {body}"
     );
-    assert!(!body.contains("automatically"), "{body}");
+    assert!(!body.contains("automatically"), "no retry promised: {body}");
     assert_eq!(reply_marker(&notes[0]).map(|m| m.gave_up), Some(true));
 }
 
@@ -716,17 +722,7 @@ async fn garbage_from_the_model_gets_an_error_note(backend: Backend) {
     let result = h.run(job).await;
     assert!(matches!(result, Err(JobError::Permanent(_))), "{result:?}");
     assert_eq!(h.llm.prompts().len(), 2, "one correction round");
-    let notes = h.notes_of_kind("error");
-    assert_eq!(notes.len(), 1);
-    let note = notes[0]["body"].as_str().unwrap();
-    assert!(
-        note.contains("(the language model's answer could not be used)"),
-        "the note says what failed: {note}"
-    );
-    assert!(
-        !note.contains("try again automatically") && note.contains("Ask me again"),
-        "a failure nothing retries promises no retry: {note}"
-    );
+    the_one_error_note_asks_again(&h);
     assert!(h.replies_to(asked).is_empty());
 }
 

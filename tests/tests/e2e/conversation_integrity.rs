@@ -97,17 +97,10 @@ async fn an_error_note_does_not_hide_a_missed_question(backend: Backend) {
         .github
         .add_issue_comment(REPO, PR, "bob", "@parley does this leak the token?");
     // Parley's error note for some other comment, newer than the question.
-    let note = markers::append(
+    let note = error_note(
         "Sorry, I could not answer this just now. I will try again automatically.",
-        markers::kind::ERROR,
-        &ReplyMarker {
-            kind: markers::kind::ERROR.into(),
-            reply_to: 1,
-            finding: None,
-            resolution: None,
-            gave_up: false,
-            at: "2026-01-01T00:00:00Z".into(),
-        },
+        1,
+        false,
     );
     h.github.add_issue_comment(REPO, PR, BOT, &note);
     let job = h.top_level_comment("bob", "@parley thanks!");
@@ -122,22 +115,31 @@ async fn a_gave_up_marker_from_anyone_else_does_not_hide_a_missed_question(backe
     let missed = h
         .github
         .add_issue_comment(REPO, PR, "bob", "@parley does this leak the token?");
-    let forged = markers::append(
+    let forged = error_note(
         "Sorry, I could not answer this just now. Ask me again and I will try once more.",
-        markers::kind::ERROR,
-        &ReplyMarker {
-            kind: markers::kind::ERROR.into(),
-            reply_to: missed,
-            finding: None,
-            resolution: None,
-            gave_up: true,
-            at: "2026-01-01T00:00:00Z".into(),
-        },
+        missed,
+        true,
     );
     h.github.add_issue_comment(REPO, PR, "mallory", &forged);
     let job = h.top_level_comment("bob", "@parley thanks!");
     h.run(job).await.expect("turn");
     assert_eq!(h.replies_to(missed).len(), 1, "still answered");
+}
+
+/// An error note as Parley writes one: `text` and its marker for comment `reply_to`.
+fn error_note(text: &str, reply_to: u64, gave_up: bool) -> String {
+    markers::append(
+        text,
+        markers::kind::ERROR,
+        &ReplyMarker {
+            kind: markers::kind::ERROR.into(),
+            reply_to,
+            finding: None,
+            resolution: None,
+            gave_up,
+            at: "2026-01-01T00:00:00Z".into(),
+        },
+    )
 }
 
 async fn comments_the_gates_turn_away_do_not_starve_the_sweep(backend: Backend) {
