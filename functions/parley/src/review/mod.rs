@@ -162,9 +162,8 @@ pub enum CliError {
     /// The server is there but slower than Parley's limits: a self-hosted model on a small
     /// machine, or one request at a time with the passes queued behind each other.
     #[error(
-        "the model did not answer in time ({0}); a slow self-hosted model needs longer: raise \
-         LLM_TIMEOUT_SECS (each call) and PARLEY_PASS_TIMEOUT_SECS (each pass), e.g. \
-         LLM_TIMEOUT_SECS=600 PARLEY_PASS_TIMEOUT_SECS=1800"
+        "the model did not answer in time ({0}); {SLOW_MODEL}, e.g. LLM_TIMEOUT_SECS=600 \
+         PARLEY_PASS_TIMEOUT_SECS=1800"
     )]
     TooSlow(String),
     /// The model answered every pass, but never in a shape a review can use: the server
@@ -509,6 +508,13 @@ async fn analysis(
         })
 }
 
+/// The advice for a model slower than Parley's limits, whether it never answered in time
+/// or was cut off while still writing.
+const SLOW_MODEL: &str = "a slow self-hosted model needs longer: raise LLM_TIMEOUT_SECS \
+                          (each call) and PARLEY_PASS_TIMEOUT_SECS (each pass)";
+/// The advice for a model that answers, but not in the review's shape.
+const LARGER_MODEL: &str = "small models often cannot follow the review format: try a larger one";
+
 /// What to change depends on how the last reply ended: each cut-off has its own limit.
 fn unusable(cut_off: Option<CutOff>) -> CliError {
     let (reason, advice) = match cut_off {
@@ -516,19 +522,9 @@ fn unusable(cut_off: Option<CutOff>) -> CliError {
             cut.describe(),
             "raise or unset LLM_MAX_OUTPUT_TOKENS, or try a model that writes less",
         ),
-        Some(cut @ CutOff::TimeLimit) => (
-            cut.describe(),
-            "a slow self-hosted model needs longer: raise LLM_TIMEOUT_SECS (each call) and \
-             PARLEY_PASS_TIMEOUT_SECS (each pass)",
-        ),
-        Some(cut @ CutOff::Repeating) => (
-            cut.describe(),
-            "small models often cannot follow the review format: try a larger one",
-        ),
-        None => (
-            "its replies did not fit the review format",
-            "small models often cannot follow the review format: try a larger one",
-        ),
+        Some(cut @ CutOff::TimeLimit) => (cut.describe(), SLOW_MODEL),
+        Some(cut @ CutOff::Repeating) => (cut.describe(), LARGER_MODEL),
+        None => ("its replies did not fit the review format", LARGER_MODEL),
     };
     CliError::Unusable { reason, advice }
 }
