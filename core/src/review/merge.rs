@@ -3,12 +3,14 @@
 //! - A finding whose line is not on the right side of the PR's diff cannot be an inline
 //!   comment (GitHub would refuse the whole review); it is kept for the summary instead.
 //! - Passes overlap (a SQL injection is both a security and a correctness problem), so
-//!   findings on the same path, overlapping lines and with similar titles are merged: the
-//!   higher severity, the best-supported body, and more confidence when independent passes
-//!   agree.
+//!   findings of different passes on the same path, overlapping lines and with similar
+//!   titles are merged: the higher severity, the best-supported body, and more confidence
+//!   when independent passes agree. Two findings of one pass stay two unless one title
+//!   says no more than the other.
 //! - A finding already posted on this PR is dropped, so a re-review after a push does
 //!   not repeat itself: the same fingerprint, or the same code at the same path with a
-//!   similar title (a model rarely words a problem twice alike; see [`site`]).
+//!   similar title (a model rarely words a problem twice alike; see [`site`]). Each
+//!   earlier finding is found again by one finding at most, the most alike.
 
 use crate::ports::{Finding, Severity};
 use crate::review::diff::Patch;
@@ -125,12 +127,16 @@ pub fn merge(
             }
         }
     }
-    for mut candidate in std::mem::take(&mut merged.candidates) {
-        match earlier.iter().find(|f| posted_as(f, &candidate)) {
+    let found_again = found_again(&merged.candidates, earlier);
+    for (mut candidate, posted) in std::mem::take(&mut merged.candidates)
+        .into_iter()
+        .zip(found_again)
+    {
+        match posted {
             // Found again: under the earlier finding's fingerprint, which is what the
             // lifecycle of earlier findings ("found again") and the store know it by.
             Some(posted) => {
-                candidate.fingerprint = posted.fingerprint.clone();
+                candidate.fingerprint = earlier[posted].fingerprint.clone();
                 merged.repeated.push(candidate);
             }
             None => merged.candidates.push(candidate),
@@ -140,13 +146,60 @@ pub fn merge(
     merged
 }
 
-/// Whether `candidate` is `earlier` said again: the same fingerprint, or the same code at
-/// the same path (wherever the lines moved to since) with a similar title.
-fn posted_as(earlier: &Finding, candidate: &Candidate) -> bool {
-    earlier.fingerprint == candidate.fingerprint
-        || (!candidate.site.is_empty()
-            && earlier.site == candidate.site
-            && similar_titles(&earlier.title, &candidate.title))
+/// For each candidate, the earlier finding it says again, if any. One earlier finding is
+/// said again by one candidate at most, the one most like it: two problems a review finds
+/// on the same code are two findings, even where both titles share words with the one
+/// posted before (it is not both of them), and the other one is new.
+fn found_again(candidates: &[Candidate], earlier: &[Finding]) -> Vec<Option<usize>> {
+    let mut pairs: Vec<(Match, usize, usize)> = candidates
+        .iter()
+        .enumerate()
+        .flat_map(|(c, candidate)| {
+            earlier
+                .iter()
+                .enumerate()
+                .filter_map(move |(e, finding)| Some((posted_as(finding, candidate)?, c, e)))
+        })
+        .collect();
+    // Best first; the sort is stable, so equal matches go in the candidates' order.
+    pairs.sort_by_key(|(surety, _, _)| std::cmp::Reverse(*surety));
+    let mut assigned = vec![None; candidates.len()];
+    let mut taken = vec![false; earlier.len()];
+    for (_, c, e) in pairs {
+        if assigned[c].is_none() && !taken[e] {
+            assigned[c] = Some(e);
+            taken[e] = true;
+        }
+    }
+    assigned
+}
+
+/// How surely a candidate is an earlier finding said again; a larger one is surer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Match {
+    /// The same code at the same path (wherever the lines moved to since) with a similar
+    /// title; surer in the same category (titles share the code's words whatever the
+    /// problem: "SQL … injection", "SQL … timeout").
+    Site {
+        same_category: bool,
+        likeness: Likeness,
+    },
+    /// The same fingerprint: same path, title and code.
+    Fingerprint,
+}
+
+/// Whether (and how surely) `candidate` is `earlier` said again.
+fn posted_as(earlier: &Finding, candidate: &Candidate) -> Option<Match> {
+    if earlier.fingerprint == candidate.fingerprint {
+        return Some(Match::Fingerprint);
+    }
+    let likeness = Likeness::of(&earlier.title, &candidate.title);
+    (!candidate.site.is_empty() && earlier.site == candidate.site && likeness.similar()).then(
+        || Match::Site {
+            same_category: earlier.category.eq_ignore_ascii_case(&candidate.category),
+            likeness,
+        },
+    )
 }
 
 fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> Candidate {
@@ -259,27 +312,57 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     );
     let overlap = a_start <= b.line.saturating_add(LINE_SLACK)
         && b_start <= a.line.saturating_add(LINE_SLACK);
-    overlap && similar_titles(&a.title, &b.title)
+    let likeness = Likeness::of(&a.title, &b.title);
+    // Two findings a pass reports on the same lines are two problems unless one title
+    // says no more than the other: a pass knows what it already said.
+    let same_pass = b.passes.iter().any(|p| a.passes.contains(p));
+    overlap
+        && if same_pass {
+            likeness.contained
+        } else {
+            likeness.similar()
+        }
 }
 
-/// Word overlap of the significant words (Jaccard ≥ 0.3), or one title's words all in
-/// the other's. Loose on purpose: passes phrase the same problem differently, and
-/// overlapping lines on the same file already narrow it down.
-fn similar_titles(a: &str, b: &str) -> bool {
-    let words = |t: &str| -> HashSet<String> {
-        normalise_title(t)
-            .split(' ')
-            .filter(|w| w.len() >= 3)
-            .map(String::from)
-            .collect()
-    };
-    let (a, b) = (words(a), words(b));
-    if a.is_empty() || b.is_empty() {
-        return false;
+/// How alike two titles are by their significant words (three letters or more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Likeness {
+    /// One title's words are all in the other's.
+    contained: bool,
+    /// Shared words per thousand words of both (Jaccard).
+    overlap: u32,
+}
+
+impl Likeness {
+    fn of(a: &str, b: &str) -> Self {
+        let words = |t: &str| -> HashSet<String> {
+            normalise_title(t)
+                .split(' ')
+                .filter(|w| w.len() >= 3)
+                .map(String::from)
+                .collect()
+        };
+        let (a, b) = (words(a), words(b));
+        if a.is_empty() || b.is_empty() {
+            return Likeness {
+                contained: false,
+                overlap: 0,
+            };
+        }
+        let shared = a.intersection(&b).count();
+        let union = a.union(&b).count();
+        Likeness {
+            contained: shared == a.len().min(b.len()),
+            overlap: u32::try_from(shared * 1000 / union).unwrap_or(1000),
+        }
     }
-    let shared = a.intersection(&b).count();
-    let union = a.union(&b).count();
-    shared * 10 >= union * 3 || shared == a.len().min(b.len())
+
+    /// Loose on purpose: different passes, and one model from one review to the next,
+    /// phrase the same problem differently, and the same lines of the same file already
+    /// narrow it down.
+    fn similar(self) -> bool {
+        self.contained || self.overlap >= 300
+    }
 }
 
 fn absorb(keep: &mut Candidate, other: Candidate) {
@@ -395,6 +478,67 @@ mod tests {
             again.repeated[0].fingerprint,
             first.candidates[0].fingerprint
         );
+    }
+
+    #[test]
+    fn one_pass_reporting_two_problems_on_the_same_lines_keeps_both() {
+        let correctness = || {
+            pass(
+                "correctness",
+                vec![
+                    raw(2, "SQL injection in query", Severity::High, 80),
+                    raw(2, "SQL query lacks a timeout", Severity::Medium, 80),
+                    // Says no more than the first: the pass said it twice.
+                    raw(3, "SQL injection", Severity::High, 70),
+                ],
+            )
+        };
+        let merged = merge(&[correctness()], &patches(), &[]);
+        let titles: Vec<&str> = merged.candidates.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            ["SQL injection in query", "SQL query lacks a timeout"]
+        );
+        assert_eq!(merged.duplicates, 1);
+        // Another pass wording the timeout its own way is the same finding.
+        let results = [
+            correctness(),
+            pass(
+                "performance",
+                vec![raw(3, "No timeout on the query", Severity::Low, 60)],
+            ),
+        ];
+        let merged = merge(&results, &patches(), &[]);
+        assert_eq!(merged.candidates.len(), 2);
+        assert_eq!(merged.candidates[1].passes, ["correctness", "performance"]);
+    }
+
+    #[test]
+    fn an_earlier_finding_is_found_again_once_by_the_most_alike() {
+        let first = one(2, "SQL injection and no query timeout", &patches(), &[]);
+        let earlier = [posted(&first.candidates[0])];
+        // Both share words with the earlier title, but with each other too few to be
+        // merged: two problems, of which only one was posted before. The other comes
+        // first, so the pairing is by likeness, not by order.
+        let again = merge(
+            &[
+                pass(
+                    "performance",
+                    vec![raw(2, "Query timeout missing", Severity::Medium, 80)],
+                ),
+                pass(
+                    "security",
+                    vec![raw(2, "SQL injection", Severity::High, 90)],
+                ),
+            ],
+            &patches(),
+            &earlier,
+        );
+        assert_eq!(again.already_posted, 1);
+        assert_eq!(again.repeated[0].title, "SQL injection");
+        assert_eq!(again.repeated[0].fingerprint, earlier[0].fingerprint);
+        let new: Vec<&str> = again.candidates.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(new, ["Query timeout missing"]);
     }
 
     /// The finding the store holds once `candidate` was posted.

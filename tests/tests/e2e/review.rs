@@ -381,18 +381,26 @@ async fn worker_that_died_after_posting_recovers_from_github(h: ReviewHarness) {
 
 /// A later review that words an earlier finding differently, on the same code, does not
 /// post it again: the model rarely says a thing twice alike, and a reader sees one problem.
+/// Another problem it finds there is posted, though its title shares the code's words
+/// with the earlier one's.
 async fn a_finding_worded_differently_on_the_same_code_is_not_posted_again(h: ReviewHarness) {
+    const TIMEOUT: &str = "SQL through format! without a timeout";
+    let mut timeout = finding("src/db.rs", 3, "medium", 85, TIMEOUT);
+    timeout["category"] = json!("reliability");
     h.llm.answer_in_turn(
         SECURITY,
         &[
             &reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]),
-            &reply(&[finding(
-                "src/db.rs",
-                3,
-                "high",
-                88,
-                "SQL injection: query built with format!",
-            )]),
+            &reply(&[
+                timeout,
+                finding(
+                    "src/db.rs",
+                    3,
+                    "high",
+                    88,
+                    "SQL injection: query built with format!",
+                ),
+            ]),
         ],
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
@@ -403,13 +411,15 @@ async fn a_finding_worded_differently_on_the_same_code_is_not_posted_again(h: Re
     .await;
 
     assert_eq!(h.reviews().len(), 2);
-    assert_eq!(h.inline_comments().len(), 1, "{:#?}", h.inline_comments());
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 2, "{comments:#?}");
+    parley_tests::expect::says_all(comments[1]["body"].as_str().unwrap_or_default(), &[TIMEOUT]);
     let second = h.latest_summary();
     assert!(
         second.contains("1 finding(s) already reported on this PR not repeated"),
         "{second}"
     );
-    assert_eq!(h.findings().await.len(), 1);
+    assert_eq!(h.findings().await.len(), 2);
 }
 
 async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) {
