@@ -2,12 +2,15 @@
 //! that stays broken over several pushes fails every one of them; a new comment for each
 //! would be the noise a team installs a reviewer to avoid. So the PR has one such note,
 //! edited in place (an edit notifies nobody): it names the newest head it could not
-//! review and lists the earlier ones. The check run on each head says the same.
+//! review and lists the earlier ones. The check run on each head says the same. Once a
+//! later review is posted the note says so, so that nobody reading the PR takes an old
+//! failure for how things stand.
 
-use super::{ReviewError, ReviewHandler, summary};
+use super::{ReviewError, ReviewHandler, runs, summary};
 use crate::markers;
 use crate::mention::Handles;
 use crate::ports::github::{GitHubError, PageLimit, RepoScope};
+use crate::ports::{Claim, RunState};
 use serde::{Deserialize, Serialize};
 
 /// The marker on the note: the heads it has reported, oldest first.
@@ -36,14 +39,9 @@ impl ReviewHandler {
         tries: Option<u32>,
     ) {
         let store = self.services.store.as_ref();
-        let key = format!("review-failed#{}#{number}#{head_sha}", scope.tenant().repo);
-        match store.claim(&key, crate::conversation::RECORD_TTL).await {
-            Ok(crate::ports::Claim::Won) => {}
-            Ok(crate::ports::Claim::AlreadyClaimed) => return,
-            Err(store_err) => {
-                tracing::warn!(error = %store_err, "could not claim the review-failure note");
-                return;
-            }
+        let key = note_key(&scope.tenant().repo, number, head_sha);
+        if !self.claim_once(&key).await {
+            return;
         }
         let earlier = self.failure_note(scope, number, parley).await;
         let mut heads = earlier
@@ -73,6 +71,89 @@ impl ReviewHandler {
         }
     }
 
+    /// After a review of `head_sha` was posted (at `review_url`): Parley's failure note on
+    /// the PR, when a head it could not review has one, says that the PR was reviewed
+    /// since. Once per failed head: the runs the store keeps tell whether there is a note
+    /// to settle, so a PR that never failed costs no listing of its comments. Best effort.
+    pub(super) async fn settle_failure_note(
+        &self,
+        scope: &RepoScope,
+        number: u64,
+        head_sha: &str,
+        review_url: Option<&str>,
+        parley: &Handles,
+    ) {
+        let store = self.services.store.as_ref();
+        let repo = &scope.tenant().repo;
+        let mut failed = match store.review_runs(repo, number).await {
+            Ok(runs) => runs
+                .into_iter()
+                .filter(|run| run.state == RunState::Failed)
+                .collect::<Vec<_>>(),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read the PR's runs for the review-failure note");
+                return;
+            }
+        };
+        failed.sort_by_key(|run| run.finished_at.unwrap_or(run.started_at));
+        // The newest failed head the note names: the note is settled for it at most once.
+        let mut noted = None;
+        for run in failed.iter().rev() {
+            let (failed_head, _) = runs::parse_key(&run.head_sha);
+            if store
+                .is_claimed(&note_key(repo, number, failed_head))
+                .await
+                .unwrap_or(false)
+            {
+                noted = Some(failed_head);
+                break;
+            }
+        }
+        let Some(failed_head) = noted else {
+            return;
+        };
+        let key = format!("review-failed-settled#{repo}#{number}#{failed_head}");
+        if !self.claim_once(&key).await {
+            return;
+        }
+        let Some((id, marker)) = self.failure_note(scope, number, parley).await else {
+            return;
+        };
+        let text = settled_text(&marker.heads, head_sha, review_url);
+        let body = markers::append(&text, REVIEW_FAILED, &marker);
+        match self
+            .services
+            .github
+            .update_issue_comment(scope, id, &body)
+            .await
+        {
+            // Deleted: nothing left to settle.
+            Ok(_) | Err(GitHubError::NotFound(_)) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "could not settle the review-failure note");
+                let _ = store.release(&key).await;
+            }
+        }
+    }
+
+    /// Claim `key` for as long as Parley keeps a PR's records; false when it was claimed
+    /// before or the store cannot say (then nothing is posted: the check run says it).
+    async fn claim_once(&self, key: &str) -> bool {
+        match self
+            .services
+            .store
+            .claim(key, crate::conversation::RECORD_TTL)
+            .await
+        {
+            Ok(Claim::Won) => true,
+            Ok(Claim::AlreadyClaimed) => false,
+            Err(err) => {
+                tracing::warn!(error = %err, %key, "could not claim the review-failure note");
+                false
+            }
+        }
+    }
+
     /// Parley's latest failure note on the PR and what its marker says; `None` when there
     /// is none or the comments cannot be read (a new note then, rather than none). Only
     /// Parley's own comments count: anyone can type the marker.
@@ -98,6 +179,32 @@ impl ReviewHandler {
             }
         }
     }
+}
+
+/// The claim that a note was posted for `head_sha`: one note per head whatever the number
+/// of jobs that fail on it.
+fn note_key(repo: &str, number: u64, head_sha: &str) -> String {
+    format!("review-failed#{repo}#{number}#{head_sha}")
+}
+
+/// The note once `reviewed` was: the heads it could not review (newest first), and where
+/// the later review is. The marker keeps the heads, so a later failure still lists them.
+fn settled_text(failed: &[String], reviewed: &str, review_url: Option<&str>) -> String {
+    let heads: Vec<String> = failed
+        .iter()
+        .rev()
+        .map(|h| format!("`{}`", summary::short(h)))
+        .collect();
+    let review = review_url.map_or_else(
+        || "a review".to_string(),
+        |url| format!("[a review]({url})"),
+    );
+    format!(
+        "Parley could not review {}; it has since posted {review} of `{}`, so this note \
+         is only history.",
+        heads.join(", "),
+        summary::short(reviewed),
+    )
 }
 
 /// What failed on `head_sha`, what to do, and the heads reported before it (newest first).

@@ -274,7 +274,19 @@ impl ReviewHandler {
             Err(err) => Err(err.into()),
         };
         match result {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if run.state == RunState::Published {
+                    self.settle_failure_note(
+                        &scope,
+                        job.number,
+                        &head_sha,
+                        run.review_url.as_deref(),
+                        &parley,
+                    )
+                    .await;
+                }
+                Ok(())
+            }
             Err(err) => {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
                 // The public check says what failed, never the raw error (provider

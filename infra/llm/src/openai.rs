@@ -203,14 +203,7 @@ impl OpenAiLlm {
             return Err(LlmError::Decode(format!("{PROVIDER} reply has no choices")));
         };
         let text = choice.message.content.unwrap_or_default();
-        let usage = reply.usage.map_or_else(
-            || {
-                tracing::debug!(model = %self.model, "LLM reply carries no usage; counting it here");
-                Usage::estimated(body.estimated_input_tokens(), estimated_tokens(text.len()))
-            },
-            |u| u.usage(),
-        );
-        let tool_calls = choice
+        let tool_calls: Vec<ToolCall> = choice
             .message
             .tool_calls
             .unwrap_or_default()
@@ -224,6 +217,16 @@ impl OpenAiLlm {
                 name: call.function.name,
             })
             .collect();
+        let usage = reply.usage.map_or_else(
+            || {
+                tracing::debug!(model = %self.model, "LLM reply carries no usage; counting it here");
+                Usage::estimated(
+                    body.estimated_input_tokens(),
+                    estimated_tokens(text.len() + tool_calls_len(&tool_calls)),
+                )
+            },
+            |u| u.usage(),
+        );
         Ok(LlmResponse {
             text,
             usage,
@@ -273,8 +276,12 @@ impl OpenAiLlm {
         }
         let usage = match reply.usage {
             Some(u) => u.usage(),
-            // Servers that send no usage in a stream: each chunk is about one token.
-            None => Usage::estimated(body.estimated_input_tokens(), reply.content_chunks),
+            // Servers that send no usage in a stream: each chunk of text is about one
+            // token; tool calls come in pieces of any size, so they count by length.
+            None => Usage::estimated(
+                body.estimated_input_tokens(),
+                reply.content_chunks + estimated_tokens(tool_calls_len(&reply.tool_calls)),
+            ),
         };
         Ok(LlmResponse {
             text: reply.text,
@@ -550,6 +557,15 @@ impl ChatRequest<'_> {
         let tools: usize = self.tools.iter().flatten().map(json_len).sum();
         estimated_tokens(messages + tools)
     }
+}
+
+/// What the model wrote in tool calls, in bytes: a reply that only calls tools still
+/// cost its writing.
+fn tool_calls_len(calls: &[ToolCall]) -> usize {
+    calls
+        .iter()
+        .map(|call| call.name.len() + call.input.to_string().len())
+        .sum()
 }
 
 /// About four bytes a token, as the review budgets count text: for when a server reports

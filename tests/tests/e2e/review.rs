@@ -28,7 +28,7 @@ parley_tests::review_on_both_stores!(
     manual_review_is_neutral_even_with_blocking_findings,
     llm_down_is_neutral_never_failure,
     garbage_from_every_pass_is_not_retried_and_said_once,
-    llm_down_on_every_attempt_is_said_once_after_the_last,
+    llm_down_on_every_attempt_is_said_once_then_settled_by_a_later_review,
     one_failed_pass_is_reported_and_the_others_publish,
     guidelines_come_from_the_base_ref,
     large_pr_lists_what_was_not_reviewed,
@@ -495,6 +495,27 @@ async fn clean_automatic_review_succeeds(h: ReviewHarness) {
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert_eq!(h.conclusion(), "success");
+    assert!(
+        comment_listings(&h).is_empty(),
+        "a PR that never failed has no failure note to look for"
+    );
+}
+
+/// The bodies of the PR's comments that carry the review-failure note's marker.
+fn failure_notes(h: &ReviewHarness) -> Vec<String> {
+    h.github
+        .issue_comments(REPO, PR)
+        .iter()
+        .filter_map(|c| c["body"].as_str())
+        .filter(|body| body.contains("<!-- parley:review-failed"))
+        .map(String::from)
+        .collect()
+}
+
+/// The PR conversation's comments as Parley listed them.
+fn comment_listings(h: &ReviewHarness) -> Vec<parley_tests::fake_github::Recorded> {
+    h.github
+        .requests_to("GET", &format!("/issues/{PR}/comments"))
 }
 
 async fn manual_review_is_neutral_even_with_blocking_findings(h: ReviewHarness) {
@@ -1424,8 +1445,9 @@ async fn garbage_from_every_pass_is_not_retried_and_said_once(h: ReviewHarness) 
 }
 
 /// A transient failure is retried by the queue and said nowhere but the check run until
-/// the last attempt; after that the message is dead-lettered, so the PR hears it, once.
-async fn llm_down_on_every_attempt_is_said_once_after_the_last(h: ReviewHarness) {
+/// the last attempt; after that the message is dead-lettered, so the PR hears it, once,
+/// until a later review is posted: then the note says so.
+async fn llm_down_on_every_attempt_is_said_once_then_settled_by_a_later_review(h: ReviewHarness) {
     h.llm.fail("", 503);
     for attempt in 1..5 {
         let result = h
@@ -1458,4 +1480,83 @@ async fn llm_down_on_every_attempt_is_said_once_after_the_last(h: ReviewHarness)
         .await;
     assert_eq!(h.github.issue_comments(REPO, PR).len(), 1);
     assert!(h.reviews().is_empty());
+
+    // The model is back and a push is reviewed, but GitHub refuses the note's edit: the
+    // note stays as it was, for the next review to settle.
+    h.llm.remove_rules("");
+    h.push_added_file("src/cache.rs", "@@ -0,0 +1 @@\n+pub struct Cache;");
+    h.github.inject(Injected {
+        method: "PATCH",
+        path_contains: "/issues/comments/".into(),
+        status: 422,
+        body: json!({ "message": "Validation Failed" }),
+        headers: vec![],
+        times: 1,
+    });
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-3")).await;
+    assert_eq!(
+        h.github.issue_comments(REPO, PR)[0]["body"],
+        notes[0]["body"]
+    );
+
+    // The next review settles it: the note says the PR was reviewed since, edited, and
+    // keeps the heads it could not review for a later failure to list.
+    run_ok(
+        &h,
+        h.requested("bob", ReviewTrigger::ManualFull, HEAD2, "m-1"),
+    )
+    .await;
+    let notes = failure_notes(&h);
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    let settled = notes[0].clone();
+    let review_url = h.reviews()[1]["html_url"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    parley_tests::expect::says_all(
+        &settled,
+        &[
+            "could not review `a1a1a1a`",
+            &format!("since posted [a review]({review_url}) of `c2c2c2c`"),
+            "only history",
+            "<!-- parley:review-failed",
+        ],
+    );
+    // Settled once: a later review neither lists the comments again nor edits the note.
+    let listed = comment_listings(&h).len();
+    run_ok(
+        &h,
+        h.requested("bob", ReviewTrigger::ManualFull, HEAD2, "m-2"),
+    )
+    .await;
+    assert_eq!(h.reviews().len(), 3);
+    assert_eq!(comment_listings(&h).len(), listed);
+    assert_eq!(
+        h.github.issue_comments(REPO, PR)[0]["body"],
+        settled.as_str()
+    );
+
+    // Failing again: the note is a failure note again, listing every head it could not
+    // review.
+    const HEAD3: &str = "e3e3e3e3e3e3e3e3e3e3e3e3e3e3e3e3e3e3e3e3";
+    h.llm.fail("", 503);
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD3.into());
+    let more = ("src/more.rs", "added", "@@ -0,0 +1 @@\n+pub struct More;");
+    h.github.set_compare(REPO, HEAD2, HEAD3, &[more]);
+    h.github
+        .set_files(REPO, PR, &[("src/db.rs", "modified", DB_PATCH), more]);
+    let failed = h
+        .run_attempt(job(ReviewTrigger::Synchronize, HEAD3, "d-4"), 5, 5)
+        .await;
+    assert!(matches!(failed, Err(JobError::Transient(_))), "{failed:?}");
+    let body = failure_notes(&h).concat();
+    parley_tests::expect::says_all(
+        &body,
+        &[
+            "Earlier commits it could not review: `a1a1a1a`.",
+            "after 5 attempts",
+        ],
+    );
+    assert!(!body.contains("only history"), "{body}");
 }

@@ -674,6 +674,7 @@ async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
         reply.tool_calls[0].input,
         json!({"pattern": "load_user\\("})
     );
+    assert_eq!(reply.usage, Usage::new(50, 12));
 
     let body = &server.requests()[0].body;
     assert_eq!(body["stream"], true);
@@ -688,6 +689,42 @@ async fn tools_go_out_as_functions_and_tool_calls_come_back_parsed() {
     );
     assert_eq!(messages[3]["role"], "tool");
     assert_eq!(messages[3]["tool_call_id"], "call_1");
+}
+
+/// A reply that only calls tools, from a server that reports no usage, still counts what
+/// the model wrote: whole or streamed.
+#[tokio::test]
+async fn a_tool_call_without_usage_counts_what_it_wrote() {
+    // `search` and `{"pattern":"load_user"}`: 6 + 23 bytes, 8 tokens at four a token.
+    let whole = FakeServer::start(vec![Canned::json(
+        200,
+        json!({
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_2", "type": "function",
+                    "function": {"name": "search", "arguments": "{\"pattern\": \"load_user\"}"}}]
+            }}]
+        }),
+    )])
+    .await;
+    let streamed = FakeServer::start(vec![Canned::sse(
+        vec![
+            tool_piece(0, Some("call_2"), Some("search"), "{\"pattern\": "),
+            tool_piece(0, None, None, "\"load_user\"}"),
+            last_chunk("tool_calls"),
+        ],
+        GAP,
+    )])
+    .await;
+    for server in [whole, streamed] {
+        let reply = local(&server, Duration::from_secs(5))
+            .complete(&common::tool_request("call_1", "", false))
+            .await
+            .unwrap();
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert!(reply.usage.estimated, "{:?}", reply.usage);
+        assert_eq!(reply.usage.output_tokens, 8, "{:?}", reply.usage);
+    }
 }
 
 /// A piece of a streamed tool call, as OpenAI and llama.cpp send them: the first names
