@@ -284,12 +284,18 @@ async fn answer(
     {
         return (StatusCode::BAD_GATEWAY, "abandoned").into_response();
     }
-    // A model writes no more than it was asked for (four bytes a token, as its usage says).
-    let (reply, finish) = match (reply, max_tokens.filter(|_| openai)) {
+    // A model writes no more than it was asked for (four bytes a token, as its usage says),
+    // and says where it stopped in its API's words.
+    let (reply, cut) = match (reply, max_tokens) {
         (Reply::Text(text), Some(limit)) if text.len() as u64 / 4 + 1 > limit => {
-            (Reply::Text(cut_at(&text, limit as usize * 4)), "length")
+            (Reply::Text(cut_at(&text, limit as usize * 4)), true)
         }
-        (reply, _) => (reply, "stop"),
+        (reply, _) => (reply, false),
+    };
+    let (finish, stop_reason) = if cut {
+        ("length", "max_tokens")
+    } else {
+        ("stop", "end_turn")
     };
     if streamed {
         let usage = openai_usage(body.len(), &reply, cache);
@@ -307,7 +313,14 @@ async fn answer(
     }
     if anthropic_streamed && let Reply::Text(text) = &reply {
         let usage = anthropic_usage(body.len(), text, cache);
-        return anthropic_stream(text, &model, usage, ttft, latency, (serving, slot, busy));
+        return anthropic_stream(
+            text,
+            &model,
+            (usage, stop_reason),
+            ttft,
+            latency,
+            (serving, slot, busy),
+        );
     }
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
@@ -342,7 +355,7 @@ async fn answer(
                 "role": "assistant",
                 "model": model,
                 "content": [ { "type": "text", "text": text } ],
-                "stop_reason": "end_turn",
+                "stop_reason": stop_reason,
                 "stop_sequence": null,
                 "usage": usage
             }))

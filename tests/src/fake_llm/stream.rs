@@ -247,7 +247,7 @@ impl Drop for HangUp {
 pub(super) fn anthropic_stream(
     text: &str,
     model: &str,
-    usage: Value,
+    (usage, stop_reason): (Value, &str),
     ttft: Duration,
     latency: Duration,
     hold: (
@@ -284,7 +284,7 @@ pub(super) fn anthropic_stream(
     ));
     rest.push(event(
         "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
                "usage": {"output_tokens": usage["output_tokens"]}}),
     ));
     rest.push(event("message_stop", json!({"type": "message_stop"})));

@@ -514,7 +514,8 @@ async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
 }
 
 /// Replies cut off at the output cap name the cap: a review longer than
-/// `LLM_MAX_OUTPUT_TOKENS` allows, on every pass.
+/// `LLM_MAX_OUTPUT_TOKENS` allows, on every pass, from Anthropic (`stop_reason:
+/// max_tokens`) and from an OpenAI-compatible server (`finish_reason: length`).
 #[tokio::test]
 async fn replies_cut_off_at_the_output_cap_name_the_cap() {
     let rig = Rig::start().await;
@@ -527,15 +528,16 @@ async fn replies_cut_off_at_the_output_cap_name_the_cap() {
         90,
         &format!("SQL injection. {long}"),
     )]));
-    let mut env = local_server_env(&rig, "qwen2.5-coder:7b");
-    env.push(("LLM_MAX_OUTPUT_TOKENS".into(), "256".into()));
-    let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
-    let err = gave_up_naming(
-        &out,
-        "raise or unset LLM_MAX_OUTPUT_TOKENS",
-        "LLM_TIMEOUT_SECS",
-    );
-    assert!(err.contains("cut off at the output token limit"), "{err}");
+    for mut env in [rig.env(), local_server_env(&rig, "qwen2.5-coder:7b")] {
+        env.push(("LLM_MAX_OUTPUT_TOKENS".into(), "256".into()));
+        let out = run(&rig, args(&["review", "octo-org/hello-world#42"]), env).await;
+        let err = gave_up_naming(
+            &out,
+            "raise or unset LLM_MAX_OUTPUT_TOKENS",
+            "LLM_TIMEOUT_SECS",
+        );
+        assert!(err.contains("cut off at the output token limit"), "{err}");
+    }
 }
 
 /// A self-hosted server too slow for the call's time limit, serving one request at a
