@@ -6,7 +6,10 @@
 //! store (calls per turn, memory reads per review).
 
 use async_trait::async_trait;
-use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
+use parley_core::ports::{
+    Claim, Claims, Counters, Finding, Findings, Installation, Installations, Memory, MemoryItem,
+    ReviewRun, ReviewRuns, Store, StoreError, Tenancy,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -110,7 +113,7 @@ impl FlakyStore {
 }
 
 #[async_trait]
-impl Store for FlakyStore {
+impl Claims for FlakyStore {
     async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
         self.enter("claim")?;
         self.inner.claim(key, ttl).await
@@ -130,7 +133,10 @@ impl Store for FlakyStore {
         self.enter("claim_as")?;
         self.inner.claim_as(key, owner, ttl).await
     }
+}
 
+#[async_trait]
+impl Counters for FlakyStore {
     async fn increment_within(
         &self,
         scope: &str,
@@ -165,7 +171,10 @@ impl Store for FlakyStore {
         self.enter("counters")?;
         self.inner.counters(scope, names).await
     }
+}
 
+#[async_trait]
+impl ReviewRuns for FlakyStore {
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
         self.enter("put_review_run")?;
         self.inner.put_review_run(run).await
@@ -185,7 +194,10 @@ impl Store for FlakyStore {
         self.enter("review_runs")?;
         self.inner.review_runs(repo, pr).await
     }
+}
 
+#[async_trait]
+impl Installations for FlakyStore {
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
         self.enter("put_installation")?;
         self.inner.put_installation(installation).await
@@ -200,11 +212,15 @@ impl Store for FlakyStore {
         self.enter("delete_installation")?;
         self.inner.delete_installation(id).await
     }
+}
 
+#[async_trait]
+impl Findings for FlakyStore {
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
         self.enter("put_finding")?;
         self.inner.put_finding(finding).await
     }
+
     async fn put_finding_if(
         &self,
         finding: &Finding,
@@ -227,7 +243,10 @@ impl Store for FlakyStore {
         self.enter("findings_for_pr")?;
         self.inner.findings_for_pr(repo, pr).await
     }
+}
 
+#[async_trait]
+impl Memory for FlakyStore {
     async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
         self.enter("memory")?;
         self.inner.memory(partition).await
@@ -245,7 +264,10 @@ impl Store for FlakyStore {
             .put_memory(partition, sort_key, record, expected)
             .await
     }
+}
 
+#[async_trait]
+impl Tenancy for FlakyStore {
     async fn rekey_repository(&self, from: &str, to: &str) -> Result<u64, StoreError> {
         self.enter("rekey_repository")?;
         self.inner.rekey_repository(from, to).await

@@ -35,7 +35,8 @@
 //! between the two loses or doubles the count), and counting first, then writing the
 //! finding, still needs the counts to know the finding was counted.
 //!
-//! The finding itself is written conditionally ([`Store::put_finding_if`]): a signal that
+//! The finding itself is written conditionally
+//! ([`Findings::put_finding_if`](crate::ports::Findings::put_finding_if)): a signal that
 //! arrives while another job changed the finding reads it again and decides on what is
 //! there, rather than overwriting it.
 

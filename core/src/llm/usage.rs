@@ -168,11 +168,11 @@ pub async fn record_for_pr(
     add_counters(store, &scopes, &deltas, "LLM usage").await;
 }
 
-/// Add the deltas under each scope: one write a scope (see [`Store::add_to_counters`]),
+/// Add the deltas under each scope: one write a scope (see [`Counters::add_to_counters`]),
 /// the scopes at once, so a job waits for one round trip. Accounting never fails the job
 /// whose work is done, so a failed write is logged as `what` could not be recorded.
 ///
-/// [`Store::add_to_counters`]: crate::ports::Store::add_to_counters
+/// [`Counters::add_to_counters`]: crate::ports::Counters::add_to_counters
 pub(crate) async fn add_counters(
     store: &dyn crate::ports::Store,
     scopes: &[String],

@@ -18,6 +18,7 @@ pub use queue::{
     DeadLetter, JobQueue, OutgoingMessage, PollingQueue, QueueError, QueueName, ReceivedMessage,
 };
 pub use store::{
-    Claim, Finding, FindingOutcome, FindingState, Installation, MemoryItem, ReviewRun, RunState,
-    Severity, Store, StoreError, Verdict,
+    Claim, Claims, Counters, Finding, FindingOutcome, FindingState, Findings, Installation,
+    Installations, Memory, MemoryItem, ReviewRun, ReviewRuns, RunState, Severity, Store,
+    StoreError, Tenancy, Verdict,
 };

@@ -209,7 +209,7 @@ fn counted_before_the_flag() -> bool {
 
 impl Finding {
     /// A short digest of what people decided about the finding (its state, who changed it
-    /// and when, its outcome): what a conditional write ([`Store::put_finding_if`])
+    /// and when, its outcome): what a conditional write ([`Findings::put_finding_if`])
     /// compares. The review and the conversation worker run on different queues, so
     /// either may change a finding the other read a moment ago; comparing these fields
     /// (not the whole record) lets a writer that only adds its own fields (a comment id)
@@ -277,14 +277,26 @@ pub struct ReviewRun {
     pub finished_at: Option<OffsetDateTime>,
 }
 
-/// Everything Parley keeps between invocations.
+/// Everything Parley keeps between invocations: the focused stores below, together.
+/// Each adapter implements every one of them and a contract suite of its own holds each
+/// to its promises; a handler holds the whole as `dyn Store`, since a job touches most of
+/// them, while code that needs one part can take just that trait.
 ///
 /// Keys passed as `&str` are opaque to the store; callers build them with the helpers in
 /// [`keys`] so the same key always means the same thing in both adapters.
-#[async_trait]
-pub trait Store: Send + Sync {
-    // --- idempotency -----------------------------------------------------------------
+pub trait Store:
+    Claims + Counters + ReviewRuns + Installations + Findings + Memory + Tenancy
+{
+}
 
+impl<T> Store for T where
+    T: Claims + Counters + ReviewRuns + Installations + Findings + Memory + Tenancy + ?Sized
+{
+}
+
+/// Idempotency: "do this only once", across processes and retries.
+#[async_trait]
+pub trait Claims: Send + Sync {
     /// Claim `key` for `ttl`. Exactly one of several concurrent callers wins; an expired
     /// claim counts as absent (TTL deletion in DynamoDB is lazy, so expiry is checked on
     /// every read and write, never trusted to have happened).
@@ -296,13 +308,15 @@ pub trait Store: Send + Sync {
     /// Whether an unexpired claim on `key` exists.
     async fn is_claimed(&self, key: &str) -> Result<bool, StoreError>;
 
-    /// Claim `key` on behalf of `owner`. Like [`Store::claim`], except that the same owner
-    /// claiming again wins (and extends the claim): a queue retry of the very job that
-    /// holds a claim resumes its work instead of being locked out by itself.
+    /// Claim `key` on behalf of `owner`. Like [`Claims::claim`], except that the same
+    /// owner claiming again wins (and extends the claim): a queue retry of the very job
+    /// that holds a claim resumes its work instead of being locked out by itself.
     async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError>;
+}
 
-    // --- counters --------------------------------------------------------------------
-
+/// Atomic counters: turns per PR (with a ceiling), usage and cost (without).
+#[async_trait]
+pub trait Counters: Send + Sync {
     /// Atomically add one to `counter` under `scope` unless it has reached `ceiling`.
     /// Returns the new value, or `None` when the ceiling was already reached: two callers
     /// racing for the last unit cannot both get it.
@@ -328,8 +342,8 @@ pub trait Store: Send + Sync {
     /// Atomically add each `(counter, delta)` under `scope`, as one write where the
     /// store can: a job's usage (calls, tokens, cost, cache) goes to three scopes, and one
     /// write per scope rather than per counter is what it costs on DynamoDB. The counters
-    /// read back through [`Store::counter`] and [`Store::counters`] as any other; they
-    /// are for adding up, not for [`Store::increment_within`]'s ceilings.
+    /// read back through [`Counters::counter`] and [`Counters::counters`] as any other;
+    /// they are for adding up, not for [`Counters::increment_within`]'s ceilings.
     async fn add_to_counters(&self, scope: &str, deltas: &[(&str, u64)]) -> Result<(), StoreError> {
         for (counter, delta) in deltas {
             self.add_to_counter(scope, counter, *delta).await?;
@@ -346,9 +360,11 @@ pub trait Store: Send + Sync {
         }
         Ok(values)
     }
+}
 
-    // --- review runs -----------------------------------------------------------------
-
+/// One record per review of a head: what re-reviews know was already covered.
+#[async_trait]
+pub trait ReviewRuns: Send + Sync {
     /// Insert or replace the record of a run (keyed by repo, PR and head SHA).
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError>;
     async fn review_run(
@@ -359,15 +375,19 @@ pub trait Store: Send + Sync {
     ) -> Result<Option<ReviewRun>, StoreError>;
     /// Every run of a PR, oldest first (by `started_at`).
     async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError>;
+}
 
-    // --- installations ---------------------------------------------------------------
-
+/// The App's installations, as GitHub last described them.
+#[async_trait]
+pub trait Installations: Send + Sync {
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError>;
     async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError>;
     async fn delete_installation(&self, id: u64) -> Result<(), StoreError>;
+}
 
-    // --- findings --------------------------------------------------------------------
-
+/// Review findings, by PR and by the comment each was posted as.
+#[async_trait]
+pub trait Findings: Send + Sync {
     /// Insert or replace a finding (keyed by repo, PR and finding id).
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError>;
     /// Write `finding` only if the stored one is still as the writer read it: `read` is
@@ -391,9 +411,12 @@ pub trait Store: Send + Sync {
     ) -> Result<Option<Finding>, StoreError>;
     /// All findings on one PR, oldest first.
     async fn findings_for_pr(&self, repo: &str, pr: u64) -> Result<Vec<Finding>, StoreError>;
+}
 
-    // --- memory (learning) -------------------------------------------------------------
-
+/// What Parley learned (learnings, false-positive patterns, statistics), one partition
+/// per repository or organisation, each record versioned.
+#[async_trait]
+pub trait Memory: Send + Sync {
     /// Every record of one partition, in sort-key order: one read for everything Parley
     /// learned about a repository (or an organisation).
     async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError>;
@@ -409,9 +432,12 @@ pub trait Store: Send + Sync {
         record: &serde_json::Value,
         expected: u64,
     ) -> Result<bool, StoreError>;
+}
 
-    // --- tenancy -----------------------------------------------------------------------
-
+/// A repository's or an organisation's records as a whole: deleted when the App loses
+/// access, moved when their key changes.
+#[async_trait]
+pub trait Tenancy: Send + Sync {
     /// Delete everything kept about repository `repo`: its findings, review runs, per-PR
     /// counters (`repo#N`), usage counters (`usage#repo#…`) and its memory partition
     /// (learnings, patterns, statistics). What an App stored about a repository must not
@@ -425,15 +451,15 @@ pub trait Store: Send + Sync {
     async fn purge_memory(&self, partition: &str) -> Result<u64, StoreError>;
 
     /// Move everything kept under repository key `from` to `to` (what
-    /// [`Store::purge_repository`] would delete): findings, review runs, counters and the
-    /// memory partition, with each record's own `repo` field rewritten. A record that
+    /// [`Tenancy::purge_repository`] would delete): findings, review runs, counters and
+    /// the memory partition, with each record's own `repo` field rewritten. A record that
     /// already exists under `to` is kept as it is (it is newer) and the `from` one
     /// dropped. Idempotent; returns how many records moved. How records keyed by name
     /// come to be keyed by id: see `crate::tenancy`.
     async fn rekey_repository(&self, from: &str, to: &str) -> Result<u64, StoreError>;
 
     /// Move one memory partition (an organisation's learnings) from `from` to `to`, on
-    /// the same terms as [`Store::rekey_repository`].
+    /// the same terms as [`Tenancy::rekey_repository`].
     async fn rekey_memory(&self, from: &str, to: &str) -> Result<u64, StoreError>;
 }
 

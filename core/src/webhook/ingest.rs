@@ -10,7 +10,7 @@ use super::normalise::{NormaliseContext, Normalised, normalise_body};
 use super::signature::{SignatureError, WebhookSecrets};
 use crate::job::Job;
 use crate::ports::store::keys;
-use crate::ports::{Claim, JobQueue, OutgoingMessage, Store};
+use crate::ports::{Claim, Claims, JobQueue, OutgoingMessage};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,16 +112,18 @@ pub struct IngestSettings {
     pub context: NormaliseContext,
 }
 
-/// The webhook handler, independent of the HTTP framework in front of it.
+/// The webhook handler, independent of the HTTP framework in front of it. Of the store it
+/// holds claims only (one per delivery): it keeps nothing else, and its IAM role in the
+/// template reaches the idempotency table alone.
 #[derive(Clone)]
 pub struct Ingest {
     settings: Arc<IngestSettings>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Claims>,
     queue: Arc<dyn JobQueue>,
 }
 
 impl Ingest {
-    pub fn new(settings: IngestSettings, store: Arc<dyn Store>, queue: Arc<dyn JobQueue>) -> Self {
+    pub fn new(settings: IngestSettings, store: Arc<dyn Claims>, queue: Arc<dyn JobQueue>) -> Self {
         Ingest {
             settings: Arc::new(settings),
             store,

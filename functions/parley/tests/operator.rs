@@ -8,7 +8,7 @@ use parley_cli::replay::{self, ReplayCommand};
 use parley_cli::tables;
 use parley_core::budget::BudgetPolicy;
 use parley_core::ports::{
-    JobQueue, OutgoingMessage, PollingQueue, QueueName, ReceivedMessage, Store,
+    Counters, Findings, JobQueue, OutgoingMessage, PollingQueue, QueueName, ReceivedMessage, Store,
 };
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use parley_queue::sqs::{QueueUrls, SqsQueue, create_fifo_queues};

@@ -5,7 +5,7 @@
 
 use http::{HeaderMap, Response, StatusCode};
 use parley_core::mention::Handles;
-use parley_core::ports::{JobQueue, Store};
+use parley_core::ports::{Claims, JobQueue};
 use parley_core::webhook::{
     Ingest, IngestSettings, NormaliseContext, WebhookRequest, WebhookSecrets,
 };
@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// queue. The Lambda and `parley serve` both start this way.
 pub async fn ingest_from_settings(
     settings: &parley_runtime::Settings,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Claims>,
     queue: Arc<dyn JobQueue>,
 ) -> Result<Ingest, parley_runtime::secrets::SecretError> {
     let secret = match settings.webhook_secret.clone() {
@@ -33,7 +33,7 @@ pub async fn ingest_from_settings(
 pub fn ingest(
     webhook_secret: Option<&str>,
     handles: Option<Handles>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Claims>,
     queue: Arc<dyn JobQueue>,
 ) -> Ingest {
     let secrets = WebhookSecrets::parse(webhook_secret.unwrap_or(""));

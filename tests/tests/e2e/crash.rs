@@ -13,7 +13,7 @@
 //! visibility deadline to now ([`queue_file::expire_in_flight`]) instead of waiting.
 
 use parley_core::markers::{self, FindingMarker, ReplyMarker};
-use parley_core::ports::{Finding, FindingState, Severity, Store};
+use parley_core::ports::{Finding, FindingState, Findings, Severity};
 use parley_store::sqlite::SqliteStore;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_github::{FakeGitHub, HoldPoint};

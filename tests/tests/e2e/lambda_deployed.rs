@@ -6,7 +6,7 @@
 //! Needs moto (`scripts/test.sh` starts it); fails, never skips, without it.
 
 use parley_core::markers::{self, ReplyMarker};
-use parley_core::ports::Store;
+use parley_core::ports::Installations;
 use parley_tests::deliveries::{self, Source};
 use parley_tests::fake_embeddings::FakeEmbeddings;
 use parley_tests::fake_github::{FakeGitHub, Fault, FaultAction};

@@ -3,7 +3,7 @@
 //! LLM, and a clean drain on shutdown.
 
 use parley_core::markers::{self, ReplyMarker};
-use parley_core::ports::{PollingQueue, QueueName, Store};
+use parley_core::ports::{Installations, PollingQueue, QueueName};
 use parley_queue::sqlite::{QueueSettings, SqliteQueue};
 use parley_runtime::clients::Env;
 use parley_store::sqlite::SqliteStore;

@@ -21,7 +21,10 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::ReturnValue;
 use items::{Item, decode, encode, n, number, s, unavailable};
 use parley_core::ports::store::keys;
-use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
+use parley_core::ports::{
+    Claim, Claims, Counters, Finding, Findings, Installation, Installations, Memory, MemoryItem,
+    ReviewRun, ReviewRuns, StoreError, Tenancy,
+};
 use std::time::Duration;
 use tables::{BY_COMMENT_INDEX, TTL_ATTRIBUTE};
 use time::OffsetDateTime;
@@ -213,7 +216,7 @@ fn installation_key(id: u64) -> String {
 }
 
 #[async_trait]
-impl Store for DynamoStore {
+impl Claims for DynamoStore {
     async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
         self.put_claim(key, None, ttl, "claim").await
     }
@@ -251,7 +254,10 @@ impl Store for DynamoStore {
     async fn claim_as(&self, key: &str, owner: &str, ttl: Duration) -> Result<Claim, StoreError> {
         self.put_claim(key, Some(owner), ttl, "claim_as").await
     }
+}
 
+#[async_trait]
+impl Counters for DynamoStore {
     async fn increment_within(
         &self,
         scope: &str,
@@ -338,7 +344,10 @@ impl Store for DynamoStore {
             reason: "update returned no counter value".into(),
         })
     }
+}
 
+#[async_trait]
+impl ReviewRuns for DynamoStore {
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
         let pk = keys::pr_scope(&run.repo, run.pr);
         let sk = format!("{RUN_PREFIX}{}", run.head_sha);
@@ -374,7 +383,10 @@ impl Store for DynamoStore {
         ordering::runs_oldest_first(&mut runs);
         Ok(runs)
     }
+}
 
+#[async_trait]
+impl Installations for DynamoStore {
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
         let pk = installation_key(installation.id);
         let item = encode(installation, &[("pk", &pk)], "installation")?;
@@ -401,7 +413,10 @@ impl Store for DynamoStore {
             .map_err(|e| unavailable("delete_installation", &e))?;
         Ok(())
     }
+}
 
+#[async_trait]
+impl Findings for DynamoStore {
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
         let item = finding_item(finding)?;
         self.put(&self.tables.findings, item, "put_finding").await
@@ -492,7 +507,10 @@ impl Store for DynamoStore {
         ordering::findings_oldest_first(&mut findings);
         Ok(findings)
     }
+}
 
+#[async_trait]
+impl Memory for DynamoStore {
     async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
         let items = self
             .query_partition(&self.tables.memory, partition, "", "memory")
@@ -557,7 +575,10 @@ impl Store for DynamoStore {
             Err(e) => Err(unavailable("put_memory", &e)),
         }
     }
+}
 
+#[async_trait]
+impl Tenancy for DynamoStore {
     async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
         let prefixes = keys::repo_scope_prefixes(repo);
         let mut deleted = 0;

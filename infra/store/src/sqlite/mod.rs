@@ -12,7 +12,10 @@ mod schema;
 mod tenancy;
 
 use async_trait::async_trait;
-use parley_core::ports::{Claim, Finding, Installation, MemoryItem, ReviewRun, Store, StoreError};
+use parley_core::ports::{
+    Claim, Claims, Counters, Finding, Findings, Installation, Installations, Memory, MemoryItem,
+    ReviewRun, ReviewRuns, StoreError, Tenancy,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -91,7 +94,7 @@ impl SqliteStore {
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Claims for SqliteStore {
     async fn claim(&self, key: &str, ttl: Duration) -> Result<Claim, StoreError> {
         let key = key.to_owned();
         let now = OffsetDateTime::now_utc();
@@ -168,7 +171,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Counters for SqliteStore {
     async fn increment_within(
         &self,
         scope: &str,
@@ -228,7 +234,10 @@ impl Store for SqliteStore {
     async fn counters(&self, scope: &str, names: &[&str]) -> Result<Vec<u64>, StoreError> {
         self.counter_values(scope, names).await
     }
+}
 
+#[async_trait]
+impl ReviewRuns for SqliteStore {
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
         let record = encode(run, "review run")?;
         let (repo, pr, sha) = (run.repo.clone(), id_column(run.pr), run.head_sha.clone());
@@ -291,7 +300,10 @@ impl Store for SqliteStore {
         ordering::runs_oldest_first(&mut runs);
         Ok(runs)
     }
+}
 
+#[async_trait]
+impl Installations for SqliteStore {
     async fn put_installation(&self, installation: &Installation) -> Result<(), StoreError> {
         let id = id_column(installation.id);
         let record = encode(installation, "installation")?;
@@ -335,7 +347,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Findings for SqliteStore {
     async fn put_finding(&self, finding: &Finding) -> Result<(), StoreError> {
         let record = encode(finding, "finding")?;
         let (repo, pr, id) = (
@@ -468,7 +483,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Memory for SqliteStore {
     async fn memory(&self, partition: &str) -> Result<Vec<MemoryItem>, StoreError> {
         let partition = partition.to_owned();
         self.run("memory", move |conn| {
@@ -536,7 +554,10 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Tenancy for SqliteStore {
     async fn purge_repository(&self, repo: &str) -> Result<u64, StoreError> {
         self.purge_repository_rows(repo).await
     }

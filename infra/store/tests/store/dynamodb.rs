@@ -133,7 +133,7 @@ async fn snippets_have_the_newest_first_local_index() {
 /// an item per counter made seven.
 #[tokio::test]
 async fn counters_added_together_are_one_item_per_scope() {
-    use parley_core::ports::Store;
+    use parley_core::ports::Counters;
     let client = common::dynamo_client().await;
     let tables = common::dynamo_tables(&client).await;
     let store = parley_store::DynamoStore::new(client.clone(), tables.clone());
@@ -162,7 +162,7 @@ async fn counters_added_together_are_one_item_per_scope() {
 /// webhook's claim, send and release then fit GitHub's ten seconds (see `CALL_TIMEOUT`).
 #[tokio::test]
 async fn a_call_to_a_dynamodb_that_never_answers_fails_in_time() {
-    use parley_core::ports::Store;
+    use parley_core::ports::Claims;
     use parley_store::dynamo::{
         ATTEMPT_TIMEOUT, CALL_TIMEOUT, DynamoStore, TableNames, call_timeouts,
     };

@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use parley_core::ports::{Claim, Store, StoreError};
+use parley_core::ports::{Claim, Claims, Counters, Installations, Store, StoreError};
 use parley_store::SqliteStore;
 use std::sync::Arc;
 use std::time::Duration;
