@@ -66,6 +66,9 @@ pub async fn ask_after_reading<T: DeserializeOwned + Send>(
                         }
                         // The reason can quote the model's output: debug only.
                         Err(error) => {
+                            if read.is_empty() {
+                                llm.tools_went_unused();
+                            }
                             tracing::info!(
                                 model = %answer.model,
                                 cut_off = ?answer.cut_off,
@@ -317,7 +320,28 @@ mod tests {
                     .contains("## Code you read with tools"),
                 "what it read is in the prompt"
             );
+            assert_eq!(llm.unused_tool_turns(), 0, "it read: the tools were used");
         }
+    }
+
+    /// A turn that offered tools, called none and gave nothing usable (a server that
+    /// ignores `tools` without a word, and a model answering in prose) is reported to the
+    /// provider, which may stop offering tools; an answer given there is not.
+    #[tokio::test]
+    async fn a_wasted_turn_of_reading_is_reported() {
+        let llm = ScriptedLlm::replying(vec![
+            text("This module uses the `query` helper."),
+            text(r#"{"verdict": "fine"}"#),
+        ]);
+        let toolbox = Toolbox::new(&OneFile, bounds(8, 30, 100_000));
+        let reading = ask_after_reading(&llm, request(), &output(), Some(&toolbox)).await;
+        assert_eq!(reading.reply.expect("answered").value.verdict, "fine");
+        assert_eq!(llm.unused_tool_turns(), 1);
+
+        let llm = ScriptedLlm::replying(vec![text(r#"{"verdict": "fine"}"#)]);
+        let reading = ask_after_reading(&llm, request(), &output(), Some(&toolbox)).await;
+        assert!(reading.reply.is_ok());
+        assert_eq!(llm.unused_tool_turns(), 0);
     }
 
     /// A turn of reading may write less than the caller's allowance; an answer cut off

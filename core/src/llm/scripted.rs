@@ -5,10 +5,12 @@ use crate::ports::llm::{CutOff, Llm, LlmError, LlmRequest, LlmResponse, Usage};
 use async_trait::async_trait;
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) struct ScriptedLlm {
     replies: Mutex<VecDeque<Result<LlmResponse, LlmError>>>,
     seen: Mutex<Vec<LlmRequest>>,
+    unused_tool_turns: AtomicUsize,
 }
 
 impl ScriptedLlm {
@@ -38,11 +40,17 @@ impl ScriptedLlm {
         Self {
             replies: Mutex::new(replies),
             seen: Mutex::new(Vec::new()),
+            unused_tool_turns: AtomicUsize::new(0),
         }
     }
 
     pub(crate) fn seen(&self) -> Vec<LlmRequest> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How often it was told a turn of reading went unused ([`Llm::tools_went_unused`]).
+    pub(crate) fn unused_tool_turns(&self) -> usize {
+        self.unused_tool_turns.load(Ordering::SeqCst)
     }
 }
 
@@ -71,5 +79,9 @@ impl Llm for ScriptedLlm {
 
     fn supports_tools(&self) -> bool {
         true
+    }
+
+    fn tools_went_unused(&self) {
+        self.unused_tool_turns.fetch_add(1, Ordering::SeqCst);
     }
 }

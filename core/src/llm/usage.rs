@@ -306,6 +306,10 @@ impl Llm for MeteredLlm {
     fn supports_tools(&self) -> bool {
         self.inner.supports_tools()
     }
+
+    fn tools_went_unused(&self) {
+        self.inner.tools_went_unused()
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,13 @@ pub trait Llm: Send + Sync {
     fn supports_tools(&self) -> bool {
         false
     }
+
+    /// Told when a reply to a request that offered tools called none and its answer was
+    /// not usable: the turn of reading was paid for and gave nothing, and the answer is
+    /// asked for again. A provider whose model has never called a tool may stop offering
+    /// them after a few such turns ([`Llm::supports_tools`] turns `false`): a server can
+    /// ignore tools without a word.
+    fn tools_went_unused(&self) {}
 }
 
 /// A function the model may call to read the repository (`read_file`, `search`, ...),

@@ -144,6 +144,10 @@ impl Llm for Limited {
     fn supports_tools(&self) -> bool {
         self.inner.supports_tools()
     }
+
+    fn tools_went_unused(&self) {
+        self.inner.tools_went_unused()
+    }
 }
 
 /// The slots and who waits for one. A `tokio::sync::Semaphore` cannot shrink while its

@@ -19,7 +19,7 @@ use reqwest::Client;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::fmt;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -44,10 +44,22 @@ pub struct OpenAiLlm {
     /// A self-hosted server: read replies as they are written ([`crate::stream`]), so a
     /// slow or runaway model is cut off with what it wrote instead of timing out.
     streaming: bool,
-    /// The server refused `tools` once (Ollama with a model that has no tool template,
-    /// llama.cpp without `--jinja`): no later call sends them.
-    tools_refused: AtomicBool,
+    /// No later call sends `tools`: the server refused them once (Ollama with a model that
+    /// has no tool template, llama.cpp without `--jinja`), or its model never called one
+    /// in [`UNUSED_TOOL_TURNS`] turns that were wasted (see [`Llm::tools_went_unused`]).
+    tools_off: AtomicBool,
+    /// The model called a tool at least once: it can, so a wasted turn is its choice.
+    tools_called: AtomicBool,
+    /// Turns that offered tools, called none and gave no usable answer.
+    tools_unused: AtomicU32,
 }
+
+/// How many wasted turns of reading, with no tool call ever, stop the offer of tools.
+/// A server can ignore `tools` without a word (llama-cpp-python unless it runs a
+/// function-calling chat format): the model then answers in prose, without the JSON mode a
+/// turn of reading goes without, and every pass pays for that turn and asks again. Four
+/// concurrent passes of the first review are enough to tell; later ones ask once.
+const UNUSED_TOOL_TURNS: u32 = 3;
 
 /// Structured-output modes, strictest first. OpenAI, vLLM and recent llama.cpp and Ollama
 /// constrain decoding to a JSON Schema; older servers and some proxies reject
@@ -119,7 +131,9 @@ impl OpenAiLlm {
             format: AtomicU8::new(Format::JsonSchema as u8),
             cache_prompt: false,
             streaming: false,
-            tools_refused: AtomicBool::new(false),
+            tools_off: AtomicBool::new(false),
+            tools_called: AtomicBool::new(false),
+            tools_unused: AtomicU32::new(0),
         })
     }
 
@@ -343,7 +357,7 @@ impl Llm for OpenAiLlm {
             }))
             .collect();
         let tools: Option<Vec<Value>> = (!request.tools.is_empty()
-            && !self.tools_refused.load(Ordering::SeqCst))
+            && !self.tools_off.load(Ordering::SeqCst))
         .then(|| {
             request
                 .tools
@@ -401,7 +415,7 @@ impl Llm for OpenAiLlm {
             .await;
             match result {
                 Err(err) if body.tools.is_some() && refuses_tools(&err) => {
-                    self.tools_refused.store(true, Ordering::SeqCst);
+                    self.tools_off.store(true, Ordering::SeqCst);
                     tracing::warn!(
                         model = %self.model, error = %err,
                         "the server refused tool definitions; reviews read the static context alone from now on"
@@ -420,6 +434,12 @@ impl Llm for OpenAiLlm {
                     }
                     format = weaker;
                 }
+                Ok(reply) => {
+                    if !reply.tool_calls.is_empty() {
+                        self.tools_called.store(true, Ordering::SeqCst);
+                    }
+                    return Ok(reply);
+                }
                 other => return other,
             }
         }
@@ -429,9 +449,24 @@ impl Llm for OpenAiLlm {
         &self.model
     }
 
-    /// Until the server refuses them once.
+    /// Until the server refuses them once, or its model shows it does not use them.
     fn supports_tools(&self) -> bool {
-        !self.tools_refused.load(Ordering::SeqCst)
+        !self.tools_off.load(Ordering::SeqCst)
+    }
+
+    fn tools_went_unused(&self) {
+        if self.tools_called.load(Ordering::SeqCst) {
+            return;
+        }
+        if self.tools_unused.fetch_add(1, Ordering::SeqCst) + 1 == UNUSED_TOOL_TURNS
+            && !self.tools_off.swap(true, Ordering::SeqCst)
+        {
+            tracing::warn!(
+                model = %self.model,
+                turns = UNUSED_TOOL_TURNS,
+                "the model has not called a tool in the turns that offered them and answered unusably; reviews read the static context alone from now on (the server may ignore `tools`: llama-cpp-python does unless started with a function-calling chat format)"
+            );
+        }
     }
 
     /// OpenAI caches long prefixes on its own; what other servers keep (a llama.cpp

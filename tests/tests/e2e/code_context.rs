@@ -24,6 +24,7 @@ parley_tests::review_on_both_stores!(
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     what_the_model_asked_the_tools_is_posted_cleaned,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
+    a_model_that_never_calls_tools_stops_being_offered_them,
     a_finding_on_code_the_review_could_not_see_is_suppressed_not_gated,
 );
 
@@ -619,6 +620,31 @@ async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut
     assert_eq!(
         h.exploring_prompts().len(),
         1,
+        "the second review sent no tools"
+    );
+    assert!(h.pass_prompts().len() >= 8, "both reviews ran their passes");
+}
+
+/// A server that takes tools but whose model never calls one (llama-cpp-python ignores
+/// them unless started with a function-calling chat format, and the model answers in
+/// prose) costs the first review a few wasted turns of reading, and later reviews none:
+/// the tools are no longer offered.
+async fn a_model_that_never_calls_tools_stops_being_offered_them(mut h: ReviewHarness) {
+    pr_changes_only_the_api(&h);
+    serve_the_head(&h);
+    h.llm.say_done_instead_of_answering();
+    h.use_llm(self_hosted(&h, "smollm2").await);
+    review(&h).await;
+    let wasted = h.exploring_prompts().len();
+    assert!(wasted >= 3, "{wasted}");
+    assert_eq!(h.inline_comments().len(), 1, "found when asked again");
+
+    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "d-2", 4242))
+        .await
+        .expect("second review");
+    assert_eq!(
+        h.exploring_prompts().len(),
+        wasted,
         "the second review sent no tools"
     );
     assert!(h.pass_prompts().len() >= 8, "both reviews ran their passes");

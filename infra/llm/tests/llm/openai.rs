@@ -794,6 +794,53 @@ async fn streamed_tool_calls_are_put_together_from_their_pieces() {
     assert_eq!(server.requests()[0].body["stream"], true);
 }
 
+/// A server that takes `tools` but whose model never calls one (llama-cpp-python ignores
+/// them unless started with a function-calling chat format) stops being offered them
+/// after three wasted turns; a model that has called a tool once keeps them.
+#[tokio::test]
+async fn a_model_that_never_calls_tools_stops_being_offered_them() {
+    let server = FakeServer::start(vec![
+        completion("This module uses the query helper.", "stop"),
+        completion("plain", "stop"),
+    ])
+    .await;
+    let llm = local(&server, Duration::from_secs(5));
+    llm.complete(&common::tool_request("call_1", "", false))
+        .await
+        .unwrap();
+    llm.tools_went_unused();
+    llm.tools_went_unused();
+    assert!(
+        llm.supports_tools(),
+        "two wasted turns are not enough to tell"
+    );
+    llm.tools_went_unused();
+    assert!(!llm.supports_tools());
+    llm.complete(&common::tool_request("call_1", "", false))
+        .await
+        .unwrap();
+    let seen = server.requests();
+    assert!(seen[0].body.get("tools").is_some());
+    assert!(seen[1].body.get("tools").is_none(), "no longer offered");
+
+    let calls = FakeServer::start(vec![Canned::sse(
+        vec![
+            tool_piece(0, Some("call_a"), Some("read_file"), "{\"path\": \"a.rs\"}"),
+            last_chunk("tool_calls"),
+        ],
+        GAP,
+    )])
+    .await;
+    let llm = local(&calls, Duration::from_secs(5));
+    llm.complete(&common::tool_request("call_1", "", false))
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        llm.tools_went_unused();
+    }
+    assert!(llm.supports_tools(), "it has called a tool: its choice");
+}
+
 /// A server that refuses `tools` (Ollama: "does not support tools") is not asked again:
 /// the refusal is remembered for the process.
 #[tokio::test]
