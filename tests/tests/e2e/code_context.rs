@@ -598,16 +598,29 @@ async fn what_the_model_asked_the_tools_is_posted_cleaned(h: ReviewHarness) {
 /// go on from the static context (the finding is still found), and once refused, the
 /// process sends tools no more: a second review carries none.
 async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut h: ReviewHarness) {
-    pr_changes_only_the_api(&h);
-    serve_the_head(&h);
     h.llm.refuse_tools();
-    h.use_llm(self_hosted(&h, "tiny:1b").await);
-    review(&h).await;
-    assert_eq!(
-        h.exploring_prompts().len(),
-        1,
-        "asked once, then never again"
-    );
+    let exploring = review_twice_on_a_self_hosted_server(&mut h, "tiny:1b").await;
+    assert_eq!(exploring, 1, "asked once, then never again");
+}
+
+/// A server that takes tools but whose model never calls one (llama-cpp-python ignores
+/// them unless started with a function-calling chat format, and the model answers in
+/// prose) costs the first review a few wasted turns of reading, and later reviews none:
+/// the tools are no longer offered.
+async fn a_model_that_never_calls_tools_stops_being_offered_them(mut h: ReviewHarness) {
+    h.llm.say_done_instead_of_answering();
+    let exploring = review_twice_on_a_self_hosted_server(&mut h, "smollm2").await;
+    assert!(exploring >= 3, "{exploring}");
+}
+
+/// The PR reviewed twice on a self-hosted `model`, which finds the bug from the static
+/// context; the second review must send no tools. How many requests offered them.
+async fn review_twice_on_a_self_hosted_server(h: &mut ReviewHarness, model: &str) -> usize {
+    pr_changes_only_the_api(h);
+    serve_the_head(h);
+    h.use_llm(self_hosted(h, model).await);
+    review(h).await;
+    let exploring = h.exploring_prompts().len();
     assert_eq!(
         h.inline_comments().len(),
         1,
@@ -619,35 +632,11 @@ async fn a_provider_that_rejects_tools_gets_the_static_path_once_per_process(mut
         .expect("second review");
     assert_eq!(
         h.exploring_prompts().len(),
-        1,
+        exploring,
         "the second review sent no tools"
     );
     assert!(h.pass_prompts().len() >= 8, "both reviews ran their passes");
-}
-
-/// A server that takes tools but whose model never calls one (llama-cpp-python ignores
-/// them unless started with a function-calling chat format, and the model answers in
-/// prose) costs the first review a few wasted turns of reading, and later reviews none:
-/// the tools are no longer offered.
-async fn a_model_that_never_calls_tools_stops_being_offered_them(mut h: ReviewHarness) {
-    pr_changes_only_the_api(&h);
-    serve_the_head(&h);
-    h.llm.say_done_instead_of_answering();
-    h.use_llm(self_hosted(&h, "smollm2").await);
-    review(&h).await;
-    let wasted = h.exploring_prompts().len();
-    assert!(wasted >= 3, "{wasted}");
-    assert_eq!(h.inline_comments().len(), 1, "found when asked again");
-
-    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "d-2", 4242))
-        .await
-        .expect("second review");
-    assert_eq!(
-        h.exploring_prompts().len(),
-        wasted,
-        "the second review sent no tools"
-    );
-    assert!(h.pass_prompts().len() >= 8, "both reviews ran their passes");
+    exploring
 }
 
 mod answers {
