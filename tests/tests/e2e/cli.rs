@@ -208,6 +208,40 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
     );
 }
 
+/// Escape sequences a model copied from hostile code reach no terminal: a finding's
+/// title and body print without them (a terminal would retitle itself, or hide the line
+/// behind a carriage return).
+#[tokio::test]
+async fn escape_sequences_a_model_wrote_reach_no_terminal() {
+    let rig = Rig::start().await;
+    rig.llm.remove_rules(SECURITY);
+    rig.llm.answer(
+        SECURITY,
+        &reply(&[finding(
+            "src/db.rs",
+            3,
+            "critical",
+            92,
+            "SQL injection\u{1b}]0;pwned\u{7}\rall fine",
+        )]),
+    );
+    let out = run(
+        &rig,
+        args(&["review", "octo-org/hello-world#42"]),
+        rig.env(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("SQL injection]0;pwnedall fine"), "{text:?}");
+    assert!(
+        !text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{text:?}"
+    );
+}
+
 /// `--post` goes to the server the PR's URL names: a URL on that server posts there; a
 /// URL on another server than `GITHUB_API_URL` is refused before anything is read.
 #[tokio::test]

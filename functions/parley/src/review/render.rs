@@ -6,6 +6,7 @@ use parley_core::ports::Severity;
 use parley_core::review::inputs::LISTING_CUT_OFF;
 use parley_core::review::merge::Candidate;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -56,7 +57,7 @@ fn terminal(report: &Report) -> String {
     let mut out = format!(
         "{} {}\n",
         style("Parley review of").bold(),
-        style(&report.subject).bold()
+        style(shown(&report.subject)).bold()
     );
     let count = report.inline.len() + report.in_summary.len();
     out.push_str(&match count {
@@ -68,7 +69,7 @@ fn terminal(report: &Report) -> String {
         out.push_str(&format!(
             "\n{} {}:{}  {}  {}\n",
             colour(c.severity).apply_to(format!("[{}]", c.severity.name())),
-            style(&c.path).underlined(),
+            style(shown(&c.path)).underlined(),
             lines(c),
             style(&c.title).bold(),
             style(format!("({}, confidence {})", c.category, c.confidence)).dim()
@@ -91,7 +92,7 @@ fn terminal(report: &Report) -> String {
 }
 
 pub fn markdown(report: &Report) -> String {
-    let mut out = format!("## Parley review of {}\n\n", report.subject);
+    let mut out = format!("## Parley review of {}\n\n", shown(&report.subject));
     let count = report.inline.len() + report.in_summary.len();
     if count == 0 {
         out.push_str("No findings.\n");
@@ -100,7 +101,7 @@ pub fn markdown(report: &Report) -> String {
         out.push_str(&format!(
             "### **{}** `{}:{}` {}\n\n*{}, confidence {}*\n\n{}\n\n",
             c.severity.name(),
-            c.path,
+            shown(&c.path),
             lines(c),
             c.title,
             c.category,
@@ -131,7 +132,11 @@ fn footer(report: &Report, markdown: bool) -> String {
             report.not_reviewed.len()
         ));
         for file in &report.not_reviewed {
-            out.push_str(&format!("{bullet}{}: {}\n", file.path, file.why));
+            out.push_str(&format!(
+                "{bullet}{}: {}\n",
+                shown(&file.path),
+                shown(&file.why.to_string())
+            ));
         }
         if report.listing_truncated {
             out.push_str(&format!("{bullet}{LISTING_CUT_OFF}\n"));
@@ -140,13 +145,13 @@ fn footer(report: &Report, markdown: bool) -> String {
     if !report.passes_failed.is_empty() {
         out.push_str("\nPasses that failed (their findings are missing):\n");
         for (pass, reason) in &report.passes_failed {
-            out.push_str(&format!("{bullet}{pass}: {reason}\n"));
+            out.push_str(&format!("{bullet}{pass}: {}\n", shown(reason)));
         }
     }
     if !report.context_used.is_empty() {
         out.push_str("\nContext used (earlier reviews in the local store):\n");
         for item in &report.context_used {
-            out.push_str(&format!("{bullet}{item}\n"));
+            out.push_str(&format!("{bullet}{}\n", shown(item)));
         }
     }
     if report.below_threshold > 0 || report.suppressed > 0 {
@@ -169,6 +174,29 @@ fn footer(report: &Report, markdown: bool) -> String {
         out.push_str(&format!("Posted: {url}\n"));
     }
     out
+}
+
+/// Untrusted text as a person reads it: a file name, a server's error or a stored
+/// citation can carry control characters, which a terminal would obey (escape sequences
+/// that retitle it, write the clipboard, or hide a line behind `\r`). They are written
+/// out (`\u{1b}`) instead. What a model wrote was cleaned before (see
+/// `parley_core::sanitize::model_text`).
+fn shown(text: &str) -> Cow<'_, str> {
+    let hidden = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if hidden(c) {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 fn json_value(report: &Report) -> Value {
@@ -343,5 +371,73 @@ fn security_severity(severity: Severity) -> &'static str {
         Severity::Medium => "5.5",
         Severity::Low => "3.0",
         Severity::Nit => "1.0",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parley_core::llm::usage::UsageTally;
+    use parley_core::review::inputs::{LeftOut, NotReviewed};
+
+    /// A file name and a failed pass's reason with escape sequences in them: printed as
+    /// text, in the terminal and in Markdown, never as escapes a terminal would obey.
+    #[test]
+    fn control_characters_in_untrusted_text_are_written_out() {
+        console::set_colors_enabled(false);
+        let hostile = "src/\x1b]52;c;cm0gLXJm\x07evil\r.rs";
+        let finding = Candidate {
+            path: hostile.into(),
+            line: 3,
+            start_line: None,
+            severity: Severity::High,
+            category: "bug".into(),
+            confidence: 90,
+            title: "title".into(),
+            body: "body".into(),
+            suggestion: None,
+            passes: vec!["security".into()],
+            fingerprint: "f".into(),
+            site: String::new(),
+            on_diff: true,
+            doubt: None,
+        };
+        let report = Report {
+            subject: "local/\x1b[2Jrepo".into(),
+            repo: "local/repo".into(),
+            pr: None,
+            base: "b".into(),
+            head: "h".into(),
+            inline: vec![finding],
+            in_summary: Vec::new(),
+            not_reviewed: vec![NotReviewed {
+                path: hostile.into(),
+                why: LeftOut::Unreadable("binary \x1b[8mhidden".into()),
+            }],
+            listing_truncated: false,
+            partial: true,
+            passes_ok: Vec::new(),
+            passes_failed: vec![("security", "server said \x1b[31mno".into())],
+            below_threshold: 0,
+            min_confidence: 75,
+            suppressed: 0,
+            usage: UsageTally::default(),
+            posted: None,
+            context_used: Vec::new(),
+        };
+        for out in [terminal(&report), markdown(&report)] {
+            assert!(
+                !out.chars()
+                    .any(|c| c.is_control() && c != '\n' && c != '\t'),
+                "{out:?}"
+            );
+            assert!(
+                out.contains("src/\\u{1b}]52;c;cm0gLXJm\\u{7}evil\\u{d}.rs"),
+                "{out}"
+            );
+            assert!(out.contains("server said \\u{1b}[31mno"), "{out}");
+            assert!(out.contains("\\u{1b}[8mhidden"), "{out}");
+            assert!(out.contains("local/\\u{1b}[2Jrepo"), "{out}");
+        }
     }
 }
