@@ -126,6 +126,18 @@ async fn printed_as(rig: &Rig, reference: &str, format: &str) -> Value {
         .unwrap_or_else(|err| panic!("{format} on stdout ({err}): {}", stderr(&out)))
 }
 
+/// `parley review` of the rig's PR with the rig's environment.
+async fn review_the_pr(rig: &Rig) -> Output {
+    run(rig, args(&["review", "octo-org/hello-world#42"]), rig.env()).await
+}
+
+/// What [`review_the_pr`] printed; it must have succeeded.
+async fn reviewed(rig: &Rig) -> String {
+    let out = review_the_pr(rig).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+}
+
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
@@ -213,26 +225,18 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
 /// behind a carriage return).
 #[tokio::test]
 async fn escape_sequences_a_model_wrote_reach_no_terminal() {
-    let rig = Rig::start().await;
-    rig.llm.remove_rules(SECURITY);
-    rig.llm.answer(
+    let rig = a_rig_finding(
         SECURITY,
-        &reply(&[finding(
+        finding(
             "src/db.rs",
             3,
             "critical",
             92,
             "SQL injection\u{1b}]0;pwned\u{7}\rall fine",
-        )]),
-    );
-    let out = run(
-        &rig,
-        args(&["review", "octo-org/hello-world#42"]),
-        rig.env(),
+        ),
     )
     .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = reviewed(&rig).await;
     assert!(text.contains("SQL injection]0;pwnedall fine"), "{text:?}");
     assert!(
         !text
@@ -292,18 +296,11 @@ async fn post_posts_exactly_one_review() {
 
 #[tokio::test]
 async fn a_local_git_range_is_reviewed_without_github() {
-    let rig = Rig::start().await;
-    rig.llm.remove_rules(SECURITY);
-    rig.llm.answer(
+    let rig = a_rig_finding(
         CORRECTNESS,
-        &reply(&[finding(
-            "src/lib.rs",
-            2,
-            "high",
-            88,
-            "Off-by-one in the loop bound",
-        )]),
-    );
+        finding("src/lib.rs", 2, "high", 88, "Off-by-one in the loop bound"),
+    )
+    .await;
     let repo = tempfile::tempdir().expect("repo dir");
     let git = |args: &[&str]| {
         let status = Command::new("git")
@@ -452,14 +449,7 @@ async fn a_terminal_review_uses_what_the_local_store_remembers() {
         store.upsert_document(&earlier).await.expect("remembered");
     }
 
-    let out = run(
-        &rig,
-        args(&["review", "octo-org/hello-world#42"]),
-        rig.env(),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = reviewed(&rig).await;
     assert!(
         text.contains("Context used (earlier reviews in the local store):"),
         "{text}"
@@ -510,12 +500,7 @@ async fn an_output_cap_lowers_what_every_call_asks_for() {
 
     // Without it, the passes ask for what they need.
     let before = asked.len();
-    let out = run(
-        &rig,
-        args(&["review", "octo-org/hello-world#42"]),
-        rig.env(),
-    )
-    .await;
+    let out = review_the_pr(&rig).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let uncapped: Vec<Option<u64>> = rig.llm.prompts()[before..]
         .iter()
@@ -534,12 +519,7 @@ async fn a_model_that_never_answers_usably_is_named_as_the_problem() {
     // Ended by the model mid-object, every time (the repair retry too).
     rig.llm
         .default_reply(r#"{"findings": [{"path": "src/db.rs", "line": 3, "title": "SQL inj"#);
-    let out = run(
-        &rig,
-        args(&["review", "octo-org/hello-world#42"]),
-        rig.env(),
-    )
-    .await;
+    let out = review_the_pr(&rig).await;
     let err = gave_up_naming(&out, "try a larger one", "LLM_MAX_OUTPUT_TOKENS");
     assert!(
         err.contains("the model answered, but not with a usable review"),
@@ -679,14 +659,21 @@ fn local_server_env(rig: &Rig, model: &str) -> Vec<(String, String)> {
     env
 }
 
-/// A rig whose security pass reports one high SQL injection on the PR, and the PR.
-async fn a_high_sql_injection() -> (Rig, String) {
+/// A rig whose `pass` reports `finding` and nothing else does.
+async fn a_rig_finding(pass: &str, finding: Value) -> Rig {
     let rig = Rig::start().await;
     rig.llm.remove_rules(SECURITY);
-    rig.llm.answer(
+    rig.llm.answer(pass, &reply(&[finding]));
+    rig
+}
+
+/// A rig whose security pass reports one high SQL injection on the PR, and the PR.
+async fn a_high_sql_injection() -> (Rig, String) {
+    let rig = a_rig_finding(
         SECURITY,
-        &reply(&[finding("src/db.rs", 3, "high", 92, "SQL injection")]),
-    );
+        finding("src/db.rs", 3, "high", 92, "SQL injection"),
+    )
+    .await;
     (rig, format!("{OWNER}/{NAME}#{PR}"))
 }
 
