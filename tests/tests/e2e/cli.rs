@@ -246,6 +246,40 @@ async fn escape_sequences_a_model_wrote_reach_no_terminal() {
     );
 }
 
+/// A finding taken out before it is reported is listed with why, in the text and the
+/// JSON: a count alone leaves the person guessing. Here the model names a file the PR
+/// does not change and the repository does not have (the path of the prompt's example,
+/// which a small model copies).
+#[tokio::test]
+async fn suppressed_findings_are_listed_with_why() {
+    let rig = a_rig_finding(
+        SECURITY,
+        finding("src/lib.rs", 42, "critical", 95, "Unchecked index"),
+    )
+    .await;
+    let text = reviewed(&rig).await;
+    assert!(text.contains("No findings."), "{text}");
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "Suppressed (1: by a learning, the judge, or for naming code the review could not see):",
+            "src/lib.rs:42 Unchecked index (critical): `src/lib.rs` is not changed by this PR",
+        ],
+    );
+    let json = printed_as(&rig, "octo-org/hello-world#42", "json").await;
+    assert_eq!(json["suppressed"], 1);
+    let suppressed = &json["suppressed_findings"][0];
+    assert_eq!(suppressed["path"], "src/lib.rs");
+    assert_eq!(suppressed["line"], 42);
+    assert_eq!(suppressed["by"], "grounding");
+    assert!(
+        suppressed["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("not changed by this PR")),
+        "{json:#}"
+    );
+}
+
 /// `--post` goes to the server the PR's URL names: a URL on that server posts there; a
 /// URL on another server than `GITHUB_API_URL` is refused before anything is read.
 #[tokio::test]

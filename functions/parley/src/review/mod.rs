@@ -13,6 +13,7 @@ pub mod render;
 pub mod target;
 
 use parley_core::config::{PassDeadline, RepoConfig};
+use parley_core::learning::apply::Suppressed;
 use parley_core::llm::{MeteredLlm, UsageTally};
 use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
@@ -221,7 +222,9 @@ pub struct Report {
     pub passes_failed: Vec<(&'static str, String)>,
     pub below_threshold: usize,
     pub min_confidence: u8,
-    pub suppressed: usize,
+    /// Findings taken out (by a learning, the judge, or for naming code the review could
+    /// not see), each with why: a count alone would leave the person guessing.
+    pub suppressed: Vec<Suppressed>,
     pub usage: UsageTally,
     /// The posted review's URL, with `--post`.
     pub posted: Option<String>,
@@ -558,7 +561,7 @@ fn report(
         passes_failed: analysis.passes_failed(),
         below_threshold: analysis.filtered.below_threshold.len(),
         min_confidence: analysis.filtered.min_confidence,
-        suppressed: analysis.suppressed.len(),
+        suppressed: analysis.suppressed.clone(),
         usage: llm.tally(),
         posted: None,
         context_used: analysis.retrieved.citations(),

@@ -154,11 +154,28 @@ fn footer(report: &Report, markdown: bool) -> String {
             out.push_str(&format!("{bullet}{}\n", shown(item)));
         }
     }
-    if report.below_threshold > 0 || report.suppressed > 0 {
+    if report.below_threshold > 0 {
         out.push_str(&format!(
-            "\n{} below the confidence threshold ({}), {} suppressed (by learnings, the judge, or for naming code the review could not see).\n",
-            report.below_threshold, report.min_confidence, report.suppressed
+            "\n{} below the confidence threshold ({}).\n",
+            report.below_threshold, report.min_confidence
         ));
+    }
+    if !report.suppressed.is_empty() {
+        out.push_str(&format!(
+            "\nSuppressed ({}: by a learning, the judge, or for naming code the review could not see):\n",
+            report.suppressed.len()
+        ));
+        for s in &report.suppressed {
+            let c = &s.candidate;
+            out.push_str(&format!(
+                "{bullet}{}:{} {} ({}): {}\n",
+                shown(&c.path),
+                lines(c),
+                shown(&c.title),
+                c.severity.name(),
+                shown(&s.why)
+            ));
+        }
     }
     out.push_str(&format!(
         "\n{} LLM calls, {}{}.\n",
@@ -230,7 +247,15 @@ fn json_value(report: &Report) -> Value {
         },
         "below_threshold": report.below_threshold,
         "min_confidence": report.min_confidence,
-        "suppressed": report.suppressed,
+        "suppressed": report.suppressed.len(),
+        "suppressed_findings": report.suppressed.iter().map(|s| json!({
+            "path": s.candidate.path,
+            "line": s.candidate.line,
+            "severity": s.candidate.severity.name(),
+            "title": s.candidate.title,
+            "by": s.by,
+            "reason": s.why,
+        })).collect::<Vec<_>>(),
         "usage": {
             "calls": report.usage.calls,
             "input_tokens": report.usage.usage.input_tokens,
@@ -377,6 +402,7 @@ fn security_severity(severity: Severity) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parley_core::learning::apply::Suppressed;
     use parley_core::llm::usage::UsageTally;
     use parley_core::review::inputs::{LeftOut, NotReviewed};
 
@@ -408,7 +434,7 @@ mod tests {
             pr: None,
             base: "b".into(),
             head: "h".into(),
-            inline: vec![finding],
+            inline: vec![finding.clone()],
             in_summary: Vec::new(),
             not_reviewed: vec![NotReviewed {
                 path: hostile.into(),
@@ -420,7 +446,14 @@ mod tests {
             passes_failed: vec![("security", "server said \x1b[31mno".into())],
             below_threshold: 0,
             min_confidence: 75,
-            suppressed: 0,
+            suppressed: vec![Suppressed {
+                candidate: Candidate {
+                    title: "hidden\u{1b}[8m".into(),
+                    ..finding.clone()
+                },
+                by: "L-1".into(),
+                why: "dismissed by L-1: we allow \u{1b}[2J this".into(),
+            }],
             usage: UsageTally::default(),
             posted: None,
             context_used: Vec::new(),
@@ -437,6 +470,10 @@ mod tests {
             );
             assert!(out.contains("server said \\u{1b}[31mno"), "{out}");
             assert!(out.contains("\\u{1b}[8mhidden"), "{out}");
+            assert!(
+                out.contains("hidden\\u{1b}[8m (high): dismissed by L-1: we allow \\u{1b}[2J this"),
+                "{out}"
+            );
             assert!(out.contains("local/\\u{1b}[2Jrepo"), "{out}");
         }
     }
