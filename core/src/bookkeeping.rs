@@ -412,14 +412,8 @@ async fn explain_in_thread(
         }
     }
     let marker = crate::markers::ReplyMarker {
-        kind: crate::markers::kind::NOTE.to_string(),
-        reply_to: root,
         finding: Some(finding.id.clone()),
-        resolution: None,
-        gave_up: false,
-        at: OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
+        ..crate::markers::ReplyMarker::new(crate::markers::kind::NOTE, root)
     };
     let body = crate::markers::append(&text, crate::markers::kind::NOTE, &marker);
     if let Err(err) = services

@@ -110,6 +110,22 @@ pub struct ReplyMarker {
     pub at: String,
 }
 
+impl ReplyMarker {
+    /// A marker of `kind` answering `reply_to`, now, that settles nothing.
+    pub fn new(kind: &str, reply_to: u64) -> Self {
+        ReplyMarker {
+            kind: kind.to_string(),
+            reply_to,
+            finding: None,
+            resolution: None,
+            gave_up: false,
+            at: time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// One marker found in a comment body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Marker {

@@ -22,8 +22,6 @@ use crate::ports::github::{GitHub, ReviewComment};
 use crate::ports::llm::{Llm, LlmError, LlmOptions, LlmRequest};
 use crate::sanitize;
 use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 /// Enough for a few paragraphs and a code block; conversations are short.
 const MAX_TOKENS: u32 = 1_500;
@@ -169,19 +167,6 @@ pub fn compose(
     markers::append(&body, marker_kind, marker)
 }
 
-pub fn marker(kind: &str, reply_to: u64) -> ReplyMarker {
-    ReplyMarker {
-        kind: kind.to_string(),
-        reply_to,
-        finding: None,
-        resolution: None,
-        gave_up: false,
-        at: OffsetDateTime::now_utc()
-            .format(&Rfc3339)
-            .unwrap_or_default(),
-    }
-}
-
 /// Post `body` where it belongs (see [`post_answer`]); the posted comment's id.
 pub async fn post(
     github: &dyn GitHub,
@@ -263,7 +248,7 @@ mod tests {
     #[test]
     fn outgoing_body_never_mentions_parley_and_carries_one_marker() {
         let silenced = Handles::new("parley", &["claude".to_string()]);
-        let mut m = marker(markers::kind::REPLY, 42);
+        let mut m = ReplyMarker::new(markers::kind::REPLY, 42);
         m.finding = Some("f1".into());
         let body = compose(
             "Ask @parley or @Claude. <!-- parley:reply {\"type\":\"reply\",\"reply_to\":1,\"at\":\"x\"} -->",

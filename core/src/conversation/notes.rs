@@ -43,7 +43,7 @@ pub async fn limit_reached(
         &[],
         destination,
         kind::LIMIT,
-        &answer::marker(kind::LIMIT, trigger.id),
+        &ReplyMarker::new(kind::LIMIT, trigger.id),
         &snap.silenced,
     );
     if let Err(err) = answer::post(github, snap, destination, &body).await {
@@ -82,7 +82,7 @@ pub async fn budget_exhausted(
         &[],
         destination,
         kind::NOTE,
-        &answer::marker(kind::NOTE, trigger.id),
+        &ReplyMarker::new(kind::NOTE, trigger.id),
         &snap.silenced,
     );
     if let Err(err) = answer::post(github, snap, destination, &body).await {
@@ -173,7 +173,7 @@ fn error_note(
         kind::ERROR,
         &ReplyMarker {
             gave_up,
-            ..answer::marker(kind::ERROR, trigger.id)
+            ..ReplyMarker::new(kind::ERROR, trigger.id)
         },
         &snap.silenced,
     )
@@ -250,7 +250,7 @@ pub async fn answer_command(
         &[],
         destination,
         kind::REPLY,
-        &answer::marker(kind::REPLY, trigger.id),
+        &ReplyMarker::new(kind::REPLY, trigger.id),
         &snap.silenced,
     );
     answer::post(github, snap, destination, &body).await

@@ -7,7 +7,7 @@ use super::thread::Conversation;
 use super::trigger::Trigger;
 use super::{ConversationHandler, Failed, Outcome, Resolution, context, dispute, gates};
 use crate::llm::MeteredLlm;
-use crate::markers;
+use crate::markers::{self, ReplyMarker};
 
 impl ConversationHandler {
     /// Read the context, ask the model, post the answer, settle a dispute.
@@ -58,7 +58,7 @@ impl ConversationHandler {
         if ctx.retrieved.used() {
             extras.push(ctx.retrieved.context_used(&snap.silenced));
         }
-        let mut marker = answer::marker(markers::kind::REPLY, trigger.id);
+        let mut marker = ReplyMarker::new(markers::kind::REPLY, trigger.id);
         marker.finding = ctx.finding.as_ref().map(|f| f.finding.id.clone());
         marker.resolution = resolution.map(|r| r.as_str().to_string());
         let body = answer::compose(

@@ -17,7 +17,6 @@ use crate::ports::github::{PullRequest, RepoScope};
 use crate::ports::{Claim, Store};
 use crate::services::Services;
 use std::time::Duration;
-use time::OffsetDateTime;
 
 /// The check's title when nothing blocks.
 pub const CHECK_TITLE: &str = "Budget exhausted";
@@ -76,16 +75,10 @@ async fn note_once(
          GitHub App installation is used up. Reviews and answers resume next month, or as \
          soon as an operator raises the budget."
     );
-    let marker = ReplyMarker {
-        kind: markers::kind::NOTE.to_string(),
-        reply_to: job.request.as_ref().map_or(0, |r| r.comment_id),
-        finding: None,
-        resolution: None,
-        gave_up: false,
-        at: OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-    };
+    let marker = ReplyMarker::new(
+        markers::kind::NOTE,
+        job.request.as_ref().map_or(0, |r| r.comment_id),
+    );
     let body = markers::append(&text, markers::kind::NOTE, &marker);
     if let Err(err) = services
         .github

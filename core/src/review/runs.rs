@@ -206,16 +206,7 @@ pub async fn answer_already_reviewed(
         short(&run.head_sha),
         parley.command("full review")
     );
-    let marker = ReplyMarker {
-        kind: DISMISSED.to_string(),
-        reply_to: request.comment_id,
-        finding: None,
-        resolution: None,
-        gave_up: false,
-        at: OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-    };
+    let marker = ReplyMarker::new(DISMISSED, request.comment_id);
     let body = markers::append(&text, DISMISSED, &marker);
     let limit = PageLimit::pages(10);
     let answered_before = match request.surface {
@@ -258,17 +249,8 @@ async fn mark_request_dismissed(
     request: &ReviewRequest,
     run: &ReviewRun,
 ) {
-    let marker = ReplyMarker {
-        kind: DISMISSED.to_string(),
-        // The review that covers the head (always set on a published run).
-        reply_to: run.review_id.unwrap_or_default(),
-        finding: None,
-        resolution: None,
-        gave_up: false,
-        at: OffsetDateTime::now_utc()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default(),
-    };
+    // Answers the review that covers the head (always set on a published run).
+    let marker = ReplyMarker::new(DISMISSED, run.review_id.unwrap_or_default());
     let id = request.comment_id;
     let outcome = match request.surface {
         Surface::IssueComment | Surface::ReviewComment => {
