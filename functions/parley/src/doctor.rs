@@ -2,7 +2,8 @@
 //!
 //! Each check does the smallest real thing that proves the dependency works — signs a JWT
 //! and calls `GET /app`, mints an installation token, sends the LLM a one-word prompt,
-//! reads the store — so an OK means it works, not merely that a variable is set.
+//! reads the store — so an OK means it works, not merely that a variable is set. A WARN
+//! works with a limit worth knowing (a model that never calls tools); only a FAIL fails.
 
 use parley_core::ports::github::{GitHub, RepoScope};
 use parley_core::ports::llm::{LlmRequest, Message};
@@ -24,6 +25,8 @@ pub struct DoctorArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Ok,
+    /// Works, with a limit the detail names and says how to lift; never a failure.
+    Warn,
     Fail,
     /// Not checked (nothing to check it with); never a failure.
     Skip,
@@ -49,6 +52,14 @@ fn fail(name: &'static str, detail: impl Into<String>) -> Check {
     Check {
         name,
         status: Status::Fail,
+        detail: detail.into(),
+    }
+}
+
+fn warn(name: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status: Status::Warn,
         detail: detail.into(),
     }
 }
@@ -102,7 +113,7 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
         checks.push(deliveries(client).await);
     }
     checks.push(installation(args, github.as_ref().filter(|_| app_ok)).await);
-    checks.push(llm(env).await);
+    checks.extend(llm(env).await);
     checks.extend(store_and_queue(env).await);
     checks.push(repo_config(args, github.filter(|_| app_ok)).await);
     checks
@@ -229,38 +240,89 @@ async fn installation(args: &DoctorArgs, github: Option<&Arc<GitHubClient>>) -> 
     }
 }
 
-async fn llm(env: &Env) -> Check {
+/// The model answers; then whether it calls tools, once it does.
+async fn llm(env: &Env) -> Vec<Check> {
     const NAME: &str = "LLM";
     if let Err(err) = parley_llm::LlmConfig::from_lookup(|name| env(name)) {
-        return fail(
+        return vec![fail(
             NAME,
             format!(
                 "{err} (Ollama: LLM_PROVIDER=openai LLM_BASE_URL=http://localhost:11434/v1; `parley review` lists all three ways)"
             ),
-        );
+        )];
     }
     let llm = match parley_runtime::clients::llm_from_env(env).await {
         Ok(llm) => llm,
-        Err(err) => return fail(NAME, err.to_string()),
+        Err(err) => return vec![fail(NAME, err.to_string())],
     };
     let mut request = LlmRequest::new("", vec![Message::user("Reply with the word OK.")]);
     request.options.max_tokens = 8;
     request.options.timeout = Some(Duration::from_secs(60));
     let started = Instant::now();
     match llm.complete(&request).await {
-        Ok(reply) => ok(
-            NAME,
-            format!(
-                "{} answered in {} ms",
-                reply.model,
-                started.elapsed().as_millis()
+        Ok(reply) => vec![
+            ok(
+                NAME,
+                format!(
+                    "{} answered in {} ms",
+                    reply.model,
+                    started.elapsed().as_millis()
+                ),
             ),
-        ),
-        Err(err) => fail(
+            tools(llm.as_ref()).await,
+        ],
+        Err(err) => vec![fail(
             NAME,
             format!(
                 "{} ({}): check LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and that the server runs",
                 llm.model(),
+                err.public_reason()
+            ),
+        )],
+    }
+}
+
+/// Whether the model calls a tool when told to: what lets a review read code beyond the
+/// diff (a caller, a definition). A self-hosted server may refuse tools, or take them and
+/// ignore them without a word; reviews then work from the static context alone (after a
+/// few wasted turns of reading, for a server that ignores them), which is worth knowing
+/// and fixing, never a failure.
+async fn tools(llm: &dyn parley_core::ports::llm::Llm) -> Check {
+    const NAME: &str = "LLM tools";
+    const FIX: &str = "llama-cpp-python: start it with --chat_format chatml-function-calling; \
+                       llama.cpp: --jinja; Ollama: a model with tool support";
+    if !llm.supports_tools() {
+        return skip(NAME, "this provider is not offered tools");
+    }
+    let mut request = LlmRequest::new(
+        "",
+        vec![Message::user(
+            "Call the read_file tool with the path README.md. Do not answer in words.",
+        )],
+    );
+    request.tools = parley_core::context::tools::specs();
+    request.options.max_tokens = 128;
+    request.options.timeout = Some(Duration::from_secs(60));
+    match llm.complete(&request).await {
+        Ok(reply) if !reply.tool_calls.is_empty() => ok(
+            NAME,
+            format!(
+                "the model called {}: reviews and answers may read code beyond the diff",
+                reply.tool_calls[0].name
+            ),
+        ),
+        Ok(_) => warn(
+            NAME,
+            format!(
+                "told to call a tool, the model answered in words: the server may ignore tools, \
+                 or the model not use them; reviews read the static context alone ({FIX})"
+            ),
+        ),
+        Err(err) => warn(
+            NAME,
+            format!(
+                "the server refused a request with tools ({}): reviews read the static context \
+                 alone ({FIX})",
                 err.public_reason()
             ),
         ),
@@ -349,6 +411,7 @@ pub fn table(checks: &[Check]) -> String {
     for check in checks {
         let status = match check.status {
             Status::Ok => "OK",
+            Status::Warn => "WARN",
             Status::Fail => "FAIL",
             Status::Skip => "SKIP",
         };

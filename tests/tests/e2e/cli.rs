@@ -1165,6 +1165,41 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
             .any(|p| p.text().contains("Reply with the word OK")),
         "one tiny LLM call"
     );
+    // Told to call a tool, this model answered in words: a limit worth knowing, not a
+    // failure (the exit status above); then a model that calls it, and a server that
+    // refuses tools.
+    let tools_row = |table: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with("LLM tools"))
+            .unwrap_or_else(|| panic!("{table}"))
+            .to_string()
+    };
+    let row = tools_row(&table);
+    parley_tests::expect::says_all(
+        &row,
+        &[" WARN ", "answered in words", "chatml-function-calling"],
+    );
+    rig.llm.call_tools(
+        "Call the read_file tool",
+        &[("read_file", serde_json::json!({"path": "README.md"}))],
+    );
+    let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
+    parley_tests::expect::says_all(
+        &tools_row(&stdout(&out)),
+        &[" OK ", "the model called read_file"],
+    );
+    rig.llm.refuse_tools();
+    let mut ollama = app_env();
+    ollama.retain(|(k, _)| !k.starts_with("LLM_"));
+    ollama.extend([
+        ("LLM_PROVIDER".to_string(), "openai".to_string()),
+        ("LLM_BASE_URL".to_string(), format!("{}/v1", rig.llm.url)),
+        ("LLM_MODEL".to_string(), "tiny:1b".to_string()),
+    ]);
+    let out = run(&rig, args(&["doctor", REPO]), ollama).await;
+    assert!(out.status.success(), "{}", stdout(&out));
+    parley_tests::expect::says_all(&tools_row(&stdout(&out)), &[" WARN ", "refused", "--jinja"]);
 
     let broken: Vec<(&str, Option<&str>, &str, &str)> = vec![
         (
