@@ -5,8 +5,8 @@
 //! - Passes overlap (a SQL injection is both a security and a correctness problem), so
 //!   findings of different passes on the same path, overlapping lines and with similar
 //!   titles are merged: the higher severity, the best-supported body, and more confidence
-//!   when independent passes agree. Two findings of one pass stay two unless one title
-//!   says no more than the other.
+//!   when independent passes agree. Two findings of one pass in different categories stay
+//!   two unless one title says no more than the other.
 //! - A finding already posted on this PR is dropped, so a re-review after a push does
 //!   not repeat itself: the same fingerprint, or the same code at the same path with a
 //!   similar title (a model rarely words a problem twice alike; see [`site`]). Each
@@ -313,11 +313,14 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     let overlap = a_start <= b.line.saturating_add(LINE_SLACK)
         && b_start <= a.line.saturating_add(LINE_SLACK);
     let likeness = Likeness::of(&a.title, &b.title);
-    // Two findings a pass reports on the same lines are two problems unless one title
-    // says no more than the other: a pass knows what it already said.
+    // Two findings a pass reports on the same lines are two problems when their
+    // categories differ ("SQL injection", security; "SQL query lacks a timeout",
+    // reliability), unless one title says no more than the other; in one category, words
+    // in common are the same problem said twice.
     let same_pass = b.passes.iter().any(|p| a.passes.contains(p));
+    let same_category = a.category.eq_ignore_ascii_case(&b.category);
     overlap
-        && if same_pass {
+        && if same_pass && !same_category {
             likeness.contained
         } else {
             likeness.similar()
@@ -482,14 +485,29 @@ mod tests {
 
     #[test]
     fn one_pass_reporting_two_problems_on_the_same_lines_keeps_both() {
+        let in_category = |category: &str, raw: RawFinding| RawFinding {
+            category: category.into(),
+            ..raw
+        };
         let correctness = || {
             pass(
                 "correctness",
                 vec![
-                    raw(2, "SQL injection in query", Severity::High, 80),
-                    raw(2, "SQL query lacks a timeout", Severity::Medium, 80),
+                    in_category(
+                        "security",
+                        raw(2, "SQL injection in query", Severity::High, 80),
+                    ),
+                    in_category(
+                        "reliability",
+                        raw(2, "SQL query lacks a timeout", Severity::Medium, 80),
+                    ),
                     // Says no more than the first: the pass said it twice.
-                    raw(3, "SQL injection", Severity::High, 70),
+                    in_category("bug", raw(3, "SQL injection", Severity::High, 70)),
+                    // The same category in other words: said twice too.
+                    in_category(
+                        "security",
+                        raw(2, "Possible SQL injection via format!", Severity::High, 75),
+                    ),
                 ],
             )
         };
@@ -499,7 +517,7 @@ mod tests {
             titles,
             ["SQL injection in query", "SQL query lacks a timeout"]
         );
-        assert_eq!(merged.duplicates, 1);
+        assert_eq!(merged.duplicates, 2);
         // Another pass wording the timeout its own way is the same finding.
         let results = [
             correctness(),
