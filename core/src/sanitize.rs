@@ -84,7 +84,7 @@ pub fn model_code(text: &str, silenced: &Handles) -> String {
 
 /// `text` without control characters (C0, DEL, C1) other than tabs and line ends; a
 /// `\r\n` line end becomes `\n`.
-pub fn printable(text: &str) -> String {
+fn printable(text: &str) -> String {
     text.replace("\r\n", "\n")
         .chars()
         .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))

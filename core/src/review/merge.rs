@@ -3,10 +3,10 @@
 //! - A finding whose line is not on the right side of the PR's diff cannot be an inline
 //!   comment (GitHub would refuse the whole review); it is kept for the summary instead.
 //! - Passes overlap (a SQL injection is both a security and a correctness problem), so
-//!   findings of different passes on the same path, overlapping lines and with similar
-//!   titles are merged: the higher severity, the best-supported body, and more confidence
-//!   when independent passes agree. Two findings of one pass in different categories stay
-//!   two unless one title says no more than the other.
+//!   findings on the same path, overlapping lines and with similar titles are merged: the
+//!   higher severity, the best-supported body, and more confidence when independent
+//!   passes agree. Two findings of one pass in different categories are two problems,
+//!   though, unless one title says no more than the other.
 //! - A finding already posted on this PR is dropped, so a re-review after a push does
 //!   not repeat itself: the same fingerprint, or the same code at the same path with a
 //!   similar title (a model rarely words a problem twice alike; see [`site`]). Each

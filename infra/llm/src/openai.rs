@@ -56,9 +56,9 @@ pub struct OpenAiLlm {
 
 /// How many wasted turns of reading, with no tool call ever, stop the offer of tools.
 /// A server can ignore `tools` without a word (llama-cpp-python unless it runs a
-/// function-calling chat format): the model then answers in prose, without the JSON mode a
-/// turn of reading goes without, and every pass pays for that turn and asks again. Four
-/// concurrent passes of the first review are enough to tell; later ones ask once.
+/// function-calling chat format): the model then answers the turn of reading (which has
+/// no JSON mode) in prose, and every pass pays for that turn and asks again. The first
+/// review's concurrent passes are enough to tell; later ones ask once.
 const UNUSED_TOOL_TURNS: u32 = 3;
 
 /// Structured-output modes, strictest first. OpenAI, vLLM and recent llama.cpp and Ollama
