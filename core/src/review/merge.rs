@@ -193,13 +193,14 @@ fn posted_as(earlier: &Finding, candidate: &Candidate) -> Option<Match> {
     if earlier.fingerprint == candidate.fingerprint {
         return Some(Match::Fingerprint);
     }
+    if candidate.site.is_empty() || earlier.site != candidate.site {
+        return None;
+    }
     let likeness = Likeness::of(&earlier.title, &candidate.title);
-    (!candidate.site.is_empty() && earlier.site == candidate.site && likeness.similar()).then(
-        || Match::Site {
-            same_category: earlier.category.eq_ignore_ascii_case(&candidate.category),
-            likeness,
-        },
-    )
+    likeness.similar().then(|| Match::Site {
+        same_category: earlier.category.eq_ignore_ascii_case(&candidate.category),
+        likeness,
+    })
 }
 
 fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> Candidate {
@@ -312,6 +313,9 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     );
     let overlap = a_start <= b.line.saturating_add(LINE_SLACK)
         && b_start <= a.line.saturating_add(LINE_SLACK);
+    if !overlap {
+        return false;
+    }
     let likeness = Likeness::of(&a.title, &b.title);
     // Two findings a pass reports on the same lines are two problems when their
     // categories differ ("SQL injection", security; "SQL query lacks a timeout",
@@ -319,12 +323,11 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     // in common are the same problem said twice.
     let same_pass = b.passes.iter().any(|p| a.passes.contains(p));
     let same_category = a.category.eq_ignore_ascii_case(&b.category);
-    overlap
-        && if same_pass && !same_category {
-            likeness.contained
-        } else {
-            likeness.similar()
-        }
+    if same_pass && !same_category {
+        likeness.contained
+    } else {
+        likeness.similar()
+    }
 }
 
 /// How alike two titles are by their significant words (three letters or more).
