@@ -112,7 +112,9 @@ pub async fn analyse(
         ),
         Err(_) => crate::context::CodeContext::default(),
     };
-    context_used.push_str(&code_read(&subject.code, &code_context));
+    if !inputs.files.is_empty() {
+        context_used.push_str(&code_read(&subject.code, &code_context));
+    }
     let base = crate::learning::apply::Base::for_config(config, &memory.stats);
     let base_threshold = base.threshold;
     let path_refs: Vec<&str> = subject.pr_paths.iter().map(String::as_str).collect();

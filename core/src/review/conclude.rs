@@ -63,6 +63,7 @@ impl ReviewHandler {
             reported: published.reported,
             earlier_open,
             partial: published.partial,
+            nothing_read: published.nothing_read,
             review_url: &review.html_url,
             repo_url: published.repo_url,
             pr_url: published.pr_url,
@@ -134,6 +135,8 @@ pub(super) struct Published<'a> {
     pub automatic: bool,
     /// Whether some pass or file went unreviewed: then nothing blocking is `neutral`.
     pub partial: bool,
+    /// No changed file was read (see [`gate::Verdict::Reviewed`]).
+    pub nothing_read: bool,
     /// The findings this run reported.
     pub reported: Vec<&'a Candidate>,
     /// Every finding stored for the PR.

@@ -113,6 +113,10 @@ async fn in_progress(
     }
 }
 
+/// What the check says of a partial review. The run's marker keeps only that it was
+/// partial, not why, so this names both causes.
+const PARTIAL: &str = "\n\nThe review was partial (a specialist pass failed, or changed files went unread), so nothing blocking is not reported as a pass; the review says what it did not cover.";
+
 /// How a run ended, as far as the gate is concerned.
 pub enum Verdict<'a> {
     Reviewed {
@@ -124,8 +128,12 @@ pub enum Verdict<'a> {
         /// review, which only sees the new commits, would pass any push that leaves an
         /// old blocking finding alone. Empty for manual reviews.
         earlier_open: Vec<&'a Finding>,
-        /// Some passes failed: no blocking finding then means "not known", not "none".
+        /// Some passes failed or files went unread: no blocking finding then means "not
+        /// known", not "none".
         partial: bool,
+        /// No changed file was read (all skipped, binary or without a readable patch): the
+        /// title then says so, where "No findings" would claim the change was checked.
+        nothing_read: bool,
         review_url: &'a str,
         repo_url: &'a str,
         /// The PR's web page, to link earlier findings to their discussion threads.
@@ -244,6 +252,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             reported,
             earlier_open,
             partial,
+            nothing_read,
             review_url,
             repo_url,
             pr_url,
@@ -268,6 +277,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 CheckConclusion::Success
             };
             let mut title = match (blocking.len(), reported.len()) {
+                (0, 0) if *nothing_read => "Nothing to review".to_string(),
                 (0, 0) => "No findings".to_string(),
                 (0, n) => format!("{n} finding(s), none blocking"),
                 (b, n) => format!("{b} blocking of {n} finding(s)"),
@@ -283,7 +293,9 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 summary.push_str(" was requested by hand; manual reviews advise and never block.");
             }
             if *partial {
-                summary.push_str("\n\nSome specialist passes failed; see the review for which.");
+                summary.push_str(PARTIAL);
+            } else if *nothing_read {
+                summary.push_str("\n\nNo changed file could be reviewed; the review says why.");
             }
             let mut text = String::new();
             if !blocking.is_empty() {
@@ -341,8 +353,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 "Judged again after a finding changed state (a thread resolved or reopened, or a dispute settled), from [the review]({review_url}) of this commit and the PR's open findings."
             );
             match partial {
-                Some(true) => summary
-                    .push_str("\n\nSome specialist passes failed; see the review for which."),
+                Some(true) => summary.push_str(PARTIAL),
                 None => summary.push_str(
                     "\n\nParley could not tell whether that review was complete, so nothing blocking is not reported as a pass.",
                 ),
@@ -513,6 +524,7 @@ mod tests {
             reported,
             earlier_open: Vec::new(),
             partial,
+            nothing_read: false,
             review_url: "u",
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",

@@ -40,10 +40,11 @@ pub struct NotReviewed {
     pub why: LeftOut,
 }
 
-/// Why a file was left out. Only [`LeftOut::OverBudget`] makes a review partial: the
-/// others are files no review of this PR could read (a skip pattern the team chose, a
-/// binary, a patch GitHub would not send), so a gate that waited for them would never
-/// say `success`.
+/// Why a file was left out. [`LeftOut::OverBudget`] and [`LeftOut::Unreadable`] make a
+/// review partial: Parley should have read those (an unreadable patch is Parley's parser
+/// failing on what GitHub sent). The others are files no review of this PR could read (a
+/// skip pattern the team chose, a binary, a patch GitHub would not send), so a gate that
+/// waited for them would never say `success`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeftOut {
     SkipPaths,
@@ -55,7 +56,7 @@ pub enum LeftOut {
 impl LeftOut {
     /// Whether a file left out this way is one the review should have read.
     pub fn leaves_review_partial(&self) -> bool {
-        *self == LeftOut::OverBudget
+        matches!(self, LeftOut::OverBudget | LeftOut::Unreadable(_))
     }
 }
 
@@ -217,13 +218,12 @@ mod tests {
             vec![
                 changed("Cargo.lock", Some(patch)),
                 changed("img/logo.png", None),
-                changed("src/c.rs", Some("@@ -1,2 +1,2 @@\n+x\n")),
                 changed("src/a.rs", Some(patch)),
             ],
             false,
             &ReviewConfig::default(),
         );
-        assert_eq!(inputs.not_reviewed.len(), 3);
+        assert_eq!(inputs.not_reviewed.len(), 2);
         assert!(!inputs.incomplete());
         let truncated = select(
             vec![changed("src/a.rs", Some(patch))],
@@ -233,6 +233,23 @@ mod tests {
         assert!(
             truncated.incomplete(),
             "files beyond GitHub's listing went unread"
+        );
+    }
+
+    #[test]
+    fn a_patch_parley_could_not_parse_makes_it_incomplete() {
+        let inputs = select(
+            vec![
+                changed("src/a.rs", Some("@@ -1 +1 @@\n-a\n+b\n")),
+                changed("src/c.rs", Some("@@ -1,2 +1,2 @@\n+x\n")),
+            ],
+            false,
+            &ReviewConfig::default(),
+        );
+        assert_eq!(inputs.files.len(), 1);
+        assert!(
+            inputs.incomplete(),
+            "GitHub sent src/c.rs's patch; the review should have read it"
         );
     }
 }

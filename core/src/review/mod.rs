@@ -447,8 +447,17 @@ impl ReviewHandler {
             .await;
         }
         // The repository at the head, read once for every pass (fail open: a review
-        // never fails because the code around it could not be read).
+        // never fails because the code around it could not be read). Not downloaded
+        // when no changed file will be read: no pass runs then.
+        let nothing_to_read = inputs::select(
+            scope_of_review.files.clone(),
+            scope_of_review.truncated,
+            &config.review,
+        )
+        .files
+        .is_empty();
         let code = match (&self.services.code, config.review.context_enabled) {
+            _ if nothing_to_read => Err("no changed file to review".to_string()),
             (_, false) => Err("`review.context.enabled` is off".to_string()),
             (Some(source), true) => source.open(github, scope, &head_sha).await,
             (None, true) => Err("no code reader is configured".to_string()),
@@ -602,6 +611,7 @@ impl ReviewHandler {
         }
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial;
+        let nothing_read = report.files_reviewed.is_empty();
         let automatic = !runs::is_manual(job.trigger);
         // A finding a manual review of this head already posted, which this run found
         // again and did not re-post (fingerprints), is this run's: asking first does not
@@ -614,6 +624,7 @@ impl ReviewHandler {
         let published = conclude::Published {
             automatic,
             partial,
+            nothing_read,
             reported: filtered.reported().collect(),
             on_pr: &on_pr,
             this_run: &this_run,

@@ -111,6 +111,8 @@ impl ReviewHandler {
         let published = super::conclude::Published {
             automatic,
             partial,
+            // The marker does not say; the check keeps the plain "No findings".
+            nothing_read: false,
             reported,
             on_pr: &on_pr,
             this_run: &recovered_here,

@@ -220,6 +220,10 @@ impl Summary<'_> {
 
     fn headline(&self) -> String {
         let reported: Vec<&Candidate> = self.filtered.reported().collect();
+        if reported.is_empty() && self.files_reviewed.is_empty() {
+            return "Nothing to review: no changed file could be read (see **Not reviewed** below)."
+                .to_string();
+        }
         if reported.is_empty() {
             return "No findings at or above the confidence threshold.".to_string();
         }
@@ -284,7 +288,11 @@ impl Summary<'_> {
                     .join(", ")
             }
         ));
-        out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));
+        if self.passes_ok.is_empty() && self.passes_failed.is_empty() {
+            out.push_str("- Specialists: none ran (no file to review)\n");
+        } else {
+            out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));
+        }
         for (pass, reason) in &self.passes_failed {
             out.push_str(&format!(
                 "- ⚠️ The **{pass}** pass failed ({reason}); its area was not reviewed.\n"

@@ -246,6 +246,30 @@ async fn escape_sequences_a_model_wrote_reach_no_terminal() {
     );
 }
 
+/// A PR with no file Parley could read says so rather than "No findings", and runs no
+/// pass.
+#[tokio::test]
+async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed() {
+    let rig = Rig::start().await;
+    rig.github.set_files(
+        REPO,
+        PR,
+        &[("Cargo.lock", "modified", "@@ -1 +1 @@\n-a\n+b\n")],
+    );
+    let text = reviewed(&rig).await;
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "Nothing to review: no changed file could be read",
+            "Cargo.lock: matches `review.skipPaths`",
+        ],
+    );
+    assert!(!text.contains("No findings."), "{text}");
+    let json = printed_as(&rig, "octo-org/hello-world#42", "json").await;
+    assert_eq!(json["files_reviewed"], serde_json::json!([]));
+    assert!(rig.llm.prompts().is_empty(), "no pass ran");
+}
+
 /// A finding taken out before it is reported is listed with why, in the text and the
 /// JSON: a count alone leaves the person guessing. Here the model names a file the PR
 /// does not change and the repository does not have (the path of the prompt's example,

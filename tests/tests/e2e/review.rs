@@ -32,6 +32,8 @@ parley_tests::review_on_both_stores!(
     one_failed_pass_is_reported_and_the_others_publish,
     guidelines_come_from_the_base_ref,
     large_pr_lists_what_was_not_reviewed,
+    a_pr_with_no_file_to_read_says_nothing_was_reviewed,
+    a_patch_parley_cannot_read_leaves_the_review_partial,
     truncated_file_listing_is_reported,
     manual_request_for_a_reviewed_head_is_answered_once,
     dismissal_marker_on_a_review_comment_request,
@@ -652,6 +654,67 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
         "neutral",
         "a partial review does not claim success"
     );
+    let check = h.latest_check("Parley review");
+    let said = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(said.contains("changed files went unread"), "{said}");
+}
+
+async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed(h: ReviewHarness) {
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("Cargo.lock", "modified", "@@ -1 +1 @@\n-a\n+b"),
+            // Too large for GitHub to send a patch.
+            ("src/generated.rs", "added", ""),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    assert!(
+        text.contains("Nothing to review: no changed file could be read"),
+        "not \"No findings\", as if the change was checked: {text}"
+    );
+    assert!(text.contains("Specialists: none ran"), "{text}");
+    assert!(
+        text.contains("`src/generated.rs`: GitHub sent no patch"),
+        "{text}"
+    );
+    assert!(h.llm.prompts().is_empty(), "no pass is paid for");
+    assert!(
+        h.github.requests_to("GET", "/tarball/").is_empty(),
+        "no archive is downloaded for no pass"
+    );
+    assert!(!text.contains("Code context"), "{text}");
+    assert_eq!(h.conclusion(), "success", "nothing Parley should have read");
+    let check = h.latest_check("Parley review");
+    assert_eq!(check["output"]["title"], "Nothing to review", "{check:#?}");
+}
+
+async fn a_patch_parley_cannot_read_leaves_the_review_partial(h: ReviewHarness) {
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            // The header promises two lines of the new file; the body has one.
+            ("src/cut.rs", "modified", "@@ -1,2 +1,2 @@\n+x\n"),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    assert!(
+        text.contains("`src/cut.rs`: patch could not be read"),
+        "{text}"
+    );
+    assert_eq!(
+        h.conclusion(),
+        "neutral",
+        "a file GitHub sent went unread: nothing blocking is not a pass"
+    );
+    let check = h.latest_check("Parley review");
+    let said = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(!said.contains("pass failed;"), "no pass failed: {said}");
 }
 
 async fn truncated_file_listing_is_reported(h: ReviewHarness) {

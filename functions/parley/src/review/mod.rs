@@ -213,6 +213,9 @@ pub struct Report {
     pub head: String,
     pub inline: Vec<Candidate>,
     pub in_summary: Vec<Candidate>,
+    /// The files the passes read: none means nothing was reviewed, which "No findings"
+    /// would hide.
+    pub files_reviewed: Vec<String>,
     pub not_reviewed: Vec<NotReviewed>,
     /// GitHub listed only part of the PR's files.
     pub listing_truncated: bool,
@@ -549,6 +552,12 @@ fn report(
         head: head.to_string(),
         inline: analysis.filtered.inline.clone(),
         in_summary: analysis.filtered.in_summary.clone(),
+        files_reviewed: analysis
+            .inputs
+            .files
+            .iter()
+            .map(|f| f.path.clone())
+            .collect(),
         not_reviewed: analysis.inputs.not_reviewed.clone(),
         listing_truncated: analysis.inputs.listing_truncated,
         partial: analysis.partial(),

@@ -46,6 +46,17 @@ fn lines(c: &Candidate) -> String {
     }
 }
 
+fn headline(report: &Report) -> String {
+    match report.inline.len() + report.in_summary.len() {
+        0 if report.files_reviewed.is_empty() => {
+            "Nothing to review: no changed file could be read (see \"Not reviewed\").\n".to_string()
+        }
+        0 => "No findings.\n".to_string(),
+        1 => "1 finding.\n".to_string(),
+        n => format!("{n} findings.\n"),
+    }
+}
+
 fn terminal(report: &Report) -> String {
     let colour = |s: Severity| match s {
         Severity::Critical => Style::new().red().bold(),
@@ -59,12 +70,7 @@ fn terminal(report: &Report) -> String {
         style("Parley review of").bold(),
         style(shown(&report.subject)).bold()
     );
-    let count = report.inline.len() + report.in_summary.len();
-    out.push_str(&match count {
-        0 => "No findings.\n".to_string(),
-        1 => "1 finding.\n".to_string(),
-        n => format!("{n} findings.\n"),
-    });
+    out.push_str(&headline(report));
     for (c, _) in findings(report) {
         out.push_str(&format!(
             "\n{} {}:{}  {}  {}\n",
@@ -93,9 +99,8 @@ fn terminal(report: &Report) -> String {
 
 pub fn markdown(report: &Report) -> String {
     let mut out = format!("## Parley review of {}\n\n", shown(&report.subject));
-    let count = report.inline.len() + report.in_summary.len();
-    if count == 0 {
-        out.push_str("No findings.\n");
+    if report.inline.len() + report.in_summary.len() == 0 {
+        out.push_str(&headline(report));
     }
     for (c, _) in findings(report) {
         out.push_str(&format!(
@@ -238,6 +243,7 @@ fn json_value(report: &Report) -> Value {
             "on_diff": inline,
             "fingerprint": c.fingerprint,
         })).collect::<Vec<_>>(),
+        "files_reviewed": report.files_reviewed,
         "not_reviewed": report.not_reviewed.iter().map(|n| json!({"path": n.path, "reason": n.why.to_string()})).collect::<Vec<_>>(),
         "listing_truncated": report.listing_truncated,
         "partial": report.partial,
@@ -436,6 +442,7 @@ mod tests {
             head: "h".into(),
             inline: vec![finding.clone()],
             in_summary: Vec::new(),
+            files_reviewed: Vec::new(),
             not_reviewed: vec![NotReviewed {
                 path: hostile.into(),
                 why: LeftOut::Unreadable("binary \x1b[8mhidden".into()),
