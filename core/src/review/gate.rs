@@ -287,6 +287,9 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                     "; {} blocking from earlier reviews still open",
                     earlier.len()
                 ));
+            } else if *partial && blocking.is_empty() {
+                // What a `neutral` says, on the line branch protection shows.
+                title.push_str("; the review was partial");
             }
             let mut summary = format!("[The review]({review_url})");
             if !automatic {

@@ -571,6 +571,11 @@ async fn one_failed_pass_is_reported_and_the_others_publish(h: ReviewHarness) {
     assert_eq!(h.inline_comments().len(), 1);
     // Not blocking, but the review was partial: neutral, not success.
     assert_eq!(h.conclusion(), "neutral");
+    let check = h.latest_check("Parley review");
+    assert_eq!(
+        check["output"]["title"],
+        "1 finding(s), none blocking; the review was partial"
+    );
 }
 
 async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
