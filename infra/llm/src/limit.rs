@@ -121,13 +121,21 @@ impl Llm for Limited {
             let queued = slot.release(&result);
             // A call that timed out behind others most likely waited in the server's
             // queue, not on the model (or the server dropped it for another): the limit
-            // is now lower, so it goes again, once.
-            if queued && !retried {
+            // is now lower, so it goes again, once. Calls that were in flight together
+            // all come back this way; only the one that lowered the limit warns.
+            if let (Some(lowered), false) = (queued, retried) {
                 retried = true;
-                tracing::warn!(
-                    limit = self.limit(),
-                    "an LLM call waited in the server's queue or was broken off for another; fewer at once from now on, and this one again"
-                );
+                if lowered {
+                    tracing::warn!(
+                        limit = self.limit(),
+                        "an LLM call waited in the server's queue or was broken off for another; fewer at once from now on, and this one again"
+                    );
+                } else {
+                    tracing::info!(
+                        limit = self.limit(),
+                        "an LLM call waited in the server's queue or was broken off for another; this one again"
+                    );
+                }
                 continue;
             }
             return result;
@@ -200,22 +208,24 @@ struct Slot<'a> {
 }
 
 impl Slot<'_> {
-    /// Give the slot back and learn from how the call went; `true` when it timed out in
-    /// a way that says the server queued it (the adaptive limit then halves).
-    fn release(mut self, result: &Result<LlmResponse, LlmError>) -> bool {
+    /// Give the slot back and learn from how the call went; `Some` when it timed out in
+    /// a way that says the server queued it, `Some(true)` when that lowered the adaptive
+    /// limit (`false`: another call lowered it first, as far as it goes).
+    fn release(mut self, result: &Result<LlmResponse, LlmError>) -> Option<bool> {
         self.released = true;
         let mut state = self.slots.lock();
         // Broken off for another request: that one is in flight now, whether or not
         // anything was when this call started.
         let overtaken = state.in_flight > 1;
         state.in_flight = state.in_flight.saturating_sub(1);
-        let mut queued = false;
+        let mut queued = None;
+        let before = state.limit;
         if self.slots.adaptive {
             match result {
                 Err(LlmError::Timeout(_)) if self.crowded => {
                     state.limit = (state.limit / 2).max(1);
                     state.answered_in_a_row = 0;
-                    queued = true;
+                    queued = Some(state.limit < before);
                 }
                 // A server that breaks off one reply for the next serves one at a time,
                 // for as long as this process runs: no halving in steps, no growing back.
@@ -223,7 +233,7 @@ impl Slot<'_> {
                     state.limit = 1;
                     state.ceiling = 1;
                     state.answered_in_a_row = 0;
-                    queued = true;
+                    queued = Some(state.limit < before);
                 }
                 Ok(_) => {
                     state.answered_in_a_row += 1;
@@ -481,6 +491,25 @@ mod tests {
             failed += usize::from(call.await.expect("joined").is_err());
         }
         assert!(failed >= 2, "a fixed limit does not adapt: {failed} failed");
+    }
+
+    /// Calls broken off together all come back as queued, but only the first lowered
+    /// the limit: the others must not say "fewer at once" again.
+    #[tokio::test]
+    async fn only_the_call_that_lowers_the_limit_says_so() {
+        let limited =
+            Limited::with_concurrency(Arc::new(Slow::default()), Concurrency::Adaptive(4));
+        let broken = Err(LlmError::Interrupted("broken off".into()));
+        let first = limited.slots.acquire().await;
+        let second = limited.slots.acquire().await;
+        let third = limited.slots.acquire().await;
+        assert_eq!(second.release(&broken), Some(true));
+        assert_eq!(limited.limit(), 1);
+        assert_eq!(third.release(&broken), Some(false), "already one at a time");
+        assert_eq!(
+            first.release(&Ok(LlmResponse::answer("{}", Usage::new(1, 1), "m"))),
+            None
+        );
     }
 
     /// The limit grows back, slowly, once calls keep being answered.
