@@ -291,6 +291,16 @@ impl ReviewHarness {
     }
 
     /// The judge pass's prompts.
+    /// The text of the first prompt of the pass named `specialist` (its name is in the
+    /// pass's own instructions).
+    pub fn pass_prompt(&self, specialist: &str) -> String {
+        self.pass_prompts()
+            .into_iter()
+            .find(|p| p.text().contains(specialist))
+            .unwrap_or_else(|| panic!("no prompt of the {specialist} pass"))
+            .text()
+    }
+
     pub fn judge_prompts(&self) -> Vec<crate::fake_llm::Prompt> {
         self.llm
             .prompts()

@@ -196,7 +196,7 @@ pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize
 pub(crate) fn render_piece(span: &Span, text: &str, why: &str, cut: bool) -> String {
     let mut out = format!(
         "\n#### {}:{}-{} ({})\n<code>\n",
-        crate::sanitize::user_text(&span.path),
+        crate::sanitize::inline_name(&span.path),
         span.start,
         span.end,
         why

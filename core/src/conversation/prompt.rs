@@ -110,8 +110,8 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
             out,
             "\n## The finding under discussion\n{} — `{}` {lines}: {}\nConfidence {}/100, state: {}.\n<finding>\n{}\n</finding>",
             finding_label(f),
-            f.path,
-            f.title,
+            crate::sanitize::inline_name(&f.path),
+            crate::sanitize::inline_name(&f.title),
             f.confidence,
             state_name(f.state),
             finding_text(f, budget::per_comment_cap(budget_chars)),
@@ -130,12 +130,17 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
         }
     } else if let Some(path) = &ctx.path {
         let line = ctx.line.map(|l| format!(" line {l}")).unwrap_or_default();
-        let _ = writeln!(out, "\n## Commented location\n`{path}`{line}");
+        let _ = writeln!(
+            out,
+            "\n## Commented location\n`{}`{line}",
+            crate::sanitize::inline_name(path)
+        );
     }
     if let Some(hunk) = &ctx.diff_hunk {
         let _ = writeln!(
             out,
-            "\n## Code around the commented line\n```diff\n{hunk}\n```"
+            "\n## Code around the commented line\n<code>\n{}\n</code>",
+            crate::sanitize::fence_safe(hunk)
         );
     }
     if !ctx.code.is_empty() {
@@ -145,7 +150,7 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
         let _ = writeln!(
             out,
             "\n## Repository guideline `{}` ({branch})\n<guideline>\n{}\n</guideline>",
-            guideline.path,
+            crate::sanitize::inline_name(&guideline.path),
             crate::sanitize::fence_safe(&guideline.text)
         );
     }
@@ -188,13 +193,22 @@ fn pr_block(out: &mut String, pr: &PrSummary) {
     let _ = writeln!(
         out,
         "## Pull request #{}: {}\nAuthor: @{}. Merging `{}` into `{}`.",
-        pr.number, pr.title, pr.author, pr.head, pr.base
+        pr.number,
+        crate::sanitize::inline_name(&pr.title),
+        pr.author,
+        pr.head,
+        pr.base
     );
     if let (Some(files), Some(add), Some(del)) = (pr.changed_files, pr.additions, pr.deletions) {
         let _ = writeln!(out, "{files} file(s) changed, +{add} -{del}.");
     }
     if !pr.files.is_empty() {
-        let _ = writeln!(out, "Changed files: {}", pr.files.join(", "));
+        let files: Vec<String> = pr
+            .files
+            .iter()
+            .map(|f| crate::sanitize::inline_name(f))
+            .collect();
+        let _ = writeln!(out, "Changed files: {}", files.join(", "));
     }
     if !pr.description.is_empty() {
         let _ = writeln!(out, "<description>\n{}\n</description>", pr.description);
@@ -203,7 +217,12 @@ fn pr_block(out: &mut String, pr: &PrSummary) {
 
 /// The issue's title and description, as data like a PR's description.
 fn issue_block(out: &mut String, issue: &IssueSummary) {
-    let _ = writeln!(out, "## Issue #{}: {}", issue.number, issue.title);
+    let _ = writeln!(
+        out,
+        "## Issue #{}: {}",
+        issue.number,
+        crate::sanitize::inline_name(&issue.title)
+    );
     if !issue.description.is_empty() {
         let _ = writeln!(out, "<description>\n{}\n</description>", issue.description);
     }

@@ -181,19 +181,24 @@ fn user_message(findings: &[Candidate], context: &Context<'_>) -> String {
         out.push('\n');
     }
     out.push_str("Findings:\n");
+    // A pass wrote each finding after reading the PR's code, and the code is the PR
+    // author's: both are fenced, so neither can end its entry and start another.
     for (index, finding) in findings.iter().enumerate() {
         out.push_str(&format!(
-            "\n[{index}] {:?} {} at {}:{} (confidence {})\nTitle: {}\n{}\n",
+            "\n[{index}] {:?} {} at {}:{} (confidence {})\n<finding>\nTitle: {}\n{}\n</finding>\n",
             finding.severity,
-            finding.category,
-            finding.path,
+            crate::sanitize::inline_name(&finding.category),
+            crate::sanitize::inline_name(&finding.path),
             finding.line,
             finding.confidence,
             crate::sanitize::fence_safe(&finding.title),
             crate::sanitize::fence_safe(&crate::sanitize::truncate(&finding.body, 1500)),
         ));
         if let Some(code) = context.code.get(index).filter(|c| !c.is_empty()) {
-            out.push_str(&format!("Code:\n```\n{code}\n```\n"));
+            out.push_str(&format!(
+                "Code:\n<code>\n{}\n</code>\n",
+                crate::sanitize::fence_safe(code)
+            ));
         }
     }
     out

@@ -107,7 +107,7 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
     out.push_str(&format!(
         "Repository: {}\nPull request title: {}\nReviewing {}\n",
         context.repo,
-        crate::sanitize::user_text(context.title),
+        crate::sanitize::inline_name(&crate::sanitize::user_text(context.title)),
         context.range
     ));
     let description =
@@ -120,7 +120,7 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
     if let Some(all) = &context.whole_pr {
         out.push_str("\nThis is an incremental review of the newest commits. Files the whole pull request changes:\n");
         for path in all {
-            out.push_str(&format!("- {path}\n"));
+            out.push_str(&format!("- {}\n", crate::sanitize::inline_name(path)));
         }
     }
     if !context.guidelines.is_empty() {
@@ -128,7 +128,7 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         for guideline in context.guidelines {
             out.push_str(&format!(
                 "\n--- {} ---\n{}\n",
-                guideline.path,
+                crate::sanitize::inline_name(&guideline.path),
                 crate::sanitize::fence_safe(&guideline.text)
             ));
         }
@@ -152,7 +152,10 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
     out.push_str(context.code);
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
     for file in context.files {
-        out.push_str(&format!("\n### {}\n", file.path));
+        out.push_str(&format!(
+            "\n### {}\n",
+            crate::sanitize::inline_name(&file.path)
+        ));
         for hunk in &file.patch.hunks {
             out.push_str(&format!(
                 "@@ -{},{} +{},{} @@ {}\n",

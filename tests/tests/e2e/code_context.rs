@@ -65,12 +65,7 @@ async fn a_bug_visible_only_with_a_definition_elsewhere_is_found_and_posted_inli
     serve_the_head(&h);
     let summary = review(&h).await;
 
-    let security = h
-        .pass_prompts()
-        .into_iter()
-        .find(|p| p.text().contains(SECURITY))
-        .expect("the security pass")
-        .text();
+    let security = h.pass_prompt(SECURITY);
     let at = security
         .find(DEFINITION)
         .expect("the definition is in the prompt");
