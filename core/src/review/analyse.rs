@@ -154,6 +154,7 @@ pub async fn analyse(
         related: &retrieved.prompt,
         code: &code_context.rendered,
         files: &inputs.files,
+        not_shown: &inputs.not_reviewed,
     };
     let shared = prompts::user_message(&context);
     let toolbox = match &subject.code {

@@ -54,6 +54,17 @@ pub enum LeftOut {
 }
 
 impl LeftOut {
+    /// Why, as the passes are told: a few words, none of them the patch's (a parse
+    /// error quotes it).
+    pub fn for_the_model(&self) -> &'static str {
+        match self {
+            LeftOut::SkipPaths => "skipped by the repository's settings",
+            LeftOut::NoPatch => "binary, or too large for a patch",
+            LeftOut::Unreadable(_) => "its patch could not be read",
+            LeftOut::OverBudget => "over this review's size budget",
+        }
+    }
+
     /// Whether a file left out this way is one the review should have read.
     pub fn leaves_review_partial(&self) -> bool {
         matches!(self, LeftOut::OverBudget | LeftOut::Unreadable(_))

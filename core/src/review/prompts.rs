@@ -10,7 +10,7 @@
 
 use crate::repo::Guideline;
 use crate::review::diff::LineKind;
-use crate::review::inputs::InputFile;
+use crate::review::inputs::{InputFile, NotReviewed};
 
 /// Shared by every specialist: what a good finding is.
 const COMMON: &str = "You are reviewing a pull request for Parley, a code-review bot. \
@@ -99,7 +99,14 @@ pub struct ReviewContext<'a> {
     /// when none was read.
     pub code: &'a str,
     pub files: &'a [InputFile],
+    /// Changed files whose patch is not shown, and why: a pass that does not know they
+    /// changed would report what they add as missing.
+    pub not_shown: &'a [NotReviewed],
 }
+
+/// How many files without a shown patch the passes are told of by name: a PR of
+/// generated files would otherwise spend the prompt on their names.
+const NOT_SHOWN_LISTED: usize = 50;
 
 /// The user message shared by all passes.
 pub fn user_message(context: &ReviewContext<'_>) -> String {
@@ -150,6 +157,20 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
     }
     out.push_str(context.related);
     out.push_str(context.code);
+    if !context.not_shown.is_empty() {
+        out.push_str("\nThe change also touches these files, whose patch is not shown (do not report them as missing):\n");
+        for file in context.not_shown.iter().take(NOT_SHOWN_LISTED) {
+            out.push_str(&format!(
+                "- {} ({})\n",
+                crate::sanitize::inline_name(&file.path),
+                file.why.for_the_model()
+            ));
+        }
+        let more = context.not_shown.len().saturating_sub(NOT_SHOWN_LISTED);
+        if more > 0 {
+            out.push_str(&format!("- and {more} more\n"));
+        }
+    }
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
     for file in context.files {
         out.push_str(&format!(
@@ -173,4 +194,42 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::inputs::LeftOut;
+
+    #[test]
+    fn files_without_a_shown_patch_are_named_up_to_a_cap() {
+        let not_shown: Vec<NotReviewed> = (0..NOT_SHOWN_LISTED + 3)
+            .map(|i| NotReviewed {
+                path: format!("gen/file{i}.rs"),
+                why: LeftOut::Unreadable("line 2: unexpected text \"secret\"".into()),
+            })
+            .collect();
+        let context = ReviewContext {
+            repo: "o/r",
+            title: "t",
+            description: "",
+            range: "a..b".into(),
+            whole_pr: None,
+            guidelines: &[],
+            memory: &[],
+            earlier: &[],
+            related: "",
+            code: "",
+            files: &[],
+            not_shown: &not_shown,
+        };
+        let message = user_message(&context);
+        assert!(message.contains("- gen/file0.rs (its patch could not be read)\n"));
+        assert!(!message.contains(&format!("gen/file{NOT_SHOWN_LISTED}.rs")));
+        assert!(message.contains("- and 3 more\n"), "{message}");
+        assert!(
+            !message.contains("secret"),
+            "the parse error quotes the patch"
+        );
+    }
 }

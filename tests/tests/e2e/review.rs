@@ -648,11 +648,19 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
         text.contains("`Cargo.lock`: matches `review.skipPaths`"),
         "{text}"
     );
+    let prompt = h.pass_prompts()[0].text();
     assert!(
-        !h.pass_prompts()[0]
-            .text()
-            .contains("compute_something_long"),
+        !prompt.contains("compute_something_long"),
         "the unreviewed file was not sent"
+    );
+    // But the passes know it changed, so none reports what it adds as missing.
+    parley_tests::expect::says_all(
+        &prompt,
+        &[
+            "whose patch is not shown (do not report them as missing)",
+            "- src/big.rs (over this review's size budget)",
+            "- Cargo.lock (skipped by the repository's settings)",
+        ],
     );
     assert_eq!(
         h.conclusion(),
