@@ -71,6 +71,16 @@ impl LeftOut {
     }
 }
 
+/// Why a review read no file, for "Nothing to review: …". With nothing listed as not
+/// reviewed, every change was a removal or a pure rename.
+pub fn why_nothing_read(not_reviewed: &[NotReviewed], listing_truncated: bool) -> &'static str {
+    if not_reviewed.is_empty() && !listing_truncated {
+        "the change only removes or renames files"
+    } else {
+        "no changed file could be read"
+    }
+}
+
 /// What a review says when GitHub's file listing stopped short.
 pub const LISTING_CUT_OFF: &str =
     "GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.";

@@ -221,8 +221,14 @@ impl Summary<'_> {
     fn headline(&self) -> String {
         let reported: Vec<&Candidate> = self.filtered.reported().collect();
         if reported.is_empty() && self.files_reviewed.is_empty() {
-            return "Nothing to review: no changed file could be read (see **Not reviewed** below)."
-                .to_string();
+            let why =
+                crate::review::inputs::why_nothing_read(self.not_reviewed, self.listing_truncated);
+            let see = if self.not_reviewed.is_empty() {
+                ""
+            } else {
+                " (see **Not reviewed** below)"
+            };
+            return format!("Nothing to review: {why}{see}.");
         }
         if reported.is_empty() {
             return "No findings at or above the confidence threshold.".to_string();

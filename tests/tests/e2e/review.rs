@@ -33,6 +33,7 @@ parley_tests::review_on_both_stores!(
     guidelines_come_from_the_base_ref,
     large_pr_lists_what_was_not_reviewed,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
+    a_pr_that_only_removes_files_says_so,
     a_patch_parley_cannot_read_leaves_the_review_partial,
     truncated_file_listing_is_reported,
     manual_request_for_a_reviewed_head_is_answered_once,
@@ -702,6 +703,26 @@ async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed(h: ReviewHarness) {
     assert_eq!(h.conclusion(), "success", "nothing Parley should have read");
     let check = h.latest_check("Parley review");
     assert_eq!(check["output"]["title"], "Nothing to review", "{check:#?}");
+}
+
+async fn a_pr_that_only_removes_files_says_so(h: ReviewHarness) {
+    h.github.set_files(
+        REPO,
+        PR,
+        &[(
+            "src/old.rs",
+            "removed",
+            "@@ -1,2 +0,0 @@\n-fn old() {}\n-fn older() {}",
+        )],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    assert!(
+        text.contains("Nothing to review: the change only removes or renames files.\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Not reviewed"), "{text}");
+    assert_eq!(h.conclusion(), "success");
 }
 
 async fn a_patch_parley_cannot_read_leaves_the_review_partial(h: ReviewHarness) {

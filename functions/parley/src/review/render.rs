@@ -3,7 +3,7 @@
 use super::Report;
 use console::{Style, style};
 use parley_core::ports::Severity;
-use parley_core::review::inputs::LISTING_CUT_OFF;
+use parley_core::review::inputs::{LISTING_CUT_OFF, why_nothing_read};
 use parley_core::review::merge::Candidate;
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -49,7 +49,13 @@ fn lines(c: &Candidate) -> String {
 fn headline(report: &Report) -> String {
     match report.inline.len() + report.in_summary.len() {
         0 if report.files_reviewed.is_empty() => {
-            "Nothing to review: no changed file could be read (see \"Not reviewed\").\n".to_string()
+            let why = why_nothing_read(&report.not_reviewed, report.listing_truncated);
+            let see = if report.not_reviewed.is_empty() {
+                ""
+            } else {
+                " (see \"Not reviewed\")"
+            };
+            format!("Nothing to review: {why}{see}.\n")
         }
         0 => "No findings.\n".to_string(),
         1 => "1 finding.\n".to_string(),
