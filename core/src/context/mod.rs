@@ -10,10 +10,11 @@
 //! whoever wrote the PR, so it is read, never obeyed.
 
 pub mod explore;
+mod removed;
 pub mod tools;
 
 use crate::ports::code::{Codebase, Span};
-use crate::review::diff::LineKind;
+use crate::review::diff::{LineKind, Patch};
 use crate::review::inputs::{InputFile, estimate_tokens};
 use std::collections::HashSet;
 
@@ -29,6 +30,9 @@ const MAX_DEFINITIONS_PER_NAME: usize = 3;
 /// (`new`) would fill the budget with callers of other types' `new`, and reading them
 /// all is most of a large repository's parse time. The tools find the rest.
 const MAX_CALLERS_PER_NAME: usize = 8;
+/// Removed definitions whose remaining callers are looked for: deleting a large module
+/// must not cost a lookup for each of its functions. The first ones in the diff's order.
+const MAX_REMOVED_NAMES: usize = 40;
 
 /// Why a piece was chosen, in the order pieces are ranked: what a changed line uses
 /// first (the diff shows none of it; its signature often settles a question, "returns
@@ -36,6 +40,9 @@ const MAX_CALLERS_PER_NAME: usize = 8;
 /// its callers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Why {
+    /// Still uses a name the change removes: ranked first, as the likeliest bug the diff
+    /// cannot show.
+    StillUses,
     Defines,
     Encloses,
     Calls,
@@ -50,7 +57,7 @@ impl Why {
         match self {
             Why::Defines => MAX_DEFINITION_LINES,
             Why::Encloses => MAX_PIECE_LINES,
-            Why::Calls => MAX_CALLER_LINES,
+            Why::Calls | Why::StillUses => MAX_CALLER_LINES,
         }
     }
 
@@ -59,6 +66,9 @@ impl Why {
             Why::Encloses => format!("encloses the change: `{name}`"),
             Why::Defines => format!("definition of `{name}`, used on a changed line"),
             Why::Calls => format!("calls `{name}`, which the change touches"),
+            Why::StillUses => format!(
+                "still uses `{name}`, which the change removes and the head defines nowhere"
+            ),
         }
     }
 }
@@ -74,8 +84,15 @@ pub struct CodeContext {
     pub left_out: usize,
 }
 
-/// Gather and pack the code around `files`' changes.
-pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> CodeContext {
+/// Gather and pack the code around `files`' changes. `removed_files` are the patches of
+/// files the change deletes: nothing in them is reviewed, but what they defined may
+/// still be used.
+pub fn assemble(
+    code: &dyn Codebase,
+    files: &[InputFile],
+    removed_files: &[(&str, &Patch)],
+    max_tokens: usize,
+) -> CodeContext {
     let shown = shown_by_diff(files);
     let mut candidates: Vec<(Why, Span, String)> = Vec::new();
     let mut changed_functions: Vec<(String, &str)> = Vec::new();
@@ -108,6 +125,29 @@ pub fn assemble(code: &dyn Codebase, files: &[InputFile], max_tokens: usize) -> 
     for (name, path) in changed_functions {
         for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {
             candidates.push((Why::Calls, span, name.clone()));
+        }
+    }
+    let edited = files.iter().map(|f| (f.path.as_str(), &f.patch));
+    let removed_names = edited
+        .chain(removed_files.iter().copied())
+        .flat_map(|(path, patch)| {
+            let removed_lines = patch
+                .hunks
+                .iter()
+                .flat_map(|h| h.lines.iter())
+                .filter(|l| l.kind == LineKind::Removed)
+                .map(|l| l.text.as_str());
+            removed::defined_on(removed_lines)
+                .into_iter()
+                .map(move |name| (name, path))
+        })
+        .take(MAX_REMOVED_NAMES);
+    for (name, path) in removed_names {
+        if !code.definitions(&name).is_empty() {
+            continue; // moved, or defined again: not gone
+        }
+        for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {
+            candidates.push((Why::StillUses, span, name.clone()));
         }
     }
     pack(code, candidates, &shown, max_tokens)

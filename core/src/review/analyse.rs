@@ -12,11 +12,11 @@ use crate::learning::apply::{Applied, Suppressed};
 use crate::learning::memory::RepoMemory;
 use crate::llm::MeteredLlm;
 use crate::mention::Handles;
-use crate::ports::github::ChangedFile;
+use crate::ports::github::{ChangedFile, FileStatus};
 use crate::ports::{Finding, Store};
 use crate::repo::Guideline;
 use crate::retrieval::{Recall, Retrieved, Source, queries};
-use crate::review::diff::Patch;
+use crate::review::diff::{self, Patch};
 use crate::review::error::ReviewError;
 use crate::review::filter::{self, Filtered};
 use crate::review::findings::PassResult;
@@ -104,10 +104,25 @@ pub async fn analyse(
     } else {
         String::new()
     };
+    // Deleted files are not reviewed (nothing is left to comment on), but what they
+    // defined may still be called: their patches go to the code reader.
+    let deleted: Vec<(&str, Patch)> = subject
+        .files
+        .iter()
+        .filter(|f| f.status == FileStatus::Removed)
+        .filter_map(|f| {
+            Some((
+                f.filename.as_str(),
+                diff::parse_hunks(f.patch.as_deref()?).ok()?,
+            ))
+        })
+        .collect();
+    let deleted: Vec<(&str, &Patch)> = deleted.iter().map(|(p, patch)| (*p, patch)).collect();
     let code_context = match &subject.code {
         Ok(code) => crate::context::assemble(
             *code,
             &inputs.files,
+            &deleted,
             config.review.context_max_tokens as usize,
         ),
         Err(_) => crate::context::CodeContext::default(),

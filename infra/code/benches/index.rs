@@ -95,11 +95,11 @@ fn main() {
             .filter_map(|path| review_of(&index, path))
             .collect();
         let started = Instant::now();
-        let context = assemble(&index, &files, DEFAULT_CONTEXT_MAX_TOKENS as usize);
+        let context = assemble(&index, &files, &[], DEFAULT_CONTEXT_MAX_TOKENS as usize);
         let cold = started.elapsed();
         let parsed = index.parsed_count();
         let started = Instant::now();
-        let again = assemble(&index, &files, DEFAULT_CONTEXT_MAX_TOKENS as usize);
+        let again = assemble(&index, &files, &[], DEFAULT_CONTEXT_MAX_TOKENS as usize);
         let warm = started.elapsed();
         assert_eq!(context, again);
         let peak_review = peak_rss_mb();

@@ -127,7 +127,7 @@ fn measure(package: &Path) -> Option<Measured> {
             })
         })
         .collect();
-    let context = assemble(&index, &files, budget());
+    let context = assemble(&index, &files, &[], budget());
     let used: Vec<(String, u32, u32)> = context.used.iter().filter_map(|u| span_of(u)).collect();
     let mut symbols = BTreeSet::new();
     let mut covered = BTreeSet::new();

@@ -26,6 +26,7 @@ parley_tests::review_on_both_stores!(
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
     a_model_that_never_calls_tools_stops_being_offered_them,
     a_finding_on_code_the_review_could_not_see_is_suppressed_not_gated,
+    code_that_still_uses_what_the_change_removes_reaches_the_passes,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -723,4 +724,74 @@ mod answers {
     async fn dynamodb() {
         the_answer_reads_the_caller_from_a_file_outside_the_diff(Backend::Dynamo).await;
     }
+}
+
+/// A rename that missed a caller, and a deleted module still imported: the callers are
+/// in files the PR does not touch, so only the code reader can show them. A name the
+/// change removes from one file but the head still defines elsewhere (moved) is not
+/// gone, and its callers are not flagged.
+async fn code_that_still_uses_what_the_change_removes_reaches_the_passes(h: ReviewHarness) {
+    const STORE_PATCH: &str = "@@ -4,6 +4,5 @@ pub struct User {\n \n /// Unknown ids give None.\n-pub fn load_user(id: &str) -> Option<User> {\n+pub fn find_user(id: &str) -> Option<User> {\n     if id.is_empty() { None } else { Some(User { name: id.to_string() }) }\n }\n-pub fn shared_helper() {}\n";
+    const LEGACY_PATCH: &str =
+        "@@ -1,2 +0,0 @@\n-def parse_header(raw):\n-    return raw.split(':')";
+    const STILL: &str = "still uses `load_user`, which the change removes";
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/store.rs", "modified", STORE_PATCH),
+            ("tools/legacy.py", "removed", LEGACY_PATCH),
+        ],
+    );
+    let store = STORE
+        .replace("pub fn load_user", "pub fn find_user")
+        .to_string();
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[
+            ("src/store.rs", &store),
+            ("src/api.rs", API),
+            ("src/util.rs", "pub fn shared_helper() {}\n"),
+            (
+                "src/main.rs",
+                "fn main() {\n    crate::util::shared_helper();\n}\n",
+            ),
+            (
+                "tools/app.py",
+                "from legacy import parse_header\n\ndef run(raw):\n    return parse_header(raw)\n",
+            ),
+        ]),
+    );
+    // A careful reviewer reports the dangling call once it is shown one.
+    h.llm.answer(
+        STILL,
+        &reply(&[finding(
+            "src/api.rs",
+            4,
+            "high",
+            90,
+            "load_user was renamed; this call no longer compiles",
+        )]),
+    );
+    let summary = review(&h).await;
+
+    let security = h.pass_prompt(SECURITY);
+    let at = security.find(STILL).expect("the caller is in the prompt");
+    assert!(
+        security[..at].ends_with("#### src/api.rs:3-6 ("),
+        "under its path: {security}"
+    );
+    assert!(
+        security.contains("still uses `parse_header`, which the change removes"),
+        "a deleted file's definitions count too: {security}"
+    );
+    assert!(
+        !security.contains("still uses `shared_helper`"),
+        "moved, not gone: {security}"
+    );
+    assert!(
+        summary.contains("load_user was renamed; this call no longer compiles"),
+        "reported on the unchanged caller, from the head's code: {summary}"
+    );
 }
