@@ -82,6 +82,9 @@ pub struct CodeContext {
     pub used: Vec<String>,
     /// Pieces found but left out for the budget.
     pub left_out: usize,
+    /// Pieces shown that still use what the change removes: reason enough to review a
+    /// change that only deletes files.
+    pub still_used: usize,
 }
 
 /// Gather and pack the code around `files`' changes. `removed_files` are the patches of
@@ -187,6 +190,7 @@ fn pack(
             continue;
         }
         tokens += cost;
+        context.still_used += usize::from(why == Why::StillUses);
         context.used.push(format!(
             "{}:{}-{} ({})",
             span.path,

@@ -127,7 +127,9 @@ pub async fn analyse(
         ),
         Err(_) => crate::context::CodeContext::default(),
     };
-    if !inputs.files.is_empty() {
+    // A change that only deletes files is reviewed when code still uses what it deleted.
+    let to_review = !inputs.files.is_empty() || code_context.still_used > 0;
+    if to_review {
         context_used.push_str(&code_read(&subject.code, &code_context));
     }
     let base = crate::learning::apply::Base::for_config(config, &memory.stats);
@@ -170,6 +172,7 @@ pub async fn analyse(
         code: &code_context.rendered,
         files: &inputs.files,
         not_shown: &inputs.not_reviewed,
+        deleted: &deleted.iter().map(|(path, _)| *path).collect::<Vec<_>>(),
     };
     let shared = prompts::user_message(&context);
     let toolbox = match &subject.code {
@@ -183,7 +186,7 @@ pub async fn analyse(
         }
         _ => None,
     };
-    let results = if inputs.files.is_empty() {
+    let results = if !to_review {
         Vec::new()
     } else {
         specialists::run_all(

@@ -48,7 +48,7 @@ use crate::config::RepoConfig;
 use crate::job::{Job, ReviewJob, ReviewTrigger};
 use crate::llm::MeteredLlm;
 use crate::mention::Handles;
-use crate::ports::github::{PullRequest, RepoScope};
+use crate::ports::github::{FileStatus, PullRequest, RepoScope};
 use crate::ports::llm::LlmError;
 use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
 use crate::repo::{LoadedConfig, load_guidelines};
@@ -455,7 +455,11 @@ impl ReviewHandler {
             &config.review,
         )
         .files
-        .is_empty();
+        .is_empty()
+            && !scope_of_review
+                .files
+                .iter()
+                .any(|f| f.status == FileStatus::Removed);
         let code = match (&self.services.code, config.review.context_enabled) {
             _ if nothing_to_read => Err("no changed file to review".to_string()),
             (_, false) => Err("`review.context.enabled` is off".to_string()),
@@ -611,7 +615,7 @@ impl ReviewHandler {
         }
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial;
-        let nothing_read = report.files_reviewed.is_empty();
+        let nothing_read = report.nothing_ran();
         let automatic = !runs::is_manual(job.trigger);
         // A finding a manual review of this head already posted, which this run found
         // again and did not re-post (fingerprints), is this run's: asking first does not

@@ -102,6 +102,9 @@ pub struct ReviewContext<'a> {
     /// Changed files whose patch is not shown, and why: a pass that does not know they
     /// changed would report what they add as missing.
     pub not_shown: &'a [NotReviewed],
+    /// Files the change deletes: nothing of them is left to comment on, but code that
+    /// still uses them may be shown above.
+    pub deleted: &'a [&'a str],
 }
 
 /// How many files without a shown patch the passes are told of by name: a PR of
@@ -171,6 +174,16 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
             out.push_str(&format!("- and {more} more\n"));
         }
     }
+    if !context.deleted.is_empty() {
+        out.push_str("\nThe change deletes these files:\n");
+        for path in context.deleted.iter().take(NOT_SHOWN_LISTED) {
+            out.push_str(&format!("- {}\n", crate::sanitize::inline_name(path)));
+        }
+        let more = context.deleted.len().saturating_sub(NOT_SHOWN_LISTED);
+        if more > 0 {
+            out.push_str(&format!("- and {more} more\n"));
+        }
+    }
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
     for file in context.files {
         out.push_str(&format!(
@@ -222,6 +235,7 @@ mod tests {
             code: "",
             files: &[],
             not_shown: &not_shown,
+            deleted: &[],
         };
         let message = user_message(&context);
         assert!(message.contains("- gen/file0.rs (its patch could not be read)\n"));

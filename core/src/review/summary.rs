@@ -218,9 +218,15 @@ impl Summary<'_> {
         )
     }
 
+    /// No pass ran: no changed file was left to read (and nothing still uses what the
+    /// change deletes). "No findings" would then claim the change was checked.
+    pub fn nothing_ran(&self) -> bool {
+        self.passes_ok.is_empty() && self.passes_failed.is_empty()
+    }
+
     fn headline(&self) -> String {
         let reported: Vec<&Candidate> = self.filtered.reported().collect();
-        if reported.is_empty() && self.files_reviewed.is_empty() {
+        if reported.is_empty() && self.nothing_ran() {
             let why =
                 crate::review::inputs::why_nothing_read(self.not_reviewed, self.listing_truncated);
             let see = if self.not_reviewed.is_empty() {
@@ -294,7 +300,7 @@ impl Summary<'_> {
                     .join(", ")
             }
         ));
-        if self.passes_ok.is_empty() && self.passes_failed.is_empty() {
+        if self.nothing_ran() {
             out.push_str("- Specialists: none ran (no file to review)\n");
         } else {
             out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));

@@ -27,6 +27,8 @@ parley_tests::review_on_both_stores!(
     a_model_that_never_calls_tools_stops_being_offered_them,
     a_finding_on_code_the_review_could_not_see_is_suppressed_not_gated,
     code_that_still_uses_what_the_change_removes_reaches_the_passes,
+    a_pr_that_only_deletes_a_module_still_imported_is_reviewed,
+    a_pr_that_only_deletes_unused_code_runs_no_pass,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -763,17 +765,7 @@ async fn code_that_still_uses_what_the_change_removes_reaches_the_passes(h: Revi
             ),
         ]),
     );
-    // A careful reviewer reports the dangling call once it is shown one.
-    h.llm.answer(
-        STILL,
-        &reply(&[finding(
-            "src/api.rs",
-            4,
-            "high",
-            90,
-            "load_user was renamed; this call no longer compiles",
-        )]),
-    );
+    a_careful_reviewer_reports_a_dangling_call(&h, STILL, "src/api.rs", 4);
     let summary = review(&h).await;
 
     let security = h.pass_prompt(SECURITY);
@@ -791,7 +783,71 @@ async fn code_that_still_uses_what_the_change_removes_reaches_the_passes(h: Revi
         "moved, not gone: {security}"
     );
     assert!(
-        summary.contains("load_user was renamed; this call no longer compiles"),
+        summary.contains(DANGLING),
         "reported on the unchanged caller, from the head's code: {summary}"
     );
+}
+
+const DANGLING: &str = "Still calls what this change removes";
+
+/// The fake model reports a dangling call at `path:line` once its prompt says `shown`.
+fn a_careful_reviewer_reports_a_dangling_call(
+    h: &ReviewHarness,
+    shown: &str,
+    path: &str,
+    line: u32,
+) {
+    h.llm
+        .answer(shown, &reply(&[finding(path, line, "high", 90, DANGLING)]));
+}
+
+/// The head's archive with `tools/app.py` still importing the module the PR deletes, and
+/// the PR's only change that deletion.
+fn only_delete_the_legacy_module(h: &ReviewHarness, app: &str) {
+    h.github.set_files(
+        REPO,
+        PR,
+        &[(
+            "tools/legacy.py",
+            "removed",
+            "@@ -1,2 +0,0 @@\n-def parse_header(raw):\n-    return raw.split(':')",
+        )],
+    );
+    h.github
+        .set_tarball(REPO, HEAD, tarball(&[("tools/app.py", app)]));
+}
+
+/// A PR that only deletes files has nothing left to comment on, but when code at the head
+/// still imports what it deleted, the passes run on that code and say so.
+async fn a_pr_that_only_deletes_a_module_still_imported_is_reviewed(h: ReviewHarness) {
+    const STILL: &str = "still uses `parse_header`, which the change removes";
+    only_delete_the_legacy_module(
+        &h,
+        "from legacy import parse_header\n\ndef run(raw):\n    return parse_header(raw)\n",
+    );
+    a_careful_reviewer_reports_a_dangling_call(&h, STILL, "tools/app.py", 4);
+    let summary = review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    parley_tests::expect::says_all(
+        &security,
+        &[
+            STILL,
+            "The change deletes these files:\n- tools/legacy.py\n",
+        ],
+    );
+    assert!(summary.contains(DANGLING), "{summary}");
+    assert!(!summary.contains("Nothing to review"), "{summary}");
+    assert_eq!(h.conclusion(), "failure", "a high finding blocks");
+}
+
+/// The same deletion with nothing left that uses it: no pass is paid for.
+async fn a_pr_that_only_deletes_unused_code_runs_no_pass(h: ReviewHarness) {
+    only_delete_the_legacy_module(&h, "def run(raw):\n    return raw\n");
+    let summary = review(&h).await;
+    assert!(h.llm.prompts().is_empty(), "{summary}");
+    assert!(
+        summary.contains("Nothing to review: the change only removes or renames files."),
+        "{summary}"
+    );
+    assert_eq!(h.conclusion(), "success");
 }

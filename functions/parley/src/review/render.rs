@@ -48,7 +48,7 @@ fn lines(c: &Candidate) -> String {
 
 fn headline(report: &Report) -> String {
     match report.inline.len() + report.in_summary.len() {
-        0 if report.files_reviewed.is_empty() => {
+        0 if report.passes_ok.is_empty() && report.passes_failed.is_empty() => {
             let why = why_nothing_read(&report.not_reviewed, report.listing_truncated);
             let see = if report.not_reviewed.is_empty() {
                 ""
