@@ -448,7 +448,8 @@ impl ReviewHandler {
         }
         // The repository at the head, read once for every pass (fail open: a review
         // never fails because the code around it could not be read). Not downloaded
-        // when no changed file will be read: no pass runs then.
+        // when no changed file will be read and none is deleted: no pass runs then (a
+        // deletion is reviewed when code at the head still uses what it deleted).
         let nothing_to_read = inputs::select(
             scope_of_review.files.clone(),
             scope_of_review.truncated,
