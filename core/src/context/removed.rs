@@ -4,8 +4,9 @@
 //! change does not touch. The code index is of the head only, so the removed
 //! definitions are read from the removed lines themselves, by the keyword that
 //! introduces one in the languages Parley indexes (`fn`, `def`, `func`, `function`,
-//! `class`, `struct`, `enum`, `trait`, `interface`, `type`). A name still defined
-//! somewhere at the head (moved, or overloaded) is not a removal.
+//! `class`, `struct`, `enum`, `trait`, `interface`, `type`), or, for a Java method, which
+//! has none, by the access modifier it starts with and the name before its `(`. A name
+//! still defined somewhere at the head (moved, or overloaded) is not a removal.
 
 /// The keywords after which a definition's name follows.
 const INTRODUCERS: &[&str] = &[
@@ -32,9 +33,38 @@ pub(crate) fn defined_on<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<St
     names
 }
 
+/// Access modifiers a Java method's definition starts with.
+const MODIFIERS: &[&str] = &["public", "private", "protected"];
+
 /// The name a line defines, if it starts a definition: an introducing keyword, then the
-/// name (after a Go method's receiver, `func (s *Server) Name(`).
+/// name (after a Go method's receiver, `func (s *Server) Name(`); or a Java method.
 fn defined_name(line: &str) -> Option<String> {
+    keyword_definition(line).or_else(|| method_definition(line))
+}
+
+/// `public static Optional<User> loadUser(String id) {`: the identifier before the first
+/// `(` of a line that starts with an access modifier and assigns nothing before it
+/// (`private final Cache cache = new Cache(` is a field).
+fn method_definition(line: &str) -> Option<String> {
+    let line = line.trim_start();
+    let (first, _) = identifier(line);
+    if !MODIFIERS.contains(&first) {
+        return None;
+    }
+    let (head, _) = line.split_once('(')?;
+    if head.contains('=') {
+        return None;
+    }
+    let name = head.trim_end();
+    let start = name
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .map_or(0, |at| at + 1);
+    let name = &name[start..];
+    (name.len() > 1 && !MODIFIERS.contains(&name) && identifier(name).0 == name)
+        .then(|| name.to_string())
+}
+
+fn keyword_definition(line: &str) -> Option<String> {
     let mut rest = line.trim_start();
     while !rest.is_empty() {
         let (word, after) = identifier(rest);
@@ -91,6 +121,8 @@ mod tests {
             "public final class OrderBook {",
             "pub struct Config {",
             "type Handler interface {",
+            "    public static Optional<User> loadUser(String id) {",
+            "    private final Cache cache = new Cache(10);",
             "let x = 1; // fn not_a_definition()",
             "    return helper(x)",
             "fn load_user() {} // again",
@@ -105,7 +137,8 @@ mod tests {
                 "fetchOrders",
                 "OrderBook",
                 "Config",
-                "Handler"
+                "Handler",
+                "loadUser"
             ]
         );
     }
