@@ -290,7 +290,9 @@ impl Summary<'_> {
         );
         out.push_str(&format!(
             "- Files reviewed: {}\n",
-            if self.files_reviewed.is_empty() {
+            if self.files_reviewed.is_empty() && !self.nothing_ran() {
+                "none changed; the code that still uses what the change deletes".to_string()
+            } else if self.files_reviewed.is_empty() {
                 "none".to_string()
             } else {
                 self.files_reviewed

@@ -837,6 +837,12 @@ async fn a_pr_that_only_deletes_a_module_still_imported_is_reviewed(h: ReviewHar
     );
     assert!(summary.contains(DANGLING), "{summary}");
     assert!(!summary.contains("Nothing to review"), "{summary}");
+    assert!(
+        summary.contains(
+            "Files reviewed: none changed; the code that still uses what the change deletes"
+        ),
+        "{summary}"
+    );
     assert_eq!(h.conclusion(), "failure", "a high finding blocks");
 }
 
