@@ -32,7 +32,13 @@ const MAX_DEFINITIONS_PER_NAME: usize = 3;
 const MAX_CALLERS_PER_NAME: usize = 8;
 /// Removed definitions whose remaining callers are looked for: deleting a large module
 /// must not cost a lookup for each of its functions. The first ones in the diff's order.
-const MAX_REMOVED_NAMES: usize = 40;
+const MAX_REMOVED_NAMES: usize = 12;
+/// Places shown that still use one removed name: a few prove it is still used, and the
+/// tools find the rest.
+const MAX_STILL_USING_PER_NAME: usize = 3;
+/// The share of the context's budget those places may take (one part in this many):
+/// ranked first, they must not crowd out the definitions a changed line uses.
+const STILL_USING_SHARE: usize = 3;
 
 /// Why a piece was chosen, in the order pieces are ranked: what a changed line uses
 /// first (the diff shows none of it; its signature often settles a question, "returns
@@ -149,7 +155,7 @@ pub fn assemble(
         if !code.definitions(&name).is_empty() {
             continue; // moved, or defined again: not gone
         }
-        for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {
+        for span in code.callers_near(&name, path, MAX_STILL_USING_PER_NAME) {
             candidates.push((Why::StillUses, span, name.clone()));
         }
     }
@@ -185,7 +191,14 @@ fn pack(
         };
         let piece = render_piece(&span, &text, &why.label(&name), cut);
         let cost = estimate_tokens(&piece);
-        if tokens + cost > max_tokens {
+        // Places that still use a removed name come first, so `tokens` is theirs alone
+        // while they are packed.
+        let room = if why == Why::StillUses {
+            max_tokens / STILL_USING_SHARE
+        } else {
+            max_tokens
+        };
+        if tokens + cost > room {
             context.left_out += 1;
             continue;
         }

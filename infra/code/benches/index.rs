@@ -10,6 +10,11 @@
 //! `DIR/*/*` (laid out as the registry's `src/<index>/<crate>`) and their files with that
 //! extension, e.g. `DIR=/usr/lib/node_modules/npm` (its `node_modules/<package>`) or a
 //! Python `lib/python3.X` (its `site-packages/<package>`).
+//!
+//! `PARLEY_INDEX_REMOVED=1` measures instead what a deletion costs at worst: a change
+//! removing the definitions of up to 40 names the sampled files call but the code base
+//! defines nowhere (library calls, so every call site is a place that "still uses" one),
+//! through the real assembly on a fresh index, cold.
 
 use parley_code::{CodeIndex, Limits, Snapshot};
 use parley_core::config::DEFAULT_CONTEXT_MAX_TOKENS;
@@ -76,13 +81,11 @@ fn main() {
         let archive_mb = archive.len() as f64 / 1e6;
         drop(archive);
         let (files_count, bytes) = (snapshot.files.len(), snapshot.bytes());
-        let sample: Vec<String> = snapshot
-            .files
-            .keys()
-            .step_by(files_count.max(50) / 50)
-            .take(50)
-            .cloned()
-            .collect();
+        if std::env::var_os("PARLEY_INDEX_REMOVED").is_some() {
+            removal(snapshot, &extension);
+            continue;
+        }
+        let sample = sample_of(&snapshot);
         let started = Instant::now();
         let index = CodeIndex::build(snapshot);
         let indexed = started.elapsed();
@@ -136,6 +139,68 @@ fn main() {
             peak_rss_mb()
         );
     }
+}
+
+/// The worst deletion: 40 removed definitions of names that the sampled files use and
+/// nothing in the code base defines, looked up on a fresh index (cold).
+fn removal(snapshot: Snapshot, extension: &str) {
+    let files_count = snapshot.files.len();
+    let sample = sample_of(&snapshot);
+    let everything = CodeIndex::build(snapshot.clone());
+    everything.parse_all();
+    let mut names: Vec<String> = Vec::new();
+    for path in &sample {
+        let lines = everything.line_count(path).unwrap_or(0);
+        for name in everything.names_used(path, 1, lines) {
+            if names.len() < 40
+                && name.len() > 1
+                && !names.contains(&name)
+                && everything.definitions_parsed(&name).is_empty()
+            {
+                names.push(name);
+            }
+        }
+    }
+    drop(everything);
+    let removed: String = names.iter().map(|n| format!("-fn {n}() {{}}\n")).collect();
+    let diff = format!(
+        "diff --git a/gone.rs b/gone.rs\n--- a/gone.rs\n+++ /dev/null\n@@ -1,{} +0,0 @@\n{removed}",
+        names.len()
+    );
+    let patch = parse_unified(&diff)
+        .expect("a deletion")
+        .into_iter()
+        .next()
+        .expect("one file")
+        .patch;
+    let index = CodeIndex::build(snapshot);
+    let started = Instant::now();
+    let context = assemble(
+        &index,
+        &[],
+        &[("gone.rs", &patch)],
+        DEFAULT_CONTEXT_MAX_TOKENS as usize,
+    );
+    let cold = started.elapsed();
+    println!(
+        "removal: {files_count} {extension} files; a deletion of {} names defined nowhere (the assembly looks up the first ones only), its context cold in {:.0} ms ({} files parsed, {} pieces still using them shown, {} left out for the budget)",
+        names.len(),
+        cold.as_secs_f64() * 1000.0,
+        index.parsed_count(),
+        context.still_used,
+        context.left_out
+    );
+}
+
+/// Fifty of `snapshot`'s files, spread over it: the files a sampled review changes.
+fn sample_of(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .files
+        .keys()
+        .step_by(snapshot.files.len().max(50) / 50)
+        .take(50)
+        .cloned()
+        .collect()
 }
 
 /// `snapshot`'s files as a gzipped tarball with GitHub's layout.
