@@ -141,6 +141,10 @@ pub async fn assemble(
         .as_ref()
         .and_then(|r| r.line.or(r.original_line).map(u64::from))
         .or(trigger.line);
+    let head_line = match &conversation.root {
+        Some(root) => crate::conversation::trigger::head_line(root),
+        None => trigger.head_line,
+    };
     let diff_hunk = conversation
         .root
         .as_ref()
@@ -207,7 +211,7 @@ pub async fn assemble(
         None => Retrieved::default(),
     };
 
-    let (code, codebase) = code_around(sources, snap, path.as_deref(), line).await;
+    let (code, codebase) = code_around(sources, snap, path.as_deref(), head_line).await;
 
     let about = match &snap.subject {
         Subject::Pull(pr) => About::Pull(PrSummary {
@@ -262,23 +266,26 @@ const ANSWER_CODE_TOKENS: usize = 3000;
 
 /// The code around an inline comment's line, read at the PR's head: what "the caller
 /// checks for null" is checked against, and the opened repository for the answer's tool
-/// calls. Fail open: without it the answer has the hunk.
+/// calls. Without a line in the head's file (a comment on a removed line, an outdated
+/// one) only the tools read it. Fail open: without it the answer has the hunk.
 async fn code_around(
     sources: &Sources<'_>,
     snap: &PrSnapshot,
     path: Option<&str>,
-    line: Option<u64>,
+    head_line: Option<u64>,
 ) -> (String, Option<OpenCode>) {
-    let (Some(source), Some(pr), Some(path), Some(line)) = (sources.code, snap.pull(), path, line)
-    else {
-        return (String::new(), None);
-    };
-    let Ok(line) = u32::try_from(line) else {
+    let (Some(source), Some(pr), Some(path)) = (sources.code, snap.pull(), path) else {
         return (String::new(), None);
     };
     match source.open(sources.github, &snap.scope, &pr.head.sha).await {
         Ok(code) => (
-            crate::context::around_line(code.as_ref(), path, line, ANSWER_CODE_TOKENS).rendered,
+            head_line
+                .and_then(|line| u32::try_from(line).ok())
+                .map(|line| {
+                    crate::context::around_line(code.as_ref(), path, line, ANSWER_CODE_TOKENS)
+                        .rendered
+                })
+                .unwrap_or_default(),
             Some(OpenCode(code)),
         ),
         Err(why) => {

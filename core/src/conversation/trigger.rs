@@ -2,7 +2,7 @@
 //! listing read by the pending-work sweep. Both go through the same gates.
 
 use crate::job::{Actor, ConversationJob, Surface};
-use crate::ports::github::{IssueComment, Review, ReviewComment};
+use crate::ports::github::{DiffSide, IssueComment, Review, ReviewComment};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -20,6 +20,10 @@ pub struct Trigger {
     /// For inline comments: where in the diff.
     pub path: Option<String>,
     pub line: Option<u64>,
+    /// The commented line in the head's file: `None` on the diff's left side (a removed
+    /// line, numbered in the old file) and on an outdated comment (numbered in the
+    /// commit it was made on), whose numbers would point the code reader at other code.
+    pub head_line: Option<u64>,
     pub diff_hunk: Option<String>,
 }
 
@@ -36,6 +40,13 @@ impl Trigger {
             in_reply_to_id: job.in_reply_to_id,
             path: position.map(|p| p.path.clone()),
             line: position.and_then(|p| p.line),
+            head_line: position
+                .filter(|p| {
+                    !p.side
+                        .as_deref()
+                        .is_some_and(|s| s.eq_ignore_ascii_case("left"))
+                })
+                .and_then(|p| p.line),
             diff_hunk: position.and_then(|p| p.diff_hunk.clone()),
         }
     }
@@ -52,6 +63,7 @@ impl Trigger {
             in_reply_to_id: comment.in_reply_to_id,
             path: Some(comment.path.clone()),
             line: comment.line.or(comment.original_line).map(u64::from),
+            head_line: head_line(comment),
             diff_hunk: Some(comment.diff_hunk.clone()).filter(|h| !h.is_empty()),
         })
     }
@@ -67,6 +79,7 @@ impl Trigger {
             in_reply_to_id: None,
             path: None,
             line: None,
+            head_line: None,
             diff_hunk: None,
         })
     }
@@ -84,6 +97,7 @@ impl Trigger {
             in_reply_to_id: None,
             path: None,
             line: None,
+            head_line: None,
             diff_hunk: None,
         })
     }
@@ -92,4 +106,12 @@ impl Trigger {
     pub fn is_inline(&self) -> bool {
         self.surface == Surface::ReviewComment
     }
+}
+
+/// Where `comment` sits in the head's file (see [`Trigger::head_line`]).
+pub fn head_line(comment: &ReviewComment) -> Option<u64> {
+    (comment.side != Some(DiffSide::Left))
+        .then_some(comment.line)
+        .flatten()
+        .map(u64::from)
 }

@@ -369,6 +369,18 @@ impl FakeGitHub {
         id
     }
 
+    /// Change a seeded review comment as GitHub would show it (its side, an outdated line).
+    pub fn update_review_comment(&self, id: u64, change: impl FnOnce(&mut Value)) {
+        let mut state = self.state();
+        if let Some((_, _, comment)) = state
+            .review_comments
+            .iter_mut()
+            .find(|(_, _, c)| c["id"] == id)
+        {
+            change(comment);
+        }
+    }
+
     pub fn delete_review_comment(&self, id: u64) {
         self.state()
             .review_comments

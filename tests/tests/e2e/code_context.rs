@@ -676,6 +676,44 @@ mod answers {
         assert!(!h.parley_comments().is_empty(), "answered");
     }
 
+    /// A question on a removed line: its number is the old file's, and the head's line of
+    /// that number is other code (here `find` itself), which must not be shown as the
+    /// code around it. The hunk shows the removed line; the tools can read the rest.
+    async fn a_question_on_a_removed_line_reads_no_code_by_its_number(backend: Backend) {
+        let h = Harness::start(backend).await;
+        h.github.set_tarball(
+            REPO,
+            HEAD,
+            tarball(&[("src/db.rs", DB), ("src/app.rs", APP)]),
+        );
+        let id = h.github.add_review_comment(
+            REPO,
+            parley_tests::conversation_harness::PR,
+            "bob",
+            "@parley why was this removed?",
+            None,
+            "src/db.rs",
+            2,
+        );
+        h.github
+            .update_review_comment(id, |c| c["side"] = "LEFT".into());
+        h.run(h.inline_job(id, "d-left")).await.expect("turn");
+        let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
+        assert!(!prompt.contains("#### src/db.rs:"), "{prompt}");
+        assert!(!prompt.contains("#### src/app.rs:"), "{prompt}");
+        assert!(!h.parley_comments().is_empty(), "answered");
+    }
+
+    #[tokio::test]
+    async fn removed_line_sqlite() {
+        a_question_on_a_removed_line_reads_no_code_by_its_number(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn removed_line_dynamodb() {
+        a_question_on_a_removed_line_reads_no_code_by_its_number(Backend::Dynamo).await;
+    }
+
     /// Not code: only a tool call reads it.
     const POLICY: &str = "ids are validated by the gateway before they reach handle()\n";
 
