@@ -33,14 +33,15 @@ impl ReviewHandler {
     }
 
     /// Conclude the head's check on what a published review found, then mark the run
-    /// published with its review. In this order: a failure in between retries the
+    /// published with its review (`None`: a push with nothing new, which posts no review;
+    /// see [`Published::quiet`]). In this order: a failure in between retries the
     /// conclusion, and a run is never published while its check still runs.
     pub(super) async fn conclude_published(
         &self,
         scope: &RepoScope,
         run: &mut ReviewRun,
         config: &RepoConfig,
-        review: &Review,
+        review: Option<&Review>,
         published: Published<'_>,
     ) -> Result<(), ReviewError> {
         let head_sha = runs::head_of(&run.head_sha).to_string();
@@ -64,7 +65,8 @@ impl ReviewHandler {
             earlier_open,
             partial: published.partial,
             nothing_read: published.nothing_read,
-            review_url: &review.html_url,
+            review_url: review.map(|r| r.html_url.as_str()),
+            reviewed: published.reviewed,
             repo_url: published.repo_url,
             pr_url: published.pr_url,
             head_sha: &head_sha,
@@ -72,8 +74,8 @@ impl ReviewHandler {
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
         self.conclude_check(scope, run, &head_sha, conclusion, output)
             .await?;
-        run.review_id = Some(review.id);
-        run.review_url = Some(review.html_url.clone());
+        run.review_id = review.map(|r| r.id);
+        run.review_url = review.map(|r| r.html_url.clone());
         runs::finish(self.services.store.as_ref(), run, RunState::Published).await?;
         Ok(())
     }
@@ -137,6 +139,8 @@ pub(super) struct Published<'a> {
     pub partial: bool,
     /// No changed file was read (see [`gate::Verdict::Reviewed`]).
     pub nothing_read: bool,
+    /// The range and files reviewed, for a check that has no review to link to.
+    pub reviewed: &'a str,
     /// The findings this run reported.
     pub reported: Vec<&'a Candidate>,
     /// Every finding stored for the PR.

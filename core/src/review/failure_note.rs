@@ -195,15 +195,14 @@ fn settled_text(failed: &[String], reviewed: &str, review_url: Option<&str>) -> 
         .rev()
         .map(|h| format!("`{}`", summary::short(h)))
         .collect();
-    let review = review_url.map_or_else(
-        || "a review".to_string(),
-        |url| format!("[a review]({url})"),
-    );
+    let reviewed = match review_url {
+        Some(url) => format!("posted [a review]({url}) of `{}`", summary::short(reviewed)),
+        // A push with nothing new posts no review; its check says so.
+        None => format!("reviewed `{}`", summary::short(reviewed)),
+    };
     format!(
-        "Parley could not review {}; it has since posted {review} of `{}`, so this note \
-         is only history.",
+        "Parley could not review {}; it has since {reviewed}, so this note is only history.",
         heads.join(", "),
-        summary::short(reviewed),
     )
 }
 

@@ -134,7 +134,11 @@ pub enum Verdict<'a> {
         /// No changed file was read (all skipped, binary or without a readable patch): the
         /// title then says so, where "No findings" would claim the change was checked.
         nothing_read: bool,
-        review_url: &'a str,
+        /// `None`: a push with nothing new to say, which posted no review.
+        review_url: Option<&'a str>,
+        /// What was reviewed (the range and its files), said by the check when no review
+        /// was posted to say it.
+        reviewed: &'a str,
         repo_url: &'a str,
         /// The PR's web page, to link earlier findings to their discussion threads.
         pr_url: &'a str,
@@ -254,6 +258,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             partial,
             nothing_read,
             review_url,
+            reviewed,
             repo_url,
             pr_url,
             head_sha,
@@ -278,6 +283,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             };
             let mut title = match (blocking.len(), reported.len()) {
                 (0, 0) if *nothing_read => "Nothing to review".to_string(),
+                (0, 0) if review_url.is_none() => "No new findings".to_string(),
                 (0, 0) => "No findings".to_string(),
                 (0, n) => format!("{n} finding(s), none blocking"),
                 (b, n) => format!("{b} blocking of {n} finding(s)"),
@@ -291,7 +297,12 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 // What a `neutral` says, on the line branch protection shows.
                 title.push_str("; the review was partial");
             }
-            let mut summary = format!("[The review]({review_url})");
+            let mut summary = match review_url {
+                Some(url) => format!("[The review]({url})"),
+                None => format!(
+                    "Reviewed {reviewed}: nothing new to say, so no review was posted; the findings on [the PR]({pr_url}) stand."
+                ),
+            };
             if !automatic {
                 summary.push_str(" was requested by hand; manual reviews advise and never block.");
             }
@@ -528,7 +539,8 @@ mod tests {
             earlier_open: Vec::new(),
             partial,
             nothing_read: false,
-            review_url: "u",
+            review_url: Some("u"),
+            reviewed: "",
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",
             head_sha: "abc",

@@ -560,32 +560,51 @@ impl ReviewHandler {
             .iter()
             .map(|c| Identified::new(c.clone(), &head_sha))
             .collect();
-        let posted_review = publish::post_review(
-            github,
-            scope,
-            job.number,
-            &head_sha,
-            &inline,
-            &report.render(false),
-            &report.render(true),
-        )
-        .await?;
-        let review = &posted_review.review;
-        let linked = publish::record_findings(
-            github,
-            store,
-            scope,
-            job.number,
-            &head_sha,
-            review.id,
-            &inline,
-            &in_summary,
-        )
-        .await?;
+        let quiet = quiet(
+            job.trigger,
+            scope_of_review.incremental,
+            filtered,
+            &changes,
+            report.partial,
+            &loaded.warnings,
+        );
+        let posted_review = if quiet {
+            None
+        } else {
+            Some(
+                publish::post_review(
+                    github,
+                    scope,
+                    job.number,
+                    &head_sha,
+                    &inline,
+                    &report.render(false),
+                    &report.render(true),
+                )
+                .await?,
+            )
+        };
+        let review = posted_review.as_ref().map(|p| &p.review);
+        let linked = match review {
+            Some(review) => {
+                publish::record_findings(
+                    github,
+                    store,
+                    scope,
+                    job.number,
+                    &head_sha,
+                    review.id,
+                    &inline,
+                    &in_summary,
+                )
+                .await?
+            }
+            None => 0,
+        };
         tracing::info!(
             %repo, number = job.number, %head_sha,
-            inline = inline.len(), in_summary = in_summary.len(), linked,
-            fallback = posted_review.fallback,
+            inline = inline.len(), in_summary = in_summary.len(), linked, quiet,
+            fallback = posted_review.as_ref().is_some_and(|p| p.fallback),
             filtered = filtered.below_threshold.len(),
             input_tokens = usage.usage.input_tokens, output_tokens = usage.usage.output_tokens,
             "review published"
@@ -626,10 +645,17 @@ impl ReviewHandler {
             .map(|c| c.fingerprint.as_str())
             .collect();
         let pr_url = pr_url(pr, &repo_url);
+        let reviewed = format!(
+            "`{}`…`{}` ({})",
+            summary::short(&run.base_sha),
+            summary::short(&head_sha),
+            named_files(&report.files_reviewed)
+        );
         let published = conclude::Published {
             automatic,
             partial,
             nothing_read,
+            reviewed: &reviewed,
             reported: filtered.reported().collect(),
             on_pr: &on_pr,
             this_run: &this_run,
@@ -650,7 +676,9 @@ impl ReviewHandler {
         let changed: HashSet<&str> = changes.all().map(|f| f.id.as_str()).collect();
         let findings: Vec<Finding> = on_pr
             .into_iter()
-            .filter(|f| f.review_id == Some(review.id) || changed.contains(f.id.as_str()))
+            .filter(|f| {
+                review.is_some_and(|r| f.review_id == Some(r.id)) || changed.contains(f.id.as_str())
+            })
             .collect();
         let pr_ref = crate::retrieval::documents::PrRef {
             repo: &repo,
@@ -670,6 +698,43 @@ impl ReviewHandler {
             tracing::info!(repo = %repo, number = job.number, "a fork PR is remembered for retrieval once merged");
         }
         Ok(())
+    }
+}
+
+/// Whether this run posts no review: a push whose commits give Parley nothing new to
+/// say. The head's check still says it was reviewed (and what of the PR's findings still
+/// blocks), but a busy PR does not get a "no findings" review, and a notification to
+/// everyone watching it, for every push. Only an automatic review of a push's commits,
+/// complete, that reports nothing, closes or reopens no earlier finding, and has no
+/// `.parley.yml` warning to show; anything else is said in a review as before.
+fn quiet(
+    trigger: ReviewTrigger,
+    incremental: bool,
+    filtered: &filter::Filtered,
+    changes: &lifecycle::Changes,
+    partial: bool,
+    warnings: &[crate::config::ConfigWarning],
+) -> bool {
+    trigger == ReviewTrigger::Synchronize
+        && incremental
+        && !partial
+        && filtered.reported().next().is_none()
+        && changes.closed.is_empty()
+        && changes.reopened.is_empty()
+        && warnings.is_empty()
+}
+
+/// The first few of `files`, for a line of a check run.
+fn named_files(files: &[&str]) -> String {
+    const NAMED: usize = 5;
+    let mut named: Vec<String> = files.iter().take(NAMED).map(|f| format!("`{f}`")).collect();
+    if files.len() > NAMED {
+        named.push(format!("and {} more", files.len() - NAMED));
+    }
+    if named.is_empty() {
+        "no file".to_string()
+    } else {
+        named.join(", ")
     }
 }
 

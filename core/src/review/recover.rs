@@ -113,13 +113,15 @@ impl ReviewHandler {
             partial,
             // The marker does not say; the check keeps the plain "No findings".
             nothing_read: false,
+            // A recovered review was posted: the check links to it.
+            reviewed: "",
             reported,
             on_pr: &on_pr,
             this_run: &recovered_here,
             repo_url: &repo_url,
             pr_url: &pr_url,
         };
-        self.conclude_published(scope, run, config, &review, published)
+        self.conclude_published(scope, run, config, Some(&review), published)
             .await?;
         // The crash may have come before the review was remembered for retrieval: do it
         // now, as publishing does (failing open), rather than wait for the PR's next review.

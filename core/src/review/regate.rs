@@ -105,7 +105,11 @@ async fn try_regate(
     // review's own marker. Not found means not known: `neutral`, never `success`.
     // Only a review Parley itself submitted is read: a forged marker claiming
     // `partial: false` would otherwise turn the gate green.
-    let partial = if open.is_empty() {
+    let partial = if open.is_empty() && run.review_id.is_none() {
+        // A push with nothing new posts no review, and only a complete review may be
+        // quiet (see `review::quiet`).
+        Some(false)
+    } else if open.is_empty() {
         let parley = services.identity.handles(github, false).await?;
         runs::review_on_github(github, scope, number, &head_sha, &parley)
             .await?
