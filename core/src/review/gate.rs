@@ -309,7 +309,11 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             if *partial {
                 summary.push_str(PARTIAL);
             } else if *nothing_read {
-                summary.push_str("\n\nNo changed file could be reviewed; the review says why.");
+                summary.push_str(if review_url.is_some() {
+                    "\n\nNo changed file could be reviewed; the review says why."
+                } else {
+                    "\n\nNo file they change could be reviewed (skipped, binary, or without a patch)."
+                });
             }
             let mut text = String::new();
             if !blocking.is_empty() {
@@ -643,6 +647,29 @@ mod tests {
             *earlier_open = open.clone();
         }
         assert_eq!(conclude(&manual, &gate).0, CheckConclusion::Neutral);
+    }
+
+    /// A push whose only change is one no review reads stays quiet: the check must not
+    /// point at a review that was not posted.
+    #[test]
+    fn a_quiet_push_with_nothing_to_read_names_no_review() {
+        let quiet = Verdict::Reviewed {
+            automatic: true,
+            reported: Vec::new(),
+            earlier_open: Vec::new(),
+            partial: false,
+            nothing_read: true,
+            review_url: None,
+            reviewed: "`a`…`b` (no file)",
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+            head_sha: "abc",
+        };
+        let (conclusion, output) = conclude(&quiet, &GateConfig::default());
+        assert_eq!(conclusion, CheckConclusion::Success);
+        assert_eq!(output.title, "Nothing to review");
+        assert!(!output.summary.contains("the review"), "{}", output.summary);
+        assert!(output.summary.contains("Reviewed `a`…`b` (no file)"));
     }
 
     #[test]
