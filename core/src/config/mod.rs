@@ -201,6 +201,9 @@ pub struct ReviewConfig {
     pub auto_tune: bool,
     /// Run the judge pass over the merged findings (one more LLM call per review).
     pub judge: bool,
+    /// A push whose commits give nothing new to say posts no review, only its check
+    /// (see `review::quiet`); off, every push is said in a review.
+    pub quiet_pushes: bool,
     /// Read the repository at the head for the code around the change (`review.context`):
     /// off, reviews see the diff alone.
     pub context_enabled: bool,
@@ -253,6 +256,7 @@ impl Default for ReviewConfig {
             manual_reviews_per_hour: 3,
             auto_tune: true,
             judge: true,
+            quiet_pushes: true,
             context_enabled: true,
             context_max_tokens: DEFAULT_CONTEXT_MAX_TOKENS,
             tools: ToolBounds::default(),
@@ -414,6 +418,7 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
             ),
             auto_tune: r.bool("review.autoTune", d.review.auto_tune),
             judge: r.bool("review.judge", d.review.judge),
+            quiet_pushes: r.bool("review.quietPushes", d.review.quiet_pushes),
             context_enabled: r.bool("review.context.enabled", d.review.context_enabled),
             context_max_tokens: r.number(
                 "review.context.maxTokens",

@@ -145,6 +145,8 @@ struct Review {
     auto_tune: bool,
     /// Run the judge pass over the merged findings.
     judge: bool,
+    /// A push with nothing new to say posts no review, only its check.
+    quiet_pushes: bool,
     context: ReviewContext,
 }
 
@@ -341,6 +343,7 @@ impl Default for Review {
             manual_reviews_per_hour: d.manual_reviews_per_hour,
             auto_tune: d.auto_tune,
             judge: d.judge,
+            quiet_pushes: d.quiet_pushes,
             context: ReviewContext::default(),
         }
     }

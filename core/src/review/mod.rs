@@ -560,14 +560,15 @@ impl ReviewHandler {
             .iter()
             .map(|c| Identified::new(c.clone(), &head_sha))
             .collect();
-        let quiet = quiet(
-            job.trigger,
-            scope_of_review.incremental,
-            filtered,
-            &changes,
-            report.partial,
-            &loaded.warnings,
-        );
+        let quiet = config.review.quiet_pushes
+            && quiet(
+                job.trigger,
+                scope_of_review.incremental,
+                filtered,
+                &changes,
+                report.partial,
+                &loaded.warnings,
+            );
         let posted_review = if quiet {
             None
         } else {

@@ -15,6 +15,7 @@ use serde_json::json;
 
 parley_tests::review_on_both_stores!(
     open_blocking_finding_keeps_failing_after_an_unrelated_push,
+    a_team_that_turns_quiet_pushes_off_gets_a_review_for_every_push,
     resolving_the_thread_lifts_the_gate_and_unresolving_restores_it,
     conceded_dispute_lifts_the_gate,
     no_published_automatic_review_of_the_head_means_no_regate,
@@ -78,6 +79,20 @@ async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHa
     );
     assert!(text.contains(&link), "{text}");
     assert!(text.contains("`src/db.rs:3`"), "{text}");
+}
+
+async fn a_team_that_turns_quiet_pushes_off_gets_a_review_for_every_push(h: ReviewHarness) {
+    h.config("review:\n  quietPushes: false\n");
+    review_head_with_a_blocking_finding(&h).await;
+    push_unrelated_commit(&h);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of HEAD2");
+    let reviews = h.reviews();
+    assert_eq!(reviews.len(), 2, "the push is said in a review");
+    let second = reviews[1]["body"].as_str().unwrap_or_default();
+    assert!(second.contains("Files reviewed: `README.md`\n"), "{second}");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
 }
 
 async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: ReviewHarness) {
