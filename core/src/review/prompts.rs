@@ -111,6 +111,17 @@ pub struct ReviewContext<'a> {
 /// generated files would otherwise spend the prompt on their names.
 const NOT_SHOWN_LISTED: usize = 50;
 
+/// One line per file, the first [`NOT_SHOWN_LISTED`], then how many more.
+fn list_files(out: &mut String, lines: impl ExactSizeIterator<Item = String>) {
+    let more = lines.len().saturating_sub(NOT_SHOWN_LISTED);
+    for line in lines.take(NOT_SHOWN_LISTED) {
+        out.push_str(&format!("- {line}\n"));
+    }
+    if more > 0 {
+        out.push_str(&format!("- and {more} more\n"));
+    }
+}
+
 /// The user message shared by all passes.
 pub fn user_message(context: &ReviewContext<'_>) -> String {
     let mut out = String::new();
@@ -162,27 +173,26 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
     out.push_str(context.code);
     if !context.not_shown.is_empty() {
         out.push_str("\nThe change also touches these files, whose patch is not shown (do not report them as missing):\n");
-        for file in context.not_shown.iter().take(NOT_SHOWN_LISTED) {
-            out.push_str(&format!(
-                "- {} ({})\n",
-                crate::sanitize::inline_name(&file.path),
-                file.why.for_the_model()
-            ));
-        }
-        let more = context.not_shown.len().saturating_sub(NOT_SHOWN_LISTED);
-        if more > 0 {
-            out.push_str(&format!("- and {more} more\n"));
-        }
+        list_files(
+            &mut out,
+            context.not_shown.iter().map(|file| {
+                format!(
+                    "{} ({})",
+                    crate::sanitize::inline_name(&file.path),
+                    file.why.for_the_model()
+                )
+            }),
+        );
     }
     if !context.deleted.is_empty() {
         out.push_str("\nThe change deletes these files:\n");
-        for path in context.deleted.iter().take(NOT_SHOWN_LISTED) {
-            out.push_str(&format!("- {}\n", crate::sanitize::inline_name(path)));
-        }
-        let more = context.deleted.len().saturating_sub(NOT_SHOWN_LISTED);
-        if more > 0 {
-            out.push_str(&format!("- and {more} more\n"));
-        }
+        list_files(
+            &mut out,
+            context
+                .deleted
+                .iter()
+                .map(|path| crate::sanitize::inline_name(path)),
+        );
     }
     out.push_str("\nThe diff. Each line starts with its NEW-file line number (blank for removed lines) and +, - or a space:\n");
     for file in context.files {
