@@ -16,7 +16,7 @@ use crate::ports::github::{ChangedFile, FileStatus};
 use crate::ports::{Finding, Store};
 use crate::repo::Guideline;
 use crate::retrieval::{Recall, Retrieved, Source, queries};
-use crate::review::diff::{self, Patch};
+use crate::review::diff::Patch;
 use crate::review::error::ReviewError;
 use crate::review::filter::{self, Filtered};
 use crate::review::findings::PassResult;
@@ -105,19 +105,14 @@ pub async fn analyse(
         String::new()
     };
     // Deleted files are not reviewed (nothing is left to comment on), but what they
-    // defined may still be called: their patches go to the code reader.
-    let deleted: Vec<(&str, Patch)> = subject
+    // defined may still be called: their patches, parsed with the PR's, go to the code
+    // reader.
+    let deleted: Vec<(&str, &Patch)> = subject
         .files
         .iter()
         .filter(|f| f.status == FileStatus::Removed)
-        .filter_map(|f| {
-            Some((
-                f.filename.as_str(),
-                diff::parse_hunks(f.patch.as_deref()?).ok()?,
-            ))
-        })
+        .filter_map(|f| Some((f.filename.as_str(), subject.pr_patches.get(&f.filename)?)))
         .collect();
-    let deleted: Vec<(&str, &Patch)> = deleted.iter().map(|(p, patch)| (*p, patch)).collect();
     let code_context = match &subject.code {
         Ok(code) => crate::context::assemble(
             *code,
