@@ -4,9 +4,12 @@
 //! change does not touch. The code index is of the head only, so the removed
 //! definitions are read from the removed lines themselves, by the keyword that
 //! introduces one in the languages Parley indexes (`fn`, `def`, `func`, `function`,
-//! `class`, `struct`, `enum`, `trait`, `interface`, `type`), or, for a Java method, which
-//! has none, by the access modifier it starts with and the name before its `(`. A name
-//! still defined somewhere at the head (moved, or overloaded) is not a removal.
+//! `class`, `struct`, `enum`, `trait`, `interface`, `type`); a JavaScript function held
+//! by a variable (`const load = async (id) => {`) by what is assigned; and a method that
+//! has no keyword (Java's, a JavaScript class's) by its shape: a name, its parameters and
+//! the brace that opens its body. A name still defined somewhere at the head (moved, or
+//! overloaded) is not a removal; one read wrongly from a removed line costs a look-up
+//! that finds no caller, or callers that were worth showing anyway.
 
 /// The keywords after which a definition's name follows.
 const INTRODUCERS: &[&str] = &[
@@ -36,32 +39,121 @@ pub(crate) fn defined_on<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<St
 /// Access modifiers a Java method's definition starts with.
 const MODIFIERS: &[&str] = &["public", "private", "protected"];
 
+/// Words that start a statement shaped like a method (`if (ready) {`, `match parse(x) {`,
+/// `return new Handler(x) {`), never one.
+const STATEMENTS: &[&str] = &[
+    "if",
+    "else",
+    "elif",
+    "for",
+    "foreach",
+    "while",
+    "do",
+    "switch",
+    "match",
+    "case",
+    "catch",
+    "try",
+    "return",
+    "throw",
+    "new",
+    "await",
+    "yield",
+    "with",
+    "loop",
+    "unless",
+    "until",
+    "synchronized",
+    "using",
+    "lock",
+    "function",
+    "typeof",
+    "delete",
+];
+
 /// The name a line defines, if it starts a definition: an introducing keyword, then the
-/// name (after a Go method's receiver, `func (s *Server) Name(`); or a Java method.
+/// name (after a Go method's receiver, `func (s *Server) Name(`); a function assigned to
+/// a JavaScript variable; or a method without a keyword.
 fn defined_name(line: &str) -> Option<String> {
-    keyword_definition(line).or_else(|| method_definition(line))
+    variable_function(line)
+        .or_else(|| keyword_definition(line))
+        .or_else(|| method_definition(line))
 }
 
-/// `public static Optional<User> loadUser(String id) {`: the identifier before the first
-/// `(` of a line that starts with an access modifier and assigns nothing before it
-/// (`private final Cache cache = new Cache(` is a field).
+/// `export const fetchOrders = async (id) => {`, `let parse = text =>`,
+/// `var handler: Handler = function (req) {`: the variable, when what it is given is a
+/// function (`const total = items.map(i => i.id)` is not).
+fn variable_function(line: &str) -> Option<String> {
+    let (mut word, mut rest) = identifier(line.trim_start());
+    if word == "export" {
+        (word, rest) = identifier(rest.trim_start());
+    }
+    if !matches!(word, "const" | "let" | "var") {
+        return None;
+    }
+    let (name, rest) = identifier(rest.trim_start());
+    // After the name only a TypeScript annotation may stand before the `=`.
+    let (annotation, value) = rest.split_once('=')?;
+    if name.len() < 2 || !(annotation.trim().is_empty() || annotation.trim_start().starts_with(':'))
+    {
+        return None;
+    }
+    let mut value = value.trim_start();
+    if let ("async", after) = identifier(value) {
+        value = after.trim_start();
+    }
+    let (first, after) = identifier(value);
+    let is_function = first == "function"
+        || (first.is_empty() && value.starts_with('(') && value.contains("=>"))
+        || (!first.is_empty() && after.trim_start().starts_with("=>"));
+    is_function.then(|| name.to_string())
+}
+
+/// A method, which has no keyword: the identifier before the first `(`, with the words
+/// before it a type and modifiers. With an access modifier among them, that is enough
+/// (`public static Optional<User> loadUser(String id) {`, also an abstract one ending in
+/// `;`); without one (Java's package-private `List<User> load(String id) throws E {`, a
+/// JavaScript class's `async load(id) {` or `load(id) {`) the line must open the body
+/// after its parameters, and a bare name must touch its `(`, so that calls and
+/// statements (`} else if (x) {`, `describe("x", () => {`, `foo(bar(x)) {`) are not read
+/// as definitions. Nothing may be assigned before the `(` (`private final Cache cache =
+/// new Cache(10);` is a field).
 fn method_definition(line: &str) -> Option<String> {
-    let line = line.trim_start();
+    let line = line.trim();
     let (first, _) = identifier(line);
-    if !MODIFIERS.contains(&first) {
+    if first.is_empty() || STATEMENTS.contains(&first) {
         return None;
     }
-    let (head, _) = line.split_once('(')?;
-    if head.contains('=') {
-        return None;
-    }
-    let name = head.trim_end();
-    let start = name
+    let (head, parameters) = line.split_once('(')?;
+    let start = head
         .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
         .map_or(0, |at| at + 1);
-    let name = &name[start..];
-    (name.len() > 1 && !MODIFIERS.contains(&name) && identifier(name).0 == name)
-        .then(|| name.to_string())
+    let (before, name) = head.split_at(start);
+    let typed = before.trim();
+    let shaped = typed
+        .chars()
+        .all(|c| c.is_alphanumeric() || "_$<>[]?, ".contains(c))
+        && !typed
+            .split([' ', '<', '>', ',', '[', ']', '?'])
+            .any(|word| STATEMENTS.contains(&word));
+    if name.len() < 2 || MODIFIERS.contains(&name) || identifier(name).0 != name || !shaped {
+        return None;
+    }
+    let modified = typed.split(' ').any(|word| MODIFIERS.contains(&word));
+    if !modified && !(opens_body(parameters) && (!typed.is_empty() || before.is_empty())) {
+        return None;
+    }
+    Some(name.to_string())
+}
+
+/// After a method's `(`: its parameters, the `)`, perhaps `throws …`, then the `{` that
+/// opens its body, and nothing else (no call inside, no lambda, no one-line body).
+fn opens_body(parameters: &str) -> bool {
+    let Some((inside, after)) = parameters.rsplit_once(')') else {
+        return false;
+    };
+    let after = after.trim();
+    !inside.contains('(') && after.ends_with('{') && (after == "{" || after.starts_with("throws "))
 }
 
 fn keyword_definition(line: &str) -> Option<String> {
@@ -126,6 +218,14 @@ mod tests {
             "let x = 1; // fn not_a_definition()",
             "    return helper(x)",
             "fn load_user() {} // again",
+            "export const fetchCart = async (id) => {",
+            "let parseLine = text => text.split(',');",
+            "var handler: Handler = function (req) {",
+            "    List<Map<String, User>> findAll(String query) throws IOException {",
+            "    static void resetCache() {",
+            "  async refreshToken(user) {",
+            "  renderRow(row, index) {",
+            "    abstract protected void close();",
         ];
         assert_eq!(
             defined_on(lines),
@@ -138,9 +238,42 @@ mod tests {
                 "OrderBook",
                 "Config",
                 "Handler",
-                "loadUser"
+                "loadUser",
+                "fetchCart",
+                "parseLine",
+                "handler",
+                "findAll",
+                "resetCache",
+                "refreshToken",
+                "renderRow",
+                "close",
             ]
         );
+    }
+
+    /// Calls and statements shaped like a method, and values that are not functions,
+    /// define nothing.
+    #[test]
+    fn calls_and_statements_are_not_definitions() {
+        let lines = [
+            "} else if (ready(x)) {",
+            "if (ready) {",
+            "  while (queue.length) {",
+            "match parse(input) {",
+            "describe(\"cart\", () => {",
+            "app.get('/', function (req, res) {",
+            "foo(function () {",
+            "  render(bar(x)) {",
+            "return compute(x) {",
+            "  render (x) {",
+            "const total = items.map(i => i.id);",
+            "const sum = (a + b) * 2;",
+            "let count = 0;",
+            "    helper(x);",
+            "    Object result = compute(x);",
+            "  loadAll(ids) { return ids.map(load); }",
+        ];
+        assert_eq!(defined_on(lines), Vec::<String>::new());
     }
 
     #[test]

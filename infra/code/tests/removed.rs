@@ -93,3 +93,44 @@ fn a_deleted_files_definitions_count_too() {
     let context = assemble(&index, &[], &[("src/gone.rs", &deleted)], 6_000);
     assert_eq!(context.still_used, 2, "{:#?}", context.used);
 }
+
+/// Definitions without a keyword of their own: a JavaScript function held by a `const`,
+/// and a package-private Java method. Each is removed; the unchanged caller is shown.
+#[test]
+fn functions_held_by_variables_and_bare_methods_are_looked_up() {
+    let mut snapshot = Snapshot::default();
+    snapshot.files.insert(
+        "web/cart.js".into(),
+        "export function total(items) {\n  return formatPrice(items.length);\n}\n".into(),
+    );
+    snapshot.files.insert(
+        "src/Cart.java".into(),
+        "class Cart {\n  String label(long cents) {\n    return Money.render(cents);\n  }\n}\n"
+            .into(),
+    );
+    let index = CodeIndex::build(snapshot);
+    for (path, removed, name) in [
+        (
+            "web/money.js",
+            "-export const formatPrice = (cents) => {",
+            "formatPrice",
+        ),
+        (
+            "src/Money.java",
+            "-  static String render(long cents) {",
+            "render",
+        ),
+    ] {
+        let deleted = parse_hunks(&format!("@@ -1,1 +0,0 @@\n{removed}")).expect("a patch");
+        let context = assemble(&index, &[], &[(path, &deleted)], 6_000);
+        assert_eq!(context.still_used, 1, "{name}: {:#?}", context.used);
+        assert!(
+            context
+                .used
+                .iter()
+                .any(|u| u.contains(&format!("still uses `{name}`"))),
+            "{:#?}",
+            context.used
+        );
+    }
+}

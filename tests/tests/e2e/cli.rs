@@ -302,6 +302,12 @@ async fn suppressed_findings_are_listed_with_why() {
             .is_some_and(|r| r.contains("not changed by this PR")),
         "{json:#}"
     );
+    // Code scanning ignores SARIF's `suppressions`: uploaded as a result, the finding
+    // would open the alert it was taken out for.
+    let sarif = printed_as(&rig, "octo-org/hello-world#42", "sarif").await;
+    assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
+    let notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].to_string();
+    parley_tests::expect::says_all(&notes, &["parley/suppressed", "Unchecked index (critical)"]);
 }
 
 /// `--post` goes to the server the PR's URL names: a URL on that server posts there; a

@@ -10,6 +10,7 @@ pub mod annotations;
 pub mod local;
 pub mod progress;
 pub mod render;
+pub mod sarif;
 pub mod target;
 
 use parley_core::config::{PassDeadline, RepoConfig};
@@ -204,6 +205,7 @@ impl CliError {
 }
 
 /// The outcome of a review, whatever it was run on.
+#[derive(Default)]
 pub struct Report {
     /// `owner/repo#N`, or `owner/repo base..head` for a local change.
     pub subject: String,
@@ -732,4 +734,25 @@ fn github(
         None => return Err(CliError::NoGitHub(format!("{}/{}", pull.owner, pull.name))),
     };
     GitHubClient::new(config).map_err(|e| CliError::Setup(e.to_string()))
+}
+
+/// A finding as the passes report one, for the renderers' tests.
+#[cfg(test)]
+pub(crate) fn sample_finding(path: &str, severity: Severity, category: &str) -> Candidate {
+    Candidate {
+        path: path.into(),
+        line: 3,
+        start_line: None,
+        severity,
+        category: category.into(),
+        confidence: 90,
+        title: "title".into(),
+        body: "body".into(),
+        suggestion: None,
+        passes: vec!["security".into()],
+        fingerprint: "f".into(),
+        site: String::new(),
+        on_diff: true,
+        doubt: None,
+    }
 }

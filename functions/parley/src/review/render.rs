@@ -26,12 +26,14 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Terminal => terminal(report),
         Format::Markdown => markdown(report),
         Format::Json => serde_json::to_string_pretty(&json_value(report)).unwrap_or_default(),
-        Format::Sarif => serde_json::to_string_pretty(&sarif(report)).unwrap_or_default(),
+        Format::Sarif => {
+            serde_json::to_string_pretty(&super::sarif::log(report)).unwrap_or_default()
+        }
         Format::Github => super::annotations::render(report),
     }
 }
 
-fn findings(report: &Report) -> impl Iterator<Item = (&Candidate, bool)> {
+pub(super) fn findings(report: &Report) -> impl Iterator<Item = (&Candidate, bool)> {
     report
         .inline
         .iter()
@@ -280,137 +282,6 @@ fn json_value(report: &Report) -> Value {
     })
 }
 
-/// SARIF 2.1.0, the subset code scanning reads: one run, one rule per category, one
-/// result per finding with its location and a stable fingerprint (so a re-run updates
-/// alerts instead of duplicating them). Built with `serde_json`: a dozen fields do not
-/// justify a typed SARIF crate and its builder dependencies.
-fn sarif(report: &Report) -> Value {
-    let mut rules: Vec<String> = findings(report).map(|(c, _)| rule_id(c)).collect();
-    rules.sort();
-    rules.dedup();
-    let results: Vec<Value> = findings(report)
-        .map(|(c, _)| {
-            let mut region = json!({ "startLine": c.start_line.unwrap_or(c.line).max(1), "endLine": c.line.max(1) });
-            if c.start_line.is_none() {
-                region = json!({ "startLine": c.line.max(1) });
-            }
-            json!({
-                "ruleId": rule_id(c),
-                "level": match c.severity {
-                    Severity::Critical | Severity::High => "error",
-                    Severity::Medium => "warning",
-                    Severity::Low | Severity::Nit => "note",
-                },
-                "message": { "text": message(c) },
-                "locations": [{
-                    "physicalLocation": {
-                        "artifactLocation": { "uri": c.path, "uriBaseId": "%SRCROOT%" },
-                        "region": region,
-                    }
-                }],
-                "partialFingerprints": { "parleyFingerprint/v1": c.fingerprint },
-                "properties": {
-                    "severity": c.severity.name(),
-                    "confidence": c.confidence,
-                    "security-severity": security_severity(c.severity),
-                },
-            })
-        })
-        .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": { "driver": {
-                "name": "Parley",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules.iter().map(|id| json!({
-                    "id": id,
-                    "shortDescription": { "text": format!("Parley {} finding", id.trim_start_matches("parley/")) },
-                })).collect::<Vec<_>>(),
-            }},
-            "invocations": [invocation(report)],
-            "results": results,
-        }],
-    })
-}
-
-/// What the run did not do, as SARIF tool notifications (code scanning lists them on the
-/// tool's status page), so an upload with no alerts does not read as a clean review when
-/// a pass failed or files were left out.
-fn invocation(report: &Report) -> Value {
-    let mut notes: Vec<Value> = report
-        .passes_failed
-        .iter()
-        .map(|(pass, reason)| {
-            json!({
-                "level": "error",
-                "descriptor": { "id": "parley/pass-failed" },
-                "message": { "text": format!("The {pass} pass failed ({reason}); its findings are missing.") },
-            })
-        })
-        .collect();
-    notes.extend(report.not_reviewed.iter().map(|file| {
-        json!({
-            // Left out for the budget, a file the review should have read; a skip
-            // pattern or a binary, one it never could.
-            "level": if file.why.leaves_review_partial() { "warning" } else { "note" },
-            "descriptor": { "id": "parley/not-reviewed" },
-            "message": { "text": format!("Not reviewed: {}: {}", file.path, file.why) },
-            "locations": [{ "physicalLocation": { "artifactLocation": { "uri": file.path, "uriBaseId": "%SRCROOT%" } } }],
-        })
-    }));
-    if report.listing_truncated {
-        notes.push(json!({
-            "level": "warning",
-            "descriptor": { "id": "parley/not-reviewed" },
-            "message": { "text": LISTING_CUT_OFF },
-        }));
-    }
-    json!({
-        "executionSuccessful": true,
-        "toolExecutionNotifications": notes,
-        "properties": { "partial": report.partial },
-    })
-}
-
-/// A SARIF result's text: the title, the body, and the judge's doubt when it has one.
-fn message(c: &Candidate) -> String {
-    let mut text = format!("{}\n\n{}", c.title, c.body.trim());
-    if let Some(note) = c.doubt_note() {
-        text.push_str(&format!("\n\n{note}"));
-    }
-    text
-}
-
-fn rule_id(c: &Candidate) -> String {
-    let category: String = c
-        .category
-        .to_ascii_lowercase()
-        .chars()
-        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' })
-        .collect();
-    format!(
-        "parley/{}",
-        if category.is_empty() {
-            "finding".into()
-        } else {
-            category
-        }
-    )
-}
-
-/// Code scanning's severity score (0-10) for the rule, which it shows as critical/high/….
-fn security_severity(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Critical => "9.5",
-        Severity::High => "8.0",
-        Severity::Medium => "5.5",
-        Severity::Low => "3.0",
-        Severity::Nit => "1.0",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,22 +295,7 @@ mod tests {
     fn control_characters_in_untrusted_text_are_written_out() {
         console::set_colors_enabled(false);
         let hostile = "src/\x1b]52;c;cm0gLXJm\x07evil\r.rs";
-        let finding = Candidate {
-            path: hostile.into(),
-            line: 3,
-            start_line: None,
-            severity: Severity::High,
-            category: "bug".into(),
-            confidence: 90,
-            title: "title".into(),
-            body: "body".into(),
-            suggestion: None,
-            passes: vec!["security".into()],
-            fingerprint: "f".into(),
-            site: String::new(),
-            on_diff: true,
-            doubt: None,
-        };
+        let finding = super::super::sample_finding(hostile, Severity::High, "bug");
         let report = Report {
             subject: "local/\x1b[2Jrepo".into(),
             repo: "local/repo".into(),
