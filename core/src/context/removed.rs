@@ -4,7 +4,7 @@
 //! change does not touch. The code index is of the head only, so the removed
 //! definitions are read from the removed lines themselves, by the keyword that
 //! introduces one in the languages Parley indexes (`fn`, `def`, `func`, `function`,
-//! `class`, `struct`, `enum`, `trait`, `interface`, `type`); a JavaScript function held
+//! `class`, `struct`, `enum`, `trait`, `interface`, `type`, `module`); a JavaScript function held
 //! by a variable (`const load = async (id) => {`) by what is assigned; and a method that
 //! has no keyword (Java's, a JavaScript class's) by its shape: a name, its parameters and
 //! the brace that opens its body. A name still defined somewhere at the head (moved, or
@@ -23,6 +23,7 @@ const INTRODUCERS: &[&str] = &[
     "trait",
     "interface",
     "type",
+    "module",
 ];
 
 /// The names defined on `lines`, each once, in the order they appear.
@@ -174,6 +175,14 @@ fn keyword_definition(line: &str) -> Option<String> {
             if word == "func" && next.starts_with('(') {
                 next = next.split_once(')')?.1.trim_start();
             }
+            // Ruby's `def self.find(`: the name follows the receiver.
+            if let (receiver, after) = identifier(next)
+                && word == "def"
+                && !receiver.is_empty()
+                && let Some(name) = after.strip_prefix('.')
+            {
+                next = name;
+            }
             let (name, _) = identifier(next);
             return (name.len() > 1).then(|| name.to_string());
         }
@@ -226,6 +235,9 @@ mod tests {
             "  async refreshToken(user) {",
             "  renderRow(row, index) {",
             "    abstract protected void close();",
+            "  def self.find_by_token(token)",
+            "  def valid?",
+            "module Billing",
         ];
         assert_eq!(
             defined_on(lines),
@@ -247,6 +259,9 @@ mod tests {
                 "refreshToken",
                 "renderRow",
                 "close",
+                "find_by_token",
+                "valid",
+                "Billing",
             ]
         );
     }

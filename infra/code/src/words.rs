@@ -27,6 +27,10 @@ pub(crate) enum Style {
     /// `static int name(`, `name = () =>`, `name: function` (JavaScript, TypeScript,
     /// Java).
     Declarations,
+    /// Keywords (`def`, `class`, `module`, `alias`), also after a receiver or a scope
+    /// (`def self.find`, `class Admin::User`); and any word may be a call, since Ruby
+    /// calls a method without parentheses (`validate order`, `user.save`).
+    Ruby,
 }
 
 /// The distinct identifiers of `text` (ASCII letters, digits and `_`, not starting with
@@ -103,6 +107,7 @@ const DEFINING_KEYWORDS: [&str; 10] = [
     "macro_rules!",
 ];
 const GO_KEYWORDS: [&str; 1] = ["func"];
+const RUBY_KEYWORDS: [&str; 4] = ["def", "class", "module", "alias"];
 const DECLARING_KEYWORDS: [&str; 9] = [
     "function",
     "interface",
@@ -162,6 +167,7 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     if keyword(&DEFINING_KEYWORDS)
         || (style == Style::Go && keyword(&GO_KEYWORDS))
         || (style == Style::Declarations && keyword(&DECLARING_KEYWORDS))
+        || (style == Style::Ruby && keyword(&RUBY_KEYWORDS))
     {
         return true;
     }
@@ -170,6 +176,10 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     let head = before.trim_start();
     match style {
         Style::Keywords => false,
+        Style::Ruby => {
+            let head = head.split_whitespace().next().unwrap_or("");
+            RUBY_KEYWORDS.contains(&head) && (before.ends_with('.') || before.ends_with("::"))
+        }
         Style::KeywordsAndConstants => {
             start == line_start && next == b'=' && !after.starts_with("==")
         }
@@ -236,6 +246,9 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
     if REFERRING_KEYWORDS.contains(&previous) {
         return true;
     }
+    if style == Style::Ruby {
+        return !may_define(text, style, line_start, start, end);
+    }
     let after = text[end..].trim_start_matches([' ', '\t']);
     (after.starts_with('(') || after.starts_with('!'))
         && !DEFINING_KEYWORDS.contains(&previous)
@@ -271,7 +284,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 14] = [
+        let cases: [(Style, &str, &str); 19] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -310,6 +323,11 @@ mod tests {
             (Go, "func (s *Server) Handle(w Writer) {}", "Handle"),
             (Go, "type Config struct {}", "Config"),
             (Go, "type (\n\tConfig struct {}\n)", "Config"),
+            (Ruby, "  def valid?\n    true\n  end", "valid"),
+            (Ruby, "  def self.find_by_token(t)\n  end", "find_by_token"),
+            (Ruby, "class Admin::User < Base\nend", "User"),
+            (Ruby, "module Billing\nend", "Billing"),
+            (Ruby, "  alias each_item each", "each_item"),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);
@@ -319,7 +337,7 @@ mod tests {
 
     #[test]
     fn calls_and_uses_are_not_definitions() {
-        let cases: [(Style, &str); 4] = [
+        let cases: [(Style, &str); 5] = [
             (
                 Style::Keywords,
                 "fn main() {\n    let x = compute(1);\n    check(x);\n    obj.method(x);\n    Some(x).unwrap();\n}\n",
@@ -335,6 +353,10 @@ mod tests {
             (
                 Style::Go,
                 "func main() {\n\tx := compute(1)\n\tcheck(x)\n\tobj.method(x)\n}\n",
+            ),
+            (
+                Style::Ruby,
+                "def main\n  x = compute 1\n  check(x)\n  obj.method x\nend\n",
             ),
         ];
         for (style, text) in cases {
@@ -358,6 +380,21 @@ mod tests {
         )
         .1;
         assert!(path_call.is_empty(), "{path_call:?}");
+    }
+
+    /// Ruby calls a method without parentheses: every word not being defined may be
+    /// a call (the parse decides).
+    #[test]
+    fn ruby_calls_need_no_parentheses() {
+        let text = "class Cart < Base\n  def total\n    items.sum price\n  end\nend\n";
+        let (mut defining, mut referring) = identifiers(text, Style::Ruby);
+        defining.sort_unstable();
+        referring.sort_unstable();
+        assert_eq!(defining, ["Cart", "total"]);
+        for name in ["Base", "items", "sum", "price"] {
+            assert!(referring.contains(&name), "{name}: {referring:?}");
+        }
+        assert!(!referring.contains(&"total"), "{referring:?}");
     }
 
     #[test]

@@ -94,8 +94,9 @@ fn a_deleted_files_definitions_count_too() {
     assert_eq!(context.still_used, 2, "{:#?}", context.used);
 }
 
-/// Definitions without a keyword of their own: a JavaScript function held by a `const`,
-/// and a package-private Java method. Each is removed; the unchanged caller is shown.
+/// Definitions a keyword alone does not name: a JavaScript function held by a `const`, a
+/// package-private Java method, a Ruby class method (`def self.`). Each is removed; the
+/// unchanged caller is shown.
 #[test]
 fn functions_held_by_variables_and_bare_methods_are_looked_up() {
     let mut snapshot = Snapshot::default();
@@ -108,6 +109,10 @@ fn functions_held_by_variables_and_bare_methods_are_looked_up() {
         "class Cart {\n  String label(long cents) {\n    return Money.render(cents);\n  }\n}\n"
             .into(),
     );
+    snapshot.files.insert(
+        "app/cart.rb".into(),
+        "class Cart\n  def label\n    Money.cents_label price\n  end\nend\n".into(),
+    );
     let index = CodeIndex::build(snapshot);
     for (path, removed, name) in [
         (
@@ -119,6 +124,11 @@ fn functions_held_by_variables_and_bare_methods_are_looked_up() {
             "src/Money.java",
             "-  static String render(long cents) {",
             "render",
+        ),
+        (
+            "app/money.rb",
+            "-  def self.cents_label(cents)",
+            "cents_label",
         ),
     ] {
         let deleted = parse_hunks(&format!("@@ -1,1 +0,0 @@\n{removed}")).expect("a patch");

@@ -34,6 +34,6 @@ fn main() {
     }
     println!(
         "{:<12} {:>10} B {:>12} B {:>9.2} ms",
-        "all six", packed_total, unpacked_total, millis_total
+        "all", packed_total, unpacked_total, millis_total
     );
 }

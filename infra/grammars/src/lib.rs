@@ -1,10 +1,10 @@
 //! The tree-sitter grammars Parley reads code with (Rust, Python, TypeScript, TSX, Go,
-//! Java), with their parse tables stored deflated and unpacked the first time a grammar is
+//! Java, Ruby), with their parse tables stored deflated and unpacked the first time a grammar is
 //! asked for.
 //!
-//! Why: the six grammars' tables are about 4.8 MB of read-only data, a third of each
-//! worker's Lambda bootstrap, and a bootstrap's size is what a cold start pays to fetch and
-//! map. Deflated they are under 0.5 MB; unpacking one takes a few milliseconds, once per
+//! Why: the seven grammars' tables are about 6.9 MB of read-only data, more than a third
+//! of each worker's Lambda bootstrap, and a bootstrap's size is what a cold start pays to
+//! fetch and map. Deflated they are 0.6 MB; unpacking one takes a few milliseconds, once per
 //! process and only for the languages a pull request contains (`cargo bench -p
 //! parley-grammars --bench load`). build.rs says how the tables are taken out of the
 //! grammars' C sources; the parsers themselves are the grammar crates' own, unchanged.
@@ -24,11 +24,30 @@ pub enum Grammar {
     Tsx,
     Go,
     Java,
+    Ruby,
 }
 
 /// The tags query for JavaScript, which Parley parses with the TSX grammar (a superset
 /// of JavaScript with JSX): one grammar's tables fewer to carry.
 pub const JAVASCRIPT_TAGS_QUERY: &str = tree_sitter_javascript::TAGS_QUERY;
+
+/// Ruby's tags: the grammar crate's definitions, and as references the calls that name
+/// a method (`user.save`, `save(x)`, `validate order`) and the classes used as
+/// receivers and superclasses. The crate's own query counts every identifier that is not
+/// a local variable as a call, which needs the scope tracking of `tree-sitter-tags`;
+/// without it every local variable would be a "call", and each on a changed line a
+/// definition to look up. A method called bare, with no receiver and no arguments
+/// (`current_user`), is therefore not counted as a call (the `search` tool finds it).
+pub const RUBY_TAGS_QUERY: &str = r#"
+(method name: (_) @name) @definition.method
+(singleton_method name: (_) @name) @definition.method
+(alias name: (_) @name) @definition.method
+(class name: [(constant) @name (scope_resolution name: (_) @name)]) @definition.class
+(module name: [(constant) @name (scope_resolution name: (_) @name)]) @definition.module
+(call method: (identifier) @name) @reference.call
+(call receiver: (constant) @name) @reference.class
+(superclass (constant) @name) @reference.class
+"#;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
@@ -42,13 +61,14 @@ pub enum GrammarError {
 }
 
 impl Grammar {
-    pub const ALL: [Grammar; 6] = [
+    pub const ALL: [Grammar; 7] = [
         Grammar::Rust,
         Grammar::Python,
         Grammar::TypeScript,
         Grammar::Tsx,
         Grammar::Go,
         Grammar::Java,
+        Grammar::Ruby,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,7 +77,8 @@ impl Grammar {
 
     /// The grammar, its tables unpacked on the first call in this process.
     pub fn language(self) -> Result<Language, GrammarError> {
-        static UNPACKED: [OnceLock<Result<(), String>>; 6] = [const { OnceLock::new() }; 6];
+        static UNPACKED: [OnceLock<Result<(), String>>; Grammar::ALL.len()] =
+            [const { OnceLock::new() }; Grammar::ALL.len()];
         let parts = self.parts();
         UNPACKED[self as usize]
             .get_or_init(|| unpack(&parts))
@@ -85,6 +106,7 @@ impl Grammar {
             ),
             Grammar::Go => tree_sitter_go::TAGS_QUERY.to_string(),
             Grammar::Java => tree_sitter_java::TAGS_QUERY.to_string(),
+            Grammar::Ruby => RUBY_TAGS_QUERY.to_string(),
         }
     }
 }
@@ -154,6 +176,7 @@ grammars! {
     Tsx => "tsx", parley_grammar_tsx_table, parley_tree_sitter_tsx;
     Go => "go", parley_grammar_go_table, parley_tree_sitter_go;
     Java => "java", parley_grammar_java_table, parley_tree_sitter_java;
+    Ruby => "ruby", parley_grammar_ruby_table, parley_tree_sitter_ruby;
 }
 
 /// Inflates the packed bytes straight into the grammar's C tables, and checks that they

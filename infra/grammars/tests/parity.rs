@@ -65,6 +65,15 @@ const CASES: &[(Grammar, LanguageFn, &[&str])] = &[
             "class Broken { void m( { }",
         ],
     ),
+    (
+        Grammar::Ruby,
+        tree_sitter_ruby::LANGUAGE,
+        &[
+            "class User < Base\n  def self.find(id) = where(id: id).first\n  def valid?\n    name =~ /\\A\\w+\\z/ && !!@ok\n  end\nend\n",
+            "text = <<~SQL\n  SELECT * FROM t WHERE a = #{x}\nSQL\nputs %w[a b], :sym, \"s #{1 + 2}\"\n",
+            "def broken(\n  end end\n",
+        ],
+    ),
 ];
 
 fn sexp(language: &Language, text: &str) -> (String, bool) {

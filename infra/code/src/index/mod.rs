@@ -327,6 +327,7 @@ enum Lang {
     Tsx,
     Go,
     Java,
+    Ruby,
 }
 
 impl Lang {
@@ -336,6 +337,7 @@ impl Lang {
             Lang::Python => Style::KeywordsAndConstants,
             Lang::Go => Style::Go,
             Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Java => Style::Declarations,
+            Lang::Ruby => Style::Ruby,
         }
     }
 }
@@ -350,6 +352,7 @@ fn language_of(path: &str) -> Option<Lang> {
         "tsx" => Lang::Tsx,
         "go" => Lang::Go,
         "java" => Lang::Java,
+        "rb" | "rake" | "gemspec" | "ru" => Lang::Ruby,
         _ => return None,
     })
 }
@@ -358,7 +361,7 @@ fn language_of(path: &str) -> Option<Lang> {
 /// it is parsed (compiling a query takes milliseconds; most repositories use one or two
 /// of the languages).
 #[derive(Default)]
-struct Languages([OnceLock<Option<Tags>>; 7]);
+struct Languages([OnceLock<Option<Tags>>; 8]);
 
 impl Languages {
     fn get(&self, lang: Lang) -> Option<&Tags> {
@@ -385,6 +388,7 @@ fn tags(lang: Lang) -> Option<Tags> {
         Lang::Tsx => (Grammar::Tsx, Grammar::Tsx.tags_query()),
         Lang::Go => (Grammar::Go, Grammar::Go.tags_query()),
         Lang::Java => (Grammar::Java, Grammar::Java.tags_query()),
+        Lang::Ruby => (Grammar::Ruby, Grammar::Ruby.tags_query()),
     };
     let language = match grammar.language() {
         Ok(language) => language,
@@ -430,7 +434,9 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
         let (Some(name), Some((role, node))) = (name, role) else {
             continue;
         };
-        let name = name.trim();
+        // A Ruby method's `?`, `!` or `=` (`valid?`, `save!`, `name=`) is not part of the
+        // name as the word index, the changed lines and a question spell it.
+        let name = name.trim().trim_end_matches(['?', '!', '=']);
         if name.is_empty() {
             continue;
         }

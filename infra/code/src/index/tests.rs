@@ -12,7 +12,7 @@ fn index(files: &[(&str, &str)]) -> CodeIndex {
 /// file, and its callers.
 #[test]
 fn definitions_callers_and_names_in_every_language() {
-    let cases: [(&str, &str, &str, u32); 6] = [
+    let cases: [(&str, &str, &str, u32); 7] = [
         (
             "src/lib.rs",
             "fn helper(x: i32) -> i32 {\n    x + 1\n}\n",
@@ -48,6 +48,12 @@ fn definitions_callers_and_names_in_every_language() {
             "class Lib {\n  static int helper(int x) {\n    return x + 1;\n  }\n}\n",
             "class Main {\n  void main() {\n    int y = Lib.helper(2);\n  }\n}\n",
             3,
+        ),
+        (
+            "lib.rb",
+            "module Lib\n  def self.helper(x)\n    x + 1\n  end\nend\n",
+            "def main\n  y = Lib.helper 2\nend\n",
+            2,
         ),
     ];
     for (path, helper, main, call_line) in cases {
