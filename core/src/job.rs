@@ -181,6 +181,10 @@ pub enum ReviewTrigger {
     ManualIncremental,
     /// `@parley full review`.
     ManualFull,
+    /// "Re-run" pressed on the head's **Parley review** check (`check_run` or
+    /// `check_suite` `rerequested`): see [`crate::review::rerun`]. The job's `author` is
+    /// whoever pressed it, and its title empty: the worker reads the PR.
+    Rerequested,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 //! later review is posted the note says so, so that nobody reading the PR takes an old
 //! failure for how things stand.
 
-use super::{ReviewError, ReviewHandler, runs, summary};
+use super::{ReviewError, ReviewHandler, gate, runs, summary};
 use crate::markers;
 use crate::mention::Handles;
 use crate::ports::github::{GitHubError, PageLimit, RepoScope};
@@ -219,10 +219,12 @@ fn note_text(
         _ => String::new(),
     };
     let mut text = format!(
-        "Parley could not review `{}`{after}: {}. It will not try this commit again; \
-         push a new commit or comment {} to ask again.",
+        "Parley could not review `{}`{after}: {}. It will not try this commit again by \
+         itself: press \"Re-run\" on its **{}** check, push a new commit, or comment {} to \
+         ask again.",
         summary::short(head_sha),
         err.public_reason(),
+        gate::CHECK_NAME,
         parley.command("review"),
     );
     if !earlier.is_empty() {

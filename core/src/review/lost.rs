@@ -66,12 +66,7 @@ impl ReviewHandler {
         if !checks.is_empty() {
             return Ok(None);
         }
-        // The PR's first head was lost with its `opened`; a later one with its push.
-        let trigger = if runs.iter().any(|run| !runs::is_manual_key(&run.head_sha)) {
-            ReviewTrigger::Synchronize
-        } else {
-            ReviewTrigger::Opened
-        };
+        let trigger = runs::lost_trigger(&runs);
         let lost = Job::Review(ReviewJob {
             delivery_id: format!("lost-{}", job.delivery_id),
             trigger,

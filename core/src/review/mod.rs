@@ -38,6 +38,7 @@ pub mod publish;
 pub mod pull_files;
 mod recover;
 pub mod regate;
+pub mod rerun;
 pub mod resolution;
 pub mod runs;
 mod scope;
@@ -106,6 +107,8 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
         // Only a label that held reviews off gets this far (see `lifts_a_skip_label`).
         ReviewTrigger::Unlabeled => true,
         ReviewTrigger::ManualIncremental | ReviewTrigger::ManualFull => true,
+        // Turned into the head's automatic review before it gets here (see `rerun`).
+        ReviewTrigger::Rerequested => true,
     };
     if !enabled {
         return Some(format!("review.triggers turns {:?} off", job.trigger));
@@ -166,6 +169,9 @@ fn quoted(name: &str) -> String {
 
 impl ReviewHandler {
     async fn review(&self, job: &ReviewJob, attempt: Option<Attempt>) -> Result<(), ReviewError> {
+        if job.trigger == ReviewTrigger::Rerequested {
+            return self.rerequested(job, attempt).await;
+        }
         let github = self.services.github.as_ref();
         let store = self.services.store.as_ref();
         let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;

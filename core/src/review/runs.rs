@@ -96,7 +96,46 @@ pub fn trigger_name(trigger: ReviewTrigger) -> &'static str {
         ReviewTrigger::Unlabeled => "unlabeled",
         ReviewTrigger::ManualIncremental => "manual",
         ReviewTrigger::ManualFull => "manual_full",
+        ReviewTrigger::Rerequested => "rerequested",
     }
+}
+
+/// The trigger a stored run names (see [`trigger_name`]).
+pub fn trigger_from_name(name: &str) -> Option<ReviewTrigger> {
+    [
+        ReviewTrigger::Opened,
+        ReviewTrigger::Reopened,
+        ReviewTrigger::ReadyForReview,
+        ReviewTrigger::Synchronize,
+        ReviewTrigger::Unlabeled,
+        ReviewTrigger::ManualIncremental,
+        ReviewTrigger::ManualFull,
+        ReviewTrigger::Rerequested,
+    ]
+    .into_iter()
+    .find(|trigger| trigger_name(*trigger) == name)
+}
+
+/// The trigger a head's automatic review is queued as when its own job never ran: the
+/// PR's first head was lost with its `opened`, a later one with its push.
+pub fn lost_trigger(runs: &[ReviewRun]) -> ReviewTrigger {
+    if runs.iter().any(|run| !is_manual_key(&run.head_sha)) {
+        ReviewTrigger::Synchronize
+    } else {
+        ReviewTrigger::Opened
+    }
+}
+
+/// The PR a run's check was made for, from the check's external id ([`claim_key`]:
+/// `review#<repo>#<number>#<run key>`). GitHub names a check's PRs only when the head
+/// branch is in the same repository, so a fork's PR is known only from here.
+pub fn pr_of_check(external_id: &str) -> Option<u64> {
+    let rest = external_id.strip_prefix("review#")?;
+    let mut parts = rest.rsplitn(3, '#');
+    let _run_key = parts.next()?;
+    let number = parts.next()?.parse().ok()?;
+    parts.next().filter(|repo| !repo.is_empty())?;
+    Some(number)
 }
 
 /// Whether a stored run's trigger (see [`trigger_name`]) was a manual request.
@@ -314,6 +353,39 @@ mod tests {
         assert_eq!(parse_key("a1b2"), ("a1b2", None));
         assert_eq!(head_of(&key), "a1b2");
         assert_ne!(claim_key("o/r", 1, &key), claim_key("o/r", 1, "a1b2"));
+    }
+
+    /// A check's external id is its run's claim key: it names the PR, whatever the repo
+    /// key and run key look like; anything else names none.
+    #[test]
+    fn a_checks_external_id_names_its_pr() {
+        for run_key in ["a1b2", &manual_key("a1b2", ReviewTrigger::ManualFull, 7)] {
+            for repo in ["repo:1", "o/r"] {
+                assert_eq!(pr_of_check(&claim_key(repo, 42, run_key)), Some(42));
+            }
+        }
+        for other in [
+            "",
+            "review#",
+            "review#42#a1b2",
+            "review#o/r#x#a1b2",
+            "job#o/r#42#a",
+        ] {
+            assert_eq!(pr_of_check(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn stored_trigger_names_read_back() {
+        for trigger in [
+            ReviewTrigger::Opened,
+            ReviewTrigger::Synchronize,
+            ReviewTrigger::ManualFull,
+            ReviewTrigger::Rerequested,
+        ] {
+            assert_eq!(trigger_from_name(trigger_name(trigger)), Some(trigger));
+        }
+        assert_eq!(trigger_from_name("bogus"), None);
     }
 
     #[test]

@@ -11,14 +11,15 @@
 //! through [`Source`], so they cannot drift apart.
 
 use super::payload::{
-    EditedEvent, Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository,
-    ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
+    CheckRunEvent, CheckSuiteEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent,
+    PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
     RepoRef, ReviewJob, ReviewTrigger, Surface, Topic,
 };
 use crate::mention::Handles;
+use crate::review::{gate, runs};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -47,8 +48,10 @@ pub enum Normalised {
 
 /// Every webhook event Parley acts on (some actions of each): what the App subscribes
 /// to (`parley app manifest`). Kept beside the match below, which a test holds it to.
-pub const HANDLED_EVENTS: [&str; 7] = [
+pub const HANDLED_EVENTS: [&str; 9] = [
     "pull_request",
+    "check_run",
+    "check_suite",
     "issue_comment",
     "pull_request_review_comment",
     "pull_request_review",
@@ -183,8 +186,12 @@ fn normalise_from<'de>(
             review_thread(&meta, action, payload)
         }
         ("installation" | "installation_repositories", _) => installation(&meta, action, payload),
+        ("check_run", "rerequested") => check_run_rerequested(&meta, payload),
+        ("check_suite", "rerequested") => check_suite_rerequested(&meta, payload),
         (
             "pull_request"
+            | "check_run"
+            | "check_suite"
             | "issue_comment"
             | "pull_request_review_comment"
             | "pull_request_review"
@@ -243,6 +250,75 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
             .filter(|_| trigger == ReviewTrigger::Unlabeled)
             .map(|label| label.name.into_string()),
     })))
+}
+
+/// "Re-run" on a check of Parley's: the gate's is run again (see
+/// [`crate::review::rerun`]); the manual review's answers a comment, and is asked for
+/// again in one. The PR is the one the check was made for (its external id), which GitHub
+/// does not name for a fork's PR, else the first GitHub names.
+fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
+    let event: CheckRunEvent<'de> = payload.decode()?;
+    let check = event.check_run;
+    if check.name.as_str() != gate::CHECK_NAME {
+        return Ok(Normalised::Ignored(format!(
+            "check run {} is not the {} check; a manual review is asked for again in a comment",
+            check.id,
+            gate::CHECK_NAME
+        )));
+    }
+    let number = check
+        .external_id
+        .as_ref()
+        .and_then(|id| runs::pr_of_check(id.as_str()))
+        .or_else(|| check.pull_requests.first().map(|pr| pr.number));
+    let Some(number) = number else {
+        return Ok(Normalised::Ignored(format!(
+            "check run {} names no pull request",
+            check.id
+        )));
+    };
+    Ok(rerun(meta, &event.repository, number, check.head_sha))
+}
+
+/// "Re-run all checks" on Parley's suite of a commit: its PR's gate is run again. GitHub
+/// names no PR for a fork's; there the check's own "Re-run" does it.
+fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
+    let event: CheckSuiteEvent<'de> = payload.decode()?;
+    let suite = event.check_suite;
+    let Some(pr) = suite.pull_requests.first() else {
+        return Ok(Normalised::Ignored(format!(
+            "check suite {} names no pull request (a fork's: re-run its check instead)",
+            suite.id
+        )));
+    };
+    Ok(rerun(meta, &event.repository, pr.number, suite.head_sha))
+}
+
+/// A re-run of PR `number`'s gate at `head_sha`, asked for by the delivery's sender.
+fn rerun(
+    meta: &Meta<'_>,
+    repository: &Repository<'_>,
+    number: u64,
+    head_sha: Text<'_>,
+) -> Normalised {
+    job(Job::Review(ReviewJob {
+        delivery_id: meta.delivery_id.to_string(),
+        installation_id: meta.installation_id,
+        repo: repo_ref(repository),
+        number,
+        trigger: ReviewTrigger::Rerequested,
+        head_sha: head_sha.into_string(),
+        base_sha: String::new(),
+        base_ref: String::new(),
+        before_sha: None,
+        author: Actor {
+            login: meta.sender.to_string(),
+            kind: "User".to_string(),
+        },
+        title: String::new(),
+        request: None,
+        label: None,
+    }))
 }
 
 fn closed<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
@@ -551,6 +627,61 @@ mod tests {
         }
         let said = format!("{:?}", normalise("star", "d", &payload, &ctx()));
         assert!(said.contains("event star is not handled"), "{said}");
+    }
+
+    /// "Re-run" on Parley's gate check: a review job for the PR the check's external id
+    /// names (GitHub names no PR for a fork's), else the first PR GitHub names. Another
+    /// check, or one that names no PR, is ignored.
+    #[test]
+    fn a_rerun_of_the_gate_check_becomes_a_rerequested_review() {
+        use serde_json::{Value, json};
+        let payload = |name: &str, external_id: Value, prs: Value| {
+            json!({
+                "action": "rerequested", "sender": {"login": "maintainer", "type": "User"},
+                "installation": {"id": 9},
+                "check_run": {"id": 4, "name": name, "head_sha": "h1",
+                    "external_id": external_id, "pull_requests": prs},
+                "repository": {"id": 1, "name": "r", "full_name": "o/r",
+                    "owner": {"login": "o", "id": 2}},
+            })
+        };
+        let job_of = |payload: &Value| match normalise("check_run", "d", payload, &ctx()) {
+            Normalised::Job(job) => match *job {
+                Job::Review(job) => Some(job),
+                other => panic!("{other:?}"),
+            },
+            _ => None,
+        };
+        let fork = job_of(&payload(
+            "Parley review",
+            json!("review#repo:1#42#h1"),
+            json!([]),
+        ))
+        .expect("a job");
+        assert_eq!(fork.number, 42);
+        assert_eq!(fork.trigger, ReviewTrigger::Rerequested);
+        assert_eq!(fork.head_sha, "h1");
+        assert_eq!(fork.author.login, "maintainer");
+        assert_eq!(fork.installation_id, Some(9));
+        let same_repository = payload("Parley review", json!(""), json!([{"number": 7}]));
+        assert_eq!(job_of(&same_repository).map(|j| j.number), Some(7));
+        for ignored in [
+            payload(
+                "Parley review (manual)",
+                json!("review#repo:1#42#h1+manual-5"),
+                json!([]),
+            ),
+            payload("CI", Value::Null, json!([{"number": 7}])),
+            payload("Parley review", Value::Null, json!([])),
+        ] {
+            assert!(job_of(&ignored).is_none(), "{ignored}");
+        }
+        // The fast path reads the same.
+        let body = same_repository.to_string();
+        assert_eq!(
+            normalise_body("check_run", "d", body.as_bytes(), &ctx()),
+            normalise("check_run", "d", &same_repository, &ctx())
+        );
     }
 
     #[test]

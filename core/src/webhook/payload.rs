@@ -256,6 +256,48 @@ pub struct ReviewEvent<'a> {
     pub repository: Repository<'a>,
 }
 
+/// `check_run` (`rerequested`): the check someone asked to run again.
+#[derive(Debug, Deserialize)]
+pub struct CheckRunEvent<'a> {
+    #[serde(borrow)]
+    pub check_run: CheckRun<'a>,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CheckRun<'a> {
+    pub id: u64,
+    #[serde(borrow)]
+    pub name: Text<'a>,
+    #[serde(borrow)]
+    pub head_sha: Text<'a>,
+    /// What the App that made the check put there; GitHub sends `""` or `null` for none.
+    #[serde(default, borrow)]
+    pub external_id: Option<Text<'a>>,
+    /// The PRs whose head branch is in this repository (none for a fork's).
+    #[serde(default)]
+    pub pull_requests: Vec<PullRequestNumber>,
+}
+
+/// `check_suite` (`rerequested`): "Re-run all checks" on the App's suite of a commit.
+#[derive(Debug, Deserialize)]
+pub struct CheckSuiteEvent<'a> {
+    #[serde(borrow)]
+    pub check_suite: CheckSuite<'a>,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CheckSuite<'a> {
+    pub id: u64,
+    #[serde(borrow)]
+    pub head_sha: Text<'a>,
+    #[serde(default)]
+    pub pull_requests: Vec<PullRequestNumber>,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ThreadComment {
     pub id: u64,

@@ -44,8 +44,10 @@ pub const PERMISSIONS: [(&str, &str, &str); 6] = [
 
 /// Webhook events Parley acts on (`installation` and `installation_repositories` are
 /// delivered to every App without subscribing).
-pub const EVENTS: [&str; 5] = [
+pub const EVENTS: [&str; 7] = [
     "pull_request",
+    "check_run",
+    "check_suite",
     "issue_comment",
     "pull_request_review",
     "pull_request_review_comment",

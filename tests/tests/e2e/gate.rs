@@ -20,6 +20,8 @@ parley_tests::review_on_both_stores!(
     conceded_dispute_lifts_the_gate,
     no_published_automatic_review_of_the_head_means_no_regate,
     github_trouble_while_regating_never_fails_the_job_or_the_gate,
+    a_rerun_of_a_failed_review_reviews_the_head_and_then_only_judges_it,
+    a_rerun_of_an_older_head_or_a_head_never_reviewed,
 );
 
 fn blocking() -> String {
@@ -311,4 +313,67 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
         Regated::Concluded(CheckConclusion::Success)
     );
     assert_eq!(conclusions(&h), ["failure", "success", "success"]);
+}
+
+/// "Re-run" on the check of a review that failed (the model down through the queue's
+/// retries): once the model is back, the head is reviewed and a new check gives the
+/// verdict the failed run's `neutral` never gave. Pressed again, the published review's
+/// gate is judged again: a new check, no model call, nothing posted twice.
+async fn a_rerun_of_a_failed_review_reviews_the_head_and_then_only_judges_it(h: ReviewHarness) {
+    h.llm.fail("", 500);
+    let failed = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(failed.is_err(), "the review fails: {failed:?}");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "neutral");
+    assert!(h.reviews().is_empty());
+
+    h.llm.remove_rules("");
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run");
+    assert_eq!(h.reviews().len(), 1, "the head is reviewed");
+    assert_eq!(h.findings().await.len(), 1);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+
+    let calls = h.llm.prompts().len();
+    let checks = h.gate_checks(HEAD).len();
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-2"))
+        .await
+        .expect("the second re-run");
+    assert_eq!(h.llm.prompts().len(), calls, "no model call");
+    assert_eq!(h.reviews().len(), 1, "nothing posted again");
+    assert_eq!(h.gate_checks(HEAD).len(), checks + 1, "a new check");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["status"], "completed");
+    assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
+}
+
+/// A re-run of a head the PR has moved on from changes nothing (the newer head has its
+/// own check); a head whose automatic review never ran (its job lost) is reviewed.
+async fn a_rerun_of_an_older_head_or_a_head_never_reviewed(h: ReviewHarness) {
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run of a head never reviewed");
+    assert_eq!(h.reviews().len(), 1, "reviewed as its own job would have");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+
+    push_unrelated_commit(&h);
+    let checks = h.gate_checks(HEAD).len();
+    let calls = h.llm.prompts().len();
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-2"))
+        .await
+        .expect("the re-run of the older head");
+    assert_eq!(
+        h.gate_checks(HEAD).len(),
+        checks,
+        "the older head is not judged"
+    );
+    assert!(
+        h.gate_checks(HEAD2).is_empty(),
+        "nor the newer one, whose review is to come"
+    );
+    assert_eq!(h.llm.prompts().len(), calls);
 }

@@ -118,8 +118,9 @@ async fn corpus_events_route_to_the_right_queue() {
     assert!(review.iter().all(|j| matches!(j, Job::Review(_))));
     assert!(conversation.iter().all(|j| !matches!(j, Job::Review(_))));
     // opened x3, reopened x2, ready_for_review x3, synchronize x1, unlabeled x2 (no
-    // drafts in these).
-    assert_eq!(review.len(), 11, "{review:#?}");
+    // drafts in these), and check_suite.rerequested x2 (check_run.rerequested's checks
+    // are another App's).
+    assert_eq!(review.len(), 13, "{review:#?}");
     let surfaces: Vec<_> = conversation
         .iter()
         .filter_map(|j| match j {
@@ -143,6 +144,31 @@ async fn corpus_events_route_to_the_right_queue() {
             .count(),
         3
     );
+}
+
+/// "Re-run" pressed on Parley's gate check, and "Re-run all checks" on its suite: review
+/// jobs that ask for the head's gate again, for the PR the check was made for.
+#[tokio::test]
+async fn a_rerun_of_parleys_check_becomes_a_rerequested_review() {
+    let h = harness(Some("parley"));
+    let mut payload = webhook_example("check_run", "rerequested.payload.json");
+    payload["check_run"]["name"] = serde_json::json!("Parley review");
+    payload["check_run"]["external_id"] =
+        serde_json::json!("review#repo:1296269#42#d6fde92930d4715a2b49857d24b940956b26d2d3");
+    let Job::Review(job) = single_job(&h, "check_run", &payload).await else {
+        panic!("expected a review job");
+    };
+    assert_eq!(job.trigger, ReviewTrigger::Rerequested);
+    assert_eq!(job.number, 42, "the PR the check was made for");
+    assert_eq!(job.head_sha, "d6fde92930d4715a2b49857d24b940956b26d2d3");
+
+    let suite = webhook_example("check_suite", "rerequested.payload.json");
+    let Job::Review(job) = single_job(&h, "check_suite", &suite).await else {
+        panic!("expected a review job");
+    };
+    assert_eq!(job.trigger, ReviewTrigger::Rerequested);
+    assert_eq!(job.number, 2);
+    assert_eq!(job.head_sha, "ec26c3e57ca3a959ca5aad62de7213c562f8c821");
 }
 
 #[tokio::test]

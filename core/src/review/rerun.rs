@@ -1,0 +1,108 @@
+//! "Re-run" on the head's **Parley review** check. GitHub sends the App that made a check
+//! `check_run.rerequested` (`check_suite.rerequested` for "Re-run all checks") and does
+//! nothing more itself: unanswered, the button does nothing, and a review that failed (the
+//! model down or rate-limited past the queue's retries) stays failed until the next push.
+//! What a re-run does depends on how the head's automatic review stands:
+//!
+//! - failed, never run (its job lost), or left running by a worker that died: the head's
+//!   automatic review runs now, as its own job would have, and concludes a new check (a
+//!   run another delivery is still working on keeps its claim, and this does nothing);
+//! - published: the gate is judged again from the PR's open findings, as a new check (a
+//!   finding resolved since counts), and nothing is reviewed or posted again. A published
+//!   review is never redone: a re-run is no way to ask the model until it misses a
+//!   finding, and the gate counts every open finding of the PR anyway;
+//! - superseded, or the PR has moved on or closed: nothing; the newer head has its own.
+//!
+//! A re-run loosens nothing: it runs the review the head was owed, or judges the gate
+//! from the findings as they stand. So who pressed the button decides nothing here, and
+//! GitHub's own rule on who may press it (write access) is the only one.
+
+use super::{ReviewError, ReviewHandler, regate, runs};
+use crate::job::{Actor, ReviewJob, ReviewTrigger};
+use crate::ports::github::{PullRequest, RepoScope};
+use crate::ports::{Attempt, ReviewRun, RunState};
+
+impl ReviewHandler {
+    pub(super) async fn rerequested(
+        &self,
+        job: &ReviewJob,
+        attempt: Option<Attempt>,
+    ) -> Result<(), ReviewError> {
+        let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
+        let scope = RepoScope::for_repo(installation, &job.repo);
+        let repo = job.repo.tenant().repo;
+        let pr = self
+            .services
+            .github
+            .get_pull_request(&scope, job.number)
+            .await?;
+        if pr.state != "open" || pr.head.sha != job.head_sha {
+            tracing::info!(%repo, number = job.number, head = %job.head_sha, pr_head = %pr.head.sha, state = %pr.state, "re-run of a check on a closed PR or an older head: nothing to do");
+            return Ok(());
+        }
+        let runs = self.services.store.review_runs(&repo, job.number).await?;
+        let own = runs.iter().find(|run| run.head_sha == job.head_sha);
+        match own.map(|run| run.state) {
+            Some(RunState::Published) => {
+                let outcome = regate::regate(&self.services, &scope, job.number).await;
+                tracing::info!(%repo, number = job.number, ?outcome, "re-run of a published review: the gate judged again");
+                Ok(())
+            }
+            Some(RunState::Superseded) => {
+                tracing::info!(%repo, number = job.number, "re-run of a superseded review: nothing to do");
+                Ok(())
+            }
+            state @ (None | Some(RunState::Failed | RunState::Running)) => {
+                if state == Some(RunState::Failed) {
+                    // The failed run's claim belongs to the delivery that failed and
+                    // outlives it; nothing holds the run now (the PR's reviews run one
+                    // at a time, and this job is the one running).
+                    let key = runs::claim_key(&repo, job.number, &job.head_sha);
+                    self.services.store.release(&key).await?;
+                }
+                let automatic = automatic_job(job, &pr, own, &runs);
+                tracing::info!(%repo, number = job.number, head = %job.head_sha, trigger = ?automatic.trigger, "re-run: the head's automatic review runs again");
+                Box::pin(self.review(&automatic, attempt)).await
+            }
+        }
+    }
+}
+
+/// The head's automatic review as its own job would have asked for it: the trigger the
+/// run was recorded with (a push for one that was not an automatic trigger's), or for a
+/// head never run, what a lost job is queued as. The re-run's delivery id stays, so the
+/// queue's retry of the re-run resumes the run it claimed.
+fn automatic_job(
+    job: &ReviewJob,
+    pr: &PullRequest,
+    own: Option<&ReviewRun>,
+    runs: &[ReviewRun],
+) -> ReviewJob {
+    let trigger = match own.and_then(|run| runs::trigger_from_name(&run.trigger)) {
+        Some(
+            trigger @ (ReviewTrigger::Opened
+            | ReviewTrigger::Reopened
+            | ReviewTrigger::ReadyForReview
+            | ReviewTrigger::Synchronize),
+        ) => trigger,
+        Some(_) => ReviewTrigger::Synchronize,
+        None => runs::lost_trigger(runs),
+    };
+    ReviewJob {
+        trigger,
+        base_sha: pr.base.sha.clone(),
+        base_ref: pr.base.ref_name.clone(),
+        before_sha: None,
+        author: pr.user.as_ref().map_or_else(
+            || job.author.clone(),
+            |user| Actor {
+                login: user.login.clone(),
+                kind: user.kind.clone(),
+            },
+        ),
+        title: pr.title.clone(),
+        request: None,
+        label: None,
+        ..job.clone()
+    }
+}
