@@ -4,7 +4,7 @@
 //! change does not touch. The code index is of the head only, so the removed
 //! definitions are read from the removed lines themselves, by the keyword that
 //! introduces one in the languages Parley indexes (`fn`, `def`, `func`, `function`,
-//! `class`, `struct`, `enum`, `trait`, `interface`, `type`, `module`); a JavaScript function held
+//! `class`, `struct`, `enum`, `trait`, `interface`, `type`, `module`, C#'s `record`); a JavaScript function held
 //! by a variable (`const load = async (id) => {`) by what is assigned; and a method that
 //! has no keyword (Java's, a JavaScript class's) by its shape: a name, its parameters and
 //! the brace that opens its body. A name still defined somewhere at the head (moved, or
@@ -24,6 +24,7 @@ const INTRODUCERS: &[&str] = &[
     "interface",
     "type",
     "module",
+    "record",
 ];
 
 /// The names defined on `lines`, each once, in the order they appear.
@@ -38,7 +39,7 @@ pub(crate) fn defined_on<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<St
 }
 
 /// Access modifiers a Java method's definition starts with.
-const MODIFIERS: &[&str] = &["public", "private", "protected"];
+const MODIFIERS: &[&str] = &["public", "private", "protected", "internal"];
 
 /// Words that start a statement shaped like a method (`if (ready) {`, `match parse(x) {`,
 /// `return new Handler(x) {`), never one.
@@ -183,6 +184,17 @@ fn keyword_definition(line: &str) -> Option<String> {
             {
                 next = name;
             }
+            // C#'s `record User(`, `record struct Point {`; elsewhere `record` is a
+            // common name (`for record in rows:`), so only that shape counts.
+            if word == "record" {
+                if let ("struct" | "class", after) = identifier(next) {
+                    next = after.trim_start();
+                }
+                let (name, after) = identifier(next);
+                let shaped = after.trim_start().is_empty()
+                    || after.trim_start().starts_with(['(', '{', '<', ':']);
+                return (name.len() > 1 && shaped).then(|| name.to_string());
+            }
             let (name, _) = identifier(next);
             return (name.len() > 1).then(|| name.to_string());
         }
@@ -238,6 +250,8 @@ mod tests {
             "  def self.find_by_token(token)",
             "  def valid?",
             "module Billing",
+            "public sealed record Invoice(decimal Total);",
+            "    internal static Task<int> CountAsync(string q)",
         ];
         assert_eq!(
             defined_on(lines),
@@ -262,6 +276,8 @@ mod tests {
                 "find_by_token",
                 "valid",
                 "Billing",
+                "Invoice",
+                "CountAsync",
             ]
         );
     }
@@ -287,6 +303,8 @@ mod tests {
             "    helper(x);",
             "    Object result = compute(x);",
             "  loadAll(ids) { return ids.map(load); }",
+            "for record in rows:",
+            "    record = fetch(id)",
         ];
         assert_eq!(defined_on(lines), Vec::<String>::new());
     }

@@ -27,6 +27,10 @@ pub(crate) enum Style {
     /// `static int name(`, `name = () =>`, `name: function` (JavaScript, TypeScript,
     /// Java).
     Declarations,
+    /// [`Style::Declarations`], and what C# adds to it: a tuple as the return type
+    /// (`(int, string) Split(`) and a method implementing an interface member by name
+    /// (`void IDisposable.Dispose(`).
+    CSharp,
     /// Keywords (`def`, `class`, `module`, `alias`), also after a receiver or a scope
     /// (`def self.find`, `class Admin::User`); and any word may be a call, since Ruby
     /// calls a method without parentheses (`validate order`, `user.save`).
@@ -166,7 +170,7 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     let keyword = |words: &[&str]| words.contains(&previous);
     if keyword(&DEFINING_KEYWORDS)
         || (style == Style::Go && keyword(&GO_KEYWORDS))
-        || (style == Style::Declarations && keyword(&DECLARING_KEYWORDS))
+        || (matches!(style, Style::Declarations | Style::CSharp) && keyword(&DECLARING_KEYWORDS))
         || (style == Style::Ruby && keyword(&RUBY_KEYWORDS))
     {
         return true;
@@ -195,11 +199,14 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         // after `.` is used, not defined (`a.b(`, `this.count = 0`).
         // An object literal's property whose value is a function (`visit(s, { string: () =>
         // … })`) is a definition to the JavaScript tags wherever it stands on its line.
-        Style::Declarations => {
+        Style::Declarations | Style::CSharp => {
+            let csharp = style == Style::CSharp;
             (matches!(next, b'(' | b'<' | b'=' | b':')
                 && !after.starts_with("==")
-                && (!before.ends_with('.') || assigns_function(after))
-                && declaration_head(head))
+                && (!before.ends_with('.')
+                    || assigns_function(after)
+                    || (csharp && head.contains(' ') && matches!(next, b'(' | b'<')))
+                && declaration_head(head, csharp))
                 || (!before.ends_with('.')
                     && after
                         .strip_prefix(':')
@@ -259,14 +266,19 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
 
 /// Whether what stands before a name on its line is what stands before a declared
 /// method or field: nothing, modifiers, or a type such as `List<String>`, `int[]`,
-/// `Map.Entry<K, V>` (not `return`, `new`, `if`, an assignment or a call).
-fn declaration_head(head: &str) -> bool {
+/// `Map.Entry<K, V>` (not `return`, `new`, `if`, an assignment or a call); in C# also a
+/// tuple, `(int, string)`, and `new` as the modifier that hides an inherited member
+/// (`public new Type GetType()`).
+fn declaration_head(head: &str, csharp: bool) -> bool {
     head.split_whitespace().all(|token| {
         MODIFIERS.contains(&token)
             || token == "*"
+            || (csharp && token == "new")
             || (!NOT_A_TYPE.contains(&token)
                 && token.bytes().all(|b| {
-                    is_word_byte(b) || matches!(b, b'<' | b'>' | b'[' | b']' | b'.' | b',' | b'?')
+                    is_word_byte(b)
+                        || matches!(b, b'<' | b'>' | b'[' | b']' | b'.' | b',' | b'?')
+                        || (csharp && matches!(b, b'(' | b')'))
                 }))
     })
 }
@@ -284,7 +296,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 19] = [
+        let cases: [(Style, &str, &str); 24] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -328,6 +340,15 @@ mod tests {
             (Ruby, "class Admin::User < Base\nend", "User"),
             (Ruby, "module Billing\nend", "Billing"),
             (Ruby, "  alias each_item each", "each_item"),
+            (CSharp, "  public (int, string) Split(string s) {", "Split"),
+            (CSharp, "  void IDisposable.Dispose() { }", "Dispose"),
+            (CSharp, "  [Fact] public async Task Works() {", "Works"),
+            (
+                CSharp,
+                "public sealed record Invoice(decimal Total);",
+                "Invoice",
+            ),
+            (CSharp, "    public new Type GetType() =>", "GetType"),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);
@@ -337,7 +358,7 @@ mod tests {
 
     #[test]
     fn calls_and_uses_are_not_definitions() {
-        let cases: [(Style, &str); 5] = [
+        let cases: [(Style, &str); 6] = [
             (
                 Style::Keywords,
                 "fn main() {\n    let x = compute(1);\n    check(x);\n    obj.method(x);\n    Some(x).unwrap();\n}\n",
@@ -357,6 +378,10 @@ mod tests {
             (
                 Style::Ruby,
                 "def main\n  x = compute 1\n  check(x)\n  obj.method x\nend\n",
+            ),
+            (
+                Style::CSharp,
+                "void main() {\n  var x = compute(1);\n  if (check(x)) { obj.method(x); }\n  return obj.method(x);\n}\n",
             ),
         ];
         for (style, text) in cases {

@@ -95,8 +95,8 @@ fn a_deleted_files_definitions_count_too() {
 }
 
 /// Definitions a keyword alone does not name: a JavaScript function held by a `const`, a
-/// package-private Java method, a Ruby class method (`def self.`). Each is removed; the
-/// unchanged caller is shown.
+/// package-private Java method, a Ruby class method (`def self.`), an internal C# method.
+/// Each is removed; the unchanged caller is shown.
 #[test]
 fn functions_held_by_variables_and_bare_methods_are_looked_up() {
     let mut snapshot = Snapshot::default();
@@ -112,6 +112,10 @@ fn functions_held_by_variables_and_bare_methods_are_looked_up() {
     snapshot.files.insert(
         "app/cart.rb".into(),
         "class Cart\n  def label\n    Money.cents_label price\n  end\nend\n".into(),
+    );
+    snapshot.files.insert(
+        "src/Checkout.cs".into(),
+        "class Checkout {\n  decimal Total(decimal p) => Pricing.RoundUp(p);\n}\n".into(),
     );
     let index = CodeIndex::build(snapshot);
     for (path, removed, name) in [
@@ -129,6 +133,11 @@ fn functions_held_by_variables_and_bare_methods_are_looked_up() {
             "app/money.rb",
             "-  def self.cents_label(cents)",
             "cents_label",
+        ),
+        (
+            "src/Pricing.cs",
+            "-    internal static decimal RoundUp(decimal price) {",
+            "RoundUp",
         ),
     ] {
         let deleted = parse_hunks(&format!("@@ -1,1 +0,0 @@\n{removed}")).expect("a patch");

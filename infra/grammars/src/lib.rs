@@ -1,10 +1,10 @@
 //! The tree-sitter grammars Parley reads code with (Rust, Python, TypeScript, TSX, Go,
-//! Java, Ruby), with their parse tables stored deflated and unpacked the first time a grammar is
+//! Java, Ruby, C#), with their parse tables stored deflated and unpacked the first time a grammar is
 //! asked for.
 //!
-//! Why: the seven grammars' tables are about 6.9 MB of read-only data, more than a third
+//! Why: the eight grammars' tables are about 12 MB of read-only data, more than the rest
 //! of each worker's Lambda bootstrap, and a bootstrap's size is what a cold start pays to
-//! fetch and map. Deflated they are 0.6 MB; unpacking one takes a few milliseconds, once per
+//! fetch and map. Deflated they are 0.9 MB; unpacking one takes a few milliseconds, once per
 //! process and only for the languages a pull request contains (`cargo bench -p
 //! parley-grammars --bench load`). build.rs says how the tables are taken out of the
 //! grammars' C sources; the parsers themselves are the grammar crates' own, unchanged.
@@ -25,6 +25,7 @@ pub enum Grammar {
     Go,
     Java,
     Ruby,
+    CSharp,
 }
 
 /// The tags query for JavaScript, which Parley parses with the TSX grammar (a superset
@@ -49,6 +50,24 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 (superclass (constant) @name) @reference.class
 "#;
 
+/// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors
+/// and local functions, and counts a call only through a member (`repo.Load(x)`), not a
+/// plain one (`Load(x)`): this one has them all. A generic call (`Get<User>(x)`) is not
+/// counted, nor are properties, events and operators defined.
+pub const CSHARP_TAGS_QUERY: &str = r#"
+(class_declaration name: (identifier) @name) @definition.class
+(struct_declaration name: (identifier) @name) @definition.class
+(record_declaration name: (identifier) @name) @definition.class
+(enum_declaration name: (identifier) @name) @definition.class
+(interface_declaration name: (identifier) @name) @definition.interface
+(method_declaration name: (identifier) @name) @definition.method
+(constructor_declaration name: (identifier) @name) @definition.method
+(local_function_statement name: (identifier) @name) @definition.function
+(invocation_expression function: (identifier) @name) @reference.call
+(invocation_expression function: (member_access_expression name: (identifier) @name)) @reference.call
+(object_creation_expression type: (identifier) @name) @reference.class
+"#;
+
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
     /// The packed tables do not match the C declarations they were made for: a broken
@@ -61,7 +80,7 @@ pub enum GrammarError {
 }
 
 impl Grammar {
-    pub const ALL: [Grammar; 7] = [
+    pub const ALL: [Grammar; 8] = [
         Grammar::Rust,
         Grammar::Python,
         Grammar::TypeScript,
@@ -69,6 +88,7 @@ impl Grammar {
         Grammar::Go,
         Grammar::Java,
         Grammar::Ruby,
+        Grammar::CSharp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -107,6 +127,7 @@ impl Grammar {
             Grammar::Go => tree_sitter_go::TAGS_QUERY.to_string(),
             Grammar::Java => tree_sitter_java::TAGS_QUERY.to_string(),
             Grammar::Ruby => RUBY_TAGS_QUERY.to_string(),
+            Grammar::CSharp => CSHARP_TAGS_QUERY.to_string(),
         }
     }
 }
@@ -177,6 +198,7 @@ grammars! {
     Go => "go", parley_grammar_go_table, parley_tree_sitter_go;
     Java => "java", parley_grammar_java_table, parley_tree_sitter_java;
     Ruby => "ruby", parley_grammar_ruby_table, parley_tree_sitter_ruby;
+    CSharp => "csharp", parley_grammar_csharp_table, parley_tree_sitter_c_sharp;
 }
 
 /// Inflates the packed bytes straight into the grammar's C tables, and checks that they

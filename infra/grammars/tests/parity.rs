@@ -74,6 +74,15 @@ const CASES: &[(Grammar, LanguageFn, &[&str])] = &[
             "def broken(\n  end end\n",
         ],
     ),
+    (
+        Grammar::CSharp,
+        tree_sitter_c_sharp::LANGUAGE,
+        &[
+            "namespace App;\npublic record User(string Name);\npublic class Svc : IDisposable {\n  public async Task<User?> Load(int id) => await repo.Find(id);\n  void IDisposable.Dispose() { }\n}\n",
+            "var s = $\"id {x,5:N0} {{literal}}\" + @\"C:\\path\" + \"\"\"\n  raw \"quoted\"\n  \"\"\";\n#if DEBUG\nConsole.WriteLine(s);\n#endif\n",
+            "class Broken { void M( { }",
+        ],
+    ),
 ];
 
 fn sexp(language: &Language, text: &str) -> (String, bool) {

@@ -328,6 +328,7 @@ enum Lang {
     Go,
     Java,
     Ruby,
+    CSharp,
 }
 
 impl Lang {
@@ -338,6 +339,7 @@ impl Lang {
             Lang::Go => Style::Go,
             Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Java => Style::Declarations,
             Lang::Ruby => Style::Ruby,
+            Lang::CSharp => Style::CSharp,
         }
     }
 }
@@ -353,6 +355,7 @@ fn language_of(path: &str) -> Option<Lang> {
         "go" => Lang::Go,
         "java" => Lang::Java,
         "rb" | "rake" | "gemspec" | "ru" => Lang::Ruby,
+        "cs" => Lang::CSharp,
         _ => return None,
     })
 }
@@ -361,7 +364,7 @@ fn language_of(path: &str) -> Option<Lang> {
 /// it is parsed (compiling a query takes milliseconds; most repositories use one or two
 /// of the languages).
 #[derive(Default)]
-struct Languages([OnceLock<Option<Tags>>; 8]);
+struct Languages([OnceLock<Option<Tags>>; 9]);
 
 impl Languages {
     fn get(&self, lang: Lang) -> Option<&Tags> {
@@ -389,6 +392,7 @@ fn tags(lang: Lang) -> Option<Tags> {
         Lang::Go => (Grammar::Go, Grammar::Go.tags_query()),
         Lang::Java => (Grammar::Java, Grammar::Java.tags_query()),
         Lang::Ruby => (Grammar::Ruby, Grammar::Ruby.tags_query()),
+        Lang::CSharp => (Grammar::CSharp, Grammar::CSharp.tags_query()),
     };
     let language = match grammar.language() {
         Ok(language) => language,

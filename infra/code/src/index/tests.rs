@@ -12,7 +12,7 @@ fn index(files: &[(&str, &str)]) -> CodeIndex {
 /// file, and its callers.
 #[test]
 fn definitions_callers_and_names_in_every_language() {
-    let cases: [(&str, &str, &str, u32); 7] = [
+    let cases: [(&str, &str, &str, u32); 8] = [
         (
             "src/lib.rs",
             "fn helper(x: i32) -> i32 {\n    x + 1\n}\n",
@@ -54,6 +54,12 @@ fn definitions_callers_and_names_in_every_language() {
             "module Lib\n  def self.helper(x)\n    x + 1\n  end\nend\n",
             "def main\n  y = Lib.helper 2\nend\n",
             2,
+        ),
+        (
+            "Lib.cs",
+            "static class Lib {\n  public static int helper(int x) => x + 1;\n}\n",
+            "class App {\n  void main() {\n    var y = Lib.helper(2);\n  }\n}\n",
+            3,
         ),
     ];
     for (path, helper, main, call_line) in cases {
