@@ -49,7 +49,12 @@ enum Why {
     /// Still uses a name the change removes: ranked first, as the likeliest bug the diff
     /// cannot show.
     StillUses,
+    /// The nearest definition of a name a changed line uses.
     Defines,
+    /// Its other definitions (overloads, the same name in another module): after the
+    /// nearest of every name, so that in a large PR one name's overloads do not take the
+    /// room of another name's only definition.
+    DefinesAlso,
     Encloses,
     Calls,
 }
@@ -61,7 +66,7 @@ impl Why {
     /// calls rather than a few whole ones.
     fn max_lines(self) -> u32 {
         match self {
-            Why::Defines => MAX_DEFINITION_LINES,
+            Why::Defines | Why::DefinesAlso => MAX_DEFINITION_LINES,
             Why::Encloses => MAX_PIECE_LINES,
             Why::Calls | Why::StillUses => MAX_CALLER_LINES,
         }
@@ -70,7 +75,9 @@ impl Why {
     fn label(self, name: &str) -> String {
         match self {
             Why::Encloses => format!("encloses the change: `{name}`"),
-            Why::Defines => format!("definition of `{name}`, used on a changed line"),
+            Why::Defines | Why::DefinesAlso => {
+                format!("definition of `{name}`, used on a changed line")
+            }
             Why::Calls => format!("calls `{name}`, which the change touches"),
             Why::StillUses => format!(
                 "still uses `{name}`, which the change removes and the head defines nowhere"
@@ -123,11 +130,8 @@ pub fn assemble(
                 candidates.push((Why::Encloses, span, name));
             }
             for name in code.names_used(&file.path, line, line) {
-                for span in code.definitions_near(&name, &file.path, MAX_DEFINITIONS_PER_NAME) {
-                    if !span.contains(&file.path, line) {
-                        candidates.push((Why::Defines, span, name.clone()));
-                    }
-                }
+                let near = code.definitions_near(&name, &file.path, MAX_DEFINITIONS_PER_NAME);
+                candidates.extend(definitions_of(near, &file.path, line, &name));
             }
         }
     }
@@ -160,6 +164,27 @@ pub fn assemble(
         }
     }
     pack(code, candidates, &shown, max_tokens)
+}
+
+/// `name`'s definitions, nearest first, as candidates: the nearest ranked apart from the
+/// rest; none that holds the line using it (a recursive call).
+fn definitions_of<'a>(
+    near: Vec<Span>,
+    path: &'a str,
+    line: u32,
+    name: &'a str,
+) -> impl Iterator<Item = (Why, Span, String)> + 'a {
+    near.into_iter()
+        .filter(move |span| !span.contains(path, line))
+        .enumerate()
+        .map(move |(rank, span)| {
+            let why = if rank == 0 {
+                Why::Defines
+            } else {
+                Why::DefinesAlso
+            };
+            (why, span, name.to_string())
+        })
 }
 
 /// Rank, deduplicate (against each other and what `shown` already shows), cut, fence and
@@ -236,11 +261,8 @@ pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize
         ));
     }
     for name in code.names_used(path, line, line) {
-        for span in code.definitions_near(&name, path, MAX_DEFINITIONS_PER_NAME) {
-            if !span.contains(path, line) {
-                candidates.push((Why::Defines, span, name.clone()));
-            }
-        }
+        let near = code.definitions_near(&name, path, MAX_DEFINITIONS_PER_NAME);
+        candidates.extend(definitions_of(near, path, line, &name));
     }
     if let Some(name) = enclosing.and_then(|s| s.name) {
         for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {

@@ -1,0 +1,67 @@
+//! How the context's pieces are ranked when the budget cannot hold them all, through the
+//! real assembly on a real index.
+
+use parley_code::{CodeIndex, Snapshot};
+use parley_core::context::assemble;
+use parley_core::ports::github::FileStatus;
+use parley_core::review::diff::{Patch, parse_hunks};
+use parley_core::review::inputs::{InputFile, estimate_tokens};
+
+fn long_function(name: &str) -> String {
+    let body: String = (0..30).map(|n| format!("    let v{n} = {n};\n")).collect();
+    format!("pub fn {name}() -> u32 {{\n{body}    0\n}}\n")
+}
+
+/// `load` defined in three modules, `other` in one; `src/edit.rs`'s second line is `call`.
+fn code_base(call: &str) -> CodeIndex {
+    let mut snapshot = Snapshot::default();
+    for module in ["x1", "x2", "x3"] {
+        snapshot
+            .files
+            .insert(format!("src/{module}.rs"), long_function("load"));
+    }
+    snapshot
+        .files
+        .insert("src/other.rs".into(), long_function("other"));
+    snapshot.files.insert(
+        "src/edit.rs".into(),
+        format!("pub fn run() -> u32 {{\n{call}\n}}\n"),
+    );
+    CodeIndex::build(snapshot)
+}
+
+fn edited(added: &str) -> InputFile {
+    let raw = format!("@@ -1,2 +1,3 @@\n pub fn run() -> u32 {{\n+{added}\n }}");
+    let patch: Patch = parse_hunks(&raw).expect("a patch");
+    InputFile {
+        path: "src/edit.rs".into(),
+        status: FileStatus::Modified,
+        tokens: estimate_tokens(&raw),
+        raw_patch: raw,
+        patch,
+    }
+}
+
+/// With room for two definitions, the second is the other name's only one, not a third
+/// module's `load`: every name a changed line uses gets its nearest definition before any
+/// name gets more.
+#[test]
+fn every_name_gets_a_definition_before_any_gets_its_others() {
+    let alone = "    other()";
+    let one = assemble(&code_base(alone), &[edited(alone)], &[], 50_000);
+    assert_eq!(one.used.len(), 1, "{:#?}", one.used);
+    let room_for_two = 2 * estimate_tokens(&one.rendered);
+
+    let both = "    load() + other()";
+    let context = assemble(&code_base(both), &[edited(both)], &[], room_for_two);
+    let defined = |name: &str| {
+        context
+            .used
+            .iter()
+            .filter(|u| u.contains(&format!("definition of `{name}`")))
+            .count()
+    };
+    assert_eq!(defined("other"), 1, "{:#?}", context.used);
+    assert_eq!(defined("load"), 1, "{:#?}", context.used);
+    assert!(context.left_out >= 2, "the other `load`s did not fit");
+}
