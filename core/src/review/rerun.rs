@@ -14,8 +14,10 @@
 //! - superseded, or the PR has moved on or closed: nothing; the newer head has its own.
 //!
 //! A re-run loosens nothing: it runs the review the head was owed, or judges the gate
-//! from the findings as they stand. So who pressed the button decides nothing here, and
-//! GitHub's own rule on who may press it (write access) is the only one.
+//! from the findings as they stand. So who asked decides nothing here (GitHub shows the
+//! button to people who may write to the repository, and lets other Apps installed on it
+//! ask through its API), and what asking again can cost is bounded: a published review is
+//! only judged again, and a review is paid for again only while its head has none.
 
 use super::{ReviewError, ReviewHandler, regate, runs};
 use crate::job::{Actor, ReviewJob, ReviewTrigger};
