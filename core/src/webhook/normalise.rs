@@ -259,7 +259,7 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
 fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     let event: CheckRunEvent<'de> = payload.decode()?;
     let check = event.check_run;
-    if check.name.as_str() != gate::CHECK_NAME {
+    if check.name.as_ref().map(Text::as_str) != Some(gate::CHECK_NAME) {
         return Ok(Normalised::Ignored(format!(
             "check run {} is not the {} check; a manual review is asked for again in a comment",
             check.id,

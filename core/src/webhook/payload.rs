@@ -260,40 +260,33 @@ pub struct ReviewEvent<'a> {
 #[derive(Debug, Deserialize)]
 pub struct CheckRunEvent<'a> {
     #[serde(borrow)]
-    pub check_run: CheckRun<'a>,
+    pub check_run: Check<'a>,
     #[serde(borrow)]
     pub repository: Repository<'a>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct CheckRun<'a> {
-    pub id: u64,
-    #[serde(borrow)]
-    pub name: Text<'a>,
-    #[serde(borrow)]
-    pub head_sha: Text<'a>,
-    /// What the App that made the check put there; GitHub sends `""` or `null` for none.
-    #[serde(default, borrow)]
-    pub external_id: Option<Text<'a>>,
-    /// The PRs whose head branch is in this repository (none for a fork's).
-    #[serde(default)]
-    pub pull_requests: Vec<PullRequestNumber>,
 }
 
 /// `check_suite` (`rerequested`): "Re-run all checks" on the App's suite of a commit.
 #[derive(Debug, Deserialize)]
 pub struct CheckSuiteEvent<'a> {
     #[serde(borrow)]
-    pub check_suite: CheckSuite<'a>,
+    pub check_suite: Check<'a>,
     #[serde(borrow)]
     pub repository: Repository<'a>,
 }
 
+/// A check run or a check suite: what it is on, and which PRs GitHub names for it.
 #[derive(Debug, Deserialize)]
-pub struct CheckSuite<'a> {
+pub struct Check<'a> {
     pub id: u64,
+    /// A run's name; a suite has none.
+    #[serde(default, borrow)]
+    pub name: Option<Text<'a>>,
     #[serde(borrow)]
     pub head_sha: Text<'a>,
+    /// What the App that made a run put there; GitHub sends `""` or `null` for none.
+    #[serde(default, borrow)]
+    pub external_id: Option<Text<'a>>,
+    /// The PRs whose head branch is in this repository (none for a fork's).
     #[serde(default)]
     pub pull_requests: Vec<PullRequestNumber>,
 }
