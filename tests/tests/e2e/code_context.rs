@@ -29,6 +29,8 @@ parley_tests::review_on_both_stores!(
     code_that_still_uses_what_the_change_removes_reaches_the_passes,
     a_pr_that_only_deletes_a_module_still_imported_is_reviewed,
     a_pr_that_only_deletes_unused_code_runs_no_pass,
+    a_ruby_change_reads_the_method_it_calls,
+    a_csharp_change_reads_the_method_it_calls,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -894,4 +896,66 @@ async fn a_pr_that_only_deletes_unused_code_runs_no_pass(h: ReviewHarness) {
         "{summary}"
     );
     assert_eq!(h.conclusion(), "success");
+}
+
+/// A change in `path` (its text at the head, and its patch) calling a method defined in
+/// `defining`, a file the PR does not touch: the definition reaches the passes, and the
+/// fake model reports the bug only when it sees it.
+async fn a_change_reads_the_method_it_calls(
+    h: &ReviewHarness,
+    (path, text, patch): (&str, &str, &str),
+    defining: (&str, &str),
+    definition: &str,
+) {
+    h.github.set_files(REPO, PR, &[(path, "modified", patch)]);
+    h.github
+        .set_tarball(REPO, HEAD, tarball(&[(path, text), defining]));
+    h.llm.answer(
+        definition,
+        &reply(&[finding(
+            path,
+            3,
+            "high",
+            90,
+            "a missing user reaches a method that throws on it",
+        )]),
+    );
+    h.review_opened().await;
+    let security = h.pass_prompt(SECURITY);
+    let at = security
+        .find(definition)
+        .unwrap_or_else(|| panic!("{definition} is not in the prompt:\n{security}"));
+    assert!(
+        security[..at]
+            .rfind(&format!("#### {}:", defining.0))
+            .is_some(),
+        "under its path"
+    );
+    assert_eq!(h.inline_comments().len(), 1, "{:#?}", h.inline_comments());
+}
+
+async fn a_ruby_change_reads_the_method_it_calls(h: ReviewHarness) {
+    let text = "class UsersController\n  def show\n    render json: Serializer.dump(User.find_by(name: params[:name]))\n  end\nend\n";
+    let patch = "@@ -1,2 +1,5 @@\n class UsersController\n+  def show\n+    render json: Serializer.dump(User.find_by(name: params[:name]))\n+  end\n end";
+    let serializer = "module Serializer\n  # Raises on nil.\n  def self.dump(record)\n    raise ArgumentError, 'nil record' if record.nil?\n    record.attributes\n  end\nend\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("app/controllers/users_controller.rb", text, patch),
+        ("lib/serializer.rb", serializer),
+        "def self.dump(record)",
+    )
+    .await;
+}
+
+async fn a_csharp_change_reads_the_method_it_calls(h: ReviewHarness) {
+    let text = "public class UsersController {\n    public string Show(string name) {\n        return Serializer.Dump(Users.FindByName(name));\n    }\n}\n";
+    let patch = "@@ -1,2 +1,5 @@\n public class UsersController {\n+    public string Show(string name) {\n+        return Serializer.Dump(Users.FindByName(name));\n+    }\n }";
+    let serializer = "public static class Serializer {\n    /// <summary>Throws on null.</summary>\n    public static string Dump(User record) {\n        if (record is null) throw new ArgumentNullException(nameof(record));\n        return record.Name;\n    }\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("src/Api/UsersController.cs", text, patch),
+        ("src/Core/Serializer.cs", serializer),
+        "public static string Dump(User record)",
+    )
+    .await;
 }
