@@ -254,7 +254,12 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return true;
     }
     if style == Style::Ruby {
-        return !may_define(text, style, line_start, start, end);
+        // Not an instance or global variable (`@user`), a symbol (`:name`) or a hash
+        // key or keyword argument (`name: value`): none of them is a call.
+        let sigil = text[..start].ends_with(['@', '$'])
+            || (text[..start].ends_with(':') && !text[..start].ends_with("::"));
+        let key = text[end..].starts_with(':') && !text[end..].starts_with("::");
+        return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
     (after.starts_with('(') || after.starts_with('!'))
@@ -408,18 +413,22 @@ mod tests {
     }
 
     /// Ruby calls a method without parentheses: every word not being defined may be
-    /// a call (the parse decides).
+    /// a call (the parse decides), but for variables, symbols and hash keys.
     #[test]
     fn ruby_calls_need_no_parentheses() {
-        let text = "class Cart < Base\n  def total\n    items.sum price\n  end\nend\n";
+        let text = "class Cart < Base\n  def total\n    items.sum price, Tax::rate, a ? b : c\n    render json: @cart, on: :save, via: $out\n  end\nend\n";
         let (mut defining, mut referring) = identifiers(text, Style::Ruby);
         defining.sort_unstable();
         referring.sort_unstable();
         assert_eq!(defining, ["Cart", "total"]);
-        for name in ["Base", "items", "sum", "price"] {
+        for name in [
+            "Base", "items", "sum", "price", "Tax", "rate", "b", "render",
+        ] {
             assert!(referring.contains(&name), "{name}: {referring:?}");
         }
-        assert!(!referring.contains(&"total"), "{referring:?}");
+        for name in ["total", "json", "cart", "on", "save", "via", "out"] {
+            assert!(!referring.contains(&name), "{name}: {referring:?}");
+        }
     }
 
     #[test]
