@@ -246,7 +246,8 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             CheckRunOutput {
                 title: "Parley could not finish this review".to_string(),
                 summary: format!(
-                    "{reason}\n\nThis is Parley's problem, not the PR's, so the check does not block."
+                    "{reason}\n\nThis is Parley's problem, not the PR's, so the check does not block. \
+                     Parley tries again by itself; if it gives up, a note on the PR says how to ask again."
                 ),
                 text: None,
             },
@@ -579,7 +580,15 @@ mod tests {
         let trouble = Verdict::Trouble {
             reason: "LLM down".into(),
         };
-        assert_eq!(conclude(&trouble, &gate).0, CheckConclusion::Neutral);
+        let (conclusion, output) = conclude(&trouble, &gate);
+        assert_eq!(conclusion, CheckConclusion::Neutral);
+        assert!(
+            output
+                .summary
+                .contains("a note on the PR says how to ask again"),
+            "{}",
+            output.summary
+        );
         let (_, output) = conclude(&reviewed(true, vec![&high], false), &gate);
         let text = output.text.unwrap_or_default();
         assert!(
