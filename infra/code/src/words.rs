@@ -262,7 +262,9 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
-    (after.starts_with('(') || after.starts_with('!'))
+    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`.
+    let generic = style == Style::CSharp && text[end..].starts_with('<');
+    (after.starts_with('(') || after.starts_with('!') || generic)
         && !DEFINING_KEYWORDS.contains(&previous)
         && !GO_KEYWORDS.contains(&previous)
         && previous != "function"

@@ -52,8 +52,8 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 
 /// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors
 /// and local functions, and counts a call only through a member (`repo.Load(x)`), not a
-/// plain one (`Load(x)`): this one has them all. A generic call (`Get<User>(x)`) is not
-/// counted, nor are properties, events and operators defined.
+/// plain one (`Load(x)`) or a generic one (`services.Get<User>(x)`): this one has them
+/// all. Properties, events and operators are not counted as definitions.
 pub const CSHARP_TAGS_QUERY: &str = r#"
 (class_declaration name: (identifier) @name) @definition.class
 (struct_declaration name: (identifier) @name) @definition.class
@@ -65,6 +65,8 @@ pub const CSHARP_TAGS_QUERY: &str = r#"
 (local_function_statement name: (identifier) @name) @definition.function
 (invocation_expression function: (identifier) @name) @reference.call
 (invocation_expression function: (member_access_expression name: (identifier) @name)) @reference.call
+(invocation_expression function: (generic_name (identifier) @name)) @reference.call
+(invocation_expression function: (member_access_expression name: (generic_name (identifier) @name))) @reference.call
 (object_creation_expression type: (identifier) @name) @reference.class
 "#;
 

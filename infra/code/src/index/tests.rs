@@ -176,3 +176,27 @@ async fn questions_from_a_multi_threaded_runtime_parse_off_its_hands() {
     assert_eq!(index.callers("helper")[0].name.as_deref(), Some("main"));
     assert_eq!(index.parsed_count(), 2);
 }
+
+/// A C# generic call (`s.Get<User>(1)`, `Get<User>(1)`) is a call like any other: its
+/// type arguments stand between the name and the `(`.
+#[test]
+fn csharp_generic_calls_are_calls() {
+    let index = index(&[
+        (
+            "Svc.cs",
+            "class Svc {\n  public T Get<T>(int id) => default;\n}\n",
+        ),
+        (
+            "App.cs",
+            "class App {\n  void Main(Svc s) {\n    var u = s.Get<User>(1);\n  }\n  T Local<T>() => Get<T>(2);\n}\n",
+        ),
+    ]);
+    assert!(
+        index
+            .names_used("App.cs", 3, 3)
+            .contains(&"Get".to_string())
+    );
+    let callers = index.callers("Get");
+    let names: Vec<_> = callers.iter().filter_map(|c| c.name.as_deref()).collect();
+    assert_eq!(names, ["Main", "Local"], "{callers:?}");
+}
