@@ -8,16 +8,20 @@
 //!   automatic review runs now, as its own job would have, and concludes a new check (a
 //!   run another delivery is still working on keeps its claim, and this does nothing);
 //! - published: the gate is judged again from the PR's open findings, as a new check (a
-//!   finding resolved since counts), and nothing is reviewed or posted again. A published
-//!   review is never redone: a re-run is no way to ask the model until it misses a
-//!   finding, and the gate counts every open finding of the PR anyway;
+//!   finding resolved since counts). A published review is never redone: a re-run is no
+//!   way to ask the model until it misses a finding, and the gate counts every open
+//!   finding of the PR anyway. But a review that was partial (a pass failed, the model
+//!   rate-limited) is completed first, once per head: a full review of the head runs as a
+//!   manual one would (its own run and `neutral` check, see [`runs::manual_key`]), and
+//!   what it finds blocks like any finding when the gate is judged again;
 //! - superseded, or the PR has moved on or closed: nothing; the newer head has its own.
 //!
 //! A re-run loosens nothing: it runs the review the head was owed, or judges the gate
 //! from the findings as they stand. So who asked decides nothing here (GitHub shows the
 //! button to people who may write to the repository, and lets other Apps installed on it
 //! ask through its API), and what asking again can cost is bounded: a published review is
-//! only judged again, and a review is paid for again only while its head has none.
+//! only judged again, a partial one completed once, and a review is paid for again only
+//! while its head has none.
 
 use super::{ReviewError, ReviewHandler, regate, runs};
 use crate::job::{Actor, ReviewJob, ReviewTrigger};
@@ -46,6 +50,11 @@ impl ReviewHandler {
         let own = runs.iter().find(|run| run.head_sha == job.head_sha);
         match own.map(|run| run.state) {
             Some(RunState::Published) => {
+                if let Some(run) = own
+                    && self.was_partial(&scope, job, run).await?
+                {
+                    self.complete_once(job, &pr, &runs, attempt).await?;
+                }
                 let outcome = regate::regate(&self.services, &scope, job.number).await;
                 tracing::info!(%repo, number = job.number, ?outcome, "re-run of a published review: the gate judged again");
                 Ok(())
@@ -67,6 +76,60 @@ impl ReviewHandler {
                 Box::pin(self.review(&automatic, attempt)).await
             }
         }
+    }
+}
+
+impl ReviewHandler {
+    /// Whether the head's published automatic review says it was partial. A push with
+    /// nothing new posted no review and was complete; a review Parley cannot find (or
+    /// one it did not write) says nothing, and nothing is completed.
+    async fn was_partial(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        run: &ReviewRun,
+    ) -> Result<bool, ReviewError> {
+        if run.review_id.is_none() {
+            return Ok(false);
+        }
+        let github = self.services.github.as_ref();
+        let parley = self.services.identity.handles(github, false).await?;
+        let review =
+            runs::review_on_github(github, scope, job.number, &job.head_sha, &parley).await?;
+        Ok(review
+            .and_then(|review| runs::review_marker(&review, &parley))
+            .is_some_and(|marker| marker.partial))
+    }
+
+    /// A full review of the head, under the one manual run key a re-run uses (request 0):
+    /// run once, then never again for this head, however often Re-run is pressed; a
+    /// failed one runs again (its claim released, as for the automatic run).
+    async fn complete_once(
+        &self,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        runs: &[ReviewRun],
+        attempt: Option<Attempt>,
+    ) -> Result<(), ReviewError> {
+        let key = runs::manual_key(&job.head_sha, ReviewTrigger::ManualFull, 0);
+        let state = runs
+            .iter()
+            .find(|run| run.head_sha == key)
+            .map(|run| run.state);
+        if matches!(state, Some(RunState::Published | RunState::Superseded)) {
+            return Ok(());
+        }
+        let repo = job.repo.tenant().repo;
+        if state == Some(RunState::Failed) {
+            let claim = runs::claim_key(&repo, job.number, &key);
+            self.services.store.release(&claim).await?;
+        }
+        tracing::info!(%repo, number = job.number, head = %job.head_sha, "re-run of a partial review: a full review of the head completes it");
+        let full = ReviewJob {
+            trigger: ReviewTrigger::ManualFull,
+            ..automatic_job(job, pr, None, runs)
+        };
+        Box::pin(self.review(&full, attempt)).await
     }
 }
 

@@ -22,6 +22,7 @@ parley_tests::review_on_both_stores!(
     github_trouble_while_regating_never_fails_the_job_or_the_gate,
     a_rerun_of_a_failed_review_reviews_the_head_and_then_only_judges_it,
     a_rerun_of_an_older_head_or_a_head_never_reviewed,
+    a_rerun_of_a_partial_review_completes_it_once,
 );
 
 fn blocking() -> String {
@@ -376,4 +377,40 @@ async fn a_rerun_of_an_older_head_or_a_head_never_reviewed(h: ReviewHarness) {
         "nor the newer one, whose review is to come"
     );
     assert_eq!(h.llm.prompts().len(), calls);
+}
+
+/// "Re-run" on a review left partial (the correctness pass failed): a full review of the
+/// head runs, under the manual check, and the finding the failed pass missed blocks when
+/// the gate is judged again. Pressed again, nothing is reviewed: the head was completed.
+async fn a_rerun_of_a_partial_review_completes_it_once(h: ReviewHarness) {
+    h.llm.fail(CORRECTNESS, 500);
+    h.review_opened().await;
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "partial: {gate:#?}");
+    assert!(h.findings().await.is_empty());
+
+    h.llm.remove_rules(CORRECTNESS);
+    h.llm.answer(CORRECTNESS, &blocking());
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run");
+    assert_eq!(h.findings().await.len(), 1, "the missed finding is posted");
+    assert_eq!(
+        h.latest_check("Parley review (manual)")["conclusion"],
+        "neutral"
+    );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+
+    let calls = h.llm.prompts().len();
+    let reviews = h.reviews().len();
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-2"))
+        .await
+        .expect("the second re-run");
+    assert_eq!(
+        h.llm.prompts().len(),
+        calls,
+        "completed once: no model call"
+    );
+    assert_eq!(h.reviews().len(), reviews);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 }
