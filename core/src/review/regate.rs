@@ -101,19 +101,11 @@ async fn try_regate(
         config.review.min_confidence,
         &HashSet::new(),
     );
-    // Whether the review was partial matters only when nothing blocks; it is read from the
-    // review's own marker. Not found means not known: `neutral`, never `success`.
-    // Only a review Parley itself submitted is read: a forged marker claiming
-    // `partial: false` would otherwise turn the gate green.
-    let partial = if open.is_empty() && run.review_id.is_none() {
-        // A push with nothing new posts no review, and only a complete review may be
-        // quiet (see `review::quiet`).
-        Some(false)
-    } else if open.is_empty() {
+    // Whether the review was partial matters only when nothing blocks. Not known means
+    // `neutral`, never `success`.
+    let partial = if open.is_empty() {
         let parley = services.identity.handles(github, false).await?;
-        runs::review_on_github(github, scope, number, &head_sha, &parley)
-            .await?
-            .and_then(|review| runs::review_marker(&review, &parley).map(|m| m.partial))
+        runs::published_partial(github, scope, number, &run, &parley).await?
     } else {
         None
     };

@@ -80,25 +80,18 @@ impl ReviewHandler {
 }
 
 impl ReviewHandler {
-    /// Whether the head's published automatic review says it was partial. A push with
-    /// nothing new posted no review and was complete; a review Parley cannot find (or
-    /// one it did not write) says nothing, and nothing is completed.
+    /// Whether the head's published automatic review says it was partial: a review
+    /// Parley cannot find (or did not write) says nothing, and nothing is completed.
     async fn was_partial(
         &self,
         scope: &RepoScope,
         job: &ReviewJob,
         run: &ReviewRun,
     ) -> Result<bool, ReviewError> {
-        if run.review_id.is_none() {
-            return Ok(false);
-        }
         let github = self.services.github.as_ref();
         let parley = self.services.identity.handles(github, false).await?;
-        let review =
-            runs::review_on_github(github, scope, job.number, &job.head_sha, &parley).await?;
-        Ok(review
-            .and_then(|review| runs::review_marker(&review, &parley))
-            .is_some_and(|marker| marker.partial))
+        let partial = runs::published_partial(github, scope, job.number, run, &parley).await?;
+        Ok(partial == Some(true))
     }
 
     /// A full review of the head, under the one manual run key a re-run uses (request 0):

@@ -203,6 +203,28 @@ pub fn review_marker(review: &Review, parley: &Handles) -> Option<ReviewMarker> 
     )
 }
 
+/// Whether the published automatic `run` was partial, as its own review's marker says;
+/// `None` when that review is not found (not known). A push with nothing new posted no
+/// review, and only a complete review may be quiet (see `review::quiet`). Only a review
+/// Parley itself submitted is read: a forged marker claiming `partial: false` would
+/// otherwise turn the gate green.
+pub async fn published_partial(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    run: &ReviewRun,
+    parley: &Handles,
+) -> Result<Option<bool>, GitHubError> {
+    if run.review_id.is_none() {
+        return Ok(Some(false));
+    }
+    Ok(
+        review_on_github(github, scope, number, &run.head_sha, parley)
+            .await?
+            .and_then(|review| review_marker(&review, parley).map(|m| m.partial)),
+    )
+}
+
 /// Mark a run finished in `state`.
 pub async fn finish(
     store: &dyn Store,
