@@ -676,6 +676,21 @@ mod tests {
         ] {
             assert!(job_of(&ignored).is_none(), "{ignored}");
         }
+        // A re-run whose check lacks what Parley reads is malformed (GitHub's 400), not
+        // ignored, on both paths.
+        let mut broken = same_repository.clone();
+        broken["check_run"]
+            .as_object_mut()
+            .map(|check| check.remove("head_sha"));
+        let said = normalise("check_run", "d", &broken, &ctx());
+        assert!(
+            matches!(&said, Normalised::Malformed(why) if why.contains("head_sha")),
+            "{said:?}"
+        );
+        assert_eq!(
+            normalise_body("check_run", "d", broken.to_string().as_bytes(), &ctx()),
+            said
+        );
         // The fast path reads the same.
         let body = same_repository.to_string();
         assert_eq!(
