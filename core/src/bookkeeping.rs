@@ -262,7 +262,7 @@ async fn thread_changed(
     {
         tracing::warn!(repo = %full_name, finding = %finding.id, error = %err, "could not record the finding's outcome");
     }
-    regate::regate(services, &scope, number).await;
+    regate::finding_changed(services, &scope, number).await;
     Ok(())
 }
 

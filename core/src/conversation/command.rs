@@ -214,7 +214,7 @@ impl ConversationHandler {
         let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
         gates::record_answered(store, snap, trigger.id, reply).await;
         if lifted {
-            crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+            crate::review::regate::finding_changed(&self.services, &snap.scope, snap.number).await;
         }
         Ok(Outcome::Dismissed {
             finding: id.to_string(),

@@ -54,7 +54,7 @@ impl ConversationHandler {
         self.record_concession(snap, &in_play.finding.id, trigger)
             .await;
         if state != in_play.finding.state {
-            crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+            crate::review::regate::finding_changed(&self.services, &snap.scope, snap.number).await;
         }
     }
 

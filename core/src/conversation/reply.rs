@@ -113,7 +113,8 @@ impl ConversationHandler {
                 crate::retrieval::remember::outcome(self.services.corpus.as_ref(), &changed).await;
             }
             if state != in_play.finding.state {
-                crate::review::regate::regate(&self.services, &snap.scope, snap.number).await;
+                crate::review::regate::finding_changed(&self.services, &snap.scope, snap.number)
+                    .await;
             }
         }
         Ok(Outcome::Answered {

@@ -148,6 +148,7 @@ pub enum Verdict<'a> {
     /// resolved or unresolved, a dispute conceded): the gate judged again from the PR's
     /// open findings, see [`crate::review::regate`].
     Regated {
+        cause: RegateCause,
         /// The PR's open blocking findings.
         open: Vec<&'a Finding>,
         /// Whether the head's review was partial; `None` when that could not be told, in
@@ -172,6 +173,30 @@ pub enum Verdict<'a> {
     Trouble {
         reason: String,
     },
+}
+
+/// What made the gate be judged again, said by the new check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegateCause {
+    /// A thread resolved or reopened, a dispute settled, a finding dismissed.
+    FindingChanged,
+    /// A manual review published what changes the gate: a blocking finding, findings
+    /// closed or reopened, or the whole head reviewed after a partial review.
+    ManualReview,
+    /// "Re-run" pressed on the check (see [`crate::review::rerun`]).
+    Rerequested,
+}
+
+impl RegateCause {
+    fn said(self) -> &'static str {
+        match self {
+            Self::FindingChanged => {
+                "a finding changed state (a thread resolved or reopened, a dispute settled, or a finding dismissed)"
+            }
+            Self::ManualReview => "a review of this PR requested by hand",
+            Self::Rerequested => "Re-run was asked for",
+        }
+    }
 }
 
 /// The PR's findings that block the gate: still [`FindingState::Open`] (nobody resolved
@@ -347,6 +372,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             )
         }
         Verdict::Regated {
+            cause,
             open,
             partial,
             review_url,
@@ -369,7 +395,8 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 ),
             };
             let mut summary = format!(
-                "Judged again after a finding changed state (a thread resolved or reopened, or a dispute settled), from [the review]({review_url}) of this commit and the PR's open findings."
+                "Judged again after {}, from [the review]({review_url}) of this commit and the PR's open findings.",
+                cause.said()
             );
             match partial {
                 Some(true) => summary.push_str(PARTIAL),
@@ -686,6 +713,7 @@ mod tests {
         let gate = GateConfig::default();
         let open = stored(Severity::High, FindingState::Open, None);
         let regated = |open: Vec<&'static Finding>, partial| Verdict::Regated {
+            cause: RegateCause::FindingChanged,
             open,
             partial,
             review_url: "u",
@@ -727,5 +755,25 @@ mod tests {
             conclude(&regated(vec![], None), &gate).0,
             CheckConclusion::Neutral
         );
+    }
+
+    /// The new check says why it was judged again, so a check that turned green after a
+    /// Re-run does not claim a thread was resolved.
+    #[test]
+    fn a_regated_check_says_what_made_it() {
+        let summary = |cause| {
+            let verdict = Verdict::Regated {
+                cause,
+                open: vec![],
+                partial: Some(false),
+                review_url: "u",
+                repo_url: "https://github.com/o/r",
+                pr_url: "https://github.com/o/r/pull/1",
+            };
+            conclude(&verdict, &GateConfig::default()).1.summary
+        };
+        assert!(summary(RegateCause::FindingChanged).contains("a thread resolved"));
+        assert!(summary(RegateCause::Rerequested).contains("Re-run was asked for"));
+        assert!(summary(RegateCause::ManualReview).contains("requested by hand"));
     }
 }

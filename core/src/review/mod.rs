@@ -671,10 +671,20 @@ impl ReviewHandler {
         };
         self.conclude_published(scope, run, config, review, published)
             .await?;
-        // A manual review never concludes the gate itself, but findings it closed or
-        // reopened change what the head's automatic review concluded: judge that again.
-        if !automatic && (!changes.closed.is_empty() || !changes.reopened.is_empty()) {
-            regate::regate(&self.services, scope, job.number).await;
+        // A manual review never concludes the gate itself, but what it published can
+        // change what the head's automatic review concluded. A re-run's completing review
+        // (no request) leaves that to the re-run, which judges the gate once after it.
+        if !automatic && job.request.is_some() {
+            let published = regate::ManualReview {
+                full: job.trigger == ReviewTrigger::ManualFull,
+                partial,
+                blocking: reported
+                    .iter()
+                    .any(|c| config.gate.block_on.contains(&c.severity)),
+                changed: !changes.closed.is_empty() || !changes.reopened.is_empty(),
+            };
+            regate::after_manual_review(&self.services, scope, job.number, &head_sha, published)
+                .await;
         }
         // Remembered for later reviews and answers once everything above is done: an
         // extra that fails open, so it can neither fail nor hold up the review or its

@@ -4,7 +4,9 @@
 //! found ([`gate::open_blocking`]), so a `failure` lasts until people act on the findings:
 //! fix the code and resolve the thread, or argue the finding out with Parley. When they do
 //! (a thread resolved or unresolved, a dispute conceded), the head's "Parley review" check
-//! would still show the old conclusion until the next push. This module concludes it
+//! would still show the old conclusion until the next push. So would it when a manual
+//! review adds a blocking finding, or a full review of the head completes one that was
+//! partial, and when "Re-run" is pressed ([`RegateCause`]). This module concludes it
 //! again: a new completed check of the same name, because GitHub never reopens a
 //! completed check and branch protection reads the newest one.
 //!
@@ -17,6 +19,7 @@
 use crate::ports::github::{CheckConclusion, GitHubError, RepoScope};
 use crate::ports::{RunState, StoreError};
 use crate::review::gate;
+pub use crate::review::gate::RegateCause;
 use crate::review::{pr_url, repo_url, runs};
 use crate::services::Services;
 use std::collections::HashSet;
@@ -45,9 +48,14 @@ enum RegateError {
 /// publish the result as a new "Parley review" check when the head's automatic review has
 /// published. Never fails its caller: trouble is logged and reported as
 /// [`Regated::Failed`], leaving the previous check as it was.
-pub async fn regate(services: &Services, scope: &RepoScope, number: u64) -> Regated {
+pub async fn regate(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    cause: RegateCause,
+) -> Regated {
     let repo = scope.full_name();
-    match try_regate(services, scope, number).await {
+    match try_regate(services, scope, number, cause).await {
         Ok(Regated::Concluded(conclusion)) => {
             tracing::info!(%repo, number, ?conclusion, "merge gate judged again");
             Regated::Concluded(conclusion)
@@ -63,10 +71,86 @@ pub async fn regate(services: &Services, scope: &RepoScope, number: u64) -> Rega
     }
 }
 
+/// [`regate`] after a finding changed state: a thread resolved or reopened, a dispute
+/// settled, a finding dismissed.
+pub async fn finding_changed(services: &Services, scope: &RepoScope, number: u64) -> Regated {
+    regate(services, scope, number, RegateCause::FindingChanged).await
+}
+
+/// What a published manual review did that may change what the head's gate says.
+#[derive(Debug, Clone, Copy)]
+pub struct ManualReview {
+    /// A `@parley full review` (the whole PR), not an incremental one.
+    pub full: bool,
+    pub partial: bool,
+    /// It reported a finding whose severity is in `gate.blockOn`.
+    pub blocking: bool,
+    /// It closed or reopened earlier findings.
+    pub changed: bool,
+}
+
+/// After a manual review published, judge the head's gate again when what it published
+/// changes it: findings it closed or reopened; a blocking finding it reported (the gate
+/// counts every open finding of the PR, so without this it would block only from the next
+/// push); or, a full review that ran complete, a head whose automatic review was partial
+/// now reviewed in full ([`runs::head_partial`]). None of these loosens the gate on anyone's
+/// say: findings close only by the rules every review follows, and a complete full review
+/// of the head is what its automatic review would have been. A complete full review of a
+/// head that was complete already changes nothing, and no check is added.
+pub async fn after_manual_review(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    head_sha: &str,
+    review: ManualReview,
+) {
+    let completes = review.full
+        && !review.partial
+        && !review.blocking
+        && !review.changed
+        && automatic_review_partial(services, scope, number, head_sha).await;
+    if review.blocking || review.changed || completes {
+        regate(services, scope, number, RegateCause::ManualReview).await;
+    }
+}
+
+/// Whether the head's published automatic review does not say it was complete (partial,
+/// or not known). Trouble answers `false`: the gate's check stands as it was.
+async fn automatic_review_partial(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    head_sha: &str,
+) -> bool {
+    let github = services.github.as_ref();
+    let repo = scope.tenant().repo;
+    let partial = async {
+        let Some(run) = services.store.review_run(&repo, number, head_sha).await? else {
+            return Ok(None);
+        };
+        if run.state != RunState::Published || runs::is_manual_trigger_name(&run.trigger) {
+            return Ok(None);
+        }
+        let parley = services.identity.handles(github, false).await?;
+        Ok::<_, RegateError>(Some(
+            runs::published_partial(github, scope, number, &run, &parley).await?,
+        ))
+    };
+    match partial.await {
+        Ok(Some(partial)) => partial != Some(false),
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), number, error = %err, "could not tell whether the head's automatic review was partial; its check stands");
+            false
+        }
+    }
+}
+
 async fn try_regate(
     services: &Services,
     scope: &RepoScope,
     number: u64,
+    cause: RegateCause,
 ) -> Result<Regated, RegateError> {
     let github = services.github.as_ref();
     let store = services.store.as_ref();
@@ -80,7 +164,8 @@ async fn try_regate(
     // The head's own key is the automatic run's (manual runs have keys of their own). Runs
     // stored before manual keys existed may still be manual under the head's key: the
     // trigger tells.
-    let run = store.review_run(&repo, number, &head_sha).await?;
+    let runs = store.review_runs(&repo, number).await?;
+    let run = runs.iter().find(|run| run.head_sha == head_sha);
     let Some(run) = run.filter(|run| {
         run.state == RunState::Published
             && !runs::is_manual_key(&run.head_sha)
@@ -101,17 +186,18 @@ async fn try_regate(
         config.review.min_confidence,
         &HashSet::new(),
     );
-    // Whether the review was partial matters only when nothing blocks. Not known means
-    // `neutral`, never `success`.
+    // Whether the head was reviewed only in part matters only when nothing blocks. Not
+    // known means `neutral`, never `success`.
     let partial = if open.is_empty() {
         let parley = services.identity.handles(github, false).await?;
-        runs::published_partial(github, scope, number, &run, &parley).await?
+        runs::head_partial(github, scope, number, run, &runs, &parley).await?
     } else {
         None
     };
     let repo_url = repo_url(&pr, &scope.full_name());
     let pr_url = pr_url(&pr, &repo_url);
     let verdict = gate::Verdict::Regated {
+        cause,
         open,
         partial,
         review_url: run.review_url.as_deref().unwrap_or(&pr_url),

@@ -12,8 +12,9 @@
 //!   way to ask the model until it misses a finding, and the gate counts every open
 //!   finding of the PR anyway. But a review that was partial (a pass failed, the model
 //!   rate-limited) is completed first, once per head: a full review of the head runs as a
-//!   manual one would (its own run and `neutral` check, see [`runs::manual_key`]), and
-//!   what it finds blocks like any finding when the gate is judged again;
+//!   manual one would (its own run and `neutral` check, see [`runs::manual_key`]), what
+//!   it finds blocks like any finding when the gate is judged again, and, complete, it
+//!   completes the head for the gate (see [`runs::head_partial`]);
 //! - superseded, or the PR has moved on or closed: nothing; the newer head has its own.
 //!
 //! A re-run loosens nothing: it runs the review the head was owed, or judges the gate
@@ -51,11 +52,17 @@ impl ReviewHandler {
         match own.map(|run| run.state) {
             Some(RunState::Published) => {
                 if let Some(run) = own
-                    && self.was_partial(&scope, job, run).await?
+                    && self.was_partial(&scope, job, run, &runs).await?
                 {
                     self.complete_once(job, &pr, &runs, attempt).await?;
                 }
-                let outcome = regate::regate(&self.services, &scope, job.number).await;
+                let outcome = regate::regate(
+                    &self.services,
+                    &scope,
+                    job.number,
+                    regate::RegateCause::Rerequested,
+                )
+                .await;
                 tracing::info!(%repo, number = job.number, ?outcome, "re-run of a published review: the gate judged again");
                 Ok(())
             }
@@ -80,17 +87,20 @@ impl ReviewHandler {
 }
 
 impl ReviewHandler {
-    /// Whether the head's published automatic review says it was partial: a review
-    /// Parley cannot find (or did not write) says nothing, and nothing is completed.
+    /// Whether the head stands reviewed only in part: its automatic review says it was
+    /// partial, and no full review of the head has completed it since (a `@parley full
+    /// review` may have). A review Parley cannot find (or did not write) says nothing, and
+    /// nothing is completed.
     async fn was_partial(
         &self,
         scope: &RepoScope,
         job: &ReviewJob,
         run: &ReviewRun,
+        runs: &[ReviewRun],
     ) -> Result<bool, ReviewError> {
         let github = self.services.github.as_ref();
         let parley = self.services.identity.handles(github, false).await?;
-        let partial = runs::published_partial(github, scope, job.number, run, &parley).await?;
+        let partial = runs::head_partial(github, scope, job.number, run, runs, &parley).await?;
         Ok(partial == Some(true))
     }
 

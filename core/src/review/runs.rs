@@ -203,11 +203,48 @@ pub fn review_marker(review: &Review, parley: &Handles) -> Option<ReviewMarker> 
     )
 }
 
-/// Whether the published automatic `run` was partial, as its own review's marker says;
-/// `None` when that review is not found (not known). A push with nothing new posted no
-/// review, and only a complete review may be quiet (see `review::quiet`). Only a review
-/// Parley itself submitted is read: a forged marker claiming `partial: false` would
-/// otherwise turn the gate green.
+/// Whether the head of the published automatic `run` stands reviewed only in part, as the
+/// gate reads it; `None` when that is not known. The automatic review's own marker says
+/// ([`published_partial`]), unless a full review of the same head (`@parley full
+/// review`, or the one a Re-run completes a partial review with, see
+/// [`crate::review::rerun`]) published complete since: that review read the whole PR at
+/// this head, and its findings are the PR's like any other's, so the head has been
+/// reviewed in full. A manual incremental review reads only what changed since the last
+/// review and completes nothing.
+pub async fn head_partial(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    run: &ReviewRun,
+    runs: &[ReviewRun],
+    parley: &Handles,
+) -> Result<Option<bool>, GitHubError> {
+    let automatic = published_partial(github, scope, number, run, parley).await?;
+    if automatic == Some(false) {
+        return Ok(automatic);
+    }
+    let head = head_of(&run.head_sha);
+    let full_reviews = runs.iter().filter(|other| {
+        other.state == RunState::Published
+            && other.review_id.is_some()
+            && other
+                .head_sha
+                .split_once(RERUN)
+                .is_some_and(|(of, _)| of == head)
+    });
+    for full in full_reviews {
+        if published_partial(github, scope, number, full, parley).await? == Some(false) {
+            return Ok(Some(false));
+        }
+    }
+    Ok(automatic)
+}
+
+/// Whether the published `run` was partial, as its own review's marker says; `None` when
+/// that review is not found (not known). A push with nothing new posted no review, and
+/// only a complete review may be quiet (see `review::quiet`). Only a review Parley itself
+/// submitted is read: a forged marker claiming `partial: false` would otherwise turn the
+/// gate green.
 pub async fn published_partial(
     github: &dyn GitHub,
     scope: &RepoScope,

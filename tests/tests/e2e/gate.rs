@@ -7,7 +7,7 @@
 use parley_core::job::ReviewTrigger;
 use parley_core::ports::github::{CheckConclusion, RepoScope};
 use parley_core::ports::{Finding, FindingState, JobHandler};
-use parley_core::review::regate::{Regated, regate};
+use parley_core::review::regate::{RegateCause, Regated, regate};
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
@@ -23,6 +23,9 @@ parley_tests::review_on_both_stores!(
     a_rerun_of_a_failed_review_reviews_the_head_and_then_only_judges_it,
     a_rerun_of_an_older_head_or_a_head_never_reviewed,
     a_rerun_of_a_partial_review_completes_it_once,
+    a_complete_rerun_of_a_partial_review_finding_nothing_passes_the_gate,
+    a_full_review_by_hand_completes_a_partial_head,
+    a_blocking_finding_of_a_manual_review_fails_the_gate_at_once,
 );
 
 fn blocking() -> String {
@@ -204,7 +207,10 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
         parley_tests::tenants::owner_id(OWNER),
     );
     assert!(
-        matches!(regate(&h.services, &scope, PR).await, Regated::Skipped(_)),
+        matches!(
+            regate(&h.services, &scope, PR, RegateCause::FindingChanged).await,
+            Regated::Skipped(_)
+        ),
         "nothing to judge on HEAD2 yet"
     );
 
@@ -221,7 +227,7 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
     assert!(h.gate_checks(HEAD2).is_empty(), "{:#?}", h.check_runs());
     assert_eq!(h.gate_checks(HEAD).len(), 1);
     assert!(matches!(
-        regate(&h.services, &scope, PR).await,
+        regate(&h.services, &scope, PR, RegateCause::FindingChanged).await,
         Regated::Skipped(_)
     ));
 }
@@ -302,7 +308,7 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
         parley_tests::tenants::owner_id(OWNER),
     );
     assert!(matches!(
-        regate(&h.services, &scope, PR).await,
+        regate(&h.services, &scope, PR, RegateCause::FindingChanged).await,
         Regated::Failed(_)
     ));
     assert_eq!(conclusions(&h), ["failure", "success"]);
@@ -310,7 +316,7 @@ async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: Review
     // The outage ends: the next judgment goes through.
     h.github.clear_injected();
     assert_eq!(
-        regate(&h.services, &scope, PR).await,
+        regate(&h.services, &scope, PR, RegateCause::FindingChanged).await,
         Regated::Concluded(CheckConclusion::Success)
     );
     assert_eq!(conclusions(&h), ["failure", "success", "success"]);
@@ -413,4 +419,100 @@ async fn a_rerun_of_a_partial_review_completes_it_once(h: ReviewHarness) {
     );
     assert_eq!(h.reviews().len(), reviews);
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+}
+
+fn summary_of(check: &serde_json::Value) -> String {
+    check["output"]["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A partial review that the re-run's full review completes, finding nothing: the head
+/// was reviewed in full, so the gate passes (before, it stayed `neutral`, "partial").
+/// Pressed again: no model call, and the gate still passes.
+async fn a_complete_rerun_of_a_partial_review_finding_nothing_passes_the_gate(h: ReviewHarness) {
+    h.llm.fail(CORRECTNESS, 500);
+    h.review_opened().await;
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "neutral");
+
+    h.llm.remove_rules(CORRECTNESS);
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "success", "{gate:#?}");
+    let said = summary_of(&gate);
+    assert!(said.contains("Re-run was asked for"), "{said}");
+    assert!(!said.contains("partial"), "{said}");
+
+    let calls = h.llm.prompts().len();
+    let checks = h.gate_checks(HEAD).len();
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-2"))
+        .await
+        .expect("the second re-run");
+    assert_eq!(h.llm.prompts().len(), calls, "completed: no model call");
+    assert_eq!(h.gate_checks(HEAD).len(), checks + 1);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// `@parley full review` of a head whose automatic review was partial completes it as a
+/// re-run would: complete and finding nothing, the gate is judged again and passes, and a
+/// Re-run afterwards reviews nothing. A full review that is partial itself completes
+/// nothing: the gate stays `neutral`.
+async fn a_full_review_by_hand_completes_a_partial_head(h: ReviewHarness) {
+    h.llm.fail(CORRECTNESS, 500);
+    h.review_opened().await;
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "neutral");
+
+    let checks = h.gate_checks(HEAD).len();
+    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", 4242))
+        .await
+        .expect("a full review, partial too");
+    assert_eq!(h.gate_checks(HEAD).len(), checks, "nothing to judge again");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "neutral");
+
+    h.llm.remove_rules(CORRECTNESS);
+    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-2", 4343))
+        .await
+        .expect("a full review, complete");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "success", "{gate:#?}");
+    let said = summary_of(&gate);
+    assert!(said.contains("requested by hand"), "{said}");
+
+    let calls = h.llm.prompts().len();
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run");
+    assert_eq!(
+        h.llm.prompts().len(),
+        calls,
+        "already complete: no model call"
+    );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// A blocking finding a manual review posts is on the PR like any other: the head's
+/// gate fails at once, not from the next push on, even when that review was partial.
+async fn a_blocking_finding_of_a_manual_review_fails_the_gate_at_once(h: ReviewHarness) {
+    h.review_opened().await;
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+
+    h.llm.fail(CORRECTNESS, 500);
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    h.run(manual_job(ReviewTrigger::ManualFull, HEAD, "m-1", 4242))
+        .await
+        .expect("the manual review");
+    assert_eq!(h.findings().await.len(), 1);
+    assert_eq!(
+        h.latest_check("Parley review (manual)")["conclusion"],
+        "neutral",
+        "the manual check itself advises"
+    );
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
+    let text = gate["output"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(SQL_TITLE), "{text}");
 }
