@@ -34,11 +34,15 @@ pub const JAVASCRIPT_TAGS_QUERY: &str = tree_sitter_javascript::TAGS_QUERY;
 
 /// Ruby's tags: the grammar crate's definitions, and as references the calls that name
 /// a method (`user.save`, `save(x)`, `validate order`) and the classes used as
-/// receivers and superclasses. The crate's own query counts every identifier that is not
-/// a local variable as a call, which needs the scope tracking of `tree-sitter-tags`;
-/// without it every local variable would be a "call", and each on a changed line a
-/// definition to look up. A method called bare, with no receiver and no arguments
-/// (`current_user`), is therefore not counted as a call (the `search` tool finds it).
+/// receivers and superclasses.
+///
+/// A method called bare, with no receiver and no arguments (`current_user`,
+/// `admin?`), is an identifier like a local variable. The crate's query counts every
+/// identifier that is not a local as a call, through `tree-sitter-tags`' scope tracking
+/// and the crate's `locals.scm`. Here the same two things are captured for the code index
+/// to tell them apart: `@reference.bare` (an identifier that may be a call) and
+/// `@local.definition` (what makes a name local from there on: parameters, assignments,
+/// `rescue => e`, `for x in`, pattern bindings; `locals.scm`'s list and those three).
 pub const RUBY_TAGS_QUERY: &str = r#"
 (method name: (_) @name) @definition.method
 (singleton_method name: (_) @name) @definition.method
@@ -48,6 +52,28 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 (call method: (identifier) @name) @reference.call
 (call receiver: (constant) @name) @reference.class
 (superclass (constant) @name) @reference.class
+((identifier) @name @reference.bare
+ (#not-match? @name "^(lambda|proc|load|require|require_relative|__FILE__|__LINE__|__dir__)$"))
+(method_parameters (identifier) @local.definition)
+(lambda_parameters (identifier) @local.definition)
+(block_parameters (identifier) @local.definition)
+(block_parameter name: (identifier) @local.definition)
+(destructured_parameter (identifier) @local.definition)
+(splat_parameter (identifier) @local.definition)
+(hash_splat_parameter (identifier) @local.definition)
+(keyword_parameter name: (identifier) @local.definition)
+(optional_parameter name: (identifier) @local.definition)
+(assignment left: (identifier) @local.definition)
+(operator_assignment left: (identifier) @local.definition)
+(left_assignment_list (identifier) @local.definition)
+(rest_assignment (identifier) @local.definition)
+(destructured_left_assignment (identifier) @local.definition)
+(exception_variable (identifier) @local.definition)
+(for pattern: (identifier) @local.definition)
+(array_pattern (identifier) @local.definition)
+(find_pattern (identifier) @local.definition)
+(as_pattern name: (identifier) @local.definition)
+(keyword_pattern value: (identifier) @local.definition)
 "#;
 
 /// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors

@@ -30,6 +30,7 @@ parley_tests::review_on_both_stores!(
     a_pr_that_only_deletes_a_module_still_imported_is_reviewed,
     a_pr_that_only_deletes_unused_code_runs_no_pass,
     a_ruby_change_reads_the_method_it_calls,
+    a_ruby_change_reads_a_method_it_calls_bare,
     a_csharp_change_reads_the_method_it_calls,
 );
 
@@ -943,6 +944,22 @@ async fn a_ruby_change_reads_the_method_it_calls(h: ReviewHarness) {
         ("app/controllers/users_controller.rb", text, patch),
         ("lib/serializer.rb", serializer),
         "def self.dump(record)",
+    )
+    .await;
+}
+
+/// Ruby calls a method with neither receiver nor arguments (`current_user`), written like
+/// a local variable: its definition reaches the passes all the same.
+async fn a_ruby_change_reads_a_method_it_calls_bare(h: ReviewHarness) {
+    let text =
+        "class ProfilesController\n  def show\n    render json: current_user.profile\n  end\nend\n";
+    let patch = "@@ -1,2 +1,5 @@\n class ProfilesController\n+  def show\n+    render json: current_user.profile\n+  end\n end";
+    let concern = "module Authentication\n  # nil when signed out.\n  def current_user\n    @current_user ||= User.find_by(id: session[:user_id])\n  end\nend\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("app/controllers/profiles_controller.rb", text, patch),
+        ("app/controllers/concerns/authentication.rb", concern),
+        "def current_user",
     )
     .await;
 }

@@ -13,8 +13,11 @@
 //! in a thread parses fewer still. Each file is parsed at most once per index, and
 //! the answers are the same as parsing everything first.
 
+mod locals;
+
 use crate::snapshot::Snapshot;
 use crate::words::{Style, identifiers};
+use locals::Locals;
 use parley_core::ports::code::{Codebase, Span, nearness};
 use parley_grammars::{Grammar, JAVASCRIPT_TAGS_QUERY};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -420,6 +423,10 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
     };
     let names = tags.query.capture_names();
     let mut seen = HashSet::new();
+    // Bare identifiers that may be calls, told from local variables once every local
+    // definition of the file is known (see `locals`).
+    let mut locals = Locals::default();
+    let mut bare = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(&tags.query, tree.root_node(), text.as_bytes());
     while let Some(found) = matches.next() {
@@ -429,6 +436,10 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
             let capture_name = names[capture.index as usize];
             if capture_name == "name" {
                 name = capture.node.utf8_text(text.as_bytes()).ok();
+            } else if capture_name == "local.definition" {
+                if let Ok(local) = capture.node.utf8_text(text.as_bytes()) {
+                    locals.define(capture.node, local);
+                }
             } else if capture_name.starts_with("definition.")
                 || capture_name.starts_with("reference.")
             {
@@ -438,25 +449,44 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
         let (Some(name), Some((role, node))) = (name, role) else {
             continue;
         };
-        // A Ruby method's `?`, `!` or `=` (`valid?`, `save!`, `name=`) is not part of the
-        // name as the word index, the changed lines and a question spell it.
-        let name = name.trim().trim_end_matches(['?', '!', '=']);
-        if name.is_empty() {
+        if role == "reference.bare" {
+            bare.push((name, node));
             continue;
         }
-        let tag = Tag {
-            name: name.into(),
-            start: node.start_position().row as u32 + 1,
-            end: node.end_position().row as u32 + 1,
-            definition: role.starts_with("definition."),
-        };
-        // Several patterns can tag one node (Rust's method is also a function): one is
-        // enough, or the nearest three definitions of a name could be one shown twice.
-        if seen.insert((tag.start, tag.end, tag.definition, tag.name.clone())) {
-            out.push(tag);
+        push_tag(&mut out, &mut seen, name, role, node);
+    }
+    for (name, node) in bare {
+        if !locals::names_a_method(node) && !locals.is_local(node, name) {
+            push_tag(&mut out, &mut seen, name, "reference.call", node);
         }
     }
     out
+}
+
+fn push_tag(
+    out: &mut Vec<Tag>,
+    seen: &mut HashSet<(u32, u32, bool, Box<str>)>,
+    name: &str,
+    role: &str,
+    node: tree_sitter::Node,
+) {
+    // A Ruby method's `?`, `!` or `=` (`valid?`, `save!`, `name=`) is not part of the
+    // name as the word index, the changed lines and a question spell it.
+    let name = name.trim().trim_end_matches(['?', '!', '=']);
+    if name.is_empty() {
+        return;
+    }
+    let tag = Tag {
+        name: name.into(),
+        start: node.start_position().row as u32 + 1,
+        end: node.end_position().row as u32 + 1,
+        definition: role.starts_with("definition."),
+    };
+    // Several patterns can tag one node (Rust's method is also a function): one is
+    // enough, or the nearest three definitions of a name could be one shown twice.
+    if seen.insert((tag.start, tag.end, tag.definition, tag.name.clone())) {
+        out.push(tag);
+    }
 }
 
 impl Codebase for CodeIndex {

@@ -80,6 +80,45 @@ fn definitions_callers_and_names_in_every_language() {
     }
 }
 
+/// Ruby calls a method bare (`current_user`, `admin?`): such a name is a call unless a
+/// local variable of that name was defined before it in its scope (parameters,
+/// assignments), or around a block.
+#[test]
+fn ruby_bare_calls_are_calls_and_its_locals_are_not() {
+    let index = index(&[
+        (
+            "app/helpers.rb",
+            "module Helpers\n  def current_user\n    @user\n  end\n\n  def admin?\n    true\n  end\n\n  def total\n    1\n  end\nend\n",
+        ),
+        (
+            "app/orders.rb",
+            "class Orders\n  def show(item)\n    total = 3\n    if admin? && current_user.active?\n      total + item\n    end\n    [1].each { |x| x + total }\n    rescue => e\n    e.message\n  end\n\n  def other\n    total\n  end\nend\n",
+        ),
+    ]);
+    let used = |line| index.names_used("app/orders.rb", line, line);
+    assert_eq!(
+        used(2),
+        Vec::<String>::new(),
+        "a definition's name and parameter"
+    );
+    assert_eq!(used(3), Vec::<String>::new(), "an assignment");
+    assert_eq!(used(4), ["active", "admin", "current_user"]);
+    assert_eq!(used(5), Vec::<String>::new(), "locals of the method");
+    assert_eq!(
+        used(7),
+        ["each"],
+        "a block's parameter, and a local around it"
+    );
+    assert_eq!(used(9), ["message"], "the rescued exception");
+    assert_eq!(used(13), ["total"], "another method's local is a call here");
+    let callers = index.callers("current_user");
+    assert_eq!(callers.len(), 1, "{callers:?}");
+    assert_eq!(callers[0].name.as_deref(), Some("show"));
+    let callers = index.callers("total");
+    assert_eq!(callers.len(), 1, "{callers:?}");
+    assert_eq!(callers[0].name.as_deref(), Some("other"));
+}
+
 /// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
 /// generic arrow function or a type assertion does not hide what follows it.
 #[test]
