@@ -42,10 +42,11 @@ pub mod rerun;
 pub mod resolution;
 pub mod runs;
 mod scope;
+mod skip;
 pub mod specialists;
 pub mod summary;
+mod which_run;
 
-use crate::config::RepoConfig;
 use crate::job::{Job, ReviewJob, ReviewTrigger};
 use crate::llm::MeteredLlm;
 use crate::mention::Handles;
@@ -58,6 +59,7 @@ use async_trait::async_trait;
 pub use error::ReviewError;
 use merge::Candidate;
 use publish::Identified;
+pub use skip::skip_reason;
 use std::collections::HashSet;
 use time::OffsetDateTime;
 
@@ -89,84 +91,6 @@ impl JobHandler for ReviewHandler {
     }
 }
 
-/// Why an automatic review is not wanted, if it is not. Manual requests pass: someone
-/// asked explicitly, on a draft or not.
-pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Option<String> {
-    if pr.state != "open" {
-        return Some(format!("the PR is {}", pr.state));
-    }
-    if runs::is_manual(job.trigger) {
-        return None;
-    }
-    let triggers = &config.review.triggers;
-    let enabled = match job.trigger {
-        ReviewTrigger::Opened => triggers.opened,
-        ReviewTrigger::Reopened => triggers.reopened,
-        ReviewTrigger::ReadyForReview => triggers.ready_for_review,
-        ReviewTrigger::Synchronize => triggers.synchronize,
-        // Only a label that held reviews off gets this far (see `lifts_a_skip_label`).
-        ReviewTrigger::Unlabeled => true,
-        ReviewTrigger::ManualIncremental | ReviewTrigger::ManualFull => true,
-        // Turned into the head's automatic review before it gets here (see `rerun`).
-        ReviewTrigger::Rerequested => true,
-    };
-    if !enabled {
-        return Some(format!("review.triggers turns {:?} off", job.trigger));
-    }
-    if pr.draft {
-        return Some("the PR is a draft".to_string());
-    }
-    let author = &job.author.login;
-    if config
-        .review
-        .skip_authors
-        .iter()
-        .any(|skipped| skipped.eq_ignore_ascii_case(author))
-    {
-        return Some(format!("{author} is in review.skipAuthors"));
-    }
-    if let Some(label) = pr
-        .labels
-        .iter()
-        .find(|label| is_skip_label(config, &label.name))
-    {
-        return Some(format!(
-            "it is labelled {} (review.skipLabels)",
-            quoted(&label.name)
-        ));
-    }
-    let bases = &config.review.base_branches;
-    let base = &pr.base.ref_name;
-    if !bases.is_empty() && !inputs::skip_set(bases).is_match(base) {
-        return Some(format!(
-            "its base branch {} is not in review.baseBranches",
-            quoted(base)
-        ));
-    }
-    None
-}
-
-/// Whether the label an `unlabeled` job took off was holding automatic reviews off.
-fn lifts_a_skip_label(job: &ReviewJob, config: &RepoConfig) -> bool {
-    job.label
-        .as_deref()
-        .is_some_and(|removed| is_skip_label(config, removed))
-}
-
-/// Label names compare as GitHub compares them, without regard to case.
-fn is_skip_label(config: &RepoConfig, name: &str) -> bool {
-    config
-        .review
-        .skip_labels
-        .iter()
-        .any(|skip| skip.eq_ignore_ascii_case(name))
-}
-
-/// A name someone chose (a label, a branch), as inline code in Parley's text.
-fn quoted(name: &str) -> String {
-    format!("`{}`", name.replace('`', "'"))
-}
-
 impl ReviewHandler {
     async fn review(&self, job: &ReviewJob, attempt: Option<Attempt>) -> Result<(), ReviewError> {
         if job.trigger == ReviewTrigger::Rerequested {
@@ -182,7 +106,8 @@ impl ReviewHandler {
         let pr = github.get_pull_request(&scope, job.number).await?;
         let loaded = self.services.config.for_pull(&scope, &pr).await;
         let parley = self.services.identity.handles(github, false).await?;
-        if job.trigger == ReviewTrigger::Unlabeled && !lifts_a_skip_label(job, &loaded.config) {
+        if job.trigger == ReviewTrigger::Unlabeled && !skip::lifts_a_skip_label(job, &loaded.config)
+        {
             // Any other label coming off changes nothing, and must not touch the check.
             return Ok(());
         }
@@ -335,84 +260,6 @@ impl ReviewHandler {
                 }
                 Err(err)
             }
-        }
-    }
-
-    /// The run this job is about. An automatic job's is the head's own run, which owns the
-    /// merge gate. A manual request never takes that run (see [`runs::manual_key`]): it
-    /// gets a run of its own, so the automatic review of the head still runs and concludes
-    /// "Parley review" whoever asked first. Only `@parley review` (incremental) is answered
-    /// "already reviewed", when a published run already covers the head: "full" asks for
-    /// the whole PR from scratch.
-    async fn run_key(&self, job: &ReviewJob, head_sha: &str) -> Result<String, ReviewError> {
-        if !runs::is_manual(job.trigger) {
-            return Ok(head_sha.to_string());
-        }
-        let request = job.request.as_ref().map_or(0, |r| r.comment_id);
-        let own = runs::manual_key(head_sha, job.trigger, request);
-        if job.trigger != ReviewTrigger::ManualIncremental {
-            return Ok(own);
-        }
-        let known = self
-            .services
-            .store
-            .review_runs(&job.repo.tenant().repo, job.number)
-            .await?;
-        // A redelivered or retried request resumes its own run.
-        if known.iter().any(|run| run.head_sha == own) {
-            return Ok(own);
-        }
-        // Otherwise a published review of this head answers it: the automatic one first,
-        // as that is the review the PR is judged by, else a manual one.
-        let covering = known
-            .iter()
-            .filter(|run| {
-                run.state == RunState::Published && runs::head_of(&run.head_sha) == head_sha
-            })
-            .min_by_key(|run| runs::is_manual_key(&run.head_sha));
-        Ok(covering.map_or(own, |run| run.head_sha.clone()))
-    }
-
-    /// Whether this run needs no review: published already (a manual request for the
-    /// head's own run then gets "already reviewed"), or superseded.
-    async fn settled(
-        &self,
-        scope: &RepoScope,
-        job: &ReviewJob,
-        run_key: &str,
-        parley: &Handles,
-    ) -> Result<bool, ReviewError> {
-        let repo = job.repo.tenant().repo;
-        let head_sha = runs::head_of(run_key);
-        let Some(run) = self
-            .services
-            .store
-            .review_run(&repo, job.number, run_key)
-            .await?
-        else {
-            return Ok(false);
-        };
-        match run.state {
-            RunState::Published => {
-                // A manual run that was published has answered its own request already;
-                // any other run covering the head answers this request "already reviewed".
-                let request = job.request.as_ref().map(|r| r.comment_id);
-                let own = request.is_some() && runs::parse_key(run_key).1 == request;
-                if runs::is_manual(job.trigger) && !own {
-                    runs::answer_already_reviewed(
-                        self.services.github.as_ref(),
-                        scope,
-                        job,
-                        &run,
-                        parley,
-                    )
-                    .await?;
-                }
-                tracing::info!(%repo, number = job.number, %head_sha, "already reviewed");
-                Ok(true)
-            }
-            RunState::Superseded => Ok(true),
-            RunState::Running | RunState::Failed => Ok(false),
         }
     }
 

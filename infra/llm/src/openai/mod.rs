@@ -6,7 +6,7 @@
 //! own, which is why the shared part of a review's prompt comes first (see
 //! `parley_core::review::prompts`); llama.cpp is asked to with `cache_prompt`.
 
-use crate::http::{self, ErrorInfo, RawResponse};
+use crate::http::{self, RawResponse};
 use crate::retry::{self, RetryPolicy, retry_while};
 use crate::stream;
 use async_trait::async_trait;
@@ -16,12 +16,20 @@ use parley_core::ports::llm::{
     Usage,
 };
 use reqwest::Client;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
+
+mod refusals;
+mod wire;
+
+use refusals::{error_info, refuses_format, refuses_tools};
+use wire::{
+    ChatMessage, ChatRequest, ChatResponse, JsonSchemaFormat, ResponseFormat, StreamOptions,
+    estimated_tokens, tool_calls_len,
+};
 
 const PROVIDER: &str = "openai";
 
@@ -502,228 +510,6 @@ fn is_reasoning_model(model: &str) -> bool {
         id.strip_prefix(family)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', ':']))
     })
-}
-
-fn error_info(response: &RawResponse) -> ErrorInfo {
-    #[derive(Deserialize)]
-    struct Envelope {
-        error: Detail,
-    }
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Detail {
-        Object {
-            #[serde(default)]
-            message: String,
-            #[serde(rename = "type", default)]
-            kind: Option<String>,
-            /// A string on OpenAI, a number on some compatible servers.
-            #[serde(default)]
-            code: Option<serde_json::Value>,
-        },
-        /// Some servers (older Ollama) send `{"error": "message"}`.
-        Text(String),
-    }
-    match serde_json::from_slice::<Envelope>(&response.body) {
-        Ok(Envelope {
-            error:
-                Detail::Object {
-                    message,
-                    kind,
-                    code,
-                },
-        }) => {
-            let code = match code {
-                Some(serde_json::Value::String(code)) => Some(code),
-                _ => None,
-            };
-            ErrorInfo {
-                // The code is the more specific of the two (`insufficient_quota` comes with
-                // type `insufficient_quota`, `model_not_found` with `invalid_request_error`).
-                kind: code.or(kind).unwrap_or_default(),
-                message: http::truncate(&message),
-            }
-        }
-        Ok(Envelope {
-            error: Detail::Text(message),
-        }) => ErrorInfo {
-            kind: String::new(),
-            message: http::truncate(&message),
-        },
-        Err(_) => ErrorInfo::from_raw(&response.body),
-    }
-}
-
-#[derive(Serialize)]
-struct ChatRequest<'a> {
-    model: &'a str,
-    messages: Vec<ChatMessage<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<ResponseFormat>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cache_prompt: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<StreamOptions>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Vec<Value>>,
-}
-
-impl ChatRequest<'_> {
-    /// What the request sends the model, in tokens as [`estimated_tokens`] counts them:
-    /// every message's text and tool calls, and the tools offered.
-    fn estimated_input_tokens(&self) -> u64 {
-        let json_len = |value: &Value| value.to_string().len();
-        let messages: usize = self
-            .messages
-            .iter()
-            .map(|m| {
-                m.content.map_or(0, str::len)
-                    + m.tool_calls.iter().flatten().map(json_len).sum::<usize>()
-            })
-            .sum();
-        let tools: usize = self.tools.iter().flatten().map(json_len).sum();
-        estimated_tokens(messages + tools)
-    }
-}
-
-/// What the model wrote in tool calls, in bytes: a reply that only calls tools still
-/// cost its writing.
-fn tool_calls_len(calls: &[ToolCall]) -> usize {
-    calls
-        .iter()
-        .map(|call| call.name.len() + call.input.to_string().len())
-        .sum()
-}
-
-/// About four bytes a token, as the review budgets count text: for when a server reports
-/// no usage.
-fn estimated_tokens(bytes: usize) -> u64 {
-    u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
-}
-
-/// Asks for usage in the stream's last chunk (OpenAI, vLLM, llama.cpp, Ollama).
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
-#[derive(Serialize)]
-struct ChatMessage<'a> {
-    role: &'static str,
-    /// `null` on an assistant turn that only called tools.
-    content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_calls: Option<Vec<Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_call_id: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct ResponseFormat {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    json_schema: Option<JsonSchemaFormat>,
-    /// For [`Format::JsonObjectSchema`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    schema: Option<serde_json::Value>,
-}
-
-#[derive(Serialize)]
-struct JsonSchemaFormat {
-    name: &'static str,
-    schema: serde_json::Value,
-    /// OpenAI's strict mode needs every property required and no optional fields; the
-    /// findings schema has optional ones, and the reply is validated by Parley anyway.
-    strict: bool,
-}
-
-/// Whether a refusal is about `response_format` (an unsupported mode), not about the
-/// prompt: only then is a weaker mode worth trying. A 400-class refusal may say so in
-/// loose words; a 5xx must name the field, as llama-cpp-python's server does (it answers
-/// its own request-validation error with a 500), so that an ordinary server error is
-/// still retried.
-fn refuses_format(err: &LlmError) -> bool {
-    let (message, hints): (&str, &[&str]) = match err {
-        LlmError::InvalidRequest(message) => (message, &LOOSE_HINTS),
-        LlmError::Server { status, message } if (400..500).contains(status) => {
-            (message, &LOOSE_HINTS)
-        }
-        LlmError::Server { message, .. } => (message, &NAMED_HINTS),
-        _ => return false,
-    };
-    let message = message.to_ascii_lowercase();
-    hints.iter().any(|hint| message.contains(hint))
-}
-
-/// Whether a refusal is about the tool definitions: a 4xx (or llama.cpp's 500 without
-/// `--jinja`) that names tools. Only asked of requests that carried tools.
-fn refuses_tools(err: &LlmError) -> bool {
-    let message = match err {
-        LlmError::InvalidRequest(message) => message,
-        LlmError::Server { message, .. } => message,
-        _ => return false,
-    };
-    let message = message.to_ascii_lowercase();
-    ["tool", "function call", "--jinja"]
-        .iter()
-        .any(|hint| message.contains(hint))
-}
-
-const NAMED_HINTS: [&str; 3] = ["response_format", "json_schema", "json_object"];
-const LOOSE_HINTS: [&str; 5] = [
-    "response_format",
-    "json_schema",
-    "json_object",
-    "response format",
-    "schema",
-];
-
-#[derive(Deserialize)]
-struct ChatResponse {
-    #[serde(default)]
-    model: Option<String>,
-    choices: Vec<Choice>,
-    #[serde(default)]
-    usage: Option<stream::ChunkUsage>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    message: ChoiceMessage,
-    #[serde(default)]
-    finish_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ChoiceMessage {
-    /// `null` when the model refused or only called tools.
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<WireToolCall>>,
-}
-
-#[derive(Deserialize)]
-struct WireToolCall {
-    #[serde(default)]
-    id: String,
-    function: WireFunction,
-}
-
-#[derive(Deserialize)]
-struct WireFunction {
-    name: String,
-    #[serde(default)]
-    arguments: String,
 }
 
 #[cfg(test)]
