@@ -119,8 +119,13 @@ fn main() {
                 everything.sort_by_key(|span| nearness(&span.path, &file.path));
                 everything.truncate(3);
                 names += 1;
-                if index.definitions_near(&name, &file.path, 3) != everything {
+                let near = index.definitions_near(&name, &file.path, 3);
+                if near != everything {
                     missed += 1;
+                    eprintln!(
+                        "differs: `{name}` from {}: lazily {near:?}, parsing everything {everything:?}",
+                        file.path
+                    );
                 }
             }
         }

@@ -112,6 +112,19 @@ const DEFINING_KEYWORDS: [&str; 10] = [
 ];
 const GO_KEYWORDS: [&str; 1] = ["func"];
 const RUBY_KEYWORDS: [&str; 4] = ["def", "class", "module", "alias"];
+/// The calls that define Ruby methods at run time, each by the symbols it is given
+/// (`attr_reader :total, :count`), as `RUBY_TAGS_QUERY` counts them.
+const RUBY_DEFINING_CALLS: [&str; 9] = [
+    "attr_reader",
+    "attr_writer",
+    "attr_accessor",
+    "define_method",
+    "scope",
+    "has_many",
+    "has_one",
+    "belongs_to",
+    "has_and_belongs_to_many",
+];
 const DECLARING_KEYWORDS: [&str; 9] = [
     "function",
     "interface",
@@ -181,8 +194,14 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     match style {
         Style::Keywords => false,
         Style::Ruby => {
-            let head = head.split_whitespace().next().unwrap_or("");
-            RUBY_KEYWORDS.contains(&head) && (before.ends_with('.') || before.ends_with("::"))
+            let first = head
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("");
+            let symbol = before.ends_with(':') && !before.ends_with("::");
+            (RUBY_KEYWORDS.contains(&first) && (before.ends_with('.') || before.ends_with("::")))
+                // `attr_reader :a, :b`, and a line of symbols that goes on its list.
+                || (symbol && (RUBY_DEFINING_CALLS.contains(&first) || head.starts_with(':')))
         }
         Style::KeywordsAndConstants => {
             start == line_start && next == b'=' && !after.starts_with("==")
@@ -303,7 +322,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 24] = [
+        let cases: [(Style, &str, &str); 28] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -347,6 +366,18 @@ mod tests {
             (Ruby, "class Admin::User < Base\nend", "User"),
             (Ruby, "module Billing\nend", "Billing"),
             (Ruby, "  alias each_item each", "each_item"),
+            (Ruby, "  attr_reader :total", "total"),
+            (
+                Ruby,
+                "  has_many :line_items, dependent: :destroy",
+                "line_items",
+            ),
+            (Ruby, "  define_method(:paid?) { true }", "paid"),
+            (
+                Ruby,
+                "  attr_accessor :a,\n                :layouts",
+                "layouts",
+            ),
             (CSharp, "  public (int, string) Split(string s) {", "Split"),
             (CSharp, "  void IDisposable.Dispose() { }", "Dispose"),
             (CSharp, "  [Fact] public async Task Works() {", "Works"),

@@ -34,7 +34,10 @@ pub const JAVASCRIPT_TAGS_QUERY: &str = tree_sitter_javascript::TAGS_QUERY;
 
 /// Ruby's tags: the grammar crate's definitions, and as references the calls that name
 /// a method (`user.save`, `save(x)`, `validate order`) and the classes used as
-/// receivers and superclasses.
+/// receivers and superclasses. Methods defined at run time by the calls that define most
+/// of them are definitions too, under the symbol they name: `attr_reader :total`,
+/// `define_method(:name)`, and Rails' `scope :active` and associations (`has_many
+/// :orders`). (`delegate` is not: its `to:` names no method defined here.)
 ///
 /// A method called bare, with no receiver and no arguments (`current_user`,
 /// `admin?`), is an identifier like a local variable. The crate's query counts every
@@ -49,6 +52,10 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 (alias name: (_) @name) @definition.method
 (class name: [(constant) @name (scope_resolution name: (_) @name)]) @definition.class
 (module name: [(constant) @name (scope_resolution name: (_) @name)]) @definition.module
+(call
+  method: (identifier) @macro
+  arguments: (argument_list (simple_symbol) @name)
+  (#any-of? @macro "attr_reader" "attr_writer" "attr_accessor" "define_method" "scope" "has_many" "has_one" "belongs_to" "has_and_belongs_to_many")) @definition.method
 (call method: (identifier) @name) @reference.call
 (call receiver: (constant) @name) @reference.class
 (superclass (constant) @name) @reference.class

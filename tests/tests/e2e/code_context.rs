@@ -31,6 +31,7 @@ parley_tests::review_on_both_stores!(
     a_pr_that_only_deletes_unused_code_runs_no_pass,
     a_ruby_change_reads_the_method_it_calls,
     a_ruby_change_reads_a_method_it_calls_bare,
+    a_ruby_change_reads_an_association_it_calls,
     a_csharp_change_reads_the_method_it_calls,
 );
 
@@ -960,6 +961,22 @@ async fn a_ruby_change_reads_a_method_it_calls_bare(h: ReviewHarness) {
         ("app/controllers/profiles_controller.rb", text, patch),
         ("app/controllers/concerns/authentication.rb", concern),
         "def current_user",
+    )
+    .await;
+}
+
+/// A method Ruby defines at run time (a Rails association): the line that defines it
+/// reaches the passes.
+async fn a_ruby_change_reads_an_association_it_calls(h: ReviewHarness) {
+    let text =
+        "class InvoiceMailer\n  def notify(order)\n    deliver(order.customer.email)\n  end\nend\n";
+    let patch = "@@ -1,2 +1,5 @@\n class InvoiceMailer\n+  def notify(order)\n+    deliver(order.customer.email)\n+  end\n end";
+    let model = "class Order < ApplicationRecord\n  # Guest checkouts have none.\n  belongs_to :customer, optional: true\nend\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("app/mailers/invoice_mailer.rb", text, patch),
+        ("app/models/order.rb", model),
+        "belongs_to :customer, optional: true",
     )
     .await;
 }

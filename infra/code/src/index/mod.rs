@@ -471,8 +471,12 @@ fn push_tag(
     node: tree_sitter::Node,
 ) {
     // A Ruby method's `?`, `!` or `=` (`valid?`, `save!`, `name=`) is not part of the
-    // name as the word index, the changed lines and a question spell it.
-    let name = name.trim().trim_end_matches(['?', '!', '=']);
+    // name as the word index, the changed lines and a question spell it, nor is the `:`
+    // of the symbol that names a method defined at run time (`attr_reader :total`).
+    let name = name
+        .trim()
+        .trim_start_matches(':')
+        .trim_end_matches(['?', '!', '=']);
     if name.is_empty() {
         return;
     }

@@ -119,6 +119,40 @@ fn ruby_bare_calls_are_calls_and_its_locals_are_not() {
     assert_eq!(callers[0].name.as_deref(), Some("other"));
 }
 
+/// Methods Ruby defines at run time are definitions under the symbol they name: the
+/// readers of `attr_reader`, `define_method`'s, Rails' scopes and associations.
+#[test]
+fn ruby_methods_defined_at_run_time_are_definitions() {
+    let model = "class Order < ApplicationRecord\n  has_many :line_items\n  belongs_to :customer, class_name: 'User'\n  scope :open, -> { where(state: :open) }\n  attr_reader :total,\n              :discount\n  define_method(:paid?) { state == :paid }\nend\n";
+    let checkout = "class Checkout\n  def call(order)\n    order.total - order.discount if order.paid?\n  end\nend\n";
+    let files = [
+        ("app/models/order.rb", model),
+        ("app/services/checkout.rb", checkout),
+    ];
+    let index = index(&files);
+    for (name, line) in [
+        ("line_items", 2),
+        ("customer", 3),
+        ("open", 4),
+        ("total", 5),
+        ("discount", 5),
+        ("paid", 7),
+    ] {
+        let defs = index.definitions(name);
+        assert_eq!(defs.len(), 1, "{name}: {defs:?}");
+        assert_eq!(defs[0].path, "app/models/order.rb", "{name}");
+        assert_eq!(defs[0].start, line, "{name}");
+    }
+    for not_defined in ["state", "where", "User", "paid_at"] {
+        assert!(index.definitions(not_defined).is_empty(), "{not_defined}");
+    }
+    // A fresh index finds them lazily from the file that uses them, as parsing all would,
+    // on a line that goes on the list too.
+    let lazy = self::index(&files);
+    let near = lazy.definitions_near("discount", "app/services/checkout.rb", 3);
+    assert_eq!(near.len(), 1, "{near:?}");
+}
+
 /// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
 /// generic arrow function or a type assertion does not hide what follows it.
 #[test]
