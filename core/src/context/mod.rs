@@ -51,6 +51,9 @@ enum Why {
     StillUses,
     /// The nearest definition of a name a changed line uses.
     Defines,
+    /// The nearest definition of a name a changed line only reads (a property): after
+    /// those of the names it calls, so many members read do not crowd out a call.
+    DefinesRead,
     /// Its other definitions (overloads, the same name in another module): after the
     /// nearest of every name, so that in a large PR one name's overloads do not take the
     /// room of another name's only definition.
@@ -66,7 +69,7 @@ impl Why {
     /// calls rather than a few whole ones.
     fn max_lines(self) -> u32 {
         match self {
-            Why::Defines | Why::DefinesAlso => MAX_DEFINITION_LINES,
+            Why::Defines | Why::DefinesRead | Why::DefinesAlso => MAX_DEFINITION_LINES,
             Why::Encloses => MAX_PIECE_LINES,
             Why::Calls | Why::StillUses => MAX_CALLER_LINES,
         }
@@ -75,7 +78,7 @@ impl Why {
     fn label(self, name: &str) -> String {
         match self {
             Why::Encloses => format!("encloses the change: `{name}`"),
-            Why::Defines | Why::DefinesAlso => {
+            Why::Defines | Why::DefinesRead | Why::DefinesAlso => {
                 format!("definition of `{name}`, used on a changed line")
             }
             Why::Calls => format!("calls `{name}`, which the change touches"),
@@ -129,10 +132,7 @@ pub fn assemble(
                 }
                 candidates.push((Why::Encloses, span, name));
             }
-            for name in code.names_used(&file.path, line, line) {
-                let near = code.definitions_near(&name, &file.path, MAX_DEFINITIONS_PER_NAME);
-                candidates.extend(definitions_of(near, &file.path, line, &name));
-            }
+            candidates.extend(definitions_used(code, &file.path, line));
         }
     }
     for (name, path) in changed_functions {
@@ -166,23 +166,36 @@ pub fn assemble(
     pack(code, candidates, &shown, max_tokens)
 }
 
-/// `name`'s definitions, nearest first, as candidates: the nearest ranked apart from the
-/// rest; none that holds the line using it (a recursive call).
+/// The definitions of the names `line` of `path` uses (then of those it only reads), as
+/// candidates.
+fn definitions_used(code: &dyn Codebase, path: &str, line: u32) -> Vec<(Why, Span, String)> {
+    let used = code.names_used(path, line, line).into_iter();
+    let read = code.names_read(path, line, line).into_iter();
+    let named = used
+        .map(|name| (Why::Defines, name))
+        .chain(read.map(|name| (Why::DefinesRead, name)));
+    let mut candidates = Vec::new();
+    for (nearest, name) in named {
+        let near = code.definitions_near(&name, path, MAX_DEFINITIONS_PER_NAME);
+        candidates.extend(definitions_of(near, path, line, &name, nearest));
+    }
+    candidates
+}
+
+/// `name`'s definitions, nearest first, as candidates: the nearest ranked as `nearest`,
+/// apart from the rest; none that holds the line using it (a recursive call).
 fn definitions_of<'a>(
     near: Vec<Span>,
     path: &'a str,
     line: u32,
     name: &'a str,
+    nearest: Why,
 ) -> impl Iterator<Item = (Why, Span, String)> + 'a {
     near.into_iter()
         .filter(move |span| !span.contains(path, line))
         .enumerate()
         .map(move |(rank, span)| {
-            let why = if rank == 0 {
-                Why::Defines
-            } else {
-                Why::DefinesAlso
-            };
+            let why = if rank == 0 { nearest } else { Why::DefinesAlso };
             (why, span, name.to_string())
         })
 }
@@ -260,10 +273,7 @@ pub fn around_line(code: &dyn Codebase, path: &str, line: u32, max_tokens: usize
             span.name.clone().unwrap_or_default(),
         ));
     }
-    for name in code.names_used(path, line, line) {
-        let near = code.definitions_near(&name, path, MAX_DEFINITIONS_PER_NAME);
-        candidates.extend(definitions_of(near, path, line, &name));
-    }
+    candidates.extend(definitions_used(code, path, line));
     if let Some(name) = enclosing.and_then(|s| s.name) {
         for span in code.callers_near(&name, path, MAX_CALLERS_PER_NAME) {
             candidates.push((Why::Calls, span, name.clone()));

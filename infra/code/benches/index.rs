@@ -110,11 +110,12 @@ fn main() {
         let started = Instant::now();
         index.parse_all();
         let all = started.elapsed();
-        // The lazy answers against parsing everything: for each name used on the changed
-        // lines, the nearest three definitions the context asks for.
+        // The lazy answers against parsing everything: for each name used (or read) on
+        // the changed lines, the nearest three definitions the context asks for.
         let (mut names, mut missed) = (0, 0);
         for file in &files {
-            for name in index.names_used(&file.path, 10, 19) {
+            let named = index.names_used(&file.path, 10, 19).into_iter();
+            for name in named.chain(index.names_read(&file.path, 10, 19)) {
                 let mut everything = index.definitions_parsed(&name);
                 everything.sort_by_key(|span| nearness(&span.path, &file.path));
                 everything.truncate(3);

@@ -131,6 +131,7 @@ fn measure(package: &Path) -> Option<Measured> {
     let used: Vec<(String, u32, u32)> = context.used.iter().filter_map(|u| span_of(u)).collect();
     let mut symbols = BTreeSet::new();
     let mut covered = BTreeSet::new();
+    let mut missed = BTreeSet::new();
     for file in &files {
         let shown: Vec<(u32, u32)> = file
             .patch
@@ -139,7 +140,8 @@ fn measure(package: &Path) -> Option<Measured> {
             .map(|h| (h.new_start, h.new_start + h.new_lines.saturating_sub(1)))
             .collect();
         for line in file.patch.added_lines() {
-            for name in index.names_used(&file.path, line, line) {
+            let named = index.names_used(&file.path, line, line).into_iter();
+            for name in named.chain(index.names_read(&file.path, line, line)) {
                 let definitions = index.definitions(&name);
                 if definitions.is_empty() {
                     continue;
@@ -160,9 +162,16 @@ fn measure(package: &Path) -> Option<Measured> {
                 });
                 if seen {
                     covered.insert(name);
+                } else {
+                    missed.insert(name);
                 }
             }
         }
+    }
+    // A name is missed once no line using it had its definition in view.
+    missed.retain(|name| !covered.contains(name));
+    if !missed.is_empty() {
+        eprintln!("{}: not covered: {missed:?}", package.display());
     }
     Some(Measured {
         files: files.len(),

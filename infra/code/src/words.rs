@@ -220,7 +220,9 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         // … })`) is a definition to the JavaScript tags wherever it stands on its line.
         Style::Declarations | Style::CSharp => {
             let csharp = style == Style::CSharp;
-            (matches!(next, b'(' | b'<' | b'=' | b':')
+            // A C# property: `public int Count { get; }`, or its `{` on the next line.
+            let property = csharp && matches!(next, b'{' | b'\n' | b'\r') && !head.is_empty();
+            ((matches!(next, b'(' | b'<' | b'=' | b':') || property)
                 && !after.starts_with("==")
                 && (!before.ends_with('.')
                     || assigns_function(after)
@@ -281,9 +283,12 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
-    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`.
-    let generic = style == Style::CSharp && text[end..].starts_with('<');
-    (after.starts_with('(') || after.starts_with('!') || generic)
+    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
+    // member read without a call, `order.Total`, which may be a property.
+    let csharp = style == Style::CSharp;
+    let generic = csharp && text[end..].starts_with('<');
+    let member = csharp && text[..start].ends_with('.');
+    (after.starts_with('(') || after.starts_with('!') || generic || member)
         && !DEFINING_KEYWORDS.contains(&previous)
         && !GO_KEYWORDS.contains(&previous)
         && previous != "function"
@@ -322,7 +327,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 28] = [
+        let cases: [(Style, &str, &str); 31] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -387,6 +392,17 @@ mod tests {
                 "Invoice",
             ),
             (CSharp, "    public new Type GetType() =>", "GetType"),
+            (
+                CSharp,
+                "    public int Count { get; private set; }",
+                "Count",
+            ),
+            (
+                CSharp,
+                "    public decimal Total => Lines.Sum(l => l.Price);",
+                "Total",
+            ),
+            (CSharp, "    public User? Owner\n    {", "Owner"),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);

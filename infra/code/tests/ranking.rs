@@ -65,3 +65,58 @@ fn every_name_gets_a_definition_before_any_gets_its_others() {
     assert_eq!(defined("load"), 1, "{:#?}", context.used);
     assert!(context.left_out >= 2, "the other `load`s did not fit");
 }
+
+/// A C# change that reads a property and calls a method, with room for one definition:
+/// the method's, as the property only is read. With room for both, both.
+#[test]
+fn a_method_called_comes_before_a_property_read() {
+    let getter: String = (0..20)
+        .map(|n| format!("            var g{n} = {n};\n"))
+        .collect();
+    let body: String = (0..20)
+        .map(|n| format!("        var b{n} = {n};\n"))
+        .collect();
+    let mut snapshot = Snapshot::default();
+    snapshot.files.insert(
+        "src/Aaa.cs".into(),
+        format!("public class Aaa {{\n    public int Total {{\n        get {{\n{getter}            return 0;\n        }}\n    }}\n}}\n"),
+    );
+    snapshot.files.insert(
+        "src/Zzz.cs".into(),
+        format!("public static class Zzz {{\n    public static int Load(int x) {{\n{body}        return x;\n    }}\n}}\n"),
+    );
+    // The read first: ranked alike, it would be packed first.
+    let (read, call) = (
+        "        var t = order.Total;",
+        "        return Zzz.Load(t);",
+    );
+    snapshot.files.insert(
+        "src/Edit.cs".into(),
+        format!("public class Edit {{\n    int Run(Aaa order) {{\n{read}\n{call}\n    }}\n}}\n"),
+    );
+    let index = CodeIndex::build(snapshot);
+    let raw = format!(
+        "@@ -1,3 +1,5 @@\n public class Edit {{\n     int Run(Aaa order) {{\n+{read}\n+{call}\n     }}"
+    );
+    let patch: Patch = parse_hunks(&raw).expect("a patch");
+    let file = InputFile {
+        path: "src/Edit.cs".into(),
+        status: FileStatus::Modified,
+        tokens: estimate_tokens(&raw),
+        raw_patch: raw,
+        patch,
+    };
+    let defined = |budget: usize| {
+        let context = assemble(&index, std::slice::from_ref(&file), &[], budget);
+        ["Load", "Total"].map(|name| {
+            context
+                .used
+                .iter()
+                .any(|u| u.contains(&format!("definition of `{name}`")))
+        })
+    };
+    let all = assemble(&index, std::slice::from_ref(&file), &[], 50_000);
+    let one = estimate_tokens(&all.rendered) * 2 / 3;
+    assert_eq!(defined(50_000), [true, true], "{:#?}", all.used);
+    assert_eq!(defined(one), [true, false], "the call first");
+}

@@ -86,7 +86,10 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 /// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors
 /// and local functions, and counts a call only through a member (`repo.Load(x)`), not a
 /// plain one (`Load(x)`) or a generic one (`services.Get<User>(x)`): this one has them
-/// all. Properties, events and operators are not counted as definitions.
+/// all. Properties are definitions too, and a member read without a call
+/// (`order.Total`) is a reference: a property's getter is code (`=> Lines.Sum(…)`, a
+/// lookup that may return null) that a changed line relies on as much as on a method.
+/// Events, indexers and operators are not counted as definitions.
 pub const CSHARP_TAGS_QUERY: &str = r#"
 (class_declaration name: (identifier) @name) @definition.class
 (struct_declaration name: (identifier) @name) @definition.class
@@ -96,6 +99,8 @@ pub const CSHARP_TAGS_QUERY: &str = r#"
 (method_declaration name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
 (local_function_statement name: (identifier) @name) @definition.function
+(property_declaration name: (identifier) @name) @definition.property
+(member_access_expression name: (identifier) @name) @reference.member
 (invocation_expression function: (identifier) @name) @reference.call
 (invocation_expression function: (member_access_expression name: (identifier) @name)) @reference.call
 (invocation_expression function: (generic_name (identifier) @name)) @reference.call

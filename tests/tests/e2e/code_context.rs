@@ -33,6 +33,7 @@ parley_tests::review_on_both_stores!(
     a_ruby_change_reads_a_method_it_calls_bare,
     a_ruby_change_reads_an_association_it_calls,
     a_csharp_change_reads_the_method_it_calls,
+    a_csharp_change_reads_the_property_it_reads,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -990,6 +991,21 @@ async fn a_csharp_change_reads_the_method_it_calls(h: ReviewHarness) {
         ("src/Api/UsersController.cs", text, patch),
         ("src/Core/Serializer.cs", serializer),
         "public static string Dump(User record)",
+    )
+    .await;
+}
+
+/// A C# property read without a call (`order.Owner`): its getter, which may return
+/// null, reaches the passes.
+async fn a_csharp_change_reads_the_property_it_reads(h: ReviewHarness) {
+    let text = "public class InvoiceMailer {\n    public void Notify(Order order) {\n        Deliver(order.Owner.Email);\n    }\n}\n";
+    let patch = "@@ -1,2 +1,5 @@\n public class InvoiceMailer {\n+    public void Notify(Order order) {\n+        Deliver(order.Owner.Email);\n+    }\n }";
+    let model = "public class Order {\n    /// <summary>Null for a guest checkout.</summary>\n    public User? Owner => _users.Find(OwnerId);\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("src/Mail/InvoiceMailer.cs", text, patch),
+        ("src/Core/Order.cs", model),
+        "public User? Owner => _users.Find(OwnerId);",
     )
     .await;
 }

@@ -50,6 +50,8 @@ struct Tag {
     start: u32,
     end: u32,
     definition: bool,
+    /// A reference that reads a member without calling it (`order.Total`).
+    read: bool,
 }
 
 /// The files of `postings` holding `name`.
@@ -241,6 +243,16 @@ impl CodeIndex {
     }
 
     /// The innermost definition around `line` among `tags` of `path`.
+    /// The names of the references on lines `start..=end` of `path`: member reads when
+    /// `read`, else calls and other uses.
+    fn references(&self, path: &str, start: u32, end: u32, read: bool) -> BTreeSet<String> {
+        self.tags_of_path(path)
+            .iter()
+            .filter(|t| !t.definition && t.read == read && start <= t.start && t.start <= end)
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
     fn enclosing_in(path: &str, tags: &[Tag], line: u32) -> Option<Span> {
         tags.iter()
             .filter(|t| t.definition && t.start <= line && line <= t.end)
@@ -465,7 +477,7 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
 
 fn push_tag(
     out: &mut Vec<Tag>,
-    seen: &mut HashSet<(u32, u32, bool, Box<str>)>,
+    seen: &mut HashSet<(u32, u32, bool, bool, Box<str>)>,
     name: &str,
     role: &str,
     node: tree_sitter::Node,
@@ -485,10 +497,18 @@ fn push_tag(
         start: node.start_position().row as u32 + 1,
         end: node.end_position().row as u32 + 1,
         definition: role.starts_with("definition."),
+        read: role == "reference.member",
     };
     // Several patterns can tag one node (Rust's method is also a function): one is
-    // enough, or the nearest three definitions of a name could be one shown twice.
-    if seen.insert((tag.start, tag.end, tag.definition, tag.name.clone())) {
+    // enough, or the nearest three definitions of a name could be one shown twice. A
+    // member read and the call around it are kept both: the call says it is called.
+    if seen.insert((
+        tag.start,
+        tag.end,
+        tag.definition,
+        tag.read,
+        tag.name.clone(),
+    )) {
         out.push(tag);
     }
 }
@@ -539,13 +559,15 @@ impl Codebase for CodeIndex {
     }
 
     fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String> {
-        self.tags_of_path(path)
-            .iter()
-            .filter(|t| !t.definition && start <= t.start && t.start <= end)
-            .map(|t| t.name.to_string())
-            .collect::<BTreeSet<_>>()
+        self.references(path, start, end, false)
             .into_iter()
             .collect()
+    }
+
+    fn names_read(&self, path: &str, start: u32, end: u32) -> Vec<String> {
+        let used = self.references(path, start, end, false);
+        let read = self.references(path, start, end, true);
+        read.difference(&used).cloned().collect()
     }
 
     fn text(&self, span: &Span) -> Option<String> {

@@ -153,6 +153,43 @@ fn ruby_methods_defined_at_run_time_are_definitions() {
     assert_eq!(near.len(), 1, "{near:?}");
 }
 
+/// A C# property is a definition, and a member read without a call is a reference to
+/// it: a changed line that reads `order.Owner` gets the getter that may return null.
+#[test]
+fn csharp_properties_are_definitions_and_member_reads_use_them() {
+    let order = "public class Order {\n    public int Count { get; private set; }\n    public User? Owner\n    {\n        get => _users.Find(OwnerId);\n    }\n}\n";
+    let mailer = "public class Mailer {\n    public void Send(Order order) {\n        Deliver(order.Owner.Email, order.Count);\n    }\n}\n";
+    let files = [("src/Order.cs", order), ("src/Mailer.cs", mailer)];
+    let index = index(&files);
+    let owner = index.definitions("Owner");
+    assert_eq!(owner.len(), 1, "{owner:?}");
+    assert_eq!((owner[0].start, owner[0].end), (3, 6));
+    assert_eq!(index.definitions("Count").len(), 1);
+    assert_eq!(index.names_used("src/Mailer.cs", 3, 3), ["Deliver"]);
+    assert_eq!(
+        index.names_read("src/Mailer.cs", 3, 3),
+        ["Count", "Email", "Owner"],
+        "read, not called"
+    );
+    // A member that is called is used, not only read.
+    let calling = self::index(&[(
+        "src/A.cs",
+        "class A {\n  void M() {\n    repo.Load(repo.Items);\n  }\n}\n",
+    )]);
+    assert_eq!(calling.names_used("src/A.cs", 3, 3), ["Load"]);
+    assert_eq!(calling.names_read("src/A.cs", 3, 3), ["Items"]);
+    let callers = index.callers("Owner");
+    assert_eq!(callers.len(), 1, "{callers:?}");
+    assert_eq!(callers[0].name.as_deref(), Some("Send"));
+    let enclosing = index
+        .enclosing("src/Order.cs", 5)
+        .expect("the getter's property");
+    assert_eq!(enclosing.name.as_deref(), Some("Owner"));
+    // A fresh index finds them lazily, as parsing everything would.
+    let lazy = self::index(&files);
+    assert_eq!(lazy.definitions_near("Owner", "src/Mailer.cs", 3), owner);
+}
+
 /// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
 /// generic arrow function or a type assertion does not hide what follows it.
 #[test]
