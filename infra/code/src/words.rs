@@ -283,11 +283,13 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
-    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
-    // member read without a call, `order.Total`, which may be a property.
+    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`; and,
+    // in C# and Python, a member read without a call, `order.Total`, which may be a
+    // property.
     let csharp = style == Style::CSharp;
     let generic = csharp && text[end..].starts_with('<');
-    let member = csharp && text[..start].ends_with('.');
+    let member = matches!(style, Style::CSharp | Style::KeywordsAndConstants)
+        && text[..start].ends_with('.');
     (after.starts_with('(') || after.starts_with('!') || generic || member)
         && !DEFINING_KEYWORDS.contains(&previous)
         && !GO_KEYWORDS.contains(&previous)

@@ -83,6 +83,13 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 (keyword_pattern value: (identifier) @local.definition)
 "#;
 
+/// What Python's tags add to the crate's: an attribute read without a call
+/// (`order.total`), which may be a `@property` (or a method passed as a callback), whose
+/// definition a changed line relies on as much as on a method it calls.
+pub const PYTHON_READS_QUERY: &str = r#"
+(attribute attribute: (identifier) @name) @reference.member
+"#;
+
 /// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors
 /// and local functions, and counts a call only through a member (`repo.Load(x)`), not a
 /// plain one (`Load(x)`) or a generic one (`services.Get<User>(x)`): this one has them
@@ -159,7 +166,7 @@ impl Grammar {
     pub fn tags_query(self) -> String {
         match self {
             Grammar::Rust => tree_sitter_rust::TAGS_QUERY.to_string(),
-            Grammar::Python => tree_sitter_python::TAGS_QUERY.to_string(),
+            Grammar::Python => format!("{}\n{PYTHON_READS_QUERY}", tree_sitter_python::TAGS_QUERY),
             Grammar::TypeScript | Grammar::Tsx => format!(
                 "{JAVASCRIPT_TAGS_QUERY}\n{}",
                 tree_sitter_typescript::TAGS_QUERY

@@ -34,6 +34,7 @@ parley_tests::review_on_both_stores!(
     a_ruby_change_reads_an_association_it_calls,
     a_csharp_change_reads_the_method_it_calls,
     a_csharp_change_reads_the_property_it_reads,
+    a_python_change_reads_the_property_it_reads,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1006,6 +1007,20 @@ async fn a_csharp_change_reads_the_property_it_reads(h: ReviewHarness) {
         ("src/Mail/InvoiceMailer.cs", text, patch),
         ("src/Core/Order.cs", model),
         "public User? Owner => _users.Find(OwnerId);",
+    )
+    .await;
+}
+
+/// A Python attribute read without a call (`order.owner`) that is a `@property`.
+async fn a_python_change_reads_the_property_it_reads(h: ReviewHarness) {
+    let text = "def notify(order):\n    # Tell the customer.\n    deliver(order.owner.email)\n";
+    let patch = "@@ -0,0 +1,3 @@\n+def notify(order):\n+    # Tell the customer.\n+    deliver(order.owner.email)";
+    let model = "class Order:\n    @property\n    def owner(self):\n        \"\"\"None for a guest checkout.\"\"\"\n        return USERS.get(self.owner_id)\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("shop/mailer.py", text, patch),
+        ("shop/order.py", model),
+        "def owner(self):",
     )
     .await;
 }

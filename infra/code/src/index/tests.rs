@@ -190,6 +190,28 @@ fn csharp_properties_are_definitions_and_member_reads_use_them() {
     assert_eq!(lazy.definitions_near("Owner", "src/Mailer.cs", 3), owner);
 }
 
+/// A Python attribute read without a call may be a `@property`: it is read, and its
+/// definition found; an attribute that is called is used, not only read.
+#[test]
+fn python_attribute_reads_find_properties() {
+    let order = "class Order:\n    @property\n    def owner(self):\n        return self._users.get(self.owner_id)\n";
+    let mailer = "def notify(order):\n    deliver(order.owner.email, order.lines.count())\n";
+    let files = [("shop/order.py", order), ("shop/mailer.py", mailer)];
+    let index = index(&files);
+    assert_eq!(
+        index.names_used("shop/mailer.py", 2, 2),
+        ["count", "deliver"]
+    );
+    assert_eq!(
+        index.names_read("shop/mailer.py", 2, 2),
+        ["email", "lines", "owner"]
+    );
+    let owner = index.definitions("owner");
+    assert_eq!(owner.len(), 1, "{owner:?}");
+    let lazy = self::index(&files);
+    assert_eq!(lazy.definitions_near("owner", "shop/mailer.py", 3), owner);
+}
+
 /// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
 /// generic arrow function or a type assertion does not hide what follows it.
 #[test]
