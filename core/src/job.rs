@@ -207,6 +207,10 @@ pub struct ReviewJob {
     /// For [`ReviewTrigger::Unlabeled`]: the label taken off.
     #[serde(default)]
     pub label: Option<String>,
+    /// For [`ReviewTrigger::Rerequested`] on a manual review's check: that run's key
+    /// (see `review::runs::manual_key`). `None` for the gate's check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
 }
 
 /// The comment behind a manual review request, so the review can answer it.

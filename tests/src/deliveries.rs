@@ -91,6 +91,7 @@ pub fn review_job(
         title: format!("PR #{number}"),
         request: None,
         label: None,
+        rerun_of: None,
     })
 }
 

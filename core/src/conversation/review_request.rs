@@ -44,6 +44,7 @@ pub async fn request_review(
             html_url: trigger.html_url.clone(),
         }),
         label: None,
+        rerun_of: None,
     });
     let message = job
         .message(format!(

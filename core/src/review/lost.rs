@@ -76,6 +76,7 @@ impl ReviewHandler {
             before_sha: None,
             request: None,
             label: None,
+            rerun_of: None,
             ..job.clone()
         });
         let message = lost.message(format!("lost-{}-{}-{head}", job.repo.id, job.number))?;

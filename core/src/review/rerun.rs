@@ -17,6 +17,10 @@
 //!   completes the head for the gate (see [`runs::head_partial`]);
 //! - superseded, or the PR has moved on or closed: nothing; the newer head has its own.
 //!
+//! "Re-run" on a manual review's check (**Parley review (manual)**) runs the request
+//! again only when its review failed; otherwise a manual review is asked for again in a
+//! comment.
+//!
 //! A re-run loosens nothing: it runs the review the head was owed, or judges the gate
 //! from the findings as they stand. So who asked decides nothing here (GitHub shows the
 //! button to people who may write to the repository, and lets other Apps installed on it
@@ -25,8 +29,8 @@
 //! while its head has none.
 
 use super::{ReviewError, ReviewHandler, regate, runs};
-use crate::job::{Actor, ReviewJob, ReviewTrigger};
-use crate::ports::github::{PullRequest, RepoScope};
+use crate::job::{Actor, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
+use crate::ports::github::{GitHubError, PullRequest, RepoScope};
 use crate::ports::{Attempt, ReviewRun, RunState};
 
 impl ReviewHandler {
@@ -48,6 +52,11 @@ impl ReviewHandler {
             return Ok(());
         }
         let runs = self.services.store.review_runs(&repo, job.number).await?;
+        if let Some(key) = &job.rerun_of {
+            return self
+                .rerequested_manual(&scope, job, &pr, key, &runs, attempt)
+                .await;
+        }
         let own = runs.iter().find(|run| run.head_sha == job.head_sha);
         match own.map(|run| run.state) {
             Some(RunState::Published) => {
@@ -87,6 +96,90 @@ impl ReviewHandler {
 }
 
 impl ReviewHandler {
+    /// "Re-run" on a manual review's check: the request it answers runs again when its
+    /// review failed (or was left running by a worker that died; a live claim still
+    /// wins), and answers the request as it would have. A published review is not
+    /// redone: a manual review is asked for again in a comment, within
+    /// `review.manualReviewsPerHour`. The request is read back from GitHub (the comment
+    /// that asked, and its author): one since deleted runs nothing.
+    async fn rerequested_manual(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        key: &str,
+        runs: &[ReviewRun],
+        attempt: Option<Attempt>,
+    ) -> Result<(), ReviewError> {
+        let repo = job.repo.tenant().repo;
+        let (head, request) = runs::parse_key(key);
+        let state = runs
+            .iter()
+            .find(|run| run.head_sha == key)
+            .map(|run| run.state);
+        let (Some(trigger), Some(comment_id), true, Some(RunState::Failed | RunState::Running)) = (
+            runs::manual_trigger_of_key(key),
+            request,
+            head == job.head_sha,
+            state,
+        ) else {
+            tracing::info!(%repo, number = job.number, run = %key, ?state, "re-run of a manual review that did not fail: nothing to do; it is asked for again in a comment");
+            return Ok(());
+        };
+        let Some(request) = self.request_of(scope, job.number, comment_id).await? else {
+            tracing::info!(%repo, number = job.number, comment_id, "re-run of a manual review whose request is gone: nothing to do");
+            return Ok(());
+        };
+        if state == Some(RunState::Failed) {
+            let claim = runs::claim_key(&repo, job.number, key);
+            self.services.store.release(&claim).await?;
+        }
+        tracing::info!(%repo, number = job.number, run = %key, "re-run of a failed manual review: its request runs again");
+        let manual = ReviewJob {
+            trigger,
+            request: Some(request),
+            ..automatic_job(job, pr, None, runs)
+        };
+        Box::pin(self.review(&manual, attempt)).await
+    }
+
+    /// The comment behind manual request `comment_id` on PR `number`, read back from
+    /// GitHub: a top-level comment or a review comment (a review's body, which asks
+    /// rarely, is not read back). `None` when it is gone, or is not on this PR.
+    async fn request_of(
+        &self,
+        scope: &RepoScope,
+        number: u64,
+        comment_id: u64,
+    ) -> Result<Option<ReviewRequest>, ReviewError> {
+        let github = self.services.github.as_ref();
+        let found = match github.get_issue_comment(scope, comment_id).await {
+            Ok(comment) => comment
+                .issue_url
+                .ends_with(&format!("/issues/{number}"))
+                .then_some((Surface::IssueComment, comment.user, comment.html_url)),
+            Err(GitHubError::NotFound(_)) => {
+                match github.get_review_comment(scope, comment_id).await {
+                    Ok(comment) => comment
+                        .pull_request_url
+                        .ends_with(&format!("/pulls/{number}"))
+                        .then_some((Surface::ReviewComment, comment.user, comment.html_url)),
+                    Err(GitHubError::NotFound(_)) => None,
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            Err(err) => return Err(err.into()),
+        };
+        Ok(found.and_then(|(surface, user, html_url)| {
+            Some(ReviewRequest {
+                comment_id,
+                surface,
+                author: user?.to_actor(),
+                html_url,
+            })
+        }))
+    }
+
     /// Whether the head stands reviewed only in part: its automatic review says it was
     /// partial, and no full review of the head has completed it since (a `@parley full
     /// review` may have). A review Parley cannot find (or did not write) says nothing, and
@@ -171,6 +264,7 @@ fn automatic_job(
         title: pr.title.clone(),
         request: None,
         label: None,
+        rerun_of: None,
         ..job.clone()
     }
 }

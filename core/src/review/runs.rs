@@ -138,6 +138,23 @@ pub fn pr_of_check(external_id: &str) -> Option<u64> {
     Some(number)
 }
 
+/// The run key a check's external id ([`claim_key`]) names.
+pub fn run_key_of_check(external_id: &str) -> Option<&str> {
+    pr_of_check(external_id)?;
+    external_id.rsplit('#').next().filter(|key| !key.is_empty())
+}
+
+/// The trigger of a manual run, from its key: a full review or an incremental one.
+pub fn manual_trigger_of_key(run_key: &str) -> Option<ReviewTrigger> {
+    if run_key.contains(RERUN) {
+        Some(ReviewTrigger::ManualFull)
+    } else if run_key.contains(MANUAL) {
+        Some(ReviewTrigger::ManualIncremental)
+    } else {
+        None
+    }
+}
+
 /// Whether a stored run's trigger (see [`trigger_name`]) was a manual request.
 pub fn is_manual_trigger_name(name: &str) -> bool {
     name == trigger_name(ReviewTrigger::ManualIncremental)
@@ -423,6 +440,19 @@ mod tests {
                 assert_eq!(pr_of_check(&claim_key(repo, 42, run_key)), Some(42));
             }
         }
+        let manual = manual_key("a1b2", ReviewTrigger::ManualIncremental, 7);
+        let external_id = claim_key("o/r", 42, &manual);
+        assert_eq!(run_key_of_check(&external_id), Some(manual.as_str()));
+        assert_eq!(
+            manual_trigger_of_key(&manual),
+            Some(ReviewTrigger::ManualIncremental)
+        );
+        assert_eq!(
+            manual_trigger_of_key(&rerun_key("a1b2", 7)),
+            Some(ReviewTrigger::ManualFull)
+        );
+        assert_eq!(manual_trigger_of_key("a1b2"), None);
+        assert_eq!(run_key_of_check("review#o/r#x#a1b2"), None);
         for other in [
             "",
             "review#",

@@ -249,27 +249,38 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
             .label
             .filter(|_| trigger == ReviewTrigger::Unlabeled)
             .map(|label| label.name.into_string()),
+        rerun_of: None,
     })))
 }
 
-/// "Re-run" on a check of Parley's: the gate's is run again (see
-/// [`crate::review::rerun`]); the manual review's answers a comment, and is asked for
-/// again in one. The PR is the one the check was made for (its external id), which GitHub
-/// does not name for a fork's PR, else the first GitHub names.
+/// "Re-run" on a check of Parley's (see [`crate::review::rerun`]): the gate's, or a
+/// manual review's, whose run the check's external id names. The PR is the one the check
+/// was made for (its external id), which GitHub does not name for a fork's PR, else the
+/// first GitHub names.
 fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     let event: CheckRunEvent<'de> = payload.decode()?;
     let check = event.check_run;
-    if check.name.as_ref().map(Text::as_str) != Some(gate::CHECK_NAME) {
-        return Ok(Normalised::Ignored(format!(
-            "check run {} is not the {} check; a manual review is asked for again in a comment",
-            check.id,
-            gate::CHECK_NAME
-        )));
-    }
-    let number = check
-        .external_id
-        .as_ref()
-        .and_then(|id| runs::pr_of_check(id.as_str()))
+    let external_id = check.external_id.as_ref().map(Text::as_str);
+    let rerun_of = match check.name.as_ref().map(Text::as_str) {
+        Some(gate::CHECK_NAME) => None,
+        Some(gate::MANUAL_CHECK_NAME) => match external_id.and_then(runs::run_key_of_check) {
+            Some(key) if runs::is_manual_key(key) => Some(key.to_string()),
+            _ => {
+                return Ok(Normalised::Ignored(format!(
+                    "check run {} names no manual review",
+                    check.id
+                )));
+            }
+        },
+        _ => {
+            return Ok(Normalised::Ignored(format!(
+                "check run {} is not one of Parley's",
+                check.id
+            )));
+        }
+    };
+    let number = external_id
+        .and_then(runs::pr_of_check)
         .or_else(|| check.pull_requests.first().map(|pr| pr.number));
     let Some(number) = number else {
         return Ok(Normalised::Ignored(format!(
@@ -277,7 +288,13 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
             check.id
         )));
     };
-    Ok(rerun(meta, &event.repository, number, check.head_sha))
+    Ok(rerun(
+        meta,
+        &event.repository,
+        number,
+        check.head_sha,
+        rerun_of,
+    ))
 }
 
 /// "Re-run all checks" on Parley's suite of a commit: its PR's gate is run again. GitHub
@@ -291,15 +308,23 @@ fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> 
             suite.id
         )));
     };
-    Ok(rerun(meta, &event.repository, pr.number, suite.head_sha))
+    Ok(rerun(
+        meta,
+        &event.repository,
+        pr.number,
+        suite.head_sha,
+        None,
+    ))
 }
 
-/// A re-run of PR `number`'s gate at `head_sha`, asked for by the delivery's sender.
+/// A re-run of PR `number`'s gate at `head_sha` (or of the manual run `rerun_of`), asked
+/// for by the delivery's sender.
 fn rerun(
     meta: &Meta<'_>,
     repository: &Repository<'_>,
     number: u64,
     head_sha: Text<'_>,
+    rerun_of: Option<String>,
 ) -> Normalised {
     job(Job::Review(ReviewJob {
         delivery_id: meta.delivery_id.to_string(),
@@ -318,6 +343,7 @@ fn rerun(
         title: String::new(),
         request: None,
         label: None,
+        rerun_of,
     }))
 }
 
@@ -665,10 +691,20 @@ mod tests {
         assert_eq!(fork.installation_id, Some(9));
         let same_repository = payload("Parley review", json!(""), json!([{"number": 7}]));
         assert_eq!(job_of(&same_repository).map(|j| j.number), Some(7));
+        assert_eq!(fork.rerun_of, None, "the gate's check");
+        // A manual review's check names its run.
+        let manual = job_of(&payload(
+            "Parley review (manual)",
+            json!("review#repo:1#42#h1+manual-5"),
+            json!([]),
+        ))
+        .expect("a job");
+        assert_eq!(manual.number, 42);
+        assert_eq!(manual.rerun_of.as_deref(), Some("h1+manual-5"));
         for ignored in [
             payload(
                 "Parley review (manual)",
-                json!("review#repo:1#42#h1+manual-5"),
+                json!("review#repo:1#42#h1"),
                 json!([]),
             ),
             payload("CI", Value::Null, json!([{"number": 7}])),

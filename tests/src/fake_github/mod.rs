@@ -381,6 +381,12 @@ impl FakeGitHub {
         }
     }
 
+    pub fn delete_issue_comment(&self, id: u64) {
+        self.state()
+            .issue_comments
+            .retain(|(_, _, c)| c["id"] != id);
+    }
+
     pub fn delete_review_comment(&self, id: u64) {
         self.state()
             .review_comments

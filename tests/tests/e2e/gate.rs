@@ -4,10 +4,12 @@
 //! conversation workers run end to end against the fake GitHub and fake LLM, sharing one
 //! store. Every scenario runs on SQLite and on DynamoDB (moto).
 
+use parley_core::job::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::ports::github::{CheckConclusion, RepoScope};
 use parley_core::ports::{Finding, FindingState, JobHandler};
 use parley_core::review::regate::{RegateCause, Regated, regate};
+use parley_core::review::runs;
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
@@ -26,6 +28,7 @@ parley_tests::review_on_both_stores!(
     a_complete_rerun_of_a_partial_review_finding_nothing_passes_the_gate,
     a_full_review_by_hand_completes_a_partial_head,
     a_blocking_finding_of_a_manual_review_fails_the_gate_at_once,
+    a_rerun_of_a_failed_manual_review_answers_its_request,
 );
 
 fn blocking() -> String {
@@ -515,4 +518,65 @@ async fn a_blocking_finding_of_a_manual_review_fails_the_gate_at_once(h: ReviewH
     assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
     let text = gate["output"]["text"].as_str().unwrap_or_default();
     assert!(text.contains(SQL_TITLE), "{text}");
+}
+
+/// "Re-run" on a manual review's check: while its review has failed (the model down),
+/// the request runs again and is answered; once published, nothing. A failed request
+/// whose comment has been deleted since runs nothing.
+async fn a_rerun_of_a_failed_manual_review_answers_its_request(h: ReviewHarness) {
+    h.review_opened().await;
+    let rerun_of = |key: String, delivery: &str| {
+        let Job::Review(mut review) = job(ReviewTrigger::Rerequested, HEAD, delivery) else {
+            unreachable!("job() builds review jobs")
+        };
+        review.rerun_of = Some(key);
+        Job::Review(review)
+    };
+    let asked = |body: &str| h.github.add_issue_comment(REPO, PR, "bob", body);
+    let (kept, deleted) = (asked("@parley full review"), asked("@parley full review"));
+    h.llm.fail("", 500);
+    for (request, delivery) in [(kept, "m-1"), (deleted, "m-2")] {
+        let failed = h
+            .run(manual_job(
+                ReviewTrigger::ManualFull,
+                HEAD,
+                delivery,
+                request,
+            ))
+            .await;
+        assert!(failed.is_err(), "the manual review fails: {failed:?}");
+    }
+    h.llm.remove_rules("");
+    assert_eq!(h.reviews().len(), 1, "only the automatic review");
+
+    h.github.delete_issue_comment(deleted);
+    let calls = h.llm.prompts().len();
+    h.run(rerun_of(
+        runs::manual_key(HEAD, ReviewTrigger::ManualFull, deleted),
+        "r-0",
+    ))
+    .await
+    .expect("the re-run of a deleted request");
+    assert_eq!(h.llm.prompts().len(), calls, "nothing to answer");
+
+    h.run(rerun_of(
+        runs::manual_key(HEAD, ReviewTrigger::ManualFull, kept),
+        "r-1",
+    ))
+    .await
+    .expect("the re-run");
+    assert_eq!(h.reviews().len(), 2, "the full review is posted");
+    let manual = h.latest_check("Parley review (manual)");
+    assert_eq!(manual["status"], "completed");
+    assert_eq!(manual["conclusion"], "neutral");
+
+    let calls = h.llm.prompts().len();
+    h.run(rerun_of(
+        runs::manual_key(HEAD, ReviewTrigger::ManualFull, kept),
+        "r-2",
+    ))
+    .await
+    .expect("the second re-run");
+    assert_eq!(h.llm.prompts().len(), calls, "published: not redone");
+    assert_eq!(h.reviews().len(), 2);
 }

@@ -17,6 +17,9 @@ pub struct IssueComment {
     pub user: Option<User>,
     #[serde(default)]
     pub html_url: String,
+    /// The API URL of the issue or PR it is on (`…/issues/<number>`).
+    #[serde(default)]
+    pub issue_url: String,
     #[serde(default)]
     pub author_association: Option<String>,
     #[serde(with = "time::serde::rfc3339")]

@@ -52,6 +52,9 @@ pub struct ReviewComment {
     pub body: String,
     #[serde(default)]
     pub html_url: String,
+    /// The API URL of the PR it is on (`…/pulls/<number>`).
+    #[serde(default)]
+    pub pull_request_url: String,
     #[serde(default)]
     pub author_association: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
