@@ -46,14 +46,17 @@ pub(crate) fn identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
     let mut defining: HashSet<&str> = HashSet::new();
     let mut line_start = 0;
     let mut at = 0;
+    // JavaScript, TypeScript and Java names may hold `$` (`$ZodType`, `jQuery$1`), as their
+    // tags spell them.
+    let dollar = style == Style::Declarations;
     while at < bytes.len() {
         let b = bytes[at];
         if b == b'\n' {
             line_start = at + 1;
             at += 1;
-        } else if b.is_ascii_alphabetic() || b == b'_' {
+        } else if b.is_ascii_alphabetic() || b == b'_' || (dollar && b == b'$') {
             let start = at;
-            while at < bytes.len() && is_word_byte(bytes[at]) {
+            while at < bytes.len() && (is_word_byte(bytes[at]) || (dollar && bytes[at] == b'$')) {
                 at += 1;
             }
             // A Rust raw identifier (`r#gen`, `r#type`) is one name, as its tags name it;
@@ -283,13 +286,15 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
-    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`; and,
-    // in C# and Python, a member read without a call, `order.Total`, which may be a
-    // property.
+    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
+    // member read without a call, `order.Total`, which may be a property or a getter (in
+    // Java, whose tags count no reads, only a file more to parse for a callers question).
     let csharp = style == Style::CSharp;
     let generic = csharp && text[end..].starts_with('<');
-    let member = matches!(style, Style::CSharp | Style::KeywordsAndConstants)
-        && text[..start].ends_with('.');
+    let member = matches!(
+        style,
+        Style::CSharp | Style::KeywordsAndConstants | Style::Declarations
+    ) && text[..start].ends_with('.');
     (after.starts_with('(') || after.starts_with('!') || generic || member)
         && !DEFINING_KEYWORDS.contains(&previous)
         && !GO_KEYWORDS.contains(&previous)
@@ -329,7 +334,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 31] = [
+        let cases: [(Style, &str, &str); 32] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -405,6 +410,7 @@ mod tests {
                 "Total",
             ),
             (CSharp, "    public User? Owner\n    {", "Owner"),
+            (Declarations, "export class $ZodType {", "$ZodType"),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);

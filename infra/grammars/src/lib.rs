@@ -32,6 +32,13 @@ pub enum Grammar {
 /// of JavaScript with JSX): one grammar's tables fewer to carry.
 pub const JAVASCRIPT_TAGS_QUERY: &str = tree_sitter_javascript::TAGS_QUERY;
 
+/// What JavaScript's and TypeScript's tags add to the crates': a member read without a
+/// call (`order.total`), which may be a getter (or a method passed along), whose
+/// definition a changed line relies on as much as on a method it calls.
+pub const JAVASCRIPT_READS_QUERY: &str = r#"
+(member_expression property: (property_identifier) @name) @reference.member
+"#;
+
 /// Ruby's tags: the grammar crate's definitions, and as references the calls that name
 /// a method (`user.save`, `save(x)`, `validate order`) and the classes used as
 /// receivers and superclasses. Methods defined at run time by the calls that define most
@@ -168,7 +175,7 @@ impl Grammar {
             Grammar::Rust => tree_sitter_rust::TAGS_QUERY.to_string(),
             Grammar::Python => format!("{}\n{PYTHON_READS_QUERY}", tree_sitter_python::TAGS_QUERY),
             Grammar::TypeScript | Grammar::Tsx => format!(
-                "{JAVASCRIPT_TAGS_QUERY}\n{}",
+                "{JAVASCRIPT_TAGS_QUERY}\n{JAVASCRIPT_READS_QUERY}\n{}",
                 tree_sitter_typescript::TAGS_QUERY
             ),
             Grammar::Go => tree_sitter_go::TAGS_QUERY.to_string(),

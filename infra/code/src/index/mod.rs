@@ -19,7 +19,7 @@ use crate::snapshot::Snapshot;
 use crate::words::{Style, identifiers};
 use locals::Locals;
 use parley_core::ports::code::{Codebase, Span, nearness};
-use parley_grammars::{Grammar, JAVASCRIPT_TAGS_QUERY};
+use parley_grammars::{Grammar, JAVASCRIPT_READS_QUERY, JAVASCRIPT_TAGS_QUERY};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -401,7 +401,10 @@ fn tags(lang: Lang) -> Option<Tags> {
         // grammar's parse tables fewer in every worker. TypeScript keeps its own: read as
         // TSX, a generic arrow function (`<T>(x: T) => x`) opens a JSX element and hides
         // every definition after it.
-        Lang::JavaScript => (Grammar::Tsx, JAVASCRIPT_TAGS_QUERY.to_string()),
+        Lang::JavaScript => (
+            Grammar::Tsx,
+            format!("{JAVASCRIPT_TAGS_QUERY}\n{JAVASCRIPT_READS_QUERY}"),
+        ),
         Lang::TypeScript => (Grammar::TypeScript, Grammar::TypeScript.tags_query()),
         Lang::Tsx => (Grammar::Tsx, Grammar::Tsx.tags_query()),
         Lang::Go => (Grammar::Go, Grammar::Go.tags_query()),

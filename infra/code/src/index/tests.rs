@@ -212,6 +212,40 @@ fn python_attribute_reads_find_properties() {
     assert_eq!(lazy.definitions_near("owner", "shop/mailer.py", 3), owner);
 }
 
+/// A JavaScript member read may be a getter, and a TypeScript name may hold `$`: both
+/// found lazily as parsing everything would.
+#[test]
+fn javascript_member_reads_find_getters_and_names_may_hold_dollars() {
+    let order =
+        "export class Order {\n  get owner() {\n    return users.get(this.ownerId);\n  }\n}\n";
+    let mailer =
+        "export function notify(order) {\n  deliver(order.owner.email, order.lines.count());\n}\n";
+    let schemas = "export class $ZodType {\n  static init(x) {}\n}\n";
+    let uses = "export function make(x: number) {\n  return core.$ZodType.init(x);\n}\n";
+    let files = [
+        ("shop/order.js", order),
+        ("shop/mailer.js", mailer),
+        ("core/schemas.ts", schemas),
+        ("app/use.ts", uses),
+    ];
+    let index = index(&files);
+    assert_eq!(
+        index.names_used("shop/mailer.js", 2, 2),
+        ["count", "deliver"]
+    );
+    assert_eq!(
+        index.names_read("shop/mailer.js", 2, 2),
+        ["email", "lines", "owner"]
+    );
+    assert_eq!(index.names_read("app/use.ts", 2, 2), ["$ZodType"]);
+    for (name, from) in [("owner", "shop/mailer.js"), ("$ZodType", "app/use.ts")] {
+        let all = index.definitions(name);
+        assert_eq!(all.len(), 1, "{name}: {all:?}");
+        let lazy = self::index(&files);
+        assert_eq!(lazy.definitions_near(name, from, 3), all, "{name}");
+    }
+}
+
 /// JavaScript with JSX is read by the TSX grammar; TypeScript by its own, where a
 /// generic arrow function or a type assertion does not hide what follows it.
 #[test]
