@@ -30,7 +30,7 @@
 
 use super::{ReviewError, ReviewHandler, regate, runs};
 use crate::job::{Actor, ReviewJob, ReviewRequest, ReviewTrigger, Surface};
-use crate::ports::github::{GitHubError, PullRequest, RepoScope};
+use crate::ports::github::{GitHubError, PageLimit, PullRequest, RepoScope};
 use crate::ports::{Attempt, ReviewRun, RunState};
 
 impl ReviewHandler {
@@ -100,8 +100,8 @@ impl ReviewHandler {
     /// review failed (or was left running by a worker that died; a live claim still
     /// wins), and answers the request as it would have. A published review is not
     /// redone: a manual review is asked for again in a comment, within
-    /// `review.manualReviewsPerHour`. The request is read back from GitHub (the comment
-    /// that asked, and its author): one since deleted runs nothing.
+    /// `review.manualReviewsPerHour`. The request is read back from GitHub (the comment or
+    /// review that asked, and its author): one since deleted runs nothing.
     async fn rerequested_manual(
         &self,
         scope: &RepoScope,
@@ -144,8 +144,8 @@ impl ReviewHandler {
     }
 
     /// The comment behind manual request `comment_id` on PR `number`, read back from
-    /// GitHub: a top-level comment or a review comment (a review's body, which asks
-    /// rarely, is not read back). `None` when it is gone, or is not on this PR.
+    /// GitHub: a top-level comment, a review comment, or a review's body. `None` when it
+    /// is gone, or is not on this PR.
     async fn request_of(
         &self,
         scope: &RepoScope,
@@ -164,7 +164,15 @@ impl ReviewHandler {
                         .pull_request_url
                         .ends_with(&format!("/pulls/{number}"))
                         .then_some((Surface::ReviewComment, comment.user, comment.html_url)),
-                    Err(GitHubError::NotFound(_)) => None,
+                    // A review's body: among the PR's reviews (listed: the port reads no
+                    // single review), as the review that asked.
+                    Err(GitHubError::NotFound(_)) => github
+                        .list_reviews(scope, number, PageLimit::pages(5))
+                        .await?
+                        .items
+                        .into_iter()
+                        .find(|review| review.id == comment_id)
+                        .map(|review| (Surface::ReviewBody, review.user, review.html_url)),
                     Err(err) => return Err(err.into()),
                 }
             }

@@ -534,20 +534,31 @@ async fn a_rerun_of_a_failed_manual_review_answers_its_request(h: ReviewHarness)
     };
     let asked = |body: &str| h.github.add_issue_comment(REPO, PR, "bob", body);
     let (kept, deleted) = (asked("@parley full review"), asked("@parley full review"));
+    // A request in a review's body is read back too.
+    let in_review = h
+        .github
+        .add_review(REPO, PR, "carol", "@parley full review");
     h.llm.fail("", 500);
-    for (request, delivery) in [(kept, "m-1"), (deleted, "m-2")] {
-        let failed = h
-            .run(manual_job(
-                ReviewTrigger::ManualFull,
-                HEAD,
-                delivery,
-                request,
-            ))
-            .await;
+    for (request, delivery) in [(kept, "m-1"), (deleted, "m-2"), (in_review, "m-3")] {
+        let Job::Review(mut manual) =
+            manual_job(ReviewTrigger::ManualFull, HEAD, delivery, request)
+        else {
+            unreachable!("manual_job() builds review jobs")
+        };
+        if request == in_review
+            && let Some(asking) = manual.request.as_mut()
+        {
+            asking.surface = parley_core::job::Surface::ReviewBody;
+        }
+        let failed = h.run(Job::Review(manual)).await;
         assert!(failed.is_err(), "the manual review fails: {failed:?}");
     }
     h.llm.remove_rules("");
-    assert_eq!(h.reviews().len(), 1, "only the automatic review");
+    assert_eq!(
+        h.reviews().len(),
+        2,
+        "the automatic review, and the one that asks"
+    );
 
     h.github.delete_issue_comment(deleted);
     let calls = h.llm.prompts().len();
@@ -565,7 +576,7 @@ async fn a_rerun_of_a_failed_manual_review_answers_its_request(h: ReviewHarness)
     ))
     .await
     .expect("the re-run");
-    assert_eq!(h.reviews().len(), 2, "the full review is posted");
+    assert_eq!(h.reviews().len(), 3, "the full review is posted");
     let manual = h.latest_check("Parley review (manual)");
     assert_eq!(manual["status"], "completed");
     assert_eq!(manual["conclusion"], "neutral");
@@ -578,5 +589,13 @@ async fn a_rerun_of_a_failed_manual_review_answers_its_request(h: ReviewHarness)
     .await
     .expect("the second re-run");
     assert_eq!(h.llm.prompts().len(), calls, "published: not redone");
-    assert_eq!(h.reviews().len(), 2);
+    assert_eq!(h.reviews().len(), 3);
+
+    h.run(rerun_of(
+        runs::manual_key(HEAD, ReviewTrigger::ManualFull, in_review),
+        "r-3",
+    ))
+    .await
+    .expect("the re-run of a review's request");
+    assert!(h.llm.prompts().len() > calls, "reviewed again");
 }
