@@ -16,8 +16,8 @@
 //! standing and is only logged (the next push judges again), and trouble never produces a
 //! `failure` — only open findings do.
 
+use crate::ports::StoreError;
 use crate::ports::github::{CheckConclusion, GitHubError, RepoScope};
-use crate::ports::{RunState, StoreError};
 use crate::review::gate;
 pub use crate::review::gate::RegateCause;
 use crate::review::{pr_url, repo_url, runs};
@@ -128,7 +128,7 @@ async fn automatic_review_partial(
         let Some(run) = services.store.review_run(&repo, number, head_sha).await? else {
             return Ok(None);
         };
-        if run.state != RunState::Published || runs::is_manual_trigger_name(&run.trigger) {
+        if !runs::is_published_automatic(&run) {
             return Ok(None);
         }
         let parley = services.identity.handles(github, false).await?;
@@ -161,16 +161,9 @@ async fn try_regate(
         return Ok(Regated::Skipped(format!("the PR is {}", pr.state)));
     }
     let head_sha = pr.head.sha.clone();
-    // The head's own key is the automatic run's (manual runs have keys of their own). Runs
-    // stored before manual keys existed may still be manual under the head's key: the
-    // trigger tells.
     let runs = store.review_runs(&repo, number).await?;
     let run = runs.iter().find(|run| run.head_sha == head_sha);
-    let Some(run) = run.filter(|run| {
-        run.state == RunState::Published
-            && !runs::is_manual_key(&run.head_sha)
-            && !runs::is_manual_trigger_name(&run.trigger)
-    }) else {
+    let Some(run) = run.filter(|run| runs::is_published_automatic(run)) else {
         return Ok(Regated::Skipped(format!(
             "no published automatic review of the head {}",
             runs::head_of(&head_sha)

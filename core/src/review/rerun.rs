@@ -80,13 +80,7 @@ impl ReviewHandler {
                 Ok(())
             }
             state @ (None | Some(RunState::Failed | RunState::Running)) => {
-                if state == Some(RunState::Failed) {
-                    // The failed run's claim belongs to the delivery that failed and
-                    // outlives it; nothing holds the run now (the PR's reviews run one
-                    // at a time, and this job is the one running).
-                    let key = runs::claim_key(&repo, job.number, &job.head_sha);
-                    self.services.store.release(&key).await?;
-                }
+                self.release_if_failed(job, &job.head_sha, state).await?;
                 let automatic = automatic_job(job, &pr, own, &runs);
                 tracing::info!(%repo, number = job.number, head = %job.head_sha, trigger = ?automatic.trigger, "re-run: the head's automatic review runs again");
                 Box::pin(self.review(&automatic, attempt)).await
@@ -130,10 +124,7 @@ impl ReviewHandler {
             tracing::info!(%repo, number = job.number, comment_id, "re-run of a manual review whose request is gone: nothing to do");
             return Ok(());
         };
-        if state == Some(RunState::Failed) {
-            let claim = runs::claim_key(&repo, job.number, key);
-            self.services.store.release(&claim).await?;
-        }
+        self.release_if_failed(job, key, state).await?;
         tracing::info!(%repo, number = job.number, run = %key, "re-run of a failed manual review: its request runs again");
         let manual = ReviewJob {
             trigger,
@@ -205,6 +196,22 @@ impl ReviewHandler {
         Ok(partial == Some(true))
     }
 
+    /// Release the claim of run `run_key` when it failed: that claim belongs to the
+    /// delivery that failed and outlives it, and nothing holds the run now (the PR's
+    /// reviews run one at a time, and this job is the one running).
+    async fn release_if_failed(
+        &self,
+        job: &ReviewJob,
+        run_key: &str,
+        state: Option<RunState>,
+    ) -> Result<(), ReviewError> {
+        if state == Some(RunState::Failed) {
+            let claim = runs::claim_key(&job.repo.tenant().repo, job.number, run_key);
+            self.services.store.release(&claim).await?;
+        }
+        Ok(())
+    }
+
     /// A full review of the head, under the one manual run key a re-run uses (request 0):
     /// run once, then never again for this head, however often Re-run is pressed; a
     /// failed one runs again (its claim released, as for the automatic run).
@@ -223,11 +230,8 @@ impl ReviewHandler {
         if matches!(state, Some(RunState::Published | RunState::Superseded)) {
             return Ok(());
         }
+        self.release_if_failed(job, &key, state).await?;
         let repo = job.repo.tenant().repo;
-        if state == Some(RunState::Failed) {
-            let claim = runs::claim_key(&repo, job.number, &key);
-            self.services.store.release(&claim).await?;
-        }
         tracing::info!(%repo, number = job.number, head = %job.head_sha, "re-run of a partial review: a full review of the head completes it");
         let full = ReviewJob {
             trigger: ReviewTrigger::ManualFull,

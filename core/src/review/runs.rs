@@ -155,6 +155,16 @@ pub fn manual_trigger_of_key(run_key: &str) -> Option<ReviewTrigger> {
     }
 }
 
+/// Whether `run` is a head's automatic run, published: the one whose review the gate is
+/// judged from. Its key is the head's (manual runs have keys of their own); runs stored
+/// before manual keys existed may still be manual under the head's key: the trigger
+/// tells.
+pub fn is_published_automatic(run: &ReviewRun) -> bool {
+    run.state == RunState::Published
+        && !is_manual_key(&run.head_sha)
+        && !is_manual_trigger_name(&run.trigger)
+}
+
 /// Whether a stored run's trigger (see [`trigger_name`]) was a manual request.
 pub fn is_manual_trigger_name(name: &str) -> bool {
     name == trigger_name(ReviewTrigger::ManualIncremental)

@@ -39,6 +39,12 @@ pub const JAVASCRIPT_READS_QUERY: &str = r#"
 (member_expression property: (property_identifier) @name) @reference.member
 "#;
 
+/// JavaScript's whole tags query, its reads included: on its own for JavaScript, and
+/// under TypeScript's and TSX's.
+pub fn javascript_tags_query() -> String {
+    format!("{JAVASCRIPT_TAGS_QUERY}\n{JAVASCRIPT_READS_QUERY}")
+}
+
 /// Ruby's tags: the grammar crate's definitions, and as references the calls that name
 /// a method (`user.save`, `save(x)`, `validate order`) and the classes used as
 /// receivers and superclasses. Methods defined at run time by the calls that define most
@@ -175,7 +181,8 @@ impl Grammar {
             Grammar::Rust => tree_sitter_rust::TAGS_QUERY.to_string(),
             Grammar::Python => format!("{}\n{PYTHON_READS_QUERY}", tree_sitter_python::TAGS_QUERY),
             Grammar::TypeScript | Grammar::Tsx => format!(
-                "{JAVASCRIPT_TAGS_QUERY}\n{JAVASCRIPT_READS_QUERY}\n{}",
+                "{}\n{}",
+                javascript_tags_query(),
                 tree_sitter_typescript::TAGS_QUERY
             ),
             Grammar::Go => tree_sitter_go::TAGS_QUERY.to_string(),

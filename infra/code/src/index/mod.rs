@@ -19,7 +19,7 @@ use crate::snapshot::Snapshot;
 use crate::words::{Style, identifiers};
 use locals::Locals;
 use parley_core::ports::code::{Codebase, Span, nearness};
-use parley_grammars::{Grammar, JAVASCRIPT_READS_QUERY, JAVASCRIPT_TAGS_QUERY};
+use parley_grammars::{Grammar, javascript_tags_query};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -242,7 +242,6 @@ impl CodeIndex {
             .map(move |t| span(path, t))
     }
 
-    /// The innermost definition around `line` among `tags` of `path`.
     /// The names of the references on lines `start..=end` of `path`: member reads when
     /// `read`, else calls and other uses.
     fn references(&self, path: &str, start: u32, end: u32, read: bool) -> BTreeSet<String> {
@@ -253,6 +252,7 @@ impl CodeIndex {
             .collect()
     }
 
+    /// The innermost definition around `line` among `tags` of `path`.
     fn enclosing_in(path: &str, tags: &[Tag], line: u32) -> Option<Span> {
         tags.iter()
             .filter(|t| t.definition && t.start <= line && line <= t.end)
@@ -401,10 +401,7 @@ fn tags(lang: Lang) -> Option<Tags> {
         // grammar's parse tables fewer in every worker. TypeScript keeps its own: read as
         // TSX, a generic arrow function (`<T>(x: T) => x`) opens a JSX element and hides
         // every definition after it.
-        Lang::JavaScript => (
-            Grammar::Tsx,
-            format!("{JAVASCRIPT_TAGS_QUERY}\n{JAVASCRIPT_READS_QUERY}"),
-        ),
+        Lang::JavaScript => (Grammar::Tsx, javascript_tags_query()),
         Lang::TypeScript => (Grammar::TypeScript, Grammar::TypeScript.tags_query()),
         Lang::Tsx => (Grammar::Tsx, Grammar::Tsx.tags_query()),
         Lang::Go => (Grammar::Go, Grammar::Go.tags_query()),
