@@ -96,6 +96,7 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         ),
         ("gate.blockOn", list(&severities)),
         ("gate.resolveBy", g.resolve_by.name().to_string()),
+        ("gate.incomplete", g.incomplete.name().to_string()),
         ("retrieval.enabled", rt.enabled.to_string()),
         (
             "retrieval.hunkEmbedding.enabled",
@@ -127,7 +128,7 @@ mod tests {
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
              review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
-             gate: {blockOn: [critical], resolveBy: admin}\n\
+             gate: {blockOn: [critical], resolveBy: admin, incomplete: hold}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -47,8 +47,13 @@ pub struct RepoConfig {
 /// Tokens of code context a review gets by default: room for a dozen functions.
 pub const DEFAULT_CONTEXT_MAX_TOKENS: u32 = 6000;
 
-/// Repository permission levels, lowest first, so `>=` reads as "at least".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A permission on the repository, by GitHub's names. Lowest first, so `>=` reads as
+/// "at least".
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "Permission")]
 pub enum PermissionLevel {
     Read,
     Triage,
@@ -271,6 +276,8 @@ pub struct GateConfig {
     /// winning a dispute, `@parley dismiss`). The PR's author never may without a code
     /// change: otherwise the author alone could turn the required check green.
     pub resolve_by: PermissionLevel,
+    /// What the check says when nothing blocks but the head was not reviewed in full.
+    pub incomplete: Incomplete,
 }
 
 impl Default for GateConfig {
@@ -278,6 +285,40 @@ impl Default for GateConfig {
         GateConfig {
             resolve_by: PermissionLevel::Write,
             block_on: vec![Severity::Critical, Severity::High],
+            incomplete: Incomplete::Pass,
+        }
+    }
+}
+
+/// What the "Parley review" check concludes when nothing blocks but the head was not
+/// reviewed in full: a pass failed, files were left out (over the budget, unreadable),
+/// the model was down, or the installation's budget was spent. Branch protection lets a
+/// `neutral` check through, so by default Parley's trouble never stops a merge. But a PR's
+/// own content can leave a review partial (a diff over the budget, text that derails a
+/// pass), and a team that requires the check may not want that to be a way past it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Incomplete {
+    /// `neutral`, saying what was not reviewed: the merge is not held up.
+    Pass,
+    /// `action_required`, which a required check does not let through: the merge waits
+    /// for a complete review (Re-run once the cause is gone completes the head) or for
+    /// someone allowed to bypass branch protection.
+    Hold,
+}
+
+impl Incomplete {
+    /// The value by its `.parley.yml` name, whatever its case.
+    pub fn parse(value: &str) -> Option<Self> {
+        [Self::Pass, Self::Hold]
+            .into_iter()
+            .find(|it| it.name().eq_ignore_ascii_case(value))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Hold => "hold",
         }
     }
 }
@@ -461,6 +502,12 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
                 &d.gate.block_on,
                 "critical, high, medium, low or nit",
                 parse_severity,
+            ),
+            incomplete: r.parsed(
+                "gate.incomplete",
+                d.gate.incomplete,
+                "pass or hold",
+                Incomplete::parse,
             ),
         },
         retrieval: RetrievalConfig {

@@ -5,7 +5,7 @@
 //! `super::parse` knows: a setting added to one and not the other fails the build's tests.
 //! The checked-in `schema/parley.schema.json` is compared with [`json`] by a test too.
 
-use super::{PermissionLevel, RepoConfig};
+use super::{Incomplete, PermissionLevel, RepoConfig};
 use crate::ports::Severity;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -76,7 +76,7 @@ struct Mention {
     /// When non-empty, only these logins may talk to Parley.
     allowed_users: Vec<String>,
     /// Otherwise: the PR author, and anyone with at least this permission.
-    min_permission: Permission,
+    min_permission: PermissionLevel,
     /// Whether `@claude` also summons Parley.
     claude_alias: bool,
     conversation: Conversation,
@@ -222,17 +222,12 @@ struct Gate {
     /// Severities that fail the check while open.
     block_on: Vec<SeverityName>,
     /// Who may lift a blocking finding without changing its code.
-    resolve_by: Permission,
-}
-
-#[derive(Serialize, JsonSchema, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Permission {
-    Read,
-    Triage,
-    Write,
-    Maintain,
-    Admin,
+    resolve_by: PermissionLevel,
+    /// When nothing blocks but the head was not reviewed in full (a pass failed, files
+    /// over the budget, the model down, the budget spent): `pass` concludes `neutral`,
+    /// which branch protection lets through; `hold` concludes `action_required`, which it
+    /// does not, until a complete review.
+    incomplete: Incomplete,
 }
 
 #[derive(Serialize, JsonSchema, Clone, Copy)]
@@ -253,18 +248,6 @@ enum Specialist {
     Tests,
     Style,
     Guidelines,
-}
-
-impl From<PermissionLevel> for Permission {
-    fn from(level: PermissionLevel) -> Self {
-        match level {
-            PermissionLevel::Read => Permission::Read,
-            PermissionLevel::Triage => Permission::Triage,
-            PermissionLevel::Write => Permission::Write,
-            PermissionLevel::Maintain => Permission::Maintain,
-            PermissionLevel::Admin => Permission::Admin,
-        }
-    }
 }
 
 impl From<Severity> for SeverityName {
@@ -297,7 +280,7 @@ impl Default for Mention {
         let d = RepoConfig::default().mention;
         Mention {
             allowed_users: d.allowed_users,
-            min_permission: d.min_permission.into(),
+            min_permission: d.min_permission,
             claude_alias: d.claude_alias,
             conversation: Conversation::default(),
         }
@@ -366,7 +349,8 @@ impl Default for Gate {
         let d = RepoConfig::default().gate;
         Gate {
             block_on: d.block_on.into_iter().map(Into::into).collect(),
-            resolve_by: d.resolve_by.into(),
+            resolve_by: d.resolve_by,
+            incomplete: d.incomplete,
         }
     }
 }

@@ -29,7 +29,7 @@ impl ReviewHandler {
         if pr.state != "open" || runs::is_manual(job.trigger) || pr.head.sha != job.head_sha {
             return Ok(());
         }
-        conclude_not_run(&self.services, scope, job, pr, config, reason, None).await
+        conclude_not_run(&self.services, scope, job, pr, config, reason, None, false).await
     }
 
     /// Conclude the head's check on what a published review found, then mark the run
@@ -154,7 +154,9 @@ pub(super) struct Published<'a> {
 
 /// Conclude the head's "Parley review" check for an automatic review that did not run:
 /// `neutral` with `reason`, or `failure` while blocking findings of earlier reviews are
-/// still open. `neutral_title` replaces the check's title when nothing blocks.
+/// still open. `neutral_title` replaces the check's title when nothing blocks. `owed`: the
+/// review should have run (the budget was spent), so `gate.incomplete: hold` holds it.
+#[allow(clippy::too_many_arguments)] // two call sites, each part a different thing
 pub(super) async fn conclude_not_run(
     services: &Services,
     scope: &RepoScope,
@@ -163,6 +165,7 @@ pub(super) async fn conclude_not_run(
     config: &RepoConfig,
     reason: &str,
     neutral_title: Option<&str>,
+    owed: bool,
 ) -> Result<(), ReviewError> {
     let repo = job.repo.tenant().repo;
     let findings = services.store.findings_for_pr(&repo, job.number).await?;
@@ -179,9 +182,10 @@ pub(super) async fn conclude_not_run(
         open,
         repo_url: &repo_url,
         pr_url: &pr_url,
+        owed,
     };
     let (conclusion, mut output) = gate::conclude(&verdict, &config.gate);
-    if let Some(title) = neutral_title.filter(|_| conclusion == CheckConclusion::Neutral) {
+    if let Some(title) = neutral_title.filter(|_| conclusion != CheckConclusion::Failure) {
         output.title = title.to_string();
     }
     let key = runs::claim_key(&repo, job.number, &pr.head.sha);

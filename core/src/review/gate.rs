@@ -6,11 +6,14 @@
 //! confidence threshold) open on the PR, found by it or by an earlier review and not
 //! resolved or conceded since ([`open_blocking`]; [`crate::review::regate`] judges again
 //! when that changes); `neutral` for superseded runs and whenever Parley could not do its job. A
-//! team that requires the check must never be blocked because an LLM provider was down.
+//! team that requires the check must never be blocked because an LLM provider was down,
+//! unless it chose to be: with `gate.incomplete: hold` a head not reviewed in full (Parley's
+//! trouble, or a PR whose own content left the review partial) is `action_required`,
+//! which branch protection does not let through, instead of `neutral` ([`not_in_full`]).
 //! Manual reviews (someone asked for advice, not a verdict) report `neutral` under a check
 //! of their own, [`MANUAL_CHECK_NAME`], and never touch the gate.
 
-use crate::config::GateConfig;
+use crate::config::{GateConfig, Incomplete};
 use crate::ports::github::{
     CheckConclusion, CheckRunOutput, CheckRunUpdate, CheckStatus, GitHub, GitHubError, NewCheckRun,
     RepoScope,
@@ -117,6 +120,19 @@ async fn in_progress(
 /// partial, not why, so this names both causes.
 const PARTIAL: &str = "\n\nThe review was partial (a specialist pass failed, or changed files went unread), so nothing blocking is not reported as a pass; the review says what it did not cover.";
 
+/// Said by a check held for want of a complete review (see [`not_in_full`]).
+const HELD: &str = "\n\nThis repository holds the merge until its head is reviewed in full (`gate.incomplete: hold` in `.parley.yml`): press Re-run on this check once the cause is gone (the model back, the budget raised; files over `review.maxPatchTokens` need a larger budget), or someone allowed to bypass branch protection may merge.";
+
+/// The conclusion of an automatic review's check when nothing blocks but the head was not
+/// reviewed in full, and what it adds to the summary: `neutral` lets a required check
+/// through, `action_required` (`gate.incomplete: hold`) does not.
+fn not_in_full(gate: &GateConfig) -> (CheckConclusion, &'static str) {
+    match gate.incomplete {
+        Incomplete::Pass => (CheckConclusion::Neutral, ""),
+        Incomplete::Hold => (CheckConclusion::ActionRequired, HELD),
+    }
+}
+
 /// How a run ended, as far as the gate is concerned.
 pub enum Verdict<'a> {
     Reviewed {
@@ -168,10 +184,17 @@ pub enum Verdict<'a> {
         open: Vec<&'a Finding>,
         repo_url: &'a str,
         pr_url: &'a str,
+        /// The review was owed but not given (the installation's budget spent), as
+        /// against one the team's settings chose to skip: the head is then not reviewed in
+        /// full ([`not_in_full`]).
+        owed: bool,
     },
     /// Parley could not do its job.
     Trouble {
         reason: String,
+        /// The head's automatic review (the gate), not a manual one's check, which
+        /// advises and is always `neutral`.
+        automatic: bool,
     },
 }
 
@@ -237,12 +260,19 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             open,
             repo_url,
             pr_url,
+            owed,
         } => {
             let open = blocking_findings(open, gate);
-            let summary = format!("Parley did not review this commit: {reason}.");
+            let mut summary = format!("Parley did not review this commit: {reason}.");
             if open.is_empty() {
+                let (conclusion, held) = if *owed {
+                    not_in_full(gate)
+                } else {
+                    (CheckConclusion::Neutral, "")
+                };
+                summary.push_str(held);
                 (
-                    CheckConclusion::Neutral,
+                    conclusion,
                     CheckRunOutput {
                         title: "Not reviewed".to_string(),
                         summary,
@@ -266,17 +296,29 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 )
             }
         }
-        Verdict::Trouble { reason } => (
-            CheckConclusion::Neutral,
-            CheckRunOutput {
-                title: "Parley could not finish this review".to_string(),
-                summary: format!(
-                    "{reason}\n\nThis is Parley's problem, not the PR's, so the check does not block. \
-                     Parley tries again by itself; if it gives up, a note on the PR says how to ask again."
-                ),
-                text: None,
-            },
-        ),
+        Verdict::Trouble { reason, automatic } => {
+            let (conclusion, held) = if *automatic {
+                not_in_full(gate)
+            } else {
+                (CheckConclusion::Neutral, "")
+            };
+            let blocks = if held.is_empty() {
+                "so the check does not block"
+            } else {
+                "but this repository waits for a complete review"
+            };
+            (
+                conclusion,
+                CheckRunOutput {
+                    title: "Parley could not finish this review".to_string(),
+                    summary: format!(
+                        "{reason}\n\nThis is Parley's problem, not the PR's, {blocks}. \
+                         Parley tries again by itself; if it gives up, a note on the PR says how to ask again.{held}"
+                    ),
+                    text: None,
+                },
+            )
+        }
         Verdict::Reviewed {
             automatic,
             reported,
@@ -298,14 +340,14 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             } else {
                 Vec::new()
             };
-            let conclusion = if !automatic {
-                CheckConclusion::Neutral
+            let (conclusion, held) = if !automatic {
+                (CheckConclusion::Neutral, "")
             } else if !blocking.is_empty() || !earlier.is_empty() {
-                CheckConclusion::Failure
+                (CheckConclusion::Failure, "")
             } else if *partial {
-                CheckConclusion::Neutral
+                not_in_full(gate)
             } else {
-                CheckConclusion::Success
+                (CheckConclusion::Success, "")
             };
             let mut title = match (blocking.len(), reported.len()) {
                 (0, 0) if *nothing_read => "Nothing to review".to_string(),
@@ -334,6 +376,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             }
             if *partial {
                 summary.push_str(PARTIAL);
+                summary.push_str(held);
             } else if *nothing_read {
                 summary.push_str(if review_url.is_some() {
                     "\n\nNo changed file could be reviewed; the review says why."
@@ -380,18 +423,24 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             pr_url,
         } => {
             let open = blocking_findings(open, gate);
-            let (conclusion, title) = match (open.len(), partial) {
+            let (conclusion, title, held) = match (open.len(), partial) {
                 (0, Some(false)) => (
                     CheckConclusion::Success,
                     "No blocking findings open".to_string(),
+                    "",
                 ),
-                (0, _) => (
-                    CheckConclusion::Neutral,
-                    "No blocking findings open; the review was partial".to_string(),
-                ),
+                (0, _) => {
+                    let (conclusion, held) = not_in_full(gate);
+                    (
+                        conclusion,
+                        "No blocking findings open; the review was partial".to_string(),
+                        held,
+                    )
+                }
                 (n, _) => (
                     CheckConclusion::Failure,
                     format!("{n} blocking finding(s) still open"),
+                    "",
                 ),
             };
             let mut summary = format!(
@@ -405,6 +454,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 ),
                 Some(false) => {}
             }
+            summary.push_str(held);
             let text = (!open.is_empty()).then(|| {
                 crate::sanitize::truncate(&earlier_list(&open, repo_url, pr_url), MAX_TEXT)
             });
@@ -606,6 +656,7 @@ mod tests {
         );
         let trouble = Verdict::Trouble {
             reason: "LLM down".into(),
+            automatic: true,
         };
         let (conclusion, output) = conclude(&trouble, &gate);
         assert_eq!(conclusion, CheckConclusion::Neutral);
@@ -635,6 +686,87 @@ mod tests {
             text.contains("`a.rs:3` (the judge doubts it: see its thread)"),
             "{text}"
         );
+    }
+
+    /// With `gate.incomplete: hold`, every way an automatic review can leave its head not
+    /// reviewed in full, with nothing blocking, holds the merge (`action_required`, and the
+    /// check says how to go on); what the team chose to skip, a complete review, a blocking
+    /// finding and a manual review's check conclude as they do by default.
+    #[test]
+    fn holding_waits_for_a_complete_review() {
+        let hold = GateConfig {
+            incomplete: Incomplete::Hold,
+            ..GateConfig::default()
+        };
+        let high = finding(Severity::High);
+        let low = finding(Severity::Low);
+        let trouble = |automatic| Verdict::Trouble {
+            reason: "LLM down".into(),
+            automatic,
+        };
+        let skipped = |owed| Verdict::Skipped {
+            reason: "the budget is spent",
+            open: vec![],
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+            owed,
+        };
+        let regated = |partial| Verdict::Regated {
+            cause: RegateCause::Rerequested,
+            open: vec![],
+            partial,
+            review_url: "u",
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+        };
+        let held = [
+            reviewed(true, vec![&low], true),
+            trouble(true),
+            skipped(true),
+            regated(Some(true)),
+            regated(None),
+        ];
+        for verdict in &held {
+            let (conclusion, output) = conclude(verdict, &hold);
+            assert_eq!(conclusion, CheckConclusion::ActionRequired);
+            assert!(
+                output.summary.contains("`gate.incomplete: hold`"),
+                "{}",
+                output.summary
+            );
+            // By default the same verdicts let the merge through.
+            let (conclusion, output) = conclude(verdict, &GateConfig::default());
+            assert_eq!(conclusion, CheckConclusion::Neutral);
+            assert!(
+                !output.summary.contains("gate.incomplete"),
+                "{}",
+                output.summary
+            );
+        }
+        let (_, output) = conclude(&trouble(true), &hold);
+        assert!(
+            output.summary.contains("waits for a complete review")
+                && !output.summary.contains("does not block"),
+            "{}",
+            output.summary
+        );
+        let as_default = [
+            (reviewed(true, vec![&low], false), CheckConclusion::Success),
+            (reviewed(true, vec![&high], true), CheckConclusion::Failure),
+            (reviewed(false, vec![&low], true), CheckConclusion::Neutral),
+            (trouble(false), CheckConclusion::Neutral),
+            (skipped(false), CheckConclusion::Neutral),
+            (regated(Some(false)), CheckConclusion::Success),
+        ];
+        for (verdict, expected) in &as_default {
+            let (conclusion, output) = conclude(verdict, &hold);
+            assert_eq!(conclusion, *expected);
+            assert!(
+                !output.summary.contains("gate.incomplete"),
+                "{}",
+                output.summary
+            );
+        }
     }
 
     fn stored(severity: Severity, state: FindingState, comment_id: Option<u64>) -> Finding {

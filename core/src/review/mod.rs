@@ -228,6 +228,7 @@ impl ReviewHandler {
                             "Parley could not finish the review: {}.",
                             err.public_reason()
                         ),
+                        automatic: !runs::is_manual_key(&run_key),
                     },
                     &loaded.config.gate,
                 );

@@ -1,7 +1,8 @@
 //! A review asked for once the installation's monthly LLM budget is spent (see
 //! [`crate::budget`]): no pass runs. An automatic review still concludes the "Parley
 //! review" check, `neutral` and titled "Budget exhausted", or a team that requires the
-//! check would wait forever; like any review that did not run, it keeps a `failure` while
+//! check would wait forever (`action_required` where the team chose to wait for a review,
+//! `gate.incomplete: hold`); like any review that did not run, it keeps a `failure` while
 //! blocking findings of earlier reviews are still open. The PR gets one note a month
 //! saying why, guarded by a claim so a redelivery or the next push does not repeat it.
 //!
@@ -46,7 +47,8 @@ pub async fn conclude(
     tracing::info!(%repo, number = job.number, installation = standing.installation, spent_usd = standing.spent_usd(), limit_usd = standing.limit.map(|(usd, _)| usd), "review not run: monthly LLM budget exhausted");
     if !runs::is_manual(job.trigger) && pr.head.sha == job.head_sha {
         let title = Some(CHECK_TITLE);
-        super::conclude::conclude_not_run(services, scope, job, pr, config, REASON, title).await?;
+        super::conclude::conclude_not_run(services, scope, job, pr, config, REASON, title, true)
+            .await?;
     }
     note_once(services, scope, job, standing).await
 }

@@ -11,8 +11,8 @@
 //! through [`Source`], so they cannot drift apart.
 
 use super::payload::{
-    CheckRunEvent, CheckSuiteEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent,
-    PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
+    CheckEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent,
+    Repository, ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
@@ -258,8 +258,8 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
 /// was made for (its external id), which GitHub does not name for a fork's PR, else the
 /// first GitHub names.
 fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
-    let event: CheckRunEvent<'de> = payload.decode()?;
-    let check = event.check_run;
+    let event: CheckEvent<'de> = payload.decode()?;
+    let check = event.check;
     let external_id = check.external_id.as_ref().map(Text::as_str);
     let rerun_of = match check.name.as_ref().map(Text::as_str) {
         Some(gate::CHECK_NAME) => None,
@@ -300,8 +300,8 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
 /// "Re-run all checks" on Parley's suite of a commit: its PR's gate is run again. GitHub
 /// names no PR for a fork's; there the check's own "Re-run" does it.
 fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
-    let event: CheckSuiteEvent<'de> = payload.decode()?;
-    let suite = event.check_suite;
+    let event: CheckEvent<'de> = payload.decode()?;
+    let suite = event.check;
     let Some(pr) = suite.pull_requests.first() else {
         return Ok(Normalised::Ignored(format!(
             "check suite {} names no pull request (a fork's: re-run its check instead)",

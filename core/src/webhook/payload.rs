@@ -256,20 +256,13 @@ pub struct ReviewEvent<'a> {
     pub repository: Repository<'a>,
 }
 
-/// `check_run` (`rerequested`): the check someone asked to run again.
+/// `check_run` or `check_suite` (`rerequested`): the check someone asked to run again, or
+/// "Re-run all checks" on the App's suite of a commit. One envelope, since the two events
+/// differ only in the name of the key that holds the check.
 #[derive(Debug, Deserialize)]
-pub struct CheckRunEvent<'a> {
-    #[serde(borrow)]
-    pub check_run: Check<'a>,
-    #[serde(borrow)]
-    pub repository: Repository<'a>,
-}
-
-/// `check_suite` (`rerequested`): "Re-run all checks" on the App's suite of a commit.
-#[derive(Debug, Deserialize)]
-pub struct CheckSuiteEvent<'a> {
-    #[serde(borrow)]
-    pub check_suite: Check<'a>,
+pub struct CheckEvent<'a> {
+    #[serde(rename = "check_run", alias = "check_suite", borrow)]
+    pub check: Check<'a>,
     #[serde(borrow)]
     pub repository: Repository<'a>,
 }

@@ -5,7 +5,7 @@
 //! under a guard (a conditional write on a version in DynamoDB, a transaction in SQLite),
 //! so a document upserted on a laptop ends up exactly as it would in AWS.
 
-use parley_core::ports::{Document, Occurrence, StoreError};
+use parley_core::ports::{Corpus, Document, Occurrence, StoreError};
 use parley_core::retrieval::TermCounts;
 use std::cmp::Ordering;
 
@@ -147,6 +147,17 @@ pub fn term_counts(bytes: &[u8], location: &str) -> Option<TermCounts> {
     counts
 }
 
+/// A vector for a document no longer stored (expired, or pruned between the embedding
+/// job's read and its write) is dropped: the document's next upsert is embedded again.
+pub fn no_document_for_vector(repo: &str, corpus: Corpus, key: &str) {
+    tracing::debug!(
+        repo,
+        corpus = corpus.as_str(),
+        key,
+        "no document to attach a vector to"
+    );
+}
+
 /// Vector values as stored bytes (two's complement, one byte each) and back.
 pub fn vector_bytes(values: &[i8]) -> Vec<u8> {
     values
@@ -165,7 +176,7 @@ pub fn vector_values(bytes: &[u8]) -> Vec<i8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parley_core::ports::{Corpus, QuantizedVector};
+    use parley_core::ports::QuantizedVector;
     use time::macros::datetime;
 
     fn occurrence(pr: u64, path: &str) -> Occurrence {

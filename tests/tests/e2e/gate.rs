@@ -29,6 +29,7 @@ parley_tests::review_on_both_stores!(
     a_full_review_by_hand_completes_a_partial_head,
     a_blocking_finding_of_a_manual_review_fails_the_gate_at_once,
     a_rerun_of_a_failed_manual_review_answers_its_request,
+    a_team_that_holds_incomplete_reviews_waits_for_a_complete_one,
 );
 
 fn blocking() -> String {
@@ -598,4 +599,42 @@ async fn a_rerun_of_a_failed_manual_review_answers_its_request(h: ReviewHarness)
     .await
     .expect("the re-run of a review's request");
     assert!(h.llm.prompts().len() > calls, "reviewed again");
+}
+
+/// With `gate.incomplete: hold` the head's check holds the merge (`action_required`, not
+/// `neutral`) while it is not reviewed in full: the model down, then a pass failing. A
+/// manual review's check still only advises. Re-run once the model is back completes the
+/// head, and the gate passes.
+async fn a_team_that_holds_incomplete_reviews_waits_for_a_complete_one(h: ReviewHarness) {
+    h.config("gate:\n  incomplete: hold\n");
+    h.llm.fail("", 500);
+    let failed = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(failed.is_err(), "the review fails: {failed:?}");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "action_required", "{gate:#?}");
+    let said = summary_of(&gate);
+    assert!(said.contains("`gate.incomplete: hold`"), "{said}");
+    assert!(said.contains("press Re-run"), "{said}");
+
+    h.llm.remove_rules("");
+    h.llm.fail(CORRECTNESS, 500);
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run, partial");
+    assert_eq!(h.reviews().len(), 1, "the head is reviewed");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "action_required", "partial: {gate:#?}");
+
+    h.llm.remove_rules(CORRECTNESS);
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-2"))
+        .await
+        .expect("the re-run that completes the head");
+    assert_eq!(
+        h.latest_check("Parley review (manual)")["conclusion"],
+        "neutral",
+        "the completing review's own check advises"
+    );
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "success", "{gate:#?}");
+    assert!(!summary_of(&gate).contains("gate.incomplete"));
 }

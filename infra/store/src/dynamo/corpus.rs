@@ -13,7 +13,7 @@
 //! and costs no second partition scheme. Its limit: one repository's documents (its
 //! "item collection") may total 10 GB, about two million documents of 5 KB.
 
-use super::items::{Item, decode, encode, n, number, s, unavailable};
+use super::items::{Item, conditional, decode, encode, n, number, s, unavailable};
 use super::tables::{NEWEST_ATTRIBUTE, NEWEST_INDEX};
 use super::{DynamoStore, item_location};
 use crate::corpus_rules;
@@ -77,17 +77,11 @@ impl CorpusStore for DynamoStore {
                     .expression_attribute_names("#ver", VERSION)
                     .expression_attribute_values(":expected", n(version)),
             };
-            match request.send().await {
-                Ok(_) => return Ok(version.is_none()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                {
-                    tracing::debug!(repo = %doc.repo, key = %doc.key, attempt, "document changed under an upsert; merging again");
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                Err(e) => return Err(unavailable("upsert_document", &e)),
+            if conditional(request.send().await, "upsert_document")?.is_some() {
+                return Ok(version.is_none());
             }
+            tracing::debug!(repo = %doc.repo, key = %doc.key, attempt, "document changed under an upsert; merging again");
+            tokio::time::sleep(backoff(attempt)).await;
         }
         Err(StoreError::Unavailable(format!(
             "dynamodb upsert_document: {} of {} kept changing over {UPSERT_ATTEMPTS} attempts",
@@ -126,22 +120,10 @@ impl CorpusStore for DynamoStore {
             .expression_attribute_values(":one", n(1))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                tracing::debug!(
-                    repo,
-                    corpus = corpus.as_str(),
-                    key,
-                    "no document to attach a vector to"
-                );
-                Ok(())
-            }
-            Err(e) => Err(unavailable("set_vector", &e)),
+        if conditional(result, "set_vector")?.is_none() {
+            corpus_rules::no_document_for_vector(repo, corpus, key);
         }
+        Ok(())
     }
 
     async fn document(

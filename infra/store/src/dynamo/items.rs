@@ -1,6 +1,9 @@
 //! Records ↔ DynamoDB items, and SDK errors ↔ [`StoreError`].
 
-use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use parley_core::ports::StoreError;
 use serde::Serialize;
@@ -77,4 +80,39 @@ pub(crate) fn unavailable(operation: &str, error: &dyn std::error::Error) -> Sto
         "dynamodb {operation}: {}",
         DisplayErrorContext(error)
     ))
+}
+
+/// A conditional write's answer: `Some` when it was written, `None` when its condition did
+/// not hold (a claim taken, a record changed since it was read, a ceiling reached). That is
+/// an answer, not a failure; anything else is [`unavailable`].
+pub(crate) fn conditional<T, E>(
+    result: Result<T, SdkError<E, HttpResponse>>,
+    operation: &str,
+) -> Result<Option<T>, StoreError>
+where
+    E: ConditionFailed + std::error::Error + 'static,
+{
+    match result {
+        Ok(output) => Ok(Some(output)),
+        Err(e) if e.as_service_error().is_some_and(E::condition_failed) => Ok(None),
+        Err(e) => Err(unavailable(operation, &e)),
+    }
+}
+
+/// The errors of the write operations that take a condition; the SDK gives each its own
+/// type with the same question.
+pub(crate) trait ConditionFailed {
+    fn condition_failed(&self) -> bool;
+}
+
+impl ConditionFailed for PutItemError {
+    fn condition_failed(&self) -> bool {
+        self.is_conditional_check_failed_exception()
+    }
+}
+
+impl ConditionFailed for UpdateItemError {
+    fn condition_failed(&self) -> bool {
+        self.is_conditional_check_failed_exception()
+    }
 }

@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::ReturnValue;
-use items::{Item, decode, encode, n, number, s, unavailable};
+use items::{Item, conditional, decode, encode, n, number, s, unavailable};
 use parley_core::ports::store::keys;
 use parley_core::ports::{
     Claim, Claims, Counters, Finding, Findings, Installation, Installations, Memory, MemoryItem,
@@ -138,16 +138,10 @@ impl DynamoStore {
                 .expression_attribute_names("#owner", OWNER_ATTRIBUTE)
                 .expression_attribute_values(":owner", s(owner)),
         };
-        match request.send().await {
-            Ok(_) => Ok(Claim::Won),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(Claim::AlreadyClaimed)
-            }
-            Err(e) => Err(unavailable(operation, &e)),
-        }
+        Ok(match conditional(request.send().await, operation)? {
+            Some(_) => Claim::Won,
+            None => Claim::AlreadyClaimed,
+        })
     }
 
     /// Write one whole item, unconditionally (records are upserted by key).
@@ -283,15 +277,8 @@ impl Counters for DynamoStore {
             .return_values(ReturnValue::UpdatedNew)
             .send()
             .await;
-        let output = match result {
-            Ok(output) => output,
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                return Ok(None);
-            }
-            Err(e) => return Err(unavailable("increment_within", &e)),
+        let Some(output) = conditional(result, "increment_within")? else {
+            return Ok(None);
         };
         let location = format!("{}/{scope}/{sk}", self.tables.conversations);
         let attributes = output.attributes.unwrap_or_default();
@@ -446,16 +433,7 @@ impl Findings for DynamoStore {
                 .expression_attribute_values(":decision", s(&read.decision_token()))
                 .expression_attribute_values(":state", state_value(read)?),
         };
-        match request.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable("put_finding_if", &e)),
-        }
+        Ok(conditional(request.send().await, "put_finding_if")?.is_some())
     }
 
     async fn finding_by_comment(
@@ -564,16 +542,7 @@ impl Memory for DynamoStore {
                 .expression_attribute_names("#ver", MEMORY_VERSION)
                 .expression_attribute_values(":expected", n(expected))
         };
-        match request.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(unavailable("put_memory", &e)),
-        }
+        Ok(conditional(request.send().await, "put_memory")?.is_some())
     }
 }
 

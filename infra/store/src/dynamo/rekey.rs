@@ -6,7 +6,7 @@
 //! wins), then the old one is deleted. A crash in between leaves both, and the next run
 //! finishes the move; nothing is lost either way.
 
-use super::items::{Item, s, unavailable};
+use super::items::{Item, conditional, s};
 use super::{DynamoStore, MEMORY_RECORD};
 use parley_core::ports::StoreError;
 use parley_core::ports::store::keys;
@@ -105,12 +105,8 @@ impl DynamoStore {
                 .condition_expression("attribute_not_exists(pk)")
                 .send()
                 .await;
-            match answer {
-                Ok(_) => moved += 1,
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_conditional_check_failed_exception()) => {}
-                Err(e) => return Err(unavailable(operation, &e)),
+            if conditional(answer, operation)?.is_some() {
+                moved += 1;
             }
         }
         self.delete_keys(table, items, operation).await?;

@@ -69,12 +69,7 @@ impl CorpusStore for SqliteStore {
                 )
                 .map_err(|e| unavailable("set_vector", &e))?;
             if changed == 0 {
-                tracing::debug!(
-                    repo,
-                    corpus = corpus.as_str(),
-                    key,
-                    "no document to attach a vector to"
-                );
+                corpus_rules::no_document_for_vector(&repo, corpus, &key);
             }
             Ok(())
         })
