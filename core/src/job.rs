@@ -185,6 +185,10 @@ pub enum ReviewTrigger {
     /// `check_suite` `rerequested`): see [`crate::review::rerun`]. The job's `author` is
     /// whoever pressed it, and its title empty: the worker reads the PR.
     Rerequested,
+    /// "Let it through" pressed on a held **Parley review** check (`check_run`
+    /// `requested_action`, `gate.incomplete: hold`): see [`crate::review::let_through`].
+    /// Reviews nothing; the job's `author` is whoever pressed it.
+    LetThrough,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

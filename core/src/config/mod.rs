@@ -302,8 +302,9 @@ pub enum Incomplete {
     /// `neutral`, saying what was not reviewed: the merge is not held up.
     Pass,
     /// `action_required`, which a required check does not let through: the merge waits
-    /// for a complete review (Re-run once the cause is gone completes the head) or for
-    /// someone allowed to bypass branch protection.
+    /// for a complete review (Re-run once the cause is gone completes the head), or for
+    /// someone with `gate.resolveBy` other than the PR's author to press "Let it through"
+    /// on the check.
     Hold,
 }
 

@@ -275,6 +275,10 @@ pub struct ReviewRun {
     pub started_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub finished_at: Option<OffsetDateTime>,
+    /// Who let the head through without a complete review (`gate.incomplete: hold`, see
+    /// [`crate::review::let_through`]); a record of an earlier version has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub let_through_by: Option<String>,
 }
 
 /// Everything Parley keeps between invocations: the focused stores below, together.

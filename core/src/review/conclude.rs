@@ -6,7 +6,7 @@ use super::merge::Candidate;
 use super::{ReviewError, ReviewHandler, gate, pr_url, repo_url, runs};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
-use crate::ports::github::{CheckConclusion, PullRequest, RepoScope, Review};
+use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope, Review};
 use crate::ports::{Finding, ReviewRun, RunState};
 use crate::services::Services;
 use std::collections::HashSet;
@@ -152,6 +152,48 @@ pub(super) struct Published<'a> {
     pub pr_url: &'a str,
 }
 
+/// The check of a run that failed: Parley's trouble, saying what failed and never the raw
+/// error (provider messages carry internal hostnames and request ids). For the head's
+/// automatic review, `failure` while blocking findings of earlier reviews are still open,
+/// as when a review is skipped; they are read from the store, which may be what failed,
+/// and then only the trouble is reported.
+pub(super) async fn failed(
+    services: &Services,
+    job: &ReviewJob,
+    pr: &PullRequest,
+    config: &RepoConfig,
+    run_key: &str,
+    err: &ReviewError,
+) -> (CheckConclusion, CheckRunOutput) {
+    let automatic = !runs::is_manual_key(run_key);
+    let repo = job.repo.tenant().repo;
+    let findings = if automatic {
+        match services.store.findings_for_pr(&repo, job.number).await {
+            Ok(findings) => findings,
+            Err(store_err) => {
+                tracing::warn!(%repo, number = job.number, error = %store_err, "could not read the PR's findings for a failed review's check");
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let open = gate::still_blocking(&findings, config);
+    let repo_url = repo_url(pr, &job.repo.full_name());
+    let pr_url = pr_url(pr, &repo_url);
+    let verdict = gate::Verdict::Trouble {
+        reason: format!(
+            "Parley could not finish the review: {}.",
+            err.public_reason()
+        ),
+        automatic,
+        open,
+        repo_url: &repo_url,
+        pr_url: &pr_url,
+    };
+    gate::conclude(&verdict, &config.gate)
+}
+
 /// Conclude the head's "Parley review" check for an automatic review that did not run:
 /// `neutral` with `reason`, or `failure` while blocking findings of earlier reviews are
 /// still open. `neutral_title` replaces the check's title when nothing blocks. `owed`: the
@@ -169,12 +211,7 @@ pub(super) async fn conclude_not_run(
 ) -> Result<(), ReviewError> {
     let repo = job.repo.tenant().repo;
     let findings = services.store.findings_for_pr(&repo, job.number).await?;
-    let open = gate::open_blocking(
-        &findings,
-        &config.gate,
-        config.review.min_confidence,
-        &HashSet::new(),
-    );
+    let open = gate::still_blocking(&findings, config);
     let repo_url = repo_url(pr, &job.repo.full_name());
     let pr_url = pr_url(pr, &repo_url);
     let verdict = gate::Verdict::Skipped {

@@ -5,7 +5,8 @@
 //! automatic review concludes with blocking findings (`gate.blockOn`, at or above the
 //! confidence threshold) open on the PR, found by it or by an earlier review and not
 //! resolved or conceded since ([`open_blocking`]; [`crate::review::regate`] judges again
-//! when that changes); `neutral` for superseded runs and whenever Parley could not do its job. A
+//! when that changes), also when the head's own review was skipped or failed, which lifts
+//! nothing; `neutral` for superseded runs and whenever Parley could not do its job. A
 //! team that requires the check must never be blocked because an LLM provider was down,
 //! unless it chose to be: with `gate.incomplete: hold` a head not reviewed in full (Parley's
 //! trouble, or a PR whose own content left the review partial) is `action_required`,
@@ -13,10 +14,10 @@
 //! Manual reviews (someone asked for advice, not a verdict) report `neutral` under a check
 //! of their own, [`MANUAL_CHECK_NAME`], and never touch the gate.
 
-use crate::config::{GateConfig, Incomplete};
+use crate::config::{GateConfig, Incomplete, RepoConfig};
 use crate::ports::github::{
-    CheckConclusion, CheckRunOutput, CheckRunUpdate, CheckStatus, GitHub, GitHubError, NewCheckRun,
-    RepoScope,
+    CheckConclusion, CheckRunAction, CheckRunOutput, CheckRunUpdate, CheckStatus, GitHub,
+    GitHubError, NewCheckRun, RepoScope,
 };
 use crate::ports::{Finding, FindingState};
 use crate::review::merge::Candidate;
@@ -121,7 +122,20 @@ async fn in_progress(
 const PARTIAL: &str = "\n\nThe review was partial (a specialist pass failed, or changed files went unread), so nothing blocking is not reported as a pass; the review says what it did not cover.";
 
 /// Said by a check held for want of a complete review (see [`not_in_full`]).
-const HELD: &str = "\n\nThis repository holds the merge until its head is reviewed in full (`gate.incomplete: hold` in `.parley.yml`): press Re-run on this check once the cause is gone (the model back, the budget raised; files over `review.maxPatchTokens` need a larger budget), or someone allowed to bypass branch protection may merge.";
+const HELD: &str = "\n\nThis repository holds the merge until its head is reviewed in full (`gate.incomplete: hold` in `.parley.yml`): press Re-run on this check once the cause is gone (the model back, the budget raised; files over `review.maxPatchTokens` need a larger budget). Or someone with `gate.resolveBy` on the repository, other than the PR's author, presses **Let it through** above: the gate then passes this head without a complete review (blocking findings still block).";
+
+/// The identifier of a held check's button that lets its head through without a complete
+/// review (see [`crate::review::let_through`]).
+pub const LET_THROUGH: &str = "let-through";
+
+/// The button a held check carries.
+fn let_through_action() -> CheckRunAction {
+    CheckRunAction {
+        label: "Let it through".to_string(),
+        description: "Pass without a complete review".to_string(),
+        identifier: LET_THROUGH.to_string(),
+    }
+}
 
 /// The conclusion of an automatic review's check when nothing blocks but the head was not
 /// reviewed in full, and what it adds to the summary: `neutral` lets a required check
@@ -170,6 +184,9 @@ pub enum Verdict<'a> {
         /// Whether the head's review was partial; `None` when that could not be told, in
         /// which case nothing blocking is `neutral` (not known), never `success`.
         partial: Option<bool>,
+        /// Who let the head through without a complete review (see
+        /// [`crate::review::let_through`]): a partial head is then `neutral`, not held.
+        let_through_by: Option<&'a str>,
         review_url: &'a str,
         repo_url: &'a str,
         pr_url: &'a str,
@@ -195,6 +212,14 @@ pub enum Verdict<'a> {
         /// The head's automatic review (the gate), not a manual one's check, which
         /// advises and is always `neutral`.
         automatic: bool,
+        /// The PR's open blocking findings (automatic reviews), as for
+        /// [`Verdict::Skipped`]: a review that failed must not lift a `failure` either, or
+        /// a push whose review fails (the model down, or a diff that derails every pass)
+        /// would get a PR with an open blocking finding past the gate. Empty when they
+        /// could not be read (the store may be what failed).
+        open: Vec<&'a Finding>,
+        repo_url: &'a str,
+        pr_url: &'a str,
     },
 }
 
@@ -208,6 +233,8 @@ pub enum RegateCause {
     ManualReview,
     /// "Re-run" pressed on the check (see [`crate::review::rerun`]).
     Rerequested,
+    /// "Let it through" pressed on a held check (see [`crate::review::let_through`]).
+    LetThrough,
 }
 
 impl RegateCause {
@@ -218,6 +245,7 @@ impl RegateCause {
             }
             Self::ManualReview => "a review of this PR requested by hand",
             Self::Rerequested => "Re-run was asked for",
+            Self::LetThrough => "someone let this head through without a complete review",
         }
     }
 }
@@ -240,6 +268,17 @@ pub fn open_blocking<'a>(
                 && !except.contains(f.fingerprint.as_str())
         })
         .collect()
+}
+
+/// The PR's open blocking findings under `config`, none excepted: what still blocks a head
+/// whatever its own review did.
+pub fn still_blocking<'a>(findings: &'a [Finding], config: &RepoConfig) -> Vec<&'a Finding> {
+    open_blocking(
+        findings,
+        &config.gate,
+        config.review.min_confidence,
+        &HashSet::new(),
+    )
 }
 
 /// The conclusion and output for a verdict.
@@ -296,7 +335,36 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 )
             }
         }
-        Verdict::Trouble { reason, automatic } => {
+        Verdict::Trouble {
+            reason,
+            automatic,
+            open,
+            repo_url,
+            pr_url,
+        } => {
+            let open = if *automatic {
+                blocking_findings(open, gate)
+            } else {
+                Vec::new()
+            };
+            if !open.is_empty() {
+                return (
+                    CheckConclusion::Failure,
+                    CheckRunOutput {
+                        title: format!(
+                            "Parley could not finish this review; {} blocking finding(s) from earlier reviews still open",
+                            open.len()
+                        ),
+                        summary: format!(
+                            "{reason}\n\nParley tries again by itself. Meanwhile the PR's open blocking findings still block: a review that failed lifts none."
+                        ),
+                        text: Some(crate::sanitize::truncate(
+                            &earlier_list(&open, repo_url, pr_url),
+                            MAX_TEXT,
+                        )),
+                    },
+                );
+            }
             let (conclusion, held) = if *automatic {
                 not_in_full(gate)
             } else {
@@ -418,6 +486,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             cause,
             open,
             partial,
+            let_through_by,
             review_url,
             repo_url,
             pr_url,
@@ -429,14 +498,23 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                     "No blocking findings open".to_string(),
                     "",
                 ),
-                (0, _) => {
-                    let (conclusion, held) = not_in_full(gate);
-                    (
-                        conclusion,
-                        "No blocking findings open; the review was partial".to_string(),
-                        held,
-                    )
-                }
+                (0, _) => match let_through_by {
+                    Some(who) => (
+                        CheckConclusion::Neutral,
+                        format!(
+                            "No blocking findings open; let through by @{who} without a complete review"
+                        ),
+                        "",
+                    ),
+                    None => {
+                        let (conclusion, held) = not_in_full(gate);
+                        (
+                            conclusion,
+                            "No blocking findings open; the review was partial".to_string(),
+                            held,
+                        )
+                    }
+                },
                 (n, _) => (
                     CheckConclusion::Failure,
                     format!("{n} blocking finding(s) still open"),
@@ -571,7 +649,10 @@ pub async fn complete(
     output: CheckRunOutput,
 ) -> Result<u64, GitHubError> {
     let now = OffsetDateTime::now_utc();
-    let state = CheckRunUpdate::completed(conclusion, output, now);
+    let mut state = CheckRunUpdate::completed(conclusion, output, now);
+    if conclusion == CheckConclusion::ActionRequired && check.name == CHECK_NAME {
+        state.actions = Some(vec![let_through_action()]);
+    }
     if let Some(id) = check.id {
         github.update_check_run(scope, id, &state).await?;
         return Ok(id);
@@ -657,6 +738,9 @@ mod tests {
         let trouble = Verdict::Trouble {
             reason: "LLM down".into(),
             automatic: true,
+            open: vec![],
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
         };
         let (conclusion, output) = conclude(&trouble, &gate);
         assert_eq!(conclusion, CheckConclusion::Neutral);
@@ -703,6 +787,9 @@ mod tests {
         let trouble = |automatic| Verdict::Trouble {
             reason: "LLM down".into(),
             automatic,
+            open: vec![],
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
         };
         let skipped = |owed| Verdict::Skipped {
             reason: "the budget is spent",
@@ -715,6 +802,7 @@ mod tests {
             cause: RegateCause::Rerequested,
             open: vec![],
             partial,
+            let_through_by: None,
             review_url: "u",
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",
@@ -765,6 +853,86 @@ mod tests {
                 !output.summary.contains("gate.incomplete"),
                 "{}",
                 output.summary
+            );
+        }
+    }
+
+    /// A partial head someone let through is `neutral`, saying who, when the gate is judged
+    /// again; an open blocking finding still fails it.
+    #[test]
+    fn a_head_let_through_passes_unless_something_blocks() {
+        let hold = GateConfig {
+            incomplete: Incomplete::Hold,
+            ..GateConfig::default()
+        };
+        let open: &'static Finding =
+            Box::leak(Box::new(stored(Severity::High, FindingState::Open, None)));
+        let regated = |open: Vec<&'static Finding>| Verdict::Regated {
+            cause: RegateCause::LetThrough,
+            open,
+            partial: Some(true),
+            let_through_by: Some("carol"),
+            review_url: "u",
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+        };
+        let (conclusion, output) = conclude(&regated(vec![]), &hold);
+        assert_eq!(conclusion, CheckConclusion::Neutral);
+        assert!(
+            output.title.contains("let through by @carol"),
+            "{}",
+            output.title
+        );
+        assert!(
+            output.summary.contains("without a complete review"),
+            "{}",
+            output.summary
+        );
+        assert_eq!(
+            conclude(&regated(vec![open]), &hold).0,
+            CheckConclusion::Failure
+        );
+    }
+
+    /// A review that failed lifts no `failure`: while an earlier review's blocking finding
+    /// is open, the head's check fails (listing it), with either `gate.incomplete`. A
+    /// manual review's failed check still only advises.
+    #[test]
+    fn a_failed_review_lifts_no_blocking_finding() {
+        let open = stored(Severity::High, FindingState::Open, Some(7));
+        let low = stored(Severity::Low, FindingState::Open, None);
+        let trouble = |automatic, open: Vec<&'static Finding>| Verdict::Trouble {
+            reason: "Parley could not finish the review: the model did not answer.".into(),
+            automatic,
+            open,
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+        };
+        let open: &'static Finding = Box::leak(Box::new(open));
+        let low: &'static Finding = Box::leak(Box::new(low));
+        for incomplete in [Incomplete::Pass, Incomplete::Hold] {
+            let gate = GateConfig {
+                incomplete,
+                ..GateConfig::default()
+            };
+            let (conclusion, output) = conclude(&trouble(true, vec![open, low]), &gate);
+            assert_eq!(conclusion, CheckConclusion::Failure);
+            assert!(
+                output.title.contains("1 blocking finding(s)"),
+                "{}",
+                output.title
+            );
+            let text = output.text.unwrap_or_default();
+            assert!(text.contains("#discussion_r7"), "{text}");
+            assert!(output.summary.contains("the model did not answer"));
+            assert_eq!(
+                conclude(&trouble(false, vec![open]), &gate).0,
+                CheckConclusion::Neutral
+            );
+            // Only findings below the gate's severities: Parley's trouble, as before.
+            assert_ne!(
+                conclude(&trouble(true, vec![low]), &gate).0,
+                CheckConclusion::Failure
             );
         }
     }
@@ -848,6 +1016,7 @@ mod tests {
             cause: RegateCause::FindingChanged,
             open,
             partial,
+            let_through_by: None,
             review_url: "u",
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",
@@ -898,6 +1067,7 @@ mod tests {
                 cause,
                 open: vec![],
                 partial: Some(false),
+                let_through_by: None,
                 review_url: "u",
                 repo_url: "https://github.com/o/r",
                 pr_url: "https://github.com/o/r/pull/1",

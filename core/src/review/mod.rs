@@ -28,6 +28,7 @@ pub mod gate;
 pub mod grounding;
 pub mod inputs;
 pub mod learned;
+pub mod let_through;
 pub mod lifecycle;
 mod lost;
 pub mod merge;
@@ -93,8 +94,10 @@ impl JobHandler for ReviewHandler {
 
 impl ReviewHandler {
     async fn review(&self, job: &ReviewJob, attempt: Option<Attempt>) -> Result<(), ReviewError> {
-        if job.trigger == ReviewTrigger::Rerequested {
-            return self.rerequested(job, attempt).await;
+        match job.trigger {
+            ReviewTrigger::Rerequested => return self.rerequested(job, attempt).await,
+            ReviewTrigger::LetThrough => return self.let_through(job).await,
+            _ => {}
         }
         let github = self.services.github.as_ref();
         let store = self.services.store.as_ref();
@@ -174,6 +177,7 @@ impl ReviewHandler {
             review_url: None,
             started_at: OffsetDateTime::now_utc(),
             finished_at: None,
+            let_through_by: None,
         });
         // GitHub is the source of truth when a worker died between posting and recording;
         // only a review Parley itself submitted counts.
@@ -222,16 +226,9 @@ impl ReviewHandler {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
                 // The public check says what failed, never the raw error (provider
                 // messages carry internal hostnames and request ids).
-                let (conclusion, output) = gate::conclude(
-                    &gate::Verdict::Trouble {
-                        reason: format!(
-                            "Parley could not finish the review: {}.",
-                            err.public_reason()
-                        ),
-                        automatic: !runs::is_manual_key(&run_key),
-                    },
-                    &loaded.config.gate,
-                );
+                let (conclusion, output) =
+                    conclude::failed(&self.services, job, &pr, &loaded.config, &run_key, &err)
+                        .await;
                 let key = runs::claim_key(&repo, job.number, &run_key);
                 let check = gate::Check {
                     id: run.check_run_id,

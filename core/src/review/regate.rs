@@ -22,7 +22,6 @@ use crate::review::gate;
 pub use crate::review::gate::RegateCause;
 use crate::review::{pr_url, repo_url, runs};
 use crate::services::Services;
-use std::collections::HashSet;
 
 /// What a re-evaluation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,12 +172,7 @@ async fn try_regate(
     let loaded = services.config.for_pull(scope, &pr).await;
     let config = &loaded.config;
     let findings = store.findings_for_pr(&repo, number).await?;
-    let open = gate::open_blocking(
-        &findings,
-        &config.gate,
-        config.review.min_confidence,
-        &HashSet::new(),
-    );
+    let open = gate::still_blocking(&findings, config);
     // Whether the head was reviewed only in part matters only when nothing blocks. Not
     // known means `neutral`, never `success`.
     let partial = if open.is_empty() {
@@ -193,6 +187,7 @@ async fn try_regate(
         cause,
         open,
         partial,
+        let_through_by: run.let_through_by.as_deref(),
         review_url: run.review_url.as_deref().unwrap_or(&pr_url),
         repo_url: &repo_url,
         pr_url: &pr_url,

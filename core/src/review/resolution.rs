@@ -183,7 +183,7 @@ pub fn touches(patch: &Patch, start: u32, end: u32) -> bool {
     false
 }
 
-async fn level(
+pub(crate) async fn level(
     github: &dyn GitHub,
     scope: &RepoScope,
     login: &str,

@@ -97,6 +97,7 @@ pub fn trigger_name(trigger: ReviewTrigger) -> &'static str {
         ReviewTrigger::ManualIncremental => "manual",
         ReviewTrigger::ManualFull => "manual_full",
         ReviewTrigger::Rerequested => "rerequested",
+        ReviewTrigger::LetThrough => "let_through",
     }
 }
 
@@ -111,6 +112,7 @@ pub fn trigger_from_name(name: &str) -> Option<ReviewTrigger> {
         ReviewTrigger::ManualIncremental,
         ReviewTrigger::ManualFull,
         ReviewTrigger::Rerequested,
+        ReviewTrigger::LetThrough,
     ]
     .into_iter()
     .find(|trigger| trigger_name(*trigger) == name)

@@ -25,8 +25,9 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
         // Only a label that held reviews off gets this far (see `lifts_a_skip_label`).
         ReviewTrigger::Unlabeled => true,
         ReviewTrigger::ManualIncremental | ReviewTrigger::ManualFull => true,
-        // Turned into the head's automatic review before it gets here (see `rerun`).
-        ReviewTrigger::Rerequested => true,
+        // Turned into the head's automatic review before it gets here (see `rerun`), or
+        // answered without a review (see `let_through`).
+        ReviewTrigger::Rerequested | ReviewTrigger::LetThrough => true,
     };
     if !enabled {
         return Some(format!("review.triggers turns {:?} off", job.trigger));

@@ -11,8 +11,8 @@
 //! through [`Source`], so they cannot drift apart.
 
 use super::payload::{
-    CheckEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent,
-    Repository, ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
+    Check, CheckEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent,
+    PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
@@ -187,6 +187,7 @@ fn normalise_from<'de>(
         }
         ("installation" | "installation_repositories", _) => installation(&meta, action, payload),
         ("check_run", "rerequested") => check_run_rerequested(&meta, payload),
+        ("check_run", "requested_action") => check_run_requested_action(&meta, payload),
         ("check_suite", "rerequested") => check_suite_rerequested(&meta, payload),
         (
             "pull_request"
@@ -279,21 +280,39 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
             )));
         }
     };
-    let number = external_id
-        .and_then(runs::pr_of_check)
-        .or_else(|| check.pull_requests.first().map(|pr| pr.number));
-    let Some(number) = number else {
-        return Ok(Normalised::Ignored(format!(
-            "check run {} names no pull request",
-            check.id
-        )));
-    };
-    Ok(rerun(
+    Ok(on_check(
         meta,
         &event.repository,
-        number,
-        check.head_sha,
+        check,
+        ReviewTrigger::Rerequested,
         rerun_of,
+    ))
+}
+
+/// "Let it through" pressed on a held gate check (see [`crate::review::let_through`]):
+/// the PR is found as for a re-run; any other button, or a check not Parley's gate, is
+/// ignored.
+fn check_run_requested_action<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
+    let event: CheckEvent<'de> = payload.decode()?;
+    let check = event.check;
+    let identifier = event
+        .requested_action
+        .as_ref()
+        .map(|a| a.identifier.as_str());
+    if check.name.as_ref().map(Text::as_str) != Some(gate::CHECK_NAME)
+        || identifier != Some(gate::LET_THROUGH)
+    {
+        return Ok(Normalised::Ignored(format!(
+            "check run {}: not an action Parley offers",
+            check.id
+        )));
+    }
+    Ok(on_check(
+        meta,
+        &event.repository,
+        check,
+        ReviewTrigger::LetThrough,
+        None,
     ))
 }
 
@@ -313,17 +332,40 @@ fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> 
         &event.repository,
         pr.number,
         suite.head_sha,
+        ReviewTrigger::Rerequested,
         None,
     ))
 }
 
-/// A re-run of PR `number`'s gate at `head_sha` (or of the manual run `rerun_of`), asked
-/// for by the delivery's sender.
+/// A button pressed on one of Parley's checks, for the PR the check was made for: the one
+/// its external id names (GitHub names no PR on a fork's checks), else the first GitHub
+/// names; a check that names none is ignored.
+fn on_check(
+    meta: &Meta<'_>,
+    repository: &Repository<'_>,
+    check: Check<'_>,
+    trigger: ReviewTrigger,
+    rerun_of: Option<String>,
+) -> Normalised {
+    let number = check
+        .external_id
+        .as_ref()
+        .and_then(|id| runs::pr_of_check(id.as_str()))
+        .or_else(|| check.pull_requests.first().map(|pr| pr.number));
+    match number {
+        Some(number) => rerun(meta, repository, number, check.head_sha, trigger, rerun_of),
+        None => Normalised::Ignored(format!("check run {} names no pull request", check.id)),
+    }
+}
+
+/// What the delivery's sender asked of PR `number`'s gate at `head_sha` by a button on a
+/// check: a re-run (or of the manual run `rerun_of`), or letting the head through.
 fn rerun(
     meta: &Meta<'_>,
     repository: &Repository<'_>,
     number: u64,
     head_sha: Text<'_>,
+    trigger: ReviewTrigger,
     rerun_of: Option<String>,
 ) -> Normalised {
     job(Job::Review(ReviewJob {
@@ -331,7 +373,7 @@ fn rerun(
         installation_id: meta.installation_id,
         repo: repo_ref(repository),
         number,
-        trigger: ReviewTrigger::Rerequested,
+        trigger,
         head_sha: head_sha.into_string(),
         base_sha: String::new(),
         base_ref: String::new(),
@@ -732,6 +774,58 @@ mod tests {
         assert_eq!(
             normalise_body("check_run", "d", body.as_bytes(), &ctx()),
             normalise("check_run", "d", &same_repository, &ctx())
+        );
+    }
+
+    /// "Let it through" on Parley's held gate check: a job for the PR, the head and who
+    /// pressed it. Another button, or a button on another check, is ignored. GitHub's own
+    /// example (another App's check and button) is ignored too.
+    #[test]
+    fn let_it_through_on_the_gate_check_becomes_a_let_through_job() {
+        use serde_json::{Value, json};
+        let payload = |name: &str, identifier: &str| {
+            json!({
+                "action": "requested_action", "sender": {"login": "maintainer", "type": "User"},
+                "installation": {"id": 9},
+                "check_run": {"id": 4, "name": name, "head_sha": "h1",
+                    "external_id": "review#repo:1#42#h1", "pull_requests": []},
+                "requested_action": {"identifier": identifier},
+                "repository": {"id": 1, "name": "r", "full_name": "o/r",
+                    "owner": {"login": "o", "id": 2}},
+            })
+        };
+        let job_of = |payload: &Value| match normalise("check_run", "d", payload, &ctx()) {
+            Normalised::Job(job) => match *job {
+                Job::Review(job) => Some(job),
+                other => panic!("{other:?}"),
+            },
+            _ => None,
+        };
+        let job = job_of(&payload("Parley review", "let-through")).expect("a job");
+        assert_eq!(job.trigger, ReviewTrigger::LetThrough);
+        assert_eq!((job.number, job.head_sha.as_str()), (42, "h1"));
+        assert_eq!(job.author.login, "maintainer");
+        for ignored in [
+            payload("Parley review", "lgtm"),
+            payload("Parley review (manual)", "let-through"),
+            payload("CI", "let-through"),
+        ] {
+            assert!(job_of(&ignored).is_none(), "{ignored}");
+        }
+        let example: Value = serde_json::from_str(include_str!(
+            "../../../../shared/corpora/webhooks/check_run/requested_action.payload.json"
+        ))
+        .expect("GitHub's example");
+        assert!(job_of(&example).is_none());
+        let body = payload("Parley review", "let-through").to_string();
+        assert_eq!(
+            normalise_body("check_run", "d", body.as_bytes(), &ctx()),
+            normalise(
+                "check_run",
+                "d",
+                &payload("Parley review", "let-through"),
+                &ctx()
+            )
         );
     }
 

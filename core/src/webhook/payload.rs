@@ -265,6 +265,15 @@ pub struct CheckEvent<'a> {
     pub check: Check<'a>,
     #[serde(borrow)]
     pub repository: Repository<'a>,
+    /// `check_run` `requested_action`: the button pressed.
+    #[serde(default, borrow)]
+    pub requested_action: Option<RequestedAction<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RequestedAction<'a> {
+    #[serde(borrow)]
+    pub identifier: Text<'a>,
 }
 
 /// A check run or a check suite: what it is on, and which PRs GitHub names for it.

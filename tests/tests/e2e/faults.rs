@@ -978,6 +978,7 @@ impl ReviewRig {
                 review_url: None,
                 started_at: now,
                 finished_at: Some(now),
+                let_through_by: None,
             })
             .await
             .expect("seed the reviewed head");

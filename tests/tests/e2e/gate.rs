@@ -30,6 +30,8 @@ parley_tests::review_on_both_stores!(
     a_blocking_finding_of_a_manual_review_fails_the_gate_at_once,
     a_rerun_of_a_failed_manual_review_answers_its_request,
     a_team_that_holds_incomplete_reviews_waits_for_a_complete_one,
+    a_push_whose_review_fails_keeps_an_open_blocking_finding_failing,
+    a_held_head_is_let_through_by_a_maintainer_not_its_author,
 );
 
 fn blocking() -> String {
@@ -637,4 +639,91 @@ async fn a_team_that_holds_incomplete_reviews_waits_for_a_complete_one(h: Review
     let gate = h.latest_gate(HEAD);
     assert_eq!(gate["conclusion"], "success", "{gate:#?}");
     assert!(!summary_of(&gate).contains("gate.incomplete"));
+}
+
+/// A push whose review fails (the model down through every attempt) lifts no `failure`:
+/// the old blocking finding is still open, so the new head's check fails and lists it,
+/// where before it was `neutral` (Parley's trouble), which branch protection lets through.
+async fn a_push_whose_review_fails_keeps_an_open_blocking_finding_failing(h: ReviewHarness) {
+    review_head_with_a_blocking_finding(&h).await;
+    push_unrelated_commit(&h);
+    h.llm.fail("", 500);
+    let failed = h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
+    assert!(failed.is_err(), "the review fails: {failed:?}");
+    let gate = h.latest_gate(HEAD2);
+    assert_eq!(gate["status"], "completed");
+    assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
+    let text = gate["output"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(SQL_TITLE), "{text}");
+    assert!(summary_of(&gate).contains("Parley could not finish the review"));
+}
+
+/// "Let it through" on a held check, pressed by `login`.
+fn let_through(login: &str, delivery: &str) -> Job {
+    let Job::Review(mut review) = job(ReviewTrigger::LetThrough, HEAD, delivery) else {
+        unreachable!("job() builds review jobs")
+    };
+    review.author.login = login.to_string();
+    Job::Review(review)
+}
+
+/// With `gate.incomplete: hold`, a partial review's check carries "Let it through". The
+/// PR's author pressing it (even an admin) and someone below `gate.resolveBy` change
+/// nothing but a check saying why; a maintainer lets the head through (`neutral`, naming
+/// them), which a later re-judging of the gate remembers; a blocking finding still blocks.
+async fn a_held_head_is_let_through_by_a_maintainer_not_its_author(h: ReviewHarness) {
+    h.config("gate:\n  incomplete: hold\n");
+    h.github.set_permission(REPO, "alice", "admin");
+    h.github.set_permission(REPO, "carol", "maintain");
+    h.llm.fail(CORRECTNESS, 500);
+    h.review_opened().await;
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "action_required", "{gate:#?}");
+    assert_eq!(gate["actions"][0]["identifier"], "let-through", "{gate:#?}");
+    assert!(summary_of(&gate).contains("Let it through"));
+
+    for (login, why) in [("alice", "the PR's author"), ("dave", "`gate.resolveBy`")] {
+        h.run(let_through(login, &format!("l-{login}")))
+            .await
+            .expect("refused, not failed");
+        let gate = h.latest_gate(HEAD);
+        assert_eq!(gate["conclusion"], "action_required", "{login}: {gate:#?}");
+        let said = summary_of(&gate);
+        assert!(
+            said.contains(&format!("@{login} asked")) && said.contains(why),
+            "{said}"
+        );
+    }
+    let calls = h.llm.prompts().len();
+    h.run(let_through("carol", "l-carol"))
+        .await
+        .expect("let through");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
+    assert!(
+        gate["output"]["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("@carol")
+    );
+    assert!(gate["actions"].is_null(), "{gate:#?}");
+    assert_eq!(h.llm.prompts().len(), calls, "nothing reviewed");
+
+    // Judged again later (a finding changed state): still let through.
+    let scope = RepoScope::new(INSTALLATION, OWNER, NAME).with_ids(
+        parley_tests::tenants::repo_id(REPO),
+        parley_tests::tenants::owner_id(OWNER),
+    );
+    assert_eq!(
+        regate(&h.services, &scope, PR, RegateCause::FindingChanged).await,
+        Regated::Concluded(CheckConclusion::Neutral)
+    );
+
+    // A finding that blocks is not let through: Re-run's completing review finds one.
+    h.llm.remove_rules(CORRECTNESS);
+    h.llm.answer(CORRECTNESS, &blocking());
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run that completes the head");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 }

@@ -71,6 +71,19 @@ pub struct CheckRunUpdate {
     pub completed_at: Option<OffsetDateTime>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<CheckRunOutput>,
+    /// Buttons GitHub shows on the check (three at most); pressing one sends the App
+    /// `check_run.requested_action` with its identifier and who pressed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<CheckRunAction>>,
+}
+
+/// A button on a check run. GitHub refuses (422) a label over 20 characters, a
+/// description over 40 or an identifier over 20.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckRunAction {
+    pub label: String,
+    pub description: String,
+    pub identifier: String,
 }
 
 impl CheckRunUpdate {
@@ -86,6 +99,7 @@ impl CheckRunUpdate {
             details_url: None,
             completed_at: Some(at),
             output: Some(output),
+            actions: None,
         }
     }
 }

@@ -20,6 +20,7 @@ async fn check_review_runs(store: Arc<dyn Store>) {
         review_url: None,
         started_at: datetime!(2026-01-01 10:00 UTC) + time::Duration::minutes(minute.into()),
         finished_at: None,
+        let_through_by: None,
     };
     assert_eq!(store.review_run("octo/app", 3, "aaa").await.unwrap(), None);
     // Inserted out of order; read back oldest first.
@@ -38,6 +39,7 @@ async fn check_review_runs(store: Arc<dyn Store>) {
     let mut finished = run("bbb", 5, RunState::Published);
     finished.review_id = Some(9001);
     finished.finished_at = Some(datetime!(2026-01-01 10:07 UTC));
+    finished.let_through_by = Some("carol".into());
     store.put_review_run(&finished).await.unwrap();
 
     assert_eq!(

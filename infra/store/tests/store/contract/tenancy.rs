@@ -130,6 +130,7 @@ async fn seed(store: &dyn Store, repo: &str) {
         review_url: None,
         started_at: datetime!(2026-01-01 10:00 UTC),
         finished_at: None,
+        let_through_by: None,
     };
     store
         .put_finding(&common::posted_finding(repo, 3, "f-1", 11))

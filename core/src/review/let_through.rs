@@ -1,0 +1,158 @@
+//! "Let it through" on a held **Parley review** check. With `gate.incomplete: hold` a head
+//! not reviewed in full concludes `action_required` (see [`gate`]), which a required check
+//! does not let through. Re-run completes such a head once the cause is gone, but some
+//! causes do not go: a PR too large for `review.maxPatchTokens`, text a model cannot get
+//! past. The held check carries a button for that; GitHub sends `check_run`
+//! `requested_action` with the login of whoever pressed it, and this answers it.
+//!
+//! Letting a head through loosens the gate, so it is decided as lifting a blocking finding
+//! is: by someone with `gate.resolveBy` on the repository who is not the PR's author (the
+//! author alone must not get their own PR past the check). GitHub shows the button to
+//! anyone who may write to the repository and lets other Apps press it through its API,
+//! so who pressed it is looked up, never taken from the check. It lets through only what
+//! was missing: open blocking findings still fail the gate, and the head's check says who
+//! let it through. On a head whose automatic review published, that is remembered with
+//! the run, so the gate judged again later (a thread resolved) does not hold it again; on
+//! a head with no review (it failed, or the budget was spent) only the check says so, and
+//! a review that runs later for that head decides again.
+
+use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
+use crate::config::{Incomplete, RepoConfig};
+use crate::job::ReviewJob;
+use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope};
+
+impl ReviewHandler {
+    pub(super) async fn let_through(&self, job: &ReviewJob) -> Result<(), ReviewError> {
+        let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
+        let scope = RepoScope::for_repo(installation, &job.repo);
+        let repo = job.repo.tenant().repo;
+        let who = job.author.login.as_str();
+        let github = self.services.github.as_ref();
+        let pr = github.get_pull_request(&scope, job.number).await?;
+        if pr.state != "open" || pr.head.sha != job.head_sha {
+            tracing::info!(%repo, number = job.number, head = %job.head_sha, "let through on a closed PR or an older head: nothing to do");
+            return Ok(());
+        }
+        let loaded = self.services.config.for_pull(&scope, &pr).await;
+        let config = &loaded.config;
+        if config.gate.incomplete != Incomplete::Hold {
+            tracing::info!(%repo, number = job.number, "let through, but the repository does not hold incomplete reviews: nothing to do");
+            return Ok(());
+        }
+        if let Some(why_not) = self.may_not_let_through(&scope, &pr, config, who).await? {
+            tracing::info!(%repo, number = job.number, login = who, "let through refused: {why_not}");
+            return self.refuse(&scope, &pr, job, &why_not).await;
+        }
+        let store = self.services.store.as_ref();
+        let runs = store.review_runs(&repo, job.number).await?;
+        let published = runs
+            .iter()
+            .find(|run| run.head_sha == job.head_sha)
+            .filter(|run| runs::is_published_automatic(run));
+        if let Some(run) = published {
+            let mut run = run.clone();
+            run.let_through_by = Some(who.to_string());
+            store.put_review_run(&run).await?;
+            let outcome = regate::regate(
+                &self.services,
+                &scope,
+                job.number,
+                regate::RegateCause::LetThrough,
+            )
+            .await;
+            tracing::info!(%repo, number = job.number, login = who, ?outcome, "head let through without a complete review");
+            return Ok(());
+        }
+        // No review of the head stands: what blocks is what earlier reviews left open.
+        let findings = store.findings_for_pr(&repo, job.number).await?;
+        let open = gate::still_blocking(&findings, config);
+        if !open.is_empty() {
+            tracing::info!(%repo, number = job.number, open = open.len(), "let through, but blocking findings are open: the gate stays as it is");
+            return Ok(());
+        }
+        let output = CheckRunOutput {
+            title: format!("Let through by @{who} without a review"),
+            summary: format!(
+                "Parley did not review this commit in full, and @{who} let it through (`gate.incomplete: hold`). A review that runs for it later decides again."
+            ),
+            text: None,
+        };
+        self.conclude_held_check(&scope, &pr, job, CheckConclusion::Neutral, output)
+            .await
+    }
+
+    /// Why `who` may not let the head through, if they may not: the PR's author, or
+    /// below `gate.resolveBy`.
+    async fn may_not_let_through(
+        &self,
+        scope: &RepoScope,
+        pr: &PullRequest,
+        config: &RepoConfig,
+        who: &str,
+    ) -> Result<Option<String>, ReviewError> {
+        let author = pr.user.as_ref().map(|user| user.login.as_str());
+        if author.is_some_and(|author| author.eq_ignore_ascii_case(who)) {
+            return Ok(Some(
+                "the PR's author may not let their own PR through".into(),
+            ));
+        }
+        let needs = resolution::permission(config.gate.resolve_by);
+        let has = resolution::level(self.services.github.as_ref(), scope, who).await?;
+        Ok((has < needs).then(|| {
+            format!(
+                "letting a head through needs `{}` on the repository (`gate.resolveBy`)",
+                config.gate.resolve_by.name()
+            )
+        }))
+    }
+
+    /// A new held check saying who asked and why it did not count, so that pressing the
+    /// button is not met with silence.
+    async fn refuse(
+        &self,
+        scope: &RepoScope,
+        pr: &PullRequest,
+        job: &ReviewJob,
+        why_not: &str,
+    ) -> Result<(), ReviewError> {
+        let who = &job.author.login;
+        let repo_url = repo_url(pr, &job.repo.full_name());
+        let output = CheckRunOutput {
+            title: "Held: not reviewed in full".to_string(),
+            summary: format!(
+                "@{who} asked to let this head through, but {why_not}. The [PR]({}) waits for a complete review: press Re-run once the cause is gone, or ask someone with `gate.resolveBy` who is not its author.",
+                pr_url(pr, &repo_url)
+            ),
+            text: None,
+        };
+        self.conclude_held_check(scope, pr, job, CheckConclusion::ActionRequired, output)
+            .await
+    }
+
+    async fn conclude_held_check(
+        &self,
+        scope: &RepoScope,
+        pr: &PullRequest,
+        job: &ReviewJob,
+        conclusion: CheckConclusion,
+        output: CheckRunOutput,
+    ) -> Result<(), ReviewError> {
+        let repo = job.repo.tenant().repo;
+        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
+        let check = gate::Check {
+            id: None,
+            name: gate::CHECK_NAME,
+            head_sha: &pr.head.sha,
+            external_id: &key,
+        };
+        gate::complete(
+            self.services.github.as_ref(),
+            scope,
+            &check,
+            conclusion,
+            output,
+        )
+        .await?;
+        Ok(())
+    }
+}
