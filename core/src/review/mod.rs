@@ -16,6 +16,10 @@
 //!    finding still open on the PR;
 //! 6. later, when a finding is resolved, reopened or conceded, the current head's gate is
 //!    judged again ([`regate`]).
+//!
+//! Two buttons on the head's check come here too and review nothing new: "Re-run"
+//! ([`rerun`]) and, on a check held for want of a complete review, "Let it through"
+//! ([`let_through`]).
 
 pub mod analyse;
 mod conclude;
