@@ -66,6 +66,7 @@ impl ReviewHandler {
             partial: published.partial,
             nothing_read: published.nothing_read,
             review_url: review.map(|r| r.html_url.as_str()),
+            let_through_by: run.let_through_by.as_deref(),
             reviewed: published.reviewed,
             repo_url: published.repo_url,
             pr_url: published.pr_url,
@@ -163,6 +164,7 @@ pub(super) async fn failed(
     pr: &PullRequest,
     config: &RepoConfig,
     run_key: &str,
+    let_through_by: Option<&str>,
     err: &ReviewError,
 ) -> (CheckConclusion, CheckRunOutput) {
     let automatic = !runs::is_manual_key(run_key);
@@ -190,6 +192,7 @@ pub(super) async fn failed(
         open,
         repo_url: &repo_url,
         pr_url: &pr_url,
+        let_through_by,
     };
     gate::conclude(&verdict, &config.gate)
 }

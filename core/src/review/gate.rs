@@ -139,11 +139,19 @@ fn let_through_action() -> CheckRunAction {
 
 /// The conclusion of an automatic review's check when nothing blocks but the head was not
 /// reviewed in full, and what it adds to the summary: `neutral` lets a required check
-/// through, `action_required` (`gate.incomplete: hold`) does not.
-fn not_in_full(gate: &GateConfig) -> (CheckConclusion, &'static str) {
-    match gate.incomplete {
-        Incomplete::Pass => (CheckConclusion::Neutral, ""),
-        Incomplete::Hold => (CheckConclusion::ActionRequired, HELD),
+/// through, `action_required` (`gate.incomplete: hold`) does not, unless someone let the
+/// head through (`let_through_by`, see [`crate::review::let_through`]): that holds for
+/// every later conclusion of the head, so a retry or a re-judging does not hold it again.
+fn not_in_full(gate: &GateConfig, let_through_by: Option<&str>) -> (CheckConclusion, String) {
+    match (gate.incomplete, let_through_by) {
+        (Incomplete::Pass, _) => (CheckConclusion::Neutral, String::new()),
+        (Incomplete::Hold, Some(who)) => (
+            CheckConclusion::Neutral,
+            format!(
+                "\n\n@{who} let this head through without a complete review (`gate.incomplete: hold`); a blocking finding would still block."
+            ),
+        ),
+        (Incomplete::Hold, None) => (CheckConclusion::ActionRequired, HELD.to_string()),
     }
 }
 
@@ -166,6 +174,9 @@ pub enum Verdict<'a> {
         nothing_read: bool,
         /// `None`: a push with nothing new to say, which posted no review.
         review_url: Option<&'a str>,
+        /// Who let the head through without a complete review, before this run ended
+        /// ([`not_in_full`]).
+        let_through_by: Option<&'a str>,
         /// What was reviewed (the range and its files), said by the check when no review
         /// was posted to say it.
         reviewed: &'a str,
@@ -184,8 +195,7 @@ pub enum Verdict<'a> {
         /// Whether the head's review was partial; `None` when that could not be told, in
         /// which case nothing blocking is `neutral` (not known), never `success`.
         partial: Option<bool>,
-        /// Who let the head through without a complete review (see
-        /// [`crate::review::let_through`]): a partial head is then `neutral`, not held.
+        /// Who let the head through without a complete review ([`not_in_full`]).
         let_through_by: Option<&'a str>,
         review_url: &'a str,
         repo_url: &'a str,
@@ -220,6 +230,8 @@ pub enum Verdict<'a> {
         open: Vec<&'a Finding>,
         repo_url: &'a str,
         pr_url: &'a str,
+        /// Who let the head through without a complete review ([`not_in_full`]).
+        let_through_by: Option<&'a str>,
     },
 }
 
@@ -305,11 +317,11 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             let mut summary = format!("Parley did not review this commit: {reason}.");
             if open.is_empty() {
                 let (conclusion, held) = if *owed {
-                    not_in_full(gate)
+                    not_in_full(gate, None)
                 } else {
-                    (CheckConclusion::Neutral, "")
+                    (CheckConclusion::Neutral, String::new())
                 };
-                summary.push_str(held);
+                summary.push_str(&held);
                 (
                     conclusion,
                     CheckRunOutput {
@@ -341,6 +353,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             open,
             repo_url,
             pr_url,
+            let_through_by,
         } => {
             let open = if *automatic {
                 blocking_findings(open, gate)
@@ -366,11 +379,11 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 );
             }
             let (conclusion, held) = if *automatic {
-                not_in_full(gate)
+                not_in_full(gate, *let_through_by)
             } else {
-                (CheckConclusion::Neutral, "")
+                (CheckConclusion::Neutral, String::new())
             };
-            let blocks = if held.is_empty() {
+            let blocks = if conclusion != CheckConclusion::ActionRequired {
                 "so the check does not block"
             } else {
                 "but this repository waits for a complete review"
@@ -394,6 +407,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             partial,
             nothing_read,
             review_url,
+            let_through_by,
             reviewed,
             repo_url,
             pr_url,
@@ -409,13 +423,13 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 Vec::new()
             };
             let (conclusion, held) = if !automatic {
-                (CheckConclusion::Neutral, "")
+                (CheckConclusion::Neutral, String::new())
             } else if !blocking.is_empty() || !earlier.is_empty() {
-                (CheckConclusion::Failure, "")
+                (CheckConclusion::Failure, String::new())
             } else if *partial {
-                not_in_full(gate)
+                not_in_full(gate, *let_through_by)
             } else {
-                (CheckConclusion::Success, "")
+                (CheckConclusion::Success, String::new())
             };
             let mut title = match (blocking.len(), reported.len()) {
                 (0, 0) if *nothing_read => "Nothing to review".to_string(),
@@ -444,7 +458,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             }
             if *partial {
                 summary.push_str(PARTIAL);
-                summary.push_str(held);
+                summary.push_str(&held);
             } else if *nothing_read {
                 summary.push_str(if review_url.is_some() {
                     "\n\nNo changed file could be reviewed; the review says why."
@@ -496,29 +510,22 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 (0, Some(false)) => (
                     CheckConclusion::Success,
                     "No blocking findings open".to_string(),
-                    "",
+                    String::new(),
                 ),
-                (0, _) => match let_through_by {
-                    Some(who) => (
-                        CheckConclusion::Neutral,
-                        format!(
+                (0, _) => {
+                    let (conclusion, held) = not_in_full(gate, *let_through_by);
+                    let title = match let_through_by.filter(|_| !held.is_empty()) {
+                        Some(who) => format!(
                             "No blocking findings open; let through by @{who} without a complete review"
                         ),
-                        "",
-                    ),
-                    None => {
-                        let (conclusion, held) = not_in_full(gate);
-                        (
-                            conclusion,
-                            "No blocking findings open; the review was partial".to_string(),
-                            held,
-                        )
-                    }
-                },
+                        None => "No blocking findings open; the review was partial".to_string(),
+                    };
+                    (conclusion, title, held)
+                }
                 (n, _) => (
                     CheckConclusion::Failure,
                     format!("{n} blocking finding(s) still open"),
-                    "",
+                    String::new(),
                 ),
             };
             let mut summary = format!(
@@ -532,7 +539,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 ),
                 Some(false) => {}
             }
-            summary.push_str(held);
+            summary.push_str(&held);
             let text = (!open.is_empty()).then(|| {
                 crate::sanitize::truncate(&earlier_list(&open, repo_url, pr_url), MAX_TEXT)
             });
@@ -703,10 +710,29 @@ mod tests {
             partial,
             nothing_read: false,
             review_url: Some("u"),
+            let_through_by: None,
             reviewed: "",
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",
             head_sha: "abc",
+        }
+    }
+
+    /// Parley's trouble (`reason`) as the head's automatic review (`automatic`) or a manual
+    /// one's, with the PR's `open` findings and who let the head through.
+    fn trouble(
+        reason: &str,
+        automatic: bool,
+        open: Vec<&'static Finding>,
+        let_through_by: Option<&'static str>,
+    ) -> Verdict<'static> {
+        Verdict::Trouble {
+            reason: reason.into(),
+            automatic,
+            open,
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+            let_through_by,
         }
     }
 
@@ -735,13 +761,7 @@ mod tests {
             conclude(&reviewed(true, vec![&low], true), &gate).0,
             CheckConclusion::Neutral
         );
-        let trouble = Verdict::Trouble {
-            reason: "LLM down".into(),
-            automatic: true,
-            open: vec![],
-            repo_url: "https://github.com/o/r",
-            pr_url: "https://github.com/o/r/pull/1",
-        };
+        let trouble = trouble("LLM down", true, vec![], None);
         let (conclusion, output) = conclude(&trouble, &gate);
         assert_eq!(conclusion, CheckConclusion::Neutral);
         assert!(
@@ -784,13 +804,7 @@ mod tests {
         };
         let high = finding(Severity::High);
         let low = finding(Severity::Low);
-        let trouble = |automatic| Verdict::Trouble {
-            reason: "LLM down".into(),
-            automatic,
-            open: vec![],
-            repo_url: "https://github.com/o/r",
-            pr_url: "https://github.com/o/r/pull/1",
-        };
+        let trouble = |automatic| trouble("LLM down", automatic, vec![], None);
         let skipped = |owed| Verdict::Skipped {
             reason: "the budget is spent",
             open: vec![],
@@ -892,6 +906,31 @@ mod tests {
             conclude(&regated(vec![open]), &hold).0,
             CheckConclusion::Failure
         );
+        // Every later conclusion of the head: a failed retry, a partial review.
+        let trouble = trouble("LLM down", true, vec![], Some("carol"));
+        let low = finding(Severity::Low);
+        let partial = Verdict::Reviewed {
+            automatic: true,
+            reported: vec![&low],
+            earlier_open: Vec::new(),
+            partial: true,
+            nothing_read: false,
+            review_url: Some("u"),
+            let_through_by: Some("carol"),
+            reviewed: "",
+            repo_url: "https://github.com/o/r",
+            pr_url: "https://github.com/o/r/pull/1",
+            head_sha: "abc",
+        };
+        for verdict in [trouble, partial] {
+            let (conclusion, output) = conclude(&verdict, &hold);
+            assert_eq!(conclusion, CheckConclusion::Neutral);
+            assert!(
+                output.summary.contains("@carol let this head through"),
+                "{}",
+                output.summary
+            );
+        }
     }
 
     /// A review that failed lifts no `failure`: while an earlier review's blocking finding
@@ -901,12 +940,13 @@ mod tests {
     fn a_failed_review_lifts_no_blocking_finding() {
         let open = stored(Severity::High, FindingState::Open, Some(7));
         let low = stored(Severity::Low, FindingState::Open, None);
-        let trouble = |automatic, open: Vec<&'static Finding>| Verdict::Trouble {
-            reason: "Parley could not finish the review: the model did not answer.".into(),
-            automatic,
-            open,
-            repo_url: "https://github.com/o/r",
-            pr_url: "https://github.com/o/r/pull/1",
+        let trouble = |automatic, open: Vec<&'static Finding>| {
+            trouble(
+                "Parley could not finish the review: the model did not answer.",
+                automatic,
+                open,
+                None,
+            )
         };
         let open: &'static Finding = Box::leak(Box::new(open));
         let low: &'static Finding = Box::leak(Box::new(low));
@@ -996,6 +1036,7 @@ mod tests {
             partial: false,
             nothing_read: true,
             review_url: None,
+            let_through_by: None,
             reviewed: "`a`…`b` (no file)",
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",

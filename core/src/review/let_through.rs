@@ -11,14 +11,15 @@
 //! anyone who may write to the repository and lets other Apps press it through its API,
 //! so who pressed it is looked up, never taken from the check. It lets through only what
 //! was missing: open blocking findings still fail the gate, and the head's check says who
-//! let it through. On a head whose automatic review published, that is remembered with
-//! the run, so the gate judged again later (a thread resolved) does not hold it again; on
-//! a head with no review (it failed, or the budget was spent) only the check says so, and
-//! a review that runs later for that head decides again.
+//! let it through. It is remembered with the head's run when that has ended (published or
+//! failed), so every later conclusion of the head (the gate judged again after a thread is
+//! resolved, the queue's retry of a failed review) passes it where it would have held it;
+//! a head with no run (the budget was spent) has only the check to say so.
 
 use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
 use crate::config::{Incomplete, RepoConfig};
 use crate::job::ReviewJob;
+use crate::ports::RunState;
 use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope};
 
 impl ReviewHandler {
@@ -45,23 +46,27 @@ impl ReviewHandler {
         }
         let store = self.services.store.as_ref();
         let runs = store.review_runs(&repo, job.number).await?;
-        let published = runs
+        // The head's automatic run, when it has ended: a running one is rewritten whole
+        // by its worker when it ends, which would drop the mark.
+        let ended = runs
             .iter()
             .find(|run| run.head_sha == job.head_sha)
-            .filter(|run| runs::is_published_automatic(run));
-        if let Some(run) = published {
+            .filter(|run| matches!(run.state, RunState::Published | RunState::Failed));
+        if let Some(run) = ended {
             let mut run = run.clone();
             run.let_through_by = Some(who.to_string());
             store.put_review_run(&run).await?;
-            let outcome = regate::regate(
-                &self.services,
-                &scope,
-                job.number,
-                regate::RegateCause::LetThrough,
-            )
-            .await;
-            tracing::info!(%repo, number = job.number, login = who, ?outcome, "head let through without a complete review");
-            return Ok(());
+            if runs::is_published_automatic(&run) {
+                let outcome = regate::regate(
+                    &self.services,
+                    &scope,
+                    job.number,
+                    regate::RegateCause::LetThrough,
+                )
+                .await;
+                tracing::info!(%repo, number = job.number, login = who, ?outcome, "head let through without a complete review");
+                return Ok(());
+            }
         }
         // No review of the head stands: what blocks is what earlier reviews left open.
         let findings = store.findings_for_pr(&repo, job.number).await?;
@@ -73,7 +78,7 @@ impl ReviewHandler {
         let output = CheckRunOutput {
             title: format!("Let through by @{who} without a review"),
             summary: format!(
-                "Parley did not review this commit in full, and @{who} let it through (`gate.incomplete: hold`). A review that runs for it later decides again."
+                "Parley did not review this commit in full, and @{who} let it through (`gate.incomplete: hold`). A review that runs for it later still fails on a blocking finding."
             ),
             text: None,
         };

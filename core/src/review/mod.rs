@@ -230,9 +230,16 @@ impl ReviewHandler {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
                 // The public check says what failed, never the raw error (provider
                 // messages carry internal hostnames and request ids).
-                let (conclusion, output) =
-                    conclude::failed(&self.services, job, &pr, &loaded.config, &run_key, &err)
-                        .await;
+                let (conclusion, output) = conclude::failed(
+                    &self.services,
+                    job,
+                    &pr,
+                    &loaded.config,
+                    &run_key,
+                    run.let_through_by.as_deref(),
+                    &err,
+                )
+                .await;
                 let key = runs::claim_key(&repo, job.number, &run_key);
                 let check = gate::Check {
                     id: run.check_run_id,

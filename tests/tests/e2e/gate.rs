@@ -32,6 +32,7 @@ parley_tests::review_on_both_stores!(
     a_team_that_holds_incomplete_reviews_waits_for_a_complete_one,
     a_push_whose_review_fails_keeps_an_open_blocking_finding_failing,
     a_held_head_is_let_through_by_a_maintainer_not_its_author,
+    a_failed_head_let_through_stays_let_through_when_its_review_is_retried,
 );
 
 fn blocking() -> String {
@@ -667,6 +668,19 @@ fn let_through(login: &str, delivery: &str) -> Job {
     Job::Review(review)
 }
 
+/// carol (a maintainer, not the author) presses "Let it through": the head's check turns
+/// `neutral`, naming her. Returns that check.
+async fn carol_lets_it_through(h: &ReviewHarness) -> serde_json::Value {
+    h.run(let_through("carol", "l-carol"))
+        .await
+        .expect("let through");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
+    let title = gate["output"]["title"].as_str().unwrap_or_default();
+    assert!(title.contains("@carol"), "{title}");
+    gate
+}
+
 /// With `gate.incomplete: hold`, a partial review's check carries "Let it through". The
 /// PR's author pressing it (even an admin) and someone below `gate.resolveBy` change
 /// nothing but a check saying why; a maintainer lets the head through (`neutral`, naming
@@ -695,17 +709,7 @@ async fn a_held_head_is_let_through_by_a_maintainer_not_its_author(h: ReviewHarn
         );
     }
     let calls = h.llm.prompts().len();
-    h.run(let_through("carol", "l-carol"))
-        .await
-        .expect("let through");
-    let gate = h.latest_gate(HEAD);
-    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
-    assert!(
-        gate["output"]["title"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("@carol")
-    );
+    let gate = carol_lets_it_through(&h).await;
     assert!(gate["actions"].is_null(), "{gate:#?}");
     assert_eq!(h.llm.prompts().len(), calls, "nothing reviewed");
 
@@ -726,4 +730,27 @@ async fn a_held_head_is_let_through_by_a_maintainer_not_its_author(h: ReviewHarn
         .await
         .expect("the re-run that completes the head");
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+}
+
+/// A head whose review failed (the model down), held, and let through by a maintainer: the
+/// queue's next attempt, failing again, passes it too (the mark is kept with the failed
+/// run), where it would have held it again. Nothing is reviewed by the button itself.
+async fn a_failed_head_let_through_stays_let_through_when_its_review_is_retried(h: ReviewHarness) {
+    h.config("gate:\n  incomplete: hold\n");
+    h.github.set_permission(REPO, "carol", "write");
+    h.llm.fail("", 500);
+    let first = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(first.is_err(), "the review fails: {first:?}");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "action_required");
+
+    carol_lets_it_through(&h).await;
+
+    let retry = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(retry.is_err(), "the retry fails too: {retry:?}");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
+    assert!(
+        summary_of(&gate).contains("@carol let this head through"),
+        "{gate:#?}"
+    );
 }
