@@ -871,6 +871,24 @@ mod tests {
         }
     }
 
+    /// GitHub refuses a check whose button's label is over 20 characters, its description
+    /// over 40 or its identifier over 20 (422), which would leave a held check unconcluded.
+    #[test]
+    fn the_let_through_button_is_within_githubs_limits() {
+        let action = let_through_action();
+        assert!(action.label.chars().count() <= 20, "{}", action.label);
+        assert!(
+            action.description.chars().count() <= 40,
+            "{}",
+            action.description
+        );
+        assert!(
+            action.identifier.chars().count() <= 20,
+            "{}",
+            action.identifier
+        );
+    }
+
     /// A partial head someone let through is `neutral`, saying who, when the gate is judged
     /// again; an open blocking finding still fails it.
     #[test]
