@@ -61,6 +61,11 @@ pub const TOOL_BYTES: &str = "ToolBytes";
 pub const WEBHOOKS_REDELIVERED: &str = "WebhooksRedelivered";
 /// Webhook events that failed every redelivery: lost unless someone acts (alarmed).
 pub const WEBHOOKS_GIVEN_UP: &str = "WebhooksGivenUp";
+/// Gate checks concluded `action_required` for want of a complete review
+/// (`gate.incomplete: hold`): merges held up by Parley's trouble or a partial review.
+pub const GATES_HELD: &str = "GatesHeld";
+/// Heads a maintainer let through without a complete review.
+pub const HEADS_LET_THROUGH: &str = "HeadsLetThrough";
 
 /// Register every metric's unit with the installed recorder; call once after installing
 /// one (units are what the EMF directives carry).
@@ -143,6 +148,16 @@ pub fn describe() {
         Unit::Count,
         "Webhook events that failed every redelivery"
     );
+    describe_counter!(
+        GATES_HELD,
+        Unit::Count,
+        "Gate checks held for want of a complete review"
+    );
+    describe_counter!(
+        HEADS_LET_THROUGH,
+        Unit::Count,
+        "Heads let through without a complete review"
+    );
 }
 
 /// One job handled, and whether it failed.
@@ -202,6 +217,16 @@ pub fn tools_used(calls: usize, bytes: usize) {
 pub fn webhooks_swept(redelivered: usize, given_up: usize) {
     counter!(WEBHOOKS_REDELIVERED).increment(redelivered as u64);
     counter!(WEBHOOKS_GIVEN_UP).increment(given_up as u64);
+}
+
+/// A gate check held for want of a complete review.
+pub fn gate_held() {
+    counter!(GATES_HELD).increment(1);
+}
+
+/// A head let through without a complete review.
+pub fn head_let_through() {
+    counter!(HEADS_LET_THROUGH).increment(1);
 }
 
 /// What a published review did with its candidate findings.
@@ -287,6 +312,16 @@ mod tests {
 
         let unused = recorded(snapshot_unused);
         assert_eq!(unused.get(SNAPSHOTS_UNUSED), Some(&vec![1.0]));
+    }
+
+    #[test]
+    fn a_held_gate_and_a_head_let_through_are_counted() {
+        let held = recorded(|| {
+            gate_held();
+            head_let_through();
+        });
+        assert_eq!(held.get(GATES_HELD), Some(&vec![1.0]));
+        assert_eq!(held.get(HEADS_LET_THROUGH), Some(&vec![1.0]));
     }
 
     #[test]

@@ -659,6 +659,7 @@ pub async fn complete(
     let mut state = CheckRunUpdate::completed(conclusion, output, now);
     if conclusion == CheckConclusion::ActionRequired && check.name == CHECK_NAME {
         state.actions = Some(vec![let_through_action()]);
+        crate::metrics::gate_held();
     }
     if let Some(id) = check.id {
         github.update_check_run(scope, id, &state).await?;

@@ -57,6 +57,7 @@ impl ReviewHandler {
             run.let_through_by = Some(who.to_string());
             store.put_review_run(&run).await?;
             if runs::is_published_automatic(&run) {
+                crate::metrics::head_let_through();
                 let outcome = regate::regate(
                     &self.services,
                     &scope,
@@ -83,7 +84,9 @@ impl ReviewHandler {
             text: None,
         };
         self.conclude_held_check(&scope, &pr, job, CheckConclusion::Neutral, output)
-            .await
+            .await?;
+        crate::metrics::head_let_through();
+        Ok(())
     }
 
     /// Why `who` may not let the head through, if they may not: the PR's author, or
