@@ -14,7 +14,8 @@
 //! let it through. It is remembered with the head's run when that has ended (published or
 //! failed), so every later conclusion of the head (the gate judged again after a thread is
 //! resolved, the queue's retry of a failed review) passes it where it would have held it;
-//! a head with no run (the budget was spent) has only the check to say so.
+//! a head with no run (the budget was spent) has only the check to say so. While a review
+//! of the head runs, that review decides, and the button does nothing.
 
 use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
 use crate::config::{Incomplete, RepoConfig};
@@ -46,12 +47,16 @@ impl ReviewHandler {
         }
         let store = self.services.store.as_ref();
         let runs = store.review_runs(&repo, job.number).await?;
-        // The head's automatic run, when it has ended: a running one is rewritten whole
-        // by its worker when it ends, which would drop the mark.
-        let ended = runs
-            .iter()
-            .find(|run| run.head_sha == job.head_sha)
-            .filter(|run| matches!(run.state, RunState::Published | RunState::Failed));
+        let own = runs.iter().find(|run| run.head_sha == job.head_sha);
+        // A review of the head running now (the queue's retry, behind a held check left
+        // by the attempt before) decides: a check concluded here would be the newest, and
+        // would stand over what that review concludes. (A running run is also rewritten
+        // whole by its worker when it ends, which would drop the mark.)
+        if own.is_some_and(|run| run.state == RunState::Running) {
+            tracing::info!(%repo, number = job.number, "let through while the head's review runs: that review decides");
+            return Ok(());
+        }
+        let ended = own.filter(|run| matches!(run.state, RunState::Published | RunState::Failed));
         if let Some(run) = ended {
             let mut run = run.clone();
             run.let_through_by = Some(who.to_string());

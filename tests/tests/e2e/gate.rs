@@ -7,7 +7,7 @@
 use parley_core::job::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::ports::github::{CheckConclusion, RepoScope};
-use parley_core::ports::{Finding, FindingState, JobHandler};
+use parley_core::ports::{Finding, FindingState, JobHandler, ReviewRun, RunState};
 use parley_core::review::regate::{RegateCause, Regated, regate};
 use parley_core::review::runs;
 use parley_tests::fake_github::Injected;
@@ -742,6 +742,22 @@ async fn a_failed_head_let_through_stays_let_through_when_its_review_is_retried(
     let first = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert!(first.is_err(), "the review fails: {first:?}");
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "action_required");
+
+    // While a retry of the head's review runs, that review decides: pressed then, the
+    // button adds no check that would stand over the one the review concludes.
+    let failed = h.run_of(HEAD).await;
+    let running = ReviewRun {
+        state: RunState::Running,
+        ..failed.clone()
+    };
+    h.store.put_review_run(&running).await.expect("store");
+    let checks = h.gate_checks(HEAD).len();
+    h.run(let_through("carol", "l-0"))
+        .await
+        .expect("nothing to do");
+    assert_eq!(h.gate_checks(HEAD).len(), checks, "no check while it runs");
+    assert_eq!(h.run_of(HEAD).await.let_through_by, None);
+    h.store.put_review_run(&failed).await.expect("store");
 
     carol_lets_it_through(&h).await;
 
