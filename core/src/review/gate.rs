@@ -247,6 +247,9 @@ pub enum RegateCause {
     Rerequested,
     /// "Let it through" pressed on a held check (see [`crate::review::let_through`]).
     LetThrough,
+    /// "Let it through" pressed by someone who may not: the PR's author, or someone
+    /// below `gate.resolveBy`.
+    LetThroughRefused,
 }
 
 impl RegateCause {
@@ -258,6 +261,9 @@ impl RegateCause {
             Self::ManualReview => "a review of this PR requested by hand",
             Self::Rerequested => "Re-run was asked for",
             Self::LetThrough => "someone let this head through without a complete review",
+            Self::LetThroughRefused => {
+                "someone asked to let this head through who may not (the PR's author, or someone without `gate.resolveBy`)"
+            }
         }
     }
 }

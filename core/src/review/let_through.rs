@@ -8,8 +8,10 @@
 //! Letting a head through loosens the gate, so it is decided as lifting a blocking finding
 //! is: by someone with `gate.resolveBy` on the repository who is not the PR's author (the
 //! author alone must not get their own PR past the check). GitHub shows the button to
-//! anyone who may write to the repository and lets other Apps press it through its API,
-//! so who pressed it is looked up, never taken from the check. It lets through only what
+//! anyone who may write to the repository, so the permission of whoever GitHub says
+//! pressed it is looked up. Someone who may not gets the gate judged again (a published
+//! review) or a held check saying why (a failed one), and never holds again a head that
+//! was let through. It lets through only what
 //! was missing: open blocking findings still fail the gate, and the head's check says who
 //! let it through. It is remembered with the head's run when that has ended (published or
 //! failed), so every later conclusion of the head (the gate judged again after a thread is
@@ -41,10 +43,6 @@ impl ReviewHandler {
             tracing::info!(%repo, number = job.number, "let through, but the repository does not hold incomplete reviews: nothing to do");
             return Ok(());
         }
-        if let Some(why_not) = self.may_not_let_through(&scope, &pr, config, who).await? {
-            tracing::info!(%repo, number = job.number, login = who, "let through refused: {why_not}");
-            return self.refuse(&scope, &pr, job, &why_not).await;
-        }
         let store = self.services.store.as_ref();
         let runs = store.review_runs(&repo, job.number).await?;
         let own = runs.iter().find(|run| run.head_sha == job.head_sha);
@@ -56,42 +54,64 @@ impl ReviewHandler {
             tracing::info!(%repo, number = job.number, "let through while the head's review runs: that review decides");
             return Ok(());
         }
-        let ended = own.filter(|run| matches!(run.state, RunState::Published | RunState::Failed));
-        if let Some(run) = ended {
-            let mut run = run.clone();
-            run.let_through_by = Some(who.to_string());
-            store.put_review_run(&run).await?;
-            if runs::is_published_automatic(&run) {
-                crate::metrics::head_let_through();
-                let outcome = regate::regate(
-                    &self.services,
-                    &scope,
-                    job.number,
-                    regate::RegateCause::LetThrough,
-                )
-                .await;
-                tracing::info!(%repo, number = job.number, login = who, ?outcome, "head let through without a complete review");
-                return Ok(());
-            }
+        let published = own.filter(|run| runs::is_published_automatic(run));
+        let refused = self.may_not_let_through(&scope, &pr, config, who).await?;
+        if let Some(why_not) = &refused {
+            tracing::info!(%repo, number = job.number, login = who, "let through refused: {why_not}");
         }
-        // No review of the head stands: what blocks is what earlier reviews left open.
-        let findings = store.findings_for_pr(&repo, job.number).await?;
-        let open = gate::still_blocking(&findings, config);
-        if !open.is_empty() {
-            tracing::info!(%repo, number = job.number, open = open.len(), "let through, but blocking findings are open: the gate stays as it is");
+        // A published review: the gate is judged again from the PR's findings, which
+        // says what the head's check says now (held only if it still is).
+        if let Some(run) = published {
+            let cause = if refused.is_some() {
+                regate::RegateCause::LetThroughRefused
+            } else {
+                let mut run = run.clone();
+                run.let_through_by = Some(who.to_string());
+                store.put_review_run(&run).await?;
+                crate::metrics::head_let_through();
+                regate::RegateCause::LetThrough
+            };
+            let outcome = regate::regate(&self.services, &scope, job.number, cause).await;
+            tracing::info!(%repo, number = job.number, login = who, ?outcome, "let through: the gate judged again");
             return Ok(());
         }
-        let output = CheckRunOutput {
-            title: format!("Let through by @{who} without a review"),
-            summary: format!(
-                "Parley did not review this commit in full, and @{who} let it through (`gate.incomplete: hold`). A review that runs for it later still fails on a blocking finding."
-            ),
-            text: None,
-        };
-        self.conclude_held_check(&scope, &pr, job, CheckConclusion::Neutral, output)
-            .await?;
-        crate::metrics::head_let_through();
-        Ok(())
+        // No review of the head stands (it failed, or none ran): earlier reviews' blocking
+        // findings fail the head whatever anyone presses, and its check says so already.
+        let findings = store.findings_for_pr(&repo, job.number).await?;
+        if !gate::still_blocking(&findings, config).is_empty() {
+            tracing::info!(%repo, number = job.number, "let through, but blocking findings are open: the gate stays as it is");
+            return Ok(());
+        }
+        let failed = own.filter(|run| run.state == RunState::Failed);
+        match refused {
+            // Held only while nobody let the failed review's head through: a refusal
+            // must not hold again what someone entitled let through. A head with no run
+            // keeps its check (its let-through, if any, is not remembered).
+            Some(why_not) => match failed {
+                Some(run) if run.let_through_by.is_none() => {
+                    self.refuse(&scope, &pr, job, &why_not).await
+                }
+                _ => Ok(()),
+            },
+            None => {
+                if let Some(run) = failed {
+                    let mut run = run.clone();
+                    run.let_through_by = Some(who.to_string());
+                    store.put_review_run(&run).await?;
+                }
+                let output = CheckRunOutput {
+                    title: format!("Let through by @{who} without a review"),
+                    summary: format!(
+                        "Parley did not review this commit in full, and @{who} let it through (`gate.incomplete: hold`). A review that runs for it later still fails on a blocking finding."
+                    ),
+                    text: None,
+                };
+                self.conclude_held_check(&scope, &pr, job, CheckConclusion::Neutral, output)
+                    .await?;
+                crate::metrics::head_let_through();
+                Ok(())
+            }
+        }
     }
 
     /// Why `who` may not let the head through, if they may not: the PR's author, or
@@ -119,8 +139,8 @@ impl ReviewHandler {
         }))
     }
 
-    /// A new held check saying who asked and why it did not count, so that pressing the
-    /// button is not met with silence.
+    /// A new held check on a head whose review failed, saying who asked and why it did
+    /// not count, so that pressing the button is not met with silence.
     async fn refuse(
         &self,
         scope: &RepoScope,
