@@ -75,11 +75,23 @@ const STATEMENTS: &[&str] = &[
 
 /// The name a line defines, if it starts a definition: an introducing keyword, then the
 /// name (after a Go method's receiver, `func (s *Server) Name(`); a function assigned to
-/// a JavaScript variable; or a method without a keyword.
+/// a JavaScript variable or a Python name; or a method without a keyword.
 fn defined_name(line: &str) -> Option<String> {
     variable_function(line)
+        .or_else(|| python_lambda(line))
         .or_else(|| keyword_definition(line))
         .or_else(|| method_definition(line))
+}
+
+/// `total = lambda order: …`, `key: Callable[[T], int] = lambda item: …`: a Python name
+/// given a function, which code elsewhere calls like one defined with `def`.
+fn python_lambda(line: &str) -> Option<String> {
+    let (name, rest) = identifier(line.trim_start());
+    let (annotation, value) = rest.split_once('=')?;
+    let annotated = annotation.trim().is_empty() || annotation.trim_start().starts_with(':');
+    let (first, after) = identifier(value.trim_start());
+    let is_lambda = first == "lambda" && (after.starts_with(' ') || after.starts_with(':'));
+    (name.len() >= 2 && annotated && is_lambda).then(|| name.to_string())
 }
 
 /// `export const fetchOrders = async (id) => {`, `let parse = text =>`,
@@ -252,6 +264,8 @@ mod tests {
             "module Billing",
             "public sealed record Invoice(decimal Total);",
             "    internal static Task<int> CountAsync(string q)",
+            "order_total = lambda order: sum(l.price for l in order.lines)",
+            "    sort_key: Callable[[Row], int] = lambda row: row.rank",
         ];
         assert_eq!(
             defined_on(lines),
@@ -278,6 +292,8 @@ mod tests {
                 "Billing",
                 "Invoice",
                 "CountAsync",
+                "order_total",
+                "sort_key",
             ]
         );
     }
@@ -305,6 +321,9 @@ mod tests {
             "  loadAll(ids) { return ids.map(load); }",
             "for record in rows:",
             "    record = fetch(id)",
+            "    flag == lambda_count",
+            "handler = lambdas[0]",
+            "rows.sort(key=lambda r: r.rank)",
         ];
         assert_eq!(defined_on(lines), Vec::<String>::new());
     }

@@ -178,6 +178,19 @@ const NOT_A_TYPE: [&str; 15] = [
     "switch", "in", "not", "and",
 ];
 
+/// Whether `after`, what follows a name on its line, assigns it a lambda: `= lambda x:`,
+/// or after an annotation, `: Callable = lambda:`.
+fn gives_a_lambda(after: &str) -> bool {
+    let line = after.split('\n').next().unwrap_or("");
+    let Some((_, value)) = line.split_once('=') else {
+        return false;
+    };
+    let value = value.trim_start();
+    value
+        .strip_prefix("lambda")
+        .is_some_and(|rest| rest.starts_with([' ', ':']))
+}
+
 /// Whether the word at `start..end` of `text` (whose line begins at `line_start`) stands
 /// where a definition's name could in a language of `style`.
 fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
@@ -206,8 +219,12 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
                 // `attr_reader :a, :b`, and a line of symbols that goes on its list.
                 || (symbol && (RUBY_DEFINING_CALLS.contains(&first) || head.starts_with(':')))
         }
+        // A module constant (`NAME = …`), and a name given a lambda at any depth
+        // (`order_total = lambda o: …`, `key: Callable = lambda r: …`).
         Style::KeywordsAndConstants => {
-            start == line_start && next == b'=' && !after.starts_with("==")
+            let assigned = next == b'=' && !after.starts_with("==");
+            (start == line_start && assigned)
+                || (head.is_empty() && (assigned || next == b':') && gives_a_lambda(after))
         }
         // `func (s *Server) Handle(`, and `Config struct {` inside `type ( … )`.
         Style::Go => {
@@ -334,7 +351,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 32] = [
+        let cases: [(Style, &str, &str); 34] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -348,6 +365,16 @@ mod tests {
                 "helper",
             ),
             (KeywordsAndConstants, "MAX_SIZE = 10\n", "MAX_SIZE"),
+            (
+                KeywordsAndConstants,
+                "class Row:\n    key: Callable = lambda row: row.rank\n",
+                "key",
+            ),
+            (
+                KeywordsAndConstants,
+                "def f():\n    total = lambda o: o.sum\n",
+                "total",
+            ),
             (
                 Declarations,
                 "export default function helper() {}",
@@ -452,6 +479,14 @@ mod tests {
                 assert!(!found.contains(&name), "{style:?} {name}: {found:?}");
             }
             assert!(found.contains(&"main"), "{style:?}: {found:?}");
+        }
+        // In Python only a name given a lambda may be defined below a line's start.
+        let python = defining(
+            "def main():\n    x = compute(1)\n    y: int = 2\n    rows.sort(key=lambda r: r)\n",
+            Style::KeywordsAndConstants,
+        );
+        for name in ["x", "y", "key", "r", "rows"] {
+            assert!(!python.contains(&name), "{name}: {python:?}");
         }
     }
 

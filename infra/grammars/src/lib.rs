@@ -98,9 +98,12 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 
 /// What Python's tags add to the crate's: an attribute read without a call
 /// (`order.total`), which may be a `@property` (or a method passed as a callback), whose
-/// definition a changed line relies on as much as on a method it calls.
+/// definition a changed line relies on as much as on a method it calls; and a name given
+/// a lambda (`order_total = lambda order: …`), which is called like a function defined
+/// with `def` (and whose removal leaves its callers without one).
 pub const PYTHON_READS_QUERY: &str = r#"
 (attribute attribute: (identifier) @name) @reference.member
+(assignment left: (identifier) @name (lambda)) @definition.function
 "#;
 
 /// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors

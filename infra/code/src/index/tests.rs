@@ -212,6 +212,21 @@ fn python_attribute_reads_find_properties() {
     assert_eq!(lazy.definitions_near("owner", "shop/mailer.py", 3), owner);
 }
 
+/// A Python name given a lambda is a definition, as one defined with `def` is: a change
+/// that removes one from a file and adds it to another has not left its callers without
+/// it.
+#[test]
+fn a_python_lambda_given_a_name_is_a_definition() {
+    let rules = "order_total = lambda order: sum(l.price for l in order.lines)\nsort_key: object = lambda row: row.rank\nrows.sort(key=lambda r: r.rank)\n";
+    let files = [("shop/rules.py", rules)];
+    let index = index(&files);
+    let total = index.definitions("order_total");
+    assert_eq!(total.len(), 1, "{total:?}");
+    assert_eq!((total[0].start, total[0].end), (1, 1));
+    assert_eq!(index.definitions("sort_key").len(), 1);
+    assert!(index.definitions("r").is_empty());
+}
+
 /// A JavaScript member read may be a getter, and a TypeScript name may hold `$`: both
 /// found lazily as parsing everything would.
 #[test]
