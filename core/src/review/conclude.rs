@@ -229,12 +229,7 @@ pub(super) async fn conclude_not_run(
         output.title = title.to_string();
     }
     let key = runs::claim_key(&repo, job.number, &pr.head.sha);
-    let check = gate::Check {
-        id: None,
-        name: gate::CHECK_NAME,
-        head_sha: &pr.head.sha,
-        external_id: &key,
-    };
-    gate::complete(services.github.as_ref(), scope, &check, conclusion, output).await?;
+    let github = services.github.as_ref();
+    gate::publish(github, scope, &pr.head.sha, &key, conclusion, output).await?;
     Ok(())
 }

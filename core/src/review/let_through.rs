@@ -106,7 +106,7 @@ impl ReviewHandler {
                     ),
                     text: None,
                 };
-                self.conclude_held_check(&scope, &pr, job, CheckConclusion::Neutral, output)
+                self.publish(&scope, &pr, job, CheckConclusion::Neutral, output)
                     .await?;
                 crate::metrics::head_let_through();
                 Ok(())
@@ -158,11 +158,12 @@ impl ReviewHandler {
             ),
             text: None,
         };
-        self.conclude_held_check(scope, pr, job, CheckConclusion::ActionRequired, output)
+        self.publish(scope, pr, job, CheckConclusion::ActionRequired, output)
             .await
     }
 
-    async fn conclude_held_check(
+    /// A new completed gate check on the head (see [`gate::publish`]).
+    async fn publish(
         &self,
         scope: &RepoScope,
         pr: &PullRequest,
@@ -170,22 +171,9 @@ impl ReviewHandler {
         conclusion: CheckConclusion,
         output: CheckRunOutput,
     ) -> Result<(), ReviewError> {
-        let repo = job.repo.tenant().repo;
-        let key = runs::claim_key(&repo, job.number, &pr.head.sha);
-        let check = gate::Check {
-            id: None,
-            name: gate::CHECK_NAME,
-            head_sha: &pr.head.sha,
-            external_id: &key,
-        };
-        gate::complete(
-            self.services.github.as_ref(),
-            scope,
-            &check,
-            conclusion,
-            output,
-        )
-        .await?;
+        let key = runs::claim_key(&job.repo.tenant().repo, job.number, &pr.head.sha);
+        let github = self.services.github.as_ref();
+        gate::publish(github, scope, &pr.head.sha, &key, conclusion, output).await?;
         Ok(())
     }
 }

@@ -827,6 +827,16 @@ mod tests {
                 &ctx()
             )
         );
+        // A button press whose check lacks what Parley reads is malformed, not ignored.
+        let mut broken = payload("Parley review", "let-through");
+        broken["check_run"]
+            .as_object_mut()
+            .map(|check| check.remove("head_sha"));
+        let said = normalise("check_run", "d", &broken, &ctx());
+        assert!(
+            matches!(&said, Normalised::Malformed(why) if why.contains("head_sha")),
+            "{said:?}"
+        );
     }
 
     #[test]
