@@ -150,7 +150,7 @@ pub fn assemble(
                 .flat_map(|h| h.lines.iter())
                 .filter(|l| l.kind == LineKind::Removed)
                 .map(|l| l.text.as_str());
-            removed::defined_on(removed_lines)
+            removed::defined_on(path, removed_lines)
                 .into_iter()
                 .map(move |name| (name, path))
         })

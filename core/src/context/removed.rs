@@ -6,10 +6,14 @@
 //! introduces one in the languages Parley indexes (`fn`, `def`, `func`, `function`,
 //! `class`, `struct`, `enum`, `trait`, `interface`, `type`, `module`, C#'s `record`); a JavaScript function held
 //! by a variable (`const load = async (id) => {`) by what is assigned; and a method that
-//! has no keyword (Java's, a JavaScript class's) by its shape: a name, its parameters and
-//! the brace that opens its body. A name still defined somewhere at the head (moved, or
+//! has no keyword (Java's, a JavaScript class's, a C function's) by its shape: a name, its
+//! parameters and the brace that opens its body (in C and C++, where the brace often
+//! stands on the next line, a return type and the parameters are enough; a C macro by
+//! `#define NAME(`). A name still defined somewhere at the head (moved, or
 //! overloaded) is not a removal; one read wrongly from a removed line costs a look-up
 //! that finds no caller, or callers that were worth showing anyway.
+
+use crate::retrieval::language::language_of;
 
 /// The keywords after which a definition's name follows.
 const INTRODUCERS: &[&str] = &[
@@ -27,11 +31,18 @@ const INTRODUCERS: &[&str] = &[
     "record",
 ];
 
-/// The names defined on `lines`, each once, in the order they appear.
-pub(crate) fn defined_on<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+/// The names defined on `lines` of the file at `path`, each once, in the order they
+/// appear.
+pub(crate) fn defined_on<'a>(path: &str, lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let c_family = matches!(language_of(path), Some("c" | "cpp"));
     let mut names: Vec<String> = Vec::new();
     for line in lines {
-        if let Some(name) = defined_name(line).filter(|n| !names.iter().any(|m| m == n)) {
+        let name = defined_name(line).or_else(|| {
+            c_family
+                .then(|| c_macro(line).or_else(|| c_function(line)))
+                .flatten()
+        });
+        if let Some(name) = name.filter(|n| !names.iter().any(|m| m == n)) {
             names.push(name);
         }
     }
@@ -81,6 +92,32 @@ fn defined_name(line: &str) -> Option<String> {
         .or_else(|| python_lambda(line))
         .or_else(|| keyword_definition(line))
         .or_else(|| method_definition(line))
+}
+
+/// `#define CLAMP(x) …`: a function-like macro, called like a function.
+fn c_macro(line: &str) -> Option<String> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let (name, after) = identifier(rest.strip_prefix("define")?.trim_start());
+    (name.len() >= 2 && after.starts_with('(')).then(|| name.to_string())
+}
+
+/// A C or C++ function whose body opens on a later line: `int parse(const char *buf,
+/// size_t len)`, `Status Table::Get(const Slice& key) const`, with a return type before
+/// the name and nothing after the parameters but qualifiers. (A prototype ends in `;`,
+/// a call has no type before it; GNU's name at the start of the line under its type is
+/// not recognised.)
+fn c_function(line: &str) -> Option<String> {
+    let line = line.trim();
+    let (head, _) = line.split_once('(')?;
+    let (signature, after) = line.split_at(line.rfind(')')? + 1);
+    let qualifiers = after
+        .split_whitespace()
+        .all(|word| matches!(word, "const" | "noexcept" | "override" | "final" | "{"));
+    let typed = head.trim_end().rsplit_once([' ', '*', '&', ':']).is_some();
+    if !qualifiers || !typed {
+        return None;
+    }
+    method_definition(&format!("{signature} {{"))
 }
 
 /// `total = lambda order: …`, `key: Callable[[T], int] = lambda item: …`: a Python name
@@ -146,7 +183,7 @@ fn method_definition(line: &str) -> Option<String> {
     let typed = before.trim();
     let shaped = typed
         .chars()
-        .all(|c| c.is_alphanumeric() || "_$<>[]?, ".contains(c))
+        .all(|c| c.is_alphanumeric() || "_$<>[]?, *&:".contains(c))
         && !typed
             .split([' ', '<', '>', ',', '[', ']', '?'])
             .any(|word| STATEMENTS.contains(&word));
@@ -268,7 +305,7 @@ mod tests {
             "    sort_key: Callable[[Row], int] = lambda row: row.rank",
         ];
         assert_eq!(
-            defined_on(lines),
+            defined_on("src/lib.rs", lines),
             [
                 "load_user",
                 "parse_header",
@@ -325,13 +362,55 @@ mod tests {
             "handler = lambdas[0]",
             "rows.sort(key=lambda r: r.rank)",
         ];
-        assert_eq!(defined_on(lines), Vec::<String>::new());
+        assert_eq!(defined_on("src/lib.rs", lines), Vec::<String>::new());
+    }
+
+    /// C and C++ functions with the brace on the line under them, or with a pointer or a
+    /// reference returned, and function-like macros; prototypes, calls, statements and
+    /// constants are not definitions, and the C shapes count only in C and C++ files.
+    #[test]
+    fn c_and_cpp_definitions_are_named_by_their_shape() {
+        let lines = [
+            "static char *dup_string(const char *s) {",
+            "int parse_header(const char *buf, size_t len)",
+            "Status Table::Get(const Slice& key, std::string* value) const",
+            "const std::string& Table::name() const {",
+            "#define CLAMP(x) ((x) > MAX ? MAX : (x))",
+            "struct node {",
+            "int parse_header(const char *buf, size_t len);",
+            "#define MAX_LEN 64",
+            "    return lookup(table, key);",
+            "    if (ready(x))",
+            "    int n = count(list)",
+            "    free(copy)",
+            "        } else if (done(x)) {",
+        ];
+        let c = ["dup_string", "parse_header", "Get", "name", "CLAMP", "node"];
+        assert_eq!(defined_on("src/server.c", lines), c);
+        assert_eq!(defined_on("include/db/table.h", lines), c);
+        assert_eq!(defined_on("db/table.cc", lines), c);
+        // Elsewhere `print_report(data)` under a type-like word is a call (Ruby's
+        // `validate order(x)`), and a `#` starts a comment.
+        assert_eq!(
+            defined_on(
+                "app/models/order.rb",
+                [
+                    "  validate order(x)",
+                    "#define CLAMP(x) x",
+                    "int parse(char *b)"
+                ]
+            ),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn words_in_comments_and_strings_define_nothing() {
         assert_eq!(
-            defined_on(["# def old_name(): removed", "\"fn quoted\"", "x = type(y)"]),
+            defined_on(
+                "src/lib.rs",
+                ["# def old_name(): removed", "\"fn quoted\"", "x = type(y)"]
+            ),
             Vec::<String>::new()
         );
     }

@@ -35,6 +35,10 @@ pub(crate) enum Style {
     /// (`def self.find`, `class Admin::User`); and any word may be a call, since Ruby
     /// calls a method without parentheses (`validate order`, `user.save`).
     Ruby,
+    /// Keywords (`struct`, `union`, `enum`, `class`), and what C and C++ declare without
+    /// one: a function after its return type (`static char *dup(`, `Status Table::Get(`)
+    /// or at the start of its line under it (`parse_header (`), typedef names, macros.
+    C,
 }
 
 /// The distinct identifiers of `text` (ASCII letters, digits and `_`, not starting with
@@ -238,6 +242,26 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         // after `.` is used, not defined (`a.b(`, `this.count = 0`).
         // An object literal's property whose value is a function (`visit(s, { string: () =>
         // … })`) is a definition to the JavaScript tags wherever it stands on its line.
+        // A typedef's name (`typedef unsigned long word_t;`, `} node_t;` closing a
+        // typedef'd struct), a function-like macro (`#define CLAMP(`), and a function:
+        // a name before `(` that is not a member (`list.count(`, `n->next(`) with
+        // nothing but a return type before it (`static char *`, `Status Table::`,
+        // `template <typename T> T`, GCC's `__attribute__((…))`), or nothing at all
+        // (the next line of `static int`, and any call at the start of a statement: a
+        // candidate too many costs one parse).
+        Style::C => {
+            head.starts_with("typedef")
+                || head.starts_with('}')
+                || previous == "define"
+                || (next == b'('
+                    && !matches!(
+                        &text[start..end],
+                        "if" | "while" | "for" | "switch" | "return" | "sizeof"
+                    )
+                    && !before.ends_with('.')
+                    && !before.ends_with("->")
+                    && c_return_type(head))
+        }
         Style::Declarations | Style::CSharp => {
             let csharp = style == Style::CSharp;
             // A C# property: `public int Count { get; }`, or its `{` on the next line.
@@ -254,6 +278,23 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
                         .is_some_and(|value| is_function(value.trim_start())))
         }
     }
+}
+
+/// Whether `head`, what stands before a name and its `(` on a line, can be a C or C++
+/// function's return type and specifiers: words, `*`, `&`, `::`, template arguments;
+/// no statement keyword, operator, assignment or call (parentheses only in a
+/// compiler's `__attribute__((…))` or `__declspec(…)`).
+fn c_return_type(head: &str) -> bool {
+    let first = head
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    let parenthesised = head.contains(['(', ')']) && !head.contains("__");
+    !NOT_A_TYPE.contains(&first)
+        && !parenthesised
+        && !head.contains([
+            '=', ';', '"', '\'', '{', '}', '?', '!', '+', '-', '/', '%', '|', '^', '.',
+        ])
 }
 
 /// `after` (what follows a name) assigns it a function: `= function`, `= async …`,
@@ -303,11 +344,10 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
-    // A C# generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
+    // A C# or C++ generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
     // member read without a call, `order.Total`, which may be a property or a getter (in
     // Java, whose tags count no reads, only a file more to parse for a callers question).
-    let csharp = style == Style::CSharp;
-    let generic = csharp && text[end..].starts_with('<');
+    let generic = matches!(style, Style::CSharp | Style::C) && text[end..].starts_with('<');
     let member = matches!(
         style,
         Style::CSharp | Style::KeywordsAndConstants | Style::Declarations
@@ -351,7 +391,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 34] = [
+        let cases: [(Style, &str, &str); 44] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -438,6 +478,24 @@ mod tests {
             ),
             (CSharp, "    public User? Owner\n    {", "Owner"),
             (Declarations, "export class $ZodType {", "$ZodType"),
+            (C, "static char *dup_string(const char *s) {", "dup_string"),
+            (
+                C,
+                "static int\nparse_header (const char *buf)\n{",
+                "parse_header",
+            ),
+            (C, "#define CLAMP(x) ((x) > 64 ? 64 : (x))", "CLAMP"),
+            (C, "typedef unsigned long word_t;", "word_t"),
+            (C, "typedef struct {\n    int len;\n} sds_t;", "sds_t"),
+            (C, "union value {\n    int i;\n};", "value"),
+            (C, "Status Table::Get(const Slice& key) const {", "Get"),
+            (C, "template <typename T> T max_of(T a, T b) {", "max_of"),
+            (C, "  int size() const { return n_; }", "size"),
+            (
+                C,
+                "static inline __attribute__((always_inline)) int fast(int x) {",
+                "fast",
+            ),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);
@@ -488,6 +546,22 @@ mod tests {
         for name in ["x", "y", "key", "r", "rows"] {
             assert!(!python.contains(&name), "{name}: {python:?}");
         }
+    }
+
+    /// In C a call at the start of a statement is shaped like a GNU-style definition
+    /// (`parse_header (` under its return type): it may define, and the parse decides.
+    /// Members, assigned values, returned ones and conditions never define.
+    #[test]
+    fn c_members_values_and_conditions_are_not_definitions() {
+        let text = "int main(void) {\n    int x = compute(1);\n    if (check(x)) return obj.method(x);\n    n->next(x);\n    return unwrap(x) + cache.get(x);\n}\n";
+        let found = defining(text, Style::C);
+        assert_eq!(found, ["main"]);
+        let (_, mut referring) = identifiers(
+            "auto p = std::make_unique<Table>(3) + new Cache;\nhelper(1);",
+            Style::C,
+        );
+        referring.sort_unstable();
+        assert_eq!(referring, ["Cache", "helper", "make_unique"]);
     }
 
     #[test]

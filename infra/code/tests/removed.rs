@@ -95,8 +95,9 @@ fn a_deleted_files_definitions_count_too() {
 }
 
 /// Definitions a keyword alone does not name: a JavaScript function held by a `const`, a
-/// package-private Java method, a Ruby class method (`def self.`), an internal C# method.
-/// Each is removed; the unchanged caller is shown.
+/// package-private Java method, a Ruby class method (`def self.`), an internal C# method,
+/// a C function whose body opens on the next line, a C macro, a C++ method defined out of
+/// its class. Each is removed; the unchanged caller is shown.
 #[test]
 fn functions_held_by_variables_and_bare_methods_are_looked_up() {
     let mut snapshot = Snapshot::default();
@@ -116,6 +117,15 @@ fn functions_held_by_variables_and_bare_methods_are_looked_up() {
     snapshot.files.insert(
         "src/Checkout.cs".into(),
         "class Checkout {\n  decimal Total(decimal p) => Pricing.RoundUp(p);\n}\n".into(),
+    );
+    snapshot.files.insert(
+        "src/server.c".into(),
+        "int serve(const char *buf) {\n    return parse_header(buf, CLAMP(strlen(buf)));\n}\n"
+            .into(),
+    );
+    snapshot.files.insert(
+        "app/run.cc".into(),
+        "int run() {\n  return db::Table::Open(3)->size();\n}\n".into(),
     );
     let index = CodeIndex::build(snapshot);
     for (path, removed, name) in [
@@ -139,6 +149,17 @@ fn functions_held_by_variables_and_bare_methods_are_looked_up() {
             "-    internal static decimal RoundUp(decimal price) {",
             "RoundUp",
         ),
+        (
+            "src/http.c",
+            "-static int parse_header(const char *buf, size_t len)",
+            "parse_header",
+        ),
+        (
+            "src/util.h",
+            "-#define CLAMP(x) ((x) > 64 ? 64 : (x))",
+            "CLAMP",
+        ),
+        ("db/table.cc", "-Table* Table::Open(int n)", "Open"),
     ] {
         let deleted = parse_hunks(&format!("@@ -1,1 +0,0 @@\n{removed}")).expect("a patch");
         let context = assemble(&index, &[], &[(path, &deleted)], 6_000);

@@ -1,10 +1,10 @@
 //! The tree-sitter grammars Parley reads code with (Rust, Python, TypeScript, TSX, Go,
-//! Java, Ruby, C#), with their parse tables stored deflated and unpacked the first time a grammar is
-//! asked for.
+//! Java, Ruby, C#, C, C++), with their parse tables stored deflated and unpacked the first
+//! time a grammar is asked for.
 //!
-//! Why: the eight grammars' tables are about 12 MB of read-only data, more than the rest
+//! Why: the ten grammars' tables are about 16 MB of read-only data, more than the rest
 //! of each worker's Lambda bootstrap, and a bootstrap's size is what a cold start pays to
-//! fetch and map. Deflated they are 0.9 MB; unpacking one takes a few milliseconds, once per
+//! fetch and map. Deflated they are 1.2 MB; unpacking one takes a few milliseconds, once per
 //! process and only for the languages a pull request contains (`cargo bench -p
 //! parley-grammars --bench load`). build.rs says how the tables are taken out of the
 //! grammars' C sources; the parsers themselves are the grammar crates' own, unchanged.
@@ -26,6 +26,8 @@ pub enum Grammar {
     Java,
     Ruby,
     CSharp,
+    C,
+    Cpp,
 }
 
 /// The tags query for JavaScript, which Parley parses with the TSX grammar (a superset
@@ -131,6 +133,51 @@ pub const CSHARP_TAGS_QUERY: &str = r#"
 (object_creation_expression type: (identifier) @name) @reference.class
 "#;
 
+/// C's tags, written here: the grammar crate's query takes every function declarator
+/// for a definition (a prototype in a header too, and only its signature line, so no
+/// changed line in a body has an enclosing function) and counts no calls. Here a function
+/// is its whole definition, returning a value or a pointer (`char *dup(`, `char
+/// **split(`); structs, unions and enums with a body; typedef names; and function-like
+/// macros, which are called like functions (`CLAMP(x)`). References are calls, plain
+/// (`parse(x)`) or through a member (`ops->compare(a, b)`, `list.count(n)`), which is
+/// how C calls code held in a struct. Plain `#define` constants and prototypes are not
+/// definitions: a reader wants a callee's body, not its declaration.
+pub const C_TAGS_QUERY: &str = r#"
+(function_definition declarator: (function_declarator declarator: (identifier) @name)) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name)))) @definition.function
+(struct_specifier name: (type_identifier) @name body: (_)) @definition.class
+(union_specifier name: (type_identifier) @name body: (_)) @definition.class
+(enum_specifier name: (type_identifier) @name body: (_)) @definition.type
+(type_definition declarator: (type_identifier) @name) @definition.type
+(preproc_function_def name: (identifier) @name) @definition.macro
+(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (field_expression field: (field_identifier) @name)) @reference.call
+"#;
+
+/// What C++'s tags add to C's (the C++ grammar names C's nodes alike): methods defined in
+/// a class body (`int size() const {`) and out of it (`Status Table::Get(`,
+/// `ns::Table::Open(`, returning a pointer or a reference), classes, `using` aliases;
+/// calls through a scope (`Status::OK()`), with template arguments
+/// (`std::make_unique<Table>(`, `cache.Lookup<int>(`), and `new Table`.
+pub const CPP_TAGS_QUERY: &str = r#"
+(function_definition declarator: (function_declarator declarator: (field_identifier) @name)) @definition.method
+(function_definition declarator: (function_declarator declarator: (qualified_identifier name: (identifier) @name))) @definition.method
+(function_definition declarator: (function_declarator declarator: (qualified_identifier name: (qualified_identifier name: (identifier) @name)))) @definition.method
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (qualified_identifier name: (identifier) @name)))) @definition.method
+(function_definition declarator: (reference_declarator (function_declarator declarator: (identifier) @name))) @definition.function
+(function_definition declarator: (reference_declarator (function_declarator declarator: (qualified_identifier name: (identifier) @name)))) @definition.method
+(class_specifier name: (type_identifier) @name body: (_)) @definition.class
+(alias_declaration name: (type_identifier) @name) @definition.type
+(call_expression function: (qualified_identifier name: (identifier) @name)) @reference.call
+(call_expression function: (qualified_identifier name: (qualified_identifier name: (identifier) @name))) @reference.call
+(call_expression function: (template_function name: (identifier) @name)) @reference.call
+(call_expression function: (qualified_identifier name: (template_function name: (identifier) @name))) @reference.call
+(call_expression function: (field_expression field: (template_method name: (field_identifier) @name))) @reference.call
+(new_expression type: (type_identifier) @name) @reference.class
+(new_expression type: (qualified_identifier name: (type_identifier) @name)) @reference.class
+"#;
+
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
     /// The packed tables do not match the C declarations they were made for: a broken
@@ -143,7 +190,7 @@ pub enum GrammarError {
 }
 
 impl Grammar {
-    pub const ALL: [Grammar; 8] = [
+    pub const ALL: [Grammar; 10] = [
         Grammar::Rust,
         Grammar::Python,
         Grammar::TypeScript,
@@ -152,6 +199,8 @@ impl Grammar {
         Grammar::Java,
         Grammar::Ruby,
         Grammar::CSharp,
+        Grammar::C,
+        Grammar::Cpp,
     ];
 
     pub fn name(self) -> &'static str {
@@ -192,6 +241,8 @@ impl Grammar {
             Grammar::Java => tree_sitter_java::TAGS_QUERY.to_string(),
             Grammar::Ruby => RUBY_TAGS_QUERY.to_string(),
             Grammar::CSharp => CSHARP_TAGS_QUERY.to_string(),
+            Grammar::C => C_TAGS_QUERY.to_string(),
+            Grammar::Cpp => format!("{C_TAGS_QUERY}\n{CPP_TAGS_QUERY}"),
         }
     }
 }
@@ -263,6 +314,8 @@ grammars! {
     Java => "java", parley_grammar_java_table, parley_tree_sitter_java;
     Ruby => "ruby", parley_grammar_ruby_table, parley_tree_sitter_ruby;
     CSharp => "csharp", parley_grammar_csharp_table, parley_tree_sitter_c_sharp;
+    C => "c", parley_grammar_c_table, parley_tree_sitter_c;
+    Cpp => "cpp", parley_grammar_cpp_table, parley_tree_sitter_cpp;
 }
 
 /// Inflates the packed bytes straight into the grammar's C tables, and checks that they

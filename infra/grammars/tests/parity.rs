@@ -83,6 +83,24 @@ const CASES: &[(Grammar, LanguageFn, &[&str])] = &[
             "class Broken { void M( { }",
         ],
     ),
+    (
+        Grammar::C,
+        tree_sitter_c::LANGUAGE,
+        &[
+            "#define CLAMP(x) ((x) > 64 ? 64 : (x))\nstatic char *dup(const char *s) {\n  char *c = malloc(strlen(s) + 1);\n  return c ? strcpy(c, s) : NULL;\n}\n",
+            "typedef struct node { struct node *next; int (*cmp)(const void *, const void *); } node_t;\nenum color { RED = 1 << 2, GREEN };\n#ifdef DEBUG\nint x = 'a' + L'b';\n#endif\n",
+            "int broken( { return ; ",
+        ],
+    ),
+    (
+        Grammar::Cpp,
+        tree_sitter_cpp::LANGUAGE,
+        &[
+            "namespace db {\nclass Table : public Base {\n public:\n  explicit Table(int n) : n_(n) {}\n  int size() const { return n_; }\n private:\n  int n_;\n};\n}  // namespace db\n",
+            "template <typename T>\nauto f(T t) -> std::unique_ptr<T> {\n  auto s = R\"sql(SELECT \"x\" FROM t)sql\";\n  return std::make_unique<T>(t);\n}\n",
+            "class Broken { void m( { }",
+        ],
+    ),
 ];
 
 fn sexp(language: &Language, text: &str) -> (String, bool) {

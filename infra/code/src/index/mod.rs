@@ -344,6 +344,8 @@ enum Lang {
     Java,
     Ruby,
     CSharp,
+    C,
+    Cpp,
 }
 
 impl Lang {
@@ -355,6 +357,7 @@ impl Lang {
             Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Java => Style::Declarations,
             Lang::Ruby => Style::Ruby,
             Lang::CSharp => Style::CSharp,
+            Lang::C | Lang::Cpp => Style::C,
         }
     }
 }
@@ -371,6 +374,11 @@ fn language_of(path: &str) -> Option<Lang> {
         "java" => Lang::Java,
         "rb" | "rake" | "gemspec" | "ru" => Lang::Ruby,
         "cs" => Lang::CSharp,
+        "c" => Lang::C,
+        // A header may be C or C++; C++'s grammar reads C's too (but for C++'s keywords
+        // used as names, `new`, `class`), and C++ headers are often `.h`.
+        "h" | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "tpp"
+        | "inl" => Lang::Cpp,
         _ => return None,
     })
 }
@@ -379,7 +387,7 @@ fn language_of(path: &str) -> Option<Lang> {
 /// it is parsed (compiling a query takes milliseconds; most repositories use one or two
 /// of the languages).
 #[derive(Default)]
-struct Languages([OnceLock<Option<Tags>>; 9]);
+struct Languages([OnceLock<Option<Tags>>; 11]);
 
 impl Languages {
     fn get(&self, lang: Lang) -> Option<&Tags> {
@@ -408,6 +416,8 @@ fn tags(lang: Lang) -> Option<Tags> {
         Lang::Java => (Grammar::Java, Grammar::Java.tags_query()),
         Lang::Ruby => (Grammar::Ruby, Grammar::Ruby.tags_query()),
         Lang::CSharp => (Grammar::CSharp, Grammar::CSharp.tags_query()),
+        Lang::C => (Grammar::C, Grammar::C.tags_query()),
+        Lang::Cpp => (Grammar::Cpp, Grammar::Cpp.tags_query()),
     };
     let language = match grammar.language() {
         Ok(language) => language,
@@ -492,10 +502,18 @@ fn push_tag(
     if name.is_empty() {
         return;
     }
+    // A node that takes its line's end with it (a C macro's definition ends after its
+    // newline) ends on that line, not at the start of the next.
+    let end = node.end_position();
+    let last_row = if end.column == 0 && end.row > node.start_position().row {
+        end.row - 1
+    } else {
+        end.row
+    };
     let tag = Tag {
         name: name.into(),
         start: node.start_position().row as u32 + 1,
-        end: node.end_position().row as u32 + 1,
+        end: last_row as u32 + 1,
         definition: role.starts_with("definition."),
         read: role == "reference.member",
     };

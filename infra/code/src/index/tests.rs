@@ -12,7 +12,7 @@ fn index(files: &[(&str, &str)]) -> CodeIndex {
 /// file, and its callers.
 #[test]
 fn definitions_callers_and_names_in_every_language() {
-    let cases: [(&str, &str, &str, u32); 8] = [
+    let cases: [(&str, &str, &str, u32); 10] = [
         (
             "src/lib.rs",
             "fn helper(x: i32) -> i32 {\n    x + 1\n}\n",
@@ -61,6 +61,18 @@ fn definitions_callers_and_names_in_every_language() {
             "class App {\n  void main() {\n    var y = Lib.helper(2);\n  }\n}\n",
             3,
         ),
+        (
+            "lib.c",
+            "static int\nhelper(int x)\n{\n    return x + 1;\n}\n",
+            "int main(void) {\n    int y = helper(2);\n    return y;\n}\n",
+            2,
+        ),
+        (
+            "lib.cc",
+            "namespace lib {\nint Lib::helper(int x) const {\n  return x + 1;\n}\n}  // namespace lib\n",
+            "int main() {\n  auto y = lib.helper(2);\n  return y;\n}\n",
+            2,
+        ),
     ];
     for (path, helper, main, call_line) in cases {
         let caller_path = format!("caller_{path}").replace("src/", "");
@@ -77,6 +89,84 @@ fn definitions_callers_and_names_in_every_language() {
         assert_eq!(enclosing.name.as_deref(), Some("main"), "{path}");
         let text = index.text(&defs[0]).expect("text");
         assert!(text.contains("helper"), "{path}: {text}");
+    }
+}
+
+/// C and C++: a function is its whole definition (a changed line in its body has it
+/// around it), whatever it returns; a prototype is not a definition, a function-like
+/// macro is; calls through a member, a scope or with template arguments are calls; a
+/// macro's definition ends on its own line. All found lazily as parsing everything
+/// would.
+#[test]
+fn c_and_cpp_functions_macros_and_methods() {
+    let header = "#ifndef NODE_H\n#define NODE_H\n#define CLAMP(x) ((x) > 64 ? 64 : (x))\ntypedef struct node {\n    struct node *next;\n    int (*compare)(const void *, const void *);\n} node_t;\nnode_t *make_node(int len);\n#endif\n";
+    let node = "#include \"node.h\"\nnode_t *make_node(int len) {\n    node_t *n = calloc(1, sizeof *n);\n    return n;\n}\n\nstatic char **\nsplit_lines(char *text)\n{\n    return NULL;\n}\n";
+    let server = "#include \"node.h\"\nint serve(const char *buf) {\n    node_t *n = make_node(CLAMP(strlen(buf)));\n    return n->compare(buf, buf) + split_lines(buf) != NULL;\n}\n";
+    let table = "namespace db {\nclass Table {\n public:\n  int size() const { return n_; }\n  static Table* Open(int n);\n};\nTable* Table::Open(int n) {\n  return new Table(n);\n}\nconst std::string& Table::name() const { return name_; }\n}  // namespace db\n";
+    let app = "int run() {\n  auto t = db::Table::Open(3);\n  auto u = std::make_unique<db::Table>(t->size());\n  return cache.Lookup<int>(t->name());\n}\n";
+    let files = [
+        ("src/node.h", header),
+        ("src/node.c", node),
+        ("src/server.c", server),
+        ("db/table.cc", table),
+        ("app/run.cpp", app),
+    ];
+    let index = index(&files);
+    let make_node = index.definitions("make_node");
+    assert_eq!(
+        make_node.len(),
+        1,
+        "the prototype is no definition: {make_node:?}"
+    );
+    assert_eq!(
+        (
+            make_node[0].path.as_str(),
+            make_node[0].start,
+            make_node[0].end
+        ),
+        ("src/node.c", 2, 5)
+    );
+    let split = index.definitions("split_lines");
+    assert_eq!((split[0].start, split[0].end), (7, 11), "{split:?}");
+    let clamp = index.definitions("CLAMP");
+    assert_eq!((clamp[0].start, clamp[0].end), (3, 3), "{clamp:?}");
+    assert_eq!(index.definitions("node_t").len(), 1);
+    assert_eq!(index.definitions("node").len(), 1);
+    assert_eq!(
+        index.names_used("src/server.c", 3, 4),
+        ["CLAMP", "compare", "make_node", "split_lines", "strlen"]
+    );
+    let enclosing = index.enclosing("src/server.c", 4).expect("serve");
+    assert_eq!(enclosing.name.as_deref(), Some("serve"));
+    let callers = index.callers("make_node");
+    assert_eq!(callers.len(), 1, "{callers:?}");
+    assert_eq!(callers[0].name.as_deref(), Some("serve"));
+    // C++: methods in and out of their class, calls through a scope and with template
+    // arguments, `new`.
+    for name in ["size", "Open", "name", "Table"] {
+        assert!(!index.definitions(name).is_empty(), "{name}");
+    }
+    assert_eq!(
+        index.names_used("app/run.cpp", 2, 4),
+        ["Lookup", "Open", "make_unique", "name", "size"]
+    );
+    assert_eq!(index.names_used("db/table.cc", 8, 8), ["Table"]);
+    let open = index.enclosing("db/table.cc", 8).expect("Open");
+    assert_eq!(open.name.as_deref(), Some("Open"));
+    for (name, from) in [
+        ("make_node", "src/server.c"),
+        ("split_lines", "src/server.c"),
+        ("CLAMP", "src/server.c"),
+        ("Open", "app/run.cpp"),
+        ("name", "app/run.cpp"),
+        ("size", "app/run.cpp"),
+    ] {
+        let lazy = self::index(&files);
+        assert_eq!(
+            lazy.definitions_near(name, from, 3),
+            index.definitions(name),
+            "{name}"
+        );
     }
 }
 
