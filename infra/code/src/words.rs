@@ -247,13 +247,19 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         // a name before `(` that is not a member (`list.count(`, `n->next(`) with
         // nothing but a return type before it (`static char *`, `Status Table::`,
         // `template <typename T> T`, GCC's `__attribute__((…))`), or nothing at all
-        // (the next line of `static int`, and any call at the start of a statement: a
-        // candidate too many costs one parse).
+        // (the next line of `static int`, a constructor in its class) unless the line
+        // ends a statement there (`free(p);`: a call, or a prototype).
         Style::C => {
+            let statement = head.is_empty()
+                && text[end..]
+                    .split('\n')
+                    .next()
+                    .is_some_and(|rest| rest.trim_end().ends_with(';'));
             head.starts_with("typedef")
                 || head.starts_with('}')
                 || previous == "define"
                 || (next == b'('
+                    && !statement
                     && !matches!(
                         &text[start..end],
                         "if" | "while" | "for" | "switch" | "return" | "sizeof"
@@ -548,14 +554,15 @@ mod tests {
         }
     }
 
-    /// In C a call at the start of a statement is shaped like a GNU-style definition
-    /// (`parse_header (` under its return type): it may define, and the parse decides.
-    /// Members, assigned values, returned ones and conditions never define.
+    /// In C a call that is a whole statement (`check(x);`), a member, an assigned
+    /// value, a returned one and a condition never define; a call at the start of a line
+    /// that goes on (`check(a,`) is shaped like a GNU-style definition
+    /// (`parse_header (` under its return type): it may, and the parse decides.
     #[test]
     fn c_members_values_and_conditions_are_not_definitions() {
-        let text = "int main(void) {\n    int x = compute(1);\n    if (check(x)) return obj.method(x);\n    n->next(x);\n    return unwrap(x) + cache.get(x);\n}\n";
+        let text = "int main(void) {\n    int x = compute(1);\n    if (check(x)) return obj.method(x);\n    n->next(x);\n    free(x);\n    return unwrap(x) + cache.get(x);\n    log_it(x,\n        2);\n}\n";
         let found = defining(text, Style::C);
-        assert_eq!(found, ["main"]);
+        assert_eq!(found, ["log_it", "main"]);
         let (_, mut referring) = identifiers(
             "auto p = std::make_unique<Table>(3) + new Cache;\nhelper(1);",
             Style::C,

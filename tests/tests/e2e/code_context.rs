@@ -35,6 +35,8 @@ parley_tests::review_on_both_stores!(
     a_csharp_change_reads_the_method_it_calls,
     a_csharp_change_reads_the_property_it_reads,
     a_python_change_reads_the_property_it_reads,
+    a_c_change_reads_the_body_of_the_function_it_calls,
+    a_cpp_change_reads_the_method_it_calls,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1021,6 +1023,37 @@ async fn a_python_change_reads_the_property_it_reads(h: ReviewHarness) {
         ("shop/mailer.py", text, patch),
         ("shop/order.py", model),
         "def owner(self):",
+    )
+    .await;
+}
+
+/// C: the function a changed line calls is declared in a header and defined in another
+/// file; its body (which returns NULL on a name it does not know), not the prototype,
+/// reaches the passes.
+async fn a_c_change_reads_the_body_of_the_function_it_calls(h: ReviewHarness) {
+    let text = "#include \"users.h\"\nint greet(const char *name) {\n    return printf(\"hello %s\\n\", find_user(name)->display);\n}\n";
+    let patch = "@@ -1,1 +1,4 @@\n #include \"users.h\"\n+int greet(const char *name) {\n+    return printf(\"hello %s\\n\", find_user(name)->display);\n+}";
+    let users = "#include \"users.h\"\n\n/* NULL for a name nobody registered. */\nstruct user *\nfind_user(const char *name)\n{\n    return lookup(registry, name);\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("src/greet.c", text, patch),
+        ("src/users.c", users),
+        "find_user(const char *name)",
+    )
+    .await;
+}
+
+/// C++: a method defined out of its class (`User* Registry::Find(`) is what the call
+/// `registry.Find(name)` reaches.
+async fn a_cpp_change_reads_the_method_it_calls(h: ReviewHarness) {
+    let text = "#include \"registry.h\"\nstd::string Greet(const Registry& registry, const std::string& name) {\n  return \"hello \" + registry.Find(name)->display;\n}\n";
+    let patch = "@@ -1,1 +1,4 @@\n #include \"registry.h\"\n+std::string Greet(const Registry& registry, const std::string& name) {\n+  return \"hello \" + registry.Find(name)->display;\n+}";
+    let registry = "#include \"registry.h\"\nnamespace app {\n// nullptr for a name nobody registered.\nUser* Registry::Find(const std::string& name) const {\n  auto it = users_.find(name);\n  return it == users_.end() ? nullptr : it->second.get();\n}\n}  // namespace app\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("src/greet.cc", text, patch),
+        ("src/registry.cc", registry),
+        "User* Registry::Find(const std::string& name) const {",
     )
     .await;
 }
