@@ -8,8 +8,8 @@
 //! by a variable (`const load = async (id) => {`) by what is assigned; and a method that
 //! has no keyword (Java's, a JavaScript class's, a C function's) by its shape: a name, its
 //! parameters and the brace that opens its body (in C and C++, where the brace often
-//! stands on the next line, a return type and the parameters are enough; a C macro by
-//! `#define NAME(`). A name still defined somewhere at the head (moved, or
+//! stands on the next line, a return type and the parameters are enough, the type
+//! perhaps on the line above; a C macro by `#define NAME(`). A name still defined somewhere at the head (moved, or
 //! overloaded) is not a removal; one read wrongly from a removed line costs a look-up
 //! that finds no caller, or callers that were worth showing anyway.
 
@@ -36,15 +36,22 @@ const INTRODUCERS: &[&str] = &[
 pub(crate) fn defined_on<'a>(path: &str, lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let c_family = matches!(language_of(path), Some("c" | "cpp"));
     let mut names: Vec<String> = Vec::new();
+    let mut previous = "";
     for line in lines {
-        let name = defined_name(line).or_else(|| {
+        let generic = defined_name(line).filter(|_| !(c_family && c_type_used(line)));
+        let name = generic.or_else(|| {
             c_family
-                .then(|| c_macro(line).or_else(|| c_function(line)))
+                .then(|| {
+                    c_macro(line)
+                        .or_else(|| c_function(line))
+                        .or_else(|| c_function_under_its_type(previous, line))
+                })
                 .flatten()
         });
         if let Some(name) = name.filter(|n| !names.iter().any(|m| m == n)) {
             names.push(name);
         }
+        previous = line;
     }
     names
 }
@@ -118,6 +125,45 @@ fn c_function(line: &str) -> Option<String> {
         return None;
     }
     method_definition(&format!("{signature} {{"))
+}
+
+/// In C and C++, `struct user *find(` and `struct user;` use a type: only a body (`{`,
+/// on this line or the next) or a C++ base list (`:`) defines one.
+fn c_type_used(line: &str) -> bool {
+    let mut rest = line.trim();
+    loop {
+        let (word, after) = identifier(rest);
+        if word.is_empty() {
+            return false;
+        }
+        if matches!(word, "struct" | "union" | "enum" | "class") {
+            let mut after = after.trim_start();
+            if word == "enum" && matches!(identifier(after).0, "class" | "struct") {
+                after = identifier(after).1.trim_start();
+            }
+            let after = identifier(after).1.trim_start();
+            return !(after.is_empty() || after.starts_with(['{', ':']));
+        }
+        rest = after.trim_start();
+    }
+}
+
+/// GNU's and BSD's style: the return type alone on its line, the name at the start of
+/// the next (`static int` over `parse_header (const char *buf)`).
+fn c_function_under_its_type(type_line: &str, line: &str) -> Option<String> {
+    let typed = type_line.trim_end();
+    let is_type = !typed.is_empty()
+        && !typed.starts_with(char::is_whitespace)
+        && typed
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_ *&:<>,".contains(c))
+        && !STATEMENTS.contains(&identifier(typed).0);
+    if !is_type || line.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let (name, after) = identifier(line);
+    let parameters = after.trim_start().strip_prefix('(')?;
+    c_function(&format!("{typed} {name}({parameters}"))
 }
 
 /// `total = lambda order: …`, `key: Callable[[T], int] = lambda item: …`: a Python name
@@ -224,6 +270,12 @@ fn keyword_definition(line: &str) -> Option<String> {
             let mut next = after.trim_start();
             if word == "func" && next.starts_with('(') {
                 next = next.split_once(')')?.1.trim_start();
+            }
+            // C++'s and Kotlin's `enum class Color`: the name follows `class`.
+            if word == "enum"
+                && let ("class" | "struct", after) = identifier(next)
+            {
+                next = after.trim_start();
             }
             // Ruby's `def self.find(`: the name follows the receiver.
             if let (receiver, after) = identifier(next)
@@ -366,17 +418,21 @@ mod tests {
     }
 
     /// C and C++ functions with the brace on the line under them, or with a pointer or a
-    /// reference returned, and function-like macros; prototypes, calls, statements and
+    /// reference returned, or under their type (GNU's style), and function-like macros; prototypes, calls, statements and
     /// constants are not definitions, and the C shapes count only in C and C++ files.
     #[test]
     fn c_and_cpp_definitions_are_named_by_their_shape() {
         let lines = [
             "static char *dup_string(const char *s) {",
+            "static struct user *",
+            "find_user (const char *name)",
             "int parse_header(const char *buf, size_t len)",
             "Status Table::Get(const Slice& key, std::string* value) const",
             "const std::string& Table::name() const {",
             "#define CLAMP(x) ((x) > MAX ? MAX : (x))",
             "struct node {",
+            "enum class Color : uint8_t {",
+            "struct user;",
             "int parse_header(const char *buf, size_t len);",
             "#define MAX_LEN 64",
             "    return lookup(table, key);",
@@ -384,8 +440,21 @@ mod tests {
             "    int n = count(list)",
             "    free(copy)",
             "        } else if (done(x)) {",
+            "    return",
+            "check(x)",
+            "int n;",
+            "log_it(x)",
         ];
-        let c = ["dup_string", "parse_header", "Get", "name", "CLAMP", "node"];
+        let c = [
+            "dup_string",
+            "find_user",
+            "parse_header",
+            "Get",
+            "name",
+            "CLAMP",
+            "node",
+            "Color",
+        ];
         assert_eq!(defined_on("src/server.c", lines), c);
         assert_eq!(defined_on("include/db/table.h", lines), c);
         assert_eq!(defined_on("db/table.cc", lines), c);

@@ -1,4 +1,6 @@
-//! The gates a comment passes before Parley spends anything on it, in the order:
+//! The gates a comment passes before Parley spends anything on it, in this order (a
+//! claim is taken only for a comment Parley may answer, and a turn counted only once it
+//! is claimed):
 //! 1. addressed to Parley (a mention, or a reply in a thread rooted at a finding);
 //! 2. not written by a bot (Parley included);
 //! 3. written by someone allowed to talk to Parley;

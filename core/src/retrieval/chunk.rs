@@ -16,7 +16,7 @@ use crate::review::inputs::skip_set;
 use globset::GlobSet;
 use sha2::{Digest, Sha256};
 
-/// Chunker limits. The defaults are the issue's: 3 changed lines, 100 hunks per PR.
+/// Chunker limits. By default a hunk needs 3 changed lines, and a PR gives at most 100.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkOptions {
     /// Globs of paths never chunked, on top of [`DEFAULT_SKIP_PATHS`] (a repository's

@@ -3,7 +3,7 @@
 //! The review worker runs end to end against the fake GitHub and the fake LLM, which
 //! bills a repeated marked prefix the way Anthropic does (written once, then read) and
 //! serves as many requests at once as a llama.cpp server started with `--parallel N`,
-//! saying so on `/props`. Latencies are scaled down from the 30 s a call (here
+//! saying so on `/props`. Latencies are scaled down from a local model's 30 s a call (here
 //! 1 s, with a 1.5 s call timeout: the same ratios, a test that takes seconds).
 
 use parley_core::ports::llm::Llm;

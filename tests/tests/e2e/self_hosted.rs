@@ -2,7 +2,7 @@
 //! small machine): with `LLM_MAX_CONCURRENCY=1` the five specialist passes queue inside
 //! Parley, each call's timeout starting only when it is served, and the review completes;
 //! with 4 slots the same server makes the later passes time out waiting in its queue.
-//! Scaled down from the 20 s latency and 60 s timeout (here 1 s and 1.5 s): the
+//! Scaled down from a small server's 20 s latency and Parley's 60 s timeout (here 1 s and 1.5 s): the
 //! same ratios, a test that takes seconds.
 
 use parley_llm::limit::Limited;
