@@ -25,7 +25,9 @@ pub fn language_of(path: &str) -> Option<&'static str> {
         "cs" => "csharp",
         "fs" | "fsx" => "fsharp",
         "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => "cpp",
+        "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "h++" | "ipp" | "tpp" | "inl" => {
+            "cpp"
+        }
         "m" | "mm" => "objective-c",
         "ex" | "exs" => "elixir",
         "erl" | "hrl" => "erlang",
@@ -66,6 +68,8 @@ mod tests {
         assert_eq!(language_of("web/App.TSX"), Some("typescript"));
         assert_eq!(language_of("deploy/Dockerfile"), Some("dockerfile"));
         assert_eq!(language_of("has spaces/t.sql"), Some("sql"));
+        assert_eq!(language_of("include/fmt/format-inl.h"), Some("c"));
+        assert_eq!(language_of("include/fmt/format.inl"), Some("cpp"));
         assert_eq!(language_of("LICENSE"), None);
         assert_eq!(language_of("archive.xyz"), None);
     }
