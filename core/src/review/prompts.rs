@@ -31,7 +31,9 @@ pub const SECURITY: SpecialistPrompt = SpecialistPrompt {
     name: "security",
     focus: "You are the security specialist. Look for injection (SQL, shell, path, template), \
 missing authentication or authorisation checks, secrets in code, unsafe deserialisation, \
-SSRF, weak cryptography, and data exposure in logs or errors. Use category \"security\".",
+SSRF, weak cryptography, data exposure in logs or errors, and in C, C++ and unsafe code \
+memory errors (buffer overflows, out-of-bounds reads and writes, use after free, integer \
+overflow in a size). Use category \"security\".",
 };
 
 pub const CORRECTNESS: SpecialistPrompt = SpecialistPrompt {
