@@ -141,7 +141,10 @@ pub const CSHARP_TAGS_QUERY: &str = r#"
 /// macros, which are called like functions (`CLAMP(x)`). References are calls, plain
 /// (`parse(x)`) or through a member (`ops->compare(a, b)`, `list.count(n)`), which is
 /// how C calls code held in a struct. Plain `#define` constants and prototypes are not
-/// definitions: a reader wants a callee's body, not its declaration.
+/// definitions: a reader wants a callee's body, not its declaration. A prototype is a
+/// `@declaration` instead: a changed line in it changes the function as much as one in
+/// its body (the code index looks up its callers), though it is never shown as the
+/// function's definition.
 pub const C_TAGS_QUERY: &str = r#"
 (function_definition declarator: (function_declarator declarator: (identifier) @name)) @definition.function
 (function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @definition.function
@@ -151,6 +154,8 @@ pub const C_TAGS_QUERY: &str = r#"
 (enum_specifier name: (type_identifier) @name body: (_)) @definition.type
 (type_definition declarator: (type_identifier) @name) @definition.type
 (preproc_function_def name: (identifier) @name) @definition.macro
+(declaration declarator: (function_declarator declarator: (identifier) @name)) @declaration.function
+(declaration declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @declaration.function
 (call_expression function: (identifier) @name) @reference.call
 (call_expression function: (field_expression field: (field_identifier) @name)) @reference.call
 "#;
@@ -159,7 +164,9 @@ pub const C_TAGS_QUERY: &str = r#"
 /// a class body (`int size() const {`) and out of it (`Status Table::Get(`,
 /// `ns::Table::Open(`, returning a pointer or a reference), classes, `using` aliases;
 /// calls through a scope (`Status::OK()`), with template arguments
-/// (`std::make_unique<Table>(`, `cache.Lookup<int>(`), and `new Table`.
+/// (`std::make_unique<Table>(`, `cache.Lookup<int>(`), and `new Table`. A method declared
+/// in its class and defined elsewhere (`Status Get(const Slice& key);`) is a
+/// `@declaration`, as a C prototype is.
 pub const CPP_TAGS_QUERY: &str = r#"
 (function_definition declarator: (function_declarator declarator: (field_identifier) @name)) @definition.method
 (function_definition declarator: (function_declarator declarator: (qualified_identifier name: (identifier) @name))) @definition.method
@@ -169,6 +176,9 @@ pub const CPP_TAGS_QUERY: &str = r#"
 (function_definition declarator: (reference_declarator (function_declarator declarator: (qualified_identifier name: (identifier) @name)))) @definition.method
 (class_specifier name: (type_identifier) @name body: (_)) @definition.class
 (alias_declaration name: (type_identifier) @name) @definition.type
+(field_declaration declarator: (function_declarator declarator: (field_identifier) @name)) @declaration.method
+(field_declaration declarator: (pointer_declarator declarator: (function_declarator declarator: (field_identifier) @name))) @declaration.method
+(field_declaration declarator: (reference_declarator (function_declarator declarator: (field_identifier) @name))) @declaration.method
 (call_expression function: (qualified_identifier name: (identifier) @name)) @reference.call
 (call_expression function: (qualified_identifier name: (qualified_identifier name: (identifier) @name))) @reference.call
 (call_expression function: (template_function name: (identifier) @name)) @reference.call

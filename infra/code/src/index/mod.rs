@@ -49,9 +49,41 @@ struct Tag {
     name: Box<str>,
     start: u32,
     end: u32,
-    definition: bool,
-    /// A reference that reads a member without calling it (`order.Total`).
-    read: bool,
+    role: Role,
+}
+
+/// What a tag says of its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Role {
+    /// Where the name is defined, its body included.
+    Definition,
+    /// A C or C++ prototype or a method declared in its class: not where the function
+    /// is defined (a reader wants the body), but a changed line in it changes the
+    /// function, whose callers are what a reviewer checks.
+    Declaration,
+    /// A call, or another use of the name.
+    Use,
+    /// A member read without a call (`order.Total`).
+    Read,
+}
+
+impl Role {
+    fn of_capture(capture: &str) -> Role {
+        if capture.starts_with("definition.") {
+            Role::Definition
+        } else if capture.starts_with("declaration.") {
+            Role::Declaration
+        } else if capture == "reference.member" {
+            Role::Read
+        } else {
+            Role::Use
+        }
+    }
+
+    /// Whether a changed line in the tag is in the function or type it names.
+    fn encloses(self) -> bool {
+        matches!(self, Role::Definition | Role::Declaration)
+    }
 }
 
 /// The files of `postings` holding `name`.
@@ -163,7 +195,10 @@ impl CodeIndex {
             .map_or(&[][..], Vec::as_slice);
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
-        for reference in tags.iter().filter(|t| !t.definition && &*t.name == name) {
+        for reference in tags
+            .iter()
+            .filter(|t| matches!(t.role, Role::Use | Role::Read) && &*t.name == name)
+        {
             if let Some(span) = Self::enclosing_in(path, tags, reference.start)
                 && span.name.as_deref() != Some(name)
                 && seen.insert(span.start)
@@ -238,16 +273,17 @@ impl CodeIndex {
             .get()
             .map_or(&[][..], Vec::as_slice)
             .iter()
-            .filter(move |t| t.definition && &*t.name == name)
+            .filter(move |t| t.role == Role::Definition && &*t.name == name)
             .map(move |t| span(path, t))
     }
 
     /// The names of the references on lines `start..=end` of `path`: member reads when
     /// `read`, else calls and other uses.
     fn references(&self, path: &str, start: u32, end: u32, read: bool) -> BTreeSet<String> {
+        let role = if read { Role::Read } else { Role::Use };
         self.tags_of_path(path)
             .iter()
-            .filter(|t| !t.definition && t.read == read && start <= t.start && t.start <= end)
+            .filter(|t| t.role == role && start <= t.start && t.start <= end)
             .map(|t| t.name.to_string())
             .collect()
     }
@@ -255,7 +291,7 @@ impl CodeIndex {
     /// The innermost definition around `line` among `tags` of `path`.
     fn enclosing_in(path: &str, tags: &[Tag], line: u32) -> Option<Span> {
         tags.iter()
-            .filter(|t| t.definition && t.start <= line && line <= t.end)
+            .filter(|t| t.role.encloses() && t.start <= line && line <= t.end)
             .min_by_key(|t| t.end - t.start)
             .map(|t| span(path, t))
     }
@@ -463,6 +499,7 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
                     locals.define(capture.node, local);
                 }
             } else if capture_name.starts_with("definition.")
+                || capture_name.starts_with("declaration.")
                 || capture_name.starts_with("reference.")
             {
                 role = Some((capture_name, capture.node));
@@ -487,7 +524,7 @@ fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
 
 fn push_tag(
     out: &mut Vec<Tag>,
-    seen: &mut HashSet<(u32, u32, bool, bool, Box<str>)>,
+    seen: &mut HashSet<(u32, u32, Role, Box<str>)>,
     name: &str,
     role: &str,
     node: tree_sitter::Node,
@@ -514,19 +551,12 @@ fn push_tag(
         name: name.into(),
         start: node.start_position().row as u32 + 1,
         end: last_row as u32 + 1,
-        definition: role.starts_with("definition."),
-        read: role == "reference.member",
+        role: Role::of_capture(role),
     };
     // Several patterns can tag one node (Rust's method is also a function): one is
     // enough, or the nearest three definitions of a name could be one shown twice. A
     // member read and the call around it are kept both: the call says it is called.
-    if seen.insert((
-        tag.start,
-        tag.end,
-        tag.definition,
-        tag.read,
-        tag.name.clone(),
-    )) {
+    if seen.insert((tag.start, tag.end, tag.role, tag.name.clone())) {
         out.push(tag);
     }
 }

@@ -136,6 +136,10 @@ fn c_and_cpp_functions_macros_and_methods() {
         index.names_used("src/server.c", 3, 4),
         ["CLAMP", "compare", "make_node", "split_lines", "strlen"]
     );
+    // A prototype is no definition, but a changed line in it is in its function.
+    let prototype = index.enclosing("src/node.h", 8).expect("the prototype");
+    assert_eq!(prototype.name.as_deref(), Some("make_node"));
+    assert_eq!((prototype.start, prototype.end), (8, 8));
     let enclosing = index.enclosing("src/server.c", 4).expect("serve");
     assert_eq!(enclosing.name.as_deref(), Some("serve"));
     let callers = index.callers("make_node");
