@@ -144,14 +144,20 @@ pub fn assemble(
     let removed_names = edited
         .chain(removed_files.iter().copied())
         .flat_map(|(path, patch)| {
-            let removed_lines = patch
-                .hunks
-                .iter()
-                .flat_map(|h| h.lines.iter())
-                .filter(|l| l.kind == LineKind::Removed)
-                .map(|l| l.text.as_str());
-            removed::defined_on(path, removed_lines)
+            let lines = |kind| {
+                patch
+                    .hunks
+                    .iter()
+                    .flat_map(|h| h.lines.iter())
+                    .filter(move |l| l.kind == kind)
+                    .map(|l| l.text.as_str())
+            };
+            // A definition or a declaration whose first line the change rewrites (a
+            // parameter added to a trait's method or a C prototype) is not gone.
+            let added = removed::defined_on(path, lines(LineKind::Added));
+            removed::defined_on(path, lines(LineKind::Removed))
                 .into_iter()
+                .filter(move |name| !added.contains(name))
                 .map(move |name| (name, path))
         })
         .take(MAX_REMOVED_NAMES);

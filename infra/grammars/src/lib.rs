@@ -133,6 +133,20 @@ pub const CSHARP_TAGS_QUERY: &str = r#"
 (object_creation_expression type: (identifier) @name) @reference.class
 "#;
 
+/// What Rust's tags add to the crate's: a trait's method signature (`fn load(&self, id:
+/// u64) -> Option<User>;`) as a `@declaration`, as a C prototype is: never shown as the
+/// method's definition, but a changed signature is a change to the method, whose callers
+/// a reviewer checks.
+pub const RUST_DECLARATIONS_QUERY: &str = r#"
+(function_signature_item name: (identifier) @name) @declaration.method
+"#;
+
+/// What Go's tags add to the crate's: an interface's method (`Load(id string) (*User,
+/// error)`) as a `@declaration` (see [`RUST_DECLARATIONS_QUERY`]).
+pub const GO_DECLARATIONS_QUERY: &str = r#"
+(method_elem name: (field_identifier) @name) @declaration.method
+"#;
+
 /// C's tags, written here: the grammar crate's query takes every function declarator
 /// for a definition (a prototype in a header too, and only its signature line, so no
 /// changed line in a body has an enclosing function) and counts no calls. Here a function
@@ -240,14 +254,17 @@ impl Grammar {
     /// TypeScript's and TSX's add to JavaScript's.
     pub fn tags_query(self) -> String {
         match self {
-            Grammar::Rust => tree_sitter_rust::TAGS_QUERY.to_string(),
+            Grammar::Rust => format!(
+                "{}\n{RUST_DECLARATIONS_QUERY}",
+                tree_sitter_rust::TAGS_QUERY
+            ),
             Grammar::Python => format!("{}\n{PYTHON_READS_QUERY}", tree_sitter_python::TAGS_QUERY),
             Grammar::TypeScript | Grammar::Tsx => format!(
                 "{}\n{}",
                 javascript_tags_query(),
                 tree_sitter_typescript::TAGS_QUERY
             ),
-            Grammar::Go => tree_sitter_go::TAGS_QUERY.to_string(),
+            Grammar::Go => format!("{}\n{GO_DECLARATIONS_QUERY}", tree_sitter_go::TAGS_QUERY),
             Grammar::Java => tree_sitter_java::TAGS_QUERY.to_string(),
             Grammar::Ruby => RUBY_TAGS_QUERY.to_string(),
             Grammar::CSharp => CSHARP_TAGS_QUERY.to_string(),

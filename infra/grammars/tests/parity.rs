@@ -181,3 +181,18 @@ fn the_tables_are_carried_packed() {
         );
     }
 }
+
+#[test]
+fn every_tags_query_compiles_against_its_grammar() {
+    // A query that does not compile leaves its language to text only (the code index
+    // logs it and goes on), so a pattern naming a node the grammar lacks fails here.
+    for grammar in Grammar::ALL {
+        let language = grammar.language().expect("the tables unpack");
+        if let Err(err) = tree_sitter::Query::new(&language, &grammar.tags_query()) {
+            panic!("{grammar:?}: {err}");
+        }
+    }
+    let tsx = Grammar::Tsx.language().expect("the tables unpack");
+    tree_sitter::Query::new(&tsx, &parley_grammars::javascript_tags_query())
+        .expect("JavaScript's query, read with the TSX grammar");
+}
