@@ -270,8 +270,13 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         }
         Style::Declarations | Style::CSharp => {
             let csharp = style == Style::CSharp;
-            // A C# property: `public int Count { get; }`, or its `{` on the next line.
-            let property = csharp && matches!(next, b'{' | b'\n' | b'\r') && !head.is_empty();
+            // A C# property: `public int Count { get; }`, or its `{` on the next line;
+            // an event: `public event EventHandler Placed;`.
+            let property = csharp
+                && !head.is_empty()
+                && (matches!(next, b'{' | b'\n' | b'\r')
+                    || (matches!(next, b';' | b',')
+                        && head.split_whitespace().any(|word| word == "event")));
             ((matches!(next, b'(' | b'<' | b'=' | b':') || property)
                 && !after.starts_with("==")
                 && (!before.ends_with('.')
@@ -397,7 +402,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 44] = [
+        let cases: [(Style, &str, &str); 45] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -483,6 +488,11 @@ mod tests {
                 "Total",
             ),
             (CSharp, "    public User? Owner\n    {", "Owner"),
+            (
+                CSharp,
+                "    public event EventHandler<OrderEventArgs> Placed;",
+                "Placed",
+            ),
             (Declarations, "export class $ZodType {", "$ZodType"),
             (C, "static char *dup_string(const char *s) {", "dup_string"),
             (

@@ -114,7 +114,9 @@ pub const PYTHON_READS_QUERY: &str = r#"
 /// all. Properties are definitions too, and a member read without a call
 /// (`order.Total`) is a reference: a property's getter is code (`=> Lines.Sum(…)`, a
 /// lookup that may return null) that a changed line relies on as much as on a method.
-/// Events, indexers and operators are not counted as definitions.
+/// So are events (`public event EventHandler Placed;`, read as `order.Placed += …`), a
+/// field with its own accessors or the handlers a change adds to. Indexers and operators
+/// are not counted as definitions (they have no name a call would use).
 pub const CSHARP_TAGS_QUERY: &str = r#"
 (class_declaration name: (identifier) @name) @definition.class
 (struct_declaration name: (identifier) @name) @definition.class
@@ -125,6 +127,8 @@ pub const CSHARP_TAGS_QUERY: &str = r#"
 (constructor_declaration name: (identifier) @name) @definition.method
 (local_function_statement name: (identifier) @name) @definition.function
 (property_declaration name: (identifier) @name) @definition.property
+(event_declaration name: (identifier) @name) @definition.property
+(event_field_declaration (variable_declaration (variable_declarator name: (identifier) @name))) @definition.property
 (member_access_expression name: (identifier) @name) @reference.member
 (invocation_expression function: (identifier) @name) @reference.call
 (invocation_expression function: (member_access_expression name: (identifier) @name)) @reference.call

@@ -247,8 +247,9 @@ fn ruby_methods_defined_at_run_time_are_definitions() {
     assert_eq!(near.len(), 1, "{near:?}");
 }
 
-/// A C# property is a definition, and a member read without a call is a reference to
-/// it: a changed line that reads `order.Owner` gets the getter that may return null.
+/// A C# property (or an event) is a definition, and a member read without a call is a
+/// reference to it: a changed line that reads `order.Owner` gets the getter that may
+/// return null.
 #[test]
 fn csharp_properties_are_definitions_and_member_reads_use_them() {
     let order = "public class Order {\n    public int Count { get; private set; }\n    public User? Owner\n    {\n        get => _users.Find(OwnerId);\n    }\n}\n";
@@ -282,6 +283,25 @@ fn csharp_properties_are_definitions_and_member_reads_use_them() {
     // A fresh index finds them lazily, as parsing everything would.
     let lazy = self::index(&files);
     assert_eq!(lazy.definitions_near("Owner", "src/Mailer.cs", 3), owner);
+    // Events, with or without accessors, are read like properties.
+    let events = [
+        (
+            "src/Cart.cs",
+            "public class Cart {\n    public event EventHandler<CartEventArgs> Placed;\n    public event EventHandler Emptied\n    {\n        add => _handlers.Add(value);\n        remove => _handlers.Remove(value);\n    }\n}\n",
+        ),
+        (
+            "src/Shop.cs",
+            "public class Shop {\n    public void Watch(Cart cart) {\n        cart.Placed += OnPlaced;\n        cart.Emptied += OnEmptied;\n    }\n}\n",
+        ),
+    ];
+    let index = self::index(&events);
+    assert_eq!(index.names_read("src/Shop.cs", 3, 4), ["Emptied", "Placed"]);
+    for name in ["Placed", "Emptied"] {
+        let all = index.definitions(name);
+        assert_eq!(all.len(), 1, "{name}: {all:?}");
+        let lazy = self::index(&events);
+        assert_eq!(lazy.definitions_near(name, "src/Shop.cs", 3), all, "{name}");
+    }
 }
 
 /// A Python attribute read without a call may be a `@property`: it is read, and its
