@@ -60,7 +60,8 @@ pub fn javascript_tags_query() -> String {
 /// and the crate's `locals.scm`. Here the same two things are captured for the code index
 /// to tell them apart: `@reference.bare` (an identifier that may be a call) and
 /// `@local.definition` (what makes a name local from there on: parameters, assignments,
-/// `rescue => e`, `for x in`, pattern bindings; `locals.scm`'s list and those three).
+/// `rescue => e`, `for x in`, pattern bindings; `locals.scm`'s list and those three, and
+/// a hash pattern's shorthand, `in {name:}`, which binds `name`).
 pub const RUBY_TAGS_QUERY: &str = r#"
 (method name: (_) @name) @definition.method
 (singleton_method name: (_) @name) @definition.method
@@ -96,6 +97,7 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 (find_pattern (identifier) @local.definition)
 (as_pattern name: (identifier) @local.definition)
 (keyword_pattern value: (identifier) @local.definition)
+(keyword_pattern key: (hash_key_symbol) @local.definition !value)
 "#;
 
 /// What Python's tags add to the crate's: an attribute read without a call

@@ -205,6 +205,22 @@ fn ruby_bare_calls_are_calls_and_its_locals_are_not() {
     );
     assert_eq!(used(9), ["message"], "the rescued exception");
     assert_eq!(used(13), ["total"], "another method's local is a call here");
+    // A hash pattern binds its keys' names, the shorthand's too.
+    let matched = self::index(&[(
+        "app/match.rb",
+        "def show(order)
+  case order
+  in {total:, customer: buyer}
+    total + buyer + current_user
+  end
+end
+",
+    )]);
+    assert_eq!(
+        matched.names_used("app/match.rb", 4, 4),
+        ["current_user"],
+        "pattern bindings are locals"
+    );
     let callers = index.callers("current_user");
     assert_eq!(callers.len(), 1, "{callers:?}");
     assert_eq!(callers[0].name.as_deref(), Some("show"));
