@@ -4,14 +4,15 @@
 //! change does not touch. The code index is of the head only, so the removed
 //! definitions are read from the removed lines themselves, by the keyword that
 //! introduces one in the languages Parley indexes (`fn`, `def`, `func`, `function`,
-//! `class`, `struct`, `enum`, `trait`, `interface`, `type`, `module`, C#'s `record`); a JavaScript function held
-//! by a variable (`const load = async (id) => {`) by what is assigned; and a method that
-//! has no keyword (Java's, a JavaScript class's, a C function's) by its shape: a name, its
-//! parameters and the brace that opens its body (in C and C++, where the brace often
-//! stands on the next line, a return type and the parameters are enough, the type
-//! perhaps on the line above; a C macro by `#define NAME(`). A name still defined somewhere at the head (moved, or
-//! overloaded) is not a removal; one read wrongly from a removed line costs a look-up
-//! that finds no caller, or callers that were worth showing anyway.
+//! `class`, `struct`, `enum`, `trait`, `interface`, `type`, `module`, C#'s `record`); a
+//! JavaScript function held by a variable (`const load = async (id) => {`) by what is
+//! assigned; and a method that has no keyword (Java's, a JavaScript class's, a C
+//! function's) by its shape: a name, its parameters and the brace that opens its body
+//! (in C and C++, where the brace often stands on the next line, a return type and the
+//! parameters are enough, the type perhaps on the line above; a C macro by `#define
+//! NAME(`). A name still defined somewhere at the head (moved, or overloaded) is not a
+//! removal; one read wrongly from a removed line costs a look-up that finds no caller,
+//! or callers that were worth showing anyway.
 
 use crate::retrieval::language::language_of;
 
@@ -111,8 +112,7 @@ fn c_macro(line: &str) -> Option<String> {
 /// A C or C++ function whose body opens on a later line: `int parse(const char *buf,
 /// size_t len)`, `Status Table::Get(const Slice& key) const`, with a return type before
 /// the name and nothing after the parameters but qualifiers. (A prototype ends in `;`,
-/// a call has no type before it; GNU's name at the start of the line under its type is
-/// not recognised.)
+/// and a call has no type before it.)
 fn c_function(line: &str) -> Option<String> {
     let line = line.trim();
     let (head, _) = line.split_once('(')?;
@@ -141,7 +141,10 @@ fn c_type_used(line: &str) -> bool {
             if word == "enum" && matches!(identifier(after).0, "class" | "struct") {
                 after = identifier(after).1.trim_start();
             }
-            let after = identifier(after).1.trim_start();
+            let mut after = identifier(after).1.trim_start();
+            if let ("final", rest) = identifier(after) {
+                after = rest.trim_start();
+            }
             return !(after.is_empty() || after.starts_with(['{', ':']));
         }
         rest = after.trim_start();
@@ -432,6 +435,7 @@ mod tests {
             "#define CLAMP(x) ((x) > MAX ? MAX : (x))",
             "struct node {",
             "enum class Color : uint8_t {",
+            "class Cache final : public Base {",
             "struct user;",
             "int parse_header(const char *buf, size_t len);",
             "#define MAX_LEN 64",
@@ -454,6 +458,7 @@ mod tests {
             "CLAMP",
             "node",
             "Color",
+            "Cache",
         ];
         assert_eq!(defined_on("src/server.c", lines), c);
         assert_eq!(defined_on("include/db/table.h", lines), c);

@@ -237,11 +237,6 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
                     && after.len() < text[end..].len()
                     && next.is_ascii_alphabetic())
         }
-        // A member is defined only by assigning it a function (`proto.push = function`,
-        // `Foo.prototype.end = () =>`), as the JavaScript tags count it; otherwise a name
-        // after `.` is used, not defined (`a.b(`, `this.count = 0`).
-        // An object literal's property whose value is a function (`visit(s, { string: () =>
-        // … })`) is a definition to the JavaScript tags wherever it stands on its line.
         // A typedef's name (`typedef unsigned long word_t;`, `} node_t;` closing a
         // typedef'd struct), a function-like macro (`#define CLAMP(`), and a function:
         // a name before `(` that is not a member (`list.count(`, `n->next(`) with
@@ -268,6 +263,11 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
                     && !before.ends_with("->")
                     && c_return_type(head))
         }
+        // A member is defined only by assigning it a function (`proto.push = function`,
+        // `Foo.prototype.end = () =>`), as the JavaScript tags count it; otherwise a name
+        // after `.` is used, not defined (`a.b(`, `this.count = 0`).
+        // An object literal's property whose value is a function (`visit(s, { string: () =>
+        // … })`) is a definition to the JavaScript tags wherever it stands on its line.
         Style::Declarations | Style::CSharp => {
             let csharp = style == Style::CSharp;
             // A C# property: `public int Count { get; }`, or its `{` on the next line;

@@ -1,8 +1,9 @@
 //! Definitions and references of a snapshot, by tree-sitter, in the manner of a tags
 //! file or Aider's repository map: each grammar's own `tags.scm` query says what a
 //! definition (function, method, class, interface, module) and a reference (a call, a
-//! type used) is, with its name. Files in languages without a grammar here are kept for
-//! their text only.
+//! type used) is, with its name, and Parley's additions a declaration (a signature
+//! without its body, see [`Role::Declaration`]). Files in languages without a grammar
+//! here are kept for their text only.
 //!
 //! Parsing is lazy. Building the index reads every file once for the identifiers it
 //! holds and where they stand (a word index: see `words`); a file is parsed and tagged
@@ -57,9 +58,10 @@ struct Tag {
 enum Role {
     /// Where the name is defined, its body included.
     Definition,
-    /// A C or C++ prototype or a method declared in its class: not where the function
-    /// is defined (a reader wants the body), but a changed line in it changes the
-    /// function, whose callers are what a reviewer checks.
+    /// A signature without its body: a C or C++ prototype, a method declared in its
+    /// class, a Rust trait's method, a Go interface's. Not where the function is defined
+    /// (a reader wants the body), but a changed line in it changes the function, whose
+    /// callers are what a reviewer checks.
     Declaration,
     /// A call, or another use of the name.
     Use,
