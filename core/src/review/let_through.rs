@@ -17,7 +17,8 @@
 //! failed), so every later conclusion of the head (the gate judged again after a thread is
 //! resolved, the queue's retry of a failed review) passes it where it would have held it;
 //! a head with no run (the budget was spent) has only the check to say so. While a review
-//! of the head runs, that review decides, and the button does nothing.
+//! of the head runs, that review decides, and the button does nothing; a review left
+//! running by a worker that died (its claim expired) counts as failed.
 
 use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
 use crate::config::{Incomplete, RepoConfig};
@@ -49,10 +50,16 @@ impl ReviewHandler {
         // A review of the head running now (the queue's retry, behind a held check left
         // by the attempt before) decides: a check concluded here would be the newest, and
         // would stand over what that review concludes. (A running run is also rewritten
-        // whole by its worker when it ends, which would drop the mark.)
+        // whole by its worker when it ends, which would drop the mark.) A run whose claim
+        // has expired was left running by a worker that died: nothing will conclude it,
+        // so it is let through as a failed one would be.
         if own.is_some_and(|run| run.state == RunState::Running) {
-            tracing::info!(%repo, number = job.number, "let through while the head's review runs: that review decides");
-            return Ok(());
+            let claim = runs::claim_key(&repo, job.number, &job.head_sha);
+            if store.is_claimed(&claim).await? {
+                tracing::info!(%repo, number = job.number, "let through while the head's review runs: that review decides");
+                return Ok(());
+            }
+            tracing::info!(%repo, number = job.number, "the head's review was left running by a worker that died: let through as a failed one");
         }
         let published = own.filter(|run| runs::is_published_automatic(run));
         let refused = self.may_not_let_through(&scope, &pr, config, who).await?;
@@ -82,7 +89,7 @@ impl ReviewHandler {
             tracing::info!(%repo, number = job.number, "let through, but blocking findings are open: the gate stays as it is");
             return Ok(());
         }
-        let failed = own.filter(|run| run.state == RunState::Failed);
+        let failed = own.filter(|run| matches!(run.state, RunState::Failed | RunState::Running));
         match refused {
             // Held only while nobody let the failed review's head through: a refusal
             // must not hold again what someone entitled let through. A head with no run

@@ -33,6 +33,7 @@ parley_tests::review_on_both_stores!(
     a_push_whose_review_fails_keeps_an_open_blocking_finding_failing,
     a_held_head_is_let_through_by_a_maintainer_not_its_author,
     a_failed_head_let_through_stays_let_through_when_its_review_is_retried,
+    a_review_left_running_by_a_dead_worker_can_be_let_through,
 );
 
 fn blocking() -> String {
@@ -736,12 +737,7 @@ async fn a_held_head_is_let_through_by_a_maintainer_not_its_author(h: ReviewHarn
 /// queue's next attempt, failing again, passes it too (the mark is kept with the failed
 /// run), where it would have held it again. Nothing is reviewed by the button itself.
 async fn a_failed_head_let_through_stays_let_through_when_its_review_is_retried(h: ReviewHarness) {
-    h.config("gate:\n  incomplete: hold\n");
-    h.github.set_permission(REPO, "carol", "write");
-    h.llm.fail("", 500);
-    let first = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
-    assert!(first.is_err(), "the review fails: {first:?}");
-    assert_eq!(h.latest_gate(HEAD)["conclusion"], "action_required");
+    fail_the_heads_review(&h).await;
 
     // While a retry of the head's review runs, that review decides: pressed then, the
     // button adds no check that would stand over the one the review concludes.
@@ -792,4 +788,35 @@ async fn a_failed_head_let_through_stays_let_through_when_its_review_is_retried(
         summary_of(&gate).contains("@carol let this head through"),
         "{gate:#?}"
     );
+}
+
+/// A review left running by a worker that died (its claim expired: nothing will conclude
+/// it) does not keep the button from working: the head is let through as a failed one
+/// would be, and the run remembers who let it through.
+async fn a_review_left_running_by_a_dead_worker_can_be_let_through(h: ReviewHarness) {
+    fail_the_heads_review(&h).await;
+    let running = ReviewRun {
+        state: RunState::Running,
+        ..h.run_of(HEAD).await
+    };
+    h.store.put_review_run(&running).await.expect("store");
+    // The worker that held the run is gone, and so, after its time, is its claim.
+    let claim = runs::claim_key(&key(REPO), PR, HEAD);
+    h.store.release(&claim).await.expect("store");
+    carol_lets_it_through(&h).await;
+    assert_eq!(
+        h.run_of(HEAD).await.let_through_by.as_deref(),
+        Some("carol")
+    );
+}
+
+/// With `gate.incomplete: hold` and the model down, the head's review fails (its first
+/// attempt, delivery `d-1`) and its check is held; carol may write.
+async fn fail_the_heads_review(h: &ReviewHarness) {
+    h.config("gate:\n  incomplete: hold\n");
+    h.github.set_permission(REPO, "carol", "write");
+    h.llm.fail("", 500);
+    let first = h.run(job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(first.is_err(), "the review fails: {first:?}");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "action_required");
 }
