@@ -756,19 +756,7 @@ mod tests {
         }
         // A re-run whose check lacks what Parley reads is malformed (GitHub's 400), not
         // ignored, on both paths.
-        let mut broken = same_repository.clone();
-        broken["check_run"]
-            .as_object_mut()
-            .map(|check| check.remove("head_sha"));
-        let said = normalise("check_run", "d", &broken, &ctx());
-        assert!(
-            matches!(&said, Normalised::Malformed(why) if why.contains("head_sha")),
-            "{said:?}"
-        );
-        assert_eq!(
-            normalise_body("check_run", "d", broken.to_string().as_bytes(), &ctx()),
-            said
-        );
+        malformed_without_head_sha(&same_repository);
         // The fast path reads the same.
         let body = same_repository.to_string();
         assert_eq!(
@@ -828,7 +816,13 @@ mod tests {
             )
         );
         // A button press whose check lacks what Parley reads is malformed, not ignored.
-        let mut broken = payload("Parley review", "let-through");
+        malformed_without_head_sha(&payload("Parley review", "let-through"));
+    }
+
+    /// `check_run` `payload` without its check's `head_sha`: malformed, naming the field,
+    /// on the value path and the fast path alike.
+    fn malformed_without_head_sha(payload: &serde_json::Value) {
+        let mut broken = payload.clone();
         broken["check_run"]
             .as_object_mut()
             .map(|check| check.remove("head_sha"));
@@ -836,6 +830,10 @@ mod tests {
         assert!(
             matches!(&said, Normalised::Malformed(why) if why.contains("head_sha")),
             "{said:?}"
+        );
+        assert_eq!(
+            normalise_body("check_run", "d", broken.to_string().as_bytes(), &ctx()),
+            said
         );
     }
 
