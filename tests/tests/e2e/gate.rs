@@ -792,7 +792,7 @@ async fn a_failed_head_let_through_stays_let_through_when_its_review_is_retried(
 
 /// A review left running by a worker that died (its claim expired: nothing will conclude
 /// it) does not keep the button from working: the head is let through as a failed one
-/// would be, and the run remembers who let it through.
+/// would be, and the run remembers who let it through; the PR's author still may not.
 async fn a_review_left_running_by_a_dead_worker_can_be_let_through(h: ReviewHarness) {
     fail_the_heads_review(&h).await;
     let running = ReviewRun {
@@ -803,6 +803,12 @@ async fn a_review_left_running_by_a_dead_worker_can_be_let_through(h: ReviewHarn
     // The worker that held the run is gone, and so, after its time, is its claim.
     let claim = runs::claim_key(&key(REPO), PR, HEAD);
     h.store.release(&claim).await.expect("store");
+    // The PR's author still may not: held, and nothing remembered.
+    h.run(let_through("alice", "l-alice"))
+        .await
+        .expect("refused, not failed");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "action_required");
+    assert_eq!(h.run_of(HEAD).await.let_through_by, None);
     carol_lets_it_through(&h).await;
     assert_eq!(
         h.run_of(HEAD).await.let_through_by.as_deref(),
