@@ -369,8 +369,16 @@ pub trait Counters: Send + Sync {
 /// One record per review of a head: what re-reviews know was already covered.
 #[async_trait]
 pub trait ReviewRuns: Send + Sync {
-    /// Insert or replace the record of a run (keyed by repo, PR and head SHA).
+    /// Insert or replace the record of a run (keyed by repo, PR and head SHA), except that
+    /// a let-through already recorded on it is kept when `run` has none: a worker writes
+    /// back the copy it read when it started, and someone may have let the head through
+    /// since (see [`ReviewRuns::let_run_through`]).
     async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError>;
+    /// Record that `who` let `run`'s head through (the run named by its repo, PR and key),
+    /// changing nothing else of the run as stored, in one step: a whole-record write of
+    /// this copy would put back a state a worker has changed since (a queue retry
+    /// starting). The first let-through stands. `false` when there is no such run.
+    async fn let_run_through(&self, run: &ReviewRun, who: &str) -> Result<bool, StoreError>;
     async fn review_run(
         &self,
         repo: &str,

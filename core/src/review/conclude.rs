@@ -3,7 +3,7 @@
 //! is [`super::failure_note`].)
 
 use super::merge::Candidate;
-use super::{ReviewError, ReviewHandler, gate, pr_url, repo_url, runs};
+use super::{ReviewError, ReviewHandler, gate, let_through, pr_url, repo_url, runs};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope, Review};
@@ -45,6 +45,8 @@ impl ReviewHandler {
         published: Published<'_>,
     ) -> Result<(), ReviewError> {
         let head_sha = runs::head_of(&run.head_sha).to_string();
+        let let_through_meanwhile =
+            let_through::arrived_during(self.services.store.as_ref(), run).await;
         // Blocking findings of earlier reviews nobody resolved or won block this head
         // too: an incremental review sees only the new commits, so without them any push
         // that leaves an old finding alone would turn the gate green. A manual review
@@ -73,8 +75,14 @@ impl ReviewHandler {
             head_sha: &head_sha,
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        self.conclude_check(scope, run, &head_sha, conclusion, output)
-            .await?;
+        self.conclude_check(
+            scope,
+            run,
+            &head_sha,
+            (conclusion, output),
+            let_through_meanwhile,
+        )
+        .await?;
         run.review_id = review.map(|r| r.id);
         run.review_url = review.map(|r| r.html_url.clone());
         runs::finish(self.services.store.as_ref(), run, RunState::Published).await?;
@@ -83,13 +91,13 @@ impl ReviewHandler {
 
     /// Conclude the run's check (creating it completed if it never was created) and
     /// remember its id on the run.
-    pub(super) async fn conclude_check(
+    async fn conclude_check(
         &self,
         scope: &RepoScope,
         run: &mut ReviewRun,
         head_sha: &str,
-        conclusion: crate::ports::github::CheckConclusion,
-        output: crate::ports::github::CheckRunOutput,
+        (conclusion, output): (CheckConclusion, CheckRunOutput),
+        let_through_meanwhile: bool,
     ) -> Result<(), ReviewError> {
         let key = runs::claim_key(&run.repo, run.pr, &run.head_sha);
         let check = gate::Check {
@@ -98,12 +106,13 @@ impl ReviewHandler {
             head_sha,
             external_id: &key,
         };
-        let id = gate::complete(
+        let id = let_through::complete_newest(
             self.services.github.as_ref(),
             scope,
             &check,
             conclusion,
             output,
+            let_through_meanwhile,
         )
         .await?;
         run.check_run_id = Some(id);

@@ -19,12 +19,21 @@
 //! a head with no run (the budget was spent) has only the check to say so. While a review
 //! of the head runs, that review decides, and the button does nothing; a review left
 //! running by a worker that died (its claim expired) counts as failed.
+//!
+//! What the button reads can be stale by the time it writes: the queue's retry of a failed
+//! review may start in between. So the mark is written alone (a retry's own writes keep it,
+//! see [`crate::ports::ReviewRuns::let_run_through`]), and a run that ends finds a mark
+//! made while it ran ([`arrived_during`]): its conclusion honours it and is published as
+//! the newest check ([`complete_newest`]), since the let-through's check, newer than the
+//! one the run started with, would otherwise stand over a blocking finding it reports.
 
 use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
 use crate::config::{Incomplete, RepoConfig};
 use crate::job::ReviewJob;
-use crate::ports::RunState;
-use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope};
+use crate::ports::github::{
+    CheckConclusion, CheckRunOutput, GitHub, GitHubError, PullRequest, RepoScope,
+};
+use crate::ports::{ReviewRun, RunState, Store};
 
 impl ReviewHandler {
     pub(super) async fn let_through(&self, job: &ReviewJob) -> Result<(), ReviewError> {
@@ -72,9 +81,7 @@ impl ReviewHandler {
             let cause = if refused.is_some() {
                 regate::RegateCause::LetThroughRefused
             } else {
-                let mut run = run.clone();
-                run.let_through_by = Some(who.to_string());
-                store.put_review_run(&run).await?;
+                store.let_run_through(run, who).await?;
                 crate::metrics::head_let_through();
                 regate::RegateCause::LetThrough
             };
@@ -102,9 +109,7 @@ impl ReviewHandler {
             },
             None => {
                 if let Some(run) = failed {
-                    let mut run = run.clone();
-                    run.let_through_by = Some(who.to_string());
-                    store.put_review_run(&run).await?;
+                    store.let_run_through(run, who).await?;
                 }
                 let output = CheckRunOutput {
                     title: format!("Let through by @{who} without a review"),
@@ -183,4 +188,48 @@ impl ReviewHandler {
         gate::publish(github, scope, &pr.head.sha, &key, conclusion, output).await?;
         Ok(())
     }
+}
+
+/// Whether someone let `run`'s head through while it was under way (a mark the copy it
+/// started from does not have); the mark is then taken into `run`, so the run concludes as
+/// let through. A store that cannot be read leaves the run as it is: the check then says
+/// what the run found, which is no worse than before the button was pressed.
+pub(super) async fn arrived_during(store: &dyn Store, run: &mut ReviewRun) -> bool {
+    if run.let_through_by.is_some() {
+        return false;
+    }
+    match store.review_run(&run.repo, run.pr, &run.head_sha).await {
+        Ok(Some(ReviewRun {
+            let_through_by: Some(who),
+            ..
+        })) => {
+            tracing::info!(repo = %run.repo, number = run.pr, run = %run.head_sha, login = %who, "the head was let through while its review ran");
+            run.let_through_by = Some(who);
+            true
+        }
+        Ok(_) => false,
+        Err(err) => {
+            tracing::warn!(repo = %run.repo, number = run.pr, error = %err, "could not read whether the head was let through meanwhile");
+            false
+        }
+    }
+}
+
+/// Conclude `check`; after a let-through [`arrived_during`] the run, conclude it once more
+/// as a new check run, which is then the newest of its name on the head (the one branch
+/// protection reads), standing over the let-through's.
+pub(super) async fn complete_newest(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    check: &gate::Check<'_>,
+    conclusion: CheckConclusion,
+    output: CheckRunOutput,
+    let_through_meanwhile: bool,
+) -> Result<u64, GitHubError> {
+    let id = gate::complete(github, scope, check, conclusion, output.clone()).await?;
+    if !let_through_meanwhile || check.id.is_none() {
+        return Ok(id);
+    }
+    let newest = gate::Check { id: None, ..*check };
+    gate::complete(github, scope, &newest, conclusion, output).await
 }

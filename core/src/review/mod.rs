@@ -228,6 +228,7 @@ impl ReviewHandler {
             }
             Err(err) => {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
+                let let_through_meanwhile = let_through::arrived_during(store, &mut run).await;
                 // The public check says what failed, never the raw error (provider
                 // messages carry internal hostnames and request ids).
                 let (conclusion, output) = conclude::failed(
@@ -247,7 +248,16 @@ impl ReviewHandler {
                     head_sha: &head_sha,
                     external_id: &key,
                 };
-                match gate::complete(github, &scope, &check, conclusion, output).await {
+                match let_through::complete_newest(
+                    github,
+                    &scope,
+                    &check,
+                    conclusion,
+                    output,
+                    let_through_meanwhile,
+                )
+                .await
+                {
                     // Concluded: the retry starts a check of its own.
                     Ok(_) => run.check_run_id = None,
                     // Still in progress: the retry concludes this one.

@@ -13,6 +13,7 @@ use parley_core::review::runs;
 use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
+use parley_tests::tripwire::HoldPoint;
 use serde_json::json;
 
 parley_tests::review_on_both_stores!(
@@ -34,6 +35,7 @@ parley_tests::review_on_both_stores!(
     a_held_head_is_let_through_by_a_maintainer_not_its_author,
     a_failed_head_let_through_stays_let_through_when_its_review_is_retried,
     a_review_left_running_by_a_dead_worker_can_be_let_through,
+    a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it,
 );
 
 fn blocking() -> String {
@@ -813,6 +815,79 @@ async fn a_review_left_running_by_a_dead_worker_can_be_let_through(h: ReviewHarn
     assert_eq!(
         h.run_of(HEAD).await.let_through_by.as_deref(),
         Some("carol")
+    );
+}
+
+/// The button read the head's run as failed and, while it asked GitHub who pressed it,
+/// the queue's retry of that review started (its own new check in progress). The
+/// let-through lands while the retry runs; the retry then finds a blocking finding. Its
+/// conclusion, not the let-through's `neutral` (newer than the check the retry started),
+/// is the check branch protection reads, and the run stays let through.
+async fn a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it(h: ReviewHarness) {
+    fail_the_heads_review(&h).await;
+    h.llm.remove_rules("");
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    let asking = h.github.tripwire(
+        "GET",
+        "/collaborators/carol/permission",
+        HoldPoint::BeforeApplying,
+        1,
+    );
+    let thinking = h.llm.tripwire(SECURITY, 1);
+    let limit = std::time::Duration::from_secs(30);
+
+    let button = async {
+        let pressed = h.run(let_through("carol", "l-carol")).await;
+        // Only now does the retry's model answer.
+        thinking.release();
+        pressed
+    };
+    let retry = async {
+        asking
+            .wait_caught(1, limit, "the button asking who carol is")
+            .await;
+        let retry = h.run(job(ReviewTrigger::Opened, HEAD, "d-1"));
+        let then_let_the_button_go_on = async {
+            thinking
+                .wait_caught(1, limit, "the retry's security pass")
+                .await;
+            asking.release();
+        };
+        tokio::join!(retry, then_let_the_button_go_on).0
+    };
+    let (pressed, retried) = tokio::join!(button, retry);
+    pressed.expect("let through");
+    retried.expect("the retry reviews the head");
+
+    let checks = h.gate_checks(HEAD);
+    let titles: Vec<_> = checks
+        .iter()
+        .map(|check| check["output"]["title"].clone())
+        .collect();
+    assert!(
+        titles
+            .iter()
+            .any(|title| title.as_str().is_some_and(|t| t.contains("@carol"))),
+        "the let-through's check was published meanwhile: {titles:#?}"
+    );
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "failure", "{titles:#?}");
+    assert!(
+        summary_of(&gate).contains(SQL_TITLE)
+            || gate["output"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(SQL_TITLE)),
+        "{gate:#?}"
+    );
+    assert!(
+        checks.iter().all(|check| check["status"] == "completed"),
+        "no check left in progress: {checks:#?}"
+    );
+    let run = h.run_of(HEAD).await;
+    assert_eq!(
+        (run.state, run.let_through_by.as_deref()),
+        (RunState::Published, Some("carol"))
     );
 }
 

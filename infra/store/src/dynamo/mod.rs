@@ -11,6 +11,7 @@ mod counters;
 mod items;
 mod purge;
 mod rekey;
+mod runs;
 mod tables;
 
 pub use tables::{TableNames, create_tables};
@@ -23,7 +24,7 @@ use items::{Item, conditional, decode, encode, n, number, s, unavailable};
 use parley_core::ports::store::keys;
 use parley_core::ports::{
     Claim, Claims, Counters, Finding, Findings, Installation, Installations, Memory, MemoryItem,
-    ReviewRun, ReviewRuns, StoreError, Tenancy,
+    StoreError, Tenancy,
 };
 use std::time::Duration;
 use tables::{BY_COMMENT_INDEX, TTL_ATTRIBUTE};
@@ -57,7 +58,6 @@ const FINDING_DECISION: &str = "decision";
 const MEMORY_VERSION: &str = "version";
 const MEMORY_RECORD: &str = "record";
 const COUNTER_PREFIX: &str = "counter#";
-const RUN_PREFIX: &str = "run#";
 /// Owner of a claim taken with `claim_as`.
 const OWNER_ATTRIBUTE: &str = "owner";
 /// `value` is a DynamoDB reserved word, hence the `#v` placeholder wherever it appears.
@@ -330,45 +330,6 @@ impl Counters for DynamoStore {
             key: location.clone(),
             reason: "update returned no counter value".into(),
         })
-    }
-}
-
-#[async_trait]
-impl ReviewRuns for DynamoStore {
-    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
-        let pk = keys::pr_scope(&run.repo, run.pr);
-        let sk = format!("{RUN_PREFIX}{}", run.head_sha);
-        let item = encode(run, &[("pk", &pk), ("sk", &sk)], "review run")?;
-        self.put(&self.tables.conversations, item, "put_review_run")
-            .await
-    }
-
-    async fn review_run(
-        &self,
-        repo: &str,
-        pr: u64,
-        head_sha: &str,
-    ) -> Result<Option<ReviewRun>, StoreError> {
-        let pk = keys::pr_scope(repo, pr);
-        let sk = format!("{RUN_PREFIX}{head_sha}");
-        let item = self
-            .get(
-                &self.tables.conversations,
-                &[("pk", &pk), ("sk", &sk)],
-                "review_run",
-            )
-            .await?;
-        let location = format!("{}/{pk}/{sk}", self.tables.conversations);
-        item.map(|item| decode(item, &location)).transpose()
-    }
-
-    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
-        let pk = keys::pr_scope(repo, pr);
-        let mut runs: Vec<ReviewRun> = self
-            .records(&self.tables.conversations, &pk, RUN_PREFIX, "review_runs")
-            .await?;
-        ordering::runs_oldest_first(&mut runs);
-        Ok(runs)
     }
 }
 

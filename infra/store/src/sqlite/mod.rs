@@ -8,13 +8,14 @@
 
 mod corpus;
 mod counters;
+mod runs;
 mod schema;
 mod tenancy;
 
 use async_trait::async_trait;
 use parley_core::ports::{
     Claim, Claims, Counters, Finding, Findings, Installation, Installations, Memory, MemoryItem,
-    ReviewRun, ReviewRuns, StoreError, Tenancy,
+    StoreError, Tenancy,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -233,72 +234,6 @@ impl Counters for SqliteStore {
 
     async fn counters(&self, scope: &str, names: &[&str]) -> Result<Vec<u64>, StoreError> {
         self.counter_values(scope, names).await
-    }
-}
-
-#[async_trait]
-impl ReviewRuns for SqliteStore {
-    async fn put_review_run(&self, run: &ReviewRun) -> Result<(), StoreError> {
-        let record = encode(run, "review run")?;
-        let (repo, pr, sha) = (run.repo.clone(), id_column(run.pr), run.head_sha.clone());
-        self.run("put_review_run", move |conn| {
-            conn.execute(
-                "INSERT INTO store_review_runs (repo, pr, head_sha, record) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (repo, pr, head_sha) DO UPDATE SET record = excluded.record",
-                params![repo, pr, sha, record],
-            )
-            .map_err(|e| unavailable("put_review_run", &e))?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn review_run(
-        &self,
-        repo: &str,
-        pr: u64,
-        head_sha: &str,
-    ) -> Result<Option<ReviewRun>, StoreError> {
-        let (repo, sha) = (repo.to_owned(), head_sha.to_owned());
-        self.run("review_run", move |conn| {
-            let record: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM store_review_runs
-                     WHERE repo = ?1 AND pr = ?2 AND head_sha = ?3",
-                    params![repo, id_column(pr), sha],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(|e| unavailable("review_run", &e))?;
-            record
-                .map(|r| decode(&r, format!("store_review_runs/{repo}#{pr}/{sha}")))
-                .transpose()
-        })
-        .await
-    }
-
-    async fn review_runs(&self, repo: &str, pr: u64) -> Result<Vec<ReviewRun>, StoreError> {
-        let repo = repo.to_owned();
-        let mut runs: Vec<ReviewRun> = self
-            .run("review_runs", move |conn| {
-                let mut statement = conn
-                    .prepare("SELECT head_sha, record FROM store_review_runs WHERE repo = ?1 AND pr = ?2")
-                    .map_err(|e| unavailable("review_runs", &e))?;
-                let rows = statement
-                    .query_map(params![repo, id_column(pr)], |row| {
-                        Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-                    })
-                    .map_err(|e| unavailable("review_runs", &e))?;
-                let mut runs = Vec::new();
-                for row in rows {
-                    let (sha, record) = row.map_err(|e| unavailable("review_runs", &e))?;
-                    runs.push(decode(&record, format!("store_review_runs/{repo}#{pr}/{sha}"))?);
-                }
-                Ok(runs)
-            })
-            .await?;
-        ordering::runs_oldest_first(&mut runs);
-        Ok(runs)
     }
 }
 
