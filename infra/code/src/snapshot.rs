@@ -268,23 +268,40 @@ fn strip_top(path: &str) -> Option<String> {
         .filter(|rest| !rest.is_empty())
 }
 
-/// Trees and files no review question is answered by.
+/// Trees and files no review question is answered by: build output, caches, lock files,
+/// and other projects' code. Which trees hold other projects' code follows GitHub's own
+/// conventions (Linguist's vendored paths), so that a definition found for a name is the
+/// repository's own and not a bundled library's of the same name (`deps/` at the top
+/// of a C project, `3rdparty/`, `external/`).
 fn skipped(path: &str) -> bool {
-    const DIRS: [&str; 9] = [
+    const DIRS: [&str; 19] = [
         "vendor/",
+        "vendors/",
         "node_modules/",
+        "bower_components/",
         "third_party/",
+        "third-party/",
+        "thirdparty/",
+        "3rdparty/",
+        "3rd_party/",
+        "3rd-party/",
+        "external/",
+        "extern/",
         "target/",
         "dist/",
         "build/",
         ".git/",
         "__pycache__/",
         "venv/",
+        "godeps/_workspace/",
     ];
+    // Vendored only at the top: `src/deps/` is as often the project's own code.
+    const TOP_DIRS: [&str; 1] = ["deps/"];
     const SUFFIXES: [&str; 6] = [".min.js", ".lock", ".map", "-lock.json", ".pb.go", ".snap"];
     let lower = path.to_ascii_lowercase();
     DIRS.iter()
         .any(|dir| lower.starts_with(dir) || lower.contains(&format!("/{dir}")))
+        || TOP_DIRS.iter().any(|dir| lower.starts_with(dir))
         || SUFFIXES.iter().any(|suffix| lower.ends_with(suffix))
 }
 
@@ -398,6 +415,32 @@ mod tests {
             ["src/lib.rs"],
             "binaries, vendored code, generated files and lock files are skipped; links are not followed"
         );
+    }
+
+    #[test]
+    fn other_projects_trees_are_skipped_where_github_calls_them_vendored() {
+        for path in [
+            "deps/jemalloc/src/arena.c",
+            "src/3rdparty/zlib/inflate.c",
+            "third-party/fmt/format.h",
+            "lib/external/json.hpp",
+            "extern/lua/lapi.c",
+            "web/bower_components/x.js",
+            "Godeps/_workspace/src/x.go",
+            "venv/lib/site.py",
+        ] {
+            assert!(skipped(path), "{path}");
+        }
+        for path in [
+            "src/deps/resolve.rs",
+            "src/externals.rs",
+            "src/vendoring/mod.rs",
+            "deps.rs",
+            "src/server.c",
+            "app/venv_check.py",
+        ] {
+            assert!(!skipped(path), "{path}");
+        }
     }
 
     #[test]
