@@ -1,12 +1,15 @@
 //! What Parley reads about a repository before it speaks: its `.parley.yml`, its guideline
-//! files, and who Parley itself is there.
+//! files, which files it marks generated or vendored (`.gitattributes`), and who Parley
+//! itself is there.
 //!
 //! Trust boundary: all of it comes from the default or base branch, never from a PR's
 //! head, so a pull request cannot change the rules it is reviewed under.
 
+pub mod attributes;
 mod guidelines;
 mod identity;
 
+pub use attributes::{Attributes, Marked, load_attributes};
 pub use guidelines::{GUIDELINE_FILES, Guideline, guideline_paths, load_guidelines};
 pub use identity::BotIdentity;
 

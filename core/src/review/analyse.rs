@@ -56,6 +56,8 @@ pub struct Subject<'a> {
     pub pr_patches: &'a HashMap<String, Patch>,
     pub pr_paths: &'a [String],
     pub guidelines: &'a [Guideline],
+    /// What the base's `.gitattributes` marks generated or vendored: left out of review.
+    pub attributes: &'a crate::repo::Attributes,
     /// Findings already on the PR: not reported twice, and named to the model.
     pub earlier: &'a [Finding],
     /// Where related code, past findings and threads are searched; `None` reviews without
@@ -89,7 +91,12 @@ pub async fn analyse(
     silenced: &Handles,
     progress: &dyn PassProgress,
 ) -> Result<Analysis, ReviewError> {
-    let inputs = inputs::select(subject.files.clone(), subject.truncated, &config.review);
+    let inputs = inputs::select(
+        subject.files.clone(),
+        subject.truncated,
+        &config.review,
+        subject.attributes,
+    );
 
     // What the repository taught Parley and what it learned from earlier findings (the
     // threshold in force, the learnings for the prompts, what to suppress), and what it

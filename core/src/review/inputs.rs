@@ -7,6 +7,7 @@
 
 use crate::config::ReviewConfig;
 use crate::ports::github::{ChangedFile, FileStatus};
+use crate::repo::{Attributes, Marked};
 use crate::review::diff::{self, Patch};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -48,6 +49,8 @@ pub struct NotReviewed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeftOut {
     SkipPaths,
+    /// Marked `linguist-generated` or `linguist-vendored` in the base's `.gitattributes`.
+    Marked(Marked),
     NoPatch,
     Unreadable(String),
     OverBudget,
@@ -59,6 +62,10 @@ impl LeftOut {
     pub fn for_the_model(&self) -> &'static str {
         match self {
             LeftOut::SkipPaths => "skipped by the repository's settings",
+            LeftOut::Marked(Marked::Generated) => "generated code, as the repository marks it",
+            LeftOut::Marked(Marked::Vendored) => {
+                "another project's code, as the repository marks it"
+            }
             LeftOut::NoPatch => "binary, or too large for a patch",
             LeftOut::Unreadable(_) => "its patch could not be read",
             LeftOut::OverBudget => "over this review's size budget",
@@ -89,6 +96,12 @@ impl std::fmt::Display for LeftOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LeftOut::SkipPaths => f.write_str("matches `review.skipPaths`"),
+            LeftOut::Marked(Marked::Generated) => {
+                f.write_str("marked `linguist-generated` in `.gitattributes`")
+            }
+            LeftOut::Marked(Marked::Vendored) => {
+                f.write_str("marked `linguist-vendored` in `.gitattributes`")
+            }
             LeftOut::NoPatch => f.write_str("GitHub sent no patch (binary or too large)"),
             LeftOut::Unreadable(err) => write!(f, "patch could not be read ({err})"),
             LeftOut::OverBudget => {
@@ -113,11 +126,12 @@ pub fn estimate_tokens(text: &str) -> usize {
 }
 
 /// Choose the files to review from `changed`, in GitHub's order, within the config's
-/// token budget.
+/// token budget, leaving out what the repository marks generated or vendored.
 pub fn select(
     changed: Vec<ChangedFile>,
     listing_truncated: bool,
     config: &ReviewConfig,
+    attributes: &Attributes,
 ) -> ReviewInputs {
     let skip = skip_set(&config.skip_paths);
     let budget = usize::try_from(config.max_patch_tokens).unwrap_or(usize::MAX);
@@ -136,6 +150,10 @@ pub fn select(
         }
         if skip.is_match(&file.filename) {
             inputs.not_reviewed.push(leave_out(LeftOut::SkipPaths));
+            continue;
+        }
+        if let Some(marked) = attributes.marked(&file.filename) {
+            inputs.not_reviewed.push(leave_out(LeftOut::Marked(marked)));
             continue;
         }
         let Some(raw_patch) = file.patch.clone().filter(|p| !p.trim().is_empty()) else {
@@ -197,6 +215,15 @@ mod tests {
         ChangedFile::listed(name, FileStatus::Modified, patch)
     }
 
+    /// Each file left out, with why as the summary says it.
+    fn reasons(inputs: &ReviewInputs) -> Vec<(&str, String)> {
+        inputs
+            .not_reviewed
+            .iter()
+            .map(|n| (n.path.as_str(), n.why.to_string()))
+            .collect()
+    }
+
     #[test]
     fn skips_defaults_and_reports_why() {
         let config = ReviewConfig {
@@ -214,14 +241,11 @@ mod tests {
             ],
             false,
             &config,
+            &Attributes::default(),
         );
         assert_eq!(inputs.files.len(), 1);
         assert_eq!(inputs.files[0].path, "src/a.rs");
-        let reasons: Vec<(&str, String)> = inputs
-            .not_reviewed
-            .iter()
-            .map(|n| (n.path.as_str(), n.why.to_string()))
-            .collect();
+        let reasons = reasons(&inputs);
         assert_eq!(
             reasons[0],
             ("Cargo.lock", "matches `review.skipPaths`".into())
@@ -243,6 +267,7 @@ mod tests {
             ],
             false,
             &ReviewConfig::default(),
+            &Attributes::default(),
         );
         assert_eq!(inputs.not_reviewed.len(), 2);
         assert!(!inputs.incomplete());
@@ -250,10 +275,54 @@ mod tests {
             vec![changed("src/a.rs", Some(patch))],
             true,
             &ReviewConfig::default(),
+            &Attributes::default(),
         );
         assert!(
             truncated.incomplete(),
             "files beyond GitHub's listing went unread"
+        );
+    }
+
+    #[test]
+    fn files_the_repository_marks_generated_or_vendored_are_left_out_saying_so() {
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let attributes = Attributes::parse(
+            "api/client/** linguist-generated\n*.pb.rs linguist-generated\nlibs/** linguist-vendored\n",
+        );
+        let inputs = select(
+            vec![
+                changed("api/client/users.ts", Some(patch)),
+                changed("src/proto/msg.pb.rs", Some(patch)),
+                changed("libs/json/json.c", Some(patch)),
+                changed("src/a.rs", Some(patch)),
+            ],
+            false,
+            &ReviewConfig::default(),
+            &attributes,
+        );
+        let read: Vec<_> = inputs.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(read, ["src/a.rs"]);
+        let reasons = reasons(&inputs);
+        assert_eq!(
+            reasons,
+            [
+                (
+                    "api/client/users.ts",
+                    "marked `linguist-generated` in `.gitattributes`".to_string()
+                ),
+                (
+                    "src/proto/msg.pb.rs",
+                    "marked `linguist-generated` in `.gitattributes`".to_string()
+                ),
+                (
+                    "libs/json/json.c",
+                    "marked `linguist-vendored` in `.gitattributes`".to_string()
+                ),
+            ]
+        );
+        assert!(
+            !inputs.incomplete(),
+            "what the repository marks so is not for review: the review is whole"
         );
     }
 
@@ -266,6 +335,7 @@ mod tests {
             ],
             false,
             &ReviewConfig::default(),
+            &Attributes::default(),
         );
         assert_eq!(inputs.files.len(), 1);
         assert!(

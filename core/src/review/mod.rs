@@ -58,7 +58,7 @@ use crate::mention::Handles;
 use crate::ports::github::{FileStatus, PullRequest, RepoScope};
 use crate::ports::llm::LlmError;
 use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
-use crate::repo::{LoadedConfig, load_guidelines};
+use crate::repo::{LoadedConfig, load_attributes, load_guidelines};
 use crate::services::Services;
 use async_trait::async_trait;
 pub use error::ReviewError;
@@ -307,6 +307,7 @@ impl ReviewHandler {
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
         let guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
+        let attributes = load_attributes(github, scope, &pr.base.ref_name).await;
         let earlier = store.findings_for_pr(&repo, job.number).await?;
         if scope_of_review.incremental {
             learned::code_changed(
@@ -326,6 +327,7 @@ impl ReviewHandler {
             scope_of_review.files.clone(),
             scope_of_review.truncated,
             &config.review,
+            &attributes,
         )
         .files
         .is_empty()
@@ -354,6 +356,7 @@ impl ReviewHandler {
             pr_patches,
             pr_paths,
             guidelines: &guidelines,
+            attributes: &attributes,
             earlier: &earlier,
             recall: Some(crate::retrieval::Recall::of(&self.services)),
         };

@@ -392,6 +392,11 @@ async fn a_local_git_range_is_reviewed_without_github() {
     )
     .unwrap();
     std::fs::write(repo.path().join(".parley.yml"), "review:\n  judge: false\n").unwrap();
+    std::fs::write(
+        repo.path().join(".gitattributes"),
+        "src/gen/** linguist-generated\n",
+    )
+    .unwrap();
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "base"]);
     git(&["checkout", "-q", "-b", "feature"]);
@@ -406,6 +411,14 @@ async fn a_local_git_range_is_reviewed_without_github() {
         "review:\n  judge: false\n  minConfidence: 95\n",
     )
     .unwrap();
+    // And regenerates a client the base marks generated: not for review.
+    std::fs::create_dir_all(repo.path().join("src/gen")).unwrap();
+    std::fs::write(
+        repo.path().join("src/gen/api.rs"),
+        "pub fn regenerated_endpoint() {}\n",
+    )
+    .unwrap();
+    git(&["add", "."]);
     git(&["commit", "-q", "-am", "count things"]);
 
     let env = rig.env();
@@ -442,6 +455,12 @@ async fn a_local_git_range_is_reviewed_without_github() {
         !prompts.iter().any(|p| p.text().contains("final judge")),
         "the base's .parley.yml turned the judge off"
     );
+    assert!(
+        !prompts
+            .iter()
+            .any(|p| p.text().contains("regenerated_endpoint")),
+        "the base's .gitattributes marks src/gen/ generated"
+    );
 
     // The same change from a diff on stdin; and a diff that does not parse.
     let diff = Command::new("git")
@@ -467,6 +486,13 @@ async fn a_local_git_range_is_reviewed_without_github() {
     .await
     .unwrap();
     assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(
+        !rig.llm
+            .prompts()
+            .iter()
+            .any(|p| p.text().contains("regenerated_endpoint")),
+        "a diff's files are held to the base's .gitattributes too"
+    );
     let json: Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(
         json["findings"].as_array().map(Vec::len),

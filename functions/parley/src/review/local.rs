@@ -7,8 +7,8 @@
 
 use parley_core::config::{self, ConfigWarning, RepoConfig};
 use parley_core::ports::github::{ChangedFile, FileStatus};
-use parley_core::repo::Guideline;
-use parley_core::repo::guideline_paths;
+use parley_core::repo::attributes::FILE_NAME;
+use parley_core::repo::{Attributes, Guideline, guideline_paths};
 use parley_core::review::diff::{self, DiffError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,6 +43,8 @@ pub struct LocalChange {
     pub config: RepoConfig,
     pub warnings: Vec<ConfigWarning>,
     pub guidelines: Vec<Guideline>,
+    /// The base's `.gitattributes`, as a PR's review reads it.
+    pub attributes: Attributes,
 }
 
 impl LocalChange {
@@ -94,6 +96,7 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
             Some(Guideline::from_text(path, &text))
         })
         .collect();
+    let attributes = Attributes::parse(&git.show(&base, FILE_NAME).unwrap_or_default());
     let (owner, repo) = git.repo_name();
     let title = git
         .run(&[
@@ -119,6 +122,7 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
         config,
         warnings,
         guidelines,
+        attributes,
     })
 }
 
@@ -157,6 +161,7 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
         .into_iter()
         .filter_map(|path| Some(Guideline::from_text(path.clone(), &read(&path)?)))
         .collect();
+    let attributes = Attributes::parse(&read(FILE_NAME).unwrap_or_default());
     let (owner, repo) = git
         .as_ref()
         .map(Git::repo_name)
@@ -172,6 +177,7 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
         config,
         warnings,
         guidelines,
+        attributes,
     })
 }
 

@@ -21,7 +21,7 @@ use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
 use parley_core::ports::llm::{Llm, LlmError};
 use parley_core::ports::{GitHub, GitHubError, Severity, Store};
-use parley_core::repo::{ConfigLoader, load_guidelines};
+use parley_core::repo::{ConfigLoader, load_attributes, load_guidelines};
 use parley_core::retrieval::Recall;
 use parley_core::review::analyse::{self, Analysis, Subject};
 use parley_core::review::inputs::NotReviewed;
@@ -286,6 +286,7 @@ async fn review_pull(
         .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
     let guidelines =
         load_guidelines(github.as_ref(), &scope, &pr.base.ref_name, &listing.paths).await;
+    let attributes = load_attributes(github.as_ref(), &scope, &pr.base.ref_name).await;
     let earlier = store
         .findings_for_pr(&tenant.repo, pull.number)
         .await
@@ -314,6 +315,7 @@ async fn review_pull(
         pr_patches: &listing.patches,
         pr_paths: &listing.paths,
         guidelines: &guidelines,
+        attributes: &attributes,
         earlier: &earlier,
         recall: Some(session.recall),
     };
@@ -389,6 +391,7 @@ async fn review_local(
         pr_patches: &listing.patches,
         pr_paths: &listing.paths,
         guidelines: &change.guidelines,
+        attributes: &change.attributes,
         earlier: &[],
         recall: Some(session.recall),
     };

@@ -1,0 +1,244 @@
+//! The repository's `.gitattributes`, for the two attributes GitHub itself reads to tell a
+//! team's own code from what a tool or another project wrote: `linguist-generated` (GitHub
+//! collapses such files in a PR's diff) and `linguist-vendored`. A review that comments on
+//! a generated client or a bundled library is noise nobody can act on, so files the
+//! repository marks so are left out of review as `review.skipPaths` leaves files out.
+//!
+//! Read from the PR's base branch, never its head: a PR that marks its own files generated
+//! must not hide them from review (its `.gitattributes` change is reviewed as any file).
+//!
+//! Git's rules, as far as these attributes need them: a line is a pattern and attributes;
+//! a pattern without a `/` matches a file's name at any depth, one with a `/` matches from
+//! the root; `attr` or `attr=true` sets, `-attr` or `attr=false` unsets, `!attr` forgets;
+//! for each attribute the last matching line decides. Macros (`[attr]…`), negated and
+//! directory-only patterns never name a file, and are passed over, as are patterns that
+//! do not compile. Written here rather than taken from gitoxide's attribute crates: two
+//! attributes need a few dozen lines, and the workers' binaries have little room left.
+
+use crate::ports::github::{GitHub, RepoScope};
+use globset::{GlobBuilder, GlobMatcher};
+
+/// The file's name, at the root of the repository.
+pub const FILE_NAME: &str = ".gitattributes";
+
+/// More lines than any real `.gitattributes` has; the rest of a larger file is ignored.
+const MAX_RULES: usize = 2_000;
+
+const GENERATED: &str = "linguist-generated";
+const VENDORED: &str = "linguist-vendored";
+
+/// Why the repository says a file is not its own code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marked {
+    Generated,
+    Vendored,
+}
+
+/// The rules of one `.gitattributes` that name [`GENERATED`] or [`VENDORED`].
+#[derive(Debug, Clone, Default)]
+pub struct Attributes {
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    pattern: GlobMatcher,
+    /// `Some(true)` sets, `Some(false)` unsets, `None` forgets (`!attr`).
+    generated: Option<Option<bool>>,
+    vendored: Option<Option<bool>>,
+}
+
+impl Attributes {
+    pub fn parse(text: &str) -> Self {
+        let rules = text
+            .lines()
+            .filter_map(rule)
+            .take(MAX_RULES)
+            .collect::<Vec<_>>();
+        Self { rules }
+    }
+
+    /// What the repository marks `path` as, if anything (generated before vendored).
+    pub fn marked(&self, path: &str) -> Option<Marked> {
+        let (mut generated, mut vendored) = (None, None);
+        for rule in self.rules.iter().filter(|rule| rule.pattern.is_match(path)) {
+            if let Some(state) = rule.generated {
+                generated = state;
+            }
+            if let Some(state) = rule.vendored {
+                vendored = state;
+            }
+        }
+        match (generated, vendored) {
+            (Some(true), _) => Some(Marked::Generated),
+            (_, Some(true)) => Some(Marked::Vendored),
+            _ => None,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+/// The rule on one line, when it names a file and one of the two attributes.
+fn rule(line: &str) -> Option<Rule> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') || line.starts_with("[attr]") {
+        return None;
+    }
+    let (pattern, rest) = split_pattern(line)?;
+    let (mut generated, mut vendored) = (None, None);
+    for word in rest.split_whitespace() {
+        let (name, state) = attribute(word);
+        match name {
+            GENERATED => generated = Some(state),
+            VENDORED => vendored = Some(state),
+            _ => {}
+        }
+    }
+    if generated.is_none() && vendored.is_none() {
+        return None;
+    }
+    Some(Rule {
+        pattern: matcher(&pattern)?,
+        generated,
+        vendored,
+    })
+}
+
+/// The pattern (unquoted when Git's C-style quotes surround it) and what follows it.
+fn split_pattern(line: &str) -> Option<(String, &str)> {
+    let Some(quoted) = line.strip_prefix('"') else {
+        let (pattern, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        return Some((pattern.to_string(), rest));
+    };
+    let mut pattern = String::new();
+    let mut chars = quoted.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => return Some((pattern, &quoted[at + 1..])),
+            '\\' => pattern.push(chars.next()?.1),
+            c => pattern.push(c),
+        }
+    }
+    None
+}
+
+/// An attribute's name and its state (see [`Rule`]).
+fn attribute(word: &str) -> (&str, Option<bool>) {
+    if let Some(name) = word.strip_prefix('-') {
+        return (name, Some(false));
+    }
+    if let Some(name) = word.strip_prefix('!') {
+        return (name, None);
+    }
+    match word.split_once('=') {
+        Some((name, value)) => (name, Some(!value.eq_ignore_ascii_case("false"))),
+        None => (word, Some(true)),
+    }
+}
+
+/// Git's pattern as a glob over repository paths; `None` for one that never names a file.
+fn matcher(pattern: &str) -> Option<GlobMatcher> {
+    if pattern.starts_with('!') || pattern.ends_with('/') {
+        return None;
+    }
+    let anchored = pattern.trim_start_matches('/');
+    let glob = if pattern.contains('/') {
+        anchored.to_string()
+    } else {
+        format!("**/{pattern}")
+    };
+    GlobBuilder::new(&glob)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .ok()
+        .map(|glob| glob.compile_matcher())
+}
+
+/// The `.gitattributes` of `base_ref`. One that cannot be read leaves nothing marked: the
+/// review then reads those files too, which is noise, never a finding lost.
+pub async fn load_attributes(github: &dyn GitHub, scope: &RepoScope, base_ref: &str) -> Attributes {
+    match github.get_file_contents(scope, FILE_NAME, base_ref).await {
+        Ok(Some(file)) => file.text().map(Attributes::parse).unwrap_or_default(),
+        Ok(None) => Attributes::default(),
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), error = %err, "could not read .gitattributes; generated and vendored files are reviewed like the rest");
+            Attributes::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marked(text: &str, path: &str) -> Option<Marked> {
+        Attributes::parse(text).marked(path)
+    }
+
+    #[test]
+    fn a_name_pattern_matches_at_any_depth_and_a_path_pattern_from_the_root() {
+        let text = "*.pb.go linguist-generated\n/api/client/** linguist-generated=true\nlib/** linguist-vendored\n";
+        assert_eq!(marked(text, "x.pb.go"), Some(Marked::Generated));
+        assert_eq!(marked(text, "svc/v1/x.pb.go"), Some(Marked::Generated));
+        assert_eq!(
+            marked(text, "api/client/gen/users.ts"),
+            Some(Marked::Generated)
+        );
+        assert_eq!(marked(text, "web/api/client/users.ts"), None, "anchored");
+        assert_eq!(marked(text, "lib/jquery.js"), Some(Marked::Vendored));
+        assert_eq!(
+            marked(text, "src/lib/util.js"),
+            None,
+            "lib/ with a slash is anchored"
+        );
+        assert_eq!(marked(text, "src/main.go"), None);
+    }
+
+    #[test]
+    fn a_star_stays_within_a_directory() {
+        let text = "gen/*.ts linguist-generated\n";
+        assert_eq!(marked(text, "gen/a.ts"), Some(Marked::Generated));
+        assert_eq!(marked(text, "gen/deep/a.ts"), None);
+    }
+
+    #[test]
+    fn the_last_matching_line_decides_each_attribute() {
+        let text = "vendor/** linguist-vendored\nvendor/ours/** -linguist-vendored\n*.gen.rs linguist-generated\nsrc/keep.gen.rs linguist-generated=false\n";
+        assert_eq!(marked(text, "vendor/x/a.c"), Some(Marked::Vendored));
+        assert_eq!(marked(text, "vendor/ours/a.c"), None);
+        assert_eq!(marked(text, "src/a.gen.rs"), Some(Marked::Generated));
+        assert_eq!(marked(text, "src/keep.gen.rs"), None);
+        // `!attr` forgets an earlier setting.
+        let text = "*.js linguist-vendored\napp.js !linguist-vendored\n";
+        assert_eq!(marked(text, "app.js"), None);
+        assert_eq!(marked(text, "lib.js"), Some(Marked::Vendored));
+    }
+
+    #[test]
+    fn lines_that_name_no_file_or_other_attributes_change_nothing() {
+        let text = "# a comment\n\n[attr]generated linguist-generated\n*.rs text eol=lf\n!*.c linguist-generated\ndocs/ linguist-generated\n*.md linguist-documentation\n";
+        let attributes = Attributes::parse(text);
+        assert!(attributes.is_empty(), "{attributes:?}");
+        assert_eq!(attributes.marked("a.c"), None);
+    }
+
+    #[test]
+    fn quoted_patterns_and_odd_values() {
+        let text = "\"docs/my file.txt\" linguist-generated\n*.snap linguist-generated=1\n[ linguist-generated\n\"unterminated linguist-generated\n";
+        assert_eq!(marked(text, "docs/my file.txt"), Some(Marked::Generated));
+        assert_eq!(marked(text, "x.snap"), Some(Marked::Generated));
+        assert_eq!(marked(text, "["), None, "a pattern that does not compile");
+    }
+
+    #[test]
+    fn a_huge_file_is_read_only_so_far() {
+        let mut text = "x linguist-generated\n".repeat(MAX_RULES);
+        text.push_str("late.rs linguist-generated\n");
+        assert_eq!(marked(&text, "late.rs"), None);
+        assert_eq!(marked(&text, "x"), Some(Marked::Generated));
+    }
+}
