@@ -209,7 +209,8 @@ pub(super) async fn failed(
 /// Conclude the head's "Parley review" check for an automatic review that did not run:
 /// `neutral` with `reason`, or `failure` while blocking findings of earlier reviews are
 /// still open. `neutral_title` replaces the check's title when nothing blocks. `owed`: the
-/// review should have run (the budget was spent), so `gate.incomplete: hold` holds it.
+/// review should have run (the budget was spent), so `gate.incomplete: hold` holds it,
+/// unless someone let the head through (remembered on its run, see [`let_through`]).
 #[allow(clippy::too_many_arguments)] // two call sites, each part a different thing
 pub(super) async fn conclude_not_run(
     services: &Services,
@@ -226,12 +227,21 @@ pub(super) async fn conclude_not_run(
     let open = gate::still_blocking(&findings, config);
     let repo_url = repo_url(pr, &job.repo.full_name());
     let pr_url = pr_url(pr, &repo_url);
+    let let_through_by = match owed {
+        true => services
+            .store
+            .review_run(&repo, job.number, &pr.head.sha)
+            .await?
+            .and_then(|run| run.let_through_by),
+        false => None,
+    };
     let verdict = gate::Verdict::Skipped {
         reason,
         open,
         repo_url: &repo_url,
         pr_url: &pr_url,
         owed,
+        let_through_by: let_through_by.as_deref(),
     };
     let (conclusion, mut output) = gate::conclude(&verdict, &config.gate);
     if let Some(title) = neutral_title.filter(|_| conclusion != CheckConclusion::Failure) {

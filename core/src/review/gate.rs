@@ -213,8 +213,9 @@ pub enum Verdict<'a> {
         pr_url: &'a str,
         /// The review was owed but not given (the installation's budget spent), as
         /// against one the team's settings chose to skip: the head is then not reviewed in
-        /// full ([`not_in_full`]).
+        /// full ([`not_in_full`]), unless someone let it through (`let_through_by`).
         owed: bool,
+        let_through_by: Option<&'a str>,
     },
     /// Parley could not do its job.
     Trouble {
@@ -318,12 +319,13 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
             repo_url,
             pr_url,
             owed,
+            let_through_by,
         } => {
             let open = blocking_findings(open, gate);
             let mut summary = format!("Parley did not review this commit: {reason}.");
             if open.is_empty() {
                 let (conclusion, held) = if *owed {
-                    not_in_full(gate, None)
+                    not_in_full(gate, *let_through_by)
                 } else {
                     (CheckConclusion::Neutral, String::new())
                 };
@@ -818,6 +820,7 @@ mod tests {
             repo_url: "https://github.com/o/r",
             pr_url: "https://github.com/o/r/pull/1",
             owed,
+            let_through_by: None,
         };
         let regated = |partial| Verdict::Regated {
             cause: RegateCause::Rerequested,

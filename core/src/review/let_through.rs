@@ -15,8 +15,9 @@
 //! was missing: open blocking findings still fail the gate, and the head's check says who
 //! let it through. It is remembered with the head's run when that has ended (published or
 //! failed), so every later conclusion of the head (the gate judged again after a thread is
-//! resolved, the queue's retry of a failed review) passes it where it would have held it;
-//! a head with no run (the budget was spent) has only the check to say so. While a review
+//! resolved, the queue's retry of a failed review, a Re-run while the budget is still
+//! spent) passes it where it would have held it; a head no review ran for (the budget was
+//! spent) gets a failed run to remember it by. While a review
 //! of the head runs, that review decides, and the button does nothing; a review left
 //! running by a worker that died (its claim expired) counts as failed.
 //!
@@ -29,11 +30,17 @@
 
 use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
 use crate::config::{Incomplete, RepoConfig};
-use crate::job::ReviewJob;
+use crate::job::{ReviewJob, ReviewTrigger};
 use crate::ports::github::{
     CheckConclusion, CheckRunOutput, GitHub, GitHubError, PullRequest, RepoScope,
 };
-use crate::ports::{ReviewRun, RunState, Store};
+use crate::ports::{Claim, ReviewRun, RunState, Store};
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// How long the head's claim is held while a let-through is written: long enough for two
+/// store calls, short enough that a worker dying here holds up no review for long.
+const MARKING: Duration = Duration::from_secs(60);
 
 impl ReviewHandler {
     pub(super) async fn let_through(&self, job: &ReviewJob) -> Result<(), ReviewError> {
@@ -98,18 +105,24 @@ impl ReviewHandler {
         }
         let failed = own.filter(|run| matches!(run.state, RunState::Failed | RunState::Running));
         match refused {
-            // Held only while nobody let the failed review's head through: a refusal
-            // must not hold again what someone entitled let through. A head with no run
-            // keeps its check (its let-through, if any, is not remembered).
-            Some(why_not) => match failed {
-                Some(run) if run.let_through_by.is_none() => {
+            // Held only while nobody let the head through: a refusal must not hold again
+            // what someone entitled let through.
+            Some(why_not) => match (own, failed) {
+                (None, _) => self.refuse(&scope, &pr, job, &why_not).await,
+                (_, Some(run)) if run.let_through_by.is_none() => {
                     self.refuse(&scope, &pr, job, &why_not).await
                 }
                 _ => Ok(()),
             },
             None => {
-                if let Some(run) = failed {
-                    store.let_run_through(run, who).await?;
+                let remembered = match (own, failed) {
+                    (_, Some(run)) => store.let_run_through(run, who).await.map(|_| true)?,
+                    (None, _) => self.remember_without_a_run(job, &pr, who).await?,
+                    _ => true,
+                };
+                if !remembered {
+                    tracing::info!(%repo, number = job.number, "let through just as a review of the head starts: that review decides");
+                    return Ok(());
                 }
                 let output = CheckRunOutput {
                     title: format!("Let through by @{who} without a review"),
@@ -124,6 +137,53 @@ impl ReviewHandler {
                 Ok(())
             }
         }
+    }
+
+    /// A head no review ran for (the installation's budget was spent) gets a run to
+    /// remember the let-through by: `failed` (the review it was owed did not happen; a
+    /// Re-run or the next review of the head runs it), so that a Re-run while the budget
+    /// is still spent does not hold the head again. Written under the head's claim, which
+    /// every review of the head takes before it writes its run: `false` when a review
+    /// holds it (one is starting, and decides).
+    async fn remember_without_a_run(
+        &self,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        who: &str,
+    ) -> Result<bool, ReviewError> {
+        let store = self.services.store.as_ref();
+        let repo = job.repo.tenant().repo;
+        let claim = runs::claim_key(&repo, job.number, &job.head_sha);
+        if store.claim_as(&claim, &job.delivery_id, MARKING).await? != Claim::Won {
+            return Ok(false);
+        }
+        let marked = match store.review_run(&repo, job.number, &job.head_sha).await {
+            Ok(Some(run)) => store.let_run_through(&run, who).await.map(|_| ()),
+            Ok(None) => {
+                let now = OffsetDateTime::now_utc();
+                let run = ReviewRun {
+                    repo: repo.clone(),
+                    pr: job.number,
+                    head_sha: job.head_sha.clone(),
+                    base_sha: pr.base.sha.clone(),
+                    trigger: runs::trigger_name(ReviewTrigger::LetThrough).to_string(),
+                    state: RunState::Failed,
+                    check_run_id: None,
+                    review_id: None,
+                    review_url: None,
+                    started_at: now,
+                    finished_at: Some(now),
+                    let_through_by: Some(who.to_string()),
+                };
+                store.put_review_run(&run).await
+            }
+            Err(err) => Err(err),
+        };
+        // Given back whatever happened: a review of the head must not wait for it.
+        let released = store.release(&claim).await;
+        marked?;
+        released?;
+        Ok(true)
     }
 
     /// Why `who` may not let the head through, if they may not: the PR's author, or

@@ -36,6 +36,7 @@ parley_tests::review_on_both_stores!(
     a_failed_head_let_through_stays_let_through_when_its_review_is_retried,
     a_review_left_running_by_a_dead_worker_can_be_let_through,
     a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it,
+    a_head_the_budget_held_stays_let_through_when_it_is_run_again,
 );
 
 fn blocking() -> String {
@@ -884,6 +885,83 @@ async fn a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it(h: 
         checks.iter().all(|check| check["status"] == "completed"),
         "no check left in progress: {checks:#?}"
     );
+    let run = h.run_of(HEAD).await;
+    assert_eq!(
+        (run.state, run.let_through_by.as_deref()),
+        (RunState::Published, Some("carol"))
+    );
+}
+
+/// The installation's budget is spent: the head's review does not run and its check is
+/// held. Once carol lets it through, a Re-run while the budget is still spent passes it
+/// again instead of holding it; when the budget is raised, the head's review runs and a
+/// blocking finding still fails it.
+async fn a_head_the_budget_held_stays_let_through_when_it_is_run_again(mut h: ReviewHarness) {
+    h.services.budget = parley_core::budget::BudgetPolicy {
+        default_monthly_usd: Some(1.0),
+    };
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    let month = parley_core::llm::usage::installation_month_scope(
+        INSTALLATION,
+        time::OffsetDateTime::now_utc(),
+    );
+    let cost = parley_core::llm::usage::counters::COST_MICRO_USD;
+    h.store
+        .add_to_counter(&month, cost, 1_000_000)
+        .await
+        .expect("spend");
+    h.config("gate:\n  incomplete: hold\n");
+    h.github.set_permission(REPO, "carol", "write");
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("not run, not failed");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "action_required");
+    assert!(h.llm.prompts().is_empty());
+
+    // The PR's author may not: a held check says why, and nothing is remembered.
+    h.run(let_through("alice", "l-alice"))
+        .await
+        .expect("refused, not failed");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "action_required");
+    assert!(summary_of(&gate).contains("@alice asked"), "{gate:#?}");
+    assert!(
+        h.store
+            .review_run(&key(REPO), PR, HEAD)
+            .await
+            .expect("store")
+            .is_none()
+    );
+
+    carol_lets_it_through(&h).await;
+    let run = h.run_of(HEAD).await;
+    assert_eq!(
+        (run.state, run.let_through_by.as_deref()),
+        (RunState::Failed, Some("carol"))
+    );
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("re-run, still over the budget");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
+    assert!(
+        summary_of(&gate).contains("@carol let this head through"),
+        "{gate:#?}"
+    );
+    assert!(h.llm.prompts().is_empty(), "still nothing reviewed");
+
+    // The budget raised: Re-run reviews the head, and what it finds still blocks.
+    h.services.budget = parley_core::budget::BudgetPolicy {
+        default_monthly_usd: Some(100.0),
+    };
+    h.handler = parley_core::review::ReviewHandler::new(h.services.clone());
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-2"))
+        .await
+        .expect("reviewed");
+    assert!(!h.pass_prompts().is_empty(), "the head was reviewed");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
     let run = h.run_of(HEAD).await;
     assert_eq!(
         (run.state, run.let_through_by.as_deref()),
