@@ -310,6 +310,11 @@ impl Counters for DynamoStore {
         counter: &str,
         delta: u64,
     ) -> Result<u64, StoreError> {
+        // An update that changes nothing need not return the attribute (moto returns
+        // none), which would read as a corrupt counter: adding nothing is a read.
+        if delta == 0 {
+            return self.counter(scope, counter).await;
+        }
         let sk = format!("{COUNTER_PREFIX}{counter}");
         let output = self
             .client

@@ -109,6 +109,11 @@ async fn check_added_counters(store: Arc<dyn Store>) {
         store.add_to_counter(&scope, "tokens_out", 0).await.unwrap(),
         0
     );
+    // Adding nothing to a counter that has a value answers that value.
+    assert_eq!(
+        store.add_to_counter(&scope, "tokens_in", 0).await.unwrap(),
+        1234
+    );
     assert_eq!(store.counter(&scope, "tokens_in").await.unwrap(), 1234);
     assert_eq!(
         store
