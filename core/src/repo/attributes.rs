@@ -4,8 +4,10 @@
 //! a generated client or a bundled library is noise nobody can act on, so files the
 //! repository marks so are left out of review as `review.skipPaths` leaves files out.
 //!
-//! Read from the PR's base branch, never its head: a PR that marks its own files generated
-//! must not hide them from review (its `.gitattributes` change is reviewed as any file).
+//! Read from the branch `.parley.yml` is read from (the default branch), never the PR's
+//! head or a base branch its author may have made: what is left out of review is a rule
+//! like `review.skipPaths`, and a PR that marks its own files generated must not hide them
+//! from review (its `.gitattributes` change is reviewed as any file).
 //!
 //! Git's rules, as far as these attributes need them: a line is a pattern and attributes;
 //! a pattern without a `/` matches a file's name at any depth, one with a `/` matches from
@@ -158,10 +160,10 @@ fn matcher(pattern: &str) -> Option<GlobMatcher> {
         .map(|glob| glob.compile_matcher())
 }
 
-/// The `.gitattributes` of `base_ref`. One that cannot be read leaves nothing marked: the
+/// The `.gitattributes` of `branch`. One that cannot be read leaves nothing marked: the
 /// review then reads those files too, which is noise, never a finding lost.
-pub async fn load_attributes(github: &dyn GitHub, scope: &RepoScope, base_ref: &str) -> Attributes {
-    match github.get_file_contents(scope, FILE_NAME, base_ref).await {
+pub async fn load_attributes(github: &dyn GitHub, scope: &RepoScope, branch: &str) -> Attributes {
+    match github.get_file_contents(scope, FILE_NAME, branch).await {
         Ok(Some(file)) => file.text().map(Attributes::parse).unwrap_or_default(),
         Ok(None) => Attributes::default(),
         Err(err) => {

@@ -56,7 +56,8 @@ pub struct Subject<'a> {
     pub pr_patches: &'a HashMap<String, Patch>,
     pub pr_paths: &'a [String],
     pub guidelines: &'a [Guideline],
-    /// What the base's `.gitattributes` marks generated or vendored: left out of review.
+    /// What the default branch's `.gitattributes` marks generated or vendored: left out
+    /// of review.
     pub attributes: &'a crate::repo::Attributes,
     /// Findings already on the PR: not reported twice, and named to the model.
     pub earlier: &'a [Finding],

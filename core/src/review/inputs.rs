@@ -49,7 +49,8 @@ pub struct NotReviewed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeftOut {
     SkipPaths,
-    /// Marked `linguist-generated` or `linguist-vendored` in the base's `.gitattributes`.
+    /// Marked `linguist-generated` or `linguist-vendored` in the default branch's
+    /// `.gitattributes`.
     Marked(Marked),
     NoPatch,
     Unreadable(String),

@@ -307,7 +307,7 @@ impl ReviewHandler {
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
         let guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
-        let attributes = load_attributes(github, scope, &pr.base.ref_name).await;
+        let attributes = load_attributes(github, scope, &loaded.branch).await;
         let earlier = store.findings_for_pr(&repo, job.number).await?;
         if scope_of_review.incremental {
             learned::code_changed(

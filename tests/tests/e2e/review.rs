@@ -31,7 +31,7 @@ parley_tests::review_on_both_stores!(
     llm_down_on_every_attempt_is_said_once_then_settled_by_a_later_review,
     one_failed_pass_is_reported_and_the_others_publish,
     guidelines_come_from_the_base_ref,
-    files_the_base_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
+    files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
     large_pr_lists_what_was_not_reviewed,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
@@ -627,8 +627,9 @@ async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
 
 /// GitHub collapses what `.gitattributes` marks `linguist-generated` in a PR's diff, and a
 /// review has nothing to say to a generated client either. The marks are read from the
-/// base: a PR that marks its own code generated is reviewed all the same.
-async fn files_the_base_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own(
+/// default branch, like `.parley.yml`: a PR that marks its own code generated, in its head
+/// or in a base branch of its own, is reviewed all the same.
+async fn files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own(
     h: ReviewHarness,
 ) {
     h.github.set_file(
@@ -643,6 +644,14 @@ async fn files_the_base_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_it
         ".gitattributes",
         "src/gen/** linguist-generated=true\nsrc/db.rs linguist-generated\n",
     );
+    h.github.set_file(
+        REPO,
+        "their-base",
+        ".gitattributes",
+        "src/db.rs linguist-generated\n",
+    );
+    h.github
+        .update_pull(REPO, PR, |pr| pr["base"]["ref"] = "their-base".into());
     h.github.set_files(
         REPO,
         PR,

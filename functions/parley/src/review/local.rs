@@ -43,7 +43,7 @@ pub struct LocalChange {
     pub config: RepoConfig,
     pub warnings: Vec<ConfigWarning>,
     pub guidelines: Vec<Guideline>,
-    /// The base's `.gitattributes`, as a PR's review reads it.
+    /// The base's `.gitattributes`, read where `.parley.yml` is.
     pub attributes: Attributes,
 }
 

@@ -286,7 +286,7 @@ async fn review_pull(
         .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
     let guidelines =
         load_guidelines(github.as_ref(), &scope, &pr.base.ref_name, &listing.paths).await;
-    let attributes = load_attributes(github.as_ref(), &scope, &pr.base.ref_name).await;
+    let attributes = load_attributes(github.as_ref(), &scope, &loaded.branch).await;
     let earlier = store
         .findings_for_pr(&tenant.repo, pull.number)
         .await
