@@ -80,12 +80,19 @@ impl LeftOut {
 }
 
 /// Why a review read no file, for "Nothing to review: …". With nothing listed as not
-/// reviewed, every change was a removal or a pure rename.
+/// reviewed, every change was a removal or a pure rename; with only files the repository
+/// itself leaves out (a regenerated client, a lock file), "could not be read" would sound
+/// like trouble where there is none.
 pub fn why_nothing_read(not_reviewed: &[NotReviewed], listing_truncated: bool) -> &'static str {
-    if not_reviewed.is_empty() && !listing_truncated {
-        "the change only removes or renames files"
-    } else {
-        "no changed file could be read"
+    let left_out_by_the_repository = not_reviewed
+        .iter()
+        .all(|n| matches!(n.why, LeftOut::SkipPaths | LeftOut::Marked(_)));
+    match (not_reviewed.is_empty(), listing_truncated) {
+        (true, false) => "the change only removes or renames files",
+        (false, false) if left_out_by_the_repository => {
+            "every changed file is one the repository leaves out of review"
+        }
+        _ => "no changed file could be read",
     }
 }
 
@@ -325,6 +332,36 @@ mod tests {
             !inputs.incomplete(),
             "what the repository marks so is not for review: the review is whole"
         );
+    }
+
+    #[test]
+    fn nothing_read_says_why() {
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let attributes = Attributes::parse("api/** linguist-generated\n");
+        let why = |files: Vec<ChangedFile>, truncated: bool| {
+            let inputs = select(files, truncated, &ReviewConfig::default(), &attributes);
+            assert!(inputs.files.is_empty());
+            why_nothing_read(&inputs.not_reviewed, truncated)
+        };
+        let removed = ChangedFile::listed("src/a.rs", FileStatus::Removed, Some(patch));
+        assert_eq!(
+            why(vec![removed], false),
+            "the change only removes or renames files"
+        );
+        let ours = || {
+            vec![
+                changed("Cargo.lock", Some(patch)),
+                changed("api/client.ts", Some(patch)),
+            ]
+        };
+        assert_eq!(
+            why(ours(), false),
+            "every changed file is one the repository leaves out of review"
+        );
+        assert_eq!(why(ours(), true), "no changed file could be read");
+        let mut with_a_binary = ours();
+        with_a_binary.push(changed("logo.svgz", None));
+        assert_eq!(why(with_a_binary, false), "no changed file could be read");
     }
 
     #[test]

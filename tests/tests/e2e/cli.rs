@@ -260,7 +260,7 @@ async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed() {
     parley_tests::expect::says_all(
         &text,
         &[
-            "Nothing to review: no changed file could be read",
+            "Nothing to review: every changed file is one the repository leaves out of review",
             "Cargo.lock: matches `review.skipPaths`",
         ],
     );
