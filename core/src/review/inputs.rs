@@ -96,6 +96,46 @@ pub fn why_nothing_read(not_reviewed: &[NotReviewed], listing_truncated: bool) -
     }
 }
 
+/// More files than this left out for one reason the review should not have read anyway
+/// are said in one line (see [`left_out_lines`]).
+const LEFT_OUT_IN_FULL: usize = 5;
+
+/// The summary's lines for the files left out, in the order GitHub listed them: each file
+/// with why, except that a reason the review was never meant to read past (a skip pattern,
+/// a `.gitattributes` mark, a patch GitHub would not send) shared by more than
+/// [`LEFT_OUT_IN_FULL`] files is one line with a count and the first names. A regenerated
+/// client of two hundred files is then one line, not two hundred above the findings;
+/// files a review should have read (over the budget, unparsed) are always named one by one.
+pub fn left_out_lines(not_reviewed: &[NotReviewed]) -> Vec<String> {
+    let mut reasons: Vec<(String, Vec<&str>, bool)> = Vec::new();
+    for file in not_reviewed {
+        let why = file.why.to_string();
+        match reasons.iter_mut().find(|(seen, _, _)| *seen == why) {
+            Some((_, paths, _)) => paths.push(&file.path),
+            None => reasons.push((why, vec![&file.path], file.why.leaves_review_partial())),
+        }
+    }
+    let mut lines = Vec::new();
+    for (why, paths, partial) in reasons {
+        if partial || paths.len() <= LEFT_OUT_IN_FULL {
+            lines.extend(paths.iter().map(|path| format!("`{path}`: {why}")));
+            continue;
+        }
+        let named: Vec<String> = paths
+            .iter()
+            .take(3)
+            .map(|path| format!("`{path}`"))
+            .collect();
+        lines.push(format!(
+            "{} files: {why} ({} and {} more)",
+            paths.len(),
+            named.join(", "),
+            paths.len() - named.len()
+        ));
+    }
+    lines
+}
+
 /// What a review says when GitHub's file listing stopped short.
 pub const LISTING_CUT_OFF: &str =
     "GitHub listed only part of this PR's files; the files beyond that listing were not reviewed.";
@@ -332,6 +372,36 @@ mod tests {
             !inputs.incomplete(),
             "what the repository marks so is not for review: the review is whole"
         );
+    }
+
+    #[test]
+    fn many_files_left_out_for_one_reason_are_one_line_unless_the_review_needed_them() {
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let big = "@@ -0,0 +1,2 @@\n+a\n+b\n";
+        let mut files: Vec<ChangedFile> = (0..7)
+            .map(|i| changed(&format!("api/gen{i}.ts"), Some(patch)))
+            .collect();
+        files.push(changed("src/a.rs", Some(patch)));
+        files.extend((0..7).map(|i| changed(&format!("src/big{i}.rs"), Some(big))));
+        files.push(changed("Cargo.lock", Some(patch)));
+        let config = ReviewConfig {
+            max_patch_tokens: 8,
+            ..ReviewConfig::default()
+        };
+        let attributes = Attributes::parse("api/** linguist-generated\n");
+        let inputs = select(files, false, &config, &attributes);
+        let lines = left_out_lines(&inputs.not_reviewed);
+        assert_eq!(
+            lines[0],
+            "7 files: marked `linguist-generated` in `.gitattributes` (`api/gen0.ts`, `api/gen1.ts`, `api/gen2.ts` and 4 more)"
+        );
+        assert_eq!(lines.len(), 1 + 7 + 1, "{lines:#?}");
+        assert!(
+            lines[1..8]
+                .iter()
+                .all(|line| line.contains("over the patch token budget"))
+        );
+        assert_eq!(lines[8], "`Cargo.lock`: matches `review.skipPaths`");
     }
 
     #[test]

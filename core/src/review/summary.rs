@@ -327,8 +327,8 @@ impl Summary<'_> {
         }
         if !self.not_reviewed.is_empty() || self.listing_truncated {
             out.push_str("\n**Not reviewed:**\n\n");
-            for file in self.not_reviewed {
-                out.push_str(&format!("- `{}`: {}\n", file.path, file.why));
+            for line in crate::review::inputs::left_out_lines(self.not_reviewed) {
+                out.push_str(&format!("- {line}\n"));
             }
             if self.listing_truncated {
                 out.push_str(&format!("- {}\n", crate::review::inputs::LISTING_CUT_OFF));
