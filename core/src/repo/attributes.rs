@@ -44,6 +44,8 @@ pub struct Attributes {
 
 #[derive(Debug, Clone)]
 struct Rule {
+    /// The line as written (trimmed), to say which rule a change adds.
+    line: String,
     pattern: GlobMatcher,
     /// `Some(true)` sets, `Some(false)` unsets, `None` forgets (`!attr`).
     generated: Option<Option<bool>>,
@@ -81,6 +83,15 @@ impl Attributes {
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+
+    /// The lines that mark files generated or vendored (not those that only take a mark
+    /// away), as written.
+    pub fn marking_lines(&self) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter(|rule| rule.generated == Some(Some(true)) || rule.vendored == Some(Some(true)))
+            .map(|rule| rule.line.as_str())
+    }
 }
 
 /// The rule on one line, when it names a file and one of the two attributes.
@@ -103,6 +114,7 @@ fn rule(line: &str) -> Option<Rule> {
         return None;
     }
     Some(Rule {
+        line: line.to_string(),
         pattern: matcher(&pattern)?,
         generated,
         vendored,

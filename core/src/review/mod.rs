@@ -45,6 +45,7 @@ mod recover;
 pub mod regate;
 pub mod rerun;
 pub mod resolution;
+pub mod rules_change;
 pub mod runs;
 mod scope;
 mod skip;
@@ -308,6 +309,13 @@ impl ReviewHandler {
         run.base_sha = scope_of_review.base_sha.clone();
         let guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
         let attributes = load_attributes(github, scope, &loaded.branch).await;
+        let in_force = rules_change::InForce {
+            config,
+            attributes: &attributes,
+            deadline: self.services.config.pass_deadline(),
+        };
+        let rules_changed =
+            rules_change::rules_changed(github, scope, &head_sha, &listing.files, &in_force).await;
         let earlier = store.findings_for_pr(&repo, job.number).await?;
         if scope_of_review.incremental {
             learned::code_changed(
@@ -392,6 +400,7 @@ impl ReviewHandler {
             rerun_of: runs::parse_key(&run.head_sha).1,
             guidelines: &guidelines,
             config_warnings: &loaded.warnings,
+            rules_changed: &rules_changed,
             usage: &usage,
             spent_on_pr,
             silenced: &silenced,

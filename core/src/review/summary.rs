@@ -134,6 +134,9 @@ pub struct Framing<'a> {
     pub rerun_of: Option<u64>,
     pub guidelines: &'a [crate::repo::Guideline],
     pub config_warnings: &'a [ConfigWarning],
+    /// What the PR would change in the rules later reviews go by (see
+    /// [`crate::review::rules_change`]), said above the findings.
+    pub rules_changed: &'a [String],
     pub usage: &'a UsageTally,
     /// What the PR has cost so far, this run included (reviews and conversation turns).
     pub spent_on_pr: Option<crate::llm::usage::SpentOnPr>,
@@ -176,6 +179,14 @@ impl Summary<'_> {
     pub fn render(&self, fallback: bool) -> String {
         let mut out = String::from("## Parley review\n\n");
         out.push_str(&self.headline());
+        if !self.framing.rules_changed.is_empty() {
+            out.push_str(
+                "\n\n> [!WARNING]\n> **This PR changes the rules Parley reviews by.** It is reviewed by the default branch's; once it is merged, later PRs are reviewed by these:\n",
+            );
+            for line in self.framing.rules_changed {
+                out.push_str(&format!("> - {line}\n"));
+            }
+        }
         if fallback && !self.filtered.inline.is_empty() {
             out.push_str(
                 "\n\nGitHub did not accept these as inline comments, so they are listed here:\n\n",

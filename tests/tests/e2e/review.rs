@@ -33,6 +33,8 @@ parley_tests::review_on_both_stores!(
     guidelines_come_from_the_base_ref,
     files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
+    a_pr_that_changes_the_rules_is_reviewed_by_the_old_ones_and_says_what_would_change,
+    a_rules_change_github_will_not_show_is_still_said,
     large_pr_lists_what_was_not_reviewed,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
     a_pr_that_only_removes_files_says_so,
@@ -697,18 +699,104 @@ async fn a_gitattributes_github_will_not_give_leaves_every_file_for_review(h: Re
         ".gitattributes",
         "src/db.rs linguist-generated\n",
     );
-    h.github.inject(Injected {
-        method: "GET",
-        path_contains: "/contents/.gitattributes".into(),
-        status: 500,
-        body: json!({"message": "Server Error"}),
-        headers: vec![],
-        times: 20,
-    });
+    github_will_not_show(&h, ".gitattributes");
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     let text = h.summary();
     assert!(text.contains("Files reviewed: `src/db.rs`\n"), "{text}");
     assert!(h.pass_prompts()[0].text().contains("src/db.rs"));
+}
+
+/// Merged, a PR's `.parley.yml` and `.gitattributes` are what every later PR is reviewed
+/// by: one that would stop blocking on `high` and leave `src/` out says so above its
+/// findings, so whoever merges it decides knowingly. It is itself reviewed by the rules in
+/// force.
+async fn a_pr_that_changes_the_rules_is_reviewed_by_the_old_ones_and_says_what_would_change(
+    h: ReviewHarness,
+) {
+    h.github.set_file(
+        REPO,
+        HEAD,
+        ".parley.yml",
+        "gate:\n  blockOn: [critical]\nreview:\n  minConfidence: 75\n",
+    );
+    h.github.set_file(
+        REPO,
+        HEAD,
+        ".gitattributes",
+        "src/** linguist-generated\n*.sh text eol=lf\n",
+    );
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            (
+                ".parley.yml",
+                "added",
+                "@@ -0,0 +1,4 @@\n+gate:\n+  blockOn: [critical]\n+review:\n+  minConfidence: 75",
+            ),
+            (
+                ".gitattributes",
+                "added",
+                "@@ -0,0 +1,2 @@\n+src/** linguist-generated\n+*.sh text eol=lf",
+            ),
+        ],
+    );
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 90, "SQL injection")]),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "**This PR changes the rules Parley reviews by.**",
+            "> - `.parley.yml` `gate.blockOn`: `[critical, high]` → `[critical]`",
+            "> - `.gitattributes` adds `src/** linguist-generated`: files it marks generated or vendored are not reviewed",
+            "`src/db.rs`",
+        ],
+    );
+    assert!(
+        !text.contains("minConfidence"),
+        "unchanged settings are not listed: {text}"
+    );
+    assert!(!text.contains("eol=lf"), "{text}");
+    assert_eq!(
+        h.conclusion(),
+        "failure",
+        "still gated by the rules in force"
+    );
+}
+
+async fn a_rules_change_github_will_not_show_is_still_said(h: ReviewHarness) {
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            (".parley.yml", "modified", "@@ -1 +1 @@\n-a: 1\n+a: 2"),
+        ],
+    );
+    github_will_not_show(&h, ".parley.yml");
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    assert!(
+        text.contains("> - `.parley.yml` changes (its new version could not be read)"),
+        "{text}"
+    );
+}
+
+/// Every read of `path` (any ref) answers 500, however often the client retries.
+fn github_will_not_show(h: &ReviewHarness, path: &str) {
+    h.github.inject(Injected {
+        method: "GET",
+        path_contains: format!("/contents/{path}"),
+        status: 500,
+        body: json!({"message": "Server Error"}),
+        headers: vec![],
+        times: 40,
+    });
 }
 
 async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {

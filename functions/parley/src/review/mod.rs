@@ -28,7 +28,7 @@ use parley_core::review::inputs::NotReviewed;
 use parley_core::review::merge::Candidate;
 use parley_core::review::publish::{self, Identified};
 use parley_core::review::pull_files::PullFiles;
-use parley_core::review::{ReviewError, summary};
+use parley_core::review::{ReviewError, rules_change, summary};
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
 use parley_store::sqlite::SqliteStore;
@@ -337,6 +337,19 @@ async fn review_pull(
             .map(|(repo_url, _)| repo_url.to_string())
             .unwrap_or_else(|| format!("https://github.com/{repo}"));
         let usage = llm.tally();
+        let in_force = rules_change::InForce {
+            config: &loaded.config,
+            attributes: &attributes,
+            deadline: session.deadline,
+        };
+        let rules_changed = rules_change::rules_changed(
+            github.as_ref(),
+            &scope,
+            &pr.head.sha,
+            &listing.files,
+            &in_force,
+        )
+        .await;
         let summary = analysis.summary(analyse::Framing {
             repo_url: &repo_url,
             head_sha: &pr.head.sha,
@@ -346,6 +359,7 @@ async fn review_pull(
             rerun_of: None,
             guidelines: &guidelines,
             config_warnings: &loaded.warnings,
+            rules_changed: &rules_changed,
             usage: &usage,
             spent_on_pr: None,
             silenced: session.silenced,

@@ -1,0 +1,182 @@
+//! A PR that changes the rules Parley reviews by. A PR is always reviewed by the default
+//! branch's `.parley.yml` and `.gitattributes` (a PR cannot change its own rules), but once
+//! it is merged its version is what every later PR is reviewed by: a `review.skipPaths`
+//! that takes in `src/**`, a `gate.blockOn` without `high`, a `.gitattributes` that marks
+//! real code generated would silence later findings without anyone deciding so in a
+//! setting's own place. So the review says, above its findings, what would change, and the
+//! person who merges it decides knowingly.
+//!
+//! Only what the PR's head would put in force is compared, setting by setting (the keys
+//! of `@parley configuration`), and for `.gitattributes` the lines that mark files
+//! generated or vendored. Read at the head from GitHub; a file that cannot be read is
+//! said to have changed without the detail, never passed over.
+
+use crate::config::{self, PassDeadline, RepoConfig};
+use crate::ports::github::{ChangedFile, FileStatus, GitHub, RepoScope};
+use crate::repo::Attributes;
+use crate::repo::attributes::FILE_NAME as ATTRIBUTES;
+use crate::sanitize;
+
+/// A setting's value shown at most this long (lists of globs can be long).
+const MAX_VALUE_CHARS: usize = 160;
+
+/// What the default branch has in force, to compare the PR's head with.
+pub struct InForce<'a> {
+    pub config: &'a RepoConfig,
+    pub attributes: &'a Attributes,
+    pub deadline: PassDeadline,
+}
+
+/// One line for each rule the PR would change once merged; empty when it changes none.
+pub async fn rules_changed(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    head_sha: &str,
+    changed: &[ChangedFile],
+    in_force: &InForce<'_>,
+) -> Vec<String> {
+    let touched = |name: &str| changed.iter().find(|file| file.filename == name);
+    let mut lines = Vec::new();
+    if let Some(file) = touched(config::FILE_NAME) {
+        match at_head(github, scope, head_sha, file).await {
+            Some(text) => {
+                let (mut head, mut warnings) = config::parse(&text);
+                in_force.deadline.apply(&mut head, &mut warnings);
+                lines.extend(settings_changed(in_force.config, &head));
+            }
+            None => lines.push(format!(
+                "`{}` changes (its new version could not be read)",
+                config::FILE_NAME
+            )),
+        }
+    }
+    if let Some(file) = touched(ATTRIBUTES) {
+        match at_head(github, scope, head_sha, file).await {
+            Some(text) => lines.extend(marks_added(in_force.attributes, &Attributes::parse(&text))),
+            None => lines.push(format!(
+                "`{ATTRIBUTES}` changes (its new version could not be read)"
+            )),
+        }
+    }
+    lines
+}
+
+/// The file's text at the head: empty when the PR deletes it (its defaults then apply).
+async fn at_head(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    head_sha: &str,
+    file: &ChangedFile,
+) -> Option<String> {
+    if file.status == FileStatus::Removed {
+        return Some(String::new());
+    }
+    match github
+        .get_file_contents(scope, &file.filename, head_sha)
+        .await
+    {
+        Ok(Some(contents)) => contents.text().map(str::to_string),
+        Ok(None) => Some(String::new()),
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), path = %file.filename, error = %err, "could not read a rules file at the PR's head");
+            None
+        }
+    }
+}
+
+/// `.parley.yml`'s settings that differ, as `key`: old → new.
+pub fn settings_changed(in_force: &RepoConfig, head: &RepoConfig) -> Vec<String> {
+    let before = config::describe(in_force);
+    let after = config::describe(head);
+    before
+        .iter()
+        .zip(&after)
+        .filter(|((_, old), (_, new))| old != new)
+        .map(|((key, old), (_, new))| {
+            format!(
+                "`{}` `{key}`: `{}` → `{}`",
+                config::FILE_NAME,
+                shown(old),
+                shown(new)
+            )
+        })
+        .collect()
+}
+
+/// The `.gitattributes` lines that mark files generated or vendored at the head and not in
+/// force now: what later reviews would leave out.
+pub fn marks_added(in_force: &Attributes, head: &Attributes) -> Vec<String> {
+    head.marking_lines()
+        .filter(|line| !in_force.marking_lines().any(|now| now == *line))
+        .map(|line| {
+            format!(
+                "`{ATTRIBUTES}` adds `{}`: files it marks generated or vendored are not reviewed",
+                shown(line)
+            )
+        })
+        .collect()
+}
+
+fn shown(value: &str) -> String {
+    sanitize::inline_name(&sanitize::truncate(value, MAX_VALUE_CHARS)).replace('`', "'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_setting_that_differs_is_one_line() {
+        let now = RepoConfig::default();
+        let (head, _) = config::parse(
+            "gate:\n  blockOn: [critical]\n  incomplete: hold\nreview:\n  minConfidence: 75\n",
+        );
+        assert_eq!(
+            settings_changed(&now, &head),
+            [
+                "`.parley.yml` `gate.blockOn`: `[critical, high]` → `[critical]`",
+                "`.parley.yml` `gate.incomplete`: `pass` → `hold`",
+            ],
+            "a setting written with its default value is no change"
+        );
+        assert!(settings_changed(&now, &RepoConfig::default()).is_empty());
+    }
+
+    #[test]
+    fn long_and_odd_values_stay_on_their_line() {
+        let now = RepoConfig::default();
+        let globs: Vec<String> = (0..60).map(|i| format!("\"dir{i}/**\"")).collect();
+        let (head, _) = config::parse(&format!(
+            "review:\n  skipPaths: [{}, \"a`b\"]\n",
+            globs.join(", ")
+        ));
+        let lines = settings_changed(&now, &head);
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(lines[0].starts_with("`.parley.yml` `review.skipPaths`: "));
+        assert!(
+            lines[0].chars().count() < 2 * MAX_VALUE_CHARS + 80,
+            "{}",
+            lines[0]
+        );
+        assert!(!lines[0].contains('\n'));
+    }
+
+    #[test]
+    fn only_new_marking_lines_are_said() {
+        let now = Attributes::parse("api/** linguist-generated\n*.sh text eol=lf\n");
+        let head = Attributes::parse(
+            "api/** linguist-generated\nsrc/** linguist-generated\nlib/** -linguist-vendored\n*.sh text eol=lf\n",
+        );
+        assert_eq!(
+            marks_added(&now, &head),
+            [
+                "`.gitattributes` adds `src/** linguist-generated`: files it marks generated or vendored are not reviewed",
+            ],
+            "a line that takes a mark away leaves nothing out"
+        );
+        assert!(
+            marks_added(&head, &now).is_empty(),
+            "taking marks away leaves out nothing more"
+        );
+    }
+}
