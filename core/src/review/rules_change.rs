@@ -9,12 +9,14 @@
 //! Only what the PR's head would put in force is compared, setting by setting (the keys
 //! of `@parley configuration`), and for `.gitattributes` the lines that mark files
 //! generated or vendored. Read at the head from GitHub; a file that cannot be read is
-//! said to have changed without the detail, never passed over.
+//! said to have changed without the detail, never passed over. Guideline files
+//! (`CLAUDE.md`, `AGENTS.md`) steer every pass in their directory: a change to one is
+//! named, its diff is in the review for anyone to read.
 
 use crate::config::{self, PassDeadline, RepoConfig};
 use crate::ports::github::{ChangedFile, FileStatus, GitHub, RepoScope};
-use crate::repo::Attributes;
 use crate::repo::attributes::FILE_NAME as ATTRIBUTES;
+use crate::repo::{Attributes, GUIDELINE_FILES};
 use crate::sanitize;
 
 /// A setting's value shown at most this long (lists of globs can be long).
@@ -58,7 +60,32 @@ pub async fn rules_changed(
             )),
         }
     }
+    lines.extend(
+        changed
+            .iter()
+            .filter(|file| is_guideline(&file.filename))
+            .map(|file| {
+                format!(
+                    "`{}` {}: later reviews of code under it follow its new text",
+                    shown(&file.filename),
+                    if file.status == FileStatus::Removed {
+                        "is deleted"
+                    } else {
+                        "changes"
+                    }
+                )
+            }),
+    );
     lines
+}
+
+/// A file the passes read as the repository's guidelines (see [`crate::repo::GUIDELINE_FILES`]).
+fn is_guideline(path: &str) -> bool {
+    GUIDELINE_FILES.contains(&path)
+        || ["CLAUDE.md", "AGENTS.md"].iter().any(|name| {
+            path.strip_suffix(name)
+                .is_some_and(|dir| dir.ends_with('/'))
+        })
 }
 
 /// The file's text at the head: empty when the PR deletes it (its defaults then apply).
@@ -159,6 +186,26 @@ mod tests {
             lines[0]
         );
         assert!(!lines[0].contains('\n'));
+    }
+
+    #[test]
+    fn guideline_files_are_known_by_name_and_place() {
+        for path in [
+            "CLAUDE.md",
+            ".claude/CLAUDE.md",
+            "AGENTS.md",
+            "src/api/AGENTS.md",
+        ] {
+            assert!(is_guideline(path), "{path}");
+        }
+        for path in [
+            "docs/NOT_CLAUDE.md",
+            "README.md",
+            "src/AGENTS.md.bak",
+            "XAGENTS.md",
+        ] {
+            assert!(!is_guideline(path), "{path}");
+        }
     }
 
     #[test]
