@@ -45,8 +45,7 @@ impl ReviewHandler {
         published: Published<'_>,
     ) -> Result<(), ReviewError> {
         let head_sha = runs::head_of(&run.head_sha).to_string();
-        let let_through_meanwhile =
-            let_through::arrived_during(self.services.store.as_ref(), run).await;
+        let_through::arrived_during(self.services.store.as_ref(), run).await;
         // Blocking findings of earlier reviews nobody resolved or won block this head
         // too: an incremental review sees only the new commits, so without them any push
         // that leaves an old finding alone would turn the gate green. A manual review
@@ -75,14 +74,8 @@ impl ReviewHandler {
             head_sha: &head_sha,
         };
         let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-        self.conclude_check(
-            scope,
-            run,
-            &head_sha,
-            (conclusion, output),
-            let_through_meanwhile,
-        )
-        .await?;
+        self.conclude_check(scope, run, &head_sha, (conclusion, output))
+            .await?;
         run.review_id = review.map(|r| r.id);
         run.review_url = review.map(|r| r.html_url.clone());
         runs::finish(self.services.store.as_ref(), run, RunState::Published).await?;
@@ -97,7 +90,6 @@ impl ReviewHandler {
         run: &mut ReviewRun,
         head_sha: &str,
         (conclusion, output): (CheckConclusion, CheckRunOutput),
-        let_through_meanwhile: bool,
     ) -> Result<(), ReviewError> {
         let key = runs::claim_key(&run.repo, run.pr, &run.head_sha);
         let check = gate::Check {
@@ -112,7 +104,7 @@ impl ReviewHandler {
             &check,
             conclusion,
             output,
-            let_through_meanwhile,
+            run.let_through_by.is_some(),
         )
         .await?;
         run.check_run_id = Some(id);

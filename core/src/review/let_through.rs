@@ -24,9 +24,10 @@
 //! What the button reads can be stale by the time it writes: the queue's retry of a failed
 //! review may start in between. So the mark is written alone (a retry's own writes keep it,
 //! see [`crate::ports::ReviewRuns::let_run_through`]), and a run that ends finds a mark
-//! made while it ran ([`arrived_during`]): its conclusion honours it and is published as
-//! the newest check ([`complete_newest`]), since the let-through's check, newer than the
-//! one the run started with, would otherwise stand over a blocking finding it reports.
+//! made while it ran ([`arrived_during`]): its conclusion honours it, and a run of a head
+//! that was let through is published as the newest check ([`complete_newest`]) whenever
+//! a newer one of the name stands on the head, since the let-through's check, newer than
+//! the one the run started with, would otherwise stand over a blocking finding it reports.
 
 use super::{ReviewError, ReviewHandler, gate, pr_url, regate, repo_url, resolution, runs};
 use crate::config::{Incomplete, RepoConfig};
@@ -250,13 +251,13 @@ impl ReviewHandler {
     }
 }
 
-/// Whether someone let `run`'s head through while it was under way (a mark the copy it
-/// started from does not have); the mark is then taken into `run`, so the run concludes as
-/// let through. A store that cannot be read leaves the run as it is: the check then says
-/// what the run found, which is no worse than before the button was pressed.
-pub(super) async fn arrived_during(store: &dyn Store, run: &mut ReviewRun) -> bool {
+/// Take into `run` a let-through made while it was under way (a mark the copy it started
+/// from does not have), so that the run concludes as let through. A store that cannot be
+/// read leaves the run as it is: the check then says what the run found, which is no
+/// worse than before the button was pressed.
+pub(super) async fn arrived_during(store: &dyn Store, run: &mut ReviewRun) {
     if run.let_through_by.is_some() {
-        return false;
+        return;
     }
     match store.review_run(&run.repo, run.pr, &run.head_sha).await {
         Ok(Some(ReviewRun {
@@ -265,29 +266,44 @@ pub(super) async fn arrived_during(store: &dyn Store, run: &mut ReviewRun) -> bo
         })) => {
             tracing::info!(repo = %run.repo, number = run.pr, run = %run.head_sha, login = %who, "the head was let through while its review ran");
             run.let_through_by = Some(who);
-            true
         }
-        Ok(_) => false,
+        Ok(_) => {}
         Err(err) => {
             tracing::warn!(repo = %run.repo, number = run.pr, error = %err, "could not read whether the head was let through meanwhile");
-            false
         }
     }
 }
 
-/// Conclude `check`; after a let-through [`arrived_during`] the run, conclude it once more
-/// as a new check run, which is then the newest of its name on the head (the one branch
-/// protection reads), standing over the let-through's.
+/// Conclude `check`; on a head someone let through (`let_through`), conclude it once more
+/// as a new check run when a newer one of its name stands on the head (the let-through's:
+/// GitHub's ids only grow), so that this run's conclusion is the newest, the one branch
+/// protection reads. Asked of GitHub rather than inferred, so it holds however the run got
+/// here (a let-through while it ran, a retry after the second write failed). When GitHub
+/// cannot say, the run's conclusion is published anew: one completed check too many is
+/// harmless, a let-through standing over a blocking finding is not.
 pub(super) async fn complete_newest(
     github: &dyn GitHub,
     scope: &RepoScope,
     check: &gate::Check<'_>,
     conclusion: CheckConclusion,
     output: CheckRunOutput,
-    let_through_meanwhile: bool,
+    let_through: bool,
 ) -> Result<u64, GitHubError> {
     let id = gate::complete(github, scope, check, conclusion, output.clone()).await?;
-    if !let_through_meanwhile || check.id.is_none() {
+    if !let_through {
+        return Ok(id);
+    }
+    let newer = match github
+        .list_check_runs(scope, check.head_sha, check.name)
+        .await
+    {
+        Ok(runs) => runs.iter().any(|run| run.id > id),
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), error = %err, "could not list the head's checks; concluding in a new one");
+            true
+        }
+    };
+    if !newer {
         return Ok(id);
     }
     let newest = gate::Check { id: None, ..*check };

@@ -229,7 +229,7 @@ impl ReviewHandler {
             }
             Err(err) => {
                 tracing::error!(%repo, number = job.number, %head_sha, error = %err, "review failed");
-                let let_through_meanwhile = let_through::arrived_during(store, &mut run).await;
+                let_through::arrived_during(store, &mut run).await;
                 // The public check says what failed, never the raw error (provider
                 // messages carry internal hostnames and request ids).
                 let (conclusion, output) = conclude::failed(
@@ -255,7 +255,7 @@ impl ReviewHandler {
                     &check,
                     conclusion,
                     output,
-                    let_through_meanwhile,
+                    run.let_through_by.is_some(),
                 )
                 .await
                 {

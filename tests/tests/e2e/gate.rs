@@ -37,6 +37,7 @@ parley_tests::review_on_both_stores!(
     a_review_left_running_by_a_dead_worker_can_be_let_through,
     a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it,
     a_head_the_budget_held_stays_let_through_when_it_is_run_again,
+    a_let_through_head_concludes_in_its_newest_check_however_its_run_got_there,
 );
 
 fn blocking() -> String {
@@ -890,6 +891,31 @@ async fn a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it(h: 
         (run.state, run.let_through_by.as_deref()),
         (RunState::Published, Some("carol"))
     );
+}
+
+/// A run of a head carol let through that still holds a check older than hers (a retry
+/// after its conclusion's second write failed, say): its conclusion must not land in that
+/// older check, under carol's `neutral`.
+async fn a_let_through_head_concludes_in_its_newest_check_however_its_run_got_there(
+    h: ReviewHarness,
+) {
+    fail_the_heads_review(&h).await;
+    let held = h.latest_gate(HEAD)["id"].as_u64().expect("check id");
+    carol_lets_it_through(&h).await;
+    let run = ReviewRun {
+        check_run_id: Some(held),
+        ..h.run_of(HEAD).await
+    };
+    h.store.put_review_run(&run).await.expect("store");
+    h.llm.remove_rules("");
+    h.llm
+        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("the retry reviews the head");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "failure", "{:#?}", h.gate_checks(HEAD));
+    assert_ne!(gate["id"].as_u64(), Some(held), "a new check, the newest");
 }
 
 /// The installation's budget is spent: the head's review does not run and its check is
