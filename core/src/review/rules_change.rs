@@ -37,10 +37,15 @@ pub async fn rules_changed(
     changed: &[ChangedFile],
     in_force: &InForce<'_>,
 ) -> Vec<String> {
-    let touched = |name: &str| changed.iter().find(|file| file.filename == name);
+    // Renamed away counts too: the file is then gone at the head.
+    let touched = |name: &str| {
+        changed
+            .iter()
+            .find(|file| file.filename == name || file.previous_filename.as_deref() == Some(name))
+    };
     let mut lines = Vec::new();
     if let Some(file) = touched(config::FILE_NAME) {
-        match at_head(github, scope, head_sha, file).await {
+        match at_head(github, scope, head_sha, file, config::FILE_NAME).await {
             Some(text) => {
                 let (mut head, mut warnings) = config::parse(&text);
                 in_force.deadline.apply(&mut head, &mut warnings);
@@ -53,29 +58,37 @@ pub async fn rules_changed(
         }
     }
     if let Some(file) = touched(ATTRIBUTES) {
-        match at_head(github, scope, head_sha, file).await {
+        match at_head(github, scope, head_sha, file, ATTRIBUTES).await {
             Some(text) => lines.extend(marks_added(in_force.attributes, &Attributes::parse(&text))),
             None => lines.push(format!(
                 "`{ATTRIBUTES}` changes (its new version could not be read)"
             )),
         }
     }
-    lines.extend(
-        changed
-            .iter()
-            .filter(|file| is_guideline(&file.filename))
-            .map(|file| {
-                format!(
-                    "`{}` {}: later reviews of code under it follow its new text",
-                    shown(&file.filename),
-                    if file.status == FileStatus::Removed {
-                        "is deleted"
-                    } else {
-                        "changes"
-                    }
-                )
-            }),
-    );
+    for file in changed {
+        let moved_away = file
+            .previous_filename
+            .as_deref()
+            .filter(|previous| is_guideline(previous) && *previous != file.filename);
+        if let Some(previous) = moved_away {
+            lines.push(format!(
+                "`{}` is moved to `{}`: later reviews of code under it no longer follow it there",
+                shown(previous),
+                shown(&file.filename)
+            ));
+        }
+        if is_guideline(&file.filename) {
+            lines.push(format!(
+                "`{}` {}: later reviews of code under it follow its new text",
+                shown(&file.filename),
+                if file.status == FileStatus::Removed {
+                    "is deleted"
+                } else {
+                    "changes"
+                }
+            ));
+        }
+    }
     lines
 }
 
@@ -88,14 +101,16 @@ fn is_guideline(path: &str) -> bool {
         })
 }
 
-/// The file's text at the head: empty when the PR deletes it (its defaults then apply).
+/// The text of `name` at the head: empty when the PR deletes it or moves it away (its
+/// defaults then apply).
 async fn at_head(
     github: &dyn GitHub,
     scope: &RepoScope,
     head_sha: &str,
     file: &ChangedFile,
+    name: &str,
 ) -> Option<String> {
-    if file.status == FileStatus::Removed {
+    if file.status == FileStatus::Removed || file.filename != name {
         return Some(String::new());
     }
     match github

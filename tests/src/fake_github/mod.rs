@@ -194,6 +194,17 @@ impl FakeGitHub {
         self.state().files.insert((repo.to_string(), number), files);
     }
 
+    /// Mark changed file `name` (see [`FakeGitHub::set_files`]) as moved from `previous`,
+    /// as GitHub lists a rename.
+    pub fn renamed_from(&self, repo: &str, number: u64, name: &str, previous: &str) {
+        if let Some(files) = self.state().files.get_mut(&(repo.to_string(), number)) {
+            for file in files.iter_mut().filter(|f| f["filename"] == name) {
+                file["status"] = "renamed".into();
+                file["previous_filename"] = previous.into();
+            }
+        }
+    }
+
     /// The answer to `GET /repos/{repo}/compare/{base}...{head}`: `(filename, status, patch)`.
     pub fn set_compare(&self, repo: &str, base: &str, head: &str, files: &[(&str, &str, &str)]) {
         let files: Vec<Value> = files

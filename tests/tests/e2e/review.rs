@@ -35,6 +35,7 @@ parley_tests::review_on_both_stores!(
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
     a_pr_that_changes_the_rules_is_reviewed_by_the_old_ones_and_says_what_would_change,
     a_rules_change_github_will_not_show_is_still_said,
+    rules_moved_away_are_said_as_gone,
     large_pr_lists_what_was_not_reviewed,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
     a_pr_that_only_removes_files_says_so,
@@ -803,6 +804,33 @@ fn github_will_not_show(h: &ReviewHarness, path: &str) {
         headers: vec![],
         times: 40,
     });
+}
+
+/// A PR that renames `.parley.yml` away leaves the defaults in force once merged; one
+/// that moves a guideline file takes it from the code it steered.
+async fn rules_moved_away_are_said_as_gone(h: ReviewHarness) {
+    h.config("gate:\n  blockOn: [critical, high, medium]\n");
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("docs/old-parley.yml", "renamed", ""),
+            ("docs/agents.txt", "renamed", ""),
+        ],
+    );
+    h.github
+        .renamed_from(REPO, PR, "docs/old-parley.yml", ".parley.yml");
+    h.github
+        .renamed_from(REPO, PR, "docs/agents.txt", "src/AGENTS.md");
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    parley_tests::expect::says_all(
+        &h.summary(),
+        &[
+            "> - `.parley.yml` `gate.blockOn`: `[critical, high, medium]` → `[critical, high]`",
+            "> - `src/AGENTS.md` is moved to `docs/agents.txt`: later reviews of code under it no longer follow it there",
+        ],
+    );
 }
 
 async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
