@@ -38,6 +38,7 @@ parley_tests::review_on_both_stores!(
     a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it,
     a_head_the_budget_held_stays_let_through_when_it_is_run_again,
     a_let_through_head_concludes_in_its_newest_check_however_its_run_got_there,
+    a_let_through_head_whose_checks_github_will_not_list_concludes_in_a_new_check,
 );
 
 fn blocking() -> String {
@@ -899,9 +900,21 @@ async fn a_let_through_racing_the_retry_of_its_review_does_not_stand_over_it(h: 
 async fn a_let_through_head_concludes_in_its_newest_check_however_its_run_got_there(
     h: ReviewHarness,
 ) {
-    fail_the_heads_review(&h).await;
+    let held = let_through_with_a_run_on_an_older_check(&h).await;
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("the retry reviews the head");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "failure", "{:#?}", h.gate_checks(HEAD));
+    assert_ne!(gate["id"].as_u64(), Some(held), "a new check, the newest");
+}
+
+/// carol lets the failed head through, its run is left holding the held check (older
+/// than hers), and the model now finds a blocking finding. The held check's id.
+async fn let_through_with_a_run_on_an_older_check(h: &ReviewHarness) -> u64 {
+    fail_the_heads_review(h).await;
     let held = h.latest_gate(HEAD)["id"].as_u64().expect("check id");
-    carol_lets_it_through(&h).await;
+    carol_lets_it_through(h).await;
     let run = ReviewRun {
         check_run_id: Some(held),
         ..h.run_of(HEAD).await
@@ -910,12 +923,29 @@ async fn a_let_through_head_concludes_in_its_newest_check_however_its_run_got_th
     h.llm.remove_rules("");
     h.llm
         .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
+    held
+}
+
+/// As above, with GitHub failing to list the head's checks: the run cannot tell whether
+/// a newer one stands, so it concludes in a new check all the same.
+async fn a_let_through_head_whose_checks_github_will_not_list_concludes_in_a_new_check(
+    h: ReviewHarness,
+) {
+    let held = let_through_with_a_run_on_an_older_check(&h).await;
+    h.github.inject(Injected {
+        method: "GET",
+        path_contains: format!("/commits/{HEAD}/check-runs"),
+        status: 502,
+        body: json!({"message": "Bad Gateway"}),
+        headers: vec![],
+        times: 40,
+    });
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("the retry reviews the head");
     let gate = h.latest_gate(HEAD);
     assert_eq!(gate["conclusion"], "failure", "{:#?}", h.gate_checks(HEAD));
-    assert_ne!(gate["id"].as_u64(), Some(held), "a new check, the newest");
+    assert_ne!(gate["id"].as_u64(), Some(held));
 }
 
 /// The installation's budget is spent: the head's review does not run and its check is
