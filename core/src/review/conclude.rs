@@ -4,7 +4,7 @@
 
 use super::merge::Candidate;
 use super::{ReviewError, ReviewHandler, gate, let_through, pr_url, repo_url, runs};
-use crate::config::RepoConfig;
+use crate::config::{Incomplete, RepoConfig};
 use crate::job::ReviewJob;
 use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope, Review};
 use crate::ports::{Finding, ReviewRun, RunState};
@@ -219,7 +219,9 @@ pub(super) async fn conclude_not_run(
     let open = gate::still_blocking(&findings, config);
     let repo_url = repo_url(pr, &job.repo.full_name());
     let pr_url = pr_url(pr, &repo_url);
-    let let_through_by = match owed {
+    // Only a held head can have been let through; others are not read for it.
+    let held = owed && config.gate.incomplete == Incomplete::Hold;
+    let let_through_by = match held {
         true => services
             .store
             .review_run(&repo, job.number, &pr.head.sha)

@@ -4,12 +4,12 @@
 //! result inside one immediate transaction, so two connections upserting the same
 //! document (a second `parley serve`, an operator command) cannot lose an occurrence.
 
-use super::{SqliteStore, decode, encode, unavailable};
+use super::{SqliteStore, decode, encode, immediate, unavailable};
 use crate::corpus_rules;
 use async_trait::async_trait;
 use parley_core::ports::{Corpus, CorpusStore, Document, QuantizedVector, StoreError};
 use parley_core::retrieval::TermCounts;
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// The stored columns of one document, before decoding.
 struct StoredRow {
@@ -28,8 +28,7 @@ impl CorpusStore for SqliteStore {
     async fn upsert_document(&self, doc: &Document) -> Result<bool, StoreError> {
         let incoming = doc.clone();
         self.run("upsert_document", move |conn| {
-            let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
-                .map_err(|e| unavailable("upsert_document", &e))?;
+            let tx = immediate(conn).map_err(|e| unavailable("upsert_document", &e))?;
             let stored = select_one(&tx, &incoming.repo, incoming.corpus, &incoming.key)?;
             let is_new = stored.is_none();
             let merged = match stored {

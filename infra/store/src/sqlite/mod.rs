@@ -256,17 +256,13 @@ impl Installations for SqliteStore {
 
     async fn installation(&self, id: u64) -> Result<Option<Installation>, StoreError> {
         self.run("installation", move |conn| {
-            let record: Option<String> = conn
-                .query_row(
-                    "SELECT record FROM store_installations WHERE id = ?1",
-                    [id_column(id)],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(|e| unavailable("installation", &e))?;
-            record
-                .map(|r| decode(&r, format!("store_installations/{id}")))
-                .transpose()
+            one_record(
+                conn,
+                "installation",
+                "SELECT record FROM store_installations WHERE id = ?1",
+                [id_column(id)],
+                || format!("store_installations/{id}"),
+            )
         })
         .await
     }
@@ -324,11 +320,7 @@ impl Findings for SqliteStore {
         self.run("put_finding_if", move |conn| {
             // Read, compare and write under one immediate transaction: no other writer
             // (another connection to the file) can slip in between.
-            let tx = rusqlite::Transaction::new_unchecked(
-                conn,
-                rusqlite::TransactionBehavior::Immediate,
-            )
-            .map_err(|e| unavailable("put_finding_if", &e))?;
+            let tx = immediate(conn).map_err(|e| unavailable("put_finding_if", &e))?;
             let stored: Option<String> = tx
                 .query_row(
                     "SELECT record FROM store_findings WHERE repo = ?1 AND pr = ?2 AND id = ?3",
@@ -528,6 +520,27 @@ fn encode<T: Serialize>(record: &T, what: &str) -> Result<String, StoreError> {
     // Our own types always serialise; reaching this means a type changed shape.
     serde_json::to_string(record)
         .map_err(|e| StoreError::Config(format!("encoding {what} as JSON: {e}")))
+}
+
+/// The record (first column) of the one row `sql` selects, decoded; `None` without one.
+fn one_record<T: DeserializeOwned>(
+    conn: &Connection,
+    operation: &str,
+    sql: &str,
+    params: impl rusqlite::Params,
+    location: impl FnOnce() -> String,
+) -> Result<Option<T>, StoreError> {
+    let record: Option<String> = conn
+        .query_row(sql, params, |row| row.get(0))
+        .optional()
+        .map_err(|e| unavailable(operation, &e))?;
+    record.map(|r| decode(&r, location())).transpose()
+}
+
+/// An immediate transaction: no other connection to the file writes between its read and
+/// its write (a deferred one would take the write lock only at the write).
+fn immediate(conn: &Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
 }
 
 fn decode<T: DeserializeOwned>(record: &str, location: String) -> Result<T, StoreError> {

@@ -2,11 +2,11 @@
 //! part of a run written by someone other than the worker running it, so both writes that
 //! touch it read and write under one immediate transaction.
 
-use super::{SqliteStore, decode, encode, id_column, unavailable};
+use super::{SqliteStore, decode, encode, id_column, immediate, one_record, unavailable};
 use crate::ordering;
 use async_trait::async_trait;
 use parley_core::ports::{ReviewRun, ReviewRuns, StoreError};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, params};
 
 #[async_trait]
 impl ReviewRuns for SqliteStore {
@@ -96,27 +96,17 @@ impl ReviewRuns for SqliteStore {
     }
 }
 
-/// Immediate, so that no other connection to the file writes between the read and the
-/// write (a deferred transaction would take the write lock only at the write).
-fn immediate(conn: &Connection) -> rusqlite::Result<Transaction<'_>> {
-    Transaction::new_unchecked(conn, TransactionBehavior::Immediate)
-}
-
 fn stored_run(
     conn: &Connection,
     repo: &str,
     pr: u64,
     run_key: &str,
 ) -> Result<Option<ReviewRun>, StoreError> {
-    let record: Option<String> = conn
-        .query_row(
-            "SELECT record FROM store_review_runs WHERE repo = ?1 AND pr = ?2 AND head_sha = ?3",
-            params![repo, id_column(pr), run_key],
-            |row| row.get(0),
-        )
-        .optional()
-        .map_err(|e| unavailable("review_run", &e))?;
-    record
-        .map(|r| decode(&r, format!("store_review_runs/{repo}#{pr}/{run_key}")))
-        .transpose()
+    one_record(
+        conn,
+        "review_run",
+        "SELECT record FROM store_review_runs WHERE repo = ?1 AND pr = ?2 AND head_sha = ?3",
+        params![repo, id_column(pr), run_key],
+        || format!("store_review_runs/{repo}#{pr}/{run_key}"),
+    )
 }
