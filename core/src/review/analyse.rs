@@ -23,7 +23,7 @@ use crate::review::findings::PassResult;
 use crate::review::inputs::{self, ReviewInputs};
 use crate::review::learned::{self, JudgeStatus};
 use crate::review::merge::{self, Merged};
-use crate::review::specialists::{self, PassProgress};
+use crate::review::specialists::{self, NotNeeded, PassProgress};
 pub use crate::review::summary::Framing;
 use crate::review::{grounding, prompts, summary};
 use std::collections::{HashMap, HashSet};
@@ -80,6 +80,8 @@ pub struct Analysis {
     pub retrieved: Retrieved,
     /// The summary's "Context used" section; empty when nothing was used.
     pub context_used: String,
+    /// Passes left out because the change gave them nothing to look at.
+    pub not_needed: Vec<NotNeeded>,
 }
 
 /// Review `subject`. Errors only when every pass failed; a failed judge, unreadable
@@ -157,7 +159,8 @@ pub async fn analyse(
         .map(|f| format!("{}:{} {}", f.path, f.line, f.title))
         .collect();
 
-    let chosen = specialists::select(&config.review, !subject.guidelines.is_empty());
+    let reviewed: Vec<&str> = inputs.files.iter().map(|f| f.path.as_str()).collect();
+    let chosen = specialists::select(&config.review, !subject.guidelines.is_empty(), &reviewed);
     let context = prompts::ReviewContext {
         repo: subject.repo,
         title: subject.title,
@@ -182,7 +185,7 @@ pub async fn analyse(
         Ok(code) if config.review.tools.enabled => {
             let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
             Some(if config.review.judge {
-                toolbox.keeping_a_share_for_last(chosen.len())
+                toolbox.keeping_a_share_for_last(chosen.run.len())
             } else {
                 toolbox
             })
@@ -194,7 +197,7 @@ pub async fn analyse(
     } else {
         specialists::run_all(
             llm,
-            &chosen,
+            &chosen.run,
             &shared,
             &passes_only,
             toolbox.as_ref(),
@@ -272,6 +275,11 @@ pub async fn analyse(
         memory,
         retrieved,
         context_used,
+        not_needed: if to_review {
+            chosen.not_needed
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -318,6 +326,7 @@ impl Analysis {
                 .map(|r| r.specialist)
                 .collect(),
             passes_failed: self.passes_failed(),
+            passes_not_needed: &self.not_needed,
             filtered: &self.filtered,
             duplicates: self.merged.duplicates,
             already_posted: self.merged.already_posted,

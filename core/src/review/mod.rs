@@ -26,6 +26,7 @@ mod conclude;
 pub mod diff;
 mod error;
 mod failure_note;
+pub mod file_kind;
 pub mod filter;
 pub mod findings;
 pub mod gate;

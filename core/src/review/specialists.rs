@@ -11,6 +11,7 @@ use crate::config::ReviewConfig;
 use crate::context::explore::ask_after_reading;
 use crate::context::tools::Toolbox;
 use crate::ports::llm::{AnswerStarted, Llm, LlmError, LlmRequest, Message};
+use crate::review::file_kind::{FileKind, kind_of};
 use crate::review::findings::{PassResult, pass_output};
 use crate::review::inputs::estimate_tokens;
 use crate::review::prompts::{self, SpecialistPrompt};
@@ -20,14 +21,59 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-/// The specialists `review.specialists` asks for; guideline compliance only when the
-/// repository has guideline files to comply with.
-pub fn select(config: &ReviewConfig, has_guidelines: bool) -> Vec<&'static SpecialistPrompt> {
-    prompts::ALL
+/// The passes a review runs, and those it leaves out for want of anything to look at.
+#[derive(Default)]
+pub struct Chosen {
+    pub run: Vec<&'static SpecialistPrompt>,
+    /// Passes `review.specialists` asks for that this change gives nothing to do (only
+    /// documentation or data changed), with why: the summary says so, since a pass not
+    /// listed at all would read as one forgotten.
+    pub not_needed: Vec<NotNeeded>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotNeeded {
+    pub specialist: &'static str,
+    pub why: &'static str,
+}
+
+/// `correctness, tests (only documentation changed)`: the passes left out and why, for
+/// the summary and the terminal; `None` when every pass chosen ran.
+pub fn not_needed_line(not_needed: &[NotNeeded]) -> Option<String> {
+    let first = not_needed.first()?;
+    let names: Vec<&str> = not_needed.iter().map(|n| n.specialist).collect();
+    Some(format!("{} ({})", names.join(", "), first.why))
+}
+
+/// The specialists `review.specialists` asks for that `reviewed` (the paths the passes
+/// read) gives something to do; guideline compliance only when the repository has
+/// guideline files to comply with. With no file to read (a change that only deletes,
+/// reviewed for the code still using it) every pass runs: that code is code.
+pub fn select(config: &ReviewConfig, has_guidelines: bool, reviewed: &[&str]) -> Chosen {
+    let most = reviewed
+        .iter()
+        .map(|path| kind_of(path))
+        .max()
+        .unwrap_or(FileKind::Code);
+    let (run, left_out): (Vec<_>, Vec<_>) = prompts::ALL
         .into_iter()
         .filter(|s| config.specialists.iter().any(|name| name == s.name))
         .filter(|s| s.name != prompts::GUIDELINES.name || has_guidelines)
-        .collect()
+        .partition(|s| most >= s.needs);
+    let why = match most {
+        FileKind::Prose => "only documentation changed",
+        FileKind::Data | FileKind::Code => "no code changed, only data and settings",
+    };
+    Chosen {
+        run,
+        not_needed: left_out
+            .into_iter()
+            .map(|s| NotNeeded {
+                specialist: s.name,
+                why,
+            })
+            .collect(),
+    }
 }
 
 /// Told as each pass finishes: the terminal's progress bar, the check run's "3 of 5
@@ -35,6 +81,9 @@ pub fn select(config: &ReviewConfig, has_guidelines: bool) -> Vec<&'static Speci
 /// fails the pass (a progress update is decoration).
 #[async_trait]
 pub trait PassProgress: Send + Sync {
+    /// Before the first pass: the passes about to run.
+    fn started(&self, _passes: &[&'static SpecialistPrompt]) {}
+
     async fn pass_done(&self, specialist: &'static str, ok: bool, done: usize, total: usize);
 }
 
@@ -63,6 +112,7 @@ pub async fn run_all(
     deadline: Duration,
     progress: &dyn PassProgress,
 ) -> Vec<PassResult> {
+    progress.started(specialists);
     let started = Instant::now();
     let done = AtomicUsize::new(0);
     let tally = Tally {
@@ -298,9 +348,60 @@ mod tests {
         }
     }
 
+    fn names(passes: &[&SpecialistPrompt]) -> Vec<&'static str> {
+        passes.iter().map(|p| p.name).collect()
+    }
+
+    #[test]
+    fn passes_a_change_gives_nothing_to_do_are_left_out_and_said() {
+        let config = ReviewConfig::default();
+        let all = ["security", "correctness", "tests", "style", "guidelines"];
+
+        let code = select(&config, true, &["README.md", "src/lib.rs"]);
+        assert_eq!(names(&code.run), all);
+        assert!(code.not_needed.is_empty());
+
+        let docs = select(&config, true, &["README.md", "docs/guide.rst"]);
+        assert_eq!(names(&docs.run), ["security", "style", "guidelines"]);
+        assert_eq!(
+            docs.not_needed,
+            [
+                NotNeeded {
+                    specialist: "correctness",
+                    why: "only documentation changed"
+                },
+                NotNeeded {
+                    specialist: "tests",
+                    why: "only documentation changed"
+                }
+            ]
+        );
+
+        let settings = select(&config, false, &["README.md", ".github/workflows/ci.yml"]);
+        assert_eq!(names(&settings.run), ["security", "correctness", "style"]);
+        assert_eq!(names_of(&settings.not_needed), ["tests"]);
+
+        // A change that only deletes is reviewed for the code still using what it deleted.
+        let deletion = select(&config, false, &[]);
+        assert_eq!(names(&deletion.run), all[..4]);
+
+        // What the repository did not ask for is not "not needed": it was never chosen.
+        let asked = ReviewConfig {
+            specialists: vec!["security".into(), "correctness".into()],
+            ..ReviewConfig::default()
+        };
+        let docs = select(&asked, false, &["README.md"]);
+        assert_eq!(names(&docs.run), ["security"]);
+        assert_eq!(names_of(&docs.not_needed), ["correctness"]);
+    }
+
+    fn names_of(left_out: &[NotNeeded]) -> Vec<&'static str> {
+        left_out.iter().map(|n| n.specialist).collect()
+    }
+
     #[tokio::test]
     async fn passes_run_concurrently_in_order_and_fail_alone() {
-        let specialists = select(&ReviewConfig::default(), false);
+        let specialists = select(&ReviewConfig::default(), false, &["src/lib.rs"]).run;
         assert_eq!(
             specialists.len(),
             4,
@@ -330,7 +431,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_pass_over_the_deadline_fails_alone() {
-        let specialists = select(&ReviewConfig::default(), false);
+        let specialists = select(&ReviewConfig::default(), false, &["src/lib.rs"]).run;
         let started = Instant::now();
         // Security takes 200 ms, the others 50 ms.
         let results = run_all(
@@ -405,7 +506,7 @@ mod tests {
     /// once.
     #[tokio::test]
     async fn passes_share_one_prefix_and_one_warms_the_cache_first() {
-        let specialists = select(&ReviewConfig::default(), false);
+        let specialists = select(&ReviewConfig::default(), false, &["src/lib.rs"]).run;
         let long = "a line of the diff\n".repeat(100);
         // (shared prefix, adapter streams, passes sent after the first: at its first
         // event (8-40 ms), at its end (40 ms on)).

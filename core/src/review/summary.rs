@@ -157,6 +157,8 @@ pub struct Summary<'a> {
     pub passes_ok: Vec<&'a str>,
     /// `(specialist, reason)`.
     pub passes_failed: Vec<(&'a str, String)>,
+    /// Passes the change gave nothing to look at.
+    pub passes_not_needed: &'a [crate::review::specialists::NotNeeded],
     pub filtered: &'a Filtered,
     pub duplicates: usize,
     pub already_posted: usize,
@@ -321,6 +323,11 @@ impl Summary<'_> {
         for (pass, reason) in &self.passes_failed {
             out.push_str(&format!(
                 "- ⚠️ The **{pass}** pass failed ({reason}); its area was not reviewed.\n"
+            ));
+        }
+        if let Some(line) = crate::review::specialists::not_needed_line(self.passes_not_needed) {
+            out.push_str(&format!(
+                "- Not needed, the change gives them nothing to look at: {line}\n"
             ));
         }
         if self.framing.guidelines.is_empty() {

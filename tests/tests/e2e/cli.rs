@@ -3,7 +3,7 @@
 //! (no `.env` found, nothing inherited from the test's environment).
 
 use parley_tests::review_harness::{
-    CORRECTNESS, DB_PATCH, HEAD, JUDGE, NAME, OWNER, PR, REPO, SECURITY, finding, reply,
+    CORRECTNESS, DB_PATCH, HEAD, JUDGE, NAME, OWNER, PR, REPO, SECURITY, TESTS, finding, reply,
 };
 use parley_tests::rig::Fakes;
 use parley_tests::serve_process::parley_binary;
@@ -268,6 +268,33 @@ async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed() {
     let json = printed_as(&rig, "octo-org/hello-world#42", "json").await;
     assert_eq!(json["files_reviewed"], serde_json::json!([]));
     assert!(rig.llm.prompts().is_empty(), "no pass ran");
+}
+
+/// A documentation change is not sent to the passes that have nothing to look at in it,
+/// and the terminal and the JSON say which were left out and why.
+#[tokio::test]
+async fn passes_a_documentation_change_gives_nothing_to_do_are_said() {
+    let rig = Rig::start().await;
+    rig.github.set_files(
+        REPO,
+        PR,
+        &[("docs/usage.md", "modified", "@@ -1 +1 @@\n-old\n+new\n")],
+    );
+    let text = reviewed(&rig).await;
+    assert!(
+        text.contains("Passes not needed: correctness, tests (only documentation changed)\n"),
+        "{text}"
+    );
+    let json = printed_as(&rig, "octo-org/hello-world#42", "json").await;
+    assert_eq!(
+        json["passes"]["ok"],
+        serde_json::json!(["security", "style"])
+    );
+    assert_eq!(
+        json["passes"]["not_needed"][1],
+        serde_json::json!({"pass": "tests", "reason": "only documentation changed"})
+    );
+    assert_eq!(rig.llm.calls_containing(TESTS), 0);
 }
 
 /// A finding taken out before it is reported is listed with why, in the text and the

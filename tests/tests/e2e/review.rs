@@ -39,6 +39,7 @@ parley_tests::review_on_both_stores!(
     large_pr_lists_what_was_not_reviewed,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
     a_pr_that_only_removes_files_says_so,
+    passes_a_documentation_change_gives_nothing_to_do_are_not_paid_for,
     a_patch_parley_cannot_read_leaves_the_review_partial,
     truncated_file_listing_is_reported,
     manual_request_for_a_reviewed_head_is_answered_once,
@@ -913,6 +914,63 @@ async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed(h: ReviewHarness) {
     assert_eq!(h.conclusion(), "success", "nothing Parley should have read");
     let check = h.latest_check("Parley review");
     assert_eq!(check["output"]["title"], "Nothing to review", "{check:#?}");
+}
+
+async fn passes_a_documentation_change_gives_nothing_to_do_are_not_paid_for(h: ReviewHarness) {
+    let token = "@@ -1 +1,2 @@\n # hello\n+Set API_TOKEN=ghp_0123456789abcdef to try it.";
+    let docs = [
+        ("README.md", "modified", token),
+        (
+            "docs/install.rst",
+            "added",
+            "@@ -0,0 +1 @@\n+Install with pip.",
+        ),
+    ];
+    h.github.set_files(REPO, PR, &docs);
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("README.md", 2, "high", 90, "A token in the README")]),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert_eq!(h.llm.calls_containing(TESTS), 0, "no tests pass on prose");
+    assert_eq!(h.llm.calls_containing(CORRECTNESS), 0, "nor a bug hunt");
+    assert_eq!(
+        h.llm.calls_containing(SECURITY),
+        1,
+        "a secret can be anywhere"
+    );
+    assert_eq!(h.llm.calls_containing(STYLE), 1);
+    parley_tests::expect::says_all(
+        &h.summary(),
+        &[
+            "**1 finding**: 1 high.",
+            "Specialists: security, style\n",
+            "Not needed, the change gives them nothing to look at: correctness, tests (only documentation changed)\n",
+        ],
+    );
+    assert_eq!(
+        h.conclusion(),
+        "failure",
+        "passes left out are not a partial review: what ran decides"
+    );
+
+    // A push of a settings file: it can be wrong, but holds no behaviour to test.
+    let settings = ("config/app.yaml", "modified", "@@ -1 +1 @@\n-a: 1\n+a: 2");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github.set_files(REPO, PR, &[docs[0], docs[1], settings]);
+    h.github.set_compare(REPO, HEAD, HEAD2, &[settings]);
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
+    // Nothing new found: the check says what was read, and no second review is posted.
+    let check = h.latest_check("Parley review");
+    let said = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(said.contains("(`config/app.yaml`)"), "{said}");
+    assert_eq!(
+        h.llm.calls_containing(TESTS),
+        0,
+        "settings hold nothing to test"
+    );
+    assert_eq!(h.llm.calls_containing(CORRECTNESS), 1, "but can be wrong");
 }
 
 async fn a_pr_that_only_removes_files_says_so(h: ReviewHarness) {

@@ -28,6 +28,7 @@ use parley_core::review::inputs::NotReviewed;
 use parley_core::review::merge::Candidate;
 use parley_core::review::publish::{self, Identified};
 use parley_core::review::pull_files::PullFiles;
+use parley_core::review::specialists::NotNeeded;
 use parley_core::review::{ReviewError, rules_change, summary};
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
@@ -154,6 +155,8 @@ pub struct Report {
     pub partial: bool,
     pub passes_ok: Vec<&'static str>,
     pub passes_failed: Vec<(&'static str, String)>,
+    /// Passes the change gave nothing to look at (only documentation or data changed).
+    pub passes_not_needed: Vec<NotNeeded>,
     pub below_threshold: usize,
     pub min_confidence: u8,
     /// Findings taken out (by a learning, the judge, or for naming code the review could
@@ -444,10 +447,6 @@ async fn analysis(
         progress,
         ..
     } = *session;
-    progress.start(&parley_core::review::specialists::select(
-        &config.review,
-        !subject.guidelines.is_empty(),
-    ));
     analyse::analyse(store, llm, config, subject, silenced, progress)
         .await
         .map_err(|err| match err {
@@ -495,6 +494,7 @@ fn report(
             .map(|r| r.specialist)
             .collect(),
         passes_failed: analysis.passes_failed(),
+        passes_not_needed: analysis.not_needed.clone(),
         below_threshold: analysis.filtered.below_threshold.len(),
         min_confidence: analysis.filtered.min_confidence,
         suppressed: analysis.suppressed.clone(),

@@ -20,7 +20,7 @@ impl Bar {
         Bar { bar }
     }
 
-    pub fn start(&self, passes: &[&SpecialistPrompt]) {
+    fn start(&self, passes: &[&SpecialistPrompt]) {
         if let Ok(style) = ProgressStyle::with_template(
             "{spinner} reviewing [{bar:20}] {pos}/{len} passes {msg} ({elapsed})",
         ) {
@@ -40,6 +40,10 @@ impl Bar {
 
 #[async_trait]
 impl PassProgress for Bar {
+    fn started(&self, passes: &[&'static SpecialistPrompt]) {
+        self.start(passes);
+    }
+
     async fn pass_done(&self, specialist: &'static str, ok: bool, _done: usize, _total: usize) {
         self.bar.inc(1);
         if !ok {

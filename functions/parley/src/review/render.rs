@@ -5,6 +5,7 @@ use console::{Style, style};
 use parley_core::ports::Severity;
 use parley_core::review::inputs::{LISTING_CUT_OFF, why_nothing_read};
 use parley_core::review::merge::Candidate;
+use parley_core::review::specialists::not_needed_line;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
@@ -161,6 +162,9 @@ fn footer(report: &Report, markdown: bool) -> String {
             out.push_str(&format!("{bullet}{pass}: {}\n", shown(reason)));
         }
     }
+    if let Some(line) = not_needed_line(&report.passes_not_needed) {
+        out.push_str(&format!("\nPasses not needed: {line}\n"));
+    }
     if !report.context_used.is_empty() {
         out.push_str("\nContext used (earlier reviews in the local store):\n");
         for item in &report.context_used {
@@ -258,6 +262,7 @@ fn json_value(report: &Report) -> Value {
         "passes": {
             "ok": report.passes_ok,
             "failed": report.passes_failed.iter().map(|(p, r)| json!({"pass": p, "reason": r})).collect::<Vec<_>>(),
+            "not_needed": report.passes_not_needed.iter().map(|n| json!({"pass": n.specialist, "reason": n.why})).collect::<Vec<_>>(),
         },
         "below_threshold": report.below_threshold,
         "min_confidence": report.min_confidence,
@@ -313,6 +318,7 @@ mod tests {
             partial: true,
             passes_ok: Vec::new(),
             passes_failed: vec![("security", "server said \x1b[31mno".into())],
+            passes_not_needed: Vec::new(),
             below_threshold: 0,
             min_confidence: 75,
             suppressed: vec![Suppressed {
