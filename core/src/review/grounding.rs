@@ -5,10 +5,13 @@
 //! about. Such findings are kept out of the review and listed with the suppressed ones,
 //! saying why.
 //!
-//! A file the PR changes always grounds a finding. Any other file does when the head's
-//! snapshot holds it and has the line named: the code context and the tools read only from
-//! that snapshot, so a file outside it is one the model never saw. Without a snapshot (it
-//! could not be read, or a local diff has none) only the changed files do.
+//! A file the PR changes grounds a finding on a line its diff shows, or on any line the
+//! head's snapshot of it has: a line past the file's end (line 900 of a 40-line file) is
+//! a line the model made up, however real the file. Any other file grounds a finding when
+//! the head's snapshot holds it and has the line named: the code context and the tools
+//! read only from that snapshot, so a file outside it is one the model never saw. Without
+//! a snapshot (it could not be read, or a local diff has none) only the changed files do,
+//! on any line.
 
 use super::diff::Patch;
 use super::merge::Candidate;
@@ -46,16 +49,20 @@ fn unseen(
     changed: &HashMap<String, Patch>,
     code: Option<&dyn Codebase>,
 ) -> Option<String> {
-    if changed.contains_key(&candidate.path) {
-        return None;
-    }
     let path = &candidate.path;
+    if let Some(patch) = changed.get(path) {
+        return match code.and_then(|code| code.line_count(path)) {
+            Some(lines)
+                if candidate.line > lines && !patch.right_lines().contains(&candidate.line) =>
+            {
+                Some(past_the_end(path, lines, candidate.line))
+            }
+            _ => None,
+        };
+    }
     match code.map(|code| code.line_count(path)) {
         Some(Some(lines)) if candidate.line <= lines => None,
-        Some(Some(lines)) => Some(format!(
-            "`{path}` has {lines} lines, not {}: the finding names code that is not there",
-            candidate.line
-        )),
+        Some(Some(lines)) => Some(past_the_end(path, lines, candidate.line)),
         Some(None) => Some(format!(
             "`{path}` is neither changed by this PR nor a file of the repository"
         )),
@@ -64,6 +71,10 @@ fn unseen(
              repository to see it"
         )),
     }
+}
+
+fn past_the_end(path: &str, lines: u32, line: u32) -> String {
+    format!("`{path}` has {lines} lines, not {line}: the finding names code that is not there")
 }
 
 #[cfg(test)]
@@ -90,6 +101,8 @@ mod tests {
         ];
         let (kept, suppressed) = ground(candidates.clone(), &changed, Some(&OneFile));
         let kept: Vec<_> = kept.iter().map(|c| (c.path.as_str(), c.line)).collect();
+        // The snapshot does not hold `src/db.rs` (over its caps, say): its lines are
+        // unknown, and a changed file's finding stands.
         assert_eq!(kept, [("src/db.rs", 9000), ("a.rs", 1000)]);
         let why: Vec<_> = suppressed.iter().map(|s| s.why.as_str()).collect();
         assert_eq!(
@@ -105,5 +118,23 @@ mod tests {
         let (kept, suppressed) = ground(candidates, &changed, None);
         assert_eq!(kept.len(), 1);
         assert_eq!(suppressed.len(), 3);
+    }
+
+    /// `a.rs` is changed: its diff's lines and the snapshot's lines ground a finding,
+    /// a line past both does not.
+    #[test]
+    fn a_finding_on_a_changed_file_stands_only_on_a_line_it_has() {
+        let patch =
+            crate::review::diff::parse_hunks("@@ -990,1 +1000,3 @@\n a\n+b\n+c").expect("a hunk");
+        let changed: HashMap<String, Patch> = [("a.rs".to_string(), patch)].into();
+        let candidates = vec![at("a.rs", 1000), at("a.rs", 1002), at("a.rs", 1003)];
+        let (kept, suppressed) = ground(candidates, &changed, Some(&OneFile));
+        let kept: Vec<_> = kept.iter().map(|c| c.line).collect();
+        // 1002 is past the snapshot's 1,000 lines but on the diff: the diff is the head.
+        assert_eq!(kept, [1000, 1002]);
+        assert_eq!(
+            suppressed[0].why,
+            "`a.rs` has 1000 lines, not 1003: the finding names code that is not there"
+        );
     }
 }
