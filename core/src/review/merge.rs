@@ -221,6 +221,17 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
     let code = patch
         .and_then(|p| code_at(p, start_line.unwrap_or(raw.line), raw.line))
         .unwrap_or_default();
+    // GitHub applies a suggestion over exactly the lines its comment is on. Where the
+    // range had to be cut to its last line, applying it would write over one line what
+    // was meant for several; and one that leaves its lines as they are offers a button
+    // that changes nothing. The finding stands either way.
+    let narrowed = raw.start_line.is_some_and(|start| start < raw.line) && start_line.is_none();
+    let suggestion = raw
+        .suggestion
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+        .filter(|_| !narrowed)
+        .filter(|s| !(on_diff && s.trim_end_matches('\n') == code));
     Candidate {
         path: raw.path.clone(),
         line: raw.line,
@@ -230,7 +241,7 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
         confidence: raw.confidence.min(100),
         title: raw.title.trim().to_string(),
         body: raw.body.trim().to_string(),
-        suggestion: raw.suggestion.clone().filter(|s| !s.trim().is_empty()),
+        suggestion,
         passes: vec![pass.to_string()],
         fingerprint: fingerprint(&raw.path, &raw.title, &code),
         site: site(&raw.path, &code),
@@ -464,6 +475,42 @@ mod tests {
         assert!(sql.body.contains("formatting"));
         assert!(sql.on_diff);
         assert!(!merged.candidates[1].on_diff, "line 40 is off the diff");
+    }
+
+    #[test]
+    fn a_suggestion_stands_only_where_applying_it_changes_its_own_lines() {
+        let suggesting = |start_line: Option<u32>, line: u32, text: &str| {
+            let finding = RawFinding {
+                start_line,
+                suggestion: Some(text.into()),
+                ..raw(line, "SQL injection", Severity::High, 90)
+            };
+            let merged = merge(&[pass("security", vec![finding])], &patches(), &[]);
+            merged.candidates[0].suggestion.clone()
+        };
+        let fix = "let q = query(\"?\", id);\nrun(q);";
+        assert_eq!(suggesting(Some(2), 3, fix).as_deref(), Some(fix));
+        // Line 1 is context, not added: still a line the comment can take.
+        assert!(suggesting(Some(1), 3, fix).is_some());
+        // What is there already.
+        assert_eq!(
+            suggesting(Some(2), 3, "let q = format!(\"{}\", id);\nrun(q);\n"),
+            None
+        );
+        assert_eq!(suggesting(None, 3, "run(q);"), None);
+        // A range the comment cannot take (line 0 is on no hunk): the comment goes on
+        // line 3 alone, where two lines of replacement would double line 2.
+        let cut = RawFinding {
+            start_line: Some(0),
+            suggestion: Some(fix.into()),
+            ..raw(3, "SQL injection", Severity::High, 90)
+        };
+        let merged = merge(&[pass("security", vec![cut])], &patches(), &[]);
+        assert_eq!(merged.candidates[0].start_line, None);
+        assert_eq!(
+            merged.candidates[0].suggestion, None,
+            "the finding stays, its suggestion goes"
+        );
     }
 
     #[test]
