@@ -318,7 +318,9 @@ impl ReviewHandler {
         let rules_changed =
             rules_change::rules_changed(github, scope, &head_sha, &listing.files, &in_force).await;
         let earlier = store.findings_for_pr(&repo, job.number).await?;
-        if scope_of_review.incremental {
+        // After a force-push the patches are the PR's against its base, not changes since
+        // the findings' commit: their line numbers would say nothing about those findings.
+        if scope_of_review.incremental && !scope_of_review.force_pushed {
             learned::code_changed(
                 store,
                 self.services.corpus.as_ref(),
@@ -397,6 +399,7 @@ impl ReviewHandler {
             head_sha: &head_sha,
             base_sha: &run.base_sha,
             incremental: scope_of_review.incremental,
+            force_pushed: scope_of_review.force_pushed,
             trigger: &run.trigger,
             rerun_of: runs::parse_key(&run.head_sha).1,
             guidelines: &guidelines,
@@ -521,7 +524,10 @@ impl ReviewHandler {
         }
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial;
-        let nothing_read = report.nothing_ran();
+        // A force-push that changed none of the PR's changes left nothing to read, and
+        // nothing unread: it is reviewed, not "nothing to review".
+        let nothing_read = report.nothing_ran()
+            && !(scope_of_review.force_pushed && scope_of_review.files.is_empty());
         let automatic = !runs::is_manual(job.trigger);
         // A finding a manual review of this head already posted, which this run found
         // again and did not re-post (fingerprints), is this run's: asking first does not
@@ -532,10 +538,20 @@ impl ReviewHandler {
             .collect();
         let pr_url = pr_url(pr, &repo_url);
         let reviewed = format!(
-            "`{}`…`{}` ({})",
+            "`{}`…`{}`{} ({})",
             summary::short(&run.base_sha),
             summary::short(&head_sha),
-            named_files(&report.files_reviewed)
+            if scope_of_review.force_pushed {
+                " after a force-push"
+            } else {
+                ""
+            },
+            match named_files(&report.files_reviewed) {
+                none if scope_of_review.force_pushed && scope_of_review.files.is_empty() => {
+                    format!("{none} whose changes it changed")
+                }
+                named => named,
+            }
         );
         let published = conclude::Published {
             automatic,

@@ -129,6 +129,9 @@ pub struct Framing<'a> {
     pub head_sha: &'a str,
     pub base_sha: &'a str,
     pub incremental: bool,
+    /// An incremental review after a force-push: of the files whose changes differ from
+    /// those reviewed at `base_sha`, each whole.
+    pub force_pushed: bool,
     pub trigger: &'a str,
     /// Set for a full re-review of an already reviewed head (see [`ReviewMarker::request`]).
     pub rerun_of: Option<u64>,
@@ -301,6 +304,12 @@ impl Summary<'_> {
             short(self.framing.base_sha),
             short(self.framing.head_sha)
         );
+        if self.framing.force_pushed {
+            out.push_str(&format!(
+                "- After a force-push: the files whose changes differ from those reviewed at `{}`, each whole\n",
+                short(self.framing.base_sha)
+            ));
+        }
         out.push_str(&format!(
             "- Files reviewed: {}\n",
             if self.files_reviewed.is_empty() && !self.nothing_ran() {

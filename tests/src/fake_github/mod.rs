@@ -222,6 +222,32 @@ impl FakeGitHub {
             .insert((repo.to_string(), format!("{base}...{head}")), body);
     }
 
+    /// Say of the compare set by [`FakeGitHub::set_compare`] that `head` does not descend
+    /// from `base` (a force-push), as GitHub says it: `status: "diverged"`.
+    pub fn diverged(&self, repo: &str, base: &str, head: &str) {
+        if let Some(body) = self
+            .state()
+            .compares
+            .get_mut(&(repo.to_string(), format!("{base}...{head}")))
+        {
+            body["status"] = "diverged".into();
+            body["behind_by"] = 2.into();
+        }
+    }
+
+    /// Make the one commit of the compare set by [`FakeGitHub::set_compare`] a merge of
+    /// `other` into `base`: two parents, as GitHub lists them.
+    pub fn merge_commit(&self, repo: &str, base: &str, head: &str, other: &str) {
+        if let Some(body) = self
+            .state()
+            .compares
+            .get_mut(&(repo.to_string(), format!("{base}...{head}")))
+        {
+            body["commits"][0]["parents"] = json!([{ "sha": base }, { "sha": other }]);
+            body["commits"][0]["commit"]["message"] = "Merge branch 'main' into feature".into();
+        }
+    }
+
     /// Serve `bytes` as the repository's tarball at `sha` (build one with
     /// [`tarball`]).
     pub fn set_tarball(&self, repo: &str, sha: &str, bytes: Vec<u8>) {

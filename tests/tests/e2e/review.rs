@@ -23,6 +23,8 @@ parley_tests::review_on_both_stores!(
     redelivery_does_not_double_post,
     worker_that_died_after_posting_recovers_from_github,
     synchronize_reviews_only_new_commits_without_repeats,
+    a_force_push_reviews_only_the_files_whose_changes_it_changed,
+    a_merge_of_the_base_is_not_reviewed_as_the_prs_own_changes,
     a_finding_worded_differently_on_the_same_code_is_not_posted_again,
     clean_automatic_review_succeeds,
     manual_review_is_neutral_even_with_blocking_findings,
@@ -429,6 +431,128 @@ async fn a_finding_worded_differently_on_the_same_code_is_not_posted_again(h: Re
         "{second}"
     );
     assert_eq!(h.findings().await.len(), 2);
+}
+
+/// The base branch's tip after it moved on.
+const BASE2: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
+/// `src/util.rs`'s patch in the PR: it gains `helper_added_here`.
+const UTIL: &str = "@@ -1,2 +1,3 @@\n fn a() {}\n+fn helper_added_here() {}\n fn b() {}";
+
+/// The PR, changing `src/db.rs` and `src/util.rs`, reviewed at [`HEAD`], is now at
+/// [`HEAD2`] on [`BASE2`], with `src/db.rs` fixed and `util` as `src/util.rs`'s patch;
+/// GitHub's three-dot compare from `BASE2` gives its changes at `HEAD`. How many pass
+/// prompts the first review took.
+async fn reviewed_then_moved_to_base2(h: &ReviewHarness, util: &str) -> usize {
+    let at_head = [
+        ("src/db.rs", "modified", DB_PATCH),
+        ("src/util.rs", "modified", UTIL),
+    ];
+    h.github.set_files(REPO, PR, &at_head);
+    run_ok(h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["head"]["sha"] = HEAD2.into();
+        pr["base"]["sha"] = BASE2.into();
+    });
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", FIXED_PATCH),
+            ("src/util.rs", "modified", util),
+        ],
+    );
+    h.github.set_compare(REPO, BASE2, HEAD, &at_head);
+    h.pass_prompts().len()
+}
+
+/// The passes' prompts since the first `before` hold `wanted` and none holds `unwanted`.
+fn passes_since(h: &ReviewHarness, before: usize, wanted: &str, unwanted: &str) {
+    let prompts = h.pass_prompts();
+    assert!(prompts.len() > before, "a pass ran");
+    for prompt in &prompts[before..] {
+        let text = prompt.text();
+        assert!(text.contains(wanted), "missing {wanted:?}");
+        assert!(!text.contains(unwanted), "{unwanted:?} was paid for again");
+    }
+}
+
+/// A rebase onto a moved base that also amends one file: the PR's changes to the other
+/// file read the same (only their line numbers moved), so only the amended file is
+/// reviewed again, whole; and a force-push that changed nothing of the PR's reviews
+/// nothing, and says it reviewed.
+async fn a_force_push_reviews_only_the_files_whose_changes_it_changed(h: ReviewHarness) {
+    let moved =
+        "@@ -40,2 +40,3 @@ mod upstream\n fn a() {}\n+fn helper_added_here() {}\n fn b() {}";
+    let before = reviewed_then_moved_to_base2(&h, moved).await;
+    h.github.set_compare(REPO, HEAD, HEAD2, &[]);
+    h.github.diverged(REPO, HEAD, HEAD2);
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
+    passes_since(
+        &h,
+        before,
+        "query(\"SELECT * FROM users WHERE id = ?\", id)",
+        "helper_added_here",
+    );
+    let check = h.latest_check("Parley review");
+    let said = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("`a1a1a1a`…`c2c2c2c` after a force-push (`src/db.rs`)"),
+        "{said}"
+    );
+
+    // Force-pushed again with the same changes (a rebase onto the same base, say).
+    const HEAD3: &str = "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3";
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD3.into());
+    h.github.set_compare(REPO, HEAD2, HEAD3, &[]);
+    h.github.diverged(REPO, HEAD2, HEAD3);
+    h.github.set_compare(
+        REPO,
+        BASE2,
+        HEAD2,
+        &[
+            ("src/db.rs", "modified", FIXED_PATCH),
+            ("src/util.rs", "modified", moved),
+        ],
+    );
+    let calls = h.llm.prompts().len();
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD3, "d-3")).await;
+    assert_eq!(
+        h.llm.prompts().len(),
+        calls,
+        "nothing of the PR's changed: no pass"
+    );
+    let check = h.latest_check("Parley review");
+    assert_eq!(check["head_sha"], HEAD3);
+    assert_eq!(check["conclusion"], "success", "{check:#}");
+    let said = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("after a force-push (no file whose changes it changed)"),
+        "{said}"
+    );
+}
+
+/// A push that merges the base branch in, and changes `src/db.rs` too: the compare since
+/// the last review shows the base's changes to `src/util.rs` as if they were the PR's,
+/// but the PR's own changes to it read as they did, so only `src/db.rs` is reviewed.
+async fn a_merge_of_the_base_is_not_reviewed_as_the_prs_own_changes(h: ReviewHarness) {
+    let before = reviewed_then_moved_to_base2(&h, UTIL).await;
+    let upstream = "@@ -30,1 +31,1 @@\n-fn old_upstream() {}\n+fn upstream_rewrote_this() {}";
+    h.github.set_compare(
+        REPO,
+        HEAD,
+        HEAD2,
+        &[
+            ("src/db.rs", "modified", FIX_SINCE_HEAD),
+            ("src/util.rs", "modified", upstream),
+        ],
+    );
+    h.github.merge_commit(REPO, HEAD, HEAD2, BASE2);
+    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
+    passes_since(&h, before, "WHERE id = ?", "upstream_rewrote_this");
+    let check = h.latest_check("Parley review");
+    let said = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(said.contains("`a1a1a1a`…`c2c2c2c` (`src/db.rs`)"), "{said}");
 }
 
 async fn synchronize_reviews_only_new_commits_without_repeats(h: ReviewHarness) {

@@ -157,7 +157,7 @@ pub enum FileStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Comparison {
     /// `ahead`, `behind`, `identical` or `diverged`. After a force-push the old head is no
-    /// longer an ancestor (`diverged`), and an incremental review must fall back to full.
+    /// longer an ancestor (`diverged`), and the commits between say nothing of the PR.
     pub status: String,
     #[serde(default)]
     pub ahead_by: u64,
@@ -182,6 +182,15 @@ pub struct CommitSummary {
     pub sha: String,
     #[serde(default)]
     pub commit: Option<CommitDetail>,
+    /// Two or more for a merge commit: one that brings the base branch in brings changes
+    /// that are not the PR's.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub parents: Vec<CommitRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CommitRef {
+    pub sha: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
