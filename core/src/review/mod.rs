@@ -419,7 +419,10 @@ impl ReviewHandler {
                 .map(|c| c.fingerprint.as_str())
                 .collect(),
             repeated: &merged.repeated,
-            complete_full_review: !scope_of_review.incremental && !report.partial,
+            // After a force-push each file reviewed was reviewed whole, by every pass:
+            // its silence about a finding there means what a full review's does.
+            complete_full_review: (!scope_of_review.incremental || scope_of_review.force_pushed)
+                && !report.partial,
             reviewed_paths: inputs.files.iter().map(|f| f.path.as_str()).collect(),
             pr_paths: pr_paths.iter().map(String::as_str).collect(),
         };

@@ -483,8 +483,23 @@ fn passes_since(h: &ReviewHarness, before: usize, wanted: &str, unwanted: &str) 
 async fn a_force_push_reviews_only_the_files_whose_changes_it_changed(h: ReviewHarness) {
     let moved =
         "@@ -40,2 +40,3 @@ mod upstream\n fn a() {}\n+fn helper_added_here() {}\n fn b() {}";
+    // Off the diff, so in the summary only: a review's silence is all that can close it.
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[&reply(&[finding(
+            "src/db.rs",
+            40,
+            "high",
+            90,
+            "Unbounded query",
+        )])],
+    );
     let before = reviewed_then_moved_to_base2(&h, moved).await;
-    h.github.set_compare(REPO, HEAD, HEAD2, &[]);
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
+    // From the old base: the amendment reaches the finding's lines.
+    let amended = "@@ -39,3 +39,3 @@\n fn c() {}\n-fn d() {}\n+fn d2() {}\n fn e() {}";
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[("src/db.rs", "modified", amended)]);
     h.github.diverged(REPO, HEAD, HEAD2);
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
     passes_since(
@@ -493,12 +508,20 @@ async fn a_force_push_reviews_only_the_files_whose_changes_it_changed(h: ReviewH
         "query(\"SELECT * FROM users WHERE id = ?\", id)",
         "helper_added_here",
     );
-    let check = h.latest_check("Parley review");
-    let said = check["output"]["summary"].as_str().unwrap_or_default();
-    assert!(
-        said.contains("`a1a1a1a`…`c2c2c2c` after a force-push (`src/db.rs`)"),
-        "{said}"
+    // `src/db.rs` was reviewed whole and the finding, whose lines the amendment
+    // changed, was not found again: closed, and said in a review.
+    let reviews = h.reviews();
+    let second = reviews[1]["body"].as_str().unwrap_or_default();
+    parley_tests::expect::says_all(
+        second,
+        &[
+            "Incremental review of `a1a1a1a`…`c2c2c2c`",
+            "After a force-push: the files whose changes differ from those reviewed at `a1a1a1a`, each whole",
+            "Files reviewed: `src/db.rs`\n",
+            "1 earlier finding(s) listed only in a summary were not found again",
+        ],
     );
+    assert_eq!(h.latest_check("Parley review")["conclusion"], "success");
 
     // Force-pushed again with the same changes (a rebase onto the same base, say).
     const HEAD3: &str = "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3";
