@@ -484,16 +484,8 @@ async fn a_force_push_reviews_only_the_files_whose_changes_it_changed(h: ReviewH
     let moved =
         "@@ -40,2 +40,3 @@ mod upstream\n fn a() {}\n+fn helper_added_here() {}\n fn b() {}";
     // Off the diff, so in the summary only: a review's silence is all that can close it.
-    h.llm.answer_in_turn(
-        SECURITY,
-        &[&reply(&[finding(
-            "src/db.rs",
-            40,
-            "high",
-            90,
-            "Unbounded query",
-        )])],
-    );
+    let unbounded = finding("src/db.rs", 40, "high", 90, "Unbounded query");
+    h.llm.answer_in_turn(SECURITY, &[&reply(&[unbounded])]);
     let before = reviewed_then_moved_to_base2(&h, moved).await;
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
     // From the old base: the amendment reaches the finding's lines.
