@@ -25,6 +25,13 @@ pub fn kind_of(path: &str) -> FileKind {
         Some((stem, extension)) if !stem.is_empty() => (stem, extension.to_ascii_lowercase()),
         _ => (name, String::new()),
     };
+    // Text files some tools read as their own: CMake's build, pip's pins.
+    if name == "CMakeLists.txt" {
+        return FileKind::Code;
+    }
+    if extension == "txt" && (stem.starts_with("requirements") || stem.starts_with("constraints")) {
+        return FileKind::Data;
+    }
     match extension.as_str() {
         "md" | "markdown" | "mdown" | "mdx" | "rst" | "adoc" | "asciidoc" | "org" | "rdoc"
         | "textile" | "txt" => FileKind::Prose,
@@ -74,6 +81,9 @@ mod tests {
             ("Cargo.lock", Data),
             ("tests/fixtures/user.json", Data),
             ("pom.xml", Data),
+            ("requirements-dev.txt", Data),
+            ("docs/constraints.txt", Data),
+            ("src/CMakeLists.txt", Code),
             ("src/lib.rs", Code),
             ("Makefile", Code),
             ("Dockerfile", Code),
