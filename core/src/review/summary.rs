@@ -393,7 +393,7 @@ impl Summary<'_> {
         }
         if self.closed_earlier > 0 {
             out.push_str(&format!(
-                "- {} earlier finding(s) listed only in a summary were not found again by this full review and are closed.\n",
+                "- {} earlier finding(s) listed only in a summary were not found again by this review of their whole file and are closed.\n",
                 self.closed_earlier
             ));
         }
