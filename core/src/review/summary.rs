@@ -242,6 +242,14 @@ impl Summary<'_> {
 
     fn headline(&self) -> String {
         let reported: Vec<&Candidate> = self.filtered.reported().collect();
+        if reported.is_empty()
+            && self.nothing_ran()
+            && let Some(line) = crate::review::specialists::not_needed_line(self.passes_not_needed)
+        {
+            return format!(
+                "Nothing to review: no pass `review.specialists` asks for has anything to look at in this change: {line}."
+            );
+        }
         if reported.is_empty() && self.nothing_ran() {
             let why =
                 crate::review::inputs::why_nothing_read(self.not_reviewed, self.listing_truncated);
@@ -325,7 +333,11 @@ impl Summary<'_> {
             }
         ));
         if self.nothing_ran() {
-            out.push_str("- Specialists: none ran (no file to review)\n");
+            out.push_str(if self.passes_not_needed.is_empty() {
+                "- Specialists: none ran (no file to review)\n"
+            } else {
+                "- Specialists: none ran (none asked for has anything to look at)\n"
+            });
         } else {
             out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));
         }

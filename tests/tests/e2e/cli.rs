@@ -295,6 +295,19 @@ async fn passes_a_documentation_change_gives_nothing_to_do_are_said() {
         serde_json::json!({"pass": "tests", "reason": "only documentation changed"})
     );
     assert_eq!(rig.llm.calls_containing(TESTS), 0);
+
+    // A repository that asks only for passes with nothing to look at here.
+    rig.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  specialists: [tests]\n",
+    );
+    let text = reviewed(&rig).await;
+    assert!(
+        text.contains("Nothing to review: no pass `review.specialists` asks for has anything to look at in this change: tests (only documentation changed)."),
+        "{text}"
+    );
 }
 
 /// A finding taken out before it is reported is listed with why, in the text and the

@@ -42,6 +42,7 @@ parley_tests::review_on_both_stores!(
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
     a_pr_that_only_removes_files_says_so,
     passes_a_documentation_change_gives_nothing_to_do_are_not_paid_for,
+    a_change_none_of_the_chosen_passes_can_look_at_says_so,
     a_patch_parley_cannot_read_leaves_the_review_partial,
     truncated_file_listing_is_reported,
     manual_request_for_a_reviewed_head_is_answered_once,
@@ -1110,6 +1111,24 @@ async fn passes_a_documentation_change_gives_nothing_to_do_are_not_paid_for(h: R
         "settings hold nothing to test"
     );
     assert_eq!(h.llm.calls_containing(CORRECTNESS), 1, "but can be wrong");
+}
+
+async fn a_change_none_of_the_chosen_passes_can_look_at_says_so(h: ReviewHarness) {
+    h.config("review:\n  specialists: [tests, correctness]\n");
+    h.github.set_files(
+        REPO,
+        PR,
+        &[("README.md", "modified", "@@ -1 +1 @@\n-old\n+new")],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(h.llm.prompts().is_empty(), "no pass is paid for");
+    parley_tests::expect::says_all(
+        &h.summary(),
+        &[
+            "Nothing to review: no pass `review.specialists` asks for has anything to look at in this change: correctness, tests (only documentation changed).",
+            "Specialists: none ran",
+        ],
+    );
 }
 
 async fn a_pr_that_only_removes_files_says_so(h: ReviewHarness) {

@@ -51,6 +51,15 @@ fn lines(c: &Candidate) -> String {
 
 fn headline(report: &Report) -> String {
     match report.inline.len() + report.in_summary.len() {
+        0 if report.passes_ok.is_empty()
+            && report.passes_failed.is_empty()
+            && !report.passes_not_needed.is_empty() =>
+        {
+            format!(
+                "Nothing to review: no pass `review.specialists` asks for has anything to look at in this change: {}.\n",
+                not_needed_line(&report.passes_not_needed).unwrap_or_default()
+            )
+        }
         0 if report.passes_ok.is_empty() && report.passes_failed.is_empty() => {
             let why = why_nothing_read(&report.not_reviewed, report.listing_truncated);
             let see = if report.not_reviewed.is_empty() {
