@@ -332,20 +332,26 @@ impl ReviewHandler {
         }
         // The repository at the head, read once for every pass (fail open: a review
         // never fails because the code around it could not be read). Not downloaded
-        // when no changed file will be read and none is deleted: no pass runs then (a
+        // when no changed file will be read and none is deleted, or when no pass asked
+        // for has anything to look at in what will be read: no pass runs then (a
         // deletion is reviewed when code at the head still uses what it deleted).
-        let nothing_to_read = inputs::select(
+        let read = inputs::select(
             scope_of_review.files.clone(),
             scope_of_review.truncated,
             &config.review,
             &attributes,
         )
-        .files
-        .is_empty()
+        .files;
+        let paths: Vec<&str> = read.iter().map(|f| f.path.as_str()).collect();
+        let nothing_to_read = (read.is_empty()
             && !scope_of_review
                 .files
                 .iter()
-                .any(|f| f.status == FileStatus::Removed);
+                .any(|f| f.status == FileStatus::Removed))
+            || (!read.is_empty()
+                && specialists::select(&config.review, !guidelines.is_empty(), &paths)
+                    .run
+                    .is_empty());
         let code = match (&self.services.code, config.review.context_enabled) {
             _ if nothing_to_read => Err("no changed file to review".to_string()),
             (_, false) => Err("`review.context.enabled` is off".to_string()),

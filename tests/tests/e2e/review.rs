@@ -1122,6 +1122,10 @@ async fn a_change_none_of_the_chosen_passes_can_look_at_says_so(h: ReviewHarness
     );
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert!(h.llm.prompts().is_empty(), "no pass is paid for");
+    assert!(
+        h.github.requests_to("GET", "/tarball/").is_empty(),
+        "no archive is downloaded for no pass"
+    );
     parley_tests::expect::says_all(
         &h.summary(),
         &[
