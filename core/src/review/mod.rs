@@ -535,8 +535,8 @@ impl ReviewHandler {
         let partial = report.partial;
         // A force-push that changed none of the PR's changes left nothing to read, and
         // nothing unread: it is reviewed, not "nothing to review".
-        let nothing_read = report.nothing_ran()
-            && !(scope_of_review.force_pushed && scope_of_review.files.is_empty());
+        let pushed_no_change = scope_of_review.force_pushed && scope_of_review.files.is_empty();
+        let nothing_read = report.nothing_ran() && !pushed_no_change;
         let automatic = !runs::is_manual(job.trigger);
         // A finding a manual review of this head already posted, which this run found
         // again and did not re-post (fingerprints), is this run's: asking first does not
@@ -556,7 +556,7 @@ impl ReviewHandler {
                 ""
             },
             match named_files(&report.files_reviewed) {
-                none if scope_of_review.force_pushed && scope_of_review.files.is_empty() => {
+                none if pushed_no_change => {
                     format!("{none} whose changes it changed")
                 }
                 named => named,

@@ -45,6 +45,16 @@ pub fn not_needed_line(not_needed: &[NotNeeded]) -> Option<String> {
     Some(format!("{} ({})", names.join(", "), first.why))
 }
 
+/// Why nothing was reviewed when every pass asked for was left out, for the summary's and
+/// the terminal's "Nothing to review: …" headline; `None` when none was.
+pub fn nothing_to_look_at(not_needed: &[NotNeeded]) -> Option<String> {
+    not_needed_line(not_needed).map(|line| {
+        format!(
+            "no pass `review.specialists` asks for has anything to look at in this change: {line}"
+        )
+    })
+}
+
 /// The specialists `review.specialists` asks for that `reviewed` (the paths the passes
 /// read) gives something to do; guideline compliance only when the repository has
 /// guideline files to comply with. With no file to read (a change that only deletes,

@@ -244,11 +244,10 @@ impl Summary<'_> {
         let reported: Vec<&Candidate> = self.filtered.reported().collect();
         if reported.is_empty()
             && self.nothing_ran()
-            && let Some(line) = crate::review::specialists::not_needed_line(self.passes_not_needed)
+            && let Some(why) =
+                crate::review::specialists::nothing_to_look_at(self.passes_not_needed)
         {
-            return format!(
-                "Nothing to review: no pass `review.specialists` asks for has anything to look at in this change: {line}."
-            );
+            return format!("Nothing to review: {why}.");
         }
         if reported.is_empty() && self.nothing_ran() {
             let why =

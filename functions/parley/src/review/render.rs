@@ -5,7 +5,7 @@ use console::{Style, style};
 use parley_core::ports::Severity;
 use parley_core::review::inputs::{LISTING_CUT_OFF, why_nothing_read};
 use parley_core::review::merge::Candidate;
-use parley_core::review::specialists::not_needed_line;
+use parley_core::review::specialists::{not_needed_line, nothing_to_look_at};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
@@ -51,16 +51,10 @@ fn lines(c: &Candidate) -> String {
 
 fn headline(report: &Report) -> String {
     match report.inline.len() + report.in_summary.len() {
-        0 if report.passes_ok.is_empty()
-            && report.passes_failed.is_empty()
-            && !report.passes_not_needed.is_empty() =>
-        {
-            format!(
-                "Nothing to review: no pass `review.specialists` asks for has anything to look at in this change: {}.\n",
-                not_needed_line(&report.passes_not_needed).unwrap_or_default()
-            )
-        }
         0 if report.passes_ok.is_empty() && report.passes_failed.is_empty() => {
+            if let Some(why) = nothing_to_look_at(&report.passes_not_needed) {
+                return format!("Nothing to review: {why}.\n");
+            }
             let why = why_nothing_read(&report.not_reviewed, report.listing_truncated);
             let see = if report.not_reviewed.is_empty() {
                 ""
