@@ -194,6 +194,10 @@ pub struct ReviewConfig {
     pub inline_min_severity: Severity,
     /// Budget for the patches sent to each specialist, in estimated tokens.
     pub max_patch_tokens: u32,
+    /// A diff over `max_patch_tokens` is reviewed in up to this many parts, each by every
+    /// pass: a large PR is reviewed whole (at that many times the cost) rather than left
+    /// partial. 1 reviews one budget's worth and lists the rest as not reviewed.
+    pub max_parts: u32,
     /// Deadline for all the specialist passes together, in seconds: a pass still running
     /// then is reported failed and the others publish. Well under the review worker's
     /// 300 s Lambda timeout, which must also cover reading inputs and publishing.
@@ -257,6 +261,7 @@ impl Default for ReviewConfig {
             max_inline_comments: 15,
             inline_min_severity: Severity::Nit,
             max_patch_tokens: 60_000,
+            max_parts: 3,
             pass_timeout_secs: 180,
             manual_reviews_per_hour: 3,
             auto_tune: true,
@@ -448,6 +453,7 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
                 d.review.max_patch_tokens,
                 1000..=500_000,
             ),
+            max_parts: r.number("review.maxParts", d.review.max_parts, 1..=10),
             pass_timeout_secs: r.number(
                 "review.passTimeoutSecs",
                 d.review.pass_timeout_secs,

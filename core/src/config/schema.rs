@@ -133,6 +133,10 @@ struct Review {
     /// Budget for the patches sent to each specialist, in estimated tokens.
     #[schemars(range(min = 1000, max = 500000))]
     max_patch_tokens: u32,
+    /// A diff over `maxPatchTokens` is reviewed in up to this many parts, each by every
+    /// pass (each part costs about one review); 1 lists what does not fit as not reviewed.
+    #[schemars(range(min = 1, max = 10))]
+    max_parts: u32,
     /// Deadline for the specialist passes (they run side by side), in seconds. Where
     /// Parley runs may allow less: on Lambda 240, with `parley serve` what its operator
     /// sets (PARLEY_PASS_TIMEOUT_SECS); asking for more gets that, and a warning.
@@ -322,6 +326,7 @@ impl Default for Review {
             max_inline_comments: d.max_inline_comments,
             inline_min_severity: d.inline_min_severity.into(),
             max_patch_tokens: d.max_patch_tokens,
+            max_parts: d.max_parts,
             pass_timeout_secs: d.pass_timeout_secs,
             manual_reviews_per_hour: d.manual_reviews_per_hour,
             auto_tune: d.auto_tune,

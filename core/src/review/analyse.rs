@@ -123,19 +123,26 @@ pub async fn analyse(
         .filter(|f| f.status == FileStatus::Removed)
         .filter_map(|f| Some((f.filename.as_str(), subject.pr_patches.get(&f.filename)?)))
         .collect();
-    let code_context = match &subject.code {
-        Ok(code) => crate::context::assemble(
-            *code,
-            &inputs.files,
-            &deleted,
-            config.review.context_max_tokens as usize,
-        ),
-        Err(_) => crate::context::CodeContext::default(),
-    };
+    // A diff too large for one budget is read in parts, each with the code around its
+    // own files (what the deletions leave still in use goes with the first).
+    let parts = inputs.split();
+    let code_contexts: Vec<crate::context::CodeContext> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, files)| match &subject.code {
+            Ok(code) => crate::context::assemble(
+                *code,
+                files,
+                if i == 0 { &deleted } else { &[] },
+                config.review.context_max_tokens as usize,
+            ),
+            Err(_) => crate::context::CodeContext::default(),
+        })
+        .collect();
     // A change that only deletes files is reviewed when code still uses what it deleted.
-    let to_review = !inputs.files.is_empty() || code_context.still_used > 0;
+    let to_review = !inputs.files.is_empty() || code_contexts.iter().any(|c| c.still_used > 0);
     if to_review {
-        context_used.push_str(&code_read(&subject.code, &code_context));
+        context_used.push_str(&code_read(&subject.code, &code_contexts));
     }
     let base = crate::learning::apply::Base::for_config(config, &memory.stats);
     let base_threshold = base.threshold;
@@ -161,46 +168,67 @@ pub async fn analyse(
 
     let reviewed: Vec<&str> = inputs.files.iter().map(|f| f.path.as_str()).collect();
     let chosen = specialists::select(&config.review, !subject.guidelines.is_empty(), &reviewed);
-    let context = prompts::ReviewContext {
-        repo: subject.repo,
-        title: subject.title,
-        description: subject.description,
-        range: format!(
-            "{}..{}",
-            summary::short(subject.base_sha),
-            summary::short(subject.head_sha)
-        ),
-        whole_pr: subject.incremental.then(|| subject.pr_paths.to_vec()),
-        guidelines: subject.guidelines,
-        memory: &memory_lines,
-        earlier: &earlier_lines,
-        related: &retrieved.prompt,
-        code: &code_context.rendered,
-        files: &inputs.files,
-        not_shown: &inputs.not_reviewed,
-        deleted: &deleted.iter().map(|(path, _)| *path).collect::<Vec<_>>(),
-    };
-    let shared = prompts::user_message(&context);
-    let toolbox = match &subject.code {
-        Ok(code) if config.review.tools.enabled => {
-            let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
-            Some(if config.review.judge {
-                toolbox.keeping_a_share_for_last(chosen.run.len())
-            } else {
-                toolbox
+    let deleted_paths: Vec<&str> = deleted.iter().map(|(path, _)| *path).collect();
+    // Each part's passes share one message: the part's diff, and everything else the
+    // same for all parts (so that a part's passes and its judge share a cached prefix).
+    let shared: Vec<String> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, files)| {
+            let not_shown = in_other_parts(&parts, i, &inputs.not_reviewed);
+            prompts::user_message(&prompts::ReviewContext {
+                repo: subject.repo,
+                title: subject.title,
+                description: subject.description,
+                range: format!(
+                    "{}..{}",
+                    summary::short(subject.base_sha),
+                    summary::short(subject.head_sha)
+                ),
+                part: (parts.len() > 1).then_some((i + 1, parts.len())),
+                whole_pr: subject.incremental.then(|| subject.pr_paths.to_vec()),
+                guidelines: subject.guidelines,
+                memory: &memory_lines,
+                earlier: &earlier_lines,
+                related: &retrieved.prompt,
+                code: &code_contexts[i].rendered,
+                files,
+                not_shown: &not_shown,
+                deleted: &deleted_paths,
             })
-        }
-        _ => None,
-    };
+        })
+        .collect();
+    // Each part reads with the review's tool allowance, the judge's share kept for it.
+    let toolboxes: Vec<Option<crate::context::tools::Toolbox<'_>>> = parts
+        .iter()
+        .map(|_| match &subject.code {
+            Ok(code) if config.review.tools.enabled => {
+                let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
+                Some(if config.review.judge {
+                    toolbox.keeping_a_share_for_last(chosen.run.len())
+                } else {
+                    toolbox
+                })
+            }
+            _ => None,
+        })
+        .collect();
     let results = if !to_review {
         Vec::new()
     } else {
+        let inputs: Vec<specialists::PartInput<'_>> = shared
+            .iter()
+            .zip(&toolboxes)
+            .map(|(message, tools)| specialists::PartInput {
+                message,
+                tools: tools.as_ref(),
+            })
+            .collect();
         specialists::run_all(
             llm,
             &chosen.run,
-            &shared,
+            &inputs,
             &passes_only,
-            toolbox.as_ref(),
             Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
             progress,
         )
@@ -227,23 +255,32 @@ pub async fn analyse(
         crate::learning::apply::suppress(grounded, &applied, &memory, &config.gate);
     suppressed.extend(ungrounded);
     let (kept, judge, judge_read) = if config.review.judge {
-        if let Some(toolbox) = &toolbox {
+        for toolbox in toolboxes.iter().flatten() {
             toolbox.release_what_was_kept();
         }
-        let mut judged = learned::judge(
-            llm,
-            kept,
-            subject.guidelines,
-            &applied,
-            &memory,
-            subject.pr_patches,
-            learned::JudgeText {
-                past_findings: &retrieved.section(&[Source::Finding]),
-                shared: &shared,
-                tools: toolbox.as_ref(),
-            },
-        )
-        .await;
+        // Each part's findings are judged with that part's diff (its passes' cached
+        // prefix), the parts' judges side by side.
+        let past_findings = retrieved.section(&[Source::Finding]);
+        let judges = by_part(kept, &inputs, &results)
+            .into_iter()
+            .zip(shared.iter().zip(&toolboxes))
+            .map(|(kept, (shared, toolbox))| {
+                learned::judge(
+                    llm,
+                    kept,
+                    subject.guidelines,
+                    &applied,
+                    &memory,
+                    subject.pr_patches,
+                    learned::JudgeText {
+                        past_findings: &past_findings,
+                        shared,
+                        tools: toolbox.as_ref(),
+                    },
+                )
+            })
+            .collect();
+        let mut judged = learned::Judged::together(crate::concurrently::join_all(judges).await);
         // The judge read user text too: its reasons are posted only once cleaned.
         for doubt in judged.kept.iter_mut().filter_map(|c| c.doubt.as_mut()) {
             *doubt = crate::sanitize::model_text(doubt, silenced);
@@ -253,7 +290,7 @@ pub async fn analyse(
     } else {
         (kept, JudgeStatus::Off, Vec::new())
     };
-    context_used.push_str(&tools_read(&results, &judge_read, toolbox.as_ref()));
+    context_used.push_str(&tools_read(&results, &judge_read, &toolboxes));
     let filtered = filter::apply_with(
         kept,
         base_threshold,
@@ -292,7 +329,8 @@ async fn related(config: &RepoConfig, subject: &Subject<'_>, inputs: &ReviewInpu
     let (Some(recall), false) = (subject.recall, inputs.files.is_empty()) else {
         return Retrieved::default();
     };
-    let room_tokens = (config.review.max_patch_tokens as usize).saturating_sub(inputs.tokens);
+    let room_tokens =
+        (config.review.max_patch_tokens as usize).saturating_sub(inputs.largest_part_tokens());
     let Some(settings) = queries::settings(&config.retrieval, room_tokens.saturating_mul(4)) else {
         return Retrieved::default();
     };
@@ -319,13 +357,9 @@ impl Analysis {
             not_reviewed: &self.inputs.not_reviewed,
             listing_truncated: self.inputs.listing_truncated,
             partial: self.partial(),
-            passes_ok: self
-                .results
-                .iter()
-                .filter(|r| r.outcome.is_ok())
-                .map(|r| r.specialist)
-                .collect(),
+            passes_ok: self.passes_ok(),
             passes_failed: self.passes_failed(),
+            parts: self.inputs.parts(),
             passes_not_needed: &self.not_needed,
             filtered: &self.filtered,
             duplicates: self.merged.duplicates,
@@ -362,36 +396,133 @@ impl Analysis {
         self.results.iter().any(|r| r.outcome.is_err()) || self.inputs.incomplete()
     }
 
+    /// The passes that read everything they were given: in a review read in parts, a
+    /// pass that failed on one part is not among them.
+    pub fn passes_ok(&self) -> Vec<&'static str> {
+        let failed = self.passes_failed();
+        let mut ok: Vec<&'static str> = Vec::new();
+        for result in &self.results {
+            if !ok.contains(&result.specialist)
+                && !failed.iter().any(|(name, _)| *name == result.specialist)
+            {
+                ok.push(result.specialist);
+            }
+        }
+        ok
+    }
+
     /// `(specialist, reason)` for each failed pass, in public words (never the provider's
-    /// raw message).
+    /// raw message); in a review read in parts, once a pass, naming the parts it failed on.
     pub fn passes_failed(&self) -> Vec<(&'static str, String)> {
-        self.results
-            .iter()
-            .filter_map(|r| {
-                r.outcome
-                    .as_ref()
-                    .err()
-                    .map(|e| (r.specialist, e.public_reason().to_string()))
+        let parts = self.inputs.parts();
+        let mut failed: Vec<(&'static str, String, Vec<usize>)> = Vec::new();
+        for result in &self.results {
+            let Err(err) = &result.outcome else { continue };
+            match failed
+                .iter_mut()
+                .find(|(name, _, _)| *name == result.specialist)
+            {
+                Some((_, _, on)) => on.push(result.part + 1),
+                None => failed.push((
+                    result.specialist,
+                    err.public_reason().to_string(),
+                    vec![result.part + 1],
+                )),
+            }
+        }
+        failed
+            .into_iter()
+            .map(|(name, reason, on)| {
+                if parts == 1 {
+                    return (name, reason);
+                }
+                let on: Vec<String> = on.iter().map(usize::to_string).collect();
+                (
+                    name,
+                    format!("{reason}, on part {} of {parts}", on.join(", ")),
+                )
             })
             .collect()
     }
+}
+
+/// What a part's passes are told of the files they do not see: the other parts' files
+/// (reviewed by passes of their own) first, then the files no part reads.
+fn in_other_parts(
+    parts: &[Vec<inputs::InputFile>],
+    this: usize,
+    not_reviewed: &[inputs::NotReviewed],
+) -> Vec<inputs::NotReviewed> {
+    let elsewhere = parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != this)
+        .flat_map(|(_, files)| files)
+        .map(|file| inputs::NotReviewed {
+            path: file.path.clone(),
+            why: inputs::LeftOut::InAnotherPart,
+        });
+    elsewhere.chain(not_reviewed.iter().cloned()).collect()
+}
+
+/// The findings of each part, for that part's judge: a finding on a file of a part is
+/// that part's; one elsewhere (a caller in an unchanged file) the part whose pass
+/// reported it; else the first.
+fn by_part(
+    candidates: Vec<merge::Candidate>,
+    inputs: &ReviewInputs,
+    results: &[PassResult],
+) -> Vec<Vec<merge::Candidate>> {
+    let mut parts = vec![Vec::new(); inputs.parts()];
+    let part_of_file: HashMap<&str, usize> = inputs
+        .files
+        .iter()
+        .zip(&inputs.part_of)
+        .map(|(file, part)| (file.path.as_str(), *part))
+        .collect();
+    for candidate in candidates {
+        let reported_in = || {
+            results.iter().find_map(|r| {
+                let findings = r.outcome.as_ref().ok()?;
+                findings
+                    .iter()
+                    .any(|f| f.path == candidate.path && f.line == candidate.line)
+                    .then_some(r.part)
+            })
+        };
+        let part = part_of_file
+            .get(candidate.path.as_str())
+            .copied()
+            .or_else(reported_in)
+            .filter(|part| *part < parts.len())
+            .unwrap_or(0);
+        parts[part].push(candidate);
+    }
+    parts
 }
 
 /// The summary's lines on what the passes read through tool calls, collapsed.
 fn tools_read(
     results: &[PassResult],
     judge: &[String],
-    toolbox: Option<&crate::context::tools::Toolbox<'_>>,
+    toolboxes: &[Option<crate::context::tools::Toolbox<'_>>],
 ) -> String {
-    let Some(toolbox) = toolbox.filter(|t| t.calls() > 0) else {
+    let calls: u32 = toolboxes.iter().flatten().map(|t| t.calls()).sum();
+    if calls == 0 {
         return String::new();
-    };
-    let mut out = format!(
-        "\n<details><summary>Code read with tools: {} call(s)</summary>\n\n",
-        toolbox.calls()
-    );
-    let passes = results.iter().map(|r| (r.specialist, &r.tools_read[..]));
-    for (reader, read) in passes.chain([("judge", judge)]) {
+    }
+    let mut out =
+        format!("\n<details><summary>Code read with tools: {calls} call(s)</summary>\n\n");
+    let in_parts = toolboxes.len() > 1;
+    let passes = results.iter().map(|r| {
+        let reader = if in_parts {
+            format!("{} (part {})", r.specialist, r.part + 1)
+        } else {
+            r.specialist.to_string()
+        };
+        (reader, &r.tools_read[..])
+    });
+    for (reader, read) in passes.chain([("judge".to_string(), judge)]) {
         if read.is_empty() {
             continue;
         }
@@ -405,11 +536,20 @@ fn tools_read(
     out
 }
 
-/// The summary's lines on the code read beyond the diff, collapsed like retrieval's.
+/// The summary's lines on the code read beyond the diff (by every part), collapsed like
+/// retrieval's.
 fn code_read(
     code: &Result<&dyn crate::ports::code::Codebase, String>,
-    context: &crate::context::CodeContext,
+    contexts: &[crate::context::CodeContext],
 ) -> String {
+    let context = crate::context::CodeContext {
+        used: contexts
+            .iter()
+            .flat_map(|c| c.used.iter().cloned())
+            .collect(),
+        left_out: contexts.iter().map(|c| c.left_out).sum(),
+        ..crate::context::CodeContext::default()
+    };
     match code {
         Err(why) => format!(
             "\n- Code context: reviewed from the diff alone: {}\n",

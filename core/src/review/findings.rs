@@ -140,6 +140,8 @@ mod tests {
 #[derive(Debug)]
 pub struct PassResult {
     pub specialist: &'static str,
+    /// The part of the diff it read (0 unless the diff was read in parts).
+    pub part: usize,
     pub outcome: Result<Vec<RawFinding>, crate::ports::llm::LlmError>,
     pub elapsed: std::time::Duration,
     /// The tool calls the pass made to read code (`read_file(src/app.rs:10-40)`).

@@ -122,7 +122,7 @@ async fn in_progress(
 const PARTIAL: &str = "\n\nThe review was partial (a specialist pass failed, or changed files went unread), so nothing blocking is not reported as a pass; the review says what it did not cover.";
 
 /// Said by a check held for want of a complete review (see [`not_in_full`]).
-const HELD: &str = "\n\nThis repository holds the merge until its head is reviewed in full (`gate.incomplete: hold` in `.parley.yml`): press Re-run on this check once the cause is gone (the model back, the budget raised; files over `review.maxPatchTokens` need a larger budget). Or someone with `gate.resolveBy` on the repository, other than the PR's author, presses **Let it through** above: the gate then passes this head without a complete review (blocking findings still block).";
+const HELD: &str = "\n\nThis repository holds the merge until its head is reviewed in full (`gate.incomplete: hold` in `.parley.yml`): press Re-run on this check once the cause is gone (the model back, the budget raised; files over `review.maxPatchTokens` need a larger budget or more `review.maxParts`). Or someone with `gate.resolveBy` on the repository, other than the PR's author, presses **Let it through** above: the gate then passes this head without a complete review (blocking findings still block).";
 
 /// The identifier of a held check's button that lets its head through without a complete
 /// review (see [`crate::review::let_through`]).

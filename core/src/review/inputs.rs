@@ -22,6 +22,25 @@ pub struct InputFile {
 }
 
 impl ReviewInputs {
+    /// How many parts the review reads the diff in (at least one, even with no file).
+    pub fn parts(&self) -> usize {
+        self.part_tokens.len().max(1)
+    }
+
+    /// Each part's files, in GitHub's order: what one set of passes reads.
+    pub fn split(&self) -> Vec<Vec<InputFile>> {
+        let mut parts = vec![Vec::new(); self.parts()];
+        for (file, part) in self.files.iter().zip(&self.part_of) {
+            parts[*part].push(file.clone());
+        }
+        parts
+    }
+
+    /// The estimated tokens of the largest part: what a prompt's patch takes of the budget.
+    pub fn largest_part_tokens(&self) -> usize {
+        self.part_tokens.iter().copied().max().unwrap_or(0)
+    }
+
     /// Whether files this review should have read went unread: some were over the token
     /// budget, or GitHub's listing stopped short. With a failed pass, this is what makes
     /// a review partial (and its gate `neutral`, or `parley review --fail-on-partial` fail).
@@ -55,6 +74,9 @@ pub enum LeftOut {
     NoPatch,
     Unreadable(String),
     OverBudget,
+    /// Reviewed, by the passes of another part of a diff too large for one budget: what
+    /// a part's passes are told of the rest, never a file the summary lists.
+    InAnotherPart,
 }
 
 impl LeftOut {
@@ -70,6 +92,7 @@ impl LeftOut {
             LeftOut::NoPatch => "binary, or too large for a patch",
             LeftOut::Unreadable(_) => "its patch could not be read",
             LeftOut::OverBudget => "over this review's size budget",
+            LeftOut::InAnotherPart => "reviewed separately, in another part of this change",
         }
     }
 
@@ -155,6 +178,7 @@ impl std::fmt::Display for LeftOut {
             LeftOut::OverBudget => {
                 f.write_str("over the patch token budget (`review.maxPatchTokens`)")
             }
+            LeftOut::InAnotherPart => f.write_str("reviewed in another part"),
         }
     }
 }
@@ -166,6 +190,11 @@ pub struct ReviewInputs {
     /// GitHub had more files than the listing cap: the ones beyond it are unknown by name.
     pub listing_truncated: bool,
     pub tokens: usize,
+    /// The part each of `files` is reviewed in, in the same order; all 0 while the diff
+    /// fits one budget.
+    pub part_of: Vec<usize>,
+    /// The estimated tokens of each part's patches.
+    pub part_tokens: Vec<usize>,
 }
 
 /// Rough token estimate for prompt budgets: about four characters per token for code.
@@ -174,7 +203,10 @@ pub fn estimate_tokens(text: &str) -> usize {
 }
 
 /// Choose the files to review from `changed`, in GitHub's order, within the config's
-/// token budget, leaving out what the repository marks generated or vendored.
+/// token budget, leaving out what the repository marks generated or vendored. A diff
+/// over the budget is cut into parts of at most the budget each (`review.maxParts`),
+/// filled in GitHub's order so that a directory's files are read together; a file
+/// that fits no part (larger than the budget alone, or every part full) is left out.
 pub fn select(
     changed: Vec<ChangedFile>,
     listing_truncated: bool,
@@ -183,6 +215,7 @@ pub fn select(
 ) -> ReviewInputs {
     let skip = skip_set(&config.skip_paths);
     let budget = usize::try_from(config.max_patch_tokens).unwrap_or(usize::MAX);
+    let max_parts = usize::try_from(config.max_parts.max(1)).unwrap_or(1);
     let mut inputs = ReviewInputs {
         listing_truncated,
         ..ReviewInputs::default()
@@ -221,10 +254,12 @@ pub fn select(
             }
         };
         let tokens = estimate_tokens(&raw_patch);
-        if inputs.tokens + tokens > budget {
+        let Some(part) = part_for(&mut inputs.part_tokens, tokens, budget, max_parts) else {
             inputs.not_reviewed.push(leave_out(LeftOut::OverBudget));
             continue;
-        }
+        };
+        inputs.part_tokens[part] += tokens;
+        inputs.part_of.push(part);
         inputs.tokens += tokens;
         inputs.files.push(InputFile {
             path: file.filename,
@@ -235,6 +270,26 @@ pub fn select(
         });
     }
     inputs
+}
+
+/// The part a patch of `tokens` goes in: the last one while it has room (files next to
+/// each other in GitHub's order are mostly one directory's), else a new one, else the
+/// first earlier one with room; `None` when none can take it.
+fn part_for(
+    parts: &mut Vec<usize>,
+    tokens: usize,
+    budget: usize,
+    max_parts: usize,
+) -> Option<usize> {
+    let fits = |used: usize| used.saturating_add(tokens) <= budget;
+    if parts.last().is_some_and(|used| fits(*used)) {
+        return Some(parts.len() - 1);
+    }
+    if parts.len() < max_parts && fits(0) {
+        parts.push(0);
+        return Some(parts.len() - 1);
+    }
+    parts.iter().position(|used| fits(*used))
 }
 
 /// The configured globs; ones that do not compile were already reported by the config
@@ -276,6 +331,7 @@ mod tests {
     fn skips_defaults_and_reports_why() {
         let config = ReviewConfig {
             max_patch_tokens: 8,
+            max_parts: 1,
             ..ReviewConfig::default()
         };
         let patch = "@@ -1 +1 @@\n-a\n+b\n";
@@ -386,6 +442,7 @@ mod tests {
         files.push(changed("Cargo.lock", Some(patch)));
         let config = ReviewConfig {
             max_patch_tokens: 8,
+            max_parts: 1,
             ..ReviewConfig::default()
         };
         let attributes = Attributes::parse("api/** linguist-generated\n");
@@ -432,6 +489,75 @@ mod tests {
         let mut with_a_binary = ours();
         with_a_binary.push(changed("logo.svgz", None));
         assert_eq!(why(with_a_binary, false), "no changed file could be read");
+    }
+
+    #[test]
+    fn a_diff_over_the_budget_is_read_in_parts_in_githubs_order() {
+        // Ten tokens a part; patches of 5, 8, 11 and 4 tokens.
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let larger = "@@ -1,3 +1,3 @@\n x\n-a\n-b\n+c\n+d\n";
+        let small = "@@ -0,0 +1 @@\n+\n";
+        let too_big = format!("@@ -0,0 +1,9 @@\n{}", "+a\n".repeat(9));
+        let config = |max_parts| ReviewConfig {
+            max_patch_tokens: 10,
+            max_parts,
+            ..ReviewConfig::default()
+        };
+        let files = || {
+            vec![
+                changed("src/a.rs", Some(patch)),
+                changed("src/b.rs", Some(larger)),
+                changed("src/huge.rs", Some(&too_big)),
+                changed("src/c.rs", Some(larger)),
+                changed("src/d.rs", Some(larger)),
+                changed("src/e.rs", Some(small)),
+            ]
+        };
+        let inputs = select(files(), false, &config(3), &Attributes::default());
+        let parts: Vec<Vec<String>> = inputs
+            .split()
+            .iter()
+            .map(|part| part.iter().map(|f| f.path.clone()).collect())
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                vec!["src/a.rs".to_string(), "src/e.rs".to_string()],
+                vec!["src/b.rs".to_string()],
+                vec!["src/c.rs".to_string()],
+            ],
+            "a new part while the last is full and parts are left, then the first with room"
+        );
+        assert_eq!(inputs.part_tokens, [9, 8, 8]);
+        assert_eq!(inputs.largest_part_tokens(), 9);
+        assert_eq!(
+            reasons(&inputs),
+            [
+                (
+                    "src/huge.rs",
+                    "over the patch token budget (`review.maxPatchTokens`)".to_string()
+                ),
+                (
+                    "src/d.rs",
+                    "over the patch token budget (`review.maxPatchTokens`)".to_string()
+                ),
+            ],
+            "larger than a part, and no part left with room"
+        );
+        assert!(inputs.incomplete());
+
+        let one = select(files(), false, &config(1), &Attributes::default());
+        assert_eq!(one.parts(), 1);
+        let read: Vec<_> = one.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            read,
+            ["src/a.rs", "src/e.rs"],
+            "one budget, as before parts"
+        );
+
+        let nothing = select(Vec::new(), false, &config(3), &Attributes::default());
+        assert_eq!(nothing.parts(), 1, "no file is still one (empty) part");
+        assert!(nothing.split().iter().all(Vec::is_empty));
     }
 
     #[test]

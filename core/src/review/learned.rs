@@ -34,6 +34,33 @@ pub enum JudgeStatus {
     Failed(String),
 }
 
+impl JudgeStatus {
+    /// Two parts' judges as one.
+    fn and(self, other: JudgeStatus) -> JudgeStatus {
+        use JudgeStatus::{Failed, Idle, Off, Ran};
+        match (self, other) {
+            (Failed(why), _) | (_, Failed(why)) => Failed(why),
+            (Idle | Off, status) | (status, Idle | Off) => status,
+            (
+                Ran {
+                    dropped,
+                    rescored,
+                    doubted,
+                },
+                Ran {
+                    dropped: d,
+                    rescored: r,
+                    doubted: o,
+                },
+            ) => Ran {
+                dropped: dropped + d,
+                rescored: rescored + r,
+                doubted: doubted + o,
+            },
+        }
+    }
+}
+
 /// The repository's memory, or an empty one (logged) when it cannot be read.
 pub async fn load(store: &dyn Store, repo: &str, org: &str) -> RepoMemory {
     match memory::load(store, repo, org).await {
@@ -64,6 +91,20 @@ pub struct Judged {
 }
 
 impl Judged {
+    /// The judges of a review read in parts, as one: what each kept and dropped, and a
+    /// status that counts them all (failed if any failed: the scores of that part's
+    /// findings stand, and the summary should not claim every finding was judged).
+    pub fn together(parts: Vec<Judged>) -> Judged {
+        let mut all = Judged::untouched(Vec::new(), JudgeStatus::Idle);
+        for part in parts {
+            all.kept.extend(part.kept);
+            all.dropped.extend(part.dropped);
+            all.read.extend(part.read);
+            all.status = all.status.and(part.status);
+        }
+        all
+    }
+
     /// The judge did not change anything.
     fn untouched(kept: Vec<Candidate>, status: JudgeStatus) -> Self {
         Judged {
@@ -357,6 +398,39 @@ pub async fn code_changed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_judges_of_parts_count_as_one() {
+        let ran = |dropped, rescored, doubted| {
+            Judged::untouched(
+                Vec::new(),
+                JudgeStatus::Ran {
+                    dropped,
+                    rescored,
+                    doubted,
+                },
+            )
+        };
+        let idle = || Judged::untouched(Vec::new(), JudgeStatus::Idle);
+        assert_eq!(
+            Judged::together(vec![ran(1, 2, 0), idle(), ran(0, 1, 1)]).status,
+            JudgeStatus::Ran {
+                dropped: 1,
+                rescored: 3,
+                doubted: 1
+            }
+        );
+        assert_eq!(
+            Judged::together(vec![idle(), idle()]).status,
+            JudgeStatus::Idle
+        );
+        let failed = Judged::untouched(Vec::new(), JudgeStatus::Failed("timed out".into()));
+        assert_eq!(
+            Judged::together(vec![ran(1, 0, 0), failed]).status,
+            JudgeStatus::Failed("timed out".into()),
+            "one part's scores stand: not every finding was judged"
+        );
+    }
     use crate::learning::apply::{Base, for_review};
     use crate::learning::stats::ThresholdSource;
     use crate::ports::Severity;

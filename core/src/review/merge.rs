@@ -434,6 +434,7 @@ mod tests {
     fn pass(name: &'static str, findings: Vec<RawFinding>) -> PassResult {
         PassResult {
             specialist: name,
+            part: 0,
             outcome: Ok(findings),
             elapsed: Duration::ZERO,
             tools_read: Vec::new(),

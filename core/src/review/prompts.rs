@@ -97,6 +97,9 @@ pub struct ReviewContext<'a> {
     pub description: &'a str,
     /// `base..head` of what is under review.
     pub range: String,
+    /// `(this part, of how many)`, counted from 1, when the diff is too large for one
+    /// review's budget and each part's files are reviewed by passes of their own.
+    pub part: Option<(usize, usize)>,
     /// Set for an incremental review: the PR's full file list, for context.
     pub whole_pr: Option<Vec<String>>,
     pub guidelines: &'a [Guideline],
@@ -142,6 +145,11 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         crate::sanitize::inline_name(&crate::sanitize::user_text(context.title)),
         context.range
     ));
+    if let Some((part, parts)) = context.part {
+        out.push_str(&format!(
+            "This change is too large to review at once: it is reviewed in {parts} parts, and this is part {part}. The diff below holds only this part's files; the others are reviewed separately.\n"
+        ));
+    }
     let description =
         crate::sanitize::truncate(&crate::sanitize::user_text(context.description), 4000);
     if !description.is_empty() {
@@ -248,6 +256,7 @@ mod tests {
             title: "t",
             description: "",
             range: "a..b".into(),
+            part: None,
             whole_pr: None,
             guidelines: &[],
             memory: &[],

@@ -91,8 +91,8 @@ pub fn select(config: &ReviewConfig, has_guidelines: bool, reviewed: &[&str]) ->
 /// fails the pass (a progress update is decoration).
 #[async_trait]
 pub trait PassProgress: Send + Sync {
-    /// Before the first pass: the passes about to run.
-    fn started(&self, _passes: &[&'static SpecialistPrompt]) {}
+    /// Before the first pass: the passes about to run, each once in each of `parts`.
+    fn started(&self, _passes: &[&'static SpecialistPrompt], _parts: usize) {}
 
     async fn pass_done(&self, specialist: &'static str, ok: bool, done: usize, total: usize);
 }
@@ -108,54 +108,114 @@ impl PassProgress for NoProgress {
 /// Output budget per pass: a list of findings with bodies and suggestions.
 const MAX_OUTPUT_TOKENS: u32 = 4096;
 
-/// Run every specialist on the same user message, concurrently. `passes_only` follows
-/// it in every pass, after the cached prefix (what the judge, which shares the prefix,
-/// must not read). With `tools` (and a provider that takes tool calls), each pass may
-/// first read code through them. A pass still running `deadline` from now (corrective
-/// retry included) is abandoned and reported failed.
+/// What one part of a review's passes read: the user message they share (the diff of
+/// the part's files and everything around it) and the tools over the snapshot.
+pub struct PartInput<'a> {
+    pub message: &'a str,
+    pub tools: Option<&'a Toolbox<'a>>,
+}
+
+/// Run every specialist on each part's user message, all concurrently (a diff too large
+/// for one budget is read in parts: each pass once a part). `passes_only` follows the
+/// message in every pass, after the cached prefix (what the judge, which shares the
+/// prefix, must not read). With tools (and a provider that takes tool calls), each pass
+/// may first read code through them. A pass still running `deadline` from now
+/// (corrective retry included) is abandoned and reported failed. Results are in part
+/// order, the specialists' order within each.
 pub async fn run_all(
     llm: &dyn Llm,
     specialists: &[&'static SpecialistPrompt],
-    user_message: &str,
+    parts: &[PartInput<'_>],
     passes_only: &str,
-    tools: Option<&Toolbox<'_>>,
     deadline: Duration,
     progress: &dyn PassProgress,
 ) -> Vec<PassResult> {
-    progress.started(specialists);
+    progress.started(specialists, parts.len());
     let started = Instant::now();
     let done = AtomicUsize::new(0);
     let tally = Tally {
         progress,
         done: &done,
-        total: specialists.len(),
+        total: specialists.len() * parts.len(),
     };
-    let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(user_message);
-    // With a cache that takes this prefix, one pass goes first and the others follow once
-    // the provider has begun answering it: by then the prefix is in the cache, and they
-    // read it instead of each writing it anew (see [`AnswerStarted`]). The wait is the
-    // first pass's time to its first token where the adapter streams, its whole reply
-    // where it does not (the README's benchmarks measure both).
+    let mut passes = Vec::new();
+    let mut names = Vec::new();
+    for (part, input) in parts.iter().enumerate() {
+        passes.extend(part_passes(
+            llm,
+            specialists,
+            input,
+            part,
+            passes_only,
+            &tally,
+        ));
+        names.extend(specialists.iter().map(|s| (s.name, part)));
+    }
+    let results = join_all(passes, Deadline::after(deadline)).await;
+    results
+        .into_iter()
+        .zip(names)
+        .map(|(result, (specialist, part))| {
+            result.unwrap_or_else(|| {
+                tracing::warn!(
+                    pass = specialist,
+                    part,
+                    ?deadline,
+                    "review pass over the deadline (review.passTimeoutSecs); the others go on"
+                );
+                PassResult {
+                    specialist,
+                    part,
+                    outcome: Err(LlmError::Timeout(deadline)),
+                    elapsed: started.elapsed(),
+                    tools_read: Vec::new(),
+                }
+            })
+        })
+        .collect()
+}
+
+/// One part's passes. With a cache that takes the part's prefix, one pass goes first and
+/// the others follow once the provider has begun answering it: by then the prefix is in
+/// the cache, and they read it instead of each writing it anew (see [`AnswerStarted`]).
+/// The wait is the first pass's time to its first token where the adapter streams, its
+/// whole reply where it does not (the README's benchmarks measure both).
+fn part_passes<'a>(
+    llm: &'a dyn Llm,
+    specialists: &'a [&'static SpecialistPrompt],
+    input: &'a PartInput<'a>,
+    part: usize,
+    passes_only: &'a str,
+    tally: &'a Tally<'a>,
+) -> Vec<BoxedPass<'a>> {
+    let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(input.message);
     let warm_up = (specialists.len() > 1 && llm.prompt_cache().caches(shared_tokens))
         .then(AnswerStarted::default);
     if warm_up.is_some() {
-        tracing::debug!(shared_tokens, "warming the prompt cache with one pass");
+        tracing::debug!(
+            shared_tokens,
+            part,
+            "warming the prompt cache with one pass"
+        );
     }
-    let passes: Vec<BoxedPass<'_>> = specialists
+    specialists
         .iter()
         .enumerate()
         .map(|(i, specialist)| {
-            let leads = warm_up.as_ref().filter(|_| i == 0);
+            let leads = warm_up.clone().filter(|_| i == 0);
             let pass = run_one(
                 llm,
                 specialist,
-                user_message,
-                passes_only,
-                tools,
-                &tally,
+                Reading {
+                    message: input.message,
+                    passes_only,
+                    tools: input.tools,
+                    part,
+                },
+                tally,
                 leads,
             );
-            match &warm_up {
+            match warm_up.clone() {
                 None => Box::pin(pass) as BoxedPass<'_>,
                 Some(started) if i == 0 => Box::pin(async move {
                     let result = pass.await;
@@ -170,28 +230,15 @@ pub async fn run_all(
                 }),
             }
         })
-        .collect();
-    let names: Vec<&'static str> = specialists.iter().map(|s| s.name).collect();
-    let results = join_all(passes, Deadline::after(deadline)).await;
-    results
-        .into_iter()
-        .zip(names)
-        .map(|(result, specialist)| {
-            result.unwrap_or_else(|| {
-                tracing::warn!(
-                    pass = specialist,
-                    ?deadline,
-                    "review pass over the deadline (review.passTimeoutSecs); the others go on"
-                );
-                PassResult {
-                    specialist,
-                    outcome: Err(LlmError::Timeout(deadline)),
-                    elapsed: started.elapsed(),
-                    tools_read: Vec::new(),
-                }
-            })
-        })
         .collect()
+}
+
+/// What a pass reads, and which part of the review it is.
+struct Reading<'a> {
+    message: &'a str,
+    passes_only: &'a str,
+    tools: Option<&'a Toolbox<'a>>,
+    part: usize,
 }
 
 /// The passes finished so far, and whom to tell.
@@ -204,22 +251,21 @@ struct Tally<'a> {
 async fn run_one(
     llm: &dyn Llm,
     specialist: &'static SpecialistPrompt,
-    user_message: &str,
-    passes_only: &str,
-    tools: Option<&Toolbox<'_>>,
+    reading: Reading<'_>,
     tally: &Tally<'_>,
-    leads: Option<&AnswerStarted>,
+    leads: Option<AnswerStarted>,
 ) -> PassResult {
     let started = Instant::now();
-    let own = format!("{passes_only}{}", prompts::focus(specialist));
+    let part = reading.part;
+    let own = format!("{}{}", reading.passes_only, prompts::focus(specialist));
     let mut request = LlmRequest::new(
         prompts::system(),
-        vec![Message::user_with_shared(user_message, &own)],
+        vec![Message::user_with_shared(reading.message, &own)],
     );
     request.options.max_tokens = MAX_OUTPUT_TOKENS;
     request.options.temperature = Some(0.0);
-    request.options.started = leads.cloned();
-    let reading = ask_after_reading(llm, request, &pass_output(), tools).await;
+    request.options.started = leads;
+    let reading = ask_after_reading(llm, request, &pass_output(), reading.tools).await;
     let (outcome, tools_read) = (
         reading.reply.map(|reply| reply.value.findings),
         reading.read,
@@ -227,11 +273,12 @@ async fn run_one(
     match &outcome {
         Ok(findings) => tracing::info!(
             pass = specialist.name,
+            part,
             findings = findings.len(),
             "review pass done"
         ),
         Err(err) => {
-            tracing::warn!(pass = specialist.name, error = %err, "review pass failed; the others go on")
+            tracing::warn!(pass = specialist.name, part, error = %err, "review pass failed; the others go on")
         }
     }
     let done = tally.done.fetch_add(1, Ordering::SeqCst) + 1;
@@ -241,6 +288,7 @@ async fn run_one(
         .await;
     PassResult {
         specialist: specialist.name,
+        part,
         outcome,
         elapsed: started.elapsed(),
         tools_read,
@@ -421,9 +469,11 @@ mod tests {
         let results = run_all(
             &SlowLlm,
             &specialists,
-            "diff",
+            &[PartInput {
+                message: "diff",
+                tools: None,
+            }],
             "",
-            None,
             Duration::from_secs(5),
             &NoProgress,
         )
@@ -447,9 +497,11 @@ mod tests {
         let results = run_all(
             &SlowLlm,
             &specialists,
-            "diff",
+            &[PartInput {
+                message: "diff",
+                tools: None,
+            }],
             "",
-            None,
             Duration::from_millis(120),
             &NoProgress,
         )
@@ -468,6 +520,66 @@ mod tests {
             results[1].outcome.is_ok() && results[3].outcome.is_ok(),
             "{results:?}"
         );
+    }
+
+    /// Every pass reads every part, each part's message its prefix; the results come in
+    /// part order, each saying its part, and one deadline holds for them all.
+    #[tokio::test]
+    async fn each_pass_reads_each_part() {
+        let specialists = select(&ReviewConfig::default(), false, &["src/lib.rs"]).run;
+        let llm = CachingLlm {
+            streams: false,
+            sent: std::sync::Mutex::new(Vec::new()),
+        };
+        let parts = [
+            PartInput {
+                message: "the first part's diff\n",
+                tools: None,
+            },
+            PartInput {
+                message: "the second part's diff\n",
+                tools: None,
+            },
+        ];
+        let started = Instant::now();
+        let results = run_all(
+            &llm,
+            &specialists,
+            &parts,
+            "",
+            Duration::from_secs(5),
+            &NoProgress,
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_millis(300),
+            "side by side: {:?}",
+            started.elapsed()
+        );
+        let order: Vec<(&str, usize)> = results.iter().map(|r| (r.specialist, r.part)).collect();
+        assert_eq!(
+            order,
+            [
+                ("security", 0),
+                ("correctness", 0),
+                ("tests", 0),
+                ("style", 0),
+                ("security", 1),
+                ("correctness", 1),
+                ("tests", 1),
+                ("style", 1),
+            ]
+        );
+        let sent = llm.sent.into_inner().unwrap_or_else(|e| e.into_inner());
+        for part in &parts {
+            let reading = sent
+                .iter()
+                .filter(|(_, r)| {
+                    r.messages[0].split_at_cache_prefix().map(|(a, _)| a) == Some(part.message)
+                })
+                .count();
+            assert_eq!(reading, 4, "{}", part.message);
+        }
     }
 
     /// A provider that caches prompts: records when each pass started and what it sent.
@@ -533,9 +645,11 @@ mod tests {
             run_all(
                 &llm,
                 &specialists,
-                shared,
+                &[PartInput {
+                    message: shared,
+                    tools: None,
+                }],
                 "",
-                None,
                 Duration::from_secs(5),
                 &NoProgress,
             )

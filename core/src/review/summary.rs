@@ -160,6 +160,8 @@ pub struct Summary<'a> {
     pub passes_ok: Vec<&'a str>,
     /// `(specialist, reason)`.
     pub passes_failed: Vec<(&'a str, String)>,
+    /// How many parts the diff was read in (each by every pass); 1 when it fit one budget.
+    pub parts: usize,
     /// Passes the change gave nothing to look at.
     pub passes_not_needed: &'a [crate::review::specialists::NotNeeded],
     pub filtered: &'a Filtered,
@@ -331,12 +333,21 @@ impl Summary<'_> {
                     .join(", ")
             }
         ));
+        if self.parts > 1 {
+            out.push_str(&format!(
+                "- Read in {} parts, each by every pass: the diff is larger than `review.maxPatchTokens`\n",
+                self.parts
+            ));
+        }
         if self.nothing_ran() {
             out.push_str(if self.passes_not_needed.is_empty() {
                 "- Specialists: none ran (no file to review)\n"
             } else {
                 "- Specialists: none ran (none asked for has anything to look at)\n"
             });
+        } else if self.passes_ok.is_empty() {
+            // Read in parts, every pass failed on one of them (each said below).
+            out.push_str("- Specialists: none read every part of the change\n");
         } else {
             out.push_str(&format!("- Specialists: {}\n", self.passes_ok.join(", ")));
         }

@@ -310,6 +310,43 @@ async fn passes_a_documentation_change_gives_nothing_to_do_are_said() {
     );
 }
 
+/// A diff larger than one budget is read in parts, and the terminal and the JSON say so.
+#[tokio::test]
+async fn a_diff_read_in_parts_is_said() {
+    let rig = Rig::start().await;
+    rig.github.set_file(
+        REPO,
+        "main",
+        ".parley.yml",
+        "review:\n  maxPatchTokens: 1000\n",
+    );
+    let added = |name: &str| {
+        let lines: Vec<String> = (0..50)
+            .map(|i| format!("+let {name}_{i} = compute_{name}_value({i}, true);"))
+            .collect();
+        format!("@@ -0,0 +1,50 @@\n{}\n", lines.join("\n"))
+    };
+    rig.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/one.rs", "added", &added("one")),
+            ("src/two.rs", "added", &added("two")),
+        ],
+    );
+    let text = reviewed(&rig).await;
+    assert!(
+        text.contains(
+            "Read in 2 parts, each by every pass: the diff is larger than review.maxPatchTokens.\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("Not reviewed"), "{text}");
+    let json = printed_as(&rig, "octo-org/hello-world#42", "json").await;
+    assert_eq!(json["parts"], 2);
+    assert_eq!(json["partial"], false);
+}
+
 /// A finding taken out before it is reported is listed with why, in the text and the
 /// JSON: a count alone leaves the person guessing. Here the model names a file the PR
 /// does not change and the repository does not have (the path of the prompt's example,

@@ -39,6 +39,8 @@ parley_tests::review_on_both_stores!(
     a_rules_change_github_will_not_show_is_still_said,
     rules_moved_away_are_said_as_gone,
     large_pr_lists_what_was_not_reviewed,
+    a_diff_over_the_budget_is_reviewed_whole_in_parts,
+    a_pass_that_fails_on_one_part_leaves_the_review_partial_saying_which,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
     a_pr_that_only_removes_files_says_so,
     passes_a_documentation_change_gives_nothing_to_do_are_not_paid_for,
@@ -1022,6 +1024,116 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
     let check = h.latest_check("Parley review");
     let said = check["output"]["summary"].as_str().unwrap_or_default();
     assert!(said.contains("changed files went unread"), "{said}");
+}
+
+/// Two added files of about 600 tokens each, and a budget of 1000: two parts.
+fn a_diff_of_two_parts(h: &ReviewHarness) {
+    h.config("review:\n  maxPatchTokens: 1000\n");
+    let added = |name: &str| {
+        std::iter::once("@@ -0,0 +1,50 @@".to_string())
+            .chain((0..50).map(|i| format!("+let {name}_{i} = compute_{name}_value({i}, true);")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (first, second) = (added("first"), added("second"));
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/first.rs", "added", &first),
+            ("src/second.rs", "added", &second),
+        ],
+    );
+}
+
+async fn a_diff_over_the_budget_is_reviewed_whole_in_parts(h: ReviewHarness) {
+    a_diff_of_two_parts(&h);
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding(
+            "src/second.rs",
+            7,
+            "high",
+            90,
+            "Unchecked value from input",
+        )]),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+
+    let prompts: Vec<String> = h.pass_prompts().iter().map(|p| p.text()).collect();
+    let part = |n: usize| -> Vec<&String> {
+        let says = format!("it is reviewed in 2 parts, and this is part {n}.");
+        prompts.iter().filter(|p| p.contains(&says)).collect()
+    };
+    assert_eq!(prompts.len(), 8, "each of the four passes reads each part");
+    assert_eq!((part(1).len(), part(2).len()), (4, 4));
+    for prompt in part(1) {
+        assert!(prompt.contains("compute_first_value") && !prompt.contains("compute_second_value"));
+        assert!(
+            prompt
+                .contains("- src/second.rs (reviewed separately, in another part of this change)"),
+            "{prompt}"
+        );
+    }
+    for prompt in part(2) {
+        assert!(prompt.contains("compute_second_value") && !prompt.contains("compute_first_value"));
+    }
+    let judged = h.judge_prompts();
+    assert_eq!(judged.len(), 1, "only the part with a finding is judged");
+    assert!(judged[0].text().contains("and this is part 2."));
+
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "Files reviewed: `src/first.rs`, `src/second.rs`\n",
+            "Read in 2 parts, each by every pass: the diff is larger than `review.maxPatchTokens`",
+            "**1 finding**: 1 high.",
+        ],
+    );
+    assert!(!text.contains("Not reviewed"), "{text}");
+    assert_eq!(
+        h.inline_comments().len(),
+        1,
+        "reported by both parts' passes, posted once"
+    );
+    assert_eq!(
+        h.conclusion(),
+        "failure",
+        "a whole review, and a blocking finding"
+    );
+    let check = h.latest_check("Parley review");
+    let title = check["output"]["title"].as_str().unwrap_or_default();
+    assert!(!title.contains("partial"), "{title}");
+}
+
+async fn a_pass_that_fails_on_one_part_leaves_the_review_partial_saying_which(h: ReviewHarness) {
+    a_diff_of_two_parts(&h);
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/first.rs", 3, "medium", 90, "Unchecked value")]),
+    );
+    h.llm.answer("and this is part 2.", "I am not JSON at all");
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "Specialists: none read every part of the change\n",
+            ", on part 2 of 2); its area was not reviewed.",
+            "**1 finding**",
+        ],
+    );
+    assert!(
+        text.contains("The **security** pass failed") && text.contains("The **tests** pass failed"),
+        "{text}"
+    );
+    assert_eq!(h.conclusion(), "neutral");
+    let check = h.latest_check("Parley review");
+    assert_eq!(
+        check["output"]["title"],
+        "1 finding(s), none blocking; the review was partial"
+    );
 }
 
 async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed(h: ReviewHarness) {

@@ -155,6 +155,8 @@ pub struct Report {
     pub partial: bool,
     pub passes_ok: Vec<&'static str>,
     pub passes_failed: Vec<(&'static str, String)>,
+    /// How many parts the diff was read in (each by every pass).
+    pub parts: usize,
     /// Passes the change gave nothing to look at (only documentation or data changed).
     pub passes_not_needed: Vec<NotNeeded>,
     pub below_threshold: usize,
@@ -488,12 +490,8 @@ fn report(
         not_reviewed: analysis.inputs.not_reviewed.clone(),
         listing_truncated: analysis.inputs.listing_truncated,
         partial: analysis.partial(),
-        passes_ok: analysis
-            .results
-            .iter()
-            .filter(|r| r.outcome.is_ok())
-            .map(|r| r.specialist)
-            .collect(),
+        passes_ok: analysis.passes_ok(),
+        parts: analysis.inputs.parts(),
         passes_failed: analysis.passes_failed(),
         passes_not_needed: analysis.not_needed.clone(),
         below_threshold: analysis.filtered.below_threshold.len(),

@@ -20,15 +20,20 @@ impl Bar {
         Bar { bar }
     }
 
-    fn start(&self, passes: &[&SpecialistPrompt]) {
+    fn start(&self, passes: &[&SpecialistPrompt], parts: usize) {
         if let Ok(style) = ProgressStyle::with_template(
             "{spinner} reviewing [{bar:20}] {pos}/{len} passes {msg} ({elapsed})",
         ) {
             self.bar.set_style(style.progress_chars("=> "));
         }
-        self.bar.set_length(passes.len() as u64);
+        self.bar.set_length((passes.len() * parts) as u64);
         let names: Vec<&str> = passes.iter().map(|p| p.name).collect();
-        self.bar.set_message(names.join(", "));
+        let parts = if parts > 1 {
+            format!(" ({parts} parts)")
+        } else {
+            String::new()
+        };
+        self.bar.set_message(format!("{}{parts}", names.join(", ")));
         self.bar
             .enable_steady_tick(std::time::Duration::from_millis(200));
     }
@@ -40,8 +45,8 @@ impl Bar {
 
 #[async_trait]
 impl PassProgress for Bar {
-    fn started(&self, passes: &[&'static SpecialistPrompt]) {
-        self.start(passes);
+    fn started(&self, passes: &[&'static SpecialistPrompt], parts: usize) {
+        self.start(passes, parts);
     }
 
     async fn pass_done(&self, specialist: &'static str, ok: bool, _done: usize, _total: usize) {

@@ -168,6 +168,12 @@ fn footer(report: &Report, markdown: bool) -> String {
     if let Some(line) = not_needed_line(&report.passes_not_needed) {
         out.push_str(&format!("\nPasses not needed: {line}\n"));
     }
+    if report.parts > 1 {
+        out.push_str(&format!(
+            "\nRead in {} parts, each by every pass: the diff is larger than review.maxPatchTokens.\n",
+            report.parts
+        ));
+    }
     if !report.context_used.is_empty() {
         out.push_str("\nContext used (earlier reviews in the local store):\n");
         for item in &report.context_used {
@@ -267,6 +273,7 @@ fn json_value(report: &Report) -> Value {
             "failed": report.passes_failed.iter().map(|(p, r)| json!({"pass": p, "reason": r})).collect::<Vec<_>>(),
             "not_needed": report.passes_not_needed.iter().map(|n| json!({"pass": n.specialist, "reason": n.why})).collect::<Vec<_>>(),
         },
+        "parts": report.parts,
         "below_threshold": report.below_threshold,
         "min_confidence": report.min_confidence,
         "suppressed": report.suppressed.len(),
@@ -321,6 +328,7 @@ mod tests {
             partial: true,
             passes_ok: Vec::new(),
             passes_failed: vec![("security", "server said \x1b[31mno".into())],
+            parts: 1,
             passes_not_needed: Vec::new(),
             below_threshold: 0,
             min_confidence: 75,
