@@ -22,7 +22,7 @@ pub use crate::rig::{BASE, DB_PATCH, HEAD, OWNER};
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 pub use crate::clients::MODEL;
 pub use crate::scripts::{
-    CONVERSATION, CORRECTNESS, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, finding,
+    CONVERSATION, CORRECTNESS, FIX_CHECK, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, finding,
     passes_find_nothing, reply,
 };
 
@@ -277,7 +277,10 @@ impl ReviewHarness {
         self.llm
             .prompts()
             .into_iter()
-            .filter(|p| !p.text().contains(JUDGE) && !p.carries_tool_results())
+            .filter(|p| {
+                let text = p.text();
+                !text.contains(JUDGE) && !text.contains(FIX_CHECK) && !p.carries_tool_results()
+            })
             .collect()
     }
 

@@ -14,6 +14,8 @@ pub const GUIDELINES: &str = "the guideline-compliance specialist";
 pub const CONVERSATION: &str = "holding a conversation on a GitHub pull request";
 /// A phrase unique to the judge pass's system prompt.
 pub const JUDGE: &str = "final judge of an automated code review";
+/// In the question whether a push fixed earlier findings.
+pub const FIX_CHECK: &str = "You check whether new commits fixed problems";
 
 /// The JSON a conversation turn asks the model for.
 pub fn answer(reply: &str, resolution: Option<&str>) -> String {

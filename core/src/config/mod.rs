@@ -213,6 +213,9 @@ pub struct ReviewConfig {
     /// A push whose commits give nothing new to say posts no review, only its check
     /// (see `review::quiet`); off, every push is said in a review.
     pub quiet_pushes: bool,
+    /// A review asks whether the code changed at an open finding's lines fixed it, and
+    /// resolves those it fixed (see `review::fixed`); off, people resolve them.
+    pub resolve_fixed: bool,
     /// Read the repository at the head for the code around the change (`review.context`):
     /// off, reviews see the diff alone.
     pub context_enabled: bool,
@@ -267,6 +270,7 @@ impl Default for ReviewConfig {
             auto_tune: true,
             judge: true,
             quiet_pushes: true,
+            resolve_fixed: true,
             context_enabled: true,
             context_max_tokens: DEFAULT_CONTEXT_MAX_TOKENS,
             tools: ToolBounds::default(),
@@ -467,6 +471,7 @@ fn read_all(r: &mut Reader<'_>) -> RepoConfig {
             auto_tune: r.bool("review.autoTune", d.review.auto_tune),
             judge: r.bool("review.judge", d.review.judge),
             quiet_pushes: r.bool("review.quietPushes", d.review.quiet_pushes),
+            resolve_fixed: r.bool("review.resolveFixed", d.review.resolve_fixed),
             context_enabled: r.bool("review.context.enabled", d.review.context_enabled),
             context_max_tokens: r.number(
                 "review.context.maxTokens",

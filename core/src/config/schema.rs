@@ -151,6 +151,9 @@ struct Review {
     judge: bool,
     /// A push with nothing new to say posts no review, only its check.
     quiet_pushes: bool,
+    /// Ask whether a push fixed the open findings whose lines it changed, and resolve
+    /// those it fixed (their threads too).
+    resolve_fixed: bool,
     context: ReviewContext,
 }
 
@@ -332,6 +335,7 @@ impl Default for Review {
             auto_tune: d.auto_tune,
             judge: d.judge,
             quiet_pushes: d.quiet_pushes,
+            resolve_fixed: d.resolve_fixed,
             context: ReviewContext::default(),
         }
     }

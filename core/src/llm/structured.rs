@@ -251,6 +251,51 @@ fn correction(reason: &str, cut_off: Option<CutOff>) -> String {
     format!("Your reply could not be used: {reason}.\n{advice}")
 }
 
+/// An answer of verdicts on numbered items. One not mentioned keeps what it had, so an
+/// answer without any changes nothing.
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+#[serde(bound(deserialize = "V: serde::Deserialize<'de>"))]
+pub struct Verdicts<V> {
+    #[serde(default = "Vec::<V>::new")]
+    pub verdicts: Vec<V>,
+}
+
+/// What a verdict says of the items: the index of the one it is about, and its reason.
+pub type Numbered<V> = for<'a> fn(&'a V) -> (usize, &'a str);
+
+impl<V: DeserializeOwned + schemars::JsonSchema + 'static> Verdicts<V> {
+    /// Verdicts on `count` items, shaped like `shape`, held to their schema where the
+    /// server can: every index names one of them, and no reason is `example_reason`, the
+    /// example's placeholder, which a small model held to the schema by a grammar copies
+    /// verbatim (its verdict would then stand for item 0).
+    pub fn output(
+        shape: &str,
+        name: &'static str,
+        count: usize,
+        example_reason: &'static str,
+        numbered: Numbered<V>,
+    ) -> JsonOutput<Self> {
+        JsonOutput::<Self>::described(shape)
+            .constrained(name)
+            .with_validator(move |out: &Self| {
+                for (index, reason) in out.verdicts.iter().map(numbered) {
+                    if index >= count {
+                        return Err(format!(
+                            "an index is out of range (there are {count} findings)"
+                        ));
+                    }
+                    if reason.trim() == example_reason {
+                        return Err(
+                            "a verdict repeats the example's placeholder reason: give your own"
+                                .into(),
+                        );
+                    }
+                }
+                Ok(())
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -364,6 +364,7 @@ impl Analysis {
             filtered: &self.filtered,
             duplicates: self.merged.duplicates,
             already_posted: self.merged.already_posted,
+            fixed_earlier: Vec::new(),
             closed_earlier: 0,
             reopened_earlier: 0,
             held_earlier: 0,

@@ -31,6 +31,17 @@ pub enum LineKind {
     Removed,
 }
 
+impl LineKind {
+    /// The character a unified diff starts such a line with.
+    pub fn sign(self) -> char {
+        match self {
+            LineKind::Context => ' ',
+            LineKind::Added => '+',
+            LineKind::Removed => '-',
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiffLine {
     pub kind: LineKind,
@@ -110,11 +121,7 @@ impl Patch {
             }
             out.push('\n');
             for line in &hunk.lines {
-                out.push(match line.kind {
-                    LineKind::Context => ' ',
-                    LineKind::Added => '+',
-                    LineKind::Removed => '-',
-                });
+                out.push(line.kind.sign());
                 out.push_str(&line.text);
                 out.push('\n');
             }

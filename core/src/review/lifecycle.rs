@@ -19,11 +19,11 @@
 //! posted, without undoing what people decided meanwhile.
 
 use crate::config::GateConfig;
-use crate::ports::github::{Comparison, GitHub, GitHubError, RepoScope};
+use crate::ports::github::{GitHub, GitHubError, RepoScope};
 use crate::ports::{Finding, FindingState, Store, StoreError};
 use crate::review::merge::Candidate;
 use crate::review::resolution;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use time::OffsetDateTime;
 
 /// Who the store records as having changed a finding's state here.
@@ -40,11 +40,35 @@ pub struct Changes {
     /// Blocking summary-only findings the full review did not find again, whose code has
     /// not changed since: they stay open (see [`hold_unchanged_blocking`]).
     pub held: Vec<Finding>,
+    /// Open findings the code changed at, which the review judged fixed: now resolved
+    /// (see [`super::fixed`]).
+    pub fixed: Vec<Finding>,
 }
 
 impl Changes {
     pub fn all(&self) -> impl Iterator<Item = &Finding> {
-        self.closed.iter().chain(self.reopened.iter())
+        self.closed
+            .iter()
+            .chain(self.reopened.iter())
+            .chain(self.fixed.iter())
+    }
+
+    /// Whether the review changes any earlier finding's state.
+    pub fn any(&self) -> bool {
+        self.all().next().is_some()
+    }
+
+    /// Add what the review judged fixed, except findings it closes already and those its
+    /// passes reported again (`found`, by fingerprint): a fix the same review still finds
+    /// is no fix.
+    pub fn with_fixed(mut self, fixed: Vec<Finding>, found: &HashSet<&str>) -> Self {
+        let closed: HashSet<&str> = self.closed.iter().map(|f| f.id.as_str()).collect();
+        let fixed: Vec<Finding> = fixed
+            .into_iter()
+            .filter(|f| !closed.contains(f.id.as_str()) && !found.contains(f.fingerprint.as_str()))
+            .collect();
+        self.fixed = fixed;
+        self
     }
 }
 
@@ -116,14 +140,14 @@ pub async fn hold_unchanged_blocking(
     gate: &GateConfig,
     head_sha: &str,
     pr_paths: &HashSet<&str>,
+    compares: &mut resolution::Compares,
     mut changes: Changes,
 ) -> Result<Changes, GitHubError> {
-    let mut compared: HashMap<String, Option<Comparison>> = HashMap::new();
     let mut closed = Vec::with_capacity(changes.closed.len());
     for finding in std::mem::take(&mut changes.closed) {
         let unchanged = gate.block_on.contains(&finding.severity)
             && pr_paths.contains(finding.path.as_str())
-            && !changed_since_found(github, scope, head_sha, &mut compared, &finding).await?;
+            && !changed_since_found(github, scope, head_sha, compares, &finding).await?;
         if unchanged {
             tracing::info!(repo = %scope.full_name(), finding = %finding.id, "not found again, but its code is unchanged; it stays open");
             changes.held.push(finding);
@@ -136,23 +160,21 @@ pub async fn hold_unchanged_blocking(
 }
 
 /// Whether `finding`'s code changed between the commit it was found on and `head_sha`
-/// ([`resolution::code_changed`]), comparing each commit with the head once: `compared`
+/// ([`resolution::code_changed`]), comparing each commit with the head once: `compares`
 /// keeps what GitHub answered.
 async fn changed_since_found(
     github: &dyn GitHub,
     scope: &RepoScope,
     head_sha: &str,
-    compared: &mut HashMap<String, Option<Comparison>>,
+    compares: &mut resolution::Compares,
     finding: &Finding,
 ) -> Result<bool, GitHubError> {
     if finding.head_sha == head_sha {
         return Ok(false);
     }
-    if !compared.contains_key(&finding.head_sha) {
-        let comparison = resolution::since(github, scope, &finding.head_sha, head_sha).await?;
-        compared.insert(finding.head_sha.clone(), comparison);
-    }
-    let comparison = compared.get(&finding.head_sha).and_then(Option::as_ref);
+    let comparison = compares
+        .since(github, scope, &finding.head_sha, head_sha)
+        .await?;
     Ok(resolution::changed_in(comparison, finding))
 }
 
@@ -267,6 +289,26 @@ mod tests {
             state,
             ..Finding::sample("src/a.rs", "t")
         }
+    }
+
+    /// A fix the same review reports again is no fix, and a finding it closes is closed
+    /// once.
+    #[test]
+    fn what_the_review_found_again_or_closed_is_not_also_fixed() {
+        let changes = Changes {
+            closed: vec![finding("f_closed", FindingState::Resolved, None)],
+            ..Changes::default()
+        };
+        let fixed = ["f_closed", "f_found", "f_fixed"]
+            .map(|id| finding(id, FindingState::Resolved, Some(1)))
+            .to_vec();
+        let found: HashSet<&str> = ["fp-f_found"].into();
+        let changes = changes.with_fixed(fixed, &found);
+        let ids: Vec<&str> = changes.fixed.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["f_fixed"]);
+        assert_eq!(changes.all().count(), 2);
+        assert!(changes.any());
+        assert!(!Changes::default().any());
     }
 
     fn candidate(fingerprint: &str) -> Candidate {

@@ -29,6 +29,7 @@ mod failure_note;
 pub mod file_kind;
 pub mod filter;
 pub mod findings;
+pub mod fixed;
 pub mod gate;
 pub mod grounding;
 pub mod inputs;
@@ -383,6 +384,12 @@ impl ReviewHandler {
         let analysis =
             analyse::analyse(store, &metered, config, &subject, &silenced, &progress).await?;
         let (inputs, merged, filtered) = (&analysis.inputs, &analysis.merged, &analysis.filtered);
+        // Open findings whose lines this push changed, which it fixed: resolved with it.
+        let mut compares = resolution::Compares::default();
+        let weighing = fixed::Weighing::new(&config.review, &earlier, &head_sha, inputs);
+        let fixed = weighing
+            .resolved(github, scope, &metered, &mut compares)
+            .await?;
 
         // Last look before publishing: a newer push makes this review stale.
         let current = github.get_pull_request(scope, job.number).await?;
@@ -440,10 +447,13 @@ impl ReviewHandler {
             &config.gate,
             &head_sha,
             &seen.pr_paths,
+            &mut compares,
             changes,
         )
-        .await?;
+        .await?
+        .with_fixed(fixed, &seen.found);
         let mut report = report;
+        report.fixed_earlier = summary::fixed_lines(&changes.fixed);
         report.closed_earlier = changes.closed.len();
         report.reopened_earlier = changes.reopened.len();
         report.held_earlier = changes.held.len();
@@ -458,7 +468,7 @@ impl ReviewHandler {
             .map(|c| Identified::new(c.clone(), &head_sha))
             .collect();
         let quiet = config.review.quiet_pushes
-            && quiet(
+            && publish::quiet(
                 job.trigger,
                 scope_of_review.incremental,
                 filtered,
@@ -518,6 +528,7 @@ impl ReviewHandler {
         // the job, and the queue's retry recovers the posted review and concludes then. A
         // run is never "published" with its check left in progress.
         lifecycle::write_back(store, &earlier, &changes).await?;
+        fixed::resolve_threads(github, scope, job.number, &changes.fixed).await;
         let reported: Vec<&Candidate> = filtered.reported().collect();
         learned::account(
             store,
@@ -528,8 +539,8 @@ impl ReviewHandler {
             &reported,
         )
         .await;
-        if !changes.closed.is_empty() || !changes.reopened.is_empty() {
-            tracing::info!(%repo, number = job.number, closed = changes.closed.len(), reopened = changes.reopened.len(), "earlier findings closed or reopened by this review");
+        if changes.any() {
+            tracing::info!(%repo, number = job.number, closed = changes.closed.len(), reopened = changes.reopened.len(), fixed = changes.fixed.len(), "earlier findings closed, reopened or resolved as fixed by this review");
         }
         let on_pr = store.findings_for_pr(&repo, job.number).await?;
         let partial = report.partial;
@@ -585,7 +596,7 @@ impl ReviewHandler {
                 blocking: reported
                     .iter()
                     .any(|c| config.gate.block_on.contains(&c.severity)),
-                changed: !changes.closed.is_empty() || !changes.reopened.is_empty(),
+                changed: changes.any(),
             };
             regate::after_manual_review(&self.services, scope, job.number, &head_sha, published)
                 .await;
@@ -620,29 +631,6 @@ impl ReviewHandler {
         }
         Ok(())
     }
-}
-
-/// Whether this run posts no review: a push whose commits give Parley nothing new to
-/// say. The head's check still says it was reviewed (and what of the PR's findings still
-/// blocks), but a busy PR does not get a "no findings" review, and a notification to
-/// everyone watching it, for every push. Only an automatic review of a push's commits,
-/// complete, that reports nothing, closes or reopens no earlier finding, and has no
-/// `.parley.yml` warning to show; anything else is said in a review as before.
-fn quiet(
-    trigger: ReviewTrigger,
-    incremental: bool,
-    filtered: &filter::Filtered,
-    changes: &lifecycle::Changes,
-    partial: bool,
-    warnings: &[crate::config::ConfigWarning],
-) -> bool {
-    trigger == ReviewTrigger::Synchronize
-        && incremental
-        && !partial
-        && filtered.reported().next().is_none()
-        && changes.closed.is_empty()
-        && changes.reopened.is_empty()
-        && warnings.is_empty()
 }
 
 /// The first few of `files`, for a line of a check run.

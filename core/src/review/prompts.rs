@@ -9,7 +9,6 @@
 //! is data, fenced and sanitised.
 
 use crate::repo::Guideline;
-use crate::review::diff::LineKind;
 use crate::review::file_kind::FileKind;
 use crate::review::inputs::{InputFile, NotReviewed};
 
@@ -226,12 +225,7 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
             ));
             for line in &hunk.lines {
                 let number = line.new.map(|n| n.to_string()).unwrap_or_default();
-                let sign = match line.kind {
-                    LineKind::Added => '+',
-                    LineKind::Removed => '-',
-                    LineKind::Context => ' ',
-                };
-                out.push_str(&format!("{number:>5} {sign}{}\n", line.text));
+                out.push_str(&format!("{number:>5} {}{}\n", line.kind.sign(), line.text));
             }
         }
     }

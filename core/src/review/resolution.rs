@@ -121,6 +121,30 @@ pub async fn since(
     }
 }
 
+/// What GitHub answered comparing commits with the head, asked once a pair for a whole
+/// review: the findings of one commit, weighed for a fix and then for closing, share one
+/// compare.
+#[derive(Debug, Default)]
+pub struct Compares(std::collections::HashMap<(String, String), Option<Comparison>>);
+
+impl Compares {
+    /// [`since`], asked once per `(base, head)`.
+    pub async fn since(
+        &mut self,
+        github: &dyn GitHub,
+        scope: &RepoScope,
+        base: &str,
+        head: &str,
+    ) -> Result<Option<&Comparison>, GitHubError> {
+        let key = (base.to_string(), head.to_string());
+        if !self.0.contains_key(&key) {
+            let comparison = since(github, scope, base, head).await?;
+            self.0.insert(key.clone(), comparison);
+        }
+        Ok(self.0.get(&key).and_then(Option::as_ref))
+    }
+}
+
 /// Whether `comparison` (from the finding's commit) changes the code at the finding's
 /// lines; see [`code_changed`].
 pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {

@@ -167,6 +167,9 @@ pub struct Summary<'a> {
     pub filtered: &'a Filtered,
     pub duplicates: usize,
     pub already_posted: usize,
+    /// Earlier findings the change fixed, now resolved: one line each
+    /// ([`fixed_lines`]).
+    pub fixed_earlier: Vec<String>,
     /// Earlier summary-only findings this full review no longer found, now closed.
     pub closed_earlier: usize,
     /// Earlier resolved findings found again, open again.
@@ -413,6 +416,15 @@ impl Summary<'_> {
                 self.already_posted
             ));
         }
+        if !self.fixed_earlier.is_empty() {
+            out.push_str(&format!(
+                "- ✅ {} earlier finding(s) fixed by the new commits, now resolved:\n",
+                self.fixed_earlier.len()
+            ));
+            for line in &self.fixed_earlier {
+                out.push_str(&format!("  - {line}\n"));
+            }
+        }
         if self.closed_earlier > 0 {
             out.push_str(&format!(
                 "- {} earlier finding(s) listed only in a summary were not found again by this review of their whole file and are closed.\n",
@@ -485,4 +497,21 @@ pub fn line_link(repo_url: &str, head_sha: &str, finding: &Candidate) -> String 
 
 pub fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
+}
+
+/// A fixed finding as the summary lists it: its id, where, and its title (model text
+/// about the PR's code, cleaned as every posted title is).
+pub fn fixed_lines(fixed: &[crate::ports::Finding]) -> Vec<String> {
+    fixed
+        .iter()
+        .map(|f| {
+            format!(
+                "`{}` {}:{}: {}",
+                f.id,
+                crate::sanitize::inline_name(&f.path),
+                f.line,
+                crate::sanitize::inline_name(&f.title)
+            )
+        })
+        .collect()
 }

@@ -26,6 +26,9 @@ parley_tests::review_on_both_stores!(
     recovery_keeps_what_happened_to_findings_since_the_crash,
     model_output_is_cleaned_before_it_is_posted,
     a_compare_of_300_files_makes_the_review_partial,
+    a_push_that_fixes_a_finding_resolves_it_and_its_thread,
+    a_finding_the_push_did_not_fix_stays_open,
+    a_garbled_answer_about_a_fix_leaves_the_finding_open,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -503,4 +506,81 @@ async fn a_compare_of_300_files_makes_the_review_partial(h: ReviewHarness) {
         gate["conclusion"], "neutral",
         "partial, not success: {gate:#?}"
     );
+}
+
+/// The model's verdict on whether the push fixed finding 0.
+fn fixed_verdict(fixed: bool) -> String {
+    json!({"verdicts": [{"index": 0, "fixed": fixed, "reason": "the query is bound now"}]})
+        .to_string()
+}
+
+async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness) {
+    let found = review_with_an_inline_blocking_finding(&h).await;
+    let root = found.comment_id.expect("inline");
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.push_sql_fix();
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the fix");
+
+    let asked: Vec<String> = h
+        .llm
+        .prompts()
+        .iter()
+        .map(|p| p.text())
+        .filter(|t| t.contains(FIX_CHECK))
+        .collect();
+    assert_eq!(asked.len(), 1, "one question for the push");
+    parley_tests::expect::says_all(
+        &asked[0],
+        &[
+            SQL_TITLE,
+            "at src/db.rs:3",
+            "<code>\n",
+            "+    query(\"SELECT * FROM users WHERE id = ?\"",
+        ],
+    );
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    assert_eq!(
+        after[0].state_changed_by.as_deref(),
+        Some(parley_core::review::fixed::FIXED_BY)
+    );
+    assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
+    assert_eq!(
+        h.latest_gate(HEAD2)["conclusion"],
+        "success",
+        "nothing left blocking"
+    );
+    parley_tests::expect::says_all(
+        &h.latest_summary(),
+        &[
+            "1 earlier finding(s) fixed by the new commits, now resolved:",
+            &format!("`{}` src/db.rs:3: {SQL_TITLE}", found.id),
+        ],
+    );
+}
+
+async fn a_finding_the_push_did_not_fix_stays_open(h: ReviewHarness) {
+    review_with_an_inline_blocking_finding(&h).await;
+    h.llm.answer(FIX_CHECK, &fixed_verdict(false));
+    the_push_leaves_it_open(&h).await;
+}
+
+async fn a_garbled_answer_about_a_fix_leaves_the_finding_open(h: ReviewHarness) {
+    review_with_an_inline_blocking_finding(&h).await;
+    h.llm.answer(FIX_CHECK, "Yes! Fixed, all of them.");
+    the_push_leaves_it_open(&h).await;
+}
+
+/// The SQL fix is pushed and reviewed; the model is asked, and the finding stays open.
+async fn the_push_leaves_it_open(h: &ReviewHarness) {
+    h.push_sql_fix();
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the push");
+    assert!(h.llm.calls_containing(FIX_CHECK) >= 1);
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert!(h.github.resolved_threads().is_empty());
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
 }
