@@ -8,10 +8,11 @@
 //! never a failure of the review; a lost one is a stale line until the check concludes.
 
 use crate::ports::github::{CheckRunOutput, CheckRunUpdate, GitHub, RepoScope};
+use crate::review::prompts::SpecialistPrompt;
 use crate::review::specialists::PassProgress;
 use async_trait::async_trait;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The least time between two progress updates, and before the first.
@@ -26,6 +27,8 @@ pub struct CheckProgress<'a> {
     /// last updated (the review's start before the first update).
     state: Mutex<(Vec<(&'static str, bool)>, Instant)>,
     gave_up: AtomicBool,
+    /// The parts a diff too large for one budget is read in (each pass once a part).
+    parts: AtomicUsize,
 }
 
 impl<'a> CheckProgress<'a> {
@@ -46,12 +49,17 @@ impl<'a> CheckProgress<'a> {
             interval,
             state: Mutex::new((Vec::new(), Instant::now())),
             gave_up: AtomicBool::new(false),
+            parts: AtomicUsize::new(1),
         }
     }
 }
 
 #[async_trait]
 impl PassProgress for CheckProgress<'_> {
+    fn started(&self, _passes: &[&'static SpecialistPrompt], parts: usize) {
+        self.parts.store(parts, Ordering::SeqCst);
+    }
+
     async fn pass_done(&self, specialist: &'static str, ok: bool, done: usize, total: usize) {
         let Some(id) = self.check_run_id else { return };
         let lines = {
@@ -61,12 +69,7 @@ impl PassProgress for CheckProgress<'_> {
                 return;
             }
             state.1 = Instant::now();
-            state
-                .0
-                .iter()
-                .map(|(name, ok)| format!("- {name}: {}", if *ok { "done" } else { "failed" }))
-                .collect::<Vec<_>>()
-                .join("\n")
+            pass_lines(&state.0, self.parts.load(Ordering::SeqCst))
         };
         let update = CheckRunUpdate {
             output: Some(progress_output(done, total, &lines)),
@@ -77,6 +80,35 @@ impl PassProgress for CheckProgress<'_> {
             tracing::info!(check_run_id = id, error = %err, "could not show review progress on the check run; no more progress updates for this review");
         }
     }
+}
+
+/// A line per pass finished so far; read in parts, a pass's parts in one line.
+fn pass_lines(done: &[(&'static str, bool)], parts: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (name, _) in done {
+        if seen.contains(name) {
+            continue;
+        }
+        seen.push(name);
+        let (ok, failed) =
+            done.iter()
+                .filter(|(n, _)| n == name)
+                .fold((0, 0), |(ok, failed), (_, fine)| {
+                    if *fine {
+                        (ok + 1, failed)
+                    } else {
+                        (ok, failed + 1)
+                    }
+                });
+        lines.push(match (parts, failed) {
+            (1, 0) => format!("- {name}: done"),
+            (1, _) => format!("- {name}: failed"),
+            (_, 0) => format!("- {name}: {ok} of {parts} parts done"),
+            (_, _) => format!("- {name}: {ok} of {parts} parts done, {failed} failed"),
+        });
+    }
+    lines.join("\n")
 }
 
 fn progress_output(done: usize, total: usize, lines: &str) -> CheckRunOutput {
@@ -92,6 +124,24 @@ fn progress_output(done: usize, total: usize, lines: &str) -> CheckRunOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pass_read_in_parts_is_one_line() {
+        let done = [
+            ("security", true),
+            ("tests", false),
+            ("security", true),
+            ("tests", true),
+        ];
+        assert_eq!(
+            pass_lines(&done, 3),
+            "- security: 2 of 3 parts done\n- tests: 1 of 3 parts done, 1 failed"
+        );
+        assert_eq!(
+            pass_lines(&[("security", true), ("tests", false)], 1),
+            "- security: done\n- tests: failed"
+        );
+    }
 
     #[test]
     fn says_how_far_the_review_got() {
