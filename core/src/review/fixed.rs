@@ -17,13 +17,15 @@
 //! ([`super::lifecycle`]). Fail open: a failed or garbled answer resolves nothing.
 
 use crate::config::ReviewConfig;
+use crate::learning::outcomes::{self, Signal};
 use crate::llm::structured::Verdicts;
 use crate::ports::github::{ChangedFile, FileStatus, GitHub, GitHubError, RepoScope};
 use crate::ports::llm::{Llm, LlmRequest, Message};
-use crate::ports::{Finding, FindingState};
+use crate::ports::{Finding, FindingState, Verdict};
 use crate::review::diff::{self, Patch};
 use crate::review::inputs::ReviewInputs;
 use crate::review::resolution;
+use crate::services::Services;
 use serde::Deserialize;
 use std::collections::HashSet;
 use time::OffsetDateTime;
@@ -260,16 +262,24 @@ fn fix_output(count: usize) -> crate::llm::JsonOutput<Verdicts<Fix>> {
     })
 }
 
-/// Resolve the review threads of `fixed` findings on GitHub (the webhook ignores the
-/// event of Parley's own resolving). Fail open: the finding is resolved in the store
-/// already, which is what the gate reads; a thread left open is one someone may still
-/// resolve, and that finds the finding in step.
-pub async fn resolve_threads(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    number: u64,
-    fixed: &[Finding],
-) {
+/// Once the fixed findings are stored resolved: each counts as accepted for learning (a
+/// fix is the plainest "this finding was right"), and its review thread is resolved on
+/// GitHub (the webhook ignores the event of Parley's own resolving). Both fail open: the
+/// store's state is what the gate reads; a thread left open is one someone may still
+/// resolve, which finds the finding in step.
+pub async fn settle(services: &Services, scope: &RepoScope, number: u64, fixed: &[Finding]) {
+    let (store, corpus) = (services.store.as_ref(), services.corpus.as_ref());
+    for finding in fixed {
+        let mut finding = finding.clone();
+        let accepted = Signal::new(Verdict::Accepted, "fixed", None);
+        if let Err(err) = outcomes::record(store, corpus, &mut finding, &accepted).await {
+            tracing::warn!(finding = %finding.id, error = %err, "could not record the fixed finding's outcome");
+        }
+    }
+    resolve_threads(services.github.as_ref(), scope, number, fixed).await;
+}
+
+async fn resolve_threads(github: &dyn GitHub, scope: &RepoScope, number: u64, fixed: &[Finding]) {
     for finding in fixed {
         let Some(root) = finding.comment_id else {
             continue;

@@ -528,7 +528,7 @@ impl ReviewHandler {
         // the job, and the queue's retry recovers the posted review and concludes then. A
         // run is never "published" with its check left in progress.
         lifecycle::write_back(store, &earlier, &changes).await?;
-        fixed::resolve_threads(github, scope, job.number, &changes.fixed).await;
+        fixed::settle(&self.services, scope, job.number, &changes.fixed).await;
         let reported: Vec<&Candidate> = filtered.reported().collect();
         learned::account(
             store,

@@ -29,6 +29,7 @@ parley_tests::review_on_both_stores!(
     a_push_that_fixes_a_finding_resolves_it_and_its_thread,
     a_finding_the_push_did_not_fix_stays_open,
     a_garbled_answer_about_a_fix_leaves_the_finding_open,
+    a_fix_pushes_after_the_finding_counts_as_accepted,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -583,4 +584,47 @@ async fn the_push_leaves_it_open(h: &ReviewHarness) {
     assert_eq!(h.findings().await[0].state, FindingState::Open);
     assert!(h.github.resolved_threads().is_empty());
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+}
+
+/// A fix two pushes after the finding: weighed against the finding's own commit, and
+/// counted as the finding accepted (the push between changed another file, so nothing
+/// else recorded how it ended).
+async fn a_fix_pushes_after_the_finding_counts_as_accepted(h: ReviewHarness) {
+    const HEAD3: &str = "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3";
+    review_with_an_inline_blocking_finding(&h).await;
+    h.push_added_file("README.md", README_PATCH);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the docs");
+    assert_eq!(
+        h.llm.calls_containing(FIX_CHECK),
+        0,
+        "src/db.rs was not changed"
+    );
+
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD3.into());
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", FIXED_PATCH),
+            ("README.md", "added", README_PATCH),
+        ],
+    );
+    let fix = [("src/db.rs", "modified", FIX_SINCE_HEAD)];
+    h.github.set_compare(REPO, HEAD2, HEAD3, &fix);
+    h.github.set_compare(REPO, HEAD, HEAD3, &fix);
+    h.run(job(ReviewTrigger::Synchronize, HEAD3, "d-3"))
+        .await
+        .expect("review of the fix");
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    let outcome = after[0].outcome.as_ref().expect("how it ended");
+    assert_eq!(
+        (outcome.verdict, outcome.signal.as_str()),
+        (parley_core::ports::Verdict::Accepted, "fixed")
+    );
+    assert_eq!(h.latest_gate(HEAD3)["conclusion"], "success");
 }
