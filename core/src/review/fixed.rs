@@ -93,20 +93,26 @@ impl<'a> Weighing<'a> {
     }
 
     /// The earlier findings this review resolves as fixed, each already `Resolved` by
-    /// [`FIXED_BY`]: found by [`touched`], weighed by [`weigh`]. Only GitHub trouble that
-    /// the queue should retry is an error.
+    /// [`FIXED_BY`]: found by [`touched`], weighed by [`weigh`]. Fails open: GitHub
+    /// trouble comparing leaves every finding open (as before this check existed) rather
+    /// than failing a review whose passes are already paid for.
     pub async fn resolved(
         &self,
         github: &dyn GitHub,
         scope: &RepoScope,
         llm: &dyn Llm,
         compares: &mut resolution::Compares,
-    ) -> Result<Vec<Finding>, GitHubError> {
+    ) -> Vec<Finding> {
         if !self.enabled {
-            return Ok(Vec::new());
+            return Vec::new();
         }
-        let touched = touched(github, scope, self, compares).await?;
-        Ok(resolve(weigh(llm, &touched).await))
+        match touched(github, scope, self, compares).await {
+            Ok(touched) => resolve(weigh(llm, &touched).await),
+            Err(err) => {
+                tracing::warn!(repo = %scope.full_name(), error = %err, "could not compare to see which findings the push changed; none is weighed as fixed");
+                Vec::new()
+            }
+        }
     }
 }
 

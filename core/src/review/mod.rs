@@ -389,7 +389,7 @@ impl ReviewHandler {
         let weighing = fixed::Weighing::new(&config.review, &earlier, &head_sha, inputs);
         let fixed = weighing
             .resolved(github, scope, &metered, &mut compares)
-            .await?;
+            .await;
 
         // Last look before publishing: a newer push makes this review stale.
         let current = github.get_pull_request(scope, job.number).await?;

@@ -616,7 +616,19 @@ async fn a_fix_pushes_after_the_finding_counts_as_accepted(h: ReviewHarness) {
     let fix = [("src/db.rs", "modified", FIX_SINCE_HEAD)];
     h.github.set_compare(REPO, HEAD2, HEAD3, &fix);
     h.github.set_compare(REPO, HEAD, HEAD3, &fix);
+    // GitHub failing the compare from the finding's commit: the review publishes, and
+    // the finding stays open for the next push rather than the paid passes running again.
+    fail_next(&h, "GET", &format!("/compare/{HEAD}...{HEAD3}"), 20);
     h.run(job(ReviewTrigger::Synchronize, HEAD3, "d-3"))
+        .await
+        .expect("reviewed all the same");
+    assert_eq!(h.llm.calls_containing(FIX_CHECK), 0);
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(h.latest_gate(HEAD3)["conclusion"], "failure");
+
+    // Once GitHub compares again, a full review of the head asked for weighs it.
+    h.github.clear_injected();
+    h.run(h.requested("bob", ReviewTrigger::ManualFull, HEAD3, "m-1"))
         .await
         .expect("review of the fix");
     let after = h.findings().await;
