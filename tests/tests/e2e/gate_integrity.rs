@@ -30,6 +30,7 @@ parley_tests::review_on_both_stores!(
     a_finding_the_push_did_not_fix_stays_open,
     a_garbled_answer_about_a_fix_leaves_the_finding_open,
     a_fix_pushes_after_the_finding_counts_as_accepted,
+    a_repository_can_leave_fixes_to_people,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -572,6 +573,19 @@ async fn a_garbled_answer_about_a_fix_leaves_the_finding_open(h: ReviewHarness) 
     review_with_an_inline_blocking_finding(&h).await;
     h.llm.answer(FIX_CHECK, "Yes! Fixed, all of them.");
     the_push_leaves_it_open(&h).await;
+}
+
+async fn a_repository_can_leave_fixes_to_people(h: ReviewHarness) {
+    h.config("review:\n  resolveFixed: false\n");
+    review_with_an_inline_blocking_finding(&h).await;
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.push_sql_fix();
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the fix");
+    assert_eq!(h.llm.calls_containing(FIX_CHECK), 0, "not asked");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
 }
 
 /// The SQL fix is pushed and reviewed; the model is asked, and the finding stays open.
