@@ -22,8 +22,8 @@ pub use crate::rig::{BASE, DB_PATCH, HEAD, OWNER};
 pub const HEAD2: &str = "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2";
 pub use crate::clients::MODEL;
 pub use crate::scripts::{
-    CONVERSATION, CORRECTNESS, FIX_CHECK, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, finding,
-    passes_find_nothing, reply,
+    CONVERSATION, CORRECTNESS, FIX_CHECK, GUIDELINES, JUDGE, SECURITY, STYLE, TESTS, added_lines,
+    finding, passes_find_nothing, reply,
 };
 
 /// The title of the blocking finding the gate scenarios review.

@@ -39,6 +39,15 @@ pub fn finding(path: &str, line: u32, severity: &str, confidence: u8, title: &st
     })
 }
 
+/// The patch of an added file of `lines` lines named after `name` (about 12 tokens a
+/// line): what a test of the token budget fills it with.
+pub fn added_lines(name: &str, lines: usize) -> String {
+    let body: Vec<String> = (0..lines)
+        .map(|i| format!("+let {name}_{i} = compute_{name}_value({i}, true);"))
+        .collect();
+    format!("@@ -0,0 +1,{lines} @@\n{}", body.join("\n"))
+}
+
 /// A pass's reply carrying `findings`.
 pub fn reply(findings: &[Value]) -> String {
     json!({ "findings": findings }).to_string()

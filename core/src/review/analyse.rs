@@ -400,12 +400,14 @@ impl Analysis {
     /// The passes that read everything they were given: in a review read in parts, a
     /// pass that failed on one part is not among them.
     pub fn passes_ok(&self) -> Vec<&'static str> {
-        let failed = self.passes_failed();
+        let failed = |name: &str| {
+            self.results
+                .iter()
+                .any(|r| r.specialist == name && r.outcome.is_err())
+        };
         let mut ok: Vec<&'static str> = Vec::new();
         for result in &self.results {
-            if !ok.contains(&result.specialist)
-                && !failed.iter().any(|(name, _)| *name == result.specialist)
-            {
+            if !ok.contains(&result.specialist) && !failed(result.specialist) {
                 ok.push(result.specialist);
             }
         }

@@ -62,10 +62,10 @@ struct Fix {
 
 /// An open finding whose lines changed since it was posted, with that change.
 #[derive(Debug, Clone)]
-pub struct Touched {
-    pub finding: Finding,
+struct Touched {
+    finding: Finding,
     /// The file's diff from the finding's commit to the head, near the finding's lines.
-    pub change: String,
+    change: String,
 }
 
 /// A review's earlier findings, and what it read at which head.
@@ -203,7 +203,7 @@ fn near(patch: &Patch, start: u32, end: u32) -> String {
 }
 
 /// Ask which of `touched` the change fixed; the findings it says are fixed. Fail open.
-pub async fn weigh(llm: &dyn Llm, touched: &[Touched]) -> Vec<Finding> {
+async fn weigh(llm: &dyn Llm, touched: &[Touched]) -> Vec<Finding> {
     if touched.is_empty() {
         return Vec::new();
     }

@@ -189,7 +189,6 @@ pub struct ReviewInputs {
     pub not_reviewed: Vec<NotReviewed>,
     /// GitHub had more files than the listing cap: the ones beyond it are unknown by name.
     pub listing_truncated: bool,
-    pub tokens: usize,
     /// The part each of `files` is reviewed in, in the same order; all 0 while the diff
     /// fits one budget.
     pub part_of: Vec<usize>,
@@ -260,7 +259,6 @@ pub fn select(
         };
         inputs.part_tokens[part] += tokens;
         inputs.part_of.push(part);
-        inputs.tokens += tokens;
         inputs.files.push(InputFile {
             path: file.filename,
             status: file.status,

@@ -3,7 +3,8 @@
 //! (no `.env` found, nothing inherited from the test's environment).
 
 use parley_tests::review_harness::{
-    CORRECTNESS, DB_PATCH, HEAD, JUDGE, NAME, OWNER, PR, REPO, SECURITY, TESTS, finding, reply,
+    CORRECTNESS, DB_PATCH, HEAD, JUDGE, NAME, OWNER, PR, REPO, SECURITY, TESTS, added_lines,
+    finding, reply,
 };
 use parley_tests::rig::Fakes;
 use parley_tests::serve_process::parley_binary;
@@ -320,18 +321,12 @@ async fn a_diff_read_in_parts_is_said() {
         ".parley.yml",
         "review:\n  maxPatchTokens: 1000\n",
     );
-    let added = |name: &str| {
-        let lines: Vec<String> = (0..50)
-            .map(|i| format!("+let {name}_{i} = compute_{name}_value({i}, true);"))
-            .collect();
-        format!("@@ -0,0 +1,50 @@\n{}\n", lines.join("\n"))
-    };
     rig.github.set_files(
         REPO,
         PR,
         &[
-            ("src/one.rs", "added", &added("one")),
-            ("src/two.rs", "added", &added("two")),
+            ("src/one.rs", "added", &added_lines("one", 50)),
+            ("src/two.rs", "added", &added_lines("two", 50)),
         ],
     );
     let text = reviewed(&rig).await;

@@ -1029,13 +1029,7 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
 /// Two added files of about 600 tokens each, and a budget of 1000: two parts.
 fn a_diff_of_two_parts(h: &ReviewHarness) {
     h.config("review:\n  maxPatchTokens: 1000\n");
-    let added = |name: &str| {
-        std::iter::once("@@ -0,0 +1,50 @@".to_string())
-            .chain((0..50).map(|i| format!("+let {name}_{i} = compute_{name}_value({i}, true);")))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let (first, second) = (added("first"), added("second"));
+    let (first, second) = (added_lines("first", 50), added_lines("second", 50));
     h.github.set_files(
         REPO,
         PR,
