@@ -119,19 +119,18 @@ impl<'a> Toolbox<'a> {
         }
     }
 
-    /// Keep a share of the review's calls for a reader that comes after `readers_before`
-    /// others (the judge after the passes): a fair share of the allowance, at most what
-    /// one pass may make. Those before it reach the review's limit that much sooner.
-    pub(crate) fn keeping_a_share_for_last(self, readers_before: usize) -> Self {
-        let readers = u32::try_from(readers_before)
-            .unwrap_or(u32::MAX)
-            .saturating_add(1);
-        let share = self
-            .bounds
-            .max_calls_per_review
-            .div_ceil(readers)
+    /// Keep a share of the review's calls for each of `last` readers that come after
+    /// `readers_before` others (the judges of a review's parts after every part's
+    /// passes): a fair share of the allowance each, at most what one pass may make.
+    /// Those before them reach the review's limit that much sooner.
+    pub(crate) fn keeping_shares_for_last(self, readers_before: usize, last: usize) -> Self {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let per_review = self.bounds.max_calls_per_review;
+        let share = per_review
+            .div_ceil(count(readers_before).saturating_add(count(last)).max(1))
             .min(self.bounds.max_calls_per_pass);
-        self.held_back.store(share, Ordering::SeqCst);
+        let kept = share.saturating_mul(count(last)).min(per_review);
+        self.held_back.store(kept, Ordering::SeqCst);
         self
     }
 
@@ -516,7 +515,7 @@ pub(crate) mod tests {
     /// it, and once released it may spend that share (and no more than the review's limit).
     #[test]
     fn a_share_is_kept_for_the_reader_that_comes_last() {
-        let toolbox = Toolbox::new(&OneFile, bounds(8, 10, 100_000)).keeping_a_share_for_last(4);
+        let toolbox = Toolbox::new(&OneFile, bounds(8, 10, 100_000)).keeping_shares_for_last(4, 1);
         let read = |spend: &mut PassSpend| {
             let call = ToolCall {
                 id: "c".into(),
@@ -544,5 +543,31 @@ pub(crate) mod tests {
         assert!(!read(&mut judge).is_error);
         assert!(read(&mut judge).is_error, "the review's limit still holds");
         assert_eq!(toolbox.calls(), 10);
+    }
+
+    /// A review read in three parts has one allowance, not one a part: its passes on
+    /// every part together reach the review's limit short of a share for each part's
+    /// judge.
+    #[test]
+    fn a_review_in_parts_shares_one_allowance() {
+        let call = ToolCall {
+            id: "c".into(),
+            name: READ_FILE.into(),
+            input: json!({"path": "a.rs", "end_line": 1}),
+        };
+        // Two passes on each of three parts, then three judges: 12 calls, 2 kept a judge.
+        let toolbox = Toolbox::new(&OneFile, bounds(4, 12, 100_000)).keeping_shares_for_last(6, 3);
+        let mut passes: Vec<PassSpend> = (0..6).map(|_| PassSpend::default()).collect();
+        let answered = (0..24)
+            .filter(|i| !toolbox.call(&call, &mut passes[i % 6]).is_error)
+            .count();
+        assert_eq!(answered, 6);
+        toolbox.release_what_was_kept();
+        let mut judges: Vec<PassSpend> = (0..3).map(|_| PassSpend::default()).collect();
+        let answered = (0..12)
+            .filter(|i| !toolbox.call(&call, &mut judges[i % 3]).is_error)
+            .count();
+        assert_eq!(answered, 6);
+        assert_eq!(toolbox.calls(), 12, "the review's limit across its parts");
     }
 }

@@ -198,30 +198,27 @@ pub async fn analyse(
             })
         })
         .collect();
-    // Each part reads with the review's tool allowance, the judge's share kept for it.
-    let toolboxes: Vec<Option<crate::context::tools::Toolbox<'_>>> = parts
-        .iter()
-        .map(|_| match &subject.code {
-            Ok(code) if config.review.tools.enabled => {
-                let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
-                Some(if config.review.judge {
-                    toolbox.keeping_a_share_for_last(chosen.run.len())
-                } else {
-                    toolbox
-                })
-            }
-            _ => None,
-        })
-        .collect();
+    // One tool allowance for the review, however many parts: every part's passes read
+    // within it, a share kept for each part's judge.
+    let toolbox = match &subject.code {
+        Ok(code) if config.review.tools.enabled => {
+            let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
+            Some(if config.review.judge {
+                toolbox.keeping_shares_for_last(chosen.run.len() * parts.len(), parts.len())
+            } else {
+                toolbox
+            })
+        }
+        _ => None,
+    };
     let results = if !to_review {
         Vec::new()
     } else {
         let inputs: Vec<specialists::PartInput<'_>> = shared
             .iter()
-            .zip(&toolboxes)
-            .map(|(message, tools)| specialists::PartInput {
+            .map(|message| specialists::PartInput {
                 message,
-                tools: tools.as_ref(),
+                tools: toolbox.as_ref(),
             })
             .collect();
         specialists::run_all(
@@ -255,7 +252,7 @@ pub async fn analyse(
         crate::learning::apply::suppress(grounded, &applied, &memory, &config.gate);
     suppressed.extend(ungrounded);
     let (kept, judge, judge_read) = if config.review.judge {
-        for toolbox in toolboxes.iter().flatten() {
+        if let Some(toolbox) = &toolbox {
             toolbox.release_what_was_kept();
         }
         // Each part's findings are judged with that part's diff (its passes' cached
@@ -263,8 +260,8 @@ pub async fn analyse(
         let past_findings = retrieved.section(&[Source::Finding]);
         let judges = by_part(kept, &inputs, &results)
             .into_iter()
-            .zip(shared.iter().zip(&toolboxes))
-            .map(|(kept, (shared, toolbox))| {
+            .zip(&shared)
+            .map(|(kept, shared)| {
                 learned::judge(
                     llm,
                     kept,
@@ -290,7 +287,12 @@ pub async fn analyse(
     } else {
         (kept, JudgeStatus::Off, Vec::new())
     };
-    context_used.push_str(&tools_read(&results, &judge_read, &toolboxes));
+    context_used.push_str(&tools_read(
+        &results,
+        &judge_read,
+        toolbox.as_ref(),
+        parts.len() > 1,
+    ));
     let filtered = filter::apply_with(
         kept,
         base_threshold,
@@ -365,8 +367,7 @@ impl Analysis {
             duplicates: self.merged.duplicates,
             already_posted: self.merged.already_posted,
             fixed_earlier: Vec::new(),
-            closed_earlier: 0,
-            reopened_earlier: 0,
+            changed: Default::default(),
             held_earlier: 0,
             context_used: &self.context_used,
             learning: summary::LearningReport {
@@ -508,15 +509,15 @@ fn by_part(
 fn tools_read(
     results: &[PassResult],
     judge: &[String],
-    toolboxes: &[Option<crate::context::tools::Toolbox<'_>>],
+    toolbox: Option<&crate::context::tools::Toolbox<'_>>,
+    in_parts: bool,
 ) -> String {
-    let calls: u32 = toolboxes.iter().flatten().map(|t| t.calls()).sum();
+    let calls = toolbox.map_or(0, |t| t.calls());
     if calls == 0 {
         return String::new();
     }
     let mut out =
         format!("\n<details><summary>Code read with tools: {calls} call(s)</summary>\n\n");
-    let in_parts = toolboxes.len() > 1;
     let passes = results.iter().map(|r| {
         let reader = if in_parts {
             format!("{} (part {})", r.specialist, r.part + 1)

@@ -58,6 +58,16 @@ impl Changes {
         self.all().next().is_some()
     }
 
+    /// The ids of what changes, for the review's marker ([`ChangedIds`]).
+    pub fn ids(&self) -> ChangedIds {
+        let ids = |findings: &[Finding]| findings.iter().map(|f| f.id.clone()).collect();
+        ChangedIds {
+            closed: ids(&self.closed),
+            reopened: ids(&self.reopened),
+            fixed: ids(&self.fixed),
+        }
+    }
+
     /// Add what the review judged fixed, except findings it closes already and those its
     /// passes reported again (`found`, by fingerprint): a fix the same review still finds
     /// is no fix.
@@ -69,6 +79,61 @@ impl Changes {
             .collect();
         self.fixed = fixed;
         self
+    }
+}
+
+/// Which earlier findings a posted review changes, by id, carried in its summary's
+/// marker: a worker that dies after posting and before storing the changes leaves the
+/// queue's retry only what GitHub holds, and without this the retry would conclude the
+/// gate as if the review had closed and fixed nothing, while its summary says otherwise.
+/// The marker is trusted only on Parley's own review, so no one else can write it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct ChangedIds {
+    pub closed: Vec<String>,
+    pub reopened: Vec<String>,
+    pub fixed: Vec<String>,
+}
+
+impl ChangedIds {
+    pub fn is_empty(&self) -> bool {
+        self.closed.is_empty() && self.reopened.is_empty() && self.fixed.is_empty()
+    }
+
+    /// The review's changes again, over the findings as they are stored now: each only
+    /// while its finding is still in the state the review judged (open, or resolved for
+    /// one it reopens), so what people decided since the review, and what was stored
+    /// before the worker died, stands. [`write_back`] then stores them as after a review.
+    pub fn replay(&self, stored: &[Finding], now: OffsetDateTime) -> Changes {
+        let again = |ids: &[String], from: FindingState, to: FindingState, by: &str| {
+            stored
+                .iter()
+                .filter(|f| f.state == from && ids.contains(&f.id))
+                .map(|f| with_state(f, to, by, now))
+                .collect()
+        };
+        use FindingState::{Open, Resolved};
+        Changes {
+            closed: again(&self.closed, Open, Resolved, CLOSED_BY),
+            reopened: again(&self.reopened, Resolved, Open, REOPENED_BY),
+            held: Vec::new(),
+            fixed: again(&self.fixed, Open, Resolved, super::fixed::FIXED_BY),
+        }
+    }
+
+    /// The fixed findings whose fix is stored, by this replay or before the worker died:
+    /// their outcome and threads are settled again ([`super::fixed::settle`] does
+    /// nothing twice).
+    pub fn fixed_as_stored(&self, stored: &[Finding]) -> Vec<Finding> {
+        stored
+            .iter()
+            .filter(|f| {
+                f.state == FindingState::Resolved
+                    && f.state_changed_by.as_deref() == Some(super::fixed::FIXED_BY)
+                    && self.fixed.contains(&f.id)
+            })
+            .cloned()
+            .collect()
     }
 }
 
@@ -402,5 +467,65 @@ mod tests {
         let reopened: Vec<&str> = changes.reopened.iter().map(|f| f.id.as_str()).collect();
         assert_eq!(reopened, vec!["resolved"]);
         assert_eq!(changes.reopened[0].state, FindingState::Open);
+    }
+
+    /// The retry of a review that died before storing its changes does them again from
+    /// the marker's ids, except where the finding is no longer as the review judged it:
+    /// a person decided since, or the change was stored before the worker died.
+    #[test]
+    fn changes_replayed_from_the_marker_apply_only_where_nothing_changed_since() {
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let earlier = [
+            finding("f_close", FindingState::Open, None),
+            finding("f_reopen", FindingState::Resolved, Some(2)),
+            finding("f_fix", FindingState::Open, Some(3)),
+            finding("f_other", FindingState::Open, Some(4)),
+        ];
+        let planned = Changes {
+            closed: vec![with_state(
+                &earlier[0],
+                FindingState::Resolved,
+                CLOSED_BY,
+                now,
+            )],
+            reopened: vec![with_state(
+                &earlier[1],
+                FindingState::Open,
+                REOPENED_BY,
+                now,
+            )],
+            held: Vec::new(),
+            fixed: vec![with_state(
+                &earlier[2],
+                FindingState::Resolved,
+                super::super::fixed::FIXED_BY,
+                now,
+            )],
+        };
+        let ids = planned.ids();
+        let json = serde_json::to_string(&ids).expect("serialise");
+        let read: ChangedIds = serde_json::from_str(&json).expect("parse");
+        assert_eq!(read, ids);
+        assert_eq!(planned.ids().closed, ["f_close"]);
+
+        // Nothing stored yet: the same changes as the review's.
+        assert_eq!(ids.replay(&earlier, now), planned);
+        // Someone conceded the finding to close; the fix was stored before the crash.
+        let mut since = earlier.clone();
+        since[0].state = FindingState::WontFix;
+        since[2] = planned.fixed[0].clone();
+        let again = ids.replay(&since, now);
+        assert!(again.closed.is_empty() && again.fixed.is_empty());
+        assert_eq!(again.reopened, planned.reopened);
+        let settled: Vec<String> = ids
+            .fixed_as_stored(&since)
+            .into_iter()
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(settled, ["f_fix"], "the stored fix is still settled");
+        assert!(ChangedIds::default().replay(&earlier, now) == Changes::default());
+        // A marker written before the ids were carried reads as no changes.
+        let old: ChangedIds = serde_json::from_str("{}").expect("parse");
+        assert!(old.is_empty());
     }
 }

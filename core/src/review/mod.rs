@@ -454,8 +454,7 @@ impl ReviewHandler {
         .with_fixed(fixed, &seen.found);
         let mut report = report;
         report.fixed_earlier = summary::fixed_lines(&changes.fixed);
-        report.closed_earlier = changes.closed.len();
-        report.reopened_earlier = changes.reopened.len();
+        report.changed = changes.ids();
         report.held_earlier = changes.held.len();
         let inline: Vec<Identified> = filtered
             .inline

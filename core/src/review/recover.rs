@@ -1,8 +1,9 @@
 //! A review already on GitHub when its run was not marked published (the worker died
-//! after posting it): its findings are rebuilt from their markers and stored.
+//! after posting it): its findings are rebuilt from their markers and stored, and what it
+//! did to earlier findings (closed, reopened, fixed) from its summary's marker.
 
 use super::merge::Candidate;
-use super::{ReviewError, ReviewHandler, pr_url, repo_url, runs};
+use super::{ReviewError, ReviewHandler, fixed, lifecycle, pr_url, repo_url, runs};
 use crate::config::RepoConfig;
 use crate::job::ReviewJob;
 use crate::markers::{self, FindingMarker};
@@ -14,7 +15,8 @@ use time::OffsetDateTime;
 
 impl ReviewHandler {
     /// A review for this head is already on GitHub (the worker died after posting it):
-    /// store its findings from their markers, mark the run published, settle the check.
+    /// store its findings from their markers and its changes to earlier ones from the
+    /// summary's, mark the run published, settle the check.
     #[allow(clippy::too_many_arguments)] // one call site; each part is a different thing
     pub(super) async fn recover(
         &self,
@@ -71,6 +73,26 @@ impl ReviewHandler {
             }
             recovered.push(candidate_from_marker(marker));
         }
+        // What the review changed of earlier findings (closed, reopened, fixed), from its
+        // marker: stored now unless it was before the crash, or people decided since.
+        let marker = runs::review_marker(&review, parley);
+        if let Some(changed) = marker
+            .as_ref()
+            .map(|m| &m.changed)
+            .filter(|c| !c.is_empty())
+        {
+            let stored = store.findings_for_pr(&run.repo, job.number).await?;
+            let changes = changed.replay(&stored, OffsetDateTime::now_utc());
+            lifecycle::write_back(store, &stored, &changes).await?;
+            let stored = store.findings_for_pr(&run.repo, job.number).await?;
+            fixed::settle(
+                &self.services,
+                scope,
+                job.number,
+                &changed.fixed_as_stored(&stored),
+            )
+            .await;
+        }
         // Read (and the check concluded) before marking the run published: a failure
         // retries the whole recovery.
         let on_pr = store.findings_for_pr(&run.repo, job.number).await?;
@@ -107,7 +129,7 @@ impl ReviewHandler {
             recovered.iter().map(|c| c.fingerprint.as_str()).collect();
         // Whether the posted review was partial, from its own (trusted) marker; not
         // known means partial, so nothing blocking is `neutral`, never `success`.
-        let partial = runs::review_marker(&review, parley).is_none_or(|m| m.partial);
+        let partial = marker.is_none_or(|m| m.partial);
         let published = super::conclude::Published {
             automatic,
             partial,

@@ -27,6 +27,13 @@ pub struct ReviewMarker {
     /// the gate ([`crate::review::regate`]) reaches the same judgment without a store field.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// The earlier findings the review changes, so that the retry of a worker that died
+    /// before storing them still does ([`crate::review::lifecycle::ChangedIds`]).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::review::lifecycle::ChangedIds::is_empty"
+    )]
+    pub changed: crate::review::lifecycle::ChangedIds,
 }
 
 /// What learning did to this review: the threshold in force and where it came from, the
@@ -170,10 +177,10 @@ pub struct Summary<'a> {
     /// Earlier findings the change fixed, now resolved: one line each
     /// ([`fixed_lines`]).
     pub fixed_earlier: Vec<String>,
-    /// Earlier summary-only findings this full review no longer found, now closed.
-    pub closed_earlier: usize,
-    /// Earlier resolved findings found again, open again.
-    pub reopened_earlier: usize,
+    /// Earlier findings this review closes (summary-only ones a full review no longer
+    /// found), reopens (resolved ones found again) or resolves as fixed, by id; also
+    /// carried in the marker ([`ReviewMarker::changed`]).
+    pub changed: crate::review::lifecycle::ChangedIds,
     /// Earlier blocking summary-only findings not found again whose code is unchanged:
     /// still open.
     pub held_earlier: usize,
@@ -235,6 +242,7 @@ impl Summary<'_> {
                 trigger: self.framing.trigger.to_string(),
                 request: self.framing.rerun_of,
                 partial: self.partial,
+                changed: self.changed.clone(),
             },
         )
     }
@@ -425,10 +433,10 @@ impl Summary<'_> {
                 out.push_str(&format!("  - {line}\n"));
             }
         }
-        if self.closed_earlier > 0 {
+        if !self.changed.closed.is_empty() {
             out.push_str(&format!(
                 "- {} earlier finding(s) listed only in a summary were not found again by this review of their whole file and are closed.\n",
-                self.closed_earlier
+                self.changed.closed.len()
             ));
         }
         if self.held_earlier > 0 {
@@ -438,10 +446,10 @@ impl Summary<'_> {
                 self.framing.silenced.command("dismiss")
             ));
         }
-        if self.reopened_earlier > 0 {
+        if !self.changed.reopened.is_empty() {
             out.push_str(&format!(
                 "- {} resolved finding(s) were found again unchanged and are open again.\n",
-                self.reopened_earlier
+                self.changed.reopened.len()
             ));
         }
         out

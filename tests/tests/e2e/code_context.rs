@@ -21,6 +21,7 @@ parley_tests::review_on_both_stores!(
     a_self_hosted_server_streams_its_tool_calls,
     the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it,
     passes_that_read_all_they_may_leave_the_judge_its_share,
+    a_review_in_parts_reads_within_one_allowance,
     tool_calls_out_of_the_tree_are_refused_and_read_nothing,
     what_the_model_asked_the_tools_is_posted_cleaned,
     a_provider_that_rejects_tools_gets_the_static_path_once_per_process,
@@ -469,26 +470,11 @@ async fn the_judge_reads_the_code_a_finding_rests_on_before_it_drops_it(h: Revie
 async fn passes_that_read_all_they_may_leave_the_judge_its_share(h: ReviewHarness) {
     h.config("review:\n  context:\n    tools:\n      maxCallsPerReview: 10\n");
     pr_changes_the_api_beside(&h, ("src/gateway.rs", GATEWAY));
-    let reads: Vec<(&str, serde_json::Value)> = (1..=3)
-        .map(|n| {
-            (
-                "read_file",
-                serde_json::json!({"path": "src/store.rs", "start_line": n}),
-            )
-        })
-        .collect();
-    for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
-        h.llm.call_tools(pass, &reads);
-    }
+    every_pass_reads_three_times(&h);
     the_judge_reads_the_gateway_and_rules_against_the_finding(&h, "high");
     let summary = review(&h).await;
 
-    let passes: Vec<serde_json::Value> = h
-        .exploring_prompts()
-        .iter()
-        .filter(|p| !p.text().contains(JUDGE))
-        .flat_map(tool_results)
-        .collect();
+    let passes = pass_tool_results(&h);
     assert_eq!(passes.len(), 12, "{passes:#?}");
     let refused = passes
         .iter()
@@ -515,6 +501,65 @@ async fn passes_that_read_all_they_may_leave_the_judge_its_share(h: ReviewHarnes
         summary.contains("- judge: `read_file(src/gateway.rs)`"),
         "{summary}"
     );
+}
+
+/// `review.context.tools.maxCallsPerReview` is the review's, however many parts it is
+/// read in: four passes on each of two parts, each asking three reads, against ten calls
+/// get eight in all (a call kept for each part's judge), not eight a part.
+async fn a_review_in_parts_reads_within_one_allowance(h: ReviewHarness) {
+    h.config(
+        "review:\n  maxPatchTokens: 1000\n  context:\n    tools:\n      maxCallsPerReview: 10\n",
+    );
+    let (first, second) = (
+        parley_tests::scripts::added_lines("first", 50),
+        parley_tests::scripts::added_lines("second", 50),
+    );
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/first.rs", "added", &first),
+            ("src/second.rs", "added", &second),
+        ],
+    );
+    h.github
+        .set_tarball(REPO, HEAD, tarball(&[("src/store.rs", STORE)]));
+    every_pass_reads_three_times(&h);
+    let summary = review(&h).await;
+
+    assert!(summary.contains("Read in 2 parts"), "{summary}");
+    let results = pass_tool_results(&h);
+    assert_eq!(results.len(), 24, "three asked by each pass on each part");
+    let answered = results.iter().filter(|r| r["is_error"] != true).count();
+    assert_eq!(answered, 8, "{results:#?}");
+    assert!(
+        summary.contains("Code read with tools: 8 call(s)"),
+        "{summary}"
+    );
+}
+
+/// Every pass asks for three reads of `src/store.rs` before it answers.
+fn every_pass_reads_three_times(h: &ReviewHarness) {
+    let reads: Vec<(&str, serde_json::Value)> = (1..=3)
+        .map(|n| {
+            (
+                "read_file",
+                serde_json::json!({"path": "src/store.rs", "start_line": n}),
+            )
+        })
+        .collect();
+    for pass in [SECURITY, CORRECTNESS, TESTS, STYLE] {
+        h.llm.call_tools(pass, &reads);
+    }
+}
+
+/// The tool results the passes' requests (not the judge's) sent back, every round.
+fn pass_tool_results(h: &ReviewHarness) -> Vec<serde_json::Value> {
+    h.exploring_prompts()
+        .iter()
+        .filter(|p| !p.text().contains(JUDGE))
+        .flat_map(tool_results)
+        .collect()
 }
 
 /// The tool results a request sends back (Anthropic's `tool_result` blocks).

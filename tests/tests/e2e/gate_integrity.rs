@@ -9,9 +9,11 @@ use parley_core::markers;
 use parley_core::ports::{Finding, FindingState, JobError, JobHandler, RunState};
 use parley_core::review::summary::ReviewMarker;
 use parley_tests::fake_github::Injected;
+use parley_tests::flaky_store::{FlakyStore, Outage};
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 parley_tests::review_on_both_stores!(
     a_forged_review_marker_does_not_stand_in_for_the_review,
@@ -31,6 +33,7 @@ parley_tests::review_on_both_stores!(
     a_garbled_answer_about_a_fix_leaves_the_finding_open,
     a_fix_pushes_after_the_finding_counts_as_accepted,
     a_repository_can_leave_fixes_to_people,
+    a_fix_posted_before_the_worker_died_is_stored_by_the_retry,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -61,6 +64,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
             trigger: "opened".into(),
             request: None,
             partial: false,
+            changed: Default::default(),
         },
     );
     h.github.add_review(REPO, PR, "alice", &forged);
@@ -586,6 +590,53 @@ async fn a_repository_can_leave_fixes_to_people(h: ReviewHarness) {
     assert_eq!(h.llm.calls_containing(FIX_CHECK), 0, "not asked");
     assert_eq!(h.findings().await[0].state, FindingState::Open);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+}
+
+/// The review of a fix is posted, then the store fails where the review's changes to
+/// earlier findings are written (as if the worker died there): the queue's retry recovers
+/// the review from GitHub, and the finding its summary calls fixed is resolved, its
+/// thread too, and the gate passes, without asking the model again.
+async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHarness) {
+    let flaky = FlakyStore::new(h.store.clone());
+    let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
+    let found = review_with_an_inline_blocking_finding(&h).await;
+    let root = found.comment_id.expect("inline");
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.push_sql_fix();
+    // The push's first two conditional writes record that the code at the finding
+    // changed (`learned::code_changed`: the outcome, then that it was counted); the third
+    // is the review's change to the finding. The asserts below check the failure fell
+    // between posting and storing.
+    flaky.reset_calls();
+    flaky.set_outage(Outage::Nth("put_finding_if", 2));
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect_err("the store failed after the review was posted");
+    flaky.heal();
+    assert_eq!(h.reviews().len(), 2, "the review of the fix was posted");
+    assert_eq!(
+        h.findings().await[0].state,
+        FindingState::Open,
+        "not stored"
+    );
+    assert!(h.github.resolved_threads().is_empty());
+
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("the retry");
+    assert_eq!(h.reviews().len(), 2, "recovered, not posted again");
+    assert_eq!(h.llm.calls_containing(FIX_CHECK), 1, "not asked again");
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    assert_eq!(
+        after[0].state_changed_by.as_deref(),
+        Some(parley_core::review::fixed::FIXED_BY)
+    );
+    let outcome = after[0].outcome.as_ref().expect("how it ended");
+    assert_eq!(outcome.verdict, parley_core::ports::Verdict::Accepted);
+    assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+    assert_eq!(h.run_of(HEAD2).await.state, RunState::Published);
 }
 
 /// The SQL fix is pushed and reviewed; the model is asked, and the finding stays open.
