@@ -433,9 +433,11 @@ impl ReviewHandler {
                 .collect(),
             repeated: &merged.repeated,
             // After a force-push each file reviewed was reviewed whole, by every pass:
-            // its silence about a finding there means what a full review's does.
+            // its silence about a finding there means what a full review's does. A pass
+            // the change gave nothing to look at did not look: nothing is closed then.
             complete_full_review: (!scope_of_review.incremental || scope_of_review.force_pushed)
-                && !report.partial,
+                && !report.partial
+                && report.passes_not_needed.is_empty(),
             reviewed_paths: inputs.files.iter().map(|f| f.path.as_str()).collect(),
             pr_paths: pr_paths.iter().map(String::as_str).collect(),
         };

@@ -34,6 +34,7 @@ parley_tests::review_on_both_stores!(
     a_fix_pushes_after_the_finding_counts_as_accepted,
     a_repository_can_leave_fixes_to_people,
     a_fix_posted_before_the_worker_died_is_stored_by_the_retry,
+    a_pass_that_did_not_run_closes_nothing_by_its_silence,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -188,6 +189,41 @@ async fn a_complete_full_review_closes_a_summary_only_finding_once_its_code_chan
         "{}",
         h.latest_summary()
     );
+}
+
+/// Only a pass that ran can have missed nothing: a full review of a PR that now changes
+/// only documentation runs no correctness pass, and that pass's silence does not close
+/// its earlier finding on the README, listed only in a summary.
+async fn a_pass_that_did_not_run_closes_nothing_by_its_silence(h: ReviewHarness) {
+    const TITLE: &str = "The README's example calls a function that does not exist";
+    const HEAD3: &str = "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3";
+    // The PR's first review, of its code and its README.
+    h.push_added_file("README.md", README_PATCH);
+    h.llm.answer_in_turn(
+        CORRECTNESS,
+        &[&reply(&[finding("README.md", 40, "low", 90, TITLE)])],
+    );
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review");
+    let stored = h.findings().await;
+    assert_eq!(stored.len(), 1);
+    assert!(stored[0].comment_id.is_none(), "summary only");
+
+    // The code change is reverted: the PR changes the README alone, reviewed in full.
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD3.into());
+    h.github
+        .set_files(REPO, PR, &[("README.md", "added", README_PATCH)]);
+    h.run(h.requested("bob", ReviewTrigger::ManualFull, HEAD3, "m-1"))
+        .await
+        .expect("full review");
+    parley_tests::expect::says_all(
+        &h.latest_summary(),
+        &["correctness", "only documentation changed"],
+    );
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Open, "{after:#?}");
 }
 
 async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHarness) {
