@@ -66,6 +66,8 @@ struct Touched {
     finding: Finding,
     /// The file's diff from the finding's commit to the head, near the finding's lines.
     change: String,
+    /// Where the file is now, when the change renamed it.
+    renamed_to: Option<String>,
 }
 
 /// A review's earlier findings, and what it read at which head.
@@ -78,17 +80,27 @@ pub struct Weighing<'a> {
 }
 
 impl<'a> Weighing<'a> {
+    /// `changed`: the files of this review's change, for the names renamed files had
+    /// (a finding keeps the path it was posted on).
     pub fn new(
         config: &ReviewConfig,
         earlier: &'a [Finding],
         head_sha: &'a str,
         inputs: &'a ReviewInputs,
+        changed: &'a [ChangedFile],
     ) -> Self {
+        let mut reviewed: HashSet<&str> = inputs.files.iter().map(|f| f.path.as_str()).collect();
+        let renamed_from: Vec<&str> = changed
+            .iter()
+            .filter(|f| f.status == FileStatus::Renamed && reviewed.contains(f.filename.as_str()))
+            .filter_map(|f| f.previous_filename.as_deref())
+            .collect();
+        reviewed.extend(renamed_from);
         Weighing {
             enabled: config.resolve_fixed,
             earlier,
             head_sha,
-            reviewed: inputs.files.iter().map(|f| f.path.as_str()).collect(),
+            reviewed,
         }
     }
 
@@ -161,25 +173,34 @@ async fn touched(
             .await?
             .map(|c| c.files.as_slice())
             .unwrap_or_default();
-        if let Some(change) = change_at(files, finding) {
+        if let Some((change, renamed_to)) = change_at(files, finding) {
             touched.push(Touched {
                 finding: finding.clone(),
                 change,
+                renamed_to,
             });
         }
     }
     Ok(touched)
 }
 
-/// The diff of `finding`'s file near its lines, when it changes them. A file removed or
-/// renamed, or one GitHub sent no patch for, is not weighed: there is no "after" to read.
-fn change_at(files: &[ChangedFile], finding: &Finding) -> Option<String> {
-    let file = files
-        .iter()
-        .find(|f| f.filename == finding.path && f.status != FileStatus::Removed)?;
+/// The diff of `finding`'s file near its lines, when it changes them, and the file's new
+/// name when it was renamed (GitHub's patch of a renamed file is from its old content, so
+/// the finding's lines still read on its old side). A file removed, or one GitHub sent
+/// no patch for, is not weighed: there is no "after" to read.
+fn change_at(files: &[ChangedFile], finding: &Finding) -> Option<(String, Option<String>)> {
+    let path = finding.path.as_str();
+    let file = files.iter().find(|f| {
+        f.status != FileStatus::Removed
+            && (f.filename == path
+                || (f.status == FileStatus::Renamed
+                    && f.previous_filename.as_deref() == Some(path)))
+    })?;
     let patch = diff::parse_hunks(file.patch.as_deref()?).ok()?;
     let (start, end) = (finding.start_line.unwrap_or(finding.line), finding.line);
-    resolution::touches(&patch, start, end).then(|| near(&patch, start.min(end), start.max(end)))
+    let renamed_to = (file.filename != path).then(|| file.filename.clone());
+    resolution::touches(&patch, start, end)
+        .then(|| (near(&patch, start.min(end), start.max(end)), renamed_to))
 }
 
 /// The lines of `patch` within [`AROUND`] old lines of `start..=end`, as a diff.
@@ -248,8 +269,11 @@ fn user_message(touched: &[Touched]) -> String {
     let mut out = String::from("Findings, each with how the code at its lines changed since:\n");
     for (index, t) in touched.iter().enumerate() {
         let f = &t.finding;
+        let renamed = t.renamed_to.as_deref().map_or(String::new(), |to| {
+            format!(" (the file is now {})", crate::sanitize::inline_name(to))
+        });
         out.push_str(&format!(
-            "\n[{index}] {} at {}:{}\n<finding>\nTitle: {}\n{}\n</finding>\nChange:\n<code>\n{}</code>\n",
+            "\n[{index}] {} at {}:{}{renamed}\n<finding>\nTitle: {}\n{}\n</finding>\nChange:\n<code>\n{}</code>\n",
             f.severity.name(),
             crate::sanitize::inline_name(&f.path),
             f.line,
@@ -327,7 +351,8 @@ mod tests {
             FileStatus::Modified,
             Some(&patch),
         )];
-        let change = change_at(&files, &finding(10)).expect("line 10 changed");
+        let (change, renamed_to) = change_at(&files, &finding(10)).expect("line 10 changed");
+        assert_eq!(renamed_to, None);
         assert!(change.contains("-let q = format!(\"{id}\");\n+let q = bind(id);\n"));
         assert!(change.contains(" line2\n") && change.contains(" line18\n"));
         assert!(!change.contains(" line1\n") && !change.contains(" line19\n"));
@@ -341,6 +366,25 @@ mod tests {
             Some(&patch),
         )];
         assert!(change_at(&removed, &finding(10)).is_none());
+        // Renamed and changed in one push: the finding keeps its old path, and its lines
+        // read on the patch's old side.
+        let renamed = vec![ChangedFile {
+            previous_filename: Some("src/db.rs".into()),
+            ..ChangedFile::listed("src/store/db.rs", FileStatus::Renamed, Some(&patch))
+        }];
+        let (change, renamed_to) = change_at(&renamed, &finding(10)).expect("line 10 changed");
+        assert!(change.contains("+let q = bind(id);\n"));
+        assert_eq!(renamed_to.as_deref(), Some("src/store/db.rs"));
+        assert!(change_at(&renamed, &finding(4)).is_none());
+        let elsewhere = vec![ChangedFile::listed(
+            "src/store/db.rs",
+            FileStatus::Added,
+            Some(&patch),
+        )];
+        assert!(
+            change_at(&elsewhere, &finding(10)).is_none(),
+            "not the same file"
+        );
     }
 
     #[test]

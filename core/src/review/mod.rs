@@ -386,7 +386,13 @@ impl ReviewHandler {
         let (inputs, merged, filtered) = (&analysis.inputs, &analysis.merged, &analysis.filtered);
         // Open findings whose lines this push changed, which it fixed: resolved with it.
         let mut compares = resolution::Compares::default();
-        let weighing = fixed::Weighing::new(&config.review, &earlier, &head_sha, inputs);
+        let weighing = fixed::Weighing::new(
+            &config.review,
+            &earlier,
+            &head_sha,
+            inputs,
+            &scope_of_review.files,
+        );
         let fixed = weighing
             .resolved(github, scope, &metered, &mut compares)
             .await;

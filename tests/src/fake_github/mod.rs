@@ -222,6 +222,29 @@ impl FakeGitHub {
             .insert((repo.to_string(), format!("{base}...{head}")), body);
     }
 
+    /// Mark file `name` of the compare set by [`FakeGitHub::set_compare`] as moved from
+    /// `previous`, as GitHub lists a rename.
+    pub fn compare_renamed_from(
+        &self,
+        repo: &str,
+        range: (&str, &str),
+        name: &str,
+        previous: &str,
+    ) {
+        let key = (repo.to_string(), format!("{}...{}", range.0, range.1));
+        if let Some(files) = self
+            .state()
+            .compares
+            .get_mut(&key)
+            .and_then(|body| body["files"].as_array_mut())
+        {
+            for file in files.iter_mut().filter(|f| f["filename"] == name) {
+                file["status"] = "renamed".into();
+                file["previous_filename"] = previous.into();
+            }
+        }
+    }
+
     /// Say of the compare set by [`FakeGitHub::set_compare`] that `head` does not descend
     /// from `base` (a force-push), as GitHub says it: `status: "diverged"`.
     pub fn diverged(&self, repo: &str, base: &str, head: &str) {

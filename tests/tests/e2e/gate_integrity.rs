@@ -35,6 +35,7 @@ parley_tests::review_on_both_stores!(
     a_repository_can_leave_fixes_to_people,
     a_fix_posted_before_the_worker_died_is_stored_by_the_retry,
     a_pass_that_did_not_run_closes_nothing_by_its_silence,
+    a_fix_in_a_file_the_push_renamed_resolves_the_finding,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -565,16 +566,9 @@ async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness
         .await
         .expect("review of the fix");
 
-    let asked: Vec<String> = h
-        .llm
-        .prompts()
-        .iter()
-        .map(|p| p.text())
-        .filter(|t| t.contains(FIX_CHECK))
-        .collect();
-    assert_eq!(asked.len(), 1, "one question for the push");
+    let asked = the_one_fix_question(&h);
     parley_tests::expect::says_all(
-        &asked[0],
+        &asked,
         &[
             SQL_TITLE,
             "at src/db.rs:3",
@@ -673,6 +667,51 @@ async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHar
     assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
     assert_eq!(h.run_of(HEAD2).await.state, RunState::Published);
+}
+
+/// A push that moves the file and fixes the finding in it: the finding keeps the path it
+/// was posted on, its lines read on the old side of the rename's patch, and the model is
+/// told where the file is now.
+async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness) {
+    const MOVED: &str = "src/store/db.rs";
+    review_with_an_inline_blocking_finding(&h).await;
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.push_sql_fix();
+    h.github
+        .set_files(REPO, PR, &[(MOVED, "modified", FIXED_PATCH)]);
+    h.github.renamed_from(REPO, PR, MOVED, "src/db.rs");
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[(MOVED, "modified", FIX_SINCE_HEAD)]);
+    h.github
+        .compare_renamed_from(REPO, (HEAD, HEAD2), MOVED, "src/db.rs");
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the move");
+
+    let asked = the_one_fix_question(&h);
+    parley_tests::expect::says_all(
+        &asked,
+        &[
+            "at src/db.rs:3 (the file is now src/store/db.rs)",
+            "+    query(\"SELECT * FROM users WHERE id = ?\"",
+        ],
+    );
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+}
+
+/// The text of the one question about fixes the push's review asked.
+fn the_one_fix_question(h: &ReviewHarness) -> String {
+    let asked: Vec<String> = h
+        .llm
+        .prompts()
+        .iter()
+        .map(|p| p.text())
+        .filter(|t| t.contains(FIX_CHECK))
+        .collect();
+    assert_eq!(asked.len(), 1, "one question for the push");
+    asked[0].clone()
 }
 
 /// The SQL fix is pushed and reviewed; the model is asked, and the finding stays open.
