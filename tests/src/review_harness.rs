@@ -163,6 +163,18 @@ impl ReviewHarness {
         .learnings
     }
 
+    /// Change the repository's learning statistics as `change` says (decided findings
+    /// counted in, say), as if earlier PRs had been decided so.
+    pub async fn seed_stats(&self, change: impl Fn(&mut parley_core::learning::stats::RepoStats)) {
+        parley_core::learning::memory::update_stats(
+            self.store.as_ref(),
+            &crate::tenants::key(REPO),
+            change,
+        )
+        .await
+        .expect("statistics seeded");
+    }
+
     /// The findings the store holds for the PR.
     pub async fn findings(&self) -> Vec<Finding> {
         self.store

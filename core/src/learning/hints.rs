@@ -389,27 +389,19 @@ mod tests {
 
     #[test]
     fn categories_are_whole_words() {
-        assert_eq!(canonical_category("the author struct"), None);
-        assert_eq!(canonical_category("the latest release"), None);
-        assert_eq!(canonical_category("authorship"), None);
-        assert_eq!(
-            canonical_category("auth tokens").as_deref(),
-            Some("security")
-        );
-        assert_eq!(
-            canonical_category("XSS in templates").as_deref(),
-            Some("security")
-        );
-        assert_eq!(canonical_category("bug").as_deref(), Some("correctness"));
-        assert_eq!(canonical_category("flaky tests").as_deref(), Some("tests"));
-        assert_eq!(
-            canonical_category("maintainability").as_deref(),
-            Some("style")
-        );
-        assert_eq!(
-            canonical_category("comments about the author struct").as_deref(),
-            Some("style")
-        );
+        for (text, category) in [
+            ("the author struct", None),
+            ("the latest release", None),
+            ("authorship", None),
+            ("auth tokens", Some("security")),
+            ("XSS in templates", Some("security")),
+            ("bug", Some("correctness")),
+            ("flaky tests", Some("tests")),
+            ("maintainability", Some("style")),
+            ("comments about the author struct", Some("style")),
+        ] {
+            assert_eq!(canonical_category(text).as_deref(), category, "{text}");
+        }
         let dismissal = deterministic(
             LearningKind::Dismiss,
             "comments about the author struct",

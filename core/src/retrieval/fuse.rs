@@ -363,19 +363,7 @@ mod tests {
                 vector: Vec::new(),
             },
         ];
-        let mut provenance = Provenance::default();
-        let fused = fuse(
-            &candidates,
-            &lists,
-            &plain(ONES),
-            None,
-            NOW,
-            &mut provenance,
-        );
-        let keys: Vec<&str> = fused
-            .iter()
-            .map(|f| candidates[f.index].key.as_str())
-            .collect();
+        let (keys, provenance) = fused_keys(&candidates, &lists);
         // b and d tie at 1/61 (corpus order breaks it); a (1/62) is b's duplicate.
         assert_eq!(keys, ["b", "d", "c"]);
         assert_eq!(provenance.dropped.len(), 1);
@@ -396,24 +384,24 @@ mod tests {
             candidate(Source::Thread, "nine", nine),
             candidate(Source::Thread, "eight", eight),
         ];
+        let lists = [Lists {
+            source: Source::Thread,
+            lexical: hits(&[0, 1, 2]),
+            vector: Vec::new(),
+        }];
+        assert_eq!(fused_keys(&candidates, &lists).0, ["ten", "eight"]);
+    }
+
+    /// [`fuse`] with equal weights, no language, now: the keys in fused order, and the
+    /// provenance it filled.
+    fn fused_keys(candidates: &[Candidate], lists: &[Lists]) -> (Vec<String>, Provenance) {
         let mut provenance = Provenance::default();
-        let fused = fuse(
-            &candidates,
-            &[Lists {
-                source: Source::Thread,
-                lexical: hits(&[0, 1, 2]),
-                vector: Vec::new(),
-            }],
-            &plain(ONES),
-            None,
-            NOW,
-            &mut provenance,
-        );
-        let keys: Vec<&str> = fused
+        let fused = fuse(candidates, lists, &plain(ONES), None, NOW, &mut provenance);
+        let keys = fused
             .iter()
-            .map(|f| candidates[f.index].key.as_str())
+            .map(|f| candidates[f.index].key.clone())
             .collect();
-        assert_eq!(keys, ["ten", "eight"]);
+        (keys, provenance)
     }
 
     #[test]

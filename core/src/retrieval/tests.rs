@@ -91,6 +91,23 @@ fn past_finding() -> Document {
     finding_document(&finding, "Read retries from the config", NOW)
 }
 
+/// Retrieval for [`review_query`] in [`REPO`], with the default settings.
+async fn for_review(
+    store: &dyn CorpusStore,
+    embedder: Option<&dyn Embedder>,
+    in_memory: Vec<Candidate>,
+) -> Retrieved {
+    retrieve(
+        store,
+        embedder,
+        REPO,
+        &review_query(),
+        in_memory,
+        &Settings::default(),
+    )
+    .await
+}
+
 fn review_query() -> Query {
     Query {
         trigger: Trigger::Review,
@@ -382,15 +399,7 @@ async fn a_store_that_cannot_be_read_costs_context_not_the_job() {
         authority: None,
         findings_suppressed: 0,
     })];
-    let retrieved = retrieve(
-        &store,
-        None,
-        REPO,
-        &review_query(),
-        learning_only,
-        &Settings::default(),
-    )
-    .await;
+    let retrieved = for_review(&store, None, learning_only).await;
     let p = &retrieved.provenance;
     for source in [Source::Code, Source::Finding, Source::Thread] {
         assert_eq!(
@@ -406,15 +415,7 @@ async fn a_store_that_cannot_be_read_costs_context_not_the_job() {
         "{section}"
     );
 
-    let nothing = retrieve(
-        &store,
-        None,
-        REPO,
-        &review_query(),
-        Vec::new(),
-        &Settings::default(),
-    )
-    .await;
+    let nothing = for_review(&store, None, Vec::new()).await;
     assert_eq!(nothing.prompt, "");
     assert!(nothing.provenance.included.is_empty());
 }
@@ -425,15 +426,7 @@ async fn an_embedder_that_fails_or_answers_garbage_leaves_lexical_search() {
         documents: stored_code(),
         fail: false,
     };
-    let lexical_only = retrieve(
-        &store,
-        None,
-        REPO,
-        &review_query(),
-        Vec::new(),
-        &Settings::default(),
-    )
-    .await;
+    let lexical_only = for_review(&store, None, Vec::new()).await;
     assert!(!lexical_only.provenance.included.is_empty());
 
     let answers: [fn() -> Result<Embeddings, EmbeddingError>; 4] = [
@@ -459,15 +452,7 @@ async fn an_embedder_that_fails_or_answers_garbage_leaves_lexical_search() {
     ];
     for answer in answers {
         let embedder = CannedEmbedder { answer };
-        let retrieved = retrieve(
-            &store,
-            Some(&embedder),
-            REPO,
-            &review_query(),
-            Vec::new(),
-            &Settings::default(),
-        )
-        .await;
+        let retrieved = for_review(&store, Some(&embedder), Vec::new()).await;
         assert!(
             matches!(retrieved.provenance.vector, VectorUse::Failed { .. }),
             "{:?}",
@@ -492,15 +477,7 @@ async fn an_embedder_that_fails_or_answers_garbage_leaves_lexical_search() {
             })
         },
     };
-    let used = retrieve(
-        &store,
-        Some(&embedder),
-        REPO,
-        &review_query(),
-        Vec::new(),
-        &Settings::default(),
-    )
-    .await;
+    let used = for_review(&store, Some(&embedder), Vec::new()).await;
     assert_eq!(
         used.provenance.vector,
         VectorUse::Used { model: "m".into() }

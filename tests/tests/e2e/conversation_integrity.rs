@@ -93,35 +93,38 @@ async fn on_a_pr_with_250_comments_the_newest_question_is_answered_once(backend:
 }
 
 async fn an_error_note_does_not_hide_a_missed_question(backend: Backend) {
-    let h = Harness::start(backend).await;
-    let missed = h
-        .github
-        .add_issue_comment(REPO, PR, "bob", "@parley does this leak the token?");
     // Parley's error note for some other comment, newer than the question.
-    let note = error_note(
-        "Sorry, I could not answer this just now. I will try again automatically.",
-        1,
-        false,
-    );
-    h.github.add_issue_comment(REPO, PR, BOT, &note);
-    let job = h.top_level_comment("bob", "@parley thanks!");
-    h.run(job).await.expect("turn");
-    assert_eq!(h.replies_to(missed).len(), 1);
+    still_answered_beside(backend, BOT, |_| {
+        error_note(
+            "Sorry, I could not answer this just now. I will try again automatically.",
+            1,
+            false,
+        )
+    })
+    .await;
 }
 
 /// Only Parley's own "gave up" note settles a question for the sweep: the same marker in
 /// someone else's comment hides nothing.
 async fn a_gave_up_marker_from_anyone_else_does_not_hide_a_missed_question(backend: Backend) {
+    still_answered_beside(backend, "mallory", |missed| {
+        error_note(
+            "Sorry, I could not answer this just now. Ask me again and I will try once more.",
+            missed,
+            true,
+        )
+    })
+    .await;
+}
+
+/// A question Parley missed, then a comment by `author` (`note`, given the question's
+/// id), then a new mention: the sweep still answers the missed question.
+async fn still_answered_beside(backend: Backend, author: &str, note: impl Fn(u64) -> String) {
     let h = Harness::start(backend).await;
     let missed = h
         .github
         .add_issue_comment(REPO, PR, "bob", "@parley does this leak the token?");
-    let forged = error_note(
-        "Sorry, I could not answer this just now. Ask me again and I will try once more.",
-        missed,
-        true,
-    );
-    h.github.add_issue_comment(REPO, PR, "mallory", &forged);
+    h.github.add_issue_comment(REPO, PR, author, &note(missed));
     let job = h.top_level_comment("bob", "@parley thanks!");
     h.run(job).await.expect("turn");
     assert_eq!(h.replies_to(missed).len(), 1, "still answered");

@@ -391,7 +391,7 @@ async fn close_pr(h: &ReviewHarness) {
 
 /// Seed `n` decided findings at `confidence` in the statistics.
 async fn seed(h: &ReviewHarness, confidence: u8, accepted: u64, rejected: u64) {
-    memory::update_stats(h.store.as_ref(), &key(REPO), |stats| {
+    h.seed_stats(|stats| {
         for _ in 0..accepted {
             stats.count("security", "medium", confidence, Verdict::Accepted, 1);
         }
@@ -399,8 +399,7 @@ async fn seed(h: &ReviewHarness, confidence: u8, accepted: u64, rejected: u64) {
             stats.count("style", "low", confidence, Verdict::Rejected, 1);
         }
     })
-    .await
-    .expect("seed");
+    .await;
 }
 
 async fn the_tuned_threshold_comes_from_a_seeded_history(h: ReviewHarness) {

@@ -503,14 +503,13 @@ async fn teaching_commands_take_turns(h: ReviewHarness) {
 /// value above the configured one held blocking findings too.
 async fn rejections_cannot_push_the_tuned_threshold_over_blocking_findings(h: ReviewHarness) {
     use parley_core::ports::Verdict::{Accepted, Rejected};
-    memory::update_stats(h.store.as_ref(), &key(REPO), |stats| {
+    h.seed_stats(|stats| {
         for confidence in 50..100u8 {
             stats.count("bug", "medium", confidence, Accepted, 2);
         }
         stats.count("bug", "medium", 100, Rejected, 12);
     })
-    .await
-    .expect("seeded");
+    .await;
     h.llm.answer(
         CORRECTNESS,
         &reply(&[finding("src/db.rs", 3, "medium", 80, "Off by one")]),
@@ -525,14 +524,13 @@ async fn a_tuned_threshold_never_holds_blocking_findings_above_the_configured_on
     h2: ReviewHarness,
 ) {
     use parley_core::ports::Verdict::{Accepted, Rejected};
-    memory::update_stats(h2.store.as_ref(), &key(REPO), |stats| {
+    h2.seed_stats(|stats| {
         for confidence in 60..90u8 {
             stats.count("bug", "medium", confidence, Rejected, 1);
         }
         stats.count("bug", "medium", 95, Accepted, 30);
     })
-    .await
-    .expect("seeded");
+    .await;
     h2.llm.answer(
         CORRECTNESS,
         &reply(&[

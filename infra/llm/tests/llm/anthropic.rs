@@ -33,6 +33,14 @@ async fn ask(server: &FakeServer) -> Result<parley_core::ports::llm::LlmResponse
 }
 
 fn success(text: &str) -> Canned {
+    message(
+        json!([{"type": "text", "text": text}]),
+        json!({"input_tokens": 25, "output_tokens": 9}),
+    )
+}
+
+/// A Messages API answer of `content` blocks, ended by the model, that used `usage`.
+fn message(content: serde_json::Value, usage: serde_json::Value) -> Canned {
     Canned::json(
         200,
         json!({
@@ -40,10 +48,10 @@ fn success(text: &str) -> Canned {
             "type": "message",
             "role": "assistant",
             "model": "claude-sonnet-4-5-20250929",
-            "content": [{"type": "text", "text": text}],
+            "content": content,
             "stop_reason": "end_turn",
             "stop_sequence": null,
-            "usage": {"input_tokens": 25, "output_tokens": 9}
+            "usage": usage
         }),
     )
 }
@@ -57,25 +65,17 @@ fn error(status: u16, kind: &str, message: &str) -> Canned {
 
 #[tokio::test]
 async fn success_sends_the_documented_request_and_parses_text_and_usage() {
-    let server = FakeServer::start(vec![Canned::json(
-        200,
+    let server = FakeServer::start(vec![message(
+        json!([
+            {"type": "thinking", "thinking": "hmm", "signature": "x"},
+            {"type": "text", "text": "Yes, "},
+            {"type": "text", "text": "it is."}
+        ]),
         json!({
-            "id": "msg_01",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-sonnet-4-5-20250929",
-            "content": [
-                {"type": "thinking", "thinking": "hmm", "signature": "x"},
-                {"type": "text", "text": "Yes, "},
-                {"type": "text", "text": "it is."}
-            ],
-            "stop_reason": "end_turn",
-            "usage": {
-                "input_tokens": 100,
-                "output_tokens": 20,
-                "cache_creation_input_tokens": 5,
-                "cache_read_input_tokens": 7
-            }
+            "input_tokens": 100,
+            "output_tokens": 20,
+            "cache_creation_input_tokens": 5,
+            "cache_read_input_tokens": 7
         }),
     )])
     .await;

@@ -14,13 +14,18 @@ use std::time::{Duration, Instant};
 const MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
 
 async fn adapter(server: &FakeServer, timeout: Duration) -> BedrockLlm {
+    adapter_for(server, MODEL, timeout).await
+}
+
+/// An adapter for `model` on `server`, with test credentials.
+async fn adapter_for(server: &FakeServer, model: &str, timeout: Duration) -> BedrockLlm {
     let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("AKIDTEST", "secret", None, None, "test"))
         .endpoint_url(&server.base_url)
         .load()
         .await;
-    BedrockLlm::new(&sdk_config, MODEL, timeout, fast_retries())
+    BedrockLlm::new(&sdk_config, model, timeout, fast_retries())
 }
 
 fn request() -> LlmRequest {
@@ -137,53 +142,55 @@ async fn persistent_throttling_ends_as_rate_limited_after_our_retries() {
     assert_eq!(server.requests().len(), 4);
 }
 
-#[tokio::test]
-async fn access_denied_is_an_auth_error() {
-    let server = FakeServer::start(vec![aws_error(
-        403,
-        "AccessDeniedException",
-        "You don't have access to the model with the specified model ID.",
-    )])
-    .await;
-    let result = ask(&server).await;
-    assert!(matches!(result, Err(LlmError::Auth(_))), "{result:?}");
-    assert_eq!(server.requests().len(), 1);
-}
+/// What a test expects of an error.
+type Expected = dyn Fn(&LlmError) -> bool;
 
+/// Bedrock's errors, each to the error a caller acts on, after one request (none of
+/// them is retried): access denied is auth; a model it does not know (404, or a
+/// validation error that says so) is an unknown model; any other validation error is
+/// the request's fault.
 #[tokio::test]
-async fn unknown_models_are_reported_as_such() {
-    for canned in [
-        aws_error(404, "ResourceNotFoundException", "Model not found."),
-        aws_error(
-            400,
-            "ValidationException",
-            "The provided model identifier is invalid.",
+async fn errors_become_what_the_caller_acts_on_without_a_retry() {
+    let unknown = |e: &LlmError| matches!(e, LlmError::UnknownModel(m) if m.starts_with(MODEL));
+    let cases: [(Canned, &Expected); 4] = [
+        (
+            aws_error(
+                403,
+                "AccessDeniedException",
+                "You don't have access to the model with the specified model ID.",
+            ),
+            &|e| matches!(e, LlmError::Auth(_)),
         ),
-    ] {
-        let server = FakeServer::start(vec![canned.clone()]).await;
+        (
+            aws_error(404, "ResourceNotFoundException", "Model not found."),
+            &unknown,
+        ),
+        (
+            aws_error(
+                400,
+                "ValidationException",
+                "The provided model identifier is invalid.",
+            ),
+            &unknown,
+        ),
+        (
+            aws_error(
+                400,
+                "ValidationException",
+                "Input is too long for requested model.",
+            ),
+            &|e| *e == LlmError::InvalidRequest("Input is too long for requested model.".into()),
+        ),
+    ];
+    for (answer, expected) in cases {
+        let server = FakeServer::start(vec![answer.clone()]).await;
         let result = ask(&server).await;
         assert!(
-            matches!(&result, Err(LlmError::UnknownModel(m)) if m.starts_with(MODEL)),
-            "{canned:?}: {result:?}"
+            result.as_ref().is_err_and(expected),
+            "{answer:?}: {result:?}"
         );
+        assert_eq!(server.requests().len(), 1, "{answer:?}");
     }
-}
-
-#[tokio::test]
-async fn other_validation_errors_are_invalid_requests() {
-    let server = FakeServer::start(vec![aws_error(
-        400,
-        "ValidationException",
-        "Input is too long for requested model.",
-    )])
-    .await;
-    let result = ask(&server).await;
-    assert_eq!(
-        result,
-        Err(LlmError::InvalidRequest(
-            "Input is too long for requested model.".into()
-        ))
-    );
 }
 
 #[tokio::test]
@@ -273,18 +280,12 @@ async fn a_caching_model_gets_a_cache_point_and_its_cache_usage_is_read() {
     );
 
     let server = FakeServer::start(vec![converse("ok", "end_turn")]).await;
-    let sdk_config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("AKIDTEST", "secret", None, None, "test"))
-        .endpoint_url(&server.base_url)
-        .load()
-        .await;
-    let llama = BedrockLlm::new(
-        &sdk_config,
+    let llama = adapter_for(
+        &server,
         "meta.llama3-70b-instruct-v1:0",
         Duration::from_secs(5),
-        fast_retries(),
-    );
+    )
+    .await;
     llama.complete(&request).await.unwrap();
     assert_eq!(
         server.requests()[0].body["messages"][0]["content"],
