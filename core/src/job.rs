@@ -189,6 +189,10 @@ pub enum ReviewTrigger {
     /// `requested_action`, `gate.incomplete: hold`): see [`crate::review::let_through`].
     /// Reviews nothing; the job's `author` is whoever pressed it.
     LetThrough,
+    /// The PR was moved to another base branch (`pull_request.edited`): its diff is
+    /// another, so the head is reviewed against the new base; see
+    /// [`crate::review::retarget`].
+    Retargeted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -251,6 +251,9 @@ pub enum RegateCause {
     /// "Let it through" pressed by someone who may not: the PR's author, or someone
     /// below `gate.resolveBy`.
     LetThroughRefused,
+    /// The PR moved to another base branch and was reviewed against it (see
+    /// [`crate::review::retarget`]).
+    Retargeted,
 }
 
 impl RegateCause {
@@ -265,6 +268,7 @@ impl RegateCause {
             Self::LetThroughRefused => {
                 "someone asked to let this head through who may not (the PR's author, or someone without `gate.resolveBy`)"
             }
+            Self::Retargeted => "the PR moved to another base branch and was reviewed against it",
         }
     }
 }
@@ -1146,5 +1150,6 @@ mod tests {
         assert!(summary(RegateCause::FindingChanged).contains("a thread resolved"));
         assert!(summary(RegateCause::Rerequested).contains("Re-run was asked for"));
         assert!(summary(RegateCause::ManualReview).contains("requested by hand"));
+        assert!(summary(RegateCause::Retargeted).contains("another base branch"));
     }
 }

@@ -19,7 +19,8 @@
 //!
 //! Two buttons on the head's check come here too and review nothing new: "Re-run"
 //! ([`rerun`]) and, on a check held for want of a complete review, "Let it through"
-//! ([`let_through`]).
+//! ([`let_through`]). A PR moved to another base branch is reviewed against it
+//! ([`retarget`]).
 
 pub mod analyse;
 mod conclude;
@@ -47,6 +48,7 @@ mod recover;
 pub mod regate;
 pub mod rerun;
 pub mod resolution;
+mod retarget;
 pub mod rules_change;
 pub mod runs;
 mod scope;
@@ -104,6 +106,7 @@ impl ReviewHandler {
         match job.trigger {
             ReviewTrigger::Rerequested => return self.rerequested(job, attempt).await,
             ReviewTrigger::LetThrough => return self.let_through(job).await,
+            ReviewTrigger::Retargeted => return self.retargeted(job, attempt).await,
             _ => {}
         }
         let github = self.services.github.as_ref();

@@ -39,19 +39,10 @@ impl ReviewHandler {
         job: &ReviewJob,
         attempt: Option<Attempt>,
     ) -> Result<(), ReviewError> {
-        let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
-        let scope = RepoScope::for_repo(installation, &job.repo);
-        let repo = job.repo.tenant().repo;
-        let pr = self
-            .services
-            .github
-            .get_pull_request(&scope, job.number)
-            .await?;
-        if pr.state != "open" || pr.head.sha != job.head_sha {
-            tracing::info!(%repo, number = job.number, head = %job.head_sha, pr_head = %pr.head.sha, state = %pr.state, "re-run of a check on a closed PR or an older head: nothing to do");
+        let Some(AtHead { scope, pr, runs }) = self.at_head(job, "re-run of a check").await? else {
             return Ok(());
-        }
-        let runs = self.services.store.review_runs(&repo, job.number).await?;
+        };
+        let repo = job.repo.tenant().repo;
         if let Some(key) = &job.rerun_of {
             return self
                 .rerequested_manual(&scope, job, &pr, key, &runs, attempt)
@@ -89,7 +80,37 @@ impl ReviewHandler {
     }
 }
 
+/// A PR still open at the head a job names: where it is, and its runs.
+pub(super) struct AtHead {
+    pub(super) scope: RepoScope,
+    pub(super) pr: PullRequest,
+    pub(super) runs: Vec<ReviewRun>,
+}
+
 impl ReviewHandler {
+    /// The PR of `job` with its runs, unless it closed or its head moved on since the event
+    /// (`what`, for the log): the newer head has its own jobs, and a closed PR needs none.
+    pub(super) async fn at_head(
+        &self,
+        job: &ReviewJob,
+        what: &str,
+    ) -> Result<Option<AtHead>, ReviewError> {
+        let installation = job.installation_id.ok_or(ReviewError::NoInstallation)?;
+        let scope = RepoScope::for_repo(installation, &job.repo);
+        let repo = job.repo.tenant().repo;
+        let pr = self
+            .services
+            .github
+            .get_pull_request(&scope, job.number)
+            .await?;
+        if pr.state != "open" || pr.head.sha != job.head_sha {
+            tracing::info!(%repo, number = job.number, head = %job.head_sha, pr_head = %pr.head.sha, state = %pr.state, "{what} on a closed PR or an older head: nothing to do");
+            return Ok(None);
+        }
+        let runs = self.services.store.review_runs(&repo, job.number).await?;
+        Ok(Some(AtHead { scope, pr, runs }))
+    }
+
     /// "Re-run" on a manual review's check: the request it answers runs again when its
     /// review failed (or was left running by a worker that died; a live claim still
     /// wins), and answers the request as it would have. A published review is not
@@ -120,6 +141,19 @@ impl ReviewHandler {
             tracing::info!(%repo, number = job.number, run = %key, ?state, "re-run of a manual review that did not fail: nothing to do; it is asked for again in a comment");
             return Ok(());
         };
+        if runs::is_retarget_request(comment_id) {
+            // A retargeted head's full review (see `super::retarget`), which failed: it
+            // runs again, and the head's gate is judged after it, as after the move.
+            self.full_review_under(job, pr, key, runs, attempt).await?;
+            regate::regate(
+                &self.services,
+                scope,
+                job.number,
+                regate::RegateCause::Retargeted,
+            )
+            .await;
+            return Ok(());
+        }
         let Some(request) = self.request_of(scope, job.number, comment_id).await? else {
             tracing::info!(%repo, number = job.number, comment_id, "re-run of a manual review whose request is gone: nothing to do");
             return Ok(());
@@ -199,7 +233,7 @@ impl ReviewHandler {
     /// Release the claim of run `run_key` when it failed: that claim belongs to the
     /// delivery that failed and outlives it, and nothing holds the run now (the PR's
     /// reviews run one at a time, and this job is the one running).
-    async fn release_if_failed(
+    pub(super) async fn release_if_failed(
         &self,
         job: &ReviewJob,
         run_key: &str,
@@ -223,21 +257,9 @@ impl ReviewHandler {
         attempt: Option<Attempt>,
     ) -> Result<(), ReviewError> {
         let key = runs::manual_key(&job.head_sha, ReviewTrigger::ManualFull, 0);
-        let state = runs
-            .iter()
-            .find(|run| run.head_sha == key)
-            .map(|run| run.state);
-        if matches!(state, Some(RunState::Published | RunState::Superseded)) {
-            return Ok(());
-        }
-        self.release_if_failed(job, &key, state).await?;
         let repo = job.repo.tenant().repo;
         tracing::info!(%repo, number = job.number, head = %job.head_sha, "re-run of a partial review: a full review of the head completes it");
-        let full = ReviewJob {
-            trigger: ReviewTrigger::ManualFull,
-            ..automatic_job(job, pr, None, runs)
-        };
-        Box::pin(self.review(&full, attempt)).await
+        self.full_review_under(job, pr, &key, runs, attempt).await
     }
 }
 
@@ -245,7 +267,7 @@ impl ReviewHandler {
 /// run was recorded with (a push for one that was not an automatic trigger's), or for a
 /// head never run, what a lost job is queued as. The re-run's delivery id stays, so the
 /// queue's retry of the re-run resumes the run it claimed.
-fn automatic_job(
+pub(super) fn automatic_job(
     job: &ReviewJob,
     pr: &PullRequest,
     own: Option<&ReviewRun>,

@@ -43,6 +43,26 @@ pub fn rerun_key(head_sha: &str, request: u64) -> String {
     format!("{head_sha}{RERUN}{request}")
 }
 
+/// The key of the full review a head gets when its PR moves to another base branch (see
+/// [`crate::review::retarget`]): one per head and new base commit, so a redelivered edit
+/// resumes it and moving the PR back and forth reviews each base once. Spelled as a full
+/// re-review's, its request the base commit's first 13 hex digits with bit 60 set: above
+/// every GitHub comment id (they stay under 2^53), so it names no comment to answer.
+pub fn retarget_key(head_sha: &str, base_sha: &str) -> String {
+    let digits = base_sha
+        .get(..13)
+        .and_then(|digits| u64::from_str_radix(digits, 16).ok())
+        .unwrap_or(0);
+    rerun_key(head_sha, digits | RETARGET_REQUEST)
+}
+
+/// Whether a manual run's request is a retarget's (see [`retarget_key`]), not a comment.
+pub fn is_retarget_request(request: u64) -> bool {
+    request & RETARGET_REQUEST != 0
+}
+
+const RETARGET_REQUEST: u64 = 1 << 60;
+
 /// The key of a manual review (`@parley review` or `@parley full review`) of a head: the
 /// head plus the request's comment id (0 for a job that names no comment).
 ///
@@ -98,6 +118,7 @@ pub fn trigger_name(trigger: ReviewTrigger) -> &'static str {
         ReviewTrigger::ManualFull => "manual_full",
         ReviewTrigger::Rerequested => "rerequested",
         ReviewTrigger::LetThrough => "let_through",
+        ReviewTrigger::Retargeted => "retargeted",
     }
 }
 
@@ -113,6 +134,7 @@ pub fn trigger_from_name(name: &str) -> Option<ReviewTrigger> {
         ReviewTrigger::ManualFull,
         ReviewTrigger::Rerequested,
         ReviewTrigger::LetThrough,
+        ReviewTrigger::Retargeted,
     ]
     .into_iter()
     .find(|trigger| trigger_name(*trigger) == name)
@@ -441,6 +463,28 @@ mod tests {
         assert_eq!(parse_key("a1b2"), ("a1b2", None));
         assert_eq!(head_of(&key), "a1b2");
         assert_ne!(claim_key("o/r", 1, &key), claim_key("o/r", 1, "a1b2"));
+    }
+
+    /// A retargeted head's full review has a run per base commit, a full review's kind of
+    /// key whose request no comment id can be.
+    #[test]
+    fn retarget_keys_are_one_per_base_and_name_no_comment() {
+        let base = "0123456789abcdef0123456789abcdef01234567";
+        let key = retarget_key("a1b2", base);
+        assert_eq!(retarget_key("a1b2", base), key, "a redelivery resumes it");
+        assert_ne!(retarget_key("a1b2", "f0f0f0f0f0f0f0f0"), key);
+        let (head, request) = parse_key(&key);
+        assert_eq!(head, "a1b2");
+        assert!(request.is_some_and(is_retarget_request));
+        assert!(request.is_some_and(|r| r > 1 << 53), "above any comment id");
+        assert_eq!(manual_trigger_of_key(&key), Some(ReviewTrigger::ManualFull));
+        assert!(!is_retarget_request(42) && !is_retarget_request((1 << 53) - 1));
+        // A base that is not hex (never from GitHub) still gets a key.
+        assert!(
+            parse_key(&retarget_key("a1b2", "main"))
+                .1
+                .is_some_and(is_retarget_request)
+        );
     }
 
     /// A check's external id is its run's claim key: it names the PR, whatever the repo

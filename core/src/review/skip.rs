@@ -28,6 +28,8 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
         // Turned into the head's automatic review before it gets here (see `rerun`), or
         // answered without a review (see `let_through`).
         ReviewTrigger::Rerequested | ReviewTrigger::LetThrough => true,
+        // Turned into the head's automatic review or a full review first (see `retarget`).
+        ReviewTrigger::Retargeted => true,
     };
     if !enabled {
         return Some(format!("review.triggers turns {:?} off", job.trigger));

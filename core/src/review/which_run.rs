@@ -22,6 +22,14 @@ impl ReviewHandler {
         if !runs::is_manual(job.trigger) {
             return Ok(head_sha.to_string());
         }
+        // A full review under a key it was given (a retargeted head's, see
+        // `runs::retarget_key`) answers no comment.
+        if let (ReviewTrigger::ManualFull, None, Some(key)) =
+            (job.trigger, &job.request, job.rerun_of.as_deref())
+            && runs::head_of(key) == head_sha
+        {
+            return Ok(key.to_string());
+        }
         let request = job.request.as_ref().map_or(0, |r| r.comment_id);
         let own = runs::manual_key(head_sha, job.trigger, request);
         if job.trigger != ReviewTrigger::ManualIncremental {

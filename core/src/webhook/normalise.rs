@@ -169,6 +169,13 @@ fn normalise_from<'de>(
             "opened" | "reopened" | "ready_for_review" | "synchronize" | "unlabeled",
         ) => review(&meta, action, payload),
         ("pull_request", "closed") => closed(&meta, payload),
+        ("pull_request", "edited") => match retargeted(payload) {
+            Ok(true) => review(&meta, action, payload),
+            Ok(false) => Ok(Normalised::Ignored(
+                "pull_request.edited did not change the base branch".into(),
+            )),
+            Err(err) => Err(err),
+        },
         ("issue_comment", "created") => issue_comment(&meta, payload, ctx),
         ("pull_request_review_comment", "created") => review_comment(&meta, payload, ctx),
         ("issue_comment", "edited") => match edit_asks(payload, ctx) {
@@ -228,6 +235,7 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
         "reopened" => ReviewTrigger::Reopened,
         "ready_for_review" => ReviewTrigger::ReadyForReview,
         "unlabeled" => ReviewTrigger::Unlabeled,
+        "edited" => ReviewTrigger::Retargeted,
         _ => ReviewTrigger::Synchronize,
     };
     Ok(job(Job::Review(ReviewJob {
@@ -517,6 +525,13 @@ fn edit_asks<'de>(payload: &impl Source<'de>, ctx: &NormaliseContext) -> Result<
         .handles
         .as_ref()
         .is_none_or(|handles| !handles.mentioned_in(before.from.as_str())))
+}
+
+/// Whether a `pull_request.edited` moved the PR to another base branch: its diff is then
+/// another, which the head's review did not read.
+fn retargeted<'de>(payload: &impl Source<'de>) -> Result<bool, String> {
+    let event: EditedEvent<'de> = payload.decode()?;
+    Ok(event.changes.is_some_and(|changes| changes.base.is_some()))
 }
 
 fn edit_ignored(event: &str) -> Normalised {
@@ -899,6 +914,30 @@ mod tests {
         bad["label"] = serde_json::json!("no-review");
         let said = normalise("pull_request", "d", &bad, &ctx());
         assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
+    }
+
+    /// A PR moved to another base is reviewed against it; a title or body edited is not
+    /// a change to review.
+    #[test]
+    fn a_pull_request_edited_is_a_review_only_when_its_base_changed() {
+        let mut payload: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../shared/corpora/webhooks/pull_request/opened.payload.json"
+        ))
+        .unwrap_or_default();
+        payload["action"] = "edited".into();
+        payload["changes"] = serde_json::json!({"title": {"from": "Old title"}});
+        let said = normalise("pull_request", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
+        payload["changes"] =
+            serde_json::json!({"base": {"ref": {"from": "develop"}, "sha": {"from": "0f0f"}}});
+        let Normalised::Job(job) = normalise("pull_request", "d", &payload, &ctx()) else {
+            panic!("not a job");
+        };
+        let Job::Review(job) = *job else {
+            panic!("not a review job");
+        };
+        assert_eq!(job.trigger, ReviewTrigger::Retargeted);
+        assert_eq!(job.base_ref, payload["pull_request"]["base"]["ref"]);
     }
 
     #[test]

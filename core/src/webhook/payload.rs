@@ -146,6 +146,10 @@ pub struct EditedEvent<'a> {
 pub struct Changes<'a> {
     #[serde(default, borrow)]
     pub body: Option<Change<'a>>,
+    /// A pull request's base branch changed (`pull_request.edited`): only its presence
+    /// matters, the new base is in the pull request.
+    #[serde(default)]
+    pub base: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Deserialize)]

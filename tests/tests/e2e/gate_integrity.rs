@@ -4,9 +4,11 @@
 //! The review and conversation workers run end to end against the fake GitHub and fake
 //! LLM, on SQLite and on DynamoDB (moto).
 
+use parley_core::Job;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers;
 use parley_core::ports::{Finding, FindingState, JobError, JobHandler, RunState};
+use parley_core::review::runs;
 use parley_core::review::summary::ReviewMarker;
 use parley_tests::fake_github::Injected;
 use parley_tests::flaky_store::{FlakyStore, Outage};
@@ -36,6 +38,9 @@ parley_tests::review_on_both_stores!(
     a_fix_posted_before_the_worker_died_is_stored_by_the_retry,
     a_pass_that_did_not_run_closes_nothing_by_its_silence,
     a_fix_in_a_file_the_push_renamed_resolves_the_finding,
+    a_pr_skipped_for_its_base_is_reviewed_once_moved_to_a_reviewed_one,
+    a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once,
+    a_failed_review_against_a_new_base_runs_again_on_rerun,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -712,6 +717,124 @@ fn the_one_fix_question(h: &ReviewHarness) -> String {
         .collect();
     assert_eq!(asked.len(), 1, "one question for the push");
     asked[0].clone()
+}
+
+/// A PR opened against a branch the repository does not review gets a `neutral`
+/// "Not reviewed" check, which branch protection takes as passing; moved to `main`
+/// (`pull_request.edited`, the head unchanged), its head is reviewed against it and the
+/// gate says what was found. Moved on to a branch not reviewed, nothing more happens.
+async fn a_pr_skipped_for_its_base_is_reviewed_once_moved_to_a_reviewed_one(h: ReviewHarness) {
+    h.config("review:\n  baseBranches: [main]\n");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["base"]["ref"] = "develop".into());
+    h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
+        .await
+        .expect("skipped");
+    assert!(h.reviews().is_empty());
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "neutral");
+
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]),
+    );
+    h.github
+        .update_pull(REPO, PR, |pr| pr["base"]["ref"] = "main".into());
+    h.run(job(ReviewTrigger::Retargeted, HEAD, "d-2"))
+        .await
+        .expect("reviewed against main");
+    assert_eq!(h.reviews().len(), 1);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    assert_eq!(h.run_of(HEAD).await.state, RunState::Published);
+
+    let passes = h.pass_prompts().len();
+    h.github
+        .update_pull(REPO, PR, |pr| pr["base"]["ref"] = "experiments".into());
+    h.run(job(ReviewTrigger::Retargeted, HEAD, "d-3"))
+        .await
+        .expect("nothing to review");
+    assert_eq!(h.reviews().len(), 1);
+    assert_eq!(h.pass_prompts().len(), passes, "nothing spent");
+}
+
+/// A head reviewed complete against `main` (nothing found, the gate `success`), then moved
+/// to `release`, whose diff holds a commit `main`'s did not: a full review against the new
+/// base reads it, and its blocking finding fails the head's gate. The same move delivered
+/// again reviews nothing more.
+async fn a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once(h: ReviewHarness) {
+    reviewed_then_moved_to_release(&h).await;
+    h.run(job(ReviewTrigger::Retargeted, HEAD, "d-2"))
+        .await
+        .expect("reviewed against release");
+    reviewed_against_release(&h);
+
+    h.run(job(ReviewTrigger::Retargeted, HEAD, "d-3"))
+        .await
+        .expect("the same move again");
+    assert_eq!(h.reviews().len(), 2, "one review per base");
+}
+
+/// The model down, the review against the new base fails, and the check keeps what the
+/// review against `main` concluded; "Re-run" on that review's own check runs it again and
+/// the gate is judged after it.
+async fn a_failed_review_against_a_new_base_runs_again_on_rerun(h: ReviewHarness) {
+    reviewed_then_moved_to_release(&h).await;
+    h.llm.fail("", 500);
+    h.run(job(ReviewTrigger::Retargeted, HEAD, "d-2"))
+        .await
+        .expect_err("the model is down");
+    assert_eq!(h.reviews().len(), 1);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+
+    h.llm.remove_rules("");
+    h.llm.answer("check_token", &release_finding());
+    let Job::Review(mut rerun) = job(ReviewTrigger::Rerequested, HEAD, "r-1") else {
+        unreachable!("job() builds review jobs")
+    };
+    rerun.rerun_of = Some(runs::retarget_key(HEAD, RELEASE_BASE));
+    h.run(Job::Review(rerun))
+        .await
+        .expect("reviewed against release");
+    reviewed_against_release(&h);
+}
+
+const RELEASE_BASE: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
+
+/// The head reviewed against `main`, finding nothing; the PR then moved to `release`,
+/// whose diff adds `src/auth.rs`, where the passes find a critical problem.
+async fn reviewed_then_moved_to_release(h: &ReviewHarness) {
+    h.review_opened().await;
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["base"]["ref"] = "release".into();
+        pr["base"]["sha"] = RELEASE_BASE.into();
+    });
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("src/auth.rs", "added", &added_lines("check_token", 12)),
+        ],
+    );
+    h.llm.answer("check_token", &release_finding());
+}
+
+fn release_finding() -> String {
+    reply(&[finding(
+        "src/auth.rs",
+        4,
+        "critical",
+        95,
+        "Token compared in variable time",
+    )])
+}
+
+/// A second review, of the whole diff against `release`, and the gate failed by it.
+fn reviewed_against_release(h: &ReviewHarness) {
+    assert_eq!(h.reviews().len(), 2, "a full review against the new base");
+    parley_tests::expect::says_all(&h.latest_summary(), &["`src/auth.rs`", "`src/db.rs`"]);
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "failure", "{gate:#?}");
 }
 
 /// The SQL fix is pushed and reviewed; the model is asked, and the finding stays open.
