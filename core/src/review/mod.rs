@@ -397,7 +397,7 @@ impl ReviewHandler {
             &scope_of_review.files,
         );
         let fixed = weighing
-            .resolved(github, scope, &metered, &mut compares)
+            .resolved(github, scope, &metered, &mut compares, subject.code.ok())
             .await;
 
         // Last look before publishing: a newer push makes this review stale.

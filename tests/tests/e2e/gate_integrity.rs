@@ -41,6 +41,7 @@ parley_tests::review_on_both_stores!(
     a_pr_skipped_for_its_base_is_reviewed_once_moved_to_a_reviewed_one,
     a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once,
     a_failed_review_against_a_new_base_runs_again_on_rerun,
+    the_fix_check_reads_the_definition_around_the_finding_as_it_is_now,
 );
 
 /// Review HEAD with one blocking finding posted inline; returns it.
@@ -704,6 +705,32 @@ async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness)
     let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+}
+
+/// Where the head's snapshot can be read, the fix check shows the model the definition
+/// around the finding as it is now, beside the diff: a fix a few lines above the problem
+/// (a check at the top of the function) is outside the diff's window.
+async fn the_fix_check_reads_the_definition_around_the_finding_as_it_is_now(h: ReviewHarness) {
+    const DB_NOW: &str = "use std::io;\npub fn find(id: &str) -> String {\n    query(\"SELECT * FROM users WHERE id = ?\", id)\n}\nfn a() {}\nfn b() {}\n";
+    review_with_an_inline_blocking_finding(&h).await;
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.push_sql_fix();
+    h.github.set_tarball(
+        REPO,
+        HEAD2,
+        parley_tests::fake_github::tarball(&[("src/db.rs", DB_NOW)]),
+    );
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the fix");
+    parley_tests::expect::says_all(
+        &the_one_fix_question(&h),
+        &[
+            "The definition around it now:\n<code>\nsrc/db.rs:2-4\npub fn find(id: &str) -> String {\n",
+            "</code>",
+        ],
+    );
+    assert_eq!(h.findings().await[0].state, FindingState::Resolved);
 }
 
 /// The text of the one question about fixes the push's review asked.
