@@ -15,13 +15,18 @@
 //!   finds is the PR's like any review's, and the head's gate is judged again from the
 //!   PR's open findings ([`super::regate`]).
 //!
+//! While that review fails, the head's check says it is not reviewed against the new
+//! base (`neutral`, or held with `gate.incomplete: hold`), never the old base's verdict.
+//!
 //! Who moved the PR decides nothing: the move only ever adds a review.
 
+use super::conclude::conclude_not_run;
 use super::regate::{self, RegateCause};
 use super::rerun::{AtHead, automatic_job};
 use super::{ReviewError, ReviewHandler, runs};
+use crate::config::RepoConfig;
 use crate::job::{ReviewJob, ReviewTrigger};
-use crate::ports::github::PullRequest;
+use crate::ports::github::{PullRequest, RepoScope};
 use crate::ports::{Attempt, ReviewRun, RunState};
 
 impl ReviewHandler {
@@ -47,8 +52,11 @@ impl ReviewHandler {
             }
             let key = runs::retarget_key(&job.head_sha, &pr.base.sha);
             tracing::info!(%repo, number = job.number, head = %job.head_sha, base = %pr.base.ref_name, "base changed after the head was reviewed: a full review against the new base");
-            self.full_review_under(job, &pr, &key, &runs, attempt)
-                .await?;
+            if let Err(err) = self.full_review_under(job, &pr, &key, &runs, attempt).await {
+                self.not_reviewed_against_the_new_base(&scope, job, &pr, &loaded.config)
+                    .await;
+                return Err(err);
+            }
             // A review with no request leaves the gate to its caller (as a re-run's does).
             regate::regate(&self.services, &scope, job.number, RegateCause::Retargeted).await;
             return Ok(());
@@ -58,6 +66,30 @@ impl ReviewHandler {
         let automatic = automatic_job(job, &pr, own, &runs);
         tracing::info!(%repo, number = job.number, head = %job.head_sha, base = %pr.base.ref_name, "base changed before the head was reviewed: its automatic review runs against the new base");
         Box::pin(self.review(&automatic, attempt)).await
+    }
+
+    /// The head's check while its review against the new base fails: not the verdict
+    /// earned against the old base, but "not reviewed" (`neutral`, or held with
+    /// `gate.incomplete: hold`; `failure` while a blocking finding is open), as for any
+    /// review owed. The queue's retry, or "Re-run" on the review's own check, then
+    /// judges it again. Fails open: the job's error is what counts.
+    async fn not_reviewed_against_the_new_base(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        pr: &PullRequest,
+        config: &RepoConfig,
+    ) {
+        let reason = format!(
+            "the PR moved to {} and its review against it failed; it is tried again",
+            super::skip::quoted(&pr.base.ref_name)
+        );
+        let title = Some("Not reviewed against the new base");
+        let concluded =
+            conclude_not_run(&self.services, scope, job, pr, config, &reason, title, true).await;
+        if let Err(err) = concluded {
+            tracing::warn!(repo = %scope.full_name(), number = job.number, error = %err, "could not say on the check that the head is not reviewed against its new base");
+        }
     }
 
     /// A full review of the head under run `key`, once: a published one is not redone,

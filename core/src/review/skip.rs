@@ -84,6 +84,6 @@ fn is_skip_label(config: &RepoConfig, name: &str) -> bool {
 }
 
 /// A name someone chose (a label, a branch), as inline code in Parley's text.
-fn quoted(name: &str) -> String {
+pub(super) fn quoted(name: &str) -> String {
     format!("`{}`", name.replace('`', "'"))
 }

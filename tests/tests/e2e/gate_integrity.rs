@@ -800,9 +800,10 @@ async fn a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once(h: Revi
     assert_eq!(h.reviews().len(), 2, "one review per base");
 }
 
-/// The model down, the review against the new base fails, and the check keeps what the
-/// review against `main` concluded; "Re-run" on that review's own check runs it again and
-/// the gate is judged after it.
+/// The model down, the review against the new base fails, and the check no longer shows
+/// the `success` earned against `main`: it says the head is not reviewed against the new
+/// base (`neutral`). "Re-run" on that review's own check runs it again and the gate is
+/// judged after it.
 async fn a_failed_review_against_a_new_base_runs_again_on_rerun(h: ReviewHarness) {
     reviewed_then_moved_to_release(&h).await;
     h.llm.fail("", 500);
@@ -810,7 +811,13 @@ async fn a_failed_review_against_a_new_base_runs_again_on_rerun(h: ReviewHarness
         .await
         .expect_err("the model is down");
     assert_eq!(h.reviews().len(), 1);
-    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
+    assert_eq!(gate["output"]["title"], "Not reviewed against the new base");
+    parley_tests::expect::says_all(
+        gate["output"]["summary"].as_str().unwrap_or_default(),
+        &["moved to `release`"],
+    );
 
     h.llm.remove_rules("");
     h.llm.answer("check_token", &release_finding());
