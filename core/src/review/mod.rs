@@ -48,7 +48,7 @@ mod recover;
 pub mod regate;
 pub mod rerun;
 pub mod resolution;
-mod retarget;
+pub mod retarget;
 pub mod rules_change;
 pub mod runs;
 mod scope;
