@@ -19,7 +19,7 @@
 use crate::config::ReviewConfig;
 use crate::learning::outcomes::{self, Signal};
 use crate::llm::structured::Verdicts;
-use crate::ports::code::Codebase;
+use crate::ports::code::{Codebase, Span};
 use crate::ports::github::{ChangedFile, FileStatus, GitHub, GitHubError, RepoScope};
 use crate::ports::llm::{Llm, LlmRequest, Message};
 use crate::ports::{Finding, FindingState, Verdict};
@@ -263,16 +263,21 @@ fn near(patch: &Patch, start: u32, end: u32) -> (String, Option<u32>) {
 /// Lines of the definition around a finding shown as it is now, at the most.
 const MAX_NOW_LINES: u32 = 80;
 
+/// `span`, cut to [`MAX_NOW_LINES`] around `line` when it is longer.
+fn around(mut span: Span, line: u32) -> Span {
+    if span.lines() > MAX_NOW_LINES {
+        span.start = line.saturating_sub(MAX_NOW_LINES / 2).max(span.start);
+        span.end = span.end.min(span.start + MAX_NOW_LINES - 1);
+    }
+    span
+}
+
 /// The innermost definition around the finding's lines at the head, as `path:start-end`
 /// and its text, cut to [`MAX_NOW_LINES`] around them.
 fn definition_now(code: &dyn Codebase, path: &str, change: &Change) -> Option<String> {
     let line = change.head_line?;
     let path = change.renamed_to.as_deref().unwrap_or(path);
-    let mut span = code.enclosing(path, line)?;
-    if span.lines() > MAX_NOW_LINES {
-        span.start = line.saturating_sub(MAX_NOW_LINES / 2).max(span.start);
-        span.end = span.end.min(span.start + MAX_NOW_LINES - 1);
-    }
+    let span = around(code.enclosing(path, line)?, line);
     let text = code.text(&span)?;
     Some(format!(
         "{}:{}-{}\n{text}",
@@ -478,5 +483,26 @@ mod tests {
         ] {
             assert_eq!(output.parse(answer).is_ok(), taken, "{answer}");
         }
+    }
+
+    /// The definition around a finding as it is now is cut to 80 lines around its line,
+    /// within the definition.
+    #[test]
+    fn the_definition_now_is_cut_around_the_findings_line() {
+        let function = Span {
+            path: "src/db.rs".into(),
+            start: 10,
+            end: 309,
+            name: Some("find".into()),
+        };
+        let lines = |span: Span| (span.start, span.end);
+        assert_eq!(lines(around(function.clone(), 200)), (160, 239));
+        assert_eq!(lines(around(function.clone(), 12)), (10, 89));
+        assert_eq!(lines(around(function.clone(), 305)), (265, 309));
+        let short = Span {
+            end: 30,
+            ..function
+        };
+        assert_eq!(lines(around(short, 20)), (10, 30), "whole");
     }
 }
