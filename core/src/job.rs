@@ -216,7 +216,9 @@ pub struct ReviewJob {
     #[serde(default)]
     pub label: Option<String>,
     /// For [`ReviewTrigger::Rerequested`] on a manual review's check: that run's key
-    /// (see `review::runs::manual_key`). `None` for the gate's check.
+    /// (see `review::runs::manual_key`). `None` for the gate's check. For a
+    /// [`ReviewTrigger::ManualFull`] job that answers no request: the run it is (a
+    /// retargeted head's full review, see `review::runs::retarget_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<String>,
 }
