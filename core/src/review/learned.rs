@@ -92,15 +92,32 @@ pub struct Judged {
 
 impl Judged {
     /// The judges of a review read in parts, as one: what each kept and dropped, and a
-    /// status that counts them all (failed if any failed: the scores of that part's
-    /// findings stand, and the summary should not claim every finding was judged).
+    /// status that counts them all: failed if any failed (the scores of that part's
+    /// findings stand, and the summary should not claim every finding was judged),
+    /// saying which part and what the other parts' judges did.
     pub fn together(parts: Vec<Judged>) -> Judged {
+        let count = parts.len();
         let mut all = Judged::untouched(Vec::new(), JudgeStatus::Idle);
-        for part in parts {
+        let mut failed = Vec::new();
+        for (index, part) in parts.into_iter().enumerate() {
             all.kept.extend(part.kept);
             all.dropped.extend(part.dropped);
             all.read.extend(part.read);
-            all.status = all.status.and(part.status);
+            match part.status {
+                JudgeStatus::Failed(why) if count > 1 => {
+                    failed.push(format!("{why}, on part {} of {count}", index + 1));
+                }
+                status => all.status = all.status.and(status),
+            }
+        }
+        if !failed.is_empty() {
+            let others = match all.status {
+                JudgeStatus::Ran {
+                    dropped, rescored, ..
+                } => format!("; the other parts' judges dropped {dropped}, re-scored {rescored}"),
+                _ => String::new(),
+            };
+            all.status = JudgeStatus::Failed(format!("{}{others}", failed.join("; ")));
         }
         all
     }
@@ -424,11 +441,22 @@ mod tests {
             Judged::together(vec![idle(), idle()]).status,
             JudgeStatus::Idle
         );
-        let failed = Judged::untouched(Vec::new(), JudgeStatus::Failed("timed out".into()));
+        let failed = || Judged::untouched(Vec::new(), JudgeStatus::Failed("timed out".into()));
         assert_eq!(
-            Judged::together(vec![ran(1, 0, 0), failed]).status,
-            JudgeStatus::Failed("timed out".into()),
+            Judged::together(vec![ran(1, 0, 0), failed(), ran(1, 2, 0)]).status,
+            JudgeStatus::Failed(
+                "timed out, on part 2 of 3; the other parts' judges dropped 2, re-scored 2".into()
+            ),
             "one part's scores stand: not every finding was judged"
+        );
+        assert_eq!(
+            Judged::together(vec![failed(), idle(), failed()]).status,
+            JudgeStatus::Failed("timed out, on part 1 of 3; timed out, on part 3 of 3".into())
+        );
+        assert_eq!(
+            Judged::together(vec![failed()]).status,
+            JudgeStatus::Failed("timed out".into()),
+            "one part: as the judge said"
         );
     }
     use crate::learning::apply::{Base, for_review};
