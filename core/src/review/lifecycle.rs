@@ -102,13 +102,23 @@ impl ChangedIds {
 
     /// The review's changes again, over the findings as they are stored now: each only
     /// while its finding is still in the state the review judged (open, or resolved for
-    /// one it reopens), so what people decided since the review, and what was stored
-    /// before the worker died, stands. [`write_back`] then stores them as after a review.
-    pub fn replay(&self, stored: &[Finding], now: OffsetDateTime) -> Changes {
+    /// one it reopens) and nobody changed it after the review was `posted` (a thread
+    /// resolved again since), so what people decided since, and what was stored before
+    /// the worker died, stands. [`write_back`] then stores them as after a review.
+    pub fn replay(
+        &self,
+        stored: &[Finding],
+        posted: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> Changes {
+        let untouched_since = |f: &Finding| match (f.state_changed_at, posted) {
+            (Some(changed), Some(posted)) => changed <= posted,
+            _ => true,
+        };
         let again = |ids: &[String], from: FindingState, to: FindingState, by: &str| {
             stored
                 .iter()
-                .filter(|f| f.state == from && ids.contains(&f.id))
+                .filter(|f| f.state == from && ids.contains(&f.id) && untouched_since(f))
                 .map(|f| with_state(f, to, by, now))
                 .collect()
         };
@@ -509,12 +519,12 @@ mod tests {
         assert_eq!(planned.ids().closed, ["f_close"]);
 
         // Nothing stored yet: the same changes as the review's.
-        assert_eq!(ids.replay(&earlier, now), planned);
+        assert_eq!(ids.replay(&earlier, None, now), planned);
         // Someone conceded the finding to close; the fix was stored before the crash.
         let mut since = earlier.clone();
         since[0].state = FindingState::WontFix;
         since[2] = planned.fixed[0].clone();
-        let again = ids.replay(&since, now);
+        let again = ids.replay(&since, None, now);
         assert!(again.closed.is_empty() && again.fixed.is_empty());
         assert_eq!(again.reopened, planned.reopened);
         let settled: Vec<String> = ids
@@ -523,7 +533,25 @@ mod tests {
             .map(|f| f.id)
             .collect();
         assert_eq!(settled, ["f_fix"], "the stored fix is still settled");
-        assert!(ChangedIds::default().replay(&earlier, now) == Changes::default());
+        assert!(ChangedIds::default().replay(&earlier, None, now) == Changes::default());
+        // The reopened finding resolved again by a person after the review was posted:
+        // that later decision stands.
+        let posted = now + time::Duration::minutes(1);
+        let mut resolved_again = earlier.clone();
+        resolved_again[1].state_changed_at = Some(posted + time::Duration::minutes(1));
+        assert!(
+            ids.replay(&resolved_again, Some(posted), now)
+                .reopened
+                .is_empty()
+        );
+        resolved_again[1].state_changed_at = Some(posted - time::Duration::minutes(1));
+        assert_eq!(
+            ids.replay(&resolved_again, Some(posted), now)
+                .reopened
+                .len(),
+            1,
+            "resolved before the review: reopened"
+        );
         // A marker written before the ids were carried reads as no changes.
         let old: ChangedIds = serde_json::from_str("{}").expect("parse");
         assert!(old.is_empty());

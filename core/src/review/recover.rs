@@ -82,7 +82,7 @@ impl ReviewHandler {
             .filter(|c| !c.is_empty())
         {
             let stored = store.findings_for_pr(&run.repo, job.number).await?;
-            let changes = changed.replay(&stored, OffsetDateTime::now_utc());
+            let changes = changed.replay(&stored, review.submitted_at, OffsetDateTime::now_utc());
             lifecycle::write_back(store, &stored, &changes).await?;
             let stored = store.findings_for_pr(&run.repo, job.number).await?;
             fixed::settle(
