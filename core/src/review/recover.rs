@@ -36,12 +36,8 @@ impl ReviewHandler {
             .await?;
         // Findings already stored keep their state: since the crash, a thread may have
         // been resolved or a dispute conceded, and recovery must not reopen them.
-        let stored: HashSet<String> = store
-            .findings_for_pr(&run.repo, job.number)
-            .await?
-            .into_iter()
-            .map(|f| f.id)
-            .collect();
+        let earlier = store.findings_for_pr(&run.repo, job.number).await?;
+        let stored: HashSet<&str> = earlier.iter().map(|f| f.id.as_str()).collect();
         let mut recovered = Vec::new();
         for comment in &comments.items {
             // The review is Parley's (see `runs::review_on_github`), and so are its
@@ -54,7 +50,7 @@ impl ReviewHandler {
             ) else {
                 continue;
             };
-            if !stored.contains(&marker.id) {
+            if !stored.contains(marker.id.as_str()) {
                 let head_sha = runs::head_of(&run.head_sha).to_string();
                 let finding = Finding {
                     review_id: Some(review.id),
@@ -74,28 +70,30 @@ impl ReviewHandler {
             recovered.push(candidate_from_marker(marker));
         }
         // What the review changed of earlier findings (closed, reopened, fixed), from its
-        // marker: stored now unless it was before the crash, or people decided since.
+        // marker: stored now unless it was before the crash, or people decided since (each
+        // write is conditional on the finding as read above).
         let marker = runs::review_marker(&review, parley);
-        if let Some(changed) = marker
+        let changed = marker
             .as_ref()
             .map(|m| &m.changed)
-            .filter(|c| !c.is_empty())
-        {
-            let stored = store.findings_for_pr(&run.repo, job.number).await?;
-            let changes = changed.replay(&stored, review.submitted_at, OffsetDateTime::now_utc());
-            lifecycle::write_back(store, &stored, &changes).await?;
-            let stored = store.findings_for_pr(&run.repo, job.number).await?;
-            fixed::settle(
-                &self.services,
-                scope,
-                job.number,
-                &changed.fixed_as_stored(&stored),
-            )
-            .await;
+            .filter(|c| !c.is_empty());
+        if let Some(changed) = changed {
+            let changes = changed.replay(&earlier, review.submitted_at, OffsetDateTime::now_utc());
+            lifecycle::write_back(store, &earlier, &changes).await?;
         }
         // Read (and the check concluded) before marking the run published: a failure
         // retries the whole recovery.
         let on_pr = store.findings_for_pr(&run.repo, job.number).await?;
+        if let Some(changed) = changed {
+            // Settling records outcomes and resolves threads, never a state the gate reads.
+            fixed::settle(
+                &self.services,
+                scope,
+                job.number,
+                &changed.fixed_as_stored(&on_pr),
+            )
+            .await;
+        }
         let repo_url = repo_url(pr, &job.repo.full_name());
         let pr_url = pr_url(pr, &repo_url);
         let automatic = !runs::is_manual(job.trigger);
