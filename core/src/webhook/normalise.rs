@@ -938,6 +938,10 @@ mod tests {
         };
         assert_eq!(job.trigger, ReviewTrigger::Retargeted);
         assert_eq!(job.base_ref, payload["pull_request"]["base"]["ref"]);
+        // `changes` that is not an object is a payload that does not match the event.
+        payload["changes"] = "base".into();
+        let said = normalise("pull_request", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
     }
 
     #[test]
