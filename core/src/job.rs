@@ -221,6 +221,11 @@ pub struct ReviewJob {
     /// retargeted head's full review, see `review::runs::retarget_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<String>,
+    /// For [`ReviewTrigger::Retargeted`] and the full review it starts: the base commit
+    /// the PR was moved from (GitHub's `changes.base.sha.from`), against which the head
+    /// was reviewed. What reads the same against the new base is not reviewed again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<String>,
 }
 
 /// The comment behind a manual review request, so the review can answer it.

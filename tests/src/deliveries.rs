@@ -92,6 +92,7 @@ pub fn review_job(
         request: None,
         label: None,
         rerun_of: None,
+        moved_from: None,
     })
 }
 

@@ -45,6 +45,7 @@ pub async fn request_review(
         }),
         label: None,
         rerun_of: None,
+        moved_from: None,
     });
     let message = job
         .message(format!(

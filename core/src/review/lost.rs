@@ -77,6 +77,7 @@ impl ReviewHandler {
             request: None,
             label: None,
             rerun_of: None,
+            moved_from: None,
             ..job.clone()
         });
         let message = lost.message(format!("lost-{}-{}-{head}", job.repo.id, job.number))?;

@@ -322,9 +322,10 @@ impl ReviewHandler {
         let rules_changed =
             rules_change::rules_changed(github, scope, &head_sha, &listing.files, &in_force).await;
         let earlier = store.findings_for_pr(&repo, job.number).await?;
-        // After a force-push the patches are the PR's against its base, not changes since
-        // the findings' commit: their line numbers would say nothing about those findings.
-        if scope_of_review.incremental && !scope_of_review.force_pushed {
+        // After a force-push or a move to another base the patches are the PR's against
+        // its base, not changes since the findings' commit: their line numbers would say
+        // nothing about those findings.
+        if scope_of_review.incremental && scope_of_review.narrowed.is_none() {
             learned::code_changed(
                 store,
                 self.services.corpus.as_ref(),
@@ -421,7 +422,7 @@ impl ReviewHandler {
             head_sha: &head_sha,
             base_sha: &run.base_sha,
             incremental: scope_of_review.incremental,
-            force_pushed: scope_of_review.force_pushed,
+            narrowed: scope_of_review.narrowed.as_ref(),
             trigger: &run.trigger,
             rerun_of: runs::parse_key(&run.head_sha).1,
             guidelines: &guidelines,
@@ -441,10 +442,12 @@ impl ReviewHandler {
                 .map(|c| c.fingerprint.as_str())
                 .collect(),
             repeated: &merged.repeated,
-            // After a force-push each file reviewed was reviewed whole, by every pass:
-            // its silence about a finding there means what a full review's does. A pass
-            // the change gave nothing to look at did not look: nothing is closed then.
-            complete_full_review: (!scope_of_review.incremental || scope_of_review.force_pushed)
+            // After a force-push or a move to another base each file reviewed was reviewed
+            // whole, by every pass: its silence about a finding there means what a full
+            // review's does. A pass the change gave nothing to look at did not look:
+            // nothing is closed then.
+            complete_full_review: (!scope_of_review.incremental
+                || scope_of_review.narrowed.is_some())
                 && !report.partial
                 && report.passes_not_needed.is_empty(),
             reviewed_paths: inputs.files.iter().map(|f| f.path.as_str()).collect(),
@@ -556,7 +559,8 @@ impl ReviewHandler {
         let partial = report.partial;
         // A force-push that changed none of the PR's changes left nothing to read, and
         // nothing unread: it is reviewed, not "nothing to review".
-        let pushed_no_change = scope_of_review.force_pushed && scope_of_review.files.is_empty();
+        let pushed_no_change =
+            scope_of_review.narrowed.is_some() && scope_of_review.files.is_empty();
         let nothing_read = report.nothing_ran() && !pushed_no_change;
         let automatic = !runs::is_manual(job.trigger);
         // A finding a manual review of this head already posted, which this run found
@@ -571,10 +575,10 @@ impl ReviewHandler {
             "`{}`…`{}`{} ({})",
             summary::short(&run.base_sha),
             summary::short(&head_sha),
-            if scope_of_review.force_pushed {
-                " after a force-push"
-            } else {
-                ""
+            match scope_of_review.narrowed {
+                Some(summary::Narrowed::ForcePush) => " after a force-push",
+                Some(summary::Narrowed::NewBase { .. }) => " after a move to another base",
+                None => "",
             },
             match named_files(&report.files_reviewed) {
                 none if pushed_no_change => {

@@ -299,6 +299,7 @@ pub(super) fn automatic_job(
         request: None,
         label: None,
         rerun_of: None,
+        moved_from: None,
         ..job.clone()
     }
 }

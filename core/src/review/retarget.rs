@@ -11,9 +11,11 @@
 //! - published against the old base: a full review of the head against the new one runs
 //!   under a run of its own per base commit ([`runs::retarget_key`]; moving the PR back
 //!   and forth reviews each base once), unless the head's own review would be skipped
-//!   against the new base (`review.baseBranches`, a skipped author or label). What it
-//!   finds is the PR's like any review's, and the head's gate is judged again from the
-//!   PR's open findings ([`super::regate`]).
+//!   against the new base (`review.baseBranches`, a skipped author or label). It reads
+//!   what the move brings into the diff, not what the head's review read already nor
+//!   what the new base already holds (`ReviewHandler::against_a_new_base`, in `scope`).
+//!   What it finds is the PR's like any review's, and the head's gate is judged again
+//!   from the PR's open findings ([`super::regate`]).
 //!
 //! While that review fails, the head's check says it is not reviewed against the new
 //! base (`neutral`, or held with `gate.incomplete: hold`), never the old base's verdict.
@@ -113,6 +115,7 @@ impl ReviewHandler {
         let full = ReviewJob {
             trigger: ReviewTrigger::ManualFull,
             rerun_of: Some(key.to_string()),
+            moved_from: job.moved_from.clone(),
             ..automatic_job(job, pr, None, runs)
         };
         Box::pin(self.review(&full, attempt)).await

@@ -61,6 +61,11 @@ pub fn is_retarget_request(request: u64) -> bool {
     request & RETARGET_REQUEST != 0
 }
 
+/// Whether run `key` is a retargeted head's full review (see [`retarget_key`]).
+pub fn is_retarget_key(key: &str) -> bool {
+    parse_key(key).1.is_some_and(is_retarget_request)
+}
+
 const RETARGET_REQUEST: u64 = 1 << 60;
 
 /// The key of a manual review (`@parley review` or `@parley full review`) of a head: the
@@ -261,7 +266,8 @@ pub fn review_marker(review: &Review, parley: &Handles) -> Option<ReviewMarker> 
 /// [`crate::review::rerun`]) published complete since: that review read the whole PR at
 /// this head, and its findings are the PR's like any other's, so the head has been
 /// reviewed in full. A manual incremental review reads only what changed since the last
-/// review and completes nothing.
+/// review and completes nothing; nor does the review after a move to another base
+/// ([`retarget_key`]), which reads only what the move brought into the diff.
 pub async fn head_partial(
     github: &dyn GitHub,
     scope: &RepoScope,
@@ -278,6 +284,7 @@ pub async fn head_partial(
     let full_reviews = runs.iter().filter(|other| {
         other.state == RunState::Published
             && other.review_id.is_some()
+            && !is_retarget_key(&other.head_sha)
             && other
                 .head_sha
                 .split_once(RERUN)
@@ -476,6 +483,11 @@ mod tests {
         let (head, request) = parse_key(&key);
         assert_eq!(head, "a1b2");
         assert!(request.is_some_and(is_retarget_request));
+        assert!(
+            is_retarget_key(&key)
+                && !is_retarget_key("a1b2")
+                && !is_retarget_key(&rerun_key("a1b2", 42))
+        );
         assert!(request.is_some_and(|r| r > 1 << 53), "above any comment id");
         assert_eq!(manual_trigger_of_key(&key), Some(ReviewTrigger::ManualFull));
         assert!(!is_retarget_request(42) && !is_retarget_request((1 << 53) - 1));

@@ -1,8 +1,9 @@
 //! What one run reviews: the whole PR, or only what changed since the last reviewed head.
 
+use super::summary::Narrowed;
 use super::{ReviewError, ReviewHandler, runs};
 use crate::job::{ReviewJob, ReviewTrigger};
-use crate::ports::github::{ChangedFile, PullRequest, RepoScope};
+use crate::ports::github::{ChangedFile, FileStatus, PullRequest, RepoScope};
 use std::collections::{HashMap, HashSet};
 
 /// The most files GitHub's compare API lists (it truncates silently past this).
@@ -14,11 +15,11 @@ pub(super) struct ReviewScope {
     pub(super) truncated: bool,
     pub(super) base_sha: String,
     pub(super) incremental: bool,
-    /// The last reviewed head is no ancestor of this one (a force-push): `base_sha` is
-    /// that head, and `files` are the PR's files whose changes differ from what it
-    /// reviewed, with their whole patches against the PR's base (see
-    /// [`ReviewHandler::after_a_force_push`]).
-    pub(super) force_pushed: bool,
+    /// Some of the PR's files, each with its whole patch against the PR's base, the
+    /// others' changes having been reviewed before: after a force-push (`base_sha` is the
+    /// last reviewed head, see [`ReviewHandler::after_a_force_push`]) or a move to another
+    /// base ([`ReviewHandler::against_a_new_base`]).
+    pub(super) narrowed: Option<Narrowed>,
 }
 
 impl ReviewHandler {
@@ -39,8 +40,15 @@ impl ReviewHandler {
             truncated,
             base_sha: pr.base.sha.clone(),
             incremental: false,
-            force_pushed: false,
+            narrowed: None,
         };
+        if job.trigger == ReviewTrigger::ManualFull
+            && job.rerun_of.as_deref().is_some_and(runs::is_retarget_key)
+        {
+            return self
+                .against_a_new_base(scope, job, pr, full, head_sha)
+                .await;
+        }
         if !matches!(
             job.trigger,
             ReviewTrigger::Synchronize
@@ -90,7 +98,7 @@ impl ReviewHandler {
         // read as they did at the last reviewed head changed only by the merge.
         if comparison.commits.iter().any(|c| c.parents.len() > 1)
             && let Some(then) = self
-                .pr_changes_at(scope, job, pr, &previous.head_sha)
+                .pr_changes_at(scope, job, &pr.base.sha, &previous.head_sha)
                 .await?
         {
             let before = files.len();
@@ -102,7 +110,7 @@ impl ReviewHandler {
             truncated: truncated || compare_truncated,
             base_sha: previous.head_sha,
             incremental: true,
-            force_pushed: false,
+            narrowed: None,
         })
     }
 
@@ -122,7 +130,10 @@ impl ReviewHandler {
         full: ReviewScope,
         previous_head: &str,
     ) -> Result<ReviewScope, ReviewError> {
-        let Some(then) = self.pr_changes_at(scope, job, pr, previous_head).await? else {
+        let Some(then) = self
+            .pr_changes_at(scope, job, &pr.base.sha, previous_head)
+            .await?
+        else {
             return Ok(full);
         };
         let files: Vec<_> = full
@@ -137,27 +148,112 @@ impl ReviewHandler {
             files,
             base_sha: previous_head.to_string(),
             incremental: true,
-            force_pushed: true,
+            narrowed: Some(Narrowed::ForcePush),
             ..full
         })
     }
 
-    /// The PR's own changes as they stood at `head`, a head reviewed before, file by
-    /// file: GitHub's three-dot compare of the PR's base with it, which starts from their
-    /// merge base. `None` when that cannot be told: the compare lists GitHub's maximum of
-    /// files (it may have cut it short), or the head is gone.
-    async fn pr_changes_at(
+    /// A reviewed head's full review after the PR moved to another base branch (see
+    /// [`super::retarget`]): what the move brings into the diff, not what was read
+    /// already. Left out are the files whose changes read as they did against the base
+    /// the PR left (`job.moved_from`, which the head's review read, by
+    /// [`unchanged_in_pr`]) and those the new base already holds as the head has them
+    /// (the same blob on both: merging changes nothing there). So a PR moved from
+    /// `develop` to `release` is reviewed for the commits `develop` had and `release`
+    /// lacks, and the upper PR of a stack whose lower PR was squash-merged, which GitHub
+    /// moves to the base, is not reviewed again for the lower PR's files. Whatever cannot
+    /// be told (a compare GitHub will not give or cuts short, a patch it does not send, a
+    /// move GitHub did not name the old commit of) is reviewed.
+    async fn against_a_new_base(
         &self,
         scope: &RepoScope,
         job: &ReviewJob,
         pr: &PullRequest,
+        full: ReviewScope,
+        head_sha: &str,
+    ) -> Result<ReviewScope, ReviewError> {
+        let then = match &job.moved_from {
+            Some(old_base) => self.pr_changes_at(scope, job, old_base, head_sha).await?,
+            None => None,
+        };
+        let on_base = self
+            .changed_on_base(scope, job, &pr.base.sha, head_sha)
+            .await?;
+        let (mut reviewed_before, mut already_on_base) = (0, 0);
+        let files: Vec<_> = full
+            .files
+            .iter()
+            .filter(|f| {
+                if then
+                    .as_ref()
+                    .is_some_and(|then| unchanged_in_pr(f, &full.files, then))
+                {
+                    reviewed_before += 1;
+                    false
+                } else if on_base.iter().any(|b| same_on_both(f, b)) {
+                    already_on_base += 1;
+                    false
+                } else {
+                    true
+                }
+            })
+            .cloned()
+            .collect();
+        let repo = job.repo.tenant().repo;
+        tracing::info!(%repo, number = job.number, reviewing = files.len(), of = full.files.len(), reviewed_before, already_on_base, "moved to another base: reviewing what the move brings");
+        Ok(ReviewScope {
+            files,
+            incremental: true,
+            narrowed: Some(Narrowed::NewBase {
+                reviewed_before,
+                already_on_base,
+            }),
+            ..full
+        })
+    }
+
+    /// The files the PR's base branch changed since it and the head parted (GitHub's
+    /// three-dot compare of the head with the base), each with its blob at the base.
+    /// Empty when GitHub will not tell: then every file counts as not on the base.
+    async fn changed_on_base(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        base: &str,
+        head: &str,
+    ) -> Result<Vec<ChangedFile>, ReviewError> {
+        match self
+            .services
+            .github
+            .compare_commits(scope, head, base)
+            .await
+        {
+            Ok(comparison) => Ok(comparison.files),
+            Err(err) if err.is_absent() => {
+                let repo = job.repo.tenant().repo;
+                tracing::info!(%repo, number = job.number, error = %err, "what the new base changed cannot be read: every file counts as not on it");
+                Ok(Vec::new())
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// The PR's own changes against `base` as they stood at `head`, a head reviewed
+    /// before, file by file: GitHub's three-dot compare of the two, which starts from
+    /// their merge base. `None` when that cannot be told: the compare lists GitHub's
+    /// maximum of files (it may have cut it short), or the head or base is gone.
+    async fn pr_changes_at(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        base: &str,
         head: &str,
     ) -> Result<Option<HashMap<String, String>>, ReviewError> {
         let repo = job.repo.tenant().repo;
         match self
             .services
             .github
-            .compare_commits(scope, &pr.base.sha, head)
+            .compare_commits(scope, base, head)
             .await
         {
             Ok(then) if then.files.len() < COMPARE_MAX_FILES => Ok(Some(
@@ -171,7 +267,7 @@ impl ReviewHandler {
                 Ok(None)
             }
             Err(err) if err.is_absent() => {
-                tracing::info!(%repo, number = job.number, error = %err, "the last reviewed head is gone: every file counts as changed");
+                tracing::info!(%repo, number = job.number, error = %err, "the reviewed head or its base is gone: every file counts as changed");
                 Ok(None)
             }
             Err(err) => Err(err.into()),
@@ -197,6 +293,20 @@ fn unchanged_in_pr(
     }
 }
 
+/// Whether the PR's `file` is as the base has it (`on_base`, a file the base changed since
+/// it and the head parted): the same blob, or removed on both. Merging the PR changes
+/// nothing in it. A blob GitHub does not name counts as another.
+fn same_on_both(file: &ChangedFile, on_base: &ChangedFile) -> bool {
+    if file.filename != on_base.filename {
+        return false;
+    }
+    match (file.status, on_base.status) {
+        (FileStatus::Removed, FileStatus::Removed) => true,
+        (FileStatus::Removed, _) | (_, FileStatus::Removed) => false,
+        _ => file.sha.is_some() && file.sha == on_base.sha,
+    }
+}
+
 /// Whether two patches of one file make the same changes: the same lines added, removed
 /// and around them, hunk by hunk. The hunk headers are left out (a rebase moves the
 /// line numbers, and the enclosing function GitHub names after them is context).
@@ -211,7 +321,44 @@ fn same_changes(a: &str, b: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::same_changes;
+    use super::{same_changes, same_on_both};
+    use crate::ports::github::{ChangedFile, FileStatus};
+
+    /// A file is on the base as the head has it only where GitHub names one blob on both
+    /// sides (or both removed it): never by its name alone.
+    #[test]
+    fn a_file_is_on_the_base_only_with_the_same_blob() {
+        let file = |name: &str, status, sha: Option<&str>| ChangedFile {
+            sha: sha.map(str::to_string),
+            ..ChangedFile::listed(name, status, Some("@@ -0,0 +1 @@\n+x"))
+        };
+        let head = file("a.rs", FileStatus::Added, Some("b1"));
+        assert!(same_on_both(
+            &head,
+            &file("a.rs", FileStatus::Added, Some("b1"))
+        ));
+        assert!(same_on_both(
+            &head,
+            &file("a.rs", FileStatus::Modified, Some("b1"))
+        ));
+        assert!(!same_on_both(
+            &head,
+            &file("a.rs", FileStatus::Added, Some("b2"))
+        ));
+        assert!(!same_on_both(
+            &head,
+            &file("b.rs", FileStatus::Added, Some("b1"))
+        ));
+        let unnamed = file("a.rs", FileStatus::Added, None);
+        assert!(!same_on_both(&unnamed, &unnamed), "no blob named: read it");
+        let removed = file("a.rs", FileStatus::Removed, Some("b1"));
+        assert!(same_on_both(
+            &removed,
+            &file("a.rs", FileStatus::Removed, None)
+        ));
+        assert!(!same_on_both(&removed, &head), "removed on one side only");
+        assert!(!same_on_both(&head, &removed));
+    }
 
     #[test]
     fn a_patch_moved_by_a_rebase_makes_the_same_changes() {

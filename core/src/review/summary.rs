@@ -128,6 +128,22 @@ impl LearningReport<'_> {
     }
 }
 
+/// Why a review read only some of the PR's files, each whole: the others' changes were
+/// reviewed before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Narrowed {
+    /// After a force-push: the files whose changes differ from those reviewed at the
+    /// last reviewed head.
+    ForcePush,
+    /// After the PR moved to another base branch: what the move brings into its diff.
+    NewBase {
+        /// Files whose changes read as they did against the base the PR left.
+        reviewed_before: usize,
+        /// Files the new base already holds as the head has them.
+        already_on_base: usize,
+    },
+}
+
 /// What the summary says about the review beyond its findings: where it ran and what it
 /// cost, which the caller knows.
 pub struct Framing<'a> {
@@ -136,9 +152,9 @@ pub struct Framing<'a> {
     pub head_sha: &'a str,
     pub base_sha: &'a str,
     pub incremental: bool,
-    /// An incremental review after a force-push: of the files whose changes differ from
-    /// those reviewed at `base_sha`, each whole.
-    pub force_pushed: bool,
+    /// A review of some of the PR's files, each whole, the others' changes having been
+    /// reviewed before.
+    pub narrowed: Option<&'a Narrowed>,
     pub trigger: &'a str,
     /// Set for a full re-review of an already reviewed head (see [`ReviewMarker::request`]).
     pub rerun_of: Option<u64>,
@@ -324,11 +340,18 @@ impl Summary<'_> {
             short(self.framing.base_sha),
             short(self.framing.head_sha)
         );
-        if self.framing.force_pushed {
-            out.push_str(&format!(
+        match self.framing.narrowed {
+            Some(Narrowed::ForcePush) => out.push_str(&format!(
                 "- After a force-push: the files whose changes differ from those reviewed at `{}`, each whole\n",
                 short(self.framing.base_sha)
-            ));
+            )),
+            Some(Narrowed::NewBase {
+                reviewed_before,
+                already_on_base,
+            }) => out.push_str(&format!(
+                "- After the move to another base: the files whose changes it brings, each whole; not read again: {reviewed_before} whose changes read as they did against the old base, {already_on_base} the new base already holds as this head has them\n"
+            )),
+            None => {}
         }
         out.push_str(&format!(
             "- Files reviewed: {}\n",

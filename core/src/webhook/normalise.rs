@@ -167,11 +167,11 @@ fn normalise_from<'de>(
         (
             "pull_request",
             "opened" | "reopened" | "ready_for_review" | "synchronize" | "unlabeled",
-        ) => review(&meta, action, payload),
+        ) => review(&meta, action, payload, None),
         ("pull_request", "closed") => closed(&meta, payload),
         ("pull_request", "edited") => match retargeted(payload) {
-            Ok(true) => review(&meta, action, payload),
-            Ok(false) => Ok(Normalised::Ignored(
+            Ok(Some(moved_from)) => review(&meta, action, payload, moved_from),
+            Ok(None) => Ok(Normalised::Ignored(
                 "pull_request.edited did not change the base branch".into(),
             )),
             Err(err) => Err(err),
@@ -221,7 +221,12 @@ struct Meta<'a> {
 
 type Step = Result<Normalised, String>;
 
-fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Step {
+fn review<'de>(
+    meta: &Meta<'_>,
+    action: &str,
+    payload: &impl Source<'de>,
+    moved_from: Option<String>,
+) -> Step {
     let event: PullRequestEvent<'de> = payload.decode()?;
     let pr = event.pull_request;
     if pr.draft {
@@ -259,6 +264,7 @@ fn review<'de>(meta: &Meta<'_>, action: &str, payload: &impl Source<'de>) -> Ste
             .filter(|_| trigger == ReviewTrigger::Unlabeled)
             .map(|label| label.name.into_string()),
         rerun_of: None,
+        moved_from,
     })))
 }
 
@@ -394,6 +400,7 @@ fn rerun(
         request: None,
         label: None,
         rerun_of,
+        moved_from: None,
     }))
 }
 
@@ -528,10 +535,14 @@ fn edit_asks<'de>(payload: &impl Source<'de>, ctx: &NormaliseContext) -> Result<
 }
 
 /// Whether a `pull_request.edited` moved the PR to another base branch: its diff is then
-/// another, which the head's review did not read.
-fn retargeted<'de>(payload: &impl Source<'de>) -> Result<bool, String> {
+/// another, which the head's review did not read. `Some` with the commit it was moved
+/// from, when GitHub names it.
+fn retargeted<'de>(payload: &impl Source<'de>) -> Result<Option<Option<String>>, String> {
     let event: EditedEvent<'de> = payload.decode()?;
-    Ok(event.changes.is_some_and(|changes| changes.base.is_some()))
+    Ok(event
+        .changes
+        .and_then(|changes| changes.base)
+        .map(|base| base.sha.map(|sha| sha.from.into_string())))
 }
 
 fn edit_ignored(event: &str) -> Normalised {
@@ -938,6 +949,22 @@ mod tests {
         };
         assert_eq!(job.trigger, ReviewTrigger::Retargeted);
         assert_eq!(job.base_ref, payload["pull_request"]["base"]["ref"]);
+        assert_eq!(
+            job.moved_from.as_deref(),
+            Some("0f0f"),
+            "the commit it left"
+        );
+        payload["changes"] = serde_json::json!({"base": {"ref": {"from": "develop"}}});
+        let Normalised::Job(job) = normalise("pull_request", "d", &payload, &ctx()) else {
+            panic!("a move GitHub does not name the commit of is still a move");
+        };
+        assert!(matches!(
+            *job,
+            Job::Review(ReviewJob {
+                moved_from: None,
+                ..
+            })
+        ));
         // `changes` that is not an object is a payload that does not match the event.
         payload["changes"] = "base".into();
         let said = normalise("pull_request", "d", &payload, &ctx());

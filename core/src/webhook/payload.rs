@@ -146,10 +146,18 @@ pub struct EditedEvent<'a> {
 pub struct Changes<'a> {
     #[serde(default, borrow)]
     pub body: Option<Change<'a>>,
-    /// A pull request's base branch changed (`pull_request.edited`): only its presence
-    /// matters, the new base is in the pull request.
-    #[serde(default)]
-    pub base: Option<serde::de::IgnoredAny>,
+    /// A pull request's base branch changed (`pull_request.edited`); the new base is in
+    /// the pull request.
+    #[serde(default, borrow)]
+    pub base: Option<BaseChange<'a>>,
+}
+
+/// The base a PR was moved from. Its commit tells what the head's review read (the PR's
+/// changes against it); an edit without it is still a move.
+#[derive(Debug, Deserialize)]
+pub struct BaseChange<'a> {
+    #[serde(default, borrow)]
+    pub sha: Option<Change<'a>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -27,6 +27,14 @@ pub use crate::tripwire::{HoldPoint, Tripwire};
 pub use shapes::{example, right_side_lines, tarball};
 pub use state::{Fault, FaultAction, Injected, Recorded};
 
+/// A listing of changed files the fake serves: a PR's ([`FakeGitHub::set_files`]) or a
+/// compare's of `base...head` ([`FakeGitHub::set_compare`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Listed<'a> {
+    Pull(u64),
+    Compare(&'a str, &'a str),
+}
+
 #[derive(Clone)]
 pub struct FakeGitHub {
     pub url: String,
@@ -194,13 +202,33 @@ impl FakeGitHub {
         self.state().files.insert((repo.to_string(), number), files);
     }
 
-    /// Mark changed file `name` (see [`FakeGitHub::set_files`]) as moved from `previous`,
-    /// as GitHub lists a rename.
-    pub fn renamed_from(&self, repo: &str, number: u64, name: &str, previous: &str) {
-        if let Some(files) = self.state().files.get_mut(&(repo.to_string(), number)) {
-            for file in files.iter_mut().filter(|f| f["filename"] == name) {
-                file["status"] = "renamed".into();
-                file["previous_filename"] = previous.into();
+    /// Mark changed file `name` of `listed` as moved from `previous`, as GitHub lists a
+    /// rename.
+    pub fn renamed_from(&self, repo: &str, listed: Listed<'_>, name: &str, previous: &str) {
+        self.edit_listed(repo, listed, name, |file| {
+            file["status"] = "renamed".into();
+            file["previous_filename"] = previous.into();
+        });
+    }
+
+    /// Give changed file `name` of `listed` the blob `sha` (its content where the listing
+    /// ends): files with the same blob have the same content.
+    pub fn blob(&self, repo: &str, listed: Listed<'_>, name: &str, sha: &str) {
+        self.edit_listed(repo, listed, name, |file| file["sha"] = sha.into());
+    }
+
+    fn edit_listed(&self, repo: &str, listed: Listed<'_>, name: &str, edit: impl Fn(&mut Value)) {
+        let mut state = self.state();
+        let files = match listed {
+            Listed::Pull(number) => state.files.get_mut(&(repo.to_string(), number)),
+            Listed::Compare(base, head) => state
+                .compares
+                .get_mut(&(repo.to_string(), format!("{base}...{head}")))
+                .and_then(|body| body["files"].as_array_mut()),
+        };
+        for file in files.into_iter().flatten() {
+            if file["filename"] == name {
+                edit(file);
             }
         }
     }
@@ -220,29 +248,6 @@ impl FakeGitHub {
         self.state()
             .compares
             .insert((repo.to_string(), format!("{base}...{head}")), body);
-    }
-
-    /// Mark file `name` of the compare set by [`FakeGitHub::set_compare`] as moved from
-    /// `previous`, as GitHub lists a rename.
-    pub fn compare_renamed_from(
-        &self,
-        repo: &str,
-        range: (&str, &str),
-        name: &str,
-        previous: &str,
-    ) {
-        let key = (repo.to_string(), format!("{}...{}", range.0, range.1));
-        if let Some(files) = self
-            .state()
-            .compares
-            .get_mut(&key)
-            .and_then(|body| body["files"].as_array_mut())
-        {
-            for file in files.iter_mut().filter(|f| f["filename"] == name) {
-                file["status"] = "renamed".into();
-                file["previous_filename"] = previous.into();
-            }
-        }
     }
 
     /// Say of the compare set by [`FakeGitHub::set_compare`] that `head` does not descend

@@ -10,7 +10,7 @@ use parley_core::markers;
 use parley_core::ports::{Finding, FindingState, JobError, JobHandler, RunState};
 use parley_core::review::runs;
 use parley_core::review::summary::ReviewMarker;
-use parley_tests::fake_github::Injected;
+use parley_tests::fake_github::{Injected, Listed};
 use parley_tests::flaky_store::{FlakyStore, Outage};
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
@@ -41,6 +41,8 @@ parley_tests::review_on_both_stores!(
     a_pr_skipped_for_its_base_is_reviewed_once_moved_to_a_reviewed_one,
     a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once,
     a_failed_review_against_a_new_base_runs_again_on_rerun,
+    a_stacked_pr_moved_to_the_base_is_reviewed_only_for_what_the_move_brings,
+    a_review_against_a_new_base_does_not_complete_a_partial_head,
     the_fix_check_reads_the_definition_around_the_finding_as_it_is_now,
 );
 
@@ -685,11 +687,12 @@ async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness)
     h.push_sql_fix();
     h.github
         .set_files(REPO, PR, &[(MOVED, "modified", FIXED_PATCH)]);
-    h.github.renamed_from(REPO, PR, MOVED, "src/db.rs");
+    h.github
+        .renamed_from(REPO, Listed::Pull(PR), MOVED, "src/db.rs");
     h.github
         .set_compare(REPO, HEAD, HEAD2, &[(MOVED, "modified", FIX_SINCE_HEAD)]);
     h.github
-        .compare_renamed_from(REPO, (HEAD, HEAD2), MOVED, "src/db.rs");
+        .renamed_from(REPO, Listed::Compare(HEAD, HEAD2), MOVED, "src/db.rs");
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("review of the move");
@@ -831,6 +834,130 @@ async fn a_failed_review_against_a_new_base_runs_again_on_rerun(h: ReviewHarness
     reviewed_against_release(&h);
 }
 
+/// The upper PR of a stack, reviewed against the lower PR's branch, is moved to `main`
+/// once the lower PR is squash-merged: its diff now shows the lower PR's changes too. The
+/// review against `main` reads only the file both PRs changed: not its own file, whose
+/// changes read as they did against the lower branch, nor the lower PR's file, which
+/// `main` already holds as the head has it.
+async fn a_stacked_pr_moved_to_the_base_is_reviewed_only_for_what_the_move_brings(
+    h: ReviewHarness,
+) {
+    const LOWER: &str = "d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4";
+    const MAIN_NOW: &str = "e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5";
+    let (upper, lower, both) = (
+        added_lines("upper_only", 4),
+        added_lines("squashed_helper", 6),
+        added_lines("shared_setting", 3),
+    );
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["base"]["ref"] = "feature-a".into();
+        pr["base"]["sha"] = LOWER.into();
+    });
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/upper.rs", "added", &upper),
+            ("src/shared.rs", "added", &both),
+        ],
+    );
+    h.review_opened().await;
+    let read_before = h.llm.calls_containing("upper_only");
+    assert!(read_before >= 1, "the upper PR's own file was reviewed");
+
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["base"]["ref"] = "main".into();
+        pr["base"]["sha"] = MAIN_NOW.into();
+    });
+    // The lower PR's lines in the file both changed, beside the upper PR's.
+    let both_now = added_lines("shared_setting", 5);
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/upper.rs", "added", &upper),
+            ("src/lower.rs", "added", &lower),
+            ("src/shared.rs", "added", &both_now),
+        ],
+    );
+    h.github.set_compare(
+        REPO,
+        LOWER,
+        HEAD,
+        &[
+            ("src/upper.rs", "added", &upper),
+            ("src/shared.rs", "modified", &both),
+        ],
+    );
+    h.github.set_compare(
+        REPO,
+        HEAD,
+        MAIN_NOW,
+        &[
+            ("src/lower.rs", "added", &lower),
+            ("src/shared.rs", "added", &added_lines("lower_setting", 2)),
+        ],
+    );
+    for (listed, name, blob) in [
+        (Listed::Pull(PR), "src/lower.rs", "1111"),
+        (Listed::Compare(HEAD, MAIN_NOW), "src/lower.rs", "1111"),
+        (Listed::Pull(PR), "src/shared.rs", "2222"),
+        (Listed::Compare(HEAD, MAIN_NOW), "src/shared.rs", "3333"),
+    ] {
+        h.github.blob(REPO, listed, name, blob);
+    }
+    h.run(moved_from(LOWER))
+        .await
+        .expect("reviewed against main");
+
+    assert_eq!(h.reviews().len(), 2, "a review against the new base");
+    assert!(h.llm.calls_containing("shared_setting") >= 2, "read again");
+    assert_eq!(
+        h.llm.calls_containing("squashed_helper"),
+        0,
+        "on main already"
+    );
+    assert_eq!(
+        h.llm.calls_containing("upper_only"),
+        read_before,
+        "read before"
+    );
+    parley_tests::expect::says_all(
+        &h.latest_summary(),
+        &[
+            "Files reviewed: `src/shared.rs`\n",
+            "not read again: 1 whose changes read as they did against the old base, 1 the new base already holds",
+        ],
+    );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// The head's review was partial (a pass failed); moved to `release`, the review against
+/// it reads only the file the move brings and finds nothing. The PR's own file is still
+/// reviewed only in part, so the gate stays "partial" (`neutral`), where before a
+/// complete review under a full review's key read as the head reviewed in full. "Re-run"
+/// then completes the head.
+async fn a_review_against_a_new_base_does_not_complete_a_partial_head(h: ReviewHarness) {
+    h.llm.fail(CORRECTNESS, 500);
+    h.review_opened().await;
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "neutral", "partial");
+    h.llm.remove_rules(CORRECTNESS);
+    moved_to_release_from(&h, BASE);
+    h.llm.answer("check_token", &reply(&[]));
+    h.run(moved_from(BASE))
+        .await
+        .expect("reviewed against release");
+    assert_eq!(h.reviews().len(), 2);
+    parley_tests::expect::says_all(&h.latest_summary(), &["Files reviewed: `src/auth.rs`\n"]);
+    let gate = h.latest_gate(HEAD);
+    assert_eq!(gate["conclusion"], "neutral", "still partial: {gate:#?}");
+
+    h.run(job(ReviewTrigger::Rerequested, HEAD, "r-1"))
+        .await
+        .expect("the re-run completes the head");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
 const RELEASE_BASE: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
 
 /// The head reviewed against `main`, finding nothing; the PR then moved to `release`,
@@ -838,6 +965,15 @@ const RELEASE_BASE: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
 async fn reviewed_then_moved_to_release(h: &ReviewHarness) {
     h.review_opened().await;
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    moved_to_release_from(h, BASE);
+    h.llm.answer("check_token", &release_finding());
+}
+
+/// The PR moved from `old_base` to `release`, whose diff adds `src/auth.rs`: GitHub's
+/// compare of the old base with the head lists only the PR's own `src/db.rs`.
+fn moved_to_release_from(h: &ReviewHarness, old_base: &str) {
+    h.github
+        .set_compare(REPO, old_base, HEAD, &[("src/db.rs", "modified", DB_PATCH)]);
     h.github.update_pull(REPO, PR, |pr| {
         pr["base"]["ref"] = "release".into();
         pr["base"]["sha"] = RELEASE_BASE.into();
@@ -850,7 +986,15 @@ async fn reviewed_then_moved_to_release(h: &ReviewHarness) {
             ("src/auth.rs", "added", &added_lines("check_token", 12)),
         ],
     );
-    h.llm.answer("check_token", &release_finding());
+}
+
+/// The webhook's job for the PR's move from base commit `old_base` (delivery `d-2`).
+fn moved_from(old_base: &str) -> Job {
+    let Job::Review(mut moved) = job(ReviewTrigger::Retargeted, HEAD, "d-2") else {
+        unreachable!("job() builds review jobs")
+    };
+    moved.moved_from = Some(old_base.into());
+    Job::Review(moved)
 }
 
 fn release_finding() -> String {

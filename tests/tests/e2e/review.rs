@@ -7,7 +7,7 @@ use parley_core::config::PassDeadline;
 use parley_core::job::ReviewTrigger;
 use parley_core::markers::{self, FindingMarker};
 use parley_core::ports::{JobError, RunState, Severity};
-use parley_tests::fake_github::Injected;
+use parley_tests::fake_github::{Injected, Listed};
 use parley_tests::review_harness::*;
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
@@ -963,9 +963,9 @@ async fn rules_moved_away_are_said_as_gone(h: ReviewHarness) {
         ],
     );
     h.github
-        .renamed_from(REPO, PR, "docs/old-parley.yml", ".parley.yml");
+        .renamed_from(REPO, Listed::Pull(PR), "docs/old-parley.yml", ".parley.yml");
     h.github
-        .renamed_from(REPO, PR, "docs/agents.txt", "src/AGENTS.md");
+        .renamed_from(REPO, Listed::Pull(PR), "docs/agents.txt", "src/AGENTS.md");
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     parley_tests::expect::says_all(
         &h.summary(),

@@ -360,7 +360,7 @@ async fn review_pull(
             head_sha: &pr.head.sha,
             base_sha: &pr.base.sha,
             incremental: false,
-            force_pushed: false,
+            narrowed: None,
             trigger: "cli",
             rerun_of: None,
             guidelines: &guidelines,
