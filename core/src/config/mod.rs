@@ -210,8 +210,9 @@ pub struct ReviewConfig {
     pub auto_tune: bool,
     /// Run the judge pass over the merged findings (one more LLM call per review).
     pub judge: bool,
-    /// A push whose commits give nothing new to say posts no review, only its check
-    /// (see `review::quiet`); off, every push is said in a review.
+    /// A push whose commits (or a move to another base whose new diff) give nothing new
+    /// to say posts no review, only its check (see `review::publish::quiet`); off, every
+    /// push and move is said in a review.
     pub quiet_pushes: bool,
     /// A review asks whether the code changed at an open finding's lines fixed it, and
     /// resolves those it fixed (see `review::fixed`); off, people resolve them.

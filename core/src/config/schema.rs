@@ -149,7 +149,8 @@ struct Review {
     auto_tune: bool,
     /// Run the judge pass over the merged findings.
     judge: bool,
-    /// A push with nothing new to say posts no review, only its check.
+    /// A push (or a move to another base) with nothing new to say posts no review, only its
+    /// check.
     quiet_pushes: bool,
     /// Ask whether a push fixed the open findings whose lines it changed, and resolve
     /// those it fixed (their threads too).

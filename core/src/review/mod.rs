@@ -482,7 +482,7 @@ impl ReviewHandler {
             .collect();
         let quiet = config.review.quiet_pushes
             && publish::quiet(
-                job.trigger,
+                job,
                 scope_of_review.incremental,
                 filtered,
                 &changes,
@@ -575,11 +575,10 @@ impl ReviewHandler {
             "`{}`…`{}`{} ({})",
             summary::short(&run.base_sha),
             summary::short(&head_sha),
-            match scope_of_review.narrowed {
-                Some(summary::Narrowed::ForcePush) => " after a force-push",
-                Some(summary::Narrowed::NewBase { .. }) => " after a move to another base",
-                None => "",
-            },
+            scope_of_review
+                .narrowed
+                .as_ref()
+                .map_or_else(String::new, summary::Narrowed::after),
             match named_files(&report.files_reviewed) {
                 none if pushed_no_change => {
                     format!("{none} whose changes it changed")

@@ -7,7 +7,7 @@
 //! findings by their hidden markers, so each finding is stored with the comment id a
 //! reply in its thread will carry.
 
-use crate::job::ReviewTrigger;
+use crate::job::{ReviewJob, ReviewTrigger};
 use crate::markers::{self, FindingMarker};
 use crate::ports::github::{
     DiffSide, GitHub, GitHubError, NewReview, NewReviewComment, PageLimit, RepoScope, Review,
@@ -15,7 +15,7 @@ use crate::ports::github::{
 };
 use crate::ports::{Finding, Store, StoreError};
 use crate::review::merge::Candidate;
-use crate::review::{filter, lifecycle};
+use crate::review::{filter, lifecycle, runs};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use time::OffsetDateTime;
@@ -246,21 +246,24 @@ pub enum RecordError {
     Store(#[from] StoreError),
 }
 
-/// Whether this run posts no review: a push whose commits give Parley nothing new to
-/// say. The head's check still says it was reviewed (and what of the PR's findings still
-/// blocks), but a busy PR does not get a "no findings" review, and a notification to
-/// everyone watching it, for every push. Only an automatic review of a push's commits,
-/// complete, that reports nothing, changes no earlier finding's state, and has no
-/// `.parley.yml` warning to show; anything else is said in a review as before.
+/// Whether this run posts no review: a push whose commits, or a move to another base
+/// whose new diff, give Parley nothing new to say. The head's check still says it was
+/// reviewed (and what of the PR's findings still blocks), but a busy PR does not get a
+/// "no findings" review, and a notification to everyone watching it, for every push, nor
+/// every PR of a stack GitHub moves to the base when the PR below is merged. Only a
+/// review no one asked for by name (of a push's commits, or of what a move brings;
+/// `runs::is_retarget_job`), complete, that reports nothing, changes no earlier finding's
+/// state, and has no `.parley.yml` warning to show; anything else is said in a review as
+/// before.
 pub(super) fn quiet(
-    trigger: ReviewTrigger,
+    job: &ReviewJob,
     incremental: bool,
     filtered: &filter::Filtered,
     changes: &lifecycle::Changes,
     partial: bool,
     warnings: &[crate::config::ConfigWarning],
 ) -> bool {
-    trigger == ReviewTrigger::Synchronize
+    (job.trigger == ReviewTrigger::Synchronize || runs::is_retarget_job(job))
         && incremental
         && !partial
         && filtered.reported().next().is_none()

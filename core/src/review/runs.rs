@@ -66,6 +66,13 @@ pub fn is_retarget_key(key: &str) -> bool {
     parse_key(key).1.is_some_and(is_retarget_request)
 }
 
+/// Whether `job` is the review of a head after its PR moved to another base (see
+/// [`crate::review::retarget`]): a full review no comment asked for, under a
+/// [`retarget_key`].
+pub fn is_retarget_job(job: &ReviewJob) -> bool {
+    job.trigger == ReviewTrigger::ManualFull && job.rerun_of.as_deref().is_some_and(is_retarget_key)
+}
+
 const RETARGET_REQUEST: u64 = 1 << 60;
 
 /// The key of a manual review (`@parley review` or `@parley full review`) of a head: the

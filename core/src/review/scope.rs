@@ -42,9 +42,7 @@ impl ReviewHandler {
             incremental: false,
             narrowed: None,
         };
-        if job.trigger == ReviewTrigger::ManualFull
-            && job.rerun_of.as_deref().is_some_and(runs::is_retarget_key)
-        {
+        if runs::is_retarget_job(job) {
             return self
                 .against_a_new_base(scope, job, pr, full, head_sha)
                 .await;

@@ -144,6 +144,30 @@ pub enum Narrowed {
     },
 }
 
+impl Narrowed {
+    /// Said after the reviewed range, where the check names what was reviewed.
+    pub fn after(&self) -> String {
+        match self {
+            Narrowed::ForcePush => " after a force-push".to_string(),
+            Narrowed::NewBase {
+                reviewed_before,
+                already_on_base,
+            } => format!(
+                " after a move to another base, not reading again {} whose changes read as against the old base and {} the new base already holds",
+                files(*reviewed_before),
+                files(*already_on_base)
+            ),
+        }
+    }
+}
+
+fn files(n: usize) -> String {
+    match n {
+        1 => "1 file".to_string(),
+        n => format!("{n} files"),
+    }
+}
+
 /// What the summary says about the review beyond its findings: where it ran and what it
 /// cost, which the caller knows.
 pub struct Framing<'a> {
