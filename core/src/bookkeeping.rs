@@ -1,11 +1,12 @@
 //! Bookkeeping jobs: record what the App is installed on, follow review threads of
-//! Parley's findings (resolved or reopened), note closed PRs, and (on a schedule) ask
+//! Parley's findings (resolved or reopened), conclude the gate on a merge queue's
+//! commits ([`merge_queue`]), note closed PRs, and (on a schedule) ask
 //! GitHub for the webhook deliveries Parley failed to take ([`crate::redelivery`]).
 
 use crate::job::{BookkeepingEvent, BookkeepingJob, RepoRef};
 use crate::ports::github::RepoScope;
 use crate::ports::{FindingState, Installation, JobError, StoreError};
-use crate::review::{lifecycle, regate, resolution};
+use crate::review::{lifecycle, merge_queue, regate, resolution};
 use crate::services::Services;
 use crate::tenancy::Tenant;
 use time::OffsetDateTime;
@@ -129,6 +130,24 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 actor,
             )
             .await?;
+        }
+        BookkeepingEvent::MergeGroup {
+            repo,
+            number,
+            pr_head,
+            group_head,
+        } => {
+            let Some(installation) = job.installation_id else {
+                tracing::warn!(repo = %repo.full_name(), number, "a merge group without an installation; no check can be made");
+                return Ok(());
+            };
+            let scope = RepoScope::for_repo(installation, repo);
+            let group = merge_queue::Group {
+                number: *number,
+                pr_head,
+                group_head,
+            };
+            merge_queue::conclude(services, &scope, &group).await?;
         }
         BookkeepingEvent::PullRequestClosed {
             repo,

@@ -103,6 +103,7 @@ impl Job {
                     format!("installation#{installation_id}")
                 }
                 BookkeepingEvent::ReviewThread { repo, number, .. }
+                | BookkeepingEvent::MergeGroup { repo, number, .. }
                 | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
                     format!("{}#{}", repo.full_name(), number)
                 }
@@ -134,6 +135,7 @@ impl Job {
                     (None, None)
                 }
                 BookkeepingEvent::ReviewThread { repo, number, .. }
+                | BookkeepingEvent::MergeGroup { repo, number, .. }
                 | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
                     (Some(repo.full_name()), Some(*number))
                 }
@@ -338,6 +340,16 @@ pub enum BookkeepingEvent {
         /// Ids of the thread's comments, root first.
         comment_ids: Vec<u64>,
         actor: String,
+    },
+    /// GitHub's merge queue asks for the required checks on the commit it made to test
+    /// PR `number` (`merge_group.checks_requested`): the base with the PRs queued ahead
+    /// and this PR's head `pr_head` merged in, `group_head` (see
+    /// [`crate::review::merge_queue`]).
+    MergeGroup {
+        repo: RepoRef,
+        number: u64,
+        pr_head: String,
+        group_head: String,
     },
     /// A PR was closed, merged or not (feeds acceptance statistics later).
     PullRequestClosed {

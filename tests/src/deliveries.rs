@@ -96,6 +96,28 @@ pub fn review_job(
     })
 }
 
+/// `merge_group.checks_requested` for the merge queue's commit `group_head`, testing PR
+/// `number` at `pr_head` on `main`. The corpus has no example of this event: its fields
+/// are GitHub's documented ones, around the repository and sender of the
+/// `pull_request.opened` example.
+pub fn merge_group(source: &Source, number: u64, pr_head: &str, group_head: &str) -> Value {
+    let mut payload = crate::webhook_example("pull_request", "opened.payload.json");
+    source.stamp(&mut payload);
+    payload["action"] = "checks_requested".into();
+    payload["merge_group"] = json!({
+        "head_sha": group_head,
+        "head_ref": format!("refs/heads/gh-readonly-queue/main/pr-{number}-{pr_head}"),
+        "base_sha": crate::rig::BASE,
+        "base_ref": "refs/heads/main",
+        "head_commit": { "id": group_head, "tree_id": group_head, "message": format!("Merge pull request #{number}") },
+    });
+    if let Some(fields) = payload.as_object_mut() {
+        fields.remove("pull_request");
+        fields.remove("number");
+    }
+    payload
+}
+
 /// `pull_request.closed` for PR `number`, merged or not.
 pub fn closed(source: &Source, number: u64, merged: bool) -> Value {
     let mut payload = crate::webhook_example("pull_request", "closed.payload.json");

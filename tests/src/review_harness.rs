@@ -192,6 +192,20 @@ impl ReviewHarness {
             .unwrap_or_else(|| panic!("no review run of {head}"))
     }
 
+    /// [`review_opened`](Self::review_opened) with the security pass finding one blocking
+    /// problem ([`SQL_TITLE`], high, on `src/db.rs:3`), posted inline: the gate fails.
+    /// Returns the stored finding.
+    pub async fn review_opened_with_a_blocking_finding(&self) -> Finding {
+        let blocking = reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]);
+        self.llm.answer_in_turn(SECURITY, &[&blocking]);
+        self.review_opened().await;
+        assert_eq!(self.latest_gate(HEAD)["conclusion"], "failure");
+        let found = self.findings().await;
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].comment_id.is_some(), "posted inline");
+        found[0].clone()
+    }
+
     /// The automatic review of HEAD that opening the PR asks for (delivery `d-1`), which
     /// must succeed.
     pub async fn review_opened(&self) {

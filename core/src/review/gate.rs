@@ -254,6 +254,9 @@ pub enum RegateCause {
     /// The PR moved to another base branch and was reviewed against it (see
     /// [`crate::review::retarget`]).
     Retargeted,
+    /// GitHub's merge queue asked for the gate on its commit for the PR (see
+    /// [`crate::review::merge_queue`]).
+    MergeGroup,
 }
 
 impl RegateCause {
@@ -269,6 +272,7 @@ impl RegateCause {
                 "someone asked to let this head through who may not (the PR's author, or someone without `gate.resolveBy`)"
             }
             Self::Retargeted => "the PR moved to another base branch and was reviewed against it",
+            Self::MergeGroup => "the merge queue asked for it on its commit for this PR",
         }
     }
 }
@@ -541,7 +545,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 ),
             };
             let mut summary = format!(
-                "Judged again after {}, from [the review]({review_url}) of this commit and the PR's open findings.",
+                "Judged again after {}, from [the review]({review_url}) of the PR's head and the PR's open findings.",
                 cause.said()
             );
             match partial {

@@ -20,7 +20,7 @@
 //! Two buttons on the head's check come here too and review nothing new: "Re-run"
 //! ([`rerun`]) and, on a check held for want of a complete review, "Let it through"
 //! ([`let_through`]). A PR moved to another base branch is reviewed against it
-//! ([`retarget`]).
+//! ([`retarget`]); a merge queue's commit for a PR gets the PR's gate ([`merge_queue`]).
 
 pub mod analyse;
 mod conclude;
@@ -39,6 +39,7 @@ pub mod let_through;
 pub mod lifecycle;
 mod lost;
 pub mod merge;
+pub mod merge_queue;
 pub mod over_budget;
 pub mod progress;
 pub mod prompts;

@@ -16,8 +16,9 @@
 //! standing and is only logged (the next push judges again), and trouble never produces a
 //! `failure` — only open findings do.
 
+use crate::config::RepoConfig;
 use crate::ports::StoreError;
-use crate::ports::github::{CheckConclusion, GitHubError, RepoScope};
+use crate::ports::github::{CheckConclusion, CheckRunOutput, GitHubError, PullRequest, RepoScope};
 use crate::review::gate;
 pub use crate::review::gate::RegateCause;
 use crate::review::{pr_url, repo_url, runs};
@@ -36,7 +37,7 @@ pub enum Regated {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum RegateError {
+pub enum RegateError {
     #[error("GitHub: {0}")]
     GitHub(#[from] GitHubError),
     #[error("store: {0}")]
@@ -152,7 +153,6 @@ async fn try_regate(
     cause: RegateCause,
 ) -> Result<Regated, RegateError> {
     let github = services.github.as_ref();
-    let store = services.store.as_ref();
     let repo = scope.tenant().repo;
 
     let pr = github.get_pull_request(scope, number).await?;
@@ -160,18 +160,39 @@ async fn try_regate(
         return Ok(Regated::Skipped(format!("the PR is {}", pr.state)));
     }
     let head_sha = pr.head.sha.clone();
-    let runs = store.review_runs(&repo, number).await?;
-    let run = runs.iter().find(|run| run.head_sha == head_sha);
-    let Some(run) = run.filter(|run| runs::is_published_automatic(run)) else {
+    let loaded = services.config.for_pull(scope, &pr).await;
+    let judged = judged(services, scope, &pr, &head_sha, &loaded.config, cause);
+    let Some((conclusion, output)) = judged.await? else {
         return Ok(Regated::Skipped(format!(
             "no published automatic review of the head {}",
             runs::head_of(&head_sha)
         )));
     };
+    let key = runs::claim_key(&repo, number, &head_sha);
+    gate::publish(github, scope, &head_sha, &key, conclusion, output).await?;
+    Ok(Regated::Concluded(conclusion))
+}
 
-    let loaded = services.config.for_pull(scope, &pr).await;
-    let config = &loaded.config;
-    let findings = store.findings_for_pr(&repo, number).await?;
+/// The gate of `pr` at `head_sha` from the PR's findings and the head's published
+/// automatic review: its open blocking findings, whether that review was partial, who let
+/// the head through. `None` when no automatic review of the head has published.
+pub(super) async fn judged(
+    services: &Services,
+    scope: &RepoScope,
+    pr: &PullRequest,
+    head_sha: &str,
+    config: &RepoConfig,
+    cause: RegateCause,
+) -> Result<Option<(CheckConclusion, CheckRunOutput)>, RegateError> {
+    let github = services.github.as_ref();
+    let repo = scope.tenant().repo;
+    let number = pr.number;
+    let runs = services.store.review_runs(&repo, number).await?;
+    let run = runs.iter().find(|run| run.head_sha == head_sha);
+    let Some(run) = run.filter(|run| runs::is_published_automatic(run)) else {
+        return Ok(None);
+    };
+    let findings = services.store.findings_for_pr(&repo, number).await?;
     let open = gate::still_blocking(&findings, config);
     // Whether the head was reviewed only in part matters only when nothing blocks. Not
     // known means `neutral`, never `success`.
@@ -181,8 +202,8 @@ async fn try_regate(
     } else {
         None
     };
-    let repo_url = repo_url(&pr, &scope.full_name());
-    let pr_url = pr_url(&pr, &repo_url);
+    let repo_url = repo_url(pr, &scope.full_name());
+    let pr_url = pr_url(pr, &repo_url);
     let verdict = gate::Verdict::Regated {
         cause,
         open,
@@ -192,8 +213,5 @@ async fn try_regate(
         repo_url: &repo_url,
         pr_url: &pr_url,
     };
-    let (conclusion, output) = gate::conclude(&verdict, &config.gate);
-    let key = runs::claim_key(&repo, number, &head_sha);
-    gate::publish(github, scope, &head_sha, &key, conclusion, output).await?;
-    Ok(Regated::Concluded(conclusion))
+    Ok(Some(gate::conclude(&verdict, &config.gate)))
 }

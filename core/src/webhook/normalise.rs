@@ -12,14 +12,15 @@
 
 use super::payload::{
     Check, CheckEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent,
-    PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
+    MergeGroupEvent, PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent,
+    ReviewThreadEvent, Text, User,
 };
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
     RepoRef, ReviewJob, ReviewTrigger, Surface, Topic,
 };
 use crate::mention::Handles;
-use crate::review::{gate, runs};
+use crate::review::{gate, merge_queue, runs};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -48,10 +49,11 @@ pub enum Normalised {
 
 /// Every webhook event Parley acts on (some actions of each): what the App subscribes
 /// to (`parley app manifest`). Kept beside the match below, which a test holds it to.
-pub const HANDLED_EVENTS: [&str; 9] = [
+pub const HANDLED_EVENTS: [&str; 10] = [
     "pull_request",
     "check_run",
     "check_suite",
+    "merge_group",
     "issue_comment",
     "pull_request_review_comment",
     "pull_request_review",
@@ -196,10 +198,12 @@ fn normalise_from<'de>(
         ("check_run", "rerequested") => check_run_rerequested(&meta, payload),
         ("check_run", "requested_action") => check_run_requested_action(&meta, payload),
         ("check_suite", "rerequested") => check_suite_rerequested(&meta, payload),
+        ("merge_group", "checks_requested") => merge_group(&meta, payload),
         (
             "pull_request"
             | "check_run"
             | "check_suite"
+            | "merge_group"
             | "issue_comment"
             | "pull_request_review_comment"
             | "pull_request_review"
@@ -650,6 +654,29 @@ fn job(job: Job) -> Normalised {
     Normalised::Job(Box::new(job))
 }
 
+/// GitHub's merge queue asks for the required checks on its commit for a queued PR (see
+/// [`crate::review::merge_queue`]): the PR its branch names. A branch of another shape
+/// names no PR Parley could judge.
+fn merge_group<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
+    let event: MergeGroupEvent<'de> = payload.decode()?;
+    let group = event.merge_group;
+    let Some((number, pr_head)) = merge_queue::queued_pr(group.head_ref.as_str()) else {
+        return Ok(Normalised::Ignored(format!(
+            "merge group branch {} names no pull request",
+            group.head_ref.as_str()
+        )));
+    };
+    Ok(bookkeeping(
+        meta,
+        BookkeepingEvent::MergeGroup {
+            repo: repo_ref(&event.repository),
+            number,
+            pr_head: pr_head.to_string(),
+            group_head: group.head_sha.into_string(),
+        },
+    ))
+}
+
 fn bookkeeping(meta: &Meta<'_>, event: BookkeepingEvent) -> Normalised {
     job(Job::Bookkeeping(BookkeepingJob {
         delivery_id: meta.delivery_id.to_string(),
@@ -924,6 +951,52 @@ mod tests {
         let mut bad = payload.clone();
         bad["label"] = serde_json::json!("no-review");
         let said = normalise("pull_request", "d", &bad, &ctx());
+        assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
+    }
+
+    /// The merge queue's request for checks becomes a job for the PR its branch names,
+    /// with the commit to conclude the gate on; a branch of another shape, or a group
+    /// destroyed, is nothing to do.
+    #[test]
+    fn a_merge_group_asks_for_the_gate_of_the_pr_its_branch_names() {
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        let mut payload: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../shared/corpora/webhooks/pull_request/opened.payload.json"
+        ))
+        .unwrap_or_default();
+        payload["action"] = "checks_requested".into();
+        payload["merge_group"] = serde_json::json!({
+            "head_sha": "9a9a",
+            "head_ref": format!("refs/heads/gh-readonly-queue/main/pr-42-{sha}"),
+        });
+        let Normalised::Job(job) = normalise("merge_group", "d", &payload, &ctx()) else {
+            panic!("not a job");
+        };
+        let Job::Bookkeeping(job) = *job else {
+            panic!("not bookkeeping");
+        };
+        let BookkeepingEvent::MergeGroup {
+            number,
+            pr_head,
+            group_head,
+            ..
+        } = job.event
+        else {
+            panic!("not a merge group: {:?}", job.event);
+        };
+        assert_eq!(
+            (number, pr_head.as_str(), group_head.as_str()),
+            (42, sha, "9a9a")
+        );
+        payload["merge_group"]["head_ref"] = "refs/heads/some-branch".into();
+        let said = normalise("merge_group", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
+        payload["action"] = "destroyed".into();
+        let said = normalise("merge_group", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
+        payload["action"] = "checks_requested".into();
+        payload["merge_group"] = "main".into();
+        let said = normalise("merge_group", "d", &payload, &ctx());
         assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
     }
 

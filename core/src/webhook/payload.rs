@@ -316,6 +316,25 @@ pub struct Thread {
     pub comments: Vec<ThreadComment>,
 }
 
+/// `merge_group`: the commit GitHub's merge queue made to test a queued PR.
+#[derive(Debug, Deserialize)]
+pub struct MergeGroupEvent<'a> {
+    #[serde(borrow)]
+    pub merge_group: MergeGroup<'a>,
+    #[serde(borrow)]
+    pub repository: Repository<'a>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct MergeGroup<'a> {
+    /// The commit the required checks are asked for.
+    #[serde(borrow)]
+    pub head_sha: Text<'a>,
+    /// `refs/heads/gh-readonly-queue/{base}/pr-{number}-{head sha}`: the PR it tests.
+    #[serde(borrow)]
+    pub head_ref: Text<'a>,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ReviewThreadEvent<'a> {
     pub thread: Thread,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 /// Permissions and what needs them: repository permissions, and `members`, the one
 /// organisation permission.
-pub const PERMISSIONS: [(&str, &str, &str); 6] = [
+pub const PERMISSIONS: [(&str, &str, &str); 7] = [
     (
         "pull_requests",
         "write",
@@ -31,6 +31,11 @@ pub const PERMISSIONS: [(&str, &str, &str); 6] = [
         "the \"Parley review\" check run a team can require",
     ),
     (
+        "merge_queues",
+        "read",
+        "the merge_group event: the \"Parley review\" check on a merge queue's commits",
+    ),
+    (
         "metadata",
         "read",
         "mandatory for every App; collaborator permissions",
@@ -44,10 +49,11 @@ pub const PERMISSIONS: [(&str, &str, &str); 6] = [
 
 /// Webhook events Parley acts on (`installation` and `installation_repositories` are
 /// delivered to every App without subscribing).
-pub const EVENTS: [&str; 7] = [
+pub const EVENTS: [&str; 8] = [
     "pull_request",
     "check_run",
     "check_suite",
+    "merge_group",
     "issue_comment",
     "pull_request_review",
     "pull_request_review_comment",
@@ -133,9 +139,10 @@ mod tests {
         assert_eq!(m["default_permissions"]["checks"], "write");
         assert_eq!(m["default_permissions"]["contents"], "read");
         assert_eq!(m["default_permissions"]["members"], "read");
+        assert_eq!(m["default_permissions"]["merge_queues"], "read");
         assert_eq!(
             m["default_permissions"].as_object().map(|o| o.len()),
-            Some(6)
+            Some(7)
         );
     }
 }

@@ -30,6 +30,39 @@ pub struct Injected {
     pub times: usize,
 }
 
+impl Injected {
+    /// `status` for the next `times` requests of `method` to a path containing
+    /// `path_contains`, with the message GitHub gives it and no headers.
+    pub fn answering(
+        method: &'static str,
+        path_contains: impl Into<String>,
+        status: u16,
+        times: usize,
+    ) -> Self {
+        Injected {
+            method,
+            path_contains: path_contains.into(),
+            status,
+            body: serde_json::json!({ "message": message_of(status) }),
+            headers: Vec::new(),
+            times,
+        }
+    }
+}
+
+/// The `message` GitHub's error body carries for `status`.
+fn message_of(status: u16) -> &'static str {
+    match status {
+        403 => "Resource not accessible by integration",
+        422 => "Validation Failed",
+        429 => "API rate limit exceeded",
+        500 => "Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Error",
+    }
+}
+
 /// A scripted fault with more control than [`Injected`]: it can let the first `skip`
 /// matching requests through (to hit the second call to the same path), and it can
 /// answer late instead of failing (a timeout as the client sees it).

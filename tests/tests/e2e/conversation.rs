@@ -586,14 +586,12 @@ async fn an_answered_review_body_is_left_alone(backend: Backend) {
 async fn a_failing_reviews_listing_does_not_fail_the_job(backend: Backend) {
     let h = Harness::start(backend).await;
     let review = h.github.add_review(REPO, PR, "bob", MISSED_REVIEW);
-    h.github.inject(Injected {
-        method: "GET",
-        path_contains: format!("/pulls/{PR}/reviews"),
-        status: 500,
-        body: json!({ "message": "Server Error" }),
-        headers: Vec::new(),
-        times: 10,
-    });
+    h.github.inject(Injected::answering(
+        "GET",
+        format!("/pulls/{PR}/reviews"),
+        500,
+        10,
+    ));
     let job = h.top_level_comment("bob", "@parley thanks!");
     let asked = comment_id(&job);
     h.run(job)
@@ -788,14 +786,8 @@ async fn github_errors_while_posting_release_the_claim(backend: Backend) {
     let (root, _) = h.seed_finding(true).await;
     let job = h.inline_comment("bob", QUESTION, Some(root));
     let asked = comment_id(&job);
-    h.github.inject(Injected {
-        method: "POST",
-        path_contains: "/replies".into(),
-        status: 502,
-        body: json!({ "message": "Bad Gateway" }),
-        headers: Vec::new(),
-        times: 1,
-    });
+    h.github
+        .inject(Injected::answering("POST", "/replies", 502, 1));
     match h.run(job.clone()).await {
         Err(JobError::Transient(_)) => {}
         other => panic!("expected a transient failure, got {other:?}"),
@@ -1041,14 +1033,8 @@ async fn a_turn_whose_post_fails_is_given_back(backend: Backend) {
     let (root, _) = h.seed_finding(true).await;
     let a = h.inline_comment("bob", QUESTION, Some(root));
     let asked_a = comment_id(&a);
-    h.github.inject(Injected {
-        method: "POST",
-        path_contains: "/replies".into(),
-        status: 502,
-        body: json!({ "message": "Bad Gateway" }),
-        headers: Vec::new(),
-        times: 1,
-    });
+    h.github
+        .inject(Injected::answering("POST", "/replies", 502, 1));
     assert!(matches!(h.run(a).await, Err(JobError::Transient(_))));
     assert_eq!(
         h.turns_used().await,
@@ -1066,14 +1052,12 @@ async fn a_turn_whose_post_fails_is_given_back(backend: Backend) {
     // A question whose every attempt fails (the job ends in the dead-letter queue) does
     // not use up the PR's last turn.
     let b = h.top_level_comment("bob", "@parley will this one get lost?");
-    h.github.inject(Injected {
-        method: "POST",
-        path_contains: format!("/issues/{PR}/comments"),
-        status: 502,
-        body: json!({ "message": "Bad Gateway" }),
-        headers: Vec::new(),
-        times: 1,
-    });
+    h.github.inject(Injected::answering(
+        "POST",
+        format!("/issues/{PR}/comments"),
+        502,
+        1,
+    ));
     assert!(matches!(h.run(b).await, Err(JobError::Transient(_))));
     let c = h.top_level_comment("bob", "@parley and this one?");
     let asked_c = comment_id(&c);
@@ -1099,14 +1083,8 @@ async fn a_post_that_landed_despite_a_502_keeps_its_turn(backend: Backend) {
     let (root, _) = h.seed_finding(true).await;
     let job = h.inline_comment("bob", QUESTION, Some(root));
     let asked = comment_id(&job);
-    h.github.inject(Injected {
-        method: "POST",
-        path_contains: "/replies".into(),
-        status: 502,
-        body: json!({ "message": "Bad Gateway" }),
-        headers: Vec::new(),
-        times: 1,
-    });
+    h.github
+        .inject(Injected::answering("POST", "/replies", 502, 1));
     assert!(matches!(h.run(job).await, Err(JobError::Transient(_))));
     assert_eq!(h.turns_used().await, 0);
     // GitHub did create the reply behind the 502.

@@ -45,18 +45,6 @@ fn blocking() -> String {
     reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)])
 }
 
-/// Review HEAD (one blocking finding, posted inline) and return the stored finding.
-async fn review_head_with_a_blocking_finding(h: &ReviewHarness) -> Finding {
-    h.llm
-        .answer_in_turn(SECURITY, &[&blocking(), &reply(&[]), &reply(&[])]);
-    h.review_opened().await;
-    assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
-    let findings = h.findings().await;
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    assert!(findings[0].comment_id.is_some(), "posted inline");
-    findings[0].clone()
-}
-
 /// Push HEAD2, which only adds a README the passes find nothing in.
 fn push_unrelated_commit(h: &ReviewHarness) {
     h.push_added_file("README.md", README_PATCH);
@@ -71,7 +59,7 @@ async fn stored(h: &ReviewHarness, finding: &Finding) -> Finding {
 }
 
 async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHarness) {
-    let old = review_head_with_a_blocking_finding(&h).await;
+    let old = h.review_opened_with_a_blocking_finding().await;
     push_unrelated_commit(&h);
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
@@ -102,7 +90,7 @@ async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHa
 
 async fn a_team_that_turns_quiet_pushes_off_gets_a_review_for_every_push(h: ReviewHarness) {
     h.config("review:\n  quietPushes: false\n");
-    review_head_with_a_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     push_unrelated_commit(&h);
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
@@ -115,7 +103,7 @@ async fn a_team_that_turns_quiet_pushes_off_gets_a_review_for_every_push(h: Revi
 }
 
 async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: ReviewHarness) {
-    let old = review_head_with_a_blocking_finding(&h).await;
+    let old = h.review_opened_with_a_blocking_finding().await;
     push_unrelated_commit(&h);
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
@@ -165,7 +153,7 @@ async fn resolving_the_thread_lifts_the_gate_and_unresolving_restores_it(h: Revi
 }
 
 async fn conceded_dispute_lifts_the_gate(h: ReviewHarness) {
-    let old = review_head_with_a_blocking_finding(&h).await;
+    let old = h.review_opened_with_a_blocking_finding().await;
     let before = h.gate_checks(HEAD).len();
     h.github.set_permission(REPO, "bob", "write");
     h.llm.answer(
@@ -199,7 +187,7 @@ async fn conceded_dispute_lifts_the_gate(h: ReviewHarness) {
 }
 
 async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarness) {
-    let old = review_head_with_a_blocking_finding(&h).await;
+    let old = h.review_opened_with_a_blocking_finding().await;
     // A push whose automatic review has not run yet.
     push_unrelated_commit(&h);
     let checks_before = h.check_runs().len();
@@ -247,18 +235,11 @@ async fn no_published_automatic_review_of_the_head_means_no_regate(h: ReviewHarn
 
 fn outage(h: &ReviewHarness, method: &'static str, path: String) {
     h.github.clear_injected();
-    h.github.inject(Injected {
-        method,
-        path_contains: path,
-        status: 500,
-        body: json!({"message": "Server Error"}),
-        headers: vec![],
-        times: 10,
-    });
+    h.github.inject(Injected::answering(method, path, 500, 10));
 }
 
 async fn github_trouble_while_regating_never_fails_the_job_or_the_gate(h: ReviewHarness) {
-    let old = review_head_with_a_blocking_finding(&h).await;
+    let old = h.review_opened_with_a_blocking_finding().await;
     let root = old.comment_id.expect("comment id");
     let talk = h.conversation();
     let conclusions = |h: &ReviewHarness| -> Vec<String> {
@@ -652,7 +633,7 @@ async fn a_team_that_holds_incomplete_reviews_waits_for_a_complete_one(h: Review
 /// the old blocking finding is still open, so the new head's check fails and lists it,
 /// where before it was `neutral` (Parley's trouble), which branch protection lets through.
 async fn a_push_whose_review_fails_keeps_an_open_blocking_finding_failing(h: ReviewHarness) {
-    review_head_with_a_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     push_unrelated_commit(&h);
     h.llm.fail("", 500);
     let failed = h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
@@ -932,14 +913,12 @@ async fn a_let_through_head_whose_checks_github_will_not_list_concludes_in_a_new
     h: ReviewHarness,
 ) {
     let held = let_through_with_a_run_on_an_older_check(&h).await;
-    h.github.inject(Injected {
-        method: "GET",
-        path_contains: format!("/commits/{HEAD}/check-runs"),
-        status: 502,
-        body: json!({"message": "Bad Gateway"}),
-        headers: vec![],
-        times: 40,
-    });
+    h.github.inject(Injected::answering(
+        "GET",
+        format!("/commits/{HEAD}/check-runs"),
+        502,
+        40,
+    ));
     h.run(job(ReviewTrigger::Opened, HEAD, "d-1"))
         .await
         .expect("the retry reviews the head");

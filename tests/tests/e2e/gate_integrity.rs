@@ -46,22 +46,6 @@ parley_tests::review_on_both_stores!(
     the_fix_check_reads_the_definition_around_the_finding_as_it_is_now,
 );
 
-/// Review HEAD with one blocking finding posted inline; returns it.
-async fn review_with_an_inline_blocking_finding(h: &ReviewHarness) -> Finding {
-    h.llm.answer_in_turn(
-        SECURITY,
-        &[
-            &reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]),
-            &reply(&[]),
-        ],
-    );
-    h.review_opened().await;
-    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
-    let found = h.findings().await;
-    assert_eq!(found.len(), 1, "{found:#?}");
-    found[0].clone()
-}
-
 async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarness) {
     // The PR's author posts a review carrying Parley's summary marker for the head,
     // claiming a complete review with no findings.
@@ -79,7 +63,7 @@ async fn a_forged_review_marker_does_not_stand_in_for_the_review(h: ReviewHarnes
     );
     h.github.add_review(REPO, PR, "alice", &forged);
 
-    let finding = review_with_an_inline_blocking_finding(&h).await;
+    let finding = h.review_opened_with_a_blocking_finding().await;
     let parley_reviews: Vec<Value> = h
         .reviews()
         .into_iter()
@@ -288,7 +272,7 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
 }
 
 async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarness) {
-    let finding = review_with_an_inline_blocking_finding(&h).await;
+    let finding = h.review_opened_with_a_blocking_finding().await;
     let root = finding.comment_id.expect("inline");
     h.github.set_permission(REPO, "alice", "admin");
     let talk = h.conversation();
@@ -339,7 +323,7 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
 }
 
 async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
-    let first = review_with_an_inline_blocking_finding(&h).await;
+    let first = h.review_opened_with_a_blocking_finding().await;
     // A maintainer resolves it without a code change.
     h.conversation()
         .handle(thread_job(first.comment_id.expect("inline"), true, "t-1"))
@@ -371,7 +355,7 @@ async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
 }
 
 async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: ReviewHarness) {
-    let finding = review_with_an_inline_blocking_finding(&h).await;
+    let finding = h.review_opened_with_a_blocking_finding().await;
     let root = finding.comment_id.expect("inline");
     h.llm.answer(
         CONVERSATION,
@@ -399,7 +383,7 @@ async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: Revi
 }
 
 async fn a_skipped_review_keeps_an_earlier_failure(h: ReviewHarness) {
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     // The PR goes back to draft and gets a push: not reviewed, but not passed either.
     h.github.update_pull(REPO, PR, |pr| {
         pr["draft"] = true.into();
@@ -421,19 +405,13 @@ async fn a_skipped_review_keeps_an_earlier_failure(h: ReviewHarness) {
 }
 
 fn fail_next(h: &ReviewHarness, method: &'static str, path: &str, times: usize) {
-    h.github.inject(Injected {
-        method,
-        path_contains: path.to_string(),
-        status: 500,
-        body: json!({ "message": "Server Error" }),
-        headers: vec![],
-        times,
-    });
+    h.github
+        .inject(Injected::answering(method, path, 500, times));
 }
 
 async fn a_check_that_could_not_be_created_is_created_completed_at_the_end(h: ReviewHarness) {
     fail_next(&h, "POST", "/check-runs", 1);
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     let checks = h.gate_checks(HEAD);
     assert_eq!(checks.len(), 1, "{checks:#?}");
     assert_eq!(checks[0]["status"], "completed");
@@ -479,7 +457,7 @@ async fn a_run_is_published_only_after_its_check_is_concluded(h: ReviewHarness) 
 }
 
 async fn recovery_keeps_what_happened_to_findings_since_the_crash(h: ReviewHarness) {
-    let finding = review_with_an_inline_blocking_finding(&h).await;
+    let finding = h.review_opened_with_a_blocking_finding().await;
     // The worker "died" before recording the run as published; meanwhile the finding
     // was conceded.
     let mut run = h.run_of(HEAD).await;
@@ -566,7 +544,7 @@ fn fixed_verdict(fixed: bool) -> String {
 }
 
 async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness) {
-    let found = review_with_an_inline_blocking_finding(&h).await;
+    let found = h.review_opened_with_a_blocking_finding().await;
     let root = found.comment_id.expect("inline");
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
     h.push_sql_fix();
@@ -606,20 +584,20 @@ async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness
 }
 
 async fn a_finding_the_push_did_not_fix_stays_open(h: ReviewHarness) {
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     h.llm.answer(FIX_CHECK, &fixed_verdict(false));
     the_push_leaves_it_open(&h).await;
 }
 
 async fn a_garbled_answer_about_a_fix_leaves_the_finding_open(h: ReviewHarness) {
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     h.llm.answer(FIX_CHECK, "Yes! Fixed, all of them.");
     the_push_leaves_it_open(&h).await;
 }
 
 async fn a_repository_can_leave_fixes_to_people(h: ReviewHarness) {
     h.config("review:\n  resolveFixed: false\n");
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
     h.push_sql_fix();
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
@@ -637,7 +615,7 @@ async fn a_repository_can_leave_fixes_to_people(h: ReviewHarness) {
 async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHarness) {
     let flaky = FlakyStore::new(h.store.clone());
     let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
-    let found = review_with_an_inline_blocking_finding(&h).await;
+    let found = h.review_opened_with_a_blocking_finding().await;
     let root = found.comment_id.expect("inline");
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
     h.push_sql_fix();
@@ -682,7 +660,7 @@ async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHar
 /// told where the file is now.
 async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness) {
     const MOVED: &str = "src/store/db.rs";
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
     h.push_sql_fix();
     h.github
@@ -715,7 +693,7 @@ async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness)
 /// (a check at the top of the function) is outside the diff's window.
 async fn the_fix_check_reads_the_definition_around_the_finding_as_it_is_now(h: ReviewHarness) {
     const DB_NOW: &str = "use std::io;\npub fn find(id: &str) -> String {\n    query(\"SELECT * FROM users WHERE id = ?\", id)\n}\nfn a() {}\nfn b() {}\n";
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
     h.push_sql_fix();
     h.github.set_tarball(
@@ -1042,7 +1020,7 @@ async fn the_push_leaves_it_open(h: &ReviewHarness) {
 /// else recorded how it ended).
 async fn a_fix_pushes_after_the_finding_counts_as_accepted(h: ReviewHarness) {
     const HEAD3: &str = "d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3";
-    review_with_an_inline_blocking_finding(&h).await;
+    h.review_opened_with_a_blocking_finding().await;
     h.push_added_file("README.md", README_PATCH);
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await

@@ -20,6 +20,7 @@ mod gate_integrity;
 mod lambda_deployed;
 mod lambda_roles;
 mod learning;
+mod merge_queue;
 mod metrics;
 mod prompt_cache;
 mod redelivery;

@@ -939,14 +939,12 @@ async fn a_rules_change_github_will_not_show_is_still_said(h: ReviewHarness) {
 
 /// Every read of `path` (any ref) answers 500, however often the client retries.
 fn github_will_not_show(h: &ReviewHarness, path: &str) {
-    h.github.inject(Injected {
-        method: "GET",
-        path_contains: format!("/contents/{path}"),
-        status: 500,
-        body: json!({"message": "Server Error"}),
-        headers: vec![],
-        times: 40,
-    });
+    h.github.inject(Injected::answering(
+        "GET",
+        format!("/contents/{path}"),
+        500,
+        40,
+    ));
 }
 
 /// A PR that renames `.parley.yml` away leaves the defaults in force once merged; one
@@ -1414,14 +1412,12 @@ async fn request_that_cannot_be_marked_is_still_answered(h: ReviewHarness) {
     let request = h
         .github
         .add_issue_comment(REPO, PR, "bob", "@parley review");
-    h.github.inject(Injected {
-        method: "PATCH",
-        path_contains: format!("/issues/comments/{request}"),
-        status: 403,
-        body: json!({"message": "Resource not accessible by integration"}),
-        headers: vec![],
-        times: 10,
-    });
+    h.github.inject(Injected::answering(
+        "PATCH",
+        format!("/issues/comments/{request}"),
+        403,
+        10,
+    ));
     run_ok(
         &h,
         manual_job(ReviewTrigger::ManualIncremental, HEAD, "m-1", request),
@@ -2119,14 +2115,8 @@ async fn llm_down_on_every_attempt_is_said_once_then_settled_by_a_later_review(h
     // note stays as it was, for the next review to settle.
     h.llm.remove_rules("");
     h.push_added_file("src/cache.rs", "@@ -0,0 +1 @@\n+pub struct Cache;");
-    h.github.inject(Injected {
-        method: "PATCH",
-        path_contains: "/issues/comments/".into(),
-        status: 422,
-        body: json!({ "message": "Validation Failed" }),
-        headers: vec![],
-        times: 1,
-    });
+    h.github
+        .inject(Injected::answering("PATCH", "/issues/comments/", 422, 1));
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-3")).await;
     assert_eq!(
         h.github.issue_comments(REPO, PR)[0]["body"],
