@@ -279,6 +279,11 @@ pub struct ReviewRun {
     /// [`crate::review::let_through`]); a record of an earlier version has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub let_through_by: Option<String>,
+    /// For a retargeted head's review ([`crate::review::runs::retarget_key`]): the base
+    /// commit the PR was moved from, kept so that "Re-run" after a failure reviews what
+    /// the move brings as the first attempt would have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<String>,
 }
 
 /// Everything Parley keeps between invocations: the focused stores below, together.

@@ -175,6 +175,7 @@ impl ReviewHandler {
                     started_at: now,
                     finished_at: Some(now),
                     let_through_by: Some(who.to_string()),
+                    moved_from: None,
                 };
                 store.put_review_run(&run).await
             }

@@ -189,6 +189,7 @@ impl ReviewHandler {
             started_at: OffsetDateTime::now_utc(),
             finished_at: None,
             let_through_by: None,
+            moved_from: job.moved_from.clone(),
         });
         // GitHub is the source of truth when a worker died between posting and recording;
         // only a review Parley itself submitted counts.
@@ -615,10 +616,9 @@ impl ReviewHandler {
             regate::after_manual_review(&self.services, scope, job.number, &head_sha, published)
                 .await;
         }
-        // Remembered for later reviews and answers once everything above is done: an
-        // extra that fails open, so it can neither fail nor hold up the review or its
-        // check. The whole PR's hunks, not only this run's: a missed write (a crash right
-        // here) is made good by the PR's next review.
+        // Remembered for later reviews and answers once all above is done, failing open
+        // (it can neither fail nor hold up the review or its check). The whole PR's hunks,
+        // not only this run's: a write missed in a crash here is made good next review.
         let changed: HashSet<&str> = changes.all().map(|f| f.id.as_str()).collect();
         let findings: Vec<Finding> = on_pr
             .into_iter()

@@ -104,10 +104,8 @@ impl ReviewHandler {
         runs: &[ReviewRun],
         attempt: Option<Attempt>,
     ) -> Result<(), ReviewError> {
-        let state = runs
-            .iter()
-            .find(|run| run.head_sha == key)
-            .map(|run| run.state);
+        let stored = runs.iter().find(|run| run.head_sha == key);
+        let state = stored.map(|run| run.state);
         if matches!(state, Some(RunState::Published | RunState::Superseded)) {
             return Ok(());
         }
@@ -115,7 +113,10 @@ impl ReviewHandler {
         let full = ReviewJob {
             trigger: ReviewTrigger::ManualFull,
             rerun_of: Some(key.to_string()),
-            moved_from: job.moved_from.clone(),
+            // A re-run's job does not name the base the PR left; the first attempt's run
+            // kept it.
+            moved_from: (job.moved_from.clone())
+                .or_else(|| stored.and_then(|run| run.moved_from.clone())),
             ..automatic_job(job, pr, None, runs)
         };
         Box::pin(self.review(&full, attempt)).await

@@ -979,6 +979,7 @@ impl ReviewRig {
                 started_at: now,
                 finished_at: Some(now),
                 let_through_by: None,
+                moved_from: None,
             })
             .await
             .expect("seed the reviewed head");

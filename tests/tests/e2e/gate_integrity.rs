@@ -783,12 +783,13 @@ async fn a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once(h: Revi
 
 /// The model down, the review against the new base fails, and the check no longer shows
 /// the `success` earned against `main`: it says the head is not reviewed against the new
-/// base (`neutral`). "Re-run" on that review's own check runs it again and the gate is
-/// judged after it.
+/// base (`neutral`). "Re-run" on that review's own check runs it again, as the first
+/// attempt would have (for what the move brings: the base the PR left is kept on the
+/// run, since the re-run's job does not name it), and the gate is judged after it.
 async fn a_failed_review_against_a_new_base_runs_again_on_rerun(h: ReviewHarness) {
     reviewed_then_moved_to_release(&h).await;
     h.llm.fail("", 500);
-    h.run(job(ReviewTrigger::Retargeted, HEAD, "d-2"))
+    h.run(moved_from(BASE))
         .await
         .expect_err("the model is down");
     assert_eq!(h.reviews().len(), 1);
@@ -809,7 +810,15 @@ async fn a_failed_review_against_a_new_base_runs_again_on_rerun(h: ReviewHarness
     h.run(Job::Review(rerun))
         .await
         .expect("reviewed against release");
-    reviewed_against_release(&h);
+    assert_eq!(h.reviews().len(), 2, "a review against the new base");
+    parley_tests::expect::says_all(
+        &h.latest_summary(),
+        &[
+            "Files reviewed: `src/auth.rs`\n",
+            "not read again: 1 whose changes read as they did against the old base",
+        ],
+    );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 }
 
 /// The upper PR of a stack, reviewed against the lower PR's branch, is moved to `main`

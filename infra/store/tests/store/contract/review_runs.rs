@@ -23,6 +23,7 @@ fn run(sha: &str, minute: u8, state: RunState) -> ReviewRun {
         started_at: datetime!(2026-01-01 10:00 UTC) + time::Duration::minutes(minute.into()),
         finished_at: None,
         let_through_by: None,
+        moved_from: None,
     }
 }
 
@@ -45,6 +46,7 @@ async fn check_review_runs(store: Arc<dyn Store>) {
     finished.review_id = Some(9001);
     finished.finished_at = Some(datetime!(2026-01-01 10:07 UTC));
     finished.let_through_by = Some("carol".into());
+    finished.moved_from = Some("f0f0".into());
     store.put_review_run(&finished).await.unwrap();
 
     assert_eq!(

@@ -131,6 +131,7 @@ async fn seed(store: &dyn Store, repo: &str) {
         started_at: datetime!(2026-01-01 10:00 UTC),
         finished_at: None,
         let_through_by: None,
+        moved_from: None,
     };
     store
         .put_finding(&common::posted_finding(repo, 3, "f-1", 11))
