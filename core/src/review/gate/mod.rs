@@ -15,107 +15,21 @@
 //! of their own, [`MANUAL_CHECK_NAME`], and never touch the gate.
 
 use crate::config::{GateConfig, Incomplete, RepoConfig};
-use crate::ports::github::{
-    CheckConclusion, CheckRunAction, CheckRunOutput, CheckRunUpdate, CheckStatus, GitHub,
-    GitHubError, NewCheckRun, RepoScope,
-};
+use crate::ports::github::{CheckConclusion, CheckRunOutput};
 use crate::ports::{Finding, FindingState};
 use crate::review::merge::Candidate;
+
+mod check_run;
 use crate::review::summary::{line_link, short};
+#[cfg(test)]
+use check_run::let_through_action;
+pub use check_run::{
+    CHECK_NAME, Check, LET_THROUGH, MANUAL_CHECK_NAME, check_name, complete, finish, publish, start,
+};
 use std::collections::HashSet;
-use time::OffsetDateTime;
-
-/// The check a team requires: only automatic reviews report under it.
-pub const CHECK_NAME: &str = "Parley review";
-
-/// The check of every manual review (`@parley review`, `@parley full review`). A name of
-/// its own: GitHub's branch protection reads the newest check of a name, so a manual
-/// (`neutral`) review under [`CHECK_NAME`] would lift the automatic review's `failure`, or
-/// satisfy the required check before the automatic review ran at all.
-pub const MANUAL_CHECK_NAME: &str = "Parley review (manual)";
-
-/// The check name for the run `run_key` (see [`crate::review::runs::manual_key`]).
-pub fn check_name(run_key: &str) -> &'static str {
-    if crate::review::runs::is_manual_key(run_key) {
-        MANUAL_CHECK_NAME
-    } else {
-        CHECK_NAME
-    }
-}
 
 /// GitHub refuses check-run text over 65 535 characters.
 const MAX_TEXT: usize = 60_000;
-
-/// Start the check run, `in_progress`. A failure is logged and the review goes on without
-/// a gate (fail open: the review itself is worth more than its check).
-pub async fn start(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    name: &str,
-    head_sha: &str,
-    external_id: &str,
-) -> Option<u64> {
-    let run = NewCheckRun {
-        name: name.to_string(),
-        head_sha: head_sha.to_string(),
-        external_id: Some(external_id.to_string()),
-        started_at: Some(OffsetDateTime::now_utc()),
-        state: CheckRunUpdate {
-            status: Some(CheckStatus::InProgress),
-            output: Some(CheckRunOutput {
-                title: "Reviewing".to_string(),
-                summary: format!("Parley is reviewing `{}`.", short(head_sha)),
-                text: None,
-            }),
-            ..CheckRunUpdate::default()
-        },
-    };
-    // An attempt that died right after creating its check left it in progress under this
-    // run's key: take it over rather than leave it beside a new one forever.
-    if let Some(id) = in_progress(github, scope, name, head_sha, external_id).await {
-        tracing::info!(repo = %scope.full_name(), check_run_id = id, "taking over the check run an earlier attempt left in progress");
-        return Some(id);
-    }
-    match github.create_check_run(scope, &run).await {
-        Ok(run) => Some(run.id),
-        Err(err) => {
-            // A 5xx or an answer that never came: the run may exist all the same. Unfound,
-            // it would stay "in progress" beside the completed one created at the end.
-            if matches!(err, GitHubError::Server { .. } | GitHubError::Network(_))
-                && let Some(id) = in_progress(github, scope, name, head_sha, external_id).await
-            {
-                tracing::info!(repo = %scope.full_name(), check_run_id = id, error = %err, "the check run was created despite the error; using it");
-                return Some(id);
-            }
-            tracing::warn!(repo = %scope.full_name(), error = %err, "could not create the check run; reviewing without a gate");
-            None
-        }
-    }
-}
-
-/// This run's check still in progress on the head, by its external id: left by an attempt
-/// that died, or created although GitHub's answer said otherwise. Best effort.
-async fn in_progress(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    name: &str,
-    head_sha: &str,
-    external_id: &str,
-) -> Option<u64> {
-    match github.list_check_runs(scope, head_sha, name).await {
-        Ok(runs) => runs
-            .into_iter()
-            .find(|run| {
-                run.external_id.as_deref() == Some(external_id)
-                    && run.status != CheckStatus::Completed
-            })
-            .map(|run| run.id),
-        Err(err) => {
-            tracing::warn!(repo = %scope.full_name(), error = %err, "could not list check runs");
-            None
-        }
-    }
-}
 
 /// What the check says of a partial review. The run's marker keeps only that it was
 /// partial, not why, so this names both causes.
@@ -123,19 +37,6 @@ const PARTIAL: &str = "\n\nThe review was partial (a specialist pass failed, or 
 
 /// Said by a check held for want of a complete review (see [`not_in_full`]).
 const HELD: &str = "\n\nThis repository holds the merge until its head is reviewed in full (`gate.incomplete: hold` in `.parley.yml`): press Re-run on this check once the cause is gone (the model back, the budget raised; files over `review.maxPatchTokens` need a larger budget or more `review.maxParts`). Or someone with `gate.resolveBy` on the repository, other than the PR's author, presses **Let it through** above: the gate then passes this head without a complete review (blocking findings still block).";
-
-/// The identifier of a held check's button that lets its head through without a complete
-/// review (see [`crate::review::let_through`]).
-pub const LET_THROUGH: &str = "let-through";
-
-/// The button a held check carries.
-fn let_through_action() -> CheckRunAction {
-    CheckRunAction {
-        label: "Let it through".to_string(),
-        description: "Pass without a complete review".to_string(),
-        identifier: LET_THROUGH.to_string(),
-    }
-}
 
 /// The conclusion of an automatic review's check when nothing blocks but the head was not
 /// reviewed in full, and what it adds to the summary: `neutral` lets a required check
@@ -627,82 +528,6 @@ pub fn finding_link(repo_url: &str, pr_url: &str, finding: &Finding) -> String {
                 finding.head_sha, finding.path
             )
         }
-    }
-}
-
-/// Create a completed "Parley review" check on `head_sha` in one call: how a re-evaluated
-/// gate changes its conclusion, since GitHub never reopens a completed check run and
-/// branch protection reads the newest check of a name. One call, so a failure leaves the
-/// previous check standing rather than a half-made one.
-pub async fn publish(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    head_sha: &str,
-    external_id: &str,
-    conclusion: CheckConclusion,
-    output: CheckRunOutput,
-) -> Result<u64, GitHubError> {
-    let check = Check {
-        id: None,
-        name: CHECK_NAME,
-        head_sha,
-        external_id,
-    };
-    complete(github, scope, &check, conclusion, output).await
-}
-
-/// The check run a run concludes: the one it started, or (when starting failed) one to
-/// create completed, so a run never ends without a check.
-pub struct Check<'a> {
-    pub id: Option<u64>,
-    pub name: &'a str,
-    pub head_sha: &'a str,
-    pub external_id: &'a str,
-}
-
-/// Conclude `check`: complete the started one, or create it completed when it was never
-/// created (GitHub was down at the start). Returns the check run's id. An error is the
-/// caller's to handle: a run is only recorded as done once its check is concluded, so a
-/// failure here is retried by the queue instead of leaving a check "in progress" forever.
-pub async fn complete(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    check: &Check<'_>,
-    conclusion: CheckConclusion,
-    output: CheckRunOutput,
-) -> Result<u64, GitHubError> {
-    let now = OffsetDateTime::now_utc();
-    let mut state = CheckRunUpdate::completed(conclusion, output, now);
-    if conclusion == CheckConclusion::ActionRequired && check.name == CHECK_NAME {
-        state.actions = Some(vec![let_through_action()]);
-        crate::metrics::gate_held();
-    }
-    if let Some(id) = check.id {
-        github.update_check_run(scope, id, &state).await?;
-        return Ok(id);
-    }
-    let run = NewCheckRun {
-        name: check.name.to_string(),
-        head_sha: check.head_sha.to_string(),
-        external_id: Some(check.external_id.to_string()),
-        started_at: Some(now),
-        state,
-    };
-    Ok(github.create_check_run(scope, &run).await?.id)
-}
-
-/// Complete the check run, best effort: for a superseded run, whose head nobody merges.
-pub async fn finish(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    check_run_id: Option<u64>,
-    conclusion: CheckConclusion,
-    output: CheckRunOutput,
-) {
-    let Some(id) = check_run_id else { return };
-    let update = CheckRunUpdate::completed(conclusion, output, OffsetDateTime::now_utc());
-    if let Err(err) = github.update_check_run(scope, id, &update).await {
-        tracing::warn!(repo = %scope.full_name(), check_run_id = id, error = %err, "could not complete the check run");
     }
 }
 
