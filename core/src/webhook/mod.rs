@@ -7,6 +7,7 @@ pub mod ingest;
 pub mod normalise;
 mod payload;
 pub mod signature;
+mod source;
 
 pub use ingest::{Ingest, IngestSettings, Outcome, Rejection, WebhookRequest};
 pub use normalise::{NormaliseContext, Normalised};

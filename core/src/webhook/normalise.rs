@@ -15,13 +15,13 @@ use super::payload::{
     MergeGroupEvent, PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent,
     ReviewThreadEvent, Text, User,
 };
+use super::source::{FromText, FromValue, Source};
 use crate::job::{
     Actor, BookkeepingEvent, BookkeepingJob, Comment, ConversationJob, InlinePosition, Job,
     RepoRef, ReviewJob, ReviewTrigger, Surface, Topic,
 };
 use crate::mention::Handles;
 use crate::review::{gate, merge_queue, runs};
-use serde::Deserialize;
 use serde::de::IgnoredAny;
 
 /// An issue description can run to 65 536 characters; the prompt needs far less, and the
@@ -109,33 +109,6 @@ pub fn normalise(
     ctx: &NormaliseContext,
 ) -> Normalised {
     normalise_from(event, delivery_id, &FromValue(payload), ctx)
-}
-
-/// Where the typed slices of a payload are decoded from. Each `decode` reads the whole
-/// payload into `T`, so an event costs two reads: its envelope, then (when its action is
-/// one Parley handles) its own fields.
-trait Source<'de> {
-    fn decode<T: Deserialize<'de>>(&self) -> Result<T, String>;
-}
-
-struct FromText<'de>(&'de str);
-
-impl<'de> Source<'de> for FromText<'de> {
-    fn decode<T: Deserialize<'de>>(&self) -> Result<T, String> {
-        serde_json::from_str(self.0).map_err(mismatch)
-    }
-}
-
-struct FromValue<'de>(&'de serde_json::Value);
-
-impl<'de> Source<'de> for FromValue<'de> {
-    fn decode<T: Deserialize<'de>>(&self) -> Result<T, String> {
-        T::deserialize(self.0).map_err(mismatch)
-    }
-}
-
-fn mismatch(err: serde_json::Error) -> String {
-    format!("payload does not match the event: {err}")
 }
 
 fn normalise_from<'de>(
