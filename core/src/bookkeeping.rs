@@ -246,7 +246,7 @@ async fn thread_changed(
                 .github
                 .get_pull_request(&scope, number)
                 .await
-                .map_err(github_error)?,
+                .map_err(JobError::from)?,
         )
     } else {
         None
@@ -309,7 +309,7 @@ async fn pull_request_closed(
         .github
         .get_pull_request(&scope, number)
         .await
-        .map_err(github_error)?;
+        .map_err(JobError::from)?;
     let config = services.config.for_pull(&scope, &pr).await;
     // Which findings someone replied to: a listing of the PR's inline comments.
     let replied: std::collections::HashSet<u64> = match services
@@ -396,7 +396,7 @@ async fn weigh_resolution(
         &pr.head.sha,
     )
     .await
-    .map_err(github_error)
+    .map_err(JobError::from)
 }
 
 /// Say in the finding's thread why its resolution did not count, once per finding and
@@ -517,10 +517,6 @@ async fn resolution_signal(
             None
         }
     }
-}
-
-fn github_error(err: crate::ports::GitHubError) -> JobError {
-    JobError::classify(&err, err.is_transient(), err.is_config())
 }
 
 /// The state a finding takes when its thread is resolved or unresolved, or `None` when it

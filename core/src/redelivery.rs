@@ -142,7 +142,7 @@ pub async fn sweep(
                     let _ = store.release(&attempt_key(latest.id)).await;
                     let _ = store.release(&slot).await;
                     if err.is_transient() || err.is_config() {
-                        return Err(github_error(err));
+                        return Err(JobError::from(err));
                     }
                     tracing::warn!(%guid, delivery = latest.id, error = %err, "GitHub would not deliver the event again");
                     continue;
@@ -179,7 +179,7 @@ async fn read_since(
         let page = match github.list_webhook_deliveries(cursor.as_deref()).await {
             Ok(page) => page,
             Err(GitHubError::NotFound(_)) if cursor.is_none() => return Ok(None),
-            Err(err) => return Err(github_error(err)),
+            Err(err) => return Err(JobError::from(err)),
         };
         let reached = page.deliveries.iter().any(|d| d.delivered_at < since);
         attempts.extend(page.deliveries);
@@ -264,10 +264,6 @@ async fn ask(store: &dyn Store, guid: &str, attempt: &WebhookDelivery) -> Result
 
 fn attempt_key(id: u64) -> String {
     format!("redelivery-attempt:{id}")
-}
-
-fn github_error(err: GitHubError) -> JobError {
-    JobError::classify(&err, err.is_transient(), err.is_config())
 }
 
 fn store_error(err: StoreError) -> JobError {

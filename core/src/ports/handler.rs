@@ -46,6 +46,13 @@ impl JobError {
     }
 }
 
+/// A GitHub failure a job ends on, as GitHub's error classifies itself.
+impl From<crate::ports::github::GitHubError> for JobError {
+    fn from(err: crate::ports::github::GitHubError) -> Self {
+        JobError::classify(&err, err.is_transient(), err.is_config())
+    }
+}
+
 /// Which delivery of its queue message a job is on. A handler whose failures people
 /// wait on (a review: the PR shows "in progress") says so on the last one, because after
 /// it the message goes to the dead-letter queue and nothing else will.

@@ -16,7 +16,7 @@
 use super::regate::{self, RegateCause, RegateError};
 use super::{gate, pr_url, repo_url, runs, summary};
 use crate::ports::JobError;
-use crate::ports::github::{GitHubError, RepoScope};
+use crate::ports::github::RepoScope;
 use crate::services::Services;
 
 /// A merge queue's commit for one PR (see [`crate::job::BookkeepingEvent::MergeGroup`]).
@@ -50,15 +50,12 @@ pub async fn conclude(
 ) -> Result<(), JobError> {
     let github = services.github.as_ref();
     let repo = scope.tenant().repo;
-    let pr = github
-        .get_pull_request(scope, group.number)
-        .await
-        .map_err(|err| github_error(&err))?;
+    let pr = github.get_pull_request(scope, group.number).await?;
     let loaded = services.config.for_pull(scope, &pr).await;
     let config = &loaded.config;
     let cause = RegateCause::MergeGroup;
     let judged = regate::judged(services, scope, &pr, group.pr_head, config, cause).await;
-    let (conclusion, output) = match judged.map_err(|err| regate_error(&err))? {
+    let (conclusion, output) = match judged.map_err(regate_error)? {
         Some(judged) => judged,
         None => {
             let findings = services
@@ -83,20 +80,14 @@ pub async fn conclude(
         }
     };
     let key = runs::claim_key(&repo, group.number, group.group_head);
-    gate::publish(github, scope, group.group_head, &key, conclusion, output)
-        .await
-        .map_err(|err| github_error(&err))?;
+    gate::publish(github, scope, group.group_head, &key, conclusion, output).await?;
     tracing::info!(%repo, number = group.number, pr_head = %group.pr_head, group_head = %group.group_head, ?conclusion, "merge queue's commit judged by the PR's gate");
     Ok(())
 }
 
-fn github_error(err: &GitHubError) -> JobError {
-    JobError::classify(err, err.is_transient(), err.is_config())
-}
-
-fn regate_error(err: &RegateError) -> JobError {
+fn regate_error(err: RegateError) -> JobError {
     match err {
-        RegateError::GitHub(err) => github_error(err),
+        RegateError::GitHub(err) => err.into(),
         RegateError::Store(err) => JobError::Transient(err.to_string()),
     }
 }
