@@ -134,7 +134,6 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
         BookkeepingEvent::MergeGroup {
             repo,
             number,
-            pr_head,
             group_head,
         } => {
             let Some(installation) = job.installation_id else {
@@ -144,7 +143,6 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
             let scope = RepoScope::for_repo(installation, repo);
             let group = merge_queue::Group {
                 number: *number,
-                pr_head,
                 group_head,
             };
             merge_queue::conclude(services, &scope, &group).await?;

@@ -343,12 +343,11 @@ pub enum BookkeepingEvent {
     },
     /// GitHub's merge queue asks for the required checks on the commit it made to test
     /// PR `number` (`merge_group.checks_requested`): the base with the PRs queued ahead
-    /// and this PR's head `pr_head` merged in, `group_head` (see
-    /// [`crate::review::merge_queue`]).
+    /// and this PR merged in, `group_head` (see [`crate::review::merge_queue`]); or
+    /// "Re-run" was pressed on Parley's check there.
     MergeGroup {
         repo: RepoRef,
         number: u64,
-        pr_head: String,
         group_head: String,
     },
     /// A PR was closed, merged or not (feeds acceptance statistics later).

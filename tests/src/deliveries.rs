@@ -97,16 +97,17 @@ pub fn review_job(
 }
 
 /// `merge_group.checks_requested` for the merge queue's commit `group_head`, testing PR
-/// `number` at `pr_head` on `main`. The corpus has no example of this event: its fields
-/// are GitHub's documented ones, around the repository and sender of the
-/// `pull_request.opened` example.
-pub fn merge_group(source: &Source, number: u64, pr_head: &str, group_head: &str) -> Value {
+/// `number` on `main`. The corpus has no example of this event: its fields are GitHub's
+/// documented ones, around the repository and sender of the `pull_request.opened`
+/// example. The branch names the commit the group is built on (`base_sha`), as GitHub's
+/// do, not the PR's head.
+pub fn merge_group(source: &Source, number: u64, group_head: &str) -> Value {
     let mut payload = crate::webhook_example("pull_request", "opened.payload.json");
     source.stamp(&mut payload);
     payload["action"] = "checks_requested".into();
     payload["merge_group"] = json!({
         "head_sha": group_head,
-        "head_ref": format!("refs/heads/gh-readonly-queue/main/pr-{number}-{pr_head}"),
+        "head_ref": format!("refs/heads/gh-readonly-queue/main/pr-{number}-{}", crate::rig::BASE),
         "base_sha": crate::rig::BASE,
         "base_ref": "refs/heads/main",
         "head_commit": { "id": group_head, "tree_id": group_head, "message": format!("Merge pull request #{number}") },

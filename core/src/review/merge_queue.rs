@@ -12,32 +12,40 @@
 //! `gate.incomplete` says, and a head no review of Parley's has published is not
 //! reviewed (`neutral`, as its own check was, or `failure` while a blocking finding is
 //! open). Whoever queued the PR decides nothing.
+//!
+//! The queue asks once per commit and merges on what that commit's checks say, so a
+//! judgement of the PR's gate that comes later (a thread reopened while the PR waits, a
+//! manual review's blocking finding) is carried to the commits the queue is testing the
+//! PR on ([`carry`]), found by their branches' names; "Re-run" on the queue's check
+//! judges it again. Which head the queue merged in is read from the PR (a push takes a
+//! PR out of the queue), never from the branch name.
 
 use super::regate::{self, RegateCause, RegateError};
 use super::{gate, pr_url, repo_url, runs, summary};
 use crate::ports::JobError;
-use crate::ports::github::RepoScope;
+use crate::ports::github::{CheckConclusion, CheckRunOutput, PullRequest, RepoScope};
 use crate::services::Services;
+
+/// The branches of GitHub's merge queue, under `refs/heads/`.
+const QUEUE_BRANCHES: &str = "gh-readonly-queue/";
 
 /// A merge queue's commit for one PR (see [`crate::job::BookkeepingEvent::MergeGroup`]).
 pub struct Group<'a> {
     pub number: u64,
-    /// The PR's head the commit merges.
-    pub pr_head: &'a str,
     /// The commit the queue asks the checks of.
     pub group_head: &'a str,
 }
 
-/// The PR, and its head, a merge queue's branch tests: GitHub names it
-/// `gh-readonly-queue/{base}/pr-{number}-{head sha}` (under `refs/heads/` in the event).
-/// The base may hold slashes; the last part names the PR. `None` for any other branch.
-pub fn queued_pr(head_ref: &str) -> Option<(u64, &str)> {
+/// The PR a merge queue's branch tests: GitHub names it
+/// `gh-readonly-queue/{base}/pr-{number}-{sha}` (under `refs/heads/` in the event), the
+/// commit there being one of the queue's, not the PR's head. The base may hold slashes;
+/// the last part names the PR. `None` for any other branch.
+pub fn queued_pr(head_ref: &str) -> Option<u64> {
     let queue = head_ref.strip_prefix("refs/heads/").unwrap_or(head_ref);
-    let (_, last) = queue.strip_prefix("gh-readonly-queue/")?.rsplit_once('/')?;
-    let (number, sha) = last.strip_prefix("pr-")?.split_once('-')?;
-    let number = number.parse().ok().filter(|n| *n > 0)?;
-    let is_sha = sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit());
-    is_sha.then_some((number, sha))
+    let (_, last) = queue.strip_prefix(QUEUE_BRANCHES)?.rsplit_once('/')?;
+    let named = last.strip_prefix("pr-")?;
+    let number = named.split_once('-').map_or(named, |(number, _)| number);
+    number.parse().ok().filter(|n| *n > 0)
 }
 
 /// Conclude "Parley review" on the queue's commit for `group` as the PR's gate stands.
@@ -51,10 +59,11 @@ pub async fn conclude(
     let github = services.github.as_ref();
     let repo = scope.tenant().repo;
     let pr = github.get_pull_request(scope, group.number).await?;
+    let pr_head = pr.head.sha.as_str();
     let loaded = services.config.for_pull(scope, &pr).await;
     let config = &loaded.config;
     let cause = RegateCause::MergeGroup;
-    let judged = regate::judged(services, scope, &pr, group.pr_head, config, cause).await;
+    let judged = regate::judged(services, scope, &pr, pr_head, config, cause).await;
     let (conclusion, output) = match judged.map_err(regate_error)? {
         Some(judged) => judged,
         None => {
@@ -65,7 +74,7 @@ pub async fn conclude(
                 .map_err(|err| JobError::Transient(err.to_string()))?;
             let reason = format!(
                 "no review of this PR's head `{}` by Parley has published (skipped, failed or not run yet), so the merge queue's commit for it is not reviewed either",
-                summary::short(group.pr_head)
+                summary::short(pr_head)
             );
             let repo_url = repo_url(&pr, &scope.full_name());
             let verdict = gate::Verdict::Skipped {
@@ -81,8 +90,48 @@ pub async fn conclude(
     };
     let key = runs::claim_key(&repo, group.number, group.group_head);
     gate::publish(github, scope, group.group_head, &key, conclusion, output).await?;
-    tracing::info!(%repo, number = group.number, pr_head = %group.pr_head, group_head = %group.group_head, ?conclusion, "merge queue's commit judged by the PR's gate");
+    tracing::info!(%repo, number = group.number, %pr_head, group_head = %group.group_head, ?conclusion, "merge queue's commit judged by the PR's gate");
     Ok(())
+}
+
+/// Conclude on each commit the merge queue is testing `pr` on what the PR's gate was just
+/// judged to be (see [`regate`]), so that the queue does not merge on an older judgement.
+/// Fails open as a regate does: trouble leaves those checks as they were and is logged.
+pub(super) async fn carry(
+    services: &Services,
+    scope: &RepoScope,
+    pr: &PullRequest,
+    conclusion: CheckConclusion,
+    output: &CheckRunOutput,
+) {
+    let github = services.github.as_ref();
+    let repo = scope.tenant().repo;
+    let prefix = format!(
+        "heads/{QUEUE_BRANCHES}{}/pr-{}-",
+        pr.base.ref_name, pr.number
+    );
+    let queued = match github.list_matching_refs(scope, &prefix).await {
+        Ok(queued) => queued,
+        Err(err) => {
+            tracing::warn!(%repo, number = pr.number, error = %err, "could not look for the merge queue's commits for the PR; a check there stands as it was");
+            return;
+        }
+    };
+    for group in queued
+        .iter()
+        .filter(|group| queued_pr(&group.name) == Some(pr.number))
+    {
+        let sha = &group.object.sha;
+        let key = runs::claim_key(&repo, pr.number, sha);
+        match gate::publish(github, scope, sha, &key, conclusion, output.clone()).await {
+            Ok(_) => {
+                tracing::info!(%repo, number = pr.number, group_head = %sha, ?conclusion, "the PR's gate carried to the merge queue's commit")
+            }
+            Err(err) => {
+                tracing::warn!(%repo, number = pr.number, group_head = %sha, error = %err, "could not carry the PR's gate to the merge queue's commit; its check stands as it was")
+            }
+        }
+    }
 }
 
 fn regate_error(err: RegateError) -> JobError {
@@ -97,25 +146,26 @@ mod tests {
     use super::queued_pr;
 
     #[test]
-    fn a_queue_branch_names_its_pr_and_head() {
+    fn a_queue_branch_names_its_pr() {
         let sha = "0123456789abcdef0123456789abcdef01234567";
         let named = |base: &str| format!("refs/heads/gh-readonly-queue/{base}/pr-42-{sha}");
-        assert_eq!(queued_pr(&named("main")), Some((42, sha)));
+        assert_eq!(queued_pr(&named("main")), Some(42));
         assert_eq!(
             queued_pr(&named("release/1.0")),
-            Some((42, sha)),
+            Some(42),
             "a base with slashes"
         );
         assert_eq!(
             queued_pr(&format!("gh-readonly-queue/main/pr-7-{sha}")),
-            Some((7, sha))
+            Some(7)
         );
+        assert_eq!(queued_pr("refs/heads/gh-readonly-queue/main/pr-7"), Some(7));
         for other in [
             format!("refs/heads/feature/pr-42-{sha}"),
             format!("refs/heads/gh-readonly-queue/main/pr-0-{sha}"),
             format!("refs/heads/gh-readonly-queue/main/pr-x-{sha}"),
-            "refs/heads/gh-readonly-queue/main/pr-42-abc".to_string(),
             format!("refs/heads/gh-readonly-queue/pr-42-{sha}"),
+            format!("refs/heads/gh-readonly-queue/main/42-{sha}"),
         ] {
             assert_eq!(queued_pr(&other), None, "{other}");
         }

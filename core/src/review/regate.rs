@@ -10,6 +10,9 @@
 //! again: a new completed check of the same name, because GitHub never reopens a
 //! completed check and branch protection reads the newest one.
 //!
+//! What is concluded on the head is concluded too on the commits GitHub's merge queue
+//! is testing the PR on ([`merge_queue::carry`]), which the queue merges on.
+//!
 //! Only a head whose automatic review has published is judged here: before that, the
 //! review in progress (or the one still to come) concludes the gate with the findings as
 //! they are then. Fail open for this extra step: any trouble leaves the previous check
@@ -21,7 +24,7 @@ use crate::ports::StoreError;
 use crate::ports::github::{CheckConclusion, CheckRunOutput, GitHubError, PullRequest, RepoScope};
 use crate::review::gate;
 pub use crate::review::gate::RegateCause;
-use crate::review::{pr_url, repo_url, runs};
+use crate::review::{merge_queue, pr_url, repo_url, runs};
 use crate::services::Services;
 
 /// What a re-evaluation did.
@@ -169,7 +172,8 @@ async fn try_regate(
         )));
     };
     let key = runs::claim_key(&repo, number, &head_sha);
-    gate::publish(github, scope, &head_sha, &key, conclusion, output).await?;
+    gate::publish(github, scope, &head_sha, &key, conclusion, output.clone()).await?;
+    merge_queue::carry(services, scope, &pr, conclusion, &output).await;
     Ok(Regated::Concluded(conclusion))
 }
 

@@ -254,7 +254,17 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
     let check = event.check;
     let external_id = check.external_id.as_ref().map(Text::as_str);
     let rerun_of = match check.name.as_ref().map(Text::as_str) {
-        Some(gate::CHECK_NAME) => None,
+        Some(gate::CHECK_NAME) => match check.branch().and_then(merge_queue::queued_pr) {
+            Some(number) => {
+                return Ok(merge_group_job(
+                    meta,
+                    &event.repository,
+                    number,
+                    check.head_sha,
+                ));
+            }
+            None => None,
+        },
         Some(gate::MANUAL_CHECK_NAME) => match external_id.and_then(runs::run_key_of_check) {
             Some(key) if runs::is_manual_key(key) => Some(key.to_string()),
             _ => {
@@ -312,6 +322,14 @@ fn check_run_requested_action<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) 
 fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     let event: CheckEvent<'de> = payload.decode()?;
     let suite = event.check;
+    if let Some(number) = suite.branch().and_then(merge_queue::queued_pr) {
+        return Ok(merge_group_job(
+            meta,
+            &event.repository,
+            number,
+            suite.head_sha,
+        ));
+    }
     let Some(pr) = suite.pull_requests.first() else {
         return Ok(Normalised::Ignored(format!(
             "check suite {} names no pull request (a fork's: re-run its check instead)",
@@ -633,21 +651,37 @@ fn job(job: Job) -> Normalised {
 fn merge_group<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     let event: MergeGroupEvent<'de> = payload.decode()?;
     let group = event.merge_group;
-    let Some((number, pr_head)) = merge_queue::queued_pr(group.head_ref.as_str()) else {
+    let Some(number) = merge_queue::queued_pr(group.head_ref.as_str()) else {
         return Ok(Normalised::Ignored(format!(
             "merge group branch {} names no pull request",
             group.head_ref.as_str()
         )));
     };
-    Ok(bookkeeping(
+    Ok(merge_group_job(
+        meta,
+        &event.repository,
+        number,
+        group.head_sha,
+    ))
+}
+
+/// Judge the merge queue's commit `group_head` for PR `number`: the queue asked, or
+/// "Re-run" was pressed on Parley's check there (GitHub names the queue's branch on it,
+/// not the PR; judging again loosens nothing, so who pressed it decides nothing).
+fn merge_group_job(
+    meta: &Meta<'_>,
+    repository: &Repository<'_>,
+    number: u64,
+    group_head: Text<'_>,
+) -> Normalised {
+    bookkeeping(
         meta,
         BookkeepingEvent::MergeGroup {
-            repo: repo_ref(&event.repository),
+            repo: repo_ref(repository),
             number,
-            pr_head: pr_head.to_string(),
-            group_head: group.head_sha.into_string(),
+            group_head: group_head.into_string(),
         },
-    ))
+    )
 }
 
 fn bookkeeping(meta: &Meta<'_>, event: BookkeepingEvent) -> Normalised {
@@ -949,18 +983,12 @@ mod tests {
             panic!("not bookkeeping");
         };
         let BookkeepingEvent::MergeGroup {
-            number,
-            pr_head,
-            group_head,
-            ..
+            number, group_head, ..
         } = job.event
         else {
             panic!("not a merge group: {:?}", job.event);
         };
-        assert_eq!(
-            (number, pr_head.as_str(), group_head.as_str()),
-            (42, sha, "9a9a")
-        );
+        assert_eq!((number, group_head.as_str()), (42, "9a9a"));
         payload["merge_group"]["head_ref"] = "refs/heads/some-branch".into();
         let said = normalise("merge_group", "d", &payload, &ctx());
         assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
@@ -971,6 +999,35 @@ mod tests {
         payload["merge_group"] = "main".into();
         let said = normalise("merge_group", "d", &payload, &ctx());
         assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
+    }
+
+    /// "Re-run all checks" on the merge queue's commit (GitHub names no PR there) judges
+    /// that commit again for the PR its branch names; on any other branch it stays a
+    /// re-run of the PR GitHub names, and with none it is ignored.
+    #[test]
+    fn rerunning_the_suite_of_a_queue_commit_judges_it_again() {
+        let mut payload: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../shared/corpora/webhooks/check_suite/rerequested.payload.json"
+        ))
+        .unwrap_or_default();
+        payload["installation"] = serde_json::json!({"id": 9});
+        payload["check_suite"]["head_sha"] = "9a9a".into();
+        payload["check_suite"]["pull_requests"] = serde_json::json!([]);
+        let said = normalise("check_suite", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
+        payload["check_suite"]["head_branch"] =
+            "gh-readonly-queue/main/pr-42-0123456789abcdef0123456789abcdef01234567".into();
+        let Normalised::Job(job) = normalise("check_suite", "d", &payload, &ctx()) else {
+            panic!("not a job");
+        };
+        let Job::Bookkeeping(job) = *job else {
+            panic!("not bookkeeping: {job:?}");
+        };
+        assert!(
+            matches!(&job.event, BookkeepingEvent::MergeGroup { number: 42, group_head, .. } if group_head == "9a9a"),
+            "{:?}",
+            job.event
+        );
     }
 
     /// A PR moved to another base is reviewed against it; a title or body edited is not

@@ -303,6 +303,30 @@ pub struct Check<'a> {
     /// The PRs whose head branch is in this repository (none for a fork's).
     #[serde(default)]
     pub pull_requests: Vec<PullRequestNumber>,
+    /// A suite's branch. GitHub names no PR on the merge queue's commits; their branch
+    /// does.
+    #[serde(default, borrow)]
+    pub head_branch: Option<Text<'a>>,
+    /// A run's suite, which names the run's branch.
+    #[serde(default, borrow)]
+    pub check_suite: Option<CheckSuite<'a>>,
+}
+
+impl Check<'_> {
+    /// The branch the checked commit was pushed to, when GitHub names it.
+    pub fn branch(&self) -> Option<&str> {
+        let suite = self
+            .check_suite
+            .as_ref()
+            .and_then(|s| s.head_branch.as_ref());
+        self.head_branch.as_ref().or(suite).map(Text::as_str)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CheckSuite<'a> {
+    #[serde(default, borrow)]
+    pub head_branch: Option<Text<'a>>,
 }
 
 #[derive(Debug, Deserialize)]

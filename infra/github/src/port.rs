@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use parley_core::ports::github::{
     App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, DeliveryPage,
     FileContent, GitHub, GitHubError, IssueComment, Listing, NewCheckRun, NewReview,
-    NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, RepoScope,
-    Review, ReviewComment, ReviewThread, ReviewerRequest,
+    NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, Reference,
+    RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
 };
 use time::OffsetDateTime;
 
@@ -214,6 +214,14 @@ impl GitHub for GitHubClient {
         max_bytes: u64,
     ) -> Result<Vec<u8>, GitHubError> {
         contents::tarball(self, repo, sha, max_bytes).await
+    }
+
+    async fn list_matching_refs(
+        &self,
+        repo: &RepoScope,
+        prefix: &str,
+    ) -> Result<Vec<Reference>, GitHubError> {
+        contents::matching_refs(self, repo, prefix).await
     }
 
     async fn get_collaborator_permission(

@@ -233,6 +233,24 @@ impl FakeGitHub {
         }
     }
 
+    /// Branch `name` (under `refs/heads/`) at `sha`, as `git/matching-refs` lists it.
+    pub fn set_branch(&self, repo: &str, name: &str, sha: &str) {
+        let name = format!("refs/heads/{name}");
+        let mut state = self.state();
+        state
+            .refs
+            .retain(|(on, held, _)| !(on == repo && *held == name));
+        state.refs.push((repo.to_string(), name, sha.to_string()));
+    }
+
+    /// Branch `name` deleted (the merge queue takes its branch away when it is done).
+    pub fn delete_branch(&self, repo: &str, name: &str) {
+        let name = format!("refs/heads/{name}");
+        self.state()
+            .refs
+            .retain(|(on, held, _)| !(on == repo && *held == name));
+    }
+
     /// The answer to `GET /repos/{repo}/compare/{base}...{head}`: `(filename, status, patch)`.
     pub fn set_compare(&self, repo: &str, base: &str, head: &str, files: &[(&str, &str, &str)]) {
         let files: Vec<Value> = files

@@ -434,6 +434,24 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
             });
             paginated(path, query, items)
         }
+        ["git", "matching-refs", prefix @ ..] => {
+            // GitHub's documented `git-ref` shape; an unmatched prefix is an empty list.
+            let prefix = format!("refs/{}", prefix.join("/"));
+            let refs: Vec<Value> = s
+                .refs
+                .iter()
+                .filter(|(on, name, _)| on == repo && name.starts_with(&prefix))
+                .map(|(_, name, sha)| {
+                    json!({
+                        "ref": name,
+                        "node_id": "MDM6UmVmcmVmcy9oZWFkcy9mZWF0dXJlQQ==",
+                        "url": format!("https://api.github.com/repos/{repo}/git/{name}"),
+                        "object": { "type": "commit", "sha": sha, "url": format!("https://api.github.com/repos/{repo}/git/commits/{sha}") },
+                    })
+                })
+                .collect();
+            ok(Value::Array(refs))
+        }
         ["compare", basehead] => match s.compares.get(&(repo.to_string(), basehead.to_string())) {
             Some(body) => ok(body.clone()),
             None => not_found(),

@@ -102,6 +102,8 @@ pub(super) struct State {
     pub(super) pulls: HashMap<(String, u64), Value>,
     pub(super) files: HashMap<(String, u64), Vec<Value>>,
     pub(super) compares: HashMap<(String, String), Value>,
+    /// `(repo, refs/heads/…, sha)`: the branches `git/matching-refs` lists.
+    pub(super) refs: Vec<(String, String, String)>,
     pub(super) review_comments: Vec<(String, u64, Value)>,
     pub(super) issue_comments: Vec<(String, u64, Value)>,
     pub(super) reviews: Vec<(String, u64, Value)>,

@@ -15,13 +15,20 @@ parley_tests::review_on_both_stores!(
     an_open_blocking_finding_fails_the_queue_commit,
     a_head_never_reviewed_is_not_reviewed_on_the_queue_commit,
     github_trouble_fails_the_job_for_the_queue_to_try_again,
+    a_finding_reopened_while_queued_fails_the_queue_commit,
+    rerun_on_the_queue_commit_judges_it_again,
 );
 
 /// The merge queue's commit for PR #42 at HEAD.
 const GROUP: &str = "9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a";
 
+/// The queue's branch for PR #42: it names the commit the group is built on.
+fn queue_branch(number: u64) -> String {
+    format!("gh-readonly-queue/main/pr-{number}-{BASE}")
+}
+
 fn queued() -> Job {
-    let payload = deliveries::merge_group(&source(), PR, HEAD, GROUP);
+    let payload = deliveries::merge_group(&source(), PR, GROUP);
     deliveries::job("merge_group", "mq-1", &payload)
 }
 
@@ -103,4 +110,68 @@ async fn github_trouble_fails_the_job_for_the_queue_to_try_again(h: ReviewHarnes
     assert!(h.gate_checks(GROUP).is_empty());
     h.github.clear_injected();
     assert_eq!(queue_judged(&h).await["conclusion"], "success", "the retry");
+}
+
+/// The queue merges on its own commit's check, which said `success` when it asked: a
+/// thread reopened while the PR waits there fails that commit too (and only the commits
+/// the queue tests this PR on), so the queue drops the PR rather than merge it.
+async fn a_finding_reopened_while_queued_fails_the_queue_commit(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let root = finding.comment_id.expect("posted inline");
+    let talk = h.conversation();
+    talk.handle(thread_job(root, true, "t-1"))
+        .await
+        .expect("the thread resolved");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    h.github.set_branch(REPO, &queue_branch(PR), GROUP);
+    assert_eq!(queue_judged(&h).await["conclusion"], "success");
+    let other = "7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b";
+    h.github.set_branch(REPO, &queue_branch(420), other);
+
+    talk.handle(thread_job(root, false, "t-2"))
+        .await
+        .expect("the thread reopened");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    let checks = h.gate_checks(GROUP);
+    assert_eq!(checks.len(), 2, "{checks:#?}");
+    assert_eq!(checks[1]["conclusion"], "failure", "{checks:#?}");
+    parley_tests::expect::says_all(&checks[1]["output"].to_string(), &[SQL_TITLE]);
+    assert!(h.gate_checks(other).is_empty(), "another PR's queue commit");
+
+    // Out of the queue (its branch gone), nothing is carried.
+    h.github.delete_branch(REPO, &queue_branch(PR));
+    talk.handle(thread_job(root, true, "t-3"))
+        .await
+        .expect("the thread resolved again");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    assert_eq!(h.gate_checks(GROUP).len(), 2);
+}
+
+/// "Re-run" on Parley's check on the queue's commit judges that commit again as the PR's
+/// gate stands (GitHub names the queue's branch, not the PR, on that check).
+async fn rerun_on_the_queue_commit_judges_it_again(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let gate = queue_judged(&h).await;
+    assert_eq!(gate["conclusion"], "failure");
+    let talk = h.conversation();
+    talk.handle(thread_job(finding.comment_id.expect("inline"), true, "t-1"))
+        .await
+        .expect("the thread resolved");
+    let mut payload = parley_tests::webhook_example("check_run", "rerequested.payload.json");
+    source().stamp(&mut payload);
+    payload["check_run"]["name"] = "Parley review".into();
+    payload["check_run"]["head_sha"] = GROUP.into();
+    payload["check_run"]["external_id"] = gate["external_id"].clone();
+    payload["check_run"]["pull_requests"] = serde_json::json!([]);
+    payload["check_run"]["check_suite"]["head_branch"] = queue_branch(PR).into();
+    payload["check_run"]["check_suite"]["head_sha"] = GROUP.into();
+    let job = deliveries::job("check_run", "rr-1", &payload);
+    assert!(
+        matches!(&job, Job::Bookkeeping(_)),
+        "a re-run on the queue's commit is the queue's: {job:?}"
+    );
+    talk.handle(job).await.expect("judged again");
+    let checks = h.gate_checks(GROUP);
+    assert_eq!(checks.len(), 2, "{checks:#?}");
+    assert_eq!(checks[1]["conclusion"], "success", "{checks:#?}");
 }

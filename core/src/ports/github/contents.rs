@@ -1,4 +1,4 @@
-//! Files read at a ref.
+//! Files read at a ref, and the refs themselves.
 
 /// A file read at a ref, already base64-decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,4 +15,18 @@ impl FileContent {
     pub fn text(&self) -> Option<&str> {
         std::str::from_utf8(&self.bytes).ok()
     }
+}
+
+/// A branch or tag and the commit it points at (`GET /repos/{o}/{r}/git/matching-refs/…`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct Reference {
+    /// The full name, `refs/heads/…`.
+    #[serde(rename = "ref")]
+    pub name: String,
+    pub object: ReferenceTarget,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct ReferenceTarget {
+    pub sha: String,
 }

@@ -234,6 +234,15 @@ pub trait GitHub: Send + Sync {
         git_ref: &str,
     ) -> Result<Option<FileContent>, GitHubError>;
 
+    /// The branches and tags whose names start with `prefix` (`heads/…` or `tags/…`;
+    /// `GET /repos/{owner}/{repo}/git/matching-refs/{prefix}`, one unpaged list); none is
+    /// an empty list, not an error.
+    async fn list_matching_refs(
+        &self,
+        repo: &RepoScope,
+        prefix: &str,
+    ) -> Result<Vec<Reference>, GitHubError>;
+
     async fn get_collaborator_permission(
         &self,
         repo: &RepoScope,

@@ -1,10 +1,11 @@
-//! Files at a ref: guideline files and `.parley.yml`, always read from the base branch.
+//! Files at a ref (guideline files and `.parley.yml`, always read from the base branch),
+//! the tarball a review reads the code from, and the branches under a prefix.
 
 use super::pulls::auth;
 use crate::client::GitHubClient;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use parley_core::ports::github::{FileContent, GitHubError, RepoScope};
+use parley_core::ports::github::{FileContent, GitHubError, Reference, RepoScope};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -123,6 +124,20 @@ pub(crate) fn decode_base64(content: &str) -> Result<Vec<u8>, base64::DecodeErro
         .filter(|c| !c.is_ascii_whitespace())
         .collect();
     STANDARD.decode(compact)
+}
+
+/// `GET /repos/{o}/{r}/git/matching-refs/{prefix}`: each `/` of the prefix is a path
+/// separator (a branch named `release/1.0` stays two segments), so the prefix is pushed
+/// segment by segment rather than escaped as one.
+pub(crate) async fn matching_refs(
+    client: &GitHubClient,
+    repo: &RepoScope,
+    prefix: &str,
+) -> Result<Vec<Reference>, GitHubError> {
+    let mut path = vec!["git", "matching-refs"];
+    path.extend(prefix.split('/'));
+    let url = client.base.repo_url(repo, &path)?;
+    client.get_json(auth(repo), url).await
 }
 
 #[cfg(test)]

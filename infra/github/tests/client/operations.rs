@@ -98,6 +98,47 @@ async fn compare_commits() {
     assert_eq!(comparison.files[0].filename, "file1.txt");
 }
 
+/// A prefix's `/` are path separators (a base branch `release/1.0` stays two segments,
+/// not `%2F`), and a prefix nothing matches is an empty list.
+#[tokio::test]
+async fn matching_refs_by_prefix() {
+    // The corpus holds no git-ref example; this follows the documented `git-ref` schema.
+    let fake = FakeGitHub::with_token().await;
+    let prefix = "heads/gh-readonly-queue/release/1.0/pr-42-";
+    let path = format!("/repos/octo-org/hello-world/git/matching-refs/{prefix}");
+    let name = "refs/heads/gh-readonly-queue/release/1.0/pr-42-aaa";
+    fake.on(
+        Method::GET,
+        &path,
+        Canned::json(
+            200,
+            &json!([{
+                "ref": name, "node_id": "MDM6UmVm",
+                "url": "https://api.github.com/repos/octo-org/hello-world/git/refs/heads/x",
+                "object": {"type": "commit", "sha": "bbb", "url": "https://api.github.com/x"}
+            }]),
+        ),
+    );
+    let refs = client(&fake)
+        .list_matching_refs(&repo(), prefix)
+        .await
+        .unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(
+        (refs[0].name.as_str(), refs[0].object.sha.as_str()),
+        (name, "bbb")
+    );
+    assert_eq!(fake.requests_to(Method::GET, &path).len(), 1);
+
+    let none = "/repos/octo-org/hello-world/git/matching-refs/heads/nothing";
+    fake.on(Method::GET, none, Canned::json(200, &json!([])));
+    let refs = client(&fake)
+        .list_matching_refs(&repo(), "heads/nothing")
+        .await
+        .unwrap();
+    assert!(refs.is_empty());
+}
+
 #[tokio::test]
 async fn request_reviewers() {
     let fake = FakeGitHub::with_token().await;
