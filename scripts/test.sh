@@ -9,8 +9,9 @@
 # 3. cfn-lint and `sam validate` (plain and --lint) on template.yaml, offline. (That moto
 #    accepts the template's tables and queues as declared is a test: `parley tables create`
 #    in functions/parley/tests/operator.rs, and every emulated-Lambda scenario.)
-# 4. cargo fmt --check, cargo clippy -D warnings; the webhook's arm64 Lambda bootstrap
-#    (cargo-lambda, as `sam build` builds it) and its size budget; the grammars' parity
+# 4. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings; the webhook's
+#    arm64 Lambda bootstrap (cargo-lambda, as `sam build` builds it) and its size budget;
+#    the grammars' parity
 #    tests built for arm64 the same way and run under qemu-aarch64 (installed with apt-get
 #    when the script runs as root; where it cannot be, said in the log and passed over).
 # 5. The tests: doctests, then cargo nextest (installed if missing; with
@@ -73,6 +74,11 @@ cargo fmt --all --check
 
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+
+# The maintainers' docs (private items included): a link to something renamed or gone
+# fails here, not in a reader's browser.
+step "cargo doc --workspace --no-deps --document-private-items (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items
 
 # The deployed build, for one function: the full `sam build` (scripts/sam_build.sh, three
 # release builds with fat LTO) does not fit CI's time on 2 cores, so CI cross-compiles

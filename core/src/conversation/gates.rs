@@ -25,7 +25,7 @@ use std::time::Duration;
 /// worker's timeout is 180 s; jobs of one PR run one at a time), and short enough that a
 /// claim orphaned by a job that died (the sweep's, say, under another job's delivery id)
 /// frees the comment for its own job's retry within the hour, not in two weeks. Once the
-/// answer is posted, [`ANSWERED_TTL`]'s record says so instead.
+/// answer is posted, a record kept for [`RECORD_TTL`] says so instead.
 pub const REPLY_CLAIM_TTL: Duration = Duration::from_secs(30 * 60);
 
 /// How long records of what happened (a comment answered, a turn counted) are kept: far

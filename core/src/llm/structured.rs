@@ -55,7 +55,7 @@ pub struct JsonReply<T> {
 /// reused (each review pass has one), hence a value rather than a function's arguments.
 pub struct JsonOutput<T> {
     schema: SchemaSpec,
-    /// Sent to providers that constrain output to a schema (see [`LlmOptions::schema`]).
+    /// Sent to providers that constrain output to a schema (see [`crate::ports::llm::LlmOptions::schema`]).
     wire: Option<Arc<WireSchema>>,
     validator: Option<Box<Validator<T>>>,
     _type: PhantomData<fn() -> T>,

@@ -34,7 +34,7 @@ impl ReviewHandler {
 
     /// Conclude the head's check on what a published review found, then mark the run
     /// published with its review (`None`: a push with nothing new, which posts no review;
-    /// see [`Published::quiet`]). In this order: a failure in between retries the
+    /// see [`super::publish::quiet`]). In this order: a failure in between retries the
     /// conclusion, and a run is never published while its check still runs.
     pub(super) async fn conclude_published(
         &self,

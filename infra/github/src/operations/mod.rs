@@ -1,7 +1,7 @@
 //! The operations Parley needs, grouped by GitHub API area. Each is a free function over
 //! the client; `port.rs` maps the trait onto them.
 //!
-//! Every write names its [`Replay`](crate::retry::Replay) class where it is made, so the
+//! Every write names its [`Replay`] class where it is made, so the
 //! "no duplicate comments" rule can be checked operation by operation.
 
 pub(crate) mod app;

@@ -3,7 +3,7 @@
 //! The SAM template declares the same tables; this module is the copy used by tests and
 //! local development against an emulator. Changing a key here without changing
 //! `template.yaml` would make the deployed tables reject every write, so the schema is
-//! spelled out once, in [`SPECS`].
+//! spelled out once, in [`specs`].
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::client::Waiters;
