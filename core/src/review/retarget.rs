@@ -12,8 +12,9 @@
 //!   under a run of its own per base commit ([`runs::retarget_key`]; moving the PR back
 //!   and forth reviews each base once), unless the head's own review would be skipped
 //!   against the new base (`review.baseBranches`, a skipped author or label). It reads
-//!   what the move brings into the diff, not what the head's review read already nor
-//!   what the new base already holds (`ReviewHandler::against_a_new_base`, in `scope`).
+//!   what the move brings into the diff, not what the head's review read already (when
+//!   it read all of it) nor what the new base already holds
+//!   (`ReviewHandler::against_a_new_base`, in `scope`).
 //!   What it finds is the PR's like any review's, and the head's gate is judged again
 //!   from the PR's open findings ([`super::regate`]).
 //!
@@ -54,6 +55,9 @@ impl ReviewHandler {
             }
             let key = runs::retarget_key(&job.head_sha, &pr.base.sha);
             tracing::info!(%repo, number = job.number, head = %job.head_sha, base = %pr.base.ref_name, "base changed after the head was reviewed: a full review against the new base");
+            let job = &self
+                .leaving_out_what_was_read(&scope, job, own, &runs)
+                .await;
             if let Err(err) = self.full_review_under(job, &pr, &key, &runs, attempt).await {
                 self.not_reviewed_against_the_new_base(&scope, job, &pr, &loaded.config)
                     .await;
@@ -68,6 +72,39 @@ impl ReviewHandler {
         let automatic = automatic_job(job, &pr, own, &runs);
         tracing::info!(%repo, number = job.number, head = %job.head_sha, base = %pr.base.ref_name, "base changed before the head was reviewed: its automatic review runs against the new base");
         Box::pin(self.review(&automatic, attempt)).await
+    }
+
+    /// The move's job as the review against the new base should take it: naming the base
+    /// the PR left (so that what the head's review read there is not read again) only
+    /// when that review read all of it. A head reviewed in part (a pass failed, files
+    /// left out) and not completed since, or one whose review cannot be found, has its
+    /// diff read whole against the new base; nothing it never read is counted as read.
+    async fn leaving_out_what_was_read(
+        &self,
+        scope: &RepoScope,
+        job: &ReviewJob,
+        own: Option<&ReviewRun>,
+        runs: &[ReviewRun],
+    ) -> ReviewJob {
+        let github = self.services.github.as_ref();
+        let complete = async {
+            let Some(run) = own else { return Ok(false) };
+            let parley = self.services.identity.handles(github, false).await?;
+            let partial = runs::head_partial(github, scope, job.number, run, runs, &parley);
+            Ok::<_, ReviewError>(partial.await? == Some(false))
+        };
+        match complete.await {
+            Ok(true) => job.clone(),
+            outcome => {
+                if let Err(err) = outcome {
+                    tracing::warn!(repo = %scope.full_name(), number = job.number, error = %err, "cannot tell whether the head's review read all of it: its diff is read whole against the new base");
+                }
+                ReviewJob {
+                    moved_from: None,
+                    ..job.clone()
+                }
+            }
+        }
     }
 
     /// The head's check while its review against the new base fails: not the verdict

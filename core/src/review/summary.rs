@@ -150,6 +150,10 @@ impl Narrowed {
         match self {
             Narrowed::ForcePush => " after a force-push".to_string(),
             Narrowed::NewBase {
+                reviewed_before: 0,
+                already_on_base: 0,
+            } => " after a move to another base".to_string(),
+            Narrowed::NewBase {
                 reviewed_before,
                 already_on_base,
             } => format!(
@@ -369,6 +373,12 @@ impl Summary<'_> {
                 "- After a force-push: the files whose changes differ from those reviewed at `{}`, each whole\n",
                 short(self.framing.base_sha)
             )),
+            Some(Narrowed::NewBase {
+                reviewed_before: 0,
+                already_on_base: 0,
+            }) => out.push_str(
+                "- After the move to another base: the files whose changes it brings, each whole\n",
+            ),
             Some(Narrowed::NewBase {
                 reviewed_before,
                 already_on_base,

@@ -371,7 +371,12 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 ),
             };
             if !automatic {
-                summary.push_str(" was requested by hand; manual reviews advise and never block.");
+                // A manual review, or one of what a move to another base brings.
+                summary.push_str(if review_url.is_some() {
+                    " is not the head's automatic review: this check never blocks, and what it finds counts on the **Parley review** check."
+                } else {
+                    " This check never blocks, and what a review finds counts on the **Parley review** check."
+                });
             }
             if *partial {
                 summary.push_str(PARTIAL);
@@ -884,6 +889,23 @@ mod tests {
             *earlier_open = open.clone();
         }
         assert_eq!(conclude(&manual, &gate).0, CheckConclusion::Neutral);
+        // And says so in sentences, posted or quiet (a move's review with nothing new).
+        if let Verdict::Reviewed {
+            earlier_open,
+            review_url,
+            ..
+        } = &mut manual
+        {
+            earlier_open.clear();
+            *review_url = None;
+        }
+        let said = conclude(&manual, &gate).1.summary;
+        assert!(
+            said.ends_with(
+                "stand. This check never blocks, and what a review finds counts on the **Parley review** check."
+            ),
+            "{said}"
+        );
     }
 
     /// A push whose only change is one no review reads stays quiet: the check must not
