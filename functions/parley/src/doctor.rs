@@ -5,7 +5,8 @@
 //! reads the store — so an OK means it works, not merely that a variable is set. A WARN
 //! works with a limit worth knowing (a model that never calls tools); only a FAIL fails.
 
-use parley_core::ports::github::{GitHub, RepoScope};
+use crate::manifest;
+use parley_core::ports::github::{App, GitHub, RepoScope};
 use parley_core::ports::llm::{LlmRequest, Message};
 use parley_core::repo::ConfigLoader;
 use parley_github::{GitHubClient, GitHubConfig};
@@ -87,15 +88,19 @@ pub async fn run(args: &DoctorArgs, env: &Env) -> ExitCode {
 pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     let mut checks = vec![webhook_secret(env).await];
     let (app, github) = app(env);
+    let mut setup = None;
     let app = match (app, &github) {
         (check, Some(client)) if check.status == Status::Ok => match client.get_app().await {
-            Ok(found) => ok(
-                "GitHub App",
-                format!(
-                    "GET /app as the App: {}",
-                    found.slug.unwrap_or_else(|| "(no slug)".into())
-                ),
-            ),
+            Ok(found) => {
+                setup = Some(app_setup(&found));
+                ok(
+                    "GitHub App",
+                    format!(
+                        "GET /app as the App: {}",
+                        found.slug.unwrap_or_else(|| "(no slug)".into())
+                    ),
+                )
+            }
             Err(err) => fail(
                 "GitHub App",
                 format!(
@@ -109,6 +114,7 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     };
     let app_ok = app.status == Status::Ok;
     checks.push(app);
+    checks.extend(setup);
     if let Some(client) = github.as_ref().filter(|_| app_ok) {
         checks.push(deliveries(client).await);
     }
@@ -117,6 +123,59 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     checks.extend(store_and_queue(env).await);
     checks.push(repo_config(args, github.filter(|_| app_ok)).await);
     checks
+}
+
+/// The permissions and events the App has against those Parley uses (the manifest's):
+/// an App created before Parley used one (merge queues, say) goes on without it, and what
+/// needs it silently never happens. Missing what reviews and answers need fails; missing
+/// what only merge queues or organisation-wide learnings need warns.
+fn app_setup(app: &App) -> Check {
+    const NAME: &str = "App permissions";
+    const OPTIONAL: [&str; 3] = ["merge_queues", "members", "merge_group"];
+    let level = |access: &str| match access {
+        "read" => 1,
+        "write" => 2,
+        "admin" => 3,
+        _ => 0,
+    };
+    let mut missing: Vec<(&str, String)> = manifest::PERMISSIONS
+        .iter()
+        .filter(|(name, access, _)| {
+            let has = app.permissions.get(*name).map_or(0, |held| level(held));
+            has < level(access)
+        })
+        .map(|(name, access, why)| (*name, format!("{name}: {access} ({why})")))
+        .collect();
+    missing.extend(
+        manifest::EVENTS
+            .iter()
+            .filter(|event| !app.events.iter().any(|held| held == *event))
+            .map(|event| (*event, format!("the {event} event"))),
+    );
+    if missing.is_empty() {
+        return ok(
+            NAME,
+            format!(
+                "every permission and event Parley uses ({} and {})",
+                manifest::PERMISSIONS.len(),
+                manifest::EVENTS.len()
+            ),
+        );
+    }
+    let detail = format!(
+        "the App lacks {}: add them in the App's settings (Permissions & events), then accept \
+         them on each installation",
+        missing
+            .iter()
+            .map(|(_, said)| said.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    if missing.iter().all(|(name, _)| OPTIONAL.contains(name)) {
+        warn(NAME, detail)
+    } else {
+        fail(NAME, detail)
+    }
 }
 
 /// What GitHub recorded of its latest deliveries to Parley: the sweep for lost deliveries

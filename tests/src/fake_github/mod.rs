@@ -84,6 +84,12 @@ impl FakeGitHub {
         s.personal_read_only = read_only;
     }
 
+    /// What `GET /app` says the App asks for (by default, all Parley's manifest does).
+    pub fn set_app_setup(&self, permissions: Value, events: &[&str]) {
+        let events = events.iter().map(|e| e.to_string()).collect();
+        self.state().app_setup = Some((permissions, events));
+    }
+
     pub fn set_app_slug(&self, slug: &str) {
         self.state().app_slug = slug.to_string();
     }

@@ -301,6 +301,18 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
             let mut app = example("apps__get-authenticated.200.default.json");
             app["slug"] = s.app_slug.clone().into();
             app["name"] = s.app_slug.clone().into();
+            let (permissions, events) = s.app_setup.clone().unwrap_or_else(|| {
+                // By default, all the manifest asks for.
+                use parley_cli::manifest::{EVENTS, PERMISSIONS};
+                let permissions = PERMISSIONS
+                    .iter()
+                    .map(|(name, access, _)| (name.to_string(), Value::from(*access)))
+                    .collect::<serde_json::Map<_, _>>();
+                let events = EVENTS.map(String::from).to_vec();
+                (Value::Object(permissions), events)
+            });
+            app["permissions"] = permissions;
+            app["events"] = events.into();
             ok(app)
         }
         ("POST", ["app", "installations", _, "access_tokens"]) => {

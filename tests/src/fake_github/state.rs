@@ -124,6 +124,9 @@ pub(super) struct State {
     /// `(method, path fragment, tripwire)`, checked in order.
     pub(super) tripwires: Vec<(String, String, Arc<Tripwire>)>,
     pub(super) app_slug: String,
+    /// What `GET /app` says the App asks for: `(permissions, events)`; `None`, what
+    /// Parley's manifest asks for.
+    pub(super) app_setup: Option<(Value, Vec<String>)>,
     /// A person's token this GitHub knows (`parley review` with `GITHUB_TOKEN`): any
     /// other bearer that is neither an installation token nor a JWT gets 401.
     pub(super) personal_token: Option<String>,

@@ -1273,6 +1273,7 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
     for line in [
         "webhook secret",
         "GitHub App",
+        "App permissions",
         "webhook deliveries",
         "installation token",
         "LLM",
@@ -1380,6 +1381,53 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("keeps no webhook delivery log"), "{row}");
     assert!(row.contains("PARLEY_REDELIVERY_MINUTES=0"), "{row}");
+
+    // An App made before Parley used merge queues: a warning naming what to add; one
+    // that cannot post reviews or checks fails.
+    let setup_row = |table: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with("App permissions"))
+            .unwrap_or_else(|| panic!("{table}"))
+            .to_string()
+    };
+    let older = serde_json::json!({
+        "pull_requests": "write", "issues": "write", "contents": "read", "checks": "write",
+        "metadata": "read", "members": "read",
+    });
+    let events: Vec<&str> = (parley_cli::manifest::EVENTS.into_iter())
+        .filter(|e| *e != "merge_group")
+        .collect();
+    rig.fakes.github.set_app_setup(older, &events);
+    let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
+    assert!(out.status.success(), "{}", stdout(&out));
+    parley_tests::expect::says_all(
+        &setup_row(&stdout(&out)),
+        &[
+            " WARN ",
+            "merge_queues: read",
+            "the merge_group event",
+            "accept",
+        ],
+    );
+    let read_only = serde_json::json!({
+        "pull_requests": "read", "issues": "write", "contents": "read", "metadata": "read",
+        "merge_queues": "read", "members": "read",
+    });
+    rig.fakes.github.set_app_setup(read_only, &events);
+    let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let row = setup_row(&stdout(&out));
+    parley_tests::expect::says_all(
+        &row,
+        &[
+            " FAIL ",
+            "pull_requests: write",
+            "checks: write",
+            "the merge_group event",
+        ],
+    );
+    assert!(!row.contains("issues: write"), "{row}");
 
     // The App not installed on the repository.
     let out = run(&rig, args(&["doctor", "octo-org/elsewhere"]), app_env()).await;

@@ -37,6 +37,13 @@ pub struct App {
     pub html_url: String,
     #[serde(default)]
     pub owner: Option<User>,
+    /// What the App asks installations for (`contents` → `read`, …): what `parley doctor`
+    /// holds against what Parley uses.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub permissions: std::collections::BTreeMap<String, String>,
+    /// The webhook events the App subscribes to.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub events: Vec<String>,
 }
 
 impl App {
