@@ -6,11 +6,13 @@
 
 pub mod deadline;
 mod describe;
+pub mod layers;
 mod read;
 pub mod schema;
 
 pub use deadline::{PassDeadline, PassDeadlineError};
 pub use describe::describe;
+pub use layers::{Layered, parse_layered};
 
 use crate::ports::Severity;
 use read::Reader;
@@ -338,7 +340,7 @@ impl Incomplete {
 pub fn known_keys() -> std::collections::BTreeSet<String> {
     let empty = serde_json::Value::Null;
     let mut reader = Reader::new(&empty);
-    read_all(&mut reader);
+    read_all(&mut reader, &RepoConfig::default());
     reader.known().clone()
 }
 
@@ -367,7 +369,13 @@ impl Default for RetrievalConfig {
 
 /// Parse `.parley.yml` text. Never fails: see the module docs.
 pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
-    let defaults = RepoConfig::default();
+    parse_over(text, &RepoConfig::default())
+}
+
+/// Parse `.parley.yml` text over `defaults` (Parley's own, or an organisation's; see
+/// [`layers`]): a key the text does not set, or sets to a value that is rejected, keeps
+/// the default's value. `explicit` holds the keys the text set.
+fn parse_over(text: &str, defaults: &RepoConfig) -> (RepoConfig, Vec<ConfigWarning>) {
     let value: serde_json::Value = if text.trim().is_empty() {
         serde_json::Value::Null
     } else {
@@ -376,14 +384,18 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
             Err(err) => {
                 let warning = ConfigWarning {
                     key: FILE_NAME.to_string(),
-                    message: format!("is not valid YAML ({err}); using defaults for everything"),
+                    message: format!("is not valid YAML ({err}); none of it is used"),
                 };
-                return (defaults, vec![warning]);
+                let config = RepoConfig {
+                    explicit: Default::default(),
+                    ..defaults.clone()
+                };
+                return (config, vec![warning]);
             }
         }
     };
     let mut r = Reader::new(&value);
-    let mut config = read_all(&mut r);
+    let mut config = read_all(&mut r, defaults);
     config.explicit = r.explicit();
     let warnings = r.finish();
     (config, warnings)
@@ -391,9 +403,7 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
 
 /// Read every setting (each with its default): one list of keys for parsing and for
 /// [`known_keys`].
-fn read_all(r: &mut Reader<'_>) -> RepoConfig {
-    let defaults = RepoConfig::default();
-    let d = &defaults;
+fn read_all(r: &mut Reader<'_>, d: &RepoConfig) -> RepoConfig {
     RepoConfig {
         mention: MentionConfig {
             allowed_users: r.strings("mention.allowedUsers", &d.mention.allowed_users),

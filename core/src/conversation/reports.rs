@@ -7,12 +7,13 @@
 use super::error::ConversationError;
 use super::snapshot::PrSnapshot;
 use super::teach::{Taught, Turn, summary_of};
-use crate::config::{ConfigWarning, RepoConfig};
+use crate::config::RepoConfig;
 use crate::learning::memory::{self, RepoMemory};
 use crate::learning::record::{Learning, LearningKind};
 use crate::learning::stats;
 use crate::mention::Handles;
 use crate::ports::github::Permission;
+use crate::repo::LoadedConfig;
 use time::OffsetDateTime;
 
 /// `learnings`: the active learnings, as a table.
@@ -247,26 +248,21 @@ pub fn render_budget(standing: &crate::budget::Standing) -> String {
 
 /// `configuration`: every setting in force and where it came from.
 pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>) -> String {
-    render_configuration(
-        &snap.config.config,
-        &snap.config.warnings,
-        memory,
-        &snap.handles,
-    )
+    render_configuration(&snap.config, memory, &snap.handles)
 }
 
 pub fn render_configuration(
-    config: &RepoConfig,
-    warnings: &[ConfigWarning],
+    loaded: &LoadedConfig,
     memory: Option<&RepoMemory>,
     parley: &Handles,
 ) -> String {
+    let (config, warnings) = (&loaded.config, &loaded.warnings);
     let mut out = String::from("| setting | value | from |\n|---|---|---|\n");
     for (key, value) in crate::config::describe(config) {
-        let mut from = if config.explicit.contains(&key) {
-            "`.parley.yml`".to_string()
-        } else {
-            "default".to_string()
+        let mut from = match &loaded.org {
+            Some(org) if loaded.from_org.contains(&key) => format!("`{org}` (organisation)"),
+            _ if config.explicit.contains(&key) => "`.parley.yml`".to_string(),
+            _ => "default".to_string(),
         };
         let mut value = value;
         if key == "review.minConfidence"

@@ -1,4 +1,5 @@
-//! What Parley reads about a repository before it speaks: its `.parley.yml`, its guideline
+//! What Parley reads about a repository before it speaks: its `.parley.yml` (over its
+//! organisation's, from `{owner}/.github`; see [`config::layers`]), its guideline
 //! files, which files it marks generated or vendored (`.gitattributes`), and who Parley
 //! itself is there.
 //!
@@ -13,7 +14,7 @@ pub use attributes::{Attributes, Marked, load_attributes};
 pub use guidelines::{GUIDELINE_FILES, Guideline, guideline_paths, load_guidelines};
 pub use identity::BotIdentity;
 
-use crate::config::{self, ConfigWarning, PassDeadline, RepoConfig};
+use crate::config::{self, ConfigWarning, PassDeadline, RepoConfig, layers};
 use crate::ports::github::{GitHub, PullRequest, RepoScope};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,10 +30,15 @@ pub struct LoadedConfig {
     pub warnings: Vec<ConfigWarning>,
     /// The branch it was read from.
     pub branch: String,
+    /// `owner/.github` when the organisation's `.parley.yml` was read under it.
+    pub org: Option<String>,
+    /// The keys the organisation's file set and the repository's did not.
+    pub from_org: std::collections::BTreeSet<String>,
 }
 
-/// Reads `.parley.yml` from the default branch, cached per repository for a few minutes
-/// so a burst of comments on one PR costs one contents call. The cache is per process and
+/// Reads `.parley.yml` from the default branch over the organisation's, cached per
+/// repository for a few minutes so a burst of comments on one PR costs one contents call
+/// for each. The cache is per process and
 /// holds only this: a warm Lambda never carries one tenant's settings into another's job
 /// because the key includes the installation.
 pub struct ConfigLoader {
@@ -70,52 +76,100 @@ impl ConfigLoader {
         self.load(scope, &default_branch(pr)).await
     }
 
-    /// The configuration read from `branch`. A read failure is not fatal: defaults apply
-    /// and a warning says the file could not be read (not cached, so the next job retries).
+    /// The configuration read from `branch`, over the organisation's defaults (see
+    /// [`config::layers`]). A read failure is not fatal: what could be read applies, a
+    /// warning says what could not (not cached, so the next job retries).
     pub async fn load(&self, scope: &RepoScope, branch: &str) -> Arc<LoadedConfig> {
         let key = (scope.installation_id, scope.full_name(), branch.to_string());
         if let Some(hit) = self.cached(&key) {
             return hit;
         }
-        let (loaded, cacheable) = match self
-            .github
-            .get_file_contents(scope, config::FILE_NAME, branch)
-            .await
-        {
-            Ok(None) => (parsed("", branch, self.deadline), true),
-            Ok(Some(file)) => match file.text() {
-                Some(text) => (parsed(text, branch, self.deadline), true),
-                None => (
-                    with_warning(
-                        branch,
-                        "is not UTF-8 text; using defaults".to_string(),
-                        self.deadline,
-                    ),
-                    true,
-                ),
-            },
-            Err(err) => {
-                tracing::warn!(repo = %scope.full_name(), error = %err, "could not read .parley.yml; using defaults");
-                (
-                    // Public text (reply footers, review summaries): what failed, not
-                    // the raw error, which names internal paths and GitHub's message.
-                    with_warning(
-                        branch,
-                        format!(
-                            "could not be read ({}); using defaults",
-                            err.public_reason()
-                        ),
-                        self.deadline,
-                    ),
-                    false,
-                )
+        let org_scope = RepoScope::new(scope.installation_id, &scope.owner, layers::ORG_REPO);
+        let org_label = org_scope.full_name();
+        let org = if scope.name == layers::ORG_REPO {
+            Read::Absent
+        } else {
+            // `HEAD`: that repository's default branch, whatever it is named.
+            self.read(&org_scope, "HEAD").await
+        };
+        let repo = self.read(scope, branch).await;
+
+        let mut cacheable = true;
+        let mut unread = Vec::new();
+        let org_text = match org {
+            Read::Absent => None,
+            Read::Found(text) => Some(text),
+            Read::Unreadable { why, retry } => {
+                cacheable &= !retry;
+                unread.push(ConfigWarning {
+                    key: format!("{org_label}/{}", config::FILE_NAME),
+                    message: format!("{why}; the organisation's settings are not applied"),
+                });
+                None
             }
         };
-        let loaded = Arc::new(loaded);
+        let repo_text = match repo {
+            Read::Absent => String::new(),
+            Read::Found(text) => text,
+            Read::Unreadable { why, retry } => {
+                cacheable &= !retry;
+                let using = match org_text {
+                    Some(_) => "the organisation's settings and defaults",
+                    None => "defaults",
+                };
+                unread.push(ConfigWarning {
+                    key: config::FILE_NAME.to_string(),
+                    message: format!("{why}; using {using}"),
+                });
+                String::new()
+            }
+        };
+        let layered = config::parse_layered(
+            org_text.as_deref().unwrap_or_default(),
+            &org_label,
+            &repo_text,
+        );
+        let (mut config, mut warnings) = (layered.config, unread);
+        warnings.extend(layered.warnings);
+        self.deadline.apply(&mut config, &mut warnings);
+        let loaded = Arc::new(LoadedConfig {
+            config,
+            warnings,
+            branch: branch.to_string(),
+            org: org_text.map(|_| org_label),
+            from_org: layered.from_org,
+        });
         if cacheable && let Ok(mut cache) = self.cache.lock() {
             cache.insert(key, (Instant::now(), loaded.clone()));
         }
         loaded
+    }
+
+    /// `.parley.yml` on `branch` of the repository `scope` names.
+    async fn read(&self, scope: &RepoScope, branch: &str) -> Read {
+        match self
+            .github
+            .get_file_contents(scope, config::FILE_NAME, branch)
+            .await
+        {
+            Ok(None) => Read::Absent,
+            Ok(Some(file)) => match file.text() {
+                Some(text) => Read::Found(text.to_string()),
+                None => Read::Unreadable {
+                    why: "is not UTF-8 text".to_string(),
+                    retry: false,
+                },
+            },
+            Err(err) => {
+                tracing::warn!(repo = %scope.full_name(), error = %err, "could not read .parley.yml");
+                // Public text (reply footers, review summaries): what failed, not the raw
+                // error, which names internal paths and GitHub's message.
+                Read::Unreadable {
+                    why: format!("could not be read ({})", err.public_reason()),
+                    retry: true,
+                }
+            }
+        }
     }
 
     fn cached(&self, key: &CacheKey) -> Option<Arc<LoadedConfig>> {
@@ -135,26 +189,13 @@ pub fn default_branch(pr: &PullRequest) -> String {
         .unwrap_or_else(|| pr.base.ref_name.clone())
 }
 
-fn parsed(text: &str, branch: &str, deadline: PassDeadline) -> LoadedConfig {
-    let (mut config, mut warnings) = config::parse(text);
-    deadline.apply(&mut config, &mut warnings);
-    LoadedConfig {
-        config,
-        warnings,
-        branch: branch.to_string(),
-    }
-}
-
-fn with_warning(branch: &str, message: String, deadline: PassDeadline) -> LoadedConfig {
-    let mut config = RepoConfig::default();
-    let mut warnings = vec![ConfigWarning {
-        key: config::FILE_NAME.to_string(),
-        message,
-    }];
-    deadline.apply(&mut config, &mut warnings);
-    LoadedConfig {
-        config,
-        warnings,
-        branch: branch.to_string(),
-    }
+/// What reading one `.parley.yml` found.
+enum Read {
+    Absent,
+    Found(String),
+    /// There but unusable (`why`, public text); `retry`: worth reading again soon.
+    Unreadable {
+        why: String,
+        retry: bool,
+    },
 }

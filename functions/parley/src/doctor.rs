@@ -448,7 +448,11 @@ async fn repo_config(args: &DoctorArgs, github: Option<Arc<GitHubClient>>) -> Ch
     let loader = ConfigLoader::new(github as Arc<dyn GitHub>, ConfigLoader::DEFAULT_TTL);
     let loaded = loader.load(&scope, "HEAD").await;
     if loaded.warnings.is_empty() {
-        ok(NAME, format!("{repo}: valid (or absent: defaults)"))
+        let over = match &loaded.org {
+            Some(org) => format!(", over {org}'s organisation settings"),
+            None => String::new(),
+        };
+        ok(NAME, format!("{repo}: valid (or absent: defaults){over}"))
     } else {
         let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
         fail(NAME, format!("{repo}: {}", warnings.join("; ")))

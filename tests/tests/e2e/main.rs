@@ -22,6 +22,7 @@ mod lambda_roles;
 mod learning;
 mod merge_queue;
 mod metrics;
+mod org_config;
 mod prompt_cache;
 mod redelivery;
 mod retrieval_e2e;

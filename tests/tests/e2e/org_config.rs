@@ -1,0 +1,82 @@
+//! An organisation's `.parley.yml` (in its `.github` repository) under each repository's
+//! own: the repository's keys win, the organisation's fill in the rest, and
+//! `@parley configuration` says which came from where.
+
+use parley_tests::review_harness::*;
+
+parley_tests::review_on_both_stores!(
+    the_organisations_settings_apply_where_the_repository_sets_none,
+    the_repositorys_settings_win_and_configuration_says_where_each_came_from,
+    an_organisation_file_github_will_not_give_is_said_and_read_again,
+);
+
+const ORG_SETTINGS: &str = "octo-org/.github";
+
+/// The organisation's file, on its `.github` repository's default branch.
+fn org_config(h: &ReviewHarness, yaml: &str) {
+    h.github.set_file(ORG_SETTINGS, "HEAD", ".parley.yml", yaml);
+}
+
+/// The organisation blocks only on critical findings and the repository says nothing of
+/// it: a high finding does not fail the gate.
+async fn the_organisations_settings_apply_where_the_repository_sets_none(h: ReviewHarness) {
+    org_config(&h, "gate:\n  blockOn: [critical]\n");
+    h.config("review:\n  maxInlineComments: 7\n");
+    let high = reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)]);
+    h.llm.answer_in_turn(SECURITY, &[&high]);
+    h.review_opened().await;
+    assert_eq!(h.findings().await.len(), 1);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+async fn the_repositorys_settings_win_and_configuration_says_where_each_came_from(
+    h: ReviewHarness,
+) {
+    h.github.set_permission(REPO, "bob", "write");
+    org_config(
+        &h,
+        "review:\n  maxInlineComments: 4\n  minConfidence: 85\n  specialist: [security]\n",
+    );
+    h.config("review:\n  maxInlineComments: 7\n");
+    h.say("bob", "@parley configuration").await;
+    let said = h.last_said();
+    parley_tests::expect::says_all(
+        &said,
+        &[
+            "| `review.maxInlineComments` | 7 | `.parley.yml` |",
+            "| `review.minConfidence` | 85 | `octo-org/.github` (organisation) |",
+            "| `review.judge` | true | default |",
+            // The organisation's typo is reported as its own.
+            "review.specialist",
+            "in octo-org/.github's `.parley.yml`",
+        ],
+    );
+}
+
+/// GitHub fails the organisation's file: the repository's settings apply, the reply says
+/// the organisation's were not, and the next job reads it again (nothing cached).
+async fn an_organisation_file_github_will_not_give_is_said_and_read_again(h: ReviewHarness) {
+    h.github.set_permission(REPO, "bob", "write");
+    org_config(&h, "review:\n  minConfidence: 85\n");
+    h.github
+        .inject(parley_tests::fake_github::Injected::answering(
+            "GET",
+            format!("/repos/{ORG_SETTINGS}/contents/.parley.yml"),
+            502,
+            10,
+        ));
+    h.say("bob", "@parley configuration").await;
+    parley_tests::expect::says_all(
+        &h.last_said(),
+        &[
+            "| `review.minConfidence` | 75 | default |",
+            "the organisation's settings are not applied",
+        ],
+    );
+    h.github.clear_injected();
+    h.say("bob", "@parley configuration").await;
+    parley_tests::expect::says_all(
+        &h.last_said(),
+        &["| `review.minConfidence` | 85 | `octo-org/.github` (organisation) |"],
+    );
+}
