@@ -6,12 +6,13 @@
 //! works with a limit worth knowing (a model that never calls tools); only a FAIL fails.
 
 use crate::manifest;
-use parley_core::ports::github::{App, GitHub, RepoScope};
+use parley_core::ports::github::{App, GitHub, Installation, RepoScope};
 use parley_core::ports::llm::{LlmRequest, Message};
 use parley_core::repo::ConfigLoader;
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
 use parley_runtime::{Settings, build_adapters, secrets};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -119,18 +120,54 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
         checks.push(deliveries(client).await);
     }
     checks.push(installation(args, github.as_ref().filter(|_| app_ok)).await);
+    checks.push(installation_setup(args, github.as_ref().filter(|_| app_ok)).await);
     checks.extend(llm(env).await);
     checks.extend(store_and_queue(env).await);
     checks.push(repo_config(args, github.filter(|_| app_ok)).await);
     checks
 }
 
-/// The permissions and events the App has against those Parley uses (the manifest's):
-/// an App created before Parley used one (merge queues, say) goes on without it, and what
-/// needs it silently never happens. Missing what reviews and answers need fails; missing
-/// what only merge queues or organisation-wide learnings need warns.
+/// The permissions and events the App asks for against those Parley uses (the
+/// manifest's): an App created before Parley used one (merge queues, say) goes on
+/// without it, and what needs it silently never happens.
 fn app_setup(app: &App) -> Check {
-    const NAME: &str = "App permissions";
+    setup(
+        "App permissions",
+        (&app.permissions, &app.events),
+        "add them in the App's settings (Permissions & events), then accept them on each \
+         installation",
+    )
+}
+
+/// What the installation on the repository has accepted, which lags what the App asks
+/// for until the installation's owner accepts a new permission.
+async fn installation_setup(args: &DoctorArgs, github: Option<&Arc<GitHubClient>>) -> Check {
+    const NAME: &str = "installation permissions";
+    let (Some(repo), Some(github)) = (&args.repo, github) else {
+        return skip(NAME, "give OWNER/REPO (and a working App) to check it");
+    };
+    let Some((owner, name)) = repo.split_once('/') else {
+        return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
+    };
+    match github.repo_installation(owner, name).await {
+        Ok(found) => setup(
+            NAME,
+            (&found.permissions, &found.events),
+            "accept the App's new permissions on this installation (its owner's settings: \
+             GitHub Apps, Configure)",
+        ),
+        Err(_) => skip(NAME, "needs the App's installation on the repository"),
+    }
+}
+
+/// `held` against the manifest's permissions and events: missing what reviews and
+/// answers need fails; missing what only merge queues or organisation-wide learnings
+/// need warns.
+fn setup(
+    name: &'static str,
+    (permissions, events): (&BTreeMap<String, String>, &[String]),
+    fix: &str,
+) -> Check {
     const OPTIONAL: [&str; 3] = ["merge_queues", "members", "merge_group"];
     let level = |access: &str| match access {
         "read" => 1,
@@ -140,21 +177,21 @@ fn app_setup(app: &App) -> Check {
     };
     let mut missing: Vec<(&str, String)> = manifest::PERMISSIONS
         .iter()
-        .filter(|(name, access, _)| {
-            let has = app.permissions.get(*name).map_or(0, |held| level(held));
+        .filter(|(permission, access, _)| {
+            let has = permissions.get(*permission).map_or(0, |held| level(held));
             has < level(access)
         })
-        .map(|(name, access, why)| (*name, format!("{name}: {access} ({why})")))
+        .map(|(permission, access, why)| (*permission, format!("{permission}: {access} ({why})")))
         .collect();
     missing.extend(
         manifest::EVENTS
             .iter()
-            .filter(|event| !app.events.iter().any(|held| held == *event))
+            .filter(|event| !events.iter().any(|held| held == *event))
             .map(|event| (*event, format!("the {event} event"))),
     );
     if missing.is_empty() {
         return ok(
-            NAME,
+            name,
             format!(
                 "every permission and event Parley uses ({} and {})",
                 manifest::PERMISSIONS.len(),
@@ -162,19 +199,15 @@ fn app_setup(app: &App) -> Check {
             ),
         );
     }
-    let detail = format!(
-        "the App lacks {}: add them in the App's settings (Permissions & events), then accept \
-         them on each installation",
-        missing
-            .iter()
-            .map(|(_, said)| said.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
-    if missing.iter().all(|(name, _)| OPTIONAL.contains(name)) {
-        warn(NAME, detail)
+    let lacks: Vec<&str> = missing.iter().map(|(_, said)| said.as_str()).collect();
+    let detail = format!("lacks {}: {fix}", lacks.join("; "));
+    if missing
+        .iter()
+        .all(|(lacking, _)| OPTIONAL.contains(lacking))
+    {
+        warn(name, detail)
     } else {
-        fail(NAME, detail)
+        fail(name, detail)
     }
 }
 
@@ -274,7 +307,7 @@ async fn installation(args: &DoctorArgs, github: Option<&Arc<GitHubClient>>) -> 
         return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
     };
     let id = match github.repo_installation(owner, name).await {
-        Ok(id) => id,
+        Ok(installation) => installation.id,
         Err(err) if err.is_absent() => {
             return fail(
                 NAME,
@@ -441,7 +474,7 @@ async fn repo_config(args: &DoctorArgs, github: Option<Arc<GitHubClient>>) -> Ch
     let Some((owner, name)) = repo.split_once('/') else {
         return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
     };
-    let Ok(id) = github.repo_installation(owner, name).await else {
+    let Ok(Installation { id, .. }) = github.repo_installation(owner, name).await else {
         return skip(NAME, "needs the App's installation on the repository");
     };
     let scope = RepoScope::new(id, owner, name);

@@ -8,7 +8,7 @@ use crate::operations::{
 use async_trait::async_trait;
 use parley_core::ports::github::{
     App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, DeliveryPage,
-    FileContent, GitHub, GitHubError, IssueComment, Listing, NewCheckRun, NewReview,
+    FileContent, GitHub, GitHubError, Installation, IssueComment, Listing, NewCheckRun, NewReview,
     NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, Reference,
     RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
 };
@@ -20,7 +20,11 @@ impl GitHub for GitHubClient {
         app::get(self).await
     }
 
-    async fn repo_installation(&self, owner: &str, name: &str) -> Result<u64, GitHubError> {
+    async fn repo_installation(
+        &self,
+        owner: &str,
+        name: &str,
+    ) -> Result<Installation, GitHubError> {
         app::repo_installation(self, owner, name).await
     }
 

@@ -90,6 +90,17 @@ impl FakeGitHub {
         self.state().app_setup = Some((permissions, events));
     }
 
+    /// `GET /app` says the App asks for all Parley's manifest does again.
+    pub fn reset_app_setup(&self) {
+        self.state().app_setup = None;
+    }
+
+    /// What `GET /repos/{o}/{r}/installation` says the installation has accepted.
+    pub fn set_installation_setup(&self, permissions: Value, events: &[&str]) {
+        let events = events.iter().map(|e| e.to_string()).collect();
+        self.state().installation_setup = Some((permissions, events));
+    }
+
     pub fn set_app_slug(&self, slug: &str) {
         self.state().app_slug = slug.to_string();
     }

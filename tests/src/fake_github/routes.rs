@@ -301,16 +301,7 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
             let mut app = example("apps__get-authenticated.200.default.json");
             app["slug"] = s.app_slug.clone().into();
             app["name"] = s.app_slug.clone().into();
-            let (permissions, events) = s.app_setup.clone().unwrap_or_else(|| {
-                // By default, all the manifest asks for.
-                use parley_cli::manifest::{EVENTS, PERMISSIONS};
-                let permissions = PERMISSIONS
-                    .iter()
-                    .map(|(name, access, _)| (name.to_string(), Value::from(*access)))
-                    .collect::<serde_json::Map<_, _>>();
-                let events = EVENTS.map(String::from).to_vec();
-                (Value::Object(permissions), events)
-            });
+            let (permissions, events) = s.app_setup.clone().unwrap_or_else(manifest_setup);
             app["permissions"] = permissions;
             app["events"] = events.into();
             ok(app)
@@ -370,12 +361,32 @@ fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> R
     }
 }
 
+/// The permissions and events Parley's manifest asks for: by default, the App asks for
+/// them all and each installation has accepted them.
+fn manifest_setup() -> (Value, Vec<String>) {
+    use parley_cli::manifest::{EVENTS, PERMISSIONS};
+    let permissions = PERMISSIONS
+        .iter()
+        .map(|(name, access, _)| (name.to_string(), Value::from(*access)))
+        .collect::<serde_json::Map<_, _>>();
+    (
+        Value::Object(permissions),
+        EVENTS.map(String::from).to_vec(),
+    )
+}
+
 fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -> Response {
     match rest {
         // Installed wherever a PR was arranged.
-        ["installation"] if s.pulls.keys().any(|(r, _)| r == repo) => ok(
-            json!({ "id": 1, "account": { "login": repo.split('/').next().unwrap_or_default() } }),
-        ),
+        ["installation"] if s.pulls.keys().any(|(r, _)| r == repo) => {
+            let (permissions, events) =
+                (s.installation_setup.clone()).unwrap_or_else(manifest_setup);
+            let login = repo.split('/').next().unwrap_or_default();
+            ok(json!({
+                "id": 1, "account": { "login": login },
+                "permissions": permissions, "events": events,
+            }))
+        }
         ["commits", sha, "check-runs"] => {
             let name = query_param(query, "check_name").map(|n| {
                 n.replace("%20", " ")

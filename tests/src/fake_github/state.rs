@@ -127,6 +127,8 @@ pub(super) struct State {
     /// What `GET /app` says the App asks for: `(permissions, events)`; `None`, what
     /// Parley's manifest asks for.
     pub(super) app_setup: Option<(Value, Vec<String>)>,
+    /// The same for what installations have accepted.
+    pub(super) installation_setup: Option<(Value, Vec<String>)>,
     /// A person's token this GitHub knows (`parley review` with `GITHUB_TOKEN`): any
     /// other bearer that is neither an installation token nor a JWT gets 401.
     pub(super) personal_token: Option<String>,

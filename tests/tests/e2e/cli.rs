@@ -1274,6 +1274,7 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
         "webhook secret",
         "GitHub App",
         "App permissions",
+        "installation permissions",
         "webhook deliveries",
         "installation token",
         "LLM",
@@ -1428,6 +1429,25 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
         ],
     );
     assert!(!row.contains("issues: write"), "{row}");
+
+    // The App asks for all of it, but the installation has not accepted merge queues.
+    rig.fakes.github.reset_app_setup();
+    rig.fakes.github.set_installation_setup(
+        serde_json::json!({
+            "pull_requests": "write", "issues": "write", "contents": "read",
+            "checks": "write", "metadata": "read", "members": "read",
+        }),
+        &parley_cli::manifest::EVENTS,
+    );
+    let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
+    assert!(out.status.success(), "{}", stdout(&out));
+    let table = stdout(&out);
+    assert!(setup_row(&table).contains(" OK "), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("installation permissions"))
+        .unwrap_or_else(|| panic!("{table}"));
+    parley_tests::expect::says_all(row, &[" WARN ", "merge_queues: read", "accept"]);
 
     // The App not installed on the repository.
     let out = run(&rig, args(&["doctor", "octo-org/elsewhere"]), app_env()).await;

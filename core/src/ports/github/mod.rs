@@ -55,10 +55,11 @@ pub trait GitHub: Send + Sync {
     /// The App itself (`GET /app`), for the bot's slug and login.
     async fn get_app(&self) -> Result<App, GitHubError>;
 
-    /// The id of the App's installation on `owner/name` (`GET /repos/{owner}/{repo}/installation`,
+    /// The App's installation on `owner/name` (`GET /repos/{owner}/{repo}/installation`,
     /// as the App): how `parley review` run by hand finds the installation a webhook would
     /// have named. A 404 means the App is not installed there.
-    async fn repo_installation(&self, owner: &str, name: &str) -> Result<u64, GitHubError>;
+    async fn repo_installation(&self, owner: &str, name: &str)
+    -> Result<Installation, GitHubError>;
 
     /// One page of the App's webhook deliveries, newest first (`GET /app/hook/deliveries`,
     /// as the App), from `cursor` (`None`: the newest page).

@@ -46,6 +46,18 @@ pub struct App {
     pub events: Vec<String>,
 }
 
+/// The App's installation on a repository (`GET /repos/{owner}/{repo}/installation`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Installation {
+    pub id: u64,
+    /// What the installation has accepted, which lags what the App asks for until its
+    /// owner accepts a new permission.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub permissions: std::collections::BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub events: Vec<String>,
+}
+
 impl App {
     /// The login the App's comments are authored by, used to recognise its own comments.
     pub fn bot_login(&self) -> Option<String> {

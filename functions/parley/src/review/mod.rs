@@ -268,6 +268,7 @@ async fn review_pull(
                 )),
                 other => CliError::from_github(other, &pull.to_string()),
             })?
+            .id
     } else {
         0
     };

@@ -5,7 +5,7 @@ use crate::pagination::{next_link, same_origin_link};
 use crate::request::{Auth, Call};
 use crate::responses::decode;
 use crate::retry::Replay;
-use parley_core::ports::github::{App, DeliveryPage, GitHubError, WebhookDelivery};
+use parley_core::ports::github::{App, DeliveryPage, GitHubError, Installation, WebhookDelivery};
 use reqwest::Method;
 
 /// `GET /app`: authenticated as the App, not an installation.
@@ -13,20 +13,14 @@ pub(crate) async fn get(client: &GitHubClient) -> Result<App, GitHubError> {
     client.get_json(Auth::App, client.base.url(&["app"])?).await
 }
 
-#[derive(serde::Deserialize)]
-struct InstallationWire {
-    id: u64,
-}
-
 /// `GET /repos/{owner}/{repo}/installation`: authenticated as the App.
 pub(crate) async fn repo_installation(
     client: &GitHubClient,
     owner: &str,
     name: &str,
-) -> Result<u64, GitHubError> {
+) -> Result<Installation, GitHubError> {
     let url = client.base.url(&["repos", owner, name, "installation"])?;
-    let wire: InstallationWire = client.get_json(Auth::App, url).await?;
-    Ok(wire.id)
+    client.get_json(Auth::App, url).await
 }
 
 /// GitHub's largest page of deliveries.
