@@ -122,6 +122,10 @@ pub(super) async fn carry(
         .filter(|group| queued_pr(&group.name) == Some(pr.number))
     {
         let sha = &group.object.sha;
+        if !judged_for(services, scope, pr.number, sha).await {
+            tracing::warn!(%repo, number = pr.number, group_head = %sha, "a merge queue branch for the PR points at a commit the queue never asked Parley about; nothing carried there");
+            continue;
+        }
         let key = runs::claim_key(&repo, pr.number, sha);
         match gate::publish(github, scope, sha, &key, conclusion, output.clone()).await {
             Ok(_) => {
@@ -132,6 +136,30 @@ pub(super) async fn carry(
             }
         }
     }
+}
+
+/// Whether Parley concluded "Parley review" on `sha` for PR `number` already, which it
+/// does first when the queue asks (`merge_group`, sent by GitHub alone). Anyone who may
+/// push can make a branch under the queue's prefix, pointing at any commit (another PR's
+/// failing head, say): only a commit Parley judged for this PR is the queue's, so a
+/// branch name never moves this PR's conclusion onto another's commit. The check must be
+/// Parley's own: any App, or a workflow's token, may name a check "Parley review".
+/// Trouble answers `false` (nothing carried, logged by the caller).
+async fn judged_for(services: &Services, scope: &RepoScope, number: u64, sha: &str) -> bool {
+    let github = services.github.as_ref();
+    let (Ok(parley), Ok(checks)) = (
+        services.identity.slug(github).await,
+        github.list_check_runs(scope, sha, gate::CHECK_NAME).await,
+    ) else {
+        return false;
+    };
+    checks.iter().any(|check| {
+        let by_parley = check.app.as_ref().and_then(|app| app.slug.as_deref()) == Some(&parley);
+        let named = check.external_id.as_deref().filter(|id| {
+            runs::pr_of_check(id) == Some(number) && runs::run_key_of_check(id) == Some(sha)
+        });
+        by_parley && named.is_some()
+    })
 }
 
 fn regate_error(err: RegateError) -> JobError {

@@ -255,7 +255,15 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
     let external_id = check.external_id.as_ref().map(Text::as_str);
     let rerun_of = match check.name.as_ref().map(Text::as_str) {
         Some(gate::CHECK_NAME) => match check.branch().and_then(merge_queue::queued_pr) {
-            Some(number) => {
+            // Only a check Parley made for that PR on that commit: anyone who may push can
+            // name a branch like the queue's, and GitHub sends this event only to the App
+            // that made the check, so its external id is Parley's own word.
+            Some(number)
+                if external_id.is_some_and(|id| {
+                    runs::pr_of_check(id) == Some(number)
+                        && runs::run_key_of_check(id) == Some(check.head_sha.as_str())
+                }) =>
+            {
                 return Ok(merge_group_job(
                     meta,
                     &event.repository,
@@ -263,7 +271,7 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
                     check.head_sha,
                 ));
             }
-            None => None,
+            _ => None,
         },
         Some(gate::MANUAL_CHECK_NAME) => match external_id.and_then(runs::run_key_of_check) {
             Some(key) if runs::is_manual_key(key) => Some(key.to_string()),
@@ -322,14 +330,6 @@ fn check_run_requested_action<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) 
 fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     let event: CheckEvent<'de> = payload.decode()?;
     let suite = event.check;
-    if let Some(number) = suite.branch().and_then(merge_queue::queued_pr) {
-        return Ok(merge_group_job(
-            meta,
-            &event.repository,
-            number,
-            suite.head_sha,
-        ));
-    }
     let Some(pr) = suite.pull_requests.first() else {
         return Ok(Normalised::Ignored(format!(
             "check suite {} names no pull request (a fork's: re-run its check instead)",
@@ -760,6 +760,45 @@ mod tests {
     /// "Re-run" on Parley's gate check: a review job for the PR the check's external id
     /// names (GitHub names no PR for a fork's), else the first PR GitHub names. Another
     /// check, or one that names no PR, is ignored.
+    /// "Re-run" on the gate's check on a merge queue's commit (GitHub names the queue's
+    /// branch, not the PR) judges that commit again, but only when the check is the one
+    /// Parley made for that PR there: a branch anyone may name like the queue's, pointing
+    /// at another PR's head, stays a re-run of that PR's own check.
+    #[test]
+    fn a_rerun_on_a_queue_branch_is_the_queues_only_for_its_own_check() {
+        use serde_json::json;
+        let payload = |external_id: &str| {
+            json!({
+                "action": "rerequested", "sender": {"login": "maintainer", "type": "User"},
+                "installation": {"id": 9},
+                "check_run": {"id": 4, "name": "Parley review", "head_sha": "g1",
+                    "external_id": external_id, "pull_requests": [],
+                    "check_suite": {"head_branch": "gh-readonly-queue/main/pr-42-b0b0"}},
+                "repository": {"id": 1, "name": "r", "full_name": "o/r",
+                    "owner": {"login": "o", "id": 2}},
+            })
+        };
+        let job =
+            |external_id: &str| match normalise("check_run", "d", &payload(external_id), &ctx()) {
+                Normalised::Job(job) => Some(*job),
+                _ => None,
+            };
+        let Some(Job::Bookkeeping(queued)) = job("review#repo:1#42#g1") else {
+            panic!("the queue's check");
+        };
+        assert!(
+            matches!(&queued.event, BookkeepingEvent::MergeGroup { number: 42, group_head, .. } if group_head == "g1"),
+            "{:?}",
+            queued.event
+        );
+        for other in ["review#repo:1#7#g1", "review#repo:1#42#h9", ""] {
+            assert!(
+                !matches!(job(other), Some(Job::Bookkeeping(_))),
+                "{other:?} is not Parley's check for #42 on g1"
+            );
+        }
+    }
+
     #[test]
     fn a_rerun_of_the_gate_check_becomes_a_rerequested_review() {
         use serde_json::{Value, json};
@@ -999,35 +1038,6 @@ mod tests {
         payload["merge_group"] = "main".into();
         let said = normalise("merge_group", "d", &payload, &ctx());
         assert!(matches!(said, Normalised::Malformed(_)), "{said:?}");
-    }
-
-    /// "Re-run all checks" on the merge queue's commit (GitHub names no PR there) judges
-    /// that commit again for the PR its branch names; on any other branch it stays a
-    /// re-run of the PR GitHub names, and with none it is ignored.
-    #[test]
-    fn rerunning_the_suite_of_a_queue_commit_judges_it_again() {
-        let mut payload: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../../shared/corpora/webhooks/check_suite/rerequested.payload.json"
-        ))
-        .unwrap_or_default();
-        payload["installation"] = serde_json::json!({"id": 9});
-        payload["check_suite"]["head_sha"] = "9a9a".into();
-        payload["check_suite"]["pull_requests"] = serde_json::json!([]);
-        let said = normalise("check_suite", "d", &payload, &ctx());
-        assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
-        payload["check_suite"]["head_branch"] =
-            "gh-readonly-queue/main/pr-42-0123456789abcdef0123456789abcdef01234567".into();
-        let Normalised::Job(job) = normalise("check_suite", "d", &payload, &ctx()) else {
-            panic!("not a job");
-        };
-        let Job::Bookkeeping(job) = *job else {
-            panic!("not bookkeeping: {job:?}");
-        };
-        assert!(
-            matches!(&job.event, BookkeepingEvent::MergeGroup { number: 42, group_head, .. } if group_head == "9a9a"),
-            "{:?}",
-            job.event
-        );
     }
 
     /// A PR moved to another base is reviewed against it; a title or body edited is not

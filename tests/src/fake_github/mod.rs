@@ -576,6 +576,20 @@ impl FakeGitHub {
             .collect()
     }
 
+    /// A completed check another App (or a workflow's token) made on `sha`: any name,
+    /// any external id.
+    pub fn add_foreign_check(&self, repo: &str, sha: &str, name: &str, external_id: &str) {
+        let mut state = self.state();
+        let id = state.next_id();
+        let mut run = example("checks__create.201.example-of-completed-conclusion.json");
+        run["id"] = id.into();
+        run["name"] = name.into();
+        run["head_sha"] = sha.into();
+        run["external_id"] = external_id.into();
+        run["app"]["slug"] = "someone-else".into();
+        state.check_runs.push((repo.to_string(), run));
+    }
+
     pub fn check_runs(&self, repo: &str) -> Vec<Value> {
         self.state()
             .check_runs

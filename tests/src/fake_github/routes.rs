@@ -621,6 +621,8 @@ fn write_repo(s: &mut State, method: &str, repo: &str, rest: &[&str], body: Valu
             let mut run = example("checks__create.201.example-of-in-progress-conclusion.json");
             merge(&mut run, &body);
             run["id"] = id.into();
+            // Made with Parley's installation token: the App is Parley.
+            run["app"]["slug"] = s.app_slug.clone().into();
             run["html_url"] = format!("https://github.com/{repo}/runs/{id}").into();
             s.check_runs.push((repo.to_string(), run.clone()));
             created(run)

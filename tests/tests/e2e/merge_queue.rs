@@ -17,6 +17,7 @@ parley_tests::review_on_both_stores!(
     github_trouble_fails_the_job_for_the_queue_to_try_again,
     a_finding_reopened_while_queued_fails_the_queue_commit,
     rerun_on_the_queue_commit_judges_it_again,
+    a_branch_named_like_the_queues_moves_no_conclusion,
 );
 
 /// The merge queue's commit for PR #42 at HEAD.
@@ -174,4 +175,29 @@ async fn rerun_on_the_queue_commit_judges_it_again(h: ReviewHarness) {
     let checks = h.gate_checks(GROUP);
     assert_eq!(checks.len(), 2, "{checks:#?}");
     assert_eq!(checks[1]["conclusion"], "success", "{checks:#?}");
+}
+
+/// Anyone who may push can make a branch named like the queue's: one for PR #42 pointing
+/// at another PR's failing head gets nothing carried when #42's gate passes, even beside a
+/// check another App named "Parley review" and gave #42's external id there.
+async fn a_branch_named_like_the_queues_moves_no_conclusion(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let elsewhere = "6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e";
+    h.github.set_branch(REPO, &queue_branch(PR), elsewhere);
+    let own = h.latest_gate(HEAD)["external_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let forged = own.replace(HEAD, elsewhere);
+    assert_ne!(forged, own);
+    h.github
+        .add_foreign_check(REPO, elsewhere, "Parley review", &forged);
+    h.conversation()
+        .handle(thread_job(finding.comment_id.expect("inline"), true, "t-1"))
+        .await
+        .expect("the thread resolved");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    let there = h.gate_checks(elsewhere);
+    assert_eq!(there.len(), 1, "only the foreign check: {there:#?}");
+    assert_eq!(there[0]["app"]["slug"], "someone-else");
 }

@@ -120,4 +120,14 @@ pub struct CheckRun {
     pub details_url: Option<String>,
     #[serde(default)]
     pub external_id: Option<String>,
+    /// The App that made it: any App (or a workflow's token) may name a check
+    /// "Parley review" and give it any external id.
+    #[serde(default)]
+    pub app: Option<CheckApp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct CheckApp {
+    #[serde(default)]
+    pub slug: Option<String>,
 }
