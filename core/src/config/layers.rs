@@ -6,7 +6,9 @@
 //! is read over it: a key the repository sets wins, whole (a list is replaced, not
 //! appended to); a key it does not set, or sets to a value Parley rejects, keeps the
 //! organisation's; a key neither sets keeps Parley's default. Both files come from
-//! default branches the organisation's maintainers control, never from a pull request.
+//! default branches, never from a pull request: whoever may push to the `.github`
+//! repository's sets the defaults, the gate's included, of every repository that does not
+//! set its own (the README says to protect that branch accordingly).
 
 use super::{ConfigWarning, RepoConfig, parse_over};
 use std::collections::BTreeSet;
