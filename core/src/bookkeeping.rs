@@ -135,6 +135,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
             repo,
             number,
             group_head,
+            verify,
         } => {
             let Some(installation) = job.installation_id else {
                 tracing::warn!(repo = %repo.full_name(), number, "a merge group without an installation; no check can be made");
@@ -144,6 +145,7 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
             let group = merge_queue::Group {
                 number: *number,
                 group_head,
+                verify: *verify,
             };
             merge_queue::conclude(services, &scope, &group).await?;
         }

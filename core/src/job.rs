@@ -349,6 +349,11 @@ pub enum BookkeepingEvent {
         repo: RepoRef,
         number: u64,
         group_head: String,
+        /// Judge it only if Parley's own check for the PR is on the commit already: the
+        /// PR was read from a branch name alone ("Re-run all checks" on a suite), which
+        /// anyone who may push can give any commit.
+        #[serde(default)]
+        verify: bool,
     },
     /// A PR was closed, merged or not (feeds acceptance statistics later).
     PullRequestClosed {

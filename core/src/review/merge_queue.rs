@@ -34,6 +34,8 @@ pub struct Group<'a> {
     pub number: u64,
     /// The commit the queue asks the checks of.
     pub group_head: &'a str,
+    /// Judge it only where Parley has judged it for this PR before (see [`judged_for`]).
+    pub verify: bool,
 }
 
 /// The PR a merge queue's branch tests: GitHub names it
@@ -58,6 +60,10 @@ pub async fn conclude(
 ) -> Result<(), JobError> {
     let github = services.github.as_ref();
     let repo = scope.tenant().repo;
+    if group.verify && !judged_for(services, scope, group.number, group.group_head).await {
+        tracing::info!(%repo, number = group.number, group_head = %group.group_head, "asked to judge a commit on a branch named like the merge queue's that Parley never judged for the PR: nothing done");
+        return Ok(());
+    }
     let pr = github.get_pull_request(scope, group.number).await?;
     let pr_head = pr.head.sha.as_str();
     let loaded = services.config.for_pull(scope, &pr).await;

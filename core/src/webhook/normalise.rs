@@ -267,8 +267,8 @@ fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> St
                 return Ok(merge_group_job(
                     meta,
                     &event.repository,
-                    number,
-                    check.head_sha,
+                    (number, check.head_sha),
+                    false,
                 ));
             }
             _ => None,
@@ -330,6 +330,15 @@ fn check_run_requested_action<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) 
 fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     let event: CheckEvent<'de> = payload.decode()?;
     let suite = event.check;
+    if let Some(number) = suite.branch().and_then(merge_queue::queued_pr) {
+        // Named by its branch alone: judged only where Parley judged it for that PR.
+        return Ok(merge_group_job(
+            meta,
+            &event.repository,
+            (number, suite.head_sha),
+            true,
+        ));
+    }
     let Some(pr) = suite.pull_requests.first() else {
         return Ok(Normalised::Ignored(format!(
             "check suite {} names no pull request (a fork's: re-run its check instead)",
@@ -660,19 +669,20 @@ fn merge_group<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
     Ok(merge_group_job(
         meta,
         &event.repository,
-        number,
-        group.head_sha,
+        (number, group.head_sha),
+        false,
     ))
 }
 
 /// Judge the merge queue's commit `group_head` for PR `number`: the queue asked, or
 /// "Re-run" was pressed on Parley's check there (GitHub names the queue's branch on it,
 /// not the PR; judging again loosens nothing, so who pressed it decides nothing).
+/// `verify`: the PR was read from the commit's branch name alone.
 fn merge_group_job(
     meta: &Meta<'_>,
     repository: &Repository<'_>,
-    number: u64,
-    group_head: Text<'_>,
+    (number, group_head): (u64, Text<'_>),
+    verify: bool,
 ) -> Normalised {
     bookkeeping(
         meta,
@@ -680,6 +690,7 @@ fn merge_group_job(
             repo: repo_ref(repository),
             number,
             group_head: group_head.into_string(),
+            verify,
         },
     )
 }
@@ -797,6 +808,33 @@ mod tests {
                 "{other:?} is not Parley's check for #42 on g1"
             );
         }
+    }
+
+    /// "Re-run all checks" on a queue commit's suite (GitHub names no PR there) judges it
+    /// for the PR its branch names, but only where Parley judged it before (`verify`).
+    #[test]
+    fn rerunning_the_suite_of_a_queue_commit_asks_for_a_verified_judgement() {
+        let mut payload: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../shared/corpora/webhooks/check_suite/rerequested.payload.json"
+        ))
+        .unwrap_or_default();
+        payload["installation"] = serde_json::json!({"id": 9});
+        payload["check_suite"]["head_sha"] = "9a9a".into();
+        payload["check_suite"]["pull_requests"] = serde_json::json!([]);
+        let said = normalise("check_suite", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");
+        payload["check_suite"]["head_branch"] = "gh-readonly-queue/main/pr-42-b0b0".into();
+        let Normalised::Job(job) = normalise("check_suite", "d", &payload, &ctx()) else {
+            panic!("not a job");
+        };
+        let Job::Bookkeeping(job) = *job else {
+            panic!("not bookkeeping: {job:?}");
+        };
+        assert!(
+            matches!(&job.event, BookkeepingEvent::MergeGroup { number: 42, group_head, verify: true, .. } if group_head == "9a9a"),
+            "{:?}",
+            job.event
+        );
     }
 
     #[test]
@@ -1022,12 +1060,16 @@ mod tests {
             panic!("not bookkeeping");
         };
         let BookkeepingEvent::MergeGroup {
-            number, group_head, ..
+            number,
+            group_head,
+            verify,
+            ..
         } = job.event
         else {
             panic!("not a merge group: {:?}", job.event);
         };
         assert_eq!((number, group_head.as_str()), (42, "9a9a"));
+        assert!(!verify, "GitHub itself asked");
         payload["merge_group"]["head_ref"] = "refs/heads/some-branch".into();
         let said = normalise("merge_group", "d", &payload, &ctx());
         assert!(matches!(said, Normalised::Ignored(_)), "{said:?}");

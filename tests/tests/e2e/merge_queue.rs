@@ -18,6 +18,7 @@ parley_tests::review_on_both_stores!(
     a_finding_reopened_while_queued_fails_the_queue_commit,
     rerun_on_the_queue_commit_judges_it_again,
     a_branch_named_like_the_queues_moves_no_conclusion,
+    rerun_all_on_a_queue_commit_judges_it_only_where_the_queue_asked,
 );
 
 /// The merge queue's commit for PR #42 at HEAD.
@@ -200,4 +201,28 @@ async fn a_branch_named_like_the_queues_moves_no_conclusion(h: ReviewHarness) {
     let there = h.gate_checks(elsewhere);
     assert_eq!(there.len(), 1, "only the foreign check: {there:#?}");
     assert_eq!(there[0]["app"]["slug"], "someone-else");
+}
+
+/// "Re-run all checks" on a queue commit's suite names only its branch: the commit is
+/// judged again where Parley judged it for the PR when the queue asked, and a commit on a
+/// branch merely named like the queue's is left alone.
+async fn rerun_all_on_a_queue_commit_judges_it_only_where_the_queue_asked(h: ReviewHarness) {
+    h.review_opened().await;
+    assert_eq!(queue_judged(&h).await["conclusion"], "success");
+    let rerun_all = |sha: &str| {
+        let mut payload = parley_tests::webhook_example("check_suite", "rerequested.payload.json");
+        source().stamp(&mut payload);
+        payload["check_suite"]["head_sha"] = sha.into();
+        payload["check_suite"]["head_branch"] = queue_branch(PR).into();
+        payload["check_suite"]["pull_requests"] = serde_json::json!([]);
+        deliveries::job("check_suite", &format!("rr-{sha}"), &payload)
+    };
+    let talk = h.conversation();
+    talk.handle(rerun_all(GROUP)).await.expect("judged again");
+    assert_eq!(h.gate_checks(GROUP).len(), 2);
+    let elsewhere = "6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e";
+    talk.handle(rerun_all(elsewhere))
+        .await
+        .expect("nothing to do");
+    assert!(h.gate_checks(elsewhere).is_empty());
 }
