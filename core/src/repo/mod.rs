@@ -86,13 +86,16 @@ impl ConfigLoader {
         }
         let org_scope = RepoScope::new(scope.installation_id, &scope.owner, layers::ORG_REPO);
         let org_label = org_scope.full_name();
-        let org = if scope.name == layers::ORG_REPO {
-            Read::Absent
-        } else {
-            // `HEAD`: that repository's default branch, whatever it is named.
-            self.read(&org_scope, "HEAD").await
+        let org = async {
+            if scope.name == layers::ORG_REPO {
+                Read::Absent
+            } else {
+                // `HEAD`: that repository's default branch, whatever it is named.
+                self.read(&org_scope, "HEAD").await
+            }
         };
-        let repo = self.read(scope, branch).await;
+        // Two independent reads: a cold load waits for one round trip, not two.
+        let (org, repo) = crate::concurrently::join2(org, self.read(scope, branch)).await;
 
         let mut cacheable = true;
         let mut unread = Vec::new();
