@@ -57,6 +57,7 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         ("review.skipLabels", list(&r.skip_labels)),
         ("review.baseBranches", list(&r.base_branches)),
         ("review.skipPaths", list(&r.skip_paths)),
+        ("review.instructions", instructions(&r.instructions)),
         ("review.specialists", list(&r.specialists)),
         ("review.minConfidence", r.min_confidence.to_string()),
         (
@@ -112,6 +113,22 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
     .collect()
 }
 
+/// Each entry's globs and how long its text is: the text itself is in `.parley.yml`, and
+/// a reply that echoed it would carry whatever it says (a mention, a table's `|`).
+fn instructions(entries: &[super::PathInstruction]) -> String {
+    let shown: Vec<String> = entries
+        .iter()
+        .map(|entry| {
+            format!(
+                "{} ({} characters)",
+                entry.paths.join(", "),
+                entry.text.chars().count()
+            )
+        })
+        .collect();
+    format!("[{}]", shown.join("; "))
+}
+
 fn severity(severity: Severity) -> &'static str {
     severity.name()
 }
@@ -130,7 +147,7 @@ mod tests {
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
-             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, maxParts: 2, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, quietPushes: false, resolveFixed: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], instructions: [{paths: 'db/**', text: 'Reversible.'}], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, maxParts: 2, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, quietPushes: false, resolveFixed: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
              gate: {blockOn: [critical], resolveBy: admin, incomplete: hold}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
         );

@@ -25,6 +25,10 @@ pub struct Layered {
     /// The keys the organisation's file set and the repository's did not: where
     /// `@parley configuration` says they came from.
     pub from_org: BTreeSet<String>,
+    /// What the repository's file was read over: the organisation's settings on Parley's
+    /// defaults (the defaults alone without an organisation file). Another version of
+    /// the repository's file, a PR's, is read over the same to say what it would change.
+    pub under: RepoConfig,
 }
 
 /// Read the repository's `repo` text over the organisation's `org` text (from `label`,
@@ -47,6 +51,7 @@ pub fn parse_layered(org: &str, label: &str, repo: &str) -> Layered {
         config,
         warnings,
         from_org,
+        under: org_config,
     }
 }
 
@@ -113,6 +118,7 @@ mod tests {
         let layered = parse_layered("", "acme/.github", repo);
         assert_eq!(layered.config, super::super::parse(repo).0);
         assert!(layered.from_org.is_empty());
+        assert_eq!(layered.under, RepoConfig::default());
         let broken = parse_layered("review: [", "acme/.github", repo);
         assert_eq!(broken.config.review.min_confidence, 60);
         assert!(broken.warnings[0].to_string().contains("acme/.github"));

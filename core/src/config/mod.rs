@@ -6,12 +6,14 @@
 
 pub mod deadline;
 mod describe;
+pub mod instructions;
 pub mod layers;
 mod read;
 pub mod schema;
 
 pub use deadline::{PassDeadline, PassDeadlineError};
 pub use describe::describe;
+pub use instructions::PathInstruction;
 pub use layers::{Layered, parse_layered};
 
 use crate::ports::Severity;
@@ -187,6 +189,9 @@ pub struct ReviewConfig {
     pub base_branches: Vec<String>,
     /// Globs of paths never reviewed; replaces the defaults when set.
     pub skip_paths: Vec<String>,
+    /// The team's words for the files some globs match, read by every pass of a review
+    /// that touches them and by answers about them (see [`instructions`]).
+    pub instructions: Vec<PathInstruction>,
     pub specialists: Vec<String>,
     pub min_confidence: u8,
     pub max_inline_comments: u32,
@@ -262,6 +267,7 @@ impl Default for ReviewConfig {
             skip_labels: Vec::new(),
             base_branches: Vec::new(),
             skip_paths: DEFAULT_SKIP_PATHS.iter().map(|s| s.to_string()).collect(),
+            instructions: Vec::new(),
             specialists: SPECIALISTS.iter().map(|s| s.to_string()).collect(),
             min_confidence: 75,
             max_inline_comments: 15,
@@ -375,7 +381,7 @@ pub fn parse(text: &str) -> (RepoConfig, Vec<ConfigWarning>) {
 /// Parse `.parley.yml` text over `defaults` (Parley's own, or an organisation's; see
 /// [`layers`]): a key the text does not set, or sets to a value that is rejected, keeps
 /// the default's value. `explicit` holds the keys the text set.
-fn parse_over(text: &str, defaults: &RepoConfig) -> (RepoConfig, Vec<ConfigWarning>) {
+pub fn parse_over(text: &str, defaults: &RepoConfig) -> (RepoConfig, Vec<ConfigWarning>) {
     let value: serde_json::Value = if text.trim().is_empty() {
         serde_json::Value::Null
     } else {
@@ -450,6 +456,11 @@ fn read_all(r: &mut Reader<'_>, d: &RepoConfig) -> RepoConfig {
             skip_labels: r.strings("review.skipLabels", &d.review.skip_labels),
             base_branches: r.globs("review.baseBranches", &d.review.base_branches),
             skip_paths: r.globs("review.skipPaths", &d.review.skip_paths),
+            instructions: r.shaped(
+                "review.instructions",
+                d.review.instructions.clone(),
+                instructions::parse,
+            ),
             specialists: r.subset("review.specialists", &d.review.specialists, &SPECIALISTS),
             min_confidence: r.number("review.minConfidence", d.review.min_confidence, 0..=100),
             max_inline_comments: r.number(

@@ -131,6 +131,27 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A value of a shape the getters above do not cover, read by `parse`, which says
+    /// why it rejects one (the whole key then keeps its default).
+    pub(super) fn shaped<T>(
+        &mut self,
+        key: &str,
+        default: T,
+        parse: impl Fn(&Value) -> Result<T, String>,
+    ) -> T {
+        let Some(value) = self.get(key) else {
+            return default;
+        };
+        match parse(value) {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                self.present.remove(key);
+                self.warn(key, format!("{why}; using the default"));
+                default
+            }
+        }
+    }
+
     /// Report unknown keys and hand back every warning.
     pub(super) fn finish(mut self) -> Vec<ConfigWarning> {
         let mut unknown = Vec::new();

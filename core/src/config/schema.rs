@@ -119,6 +119,10 @@ struct Review {
     base_branches: Vec<String>,
     /// Globs of paths never reviewed; replaces the defaults when set.
     skip_paths: Vec<String>,
+    /// What to keep in mind for the files some globs match: read by every pass of a
+    /// review that touches them, and by answers about them.
+    #[schemars(length(max = 20))]
+    instructions: Vec<Instruction>,
     /// The specialist passes to run.
     specialists: Vec<Specialist>,
     /// Findings below this confidence are counted, not shown. Setting it turns off the
@@ -156,6 +160,28 @@ struct Review {
     /// those it fixed (their threads too).
     resolve_fixed: bool,
     context: ReviewContext,
+}
+
+// Only the shape is used (the default list is empty), so nothing constructs one.
+/// One entry of `review.instructions`: the files it is for, and what to keep in mind.
+#[allow(dead_code)]
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Instruction {
+    /// A glob or a list of globs, as in `skipPaths`.
+    paths: GlobOrGlobs,
+    /// The instruction, up to 1,500 characters.
+    #[schemars(length(min = 1, max = 1500))]
+    text: String,
+}
+
+/// A glob, or a list of globs.
+#[allow(dead_code)]
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+enum GlobOrGlobs {
+    One(String),
+    Several(#[schemars(length(min = 1))] Vec<String>),
 }
 
 /// The code around a change, read from the repository at the head (docs/context.md).
@@ -325,6 +351,7 @@ impl Default for Review {
             skip_labels: d.skip_labels,
             base_branches: d.base_branches,
             skip_paths: d.skip_paths,
+            instructions: Vec::new(),
             specialists: d.specialists.iter().filter_map(|s| specialist(s)).collect(),
             min_confidence: d.min_confidence,
             max_inline_comments: d.max_inline_comments,

@@ -176,3 +176,31 @@ fn bad_retrieval_values_fall_back_with_reasons() {
         warnings[2]
     );
 }
+
+/// A mistake in one entry of `review.instructions` leaves the key at the layer below
+/// (here the organisation's list), says which entry and why, and the other keys stand.
+#[test]
+fn a_bad_instruction_keeps_the_list_below_and_says_which_entry() {
+    let (org, _) = parse("review:\n  instructions: [{paths: 'db/**', text: 'Reversible.'}]\n");
+    let (config, warnings) = parse_over(
+        "review:\n  minConfidence: 60\n  instructions:\n    - {paths: 'a/**', text: 'fine'}\n    - {paths: 'b/[', text: 'bad glob'}\n",
+        &org,
+    );
+    assert_eq!(config.review.min_confidence, 60);
+    assert_eq!(config.review.instructions, org.review.instructions);
+    assert!(!config.explicit.contains("review.instructions"));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].key, "review.instructions");
+    assert!(
+        warnings[0]
+            .message
+            .starts_with("entry 2: \"b/[\" is not a valid glob; using the default"),
+        "{}",
+        warnings[0]
+    );
+    let shown = describe(&config)
+        .into_iter()
+        .find(|(key, _)| key == "review.instructions")
+        .map(|(_, value)| value);
+    assert_eq!(shown.as_deref(), Some("[db/** (11 characters)]"));
+}

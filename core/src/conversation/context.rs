@@ -13,7 +13,7 @@ use super::trigger::Trigger;
 use crate::markers::{self, FindingMarker};
 use crate::ports::github::{GitHub, PageLimit};
 use crate::ports::{Finding, Store};
-use crate::repo::{Guideline, load_guidelines};
+use crate::repo::{Guideline, instructions_for, load_guidelines};
 use crate::retrieval::queries::{self, QuestionContext};
 use crate::retrieval::{Candidate, Recall, Retrieved};
 use crate::sanitize;
@@ -385,9 +385,34 @@ fn from_marker(
     }
 }
 
-/// Guideline files at the base SHA, for the root and the commented file's directories.
-/// On a plain issue, the root files on the default branch (there is no base).
+/// Guideline files at the base SHA, for the root and the commented file's directories,
+/// then the `review.instructions` for the commented file (all of them for a question
+/// about a whole PR; none on a plain issue, which has no code). On a plain issue, the
+/// root files on the default branch (there is no base).
 async fn guidelines(
+    sources: &Sources<'_>,
+    snap: &PrSnapshot,
+    path: Option<&str>,
+) -> Arc<Vec<Guideline>> {
+    let files = guideline_files(sources, snap, path).await;
+    let touched: Option<Vec<String>> = path.map(|p| vec![p.to_string()]);
+    let instructions = match snap.pull() {
+        Some(_) => instructions_for(&snap.config.config.review.instructions, touched.as_deref()),
+        None => None,
+    };
+    match instructions {
+        None => files,
+        Some(instructions) => {
+            let mut all = files.as_ref().clone();
+            all.push(instructions);
+            Arc::new(all)
+        }
+    }
+}
+
+/// The guideline files, cached: the instructions come from the config, which has a
+/// cache of its own, so a changed `.parley.yml` is not hidden behind this one.
+async fn guideline_files(
     sources: &Sources<'_>,
     snap: &PrSnapshot,
     path: Option<&str>,

@@ -1,6 +1,7 @@
 //! Guideline files (CLAUDE.md, AGENTS.md, …) from the base ref: the repository's own words
 //! on how code there should be written, for the review and conversation prompts.
 
+use crate::config::PathInstruction;
 use crate::ports::github::{GitHub, RepoScope};
 
 /// Names looked for at the root and in each directory a change touches.
@@ -27,6 +28,41 @@ impl Guideline {
             text: crate::sanitize::truncate(&crate::sanitize::user_text(text), MAX_CHARS),
         }
     }
+}
+
+/// Where `review.instructions` are said to come from, in prompts and in tests.
+pub const INSTRUCTIONS_SOURCE: &str = ".parley.yml (review.instructions)";
+
+/// The entries of `review.instructions` whose globs match one of `touched` (every entry
+/// for `None`: a question about a whole PR), as one more guideline, each under its
+/// globs; `None` when none applies. Not cut like a file: the config's caps bound it.
+pub fn instructions_for(
+    instructions: &[PathInstruction],
+    touched: Option<&[String]>,
+) -> Option<Guideline> {
+    let mut text = String::new();
+    for entry in instructions {
+        let applies = match touched {
+            None => true,
+            Some(paths) => entry.applies_to_any(paths.iter().map(String::as_str)),
+        };
+        if applies {
+            let globs: Vec<String> = entry
+                .paths
+                .iter()
+                .map(|g| format!("`{}`", crate::sanitize::inline_name(g)))
+                .collect();
+            text.push_str(&format!(
+                "For files matching {}:\n{}\n\n",
+                globs.join(", "),
+                crate::sanitize::user_text(&entry.text)
+            ));
+        }
+    }
+    (!text.is_empty()).then(|| Guideline {
+        path: INSTRUCTIONS_SOURCE.to_string(),
+        text: text.trim_end().to_string(),
+    })
 }
 
 /// The candidate paths for `touched` files: the root files, then each touched directory's
@@ -113,6 +149,41 @@ mod tests {
                 "src/api/AGENTS.md",
             ]
         );
+    }
+
+    #[test]
+    fn instructions_apply_to_the_files_their_globs_match() {
+        let (config, warnings) = crate::config::parse(
+            "review:\n  instructions:\n    - {paths: 'migrations/**', text: 'Every migration must be reversible.'}\n    - {paths: ['**/*.sql', 'db/**'], text: \"Name the index.\\u200b\"}\n",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let entries = &config.review.instructions;
+        let touched =
+            |paths: &[&str]| -> Vec<String> { paths.iter().map(|p| p.to_string()).collect() };
+
+        assert_eq!(
+            instructions_for(entries, Some(&touched(&["src/main.rs"]))),
+            None
+        );
+        let one = instructions_for(
+            entries,
+            Some(&touched(&["src/main.rs", "migrations/1_up.rb"])),
+        )
+        .unwrap();
+        assert_eq!(one.path, INSTRUCTIONS_SOURCE);
+        assert_eq!(
+            one.text,
+            "For files matching `migrations/**`:\nEvery migration must be reversible."
+        );
+        let both = instructions_for(entries, Some(&touched(&["migrations/2.sql"]))).unwrap();
+        assert!(
+            both.text.contains("`**/*.sql`, `db/**`:\nName the index."),
+            "{}",
+            both.text
+        );
+        assert!(!both.text.contains('\u{200b}'), "cleaned like user text");
+        assert_eq!(instructions_for(entries, None), Some(both));
+        assert_eq!(instructions_for(&[], None), None);
     }
 
     #[test]

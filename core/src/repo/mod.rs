@@ -11,7 +11,10 @@ mod guidelines;
 mod identity;
 
 pub use attributes::{Attributes, Marked, load_attributes};
-pub use guidelines::{GUIDELINE_FILES, Guideline, guideline_paths, load_guidelines};
+pub use guidelines::{
+    GUIDELINE_FILES, Guideline, INSTRUCTIONS_SOURCE, guideline_paths, instructions_for,
+    load_guidelines,
+};
 pub use identity::BotIdentity;
 
 use crate::config::{self, ConfigWarning, PassDeadline, RepoConfig, layers};
@@ -34,6 +37,8 @@ pub struct LoadedConfig {
     pub org: Option<String>,
     /// The keys the organisation's file set and the repository's did not.
     pub from_org: std::collections::BTreeSet<String>,
+    /// What the repository's file is read over (see [`config::Layered::under`]).
+    pub under: RepoConfig,
 }
 
 /// Reads `.parley.yml` from the default branch over the organisation's, cached per
@@ -141,6 +146,7 @@ impl ConfigLoader {
             branch: branch.to_string(),
             org: org_text.map(|_| org_label),
             from_org: layered.from_org,
+            under: layered.under,
         });
         if cacheable && let Ok(mut cache) = self.cache.lock() {
             cache.insert(key, (Instant::now(), loaded.clone()));

@@ -12,7 +12,7 @@ use super::language::language_of;
 use crate::config::DEFAULT_SKIP_PATHS;
 use crate::ports::github::{ChangedFile, FileStatus};
 use crate::review::diff::{self, DiffError, FileDiff, Hunk, LineKind, Patch};
-use crate::review::inputs::skip_set;
+use crate::review::inputs::glob_set;
 use globset::GlobSet;
 use sha2::{Digest, Sha256};
 
@@ -186,7 +186,7 @@ impl<'a> Chunker<'a> {
             .collect();
         Chunker {
             options,
-            skip: skip_set(&globs),
+            skip: glob_set(&globs),
             kept: Vec::new(),
             skipped: Vec::new(),
         }

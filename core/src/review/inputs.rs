@@ -212,7 +212,7 @@ pub fn select(
     config: &ReviewConfig,
     attributes: &Attributes,
 ) -> ReviewInputs {
-    let skip = skip_set(&config.skip_paths);
+    let skip = glob_set(&config.skip_paths);
     let budget = usize::try_from(config.max_patch_tokens).unwrap_or(usize::MAX);
     let max_parts = usize::try_from(config.max_parts.max(1)).unwrap_or(1);
     let mut inputs = ReviewInputs {
@@ -292,7 +292,7 @@ fn part_for(
 
 /// The configured globs; ones that do not compile were already reported by the config
 /// parser and are left out here.
-pub(crate) fn skip_set(globs: &[String]) -> GlobSet {
+pub(crate) fn glob_set(globs: &[String]) -> GlobSet {
     let mut builder = GlobSetBuilder::new();
     for glob in globs {
         if let Ok(glob) = Glob::new(glob) {

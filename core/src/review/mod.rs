@@ -64,7 +64,7 @@ use crate::mention::Handles;
 use crate::ports::github::{FileStatus, PullRequest, RepoScope};
 use crate::ports::llm::LlmError;
 use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
-use crate::repo::{LoadedConfig, load_attributes, load_guidelines};
+use crate::repo::{LoadedConfig, instructions_for, load_attributes, load_guidelines};
 use crate::services::Services;
 use async_trait::async_trait;
 pub use error::ReviewError;
@@ -314,10 +314,15 @@ impl ReviewHandler {
             .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
-        let guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
+        let mut guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
+        guidelines.extend(instructions_for(
+            &config.review.instructions,
+            Some(pr_paths),
+        ));
         let attributes = load_attributes(github, scope, &loaded.branch).await;
         let in_force = rules_change::InForce {
             config,
+            under: &loaded.under,
             attributes: &attributes,
             deadline: self.services.config.pass_deadline(),
         };

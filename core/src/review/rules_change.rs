@@ -25,6 +25,10 @@ const MAX_VALUE_CHARS: usize = 160;
 /// What the default branch has in force, to compare the PR's head with.
 pub struct InForce<'a> {
     pub config: &'a RepoConfig,
+    /// What the repository's `.parley.yml` is read over (the organisation's settings, or
+    /// Parley's defaults): the head's version is read over it too, so a key the
+    /// organisation sets is not said to change back to Parley's default.
+    pub under: &'a RepoConfig,
     pub attributes: &'a Attributes,
     pub deadline: PassDeadline,
 }
@@ -45,17 +49,8 @@ pub async fn rules_changed(
     };
     let mut lines = Vec::new();
     if let Some(file) = touched(config::FILE_NAME) {
-        match at_head(github, scope, head_sha, file, config::FILE_NAME).await {
-            Some(text) => {
-                let (mut head, mut warnings) = config::parse(&text);
-                in_force.deadline.apply(&mut head, &mut warnings);
-                lines.extend(settings_changed(in_force.config, &head));
-            }
-            None => lines.push(format!(
-                "`{}` changes (its new version could not be read)",
-                config::FILE_NAME
-            )),
-        }
+        let text = at_head(github, scope, head_sha, file, config::FILE_NAME).await;
+        lines.extend(config_changes(scope, text.as_deref(), in_force));
     }
     if let Some(file) = touched(ATTRIBUTES) {
         match at_head(github, scope, head_sha, file, ATTRIBUTES).await {
@@ -126,11 +121,36 @@ async fn at_head(
     }
 }
 
+/// What `.parley.yml` at the head (`None`: it could not be read) would change: its
+/// settings, read over what the repository's file is read over now; in the
+/// organisation's `.github` repository, every repository's defaults.
+fn config_changes(scope: &RepoScope, head: Option<&str>, in_force: &InForce<'_>) -> Vec<String> {
+    let mut lines = match head {
+        Some(text) => {
+            let (mut head, mut warnings) = config::parse_over(text, in_force.under);
+            in_force.deadline.apply(&mut head, &mut warnings);
+            settings_changed(in_force.config, &head)
+        }
+        None => vec![format!(
+            "`{}` changes (its new version could not be read)",
+            config::FILE_NAME
+        )],
+    };
+    if scope.name == config::layers::ORG_REPO {
+        lines.push(format!(
+            "`{}` here is the organisation's: once merged, what it sets applies to every repository of `{}` that does not set its own",
+            config::FILE_NAME,
+            shown(&scope.owner)
+        ));
+    }
+    lines
+}
+
 /// `.parley.yml`'s settings that differ, as `key`: old → new.
 pub fn settings_changed(in_force: &RepoConfig, head: &RepoConfig) -> Vec<String> {
     let before = config::describe(in_force);
     let after = config::describe(head);
-    before
+    let mut lines: Vec<String> = before
         .iter()
         .zip(&after)
         .filter(|((_, old), (_, new))| old != new)
@@ -142,7 +162,19 @@ pub fn settings_changed(in_force: &RepoConfig, head: &RepoConfig) -> Vec<String>
                 shown(new)
             )
         })
-        .collect()
+        .collect();
+    // Described by globs and length only (the text is in the diff): a new wording of the
+    // same length is a change all the same.
+    let key = "review.instructions";
+    if in_force.review.instructions != head.review.instructions
+        && !lines.iter().any(|line| line.contains(key))
+    {
+        lines.push(format!(
+            "`{}` `{key}` changes its text: later reviews of the files it names follow the new text",
+            config::FILE_NAME
+        ));
+    }
+    lines
 }
 
 /// The `.gitattributes` lines that mark files generated or vendored at the head and not in
@@ -182,6 +214,66 @@ mod tests {
             "a setting written with its default value is no change"
         );
         assert!(settings_changed(&now, &RepoConfig::default()).is_empty());
+
+        let (now, _) =
+            config::parse("review:\n  instructions: [{paths: db/**, text: Reversible.}]\n");
+        let (head, _) =
+            config::parse("review:\n  instructions: [{paths: db/**, text: Idempotent.}]\n");
+        assert_eq!(
+            settings_changed(&now, &head),
+            [
+                "`.parley.yml` `review.instructions` changes its text: later reviews of the files it names follow the new text"
+            ],
+            "the same globs and length, another text"
+        );
+        let (head, _) =
+            config::parse("review:\n  instructions: [{paths: sql/**, text: Reversible.}]\n");
+        assert_eq!(
+            settings_changed(&now, &head),
+            [
+                "`.parley.yml` `review.instructions`: `[db/** (11 characters)]` → `[sql/** (11 characters)]`"
+            ]
+        );
+    }
+
+    /// With an organisation's settings under the repository's, the head's file is read
+    /// over them too: a key the organisation sets and neither version of the repository's
+    /// file does is no change (read over Parley's defaults, it would be said to go back to
+    /// them). In the organisation's own `.github` repository the file is everyone's.
+    #[test]
+    fn the_heads_file_is_read_over_the_organisations_settings() {
+        let layered = config::parse_layered(
+            "gate:\n  blockOn: [critical]\n",
+            "acme/.github",
+            "review:\n  maxInlineComments: 7\n",
+        );
+        let in_force = InForce {
+            config: &layered.config,
+            under: &layered.under,
+            attributes: &Attributes::default(),
+            deadline: PassDeadline::default(),
+        };
+        let repo = RepoScope::new(1, "acme", "api");
+        assert_eq!(
+            config_changes(&repo, Some("review:\n  maxInlineComments: 5\n"), &in_force),
+            ["`.parley.yml` `review.maxInlineComments`: `7` → `5`"]
+        );
+        assert_eq!(
+            config_changes(&repo, Some(""), &in_force),
+            ["`.parley.yml` `review.maxInlineComments`: `7` → `15`"],
+            "deleted, the organisation's settings stay"
+        );
+        let org = RepoScope::new(1, "acme", ".github");
+        let lines = config_changes(&org, None, &in_force);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "`.parley.yml` changes (its new version could not be read)"
+        );
+        assert!(
+            lines[1].contains("applies to every repository of `acme`"),
+            "{lines:?}"
+        );
     }
 
     #[test]

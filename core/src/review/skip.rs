@@ -58,7 +58,7 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
     }
     let bases = &config.review.base_branches;
     let base = &pr.base.ref_name;
-    if !bases.is_empty() && !inputs::skip_set(bases).is_match(base) {
+    if !bases.is_empty() && !inputs::glob_set(bases).is_match(base) {
         return Some(format!(
             "its base branch {} is not in review.baseBranches",
             quoted(base)

@@ -463,7 +463,11 @@ async fn a_local_git_range_is_reviewed_without_github() {
         "Loops use inclusive bounds only with a comment.\n",
     )
     .unwrap();
-    std::fs::write(repo.path().join(".parley.yml"), "review:\n  judge: false\n").unwrap();
+    std::fs::write(
+        repo.path().join(".parley.yml"),
+        "review:\n  judge: false\n  instructions: [{paths: 'src/*.rs', text: 'INSTR-LOCAL: bounds say why.'}]\n",
+    )
+    .unwrap();
     std::fs::write(
         repo.path().join(".gitattributes"),
         "src/gen/** linguist-generated\n",
@@ -524,6 +528,10 @@ async fn a_local_git_range_is_reviewed_without_github() {
         "the base's guideline file"
     );
     assert!(
+        prompts.iter().all(|p| p.text().contains("INSTR-LOCAL")),
+        "the base's review.instructions, in every pass"
+    );
+    assert!(
         !prompts.iter().any(|p| p.text().contains("final judge")),
         "the base's .parley.yml turned the judge off"
     );
@@ -564,6 +572,12 @@ async fn a_local_git_range_is_reviewed_without_github() {
             .iter()
             .any(|p| p.text().contains("regenerated_endpoint")),
         "a diff's files are held to the base's .gitattributes too"
+    );
+    assert!(
+        rig.llm.prompts()[prompts.len()..]
+            .iter()
+            .all(|p| p.text().contains("INSTR-LOCAL")),
+        "and read with the base's review.instructions"
     );
     let json: Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(

@@ -64,6 +64,26 @@ async fn a_doubted_finding_brings_the_judges_case_into_its_thread(backend: Backe
     assert!(!h.prompts()[0].contains("judge_doubt"));
 }
 
+/// A reply in a finding's thread is answered knowing the `review.instructions` for the
+/// finding's file (and not those for other files): the team's words on what matters
+/// there, from the default branch.
+async fn an_answer_about_a_file_knows_the_instructions_for_it(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.config(
+        "review:\n  instructions:\n    - {paths: 'src/*.rs', text: 'INSTR-DB: ids here are never trusted.'}\n    - {paths: 'web/**', text: 'INSTR-WEB: escape everything.'}\n",
+    );
+    let (root, _) = h.seed_finding(true).await;
+    h.run(h.inline_comment("bob", QUESTION, Some(root)))
+        .await
+        .expect("turn");
+    let prompt = &h.prompts()[0];
+    assert!(
+        prompt.contains("For files matching `src/*.rs`:\nINSTR-DB: ids here are never trusted."),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("INSTR-WEB"), "{prompt}");
+}
+
 async fn reply_to_a_finding_is_answered_in_its_thread(backend: Backend) {
     let h = Harness::start(backend).await;
     let (root, _) = h.seed_finding(true).await;
@@ -1310,6 +1330,7 @@ parley_tests::on_both_stores!(
     a_refused_model_key_says_the_operator_must_fix_it,
     reply_to_a_finding_is_answered_in_its_thread,
     a_doubted_finding_brings_the_judges_case_into_its_thread,
+    an_answer_about_a_file_knows_the_instructions_for_it,
     reply_to_a_reply_walks_up_to_the_root,
     deleted_parent_falls_back_to_a_plain_mention,
     long_thread_stays_inside_the_budget,

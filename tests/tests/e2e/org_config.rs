@@ -8,6 +8,7 @@ parley_tests::review_on_both_stores!(
     the_organisations_settings_apply_where_the_repository_sets_none,
     the_repositorys_settings_win_and_configuration_says_where_each_came_from,
     an_organisation_file_github_will_not_give_is_said_and_read_again,
+    a_pr_changing_the_repositorys_file_is_compared_over_the_organisations,
 );
 
 const ORG_SETTINGS: &str = "octo-org/.github";
@@ -79,4 +80,40 @@ async fn an_organisation_file_github_will_not_give_is_said_and_read_again(h: Rev
         &h.last_said(),
         &["| `review.minConfidence` | 85 | `octo-org/.github` (organisation) |"],
     );
+}
+
+/// A PR that edits the repository's `.parley.yml` is told what it would change, read as it
+/// would be once merged: over the organisation's settings. The organisation's
+/// `gate.blockOn`, set in neither version of the repository's file, is no change.
+async fn a_pr_changing_the_repositorys_file_is_compared_over_the_organisations(h: ReviewHarness) {
+    org_config(&h, "gate:\n  blockOn: [critical]\n");
+    h.config("review:\n  maxInlineComments: 7\n");
+    h.github.set_file(
+        REPO,
+        HEAD,
+        ".parley.yml",
+        "review:\n  maxInlineComments: 5\n",
+    );
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            (
+                ".parley.yml",
+                "modified",
+                "@@ -1,2 +1,2 @@\n review:\n-  maxInlineComments: 7\n+  maxInlineComments: 5",
+            ),
+        ],
+    );
+    h.review_opened().await;
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "**This PR changes the rules Parley reviews by.**",
+            "> - `.parley.yml` `review.maxInlineComments`: `7` → `5`",
+        ],
+    );
+    assert!(!text.contains("gate.blockOn"), "{text}");
 }

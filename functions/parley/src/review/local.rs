@@ -8,7 +8,7 @@
 use parley_core::config::{self, ConfigWarning, RepoConfig};
 use parley_core::ports::github::{ChangedFile, FileStatus};
 use parley_core::repo::attributes::FILE_NAME;
-use parley_core::repo::{Attributes, Guideline, guideline_paths};
+use parley_core::repo::{Attributes, Guideline, guideline_paths, instructions_for};
 use parley_core::review::diff::{self, DiffError};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -95,6 +95,10 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
             let text = git.show(&base, &path)?;
             Some(Guideline::from_text(path, &text))
         })
+        .chain(instructions_for(
+            &config.review.instructions,
+            Some(&touched),
+        ))
         .collect();
     let attributes = Attributes::parse(&git.show(&base, FILE_NAME).unwrap_or_default());
     let (owner, repo) = git.repo_name();
@@ -160,6 +164,10 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
     let guidelines = guideline_paths(&touched)
         .into_iter()
         .filter_map(|path| Some(Guideline::from_text(path.clone(), &read(&path)?)))
+        .chain(instructions_for(
+            &config.review.instructions,
+            Some(&touched),
+        ))
         .collect();
     let attributes = Attributes::parse(&read(FILE_NAME).unwrap_or_default());
     let (owner, repo) = git
