@@ -264,15 +264,26 @@ impl Summary<'_> {
                 out.push_str(&self.finding_with_body(finding));
             }
         }
-        out.push_str("\n\n### What was reviewed\n\n");
-        out.push_str(&self.scope());
-        out.push_str(&self.filter_notes());
-        out.push_str(&self.learning.render());
+        let mut reviewed = self.scope();
+        reviewed.push_str(&self.filter_notes());
+        reviewed.push_str(&self.learning.render());
         if !self.context_used.is_empty() {
-            out.push('\n');
-            out.push_str(self.context_used);
+            reviewed.push('\n');
+            reviewed.push_str(self.context_used);
         }
-        out.push_str(&self.cost());
+        reviewed.push_str(&self.cost());
+        if self.needs_attention() {
+            out.push_str("\n\n### What was reviewed\n\n");
+            out.push_str(&reviewed);
+        } else {
+            // Read when wanted, not on every review: a complete review has nothing in it
+            // that anyone must act on, and its files and passes would otherwise push the
+            // next review's findings out of sight.
+            out.push_str(&format!(
+                "\n\n<details><summary>What was reviewed: {}</summary>\n\n{reviewed}\n</details>\n",
+                self.in_brief()
+            ));
+        }
         // Much of it is the model's words or quotes the repository's (the judge's reasons,
         // learnings, tool calls, file names): cleaned as a whole, as answers are, so no
         // section can carry a marker or wake a bot.
@@ -288,6 +299,28 @@ impl Summary<'_> {
                 partial: self.partial,
                 changed: self.changed.clone(),
             },
+        )
+    }
+
+    /// Whether what was reviewed says something someone should see without asking: a
+    /// pass that failed, files not reviewed (the review is partial), settings in
+    /// `.parley.yml` that were rejected. Then it is shown open, as a section.
+    fn needs_attention(&self) -> bool {
+        self.partial
+            || !self.passes_failed.is_empty()
+            || !self.not_reviewed.is_empty()
+            || self.listing_truncated
+            || !self.framing.config_warnings.is_empty()
+    }
+
+    /// The collapsed section's title: how much was read, by how many passes.
+    fn in_brief(&self) -> String {
+        let files = self.files_reviewed.len();
+        let passes = self.passes_ok.len();
+        format!(
+            "{files} file{}, {passes} specialist pass{}",
+            if files == 1 { "" } else { "s" },
+            if passes == 1 { "" } else { "es" }
         )
     }
 

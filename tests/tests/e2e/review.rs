@@ -33,6 +33,7 @@ parley_tests::review_on_both_stores!(
     llm_down_on_every_attempt_is_said_once_then_settled_by_a_later_review,
     one_failed_pass_is_reported_and_the_others_publish,
     guidelines_come_from_the_base_ref,
+    a_rejected_setting_is_said_in_the_open,
     path_instructions_reach_every_pass_for_the_files_they_name,
     files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
@@ -718,6 +719,10 @@ async fn one_failed_pass_is_reported_and_the_others_publish(h: ReviewHarness) {
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     let text = h.summary();
     assert!(text.contains("The **tests** pass failed"), "{text}");
+    assert!(
+        text.contains("### What was reviewed") && !text.contains("<details><summary>What was"),
+        "a partial review says what it read in the open: {text}"
+    );
     assert_eq!(h.inline_comments().len(), 1);
     // Not blocking, but the review was partial: neutral, not success.
     assert_eq!(h.conclusion(), "neutral");
@@ -769,7 +774,28 @@ async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
         text.contains("Guideline files applied (base branch): `CLAUDE.md`"),
         "{text}"
     );
+    assert!(
+        text.contains("<details><summary>What was reviewed: 1 file, 5 specialist passes</summary>")
+            && !text.contains("### What was reviewed"),
+        "a complete review folds what it read away: {text}"
+    );
     assert_eq!(h.inline_comments().len(), 1);
+}
+
+/// A setting `.parley.yml` gets wrong is said where it is seen: what was reviewed is
+/// shown open, with the warning, even when the review was complete.
+async fn a_rejected_setting_is_said_in_the_open(h: ReviewHarness) {
+    h.config("review:\n  minConfidence: high\n");
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "### What was reviewed",
+            "`.parley.yml`: `review.minConfidence`: \"high\" is not a whole number from 0 to 100; using the default",
+        ],
+    );
+    assert!(!text.contains("<details><summary>What was"), "{text}");
 }
 
 /// `review.instructions` in the default branch's `.parley.yml`: an entry whose globs match
