@@ -4,6 +4,7 @@
 //! Keeping this crate free of network and storage code is what lets the Lambda functions
 //! and the local `parley serve` run the very same logic.
 
+pub mod body_limit;
 pub mod bookkeeping;
 pub mod budget;
 pub mod commands;

@@ -147,9 +147,17 @@ pub fn render<T: Serialize>(kind: &str, data: &T) -> String {
     format!("{OPEN}{kind} {safe} {CLOSE}")
 }
 
-/// Append a marker to a comment body, on its own line.
+/// Append a marker to a comment body, on its own line. Every body Parley posts ends in
+/// one, so this is where it is fitted to what GitHub takes ([`crate::body_limit`]): the
+/// text is cut, never the marker.
 pub fn append<T: Serialize>(body: &str, kind: &str, data: &T) -> String {
-    format!("{}\n\n{}", body.trim_end(), render(kind, data))
+    let marker = render(kind, data);
+    let room = crate::body_limit::GITHUB_MAX_BODY_CHARS
+        .saturating_sub(marker.chars().map(char::len_utf16).sum::<usize>() + 2);
+    format!(
+        "{}\n\n{marker}",
+        crate::body_limit::fit(body.trim_end(), room)
+    )
 }
 
 /// Every well-formed marker in `body`, in order. Malformed ones are skipped: a user can

@@ -294,8 +294,27 @@ fn paginated(path: &str, query: &str, items: Vec<Value>) -> Response {
     response
 }
 
+/// The most characters GitHub takes in a comment's or review's body.
+pub const MAX_BODY_CHARS: usize = 65_536;
+
+/// GitHub's 422 for a body (or a review's inline comment's) over [`MAX_BODY_CHARS`],
+/// counted as GitHub does, in characters; `None` when every body fits.
+fn body_too_long(body: &Value) -> Option<Response> {
+    let comments = body["comments"].as_array().into_iter().flatten();
+    let bodies = std::iter::once(&body["body"]).chain(comments.map(|c| &c["body"]));
+    bodies
+        .filter_map(Value::as_str)
+        .any(|text| text.chars().count() > MAX_BODY_CHARS)
+        .then(|| unprocessable("body is too long (maximum is 65536 characters)"))
+}
+
 fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> Response {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if matches!(method, "POST" | "PATCH")
+        && let Some(refused) = body_too_long(&body)
+    {
+        return refused;
+    }
     match (method, parts.as_slice()) {
         ("GET", ["app"]) => {
             let mut app = example("apps__get-authenticated.200.default.json");

@@ -32,6 +32,7 @@ parley_tests::review_on_both_stores!(
     garbage_from_every_pass_is_not_retried_and_said_once,
     llm_down_on_every_attempt_is_said_once_then_settled_by_a_later_review,
     one_failed_pass_is_reported_and_the_others_publish,
+    a_summary_longer_than_github_takes_is_cut_not_refused,
     guidelines_come_from_the_base_ref,
     a_rejected_setting_is_said_in_the_open,
     path_instructions_reach_every_pass_for_the_files_they_name,
@@ -731,6 +732,58 @@ async fn one_failed_pass_is_reported_and_the_others_publish(h: ReviewHarness) {
         check["output"]["title"],
         "1 finding(s), none blocking; the review was partial"
     );
+}
+
+/// Fifty findings kept for the summary, ten from each pass, each with a long
+/// explanation: more than the 65,536 characters GitHub takes in a review's body (the fake
+/// refuses more, as GitHub does). The review is posted cut, saying so, with its marker
+/// whole: the gate reads it, and the findings are all stored.
+async fn a_summary_longer_than_github_takes_is_cut_not_refused(h: ReviewHarness) {
+    h.config("review:\n  maxInlineComments: 0\n  judge: false\n");
+    h.github.set_file(
+        REPO,
+        "main",
+        "CLAUDE.md",
+        "Explain every finding at length.",
+    );
+    let explanation = "The value is read before it is checked. ".repeat(35);
+    for (p, pass) in [SECURITY, CORRECTNESS, TESTS, STYLE, GUIDELINES]
+        .iter()
+        .enumerate()
+    {
+        let findings: Vec<Value> = (0..10)
+            .map(|i| {
+                // Titles that share no word, so that no two are taken for one problem.
+                let word = |n: usize| -> String {
+                    let digits = n.to_string();
+                    let letters: String =
+                        digits.bytes().map(|d| (d - b'0' + b'b') as char).collect();
+                    format!("q{letters}zzz")
+                };
+                let title = format!("{} {}", word(p * 10 + i), word(100 + p * 10 + i));
+                let mut f = finding("src/db.rs", 3, "low", 90, &title);
+                f["category"] = format!("area{p}x{i}").into();
+                f["body"] = explanation.clone().into();
+                f
+            })
+            .collect();
+        h.llm.answer(pass, &reply(&findings));
+    }
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+
+    let posts = review_posts(&h);
+    assert_eq!(posts.len(), 1, "posted once, not refused");
+    let body = posts[0]["body"].as_str().unwrap();
+    assert!(body.chars().count() <= 65_536);
+    assert!(
+        body.contains("cut here: GitHub takes at most 65,536 characters"),
+        "{body}"
+    );
+    assert!(body.contains("qbzzz qcbbzzz"), "the findings come first");
+    let marker: Option<Value> = markers::find(body, markers::kind::REVIEW);
+    assert_eq!(marker.unwrap()["head_sha"], HEAD, "the marker is whole");
+    assert_eq!(h.findings().await.len(), 50);
+    assert_eq!(h.conclusion(), "success");
 }
 
 async fn guidelines_come_from_the_base_ref(h: ReviewHarness) {
