@@ -99,7 +99,7 @@ struct Conversation {
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 struct Dispute {
-    /// Logins asked to weigh in when Parley escalates a dispute.
+    /// Logins, or teams as `org/team`, asked to weigh in when Parley escalates a dispute.
     human_reviewers: Vec<String>,
     /// Resolve the finding's thread when Parley concedes.
     resolve_thread_on_concede: bool,

@@ -27,15 +27,16 @@ pub fn state_after(resolution: Resolution) -> FindingState {
 /// request, the reply says so instead.
 pub async fn escalate(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger) -> String {
     let author = snap.author().unwrap_or("");
-    // GitHub refuses to request a review from the PR's author.
+    // Written as people write them in comments (`@carol`, `@octo-org/security`); GitHub
+    // refuses to request a review from the PR's author.
     let reviewers: Vec<String> = snap
         .config
         .config
         .dispute
         .human_reviewers
         .iter()
-        .filter(|r| !r.eq_ignore_ascii_case(author))
-        .cloned()
+        .map(|r| r.trim().trim_start_matches('@').to_string())
+        .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case(author))
         .collect();
     if reviewers.is_empty() {
         return "This needs a human decision, but no reviewers are configured \
@@ -47,9 +48,15 @@ pub async fn escalate(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger)
         .map(|r| format!("@{r}"))
         .collect::<Vec<_>>()
         .join(", ");
+    // `org/team` is a team, which GitHub asks for by its slug alone.
+    let (teams, users): (Vec<&String>, Vec<&String>) =
+        reviewers.iter().partition(|r| r.contains('/'));
     let request = ReviewerRequest {
-        reviewers: reviewers.clone(),
-        team_reviewers: Vec::new(),
+        reviewers: users.into_iter().cloned().collect(),
+        team_reviewers: teams
+            .into_iter()
+            .filter_map(|team| team.split_once('/').map(|(_, slug)| slug.to_string()))
+            .collect(),
     };
     match github
         .request_reviewers(&snap.scope, snap.number, &request)

@@ -601,14 +601,30 @@ fn write_repo(s: &mut State, method: &str, repo: &str, rest: &[&str], body: Valu
         ("POST", ["pulls", n, "reviews"]) => create_review(s, repo, n.parse().unwrap_or(0), body),
         ("POST", ["pulls", n, "requested_reviewers"]) => {
             let n: u64 = n.parse().unwrap_or(0);
-            let reviewers: Vec<String> = body["reviewers"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
+            // Teams by slug, recorded as `owner/slug`, after the people.
+            let owner = repo.split('/').next().unwrap_or_default();
+            let named = |key: &str| -> Vec<String> {
+                body[key]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let mut reviewers = named("reviewers");
+            // A login has neither (a team named as a person is not a collaborator).
+            if reviewers.iter().any(|r| r.contains(['/', '@'])) {
+                return unprocessable(&format!(
+                    "Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the {repo} repository."
+                ));
+            }
+            reviewers.extend(
+                named("team_reviewers")
+                    .into_iter()
+                    .map(|slug| format!("{owner}/{slug}")),
+            );
             s.requested_reviewers.push((repo.to_string(), n, reviewers));
             let mut pr = s
                 .pulls

@@ -458,7 +458,7 @@ async fn conceding_a_dispute_resolves_the_thread_and_updates_the_finding(backend
 
 async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
     let h = Harness::start(backend).await;
-    h.config("dispute:\n  humanReviewers: [carol, alice]\n");
+    h.config("dispute:\n  humanReviewers: ['@carol', alice, '@octo-org/security']\n");
     h.llm
         .default_reply(&answer("Reasonable people differ here.", Some("escalate")));
     // Only in the marker: the finding gets recorded with its new state.
@@ -469,10 +469,18 @@ async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
 
     assert_eq!(
         h.github.requested_reviewers(),
-        vec![(REPO.to_string(), PR, vec!["carol".to_string()])]
+        vec![(
+            REPO.to_string(),
+            PR,
+            vec!["carol".to_string(), "octo-org/security".to_string()]
+        )],
+        "people by login, a team by its slug; never the PR's author"
     );
     let body = h.replies_to(asked)[0]["body"].as_str().unwrap().to_string();
-    assert!(body.contains("I have asked @carol"), "{body}");
+    assert!(
+        body.contains("I have asked @carol, @octo-org/security"),
+        "{body}"
+    );
     assert!(h.github.resolved_threads().is_empty());
     let finding = h
         .store
