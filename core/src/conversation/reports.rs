@@ -248,7 +248,18 @@ pub fn render_budget(standing: &crate::budget::Standing) -> String {
 
 /// `configuration`: every setting in force and where it came from.
 pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>) -> String {
-    render_configuration(&snap.config, memory, &snap.handles)
+    let mut out = render_configuration(&snap.config, memory, &snap.handles);
+    // A team that wrote organisation settings and sees none applied has usually not
+    // installed the App on the `.github` repository (GitHub answers 404 for a repository
+    // outside the installation, as for one that does not exist): say where they are read.
+    if snap.config.org.is_none() && snap.scope.name != crate::config::layers::ORG_REPO {
+        out.push_str(&format!(
+            "\nNo organisation settings were read. An organisation's (or account's) `.parley.yml` is read under this one from the default branch of `{}/{}`, when the App is installed on that repository too.\n",
+            crate::sanitize::inline_name(&snap.scope.owner),
+            crate::config::layers::ORG_REPO
+        ));
+    }
+    out
 }
 
 pub fn render_configuration(

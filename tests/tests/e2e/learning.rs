@@ -463,6 +463,11 @@ async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
         config.contains("300"),
         "the rejected value is reported: {config}"
     );
+    assert!(
+        config.contains("No organisation settings were read.")
+            && config.contains("default branch of `octo-org/.github`, when the App is installed"),
+        "where organisation settings would come from: {config}"
+    );
     h.say("bob", "@parley help").await;
     assert!(h.last_said().contains("`@parley forget L-3f9a`"));
 }

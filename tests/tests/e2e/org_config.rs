@@ -52,6 +52,10 @@ async fn the_repositorys_settings_win_and_configuration_says_where_each_came_fro
             "in octo-org/.github's `.parley.yml`",
         ],
     );
+    assert!(
+        !said.contains("No organisation settings were read"),
+        "{said}"
+    );
 }
 
 /// GitHub fails the organisation's file: the repository's settings apply, the reply says
