@@ -152,11 +152,20 @@ pub async fn assemble(
         .filter(|h| !h.is_empty())
         .or_else(|| trigger.diff_hunk.clone())
         .map(|h| tail_lines(&h, HUNK_LINES));
-    let guidelines = guidelines(sources, snap, path.as_deref()).await;
-    let files = match snap.pull() {
-        Some(_) if !trigger.is_inline() => changed_files(sources.github, snap).await,
-        _ => Vec::new(),
+    // Two independent reads, side by side.
+    let (files_read, (paths, files)) =
+        crate::concurrently::join2(guideline_files(sources, snap, path.as_deref()), async {
+            match snap.pull() {
+                Some(_) if !trigger.is_inline() => changed_files(sources.github, snap).await,
+                _ => Default::default(),
+            }
+        })
+        .await;
+    let touched = match &path {
+        Some(path) => vec![path.clone()],
+        None => paths,
     };
+    let guidelines = with_instructions(files_read, snap, &touched);
 
     let budget_chars = snap.config.config.mention.context_budget_chars as usize;
     let cap = budget::per_comment_cap(budget_chars);
@@ -385,19 +394,16 @@ fn from_marker(
     }
 }
 
-/// Guideline files at the base SHA, for the root and the commented file's directories,
-/// then the `review.instructions` for the commented file (all of them for a question
-/// about a whole PR; none on a plain issue, which has no code). On a plain issue, the
-/// root files on the default branch (there is no base).
-async fn guidelines(
-    sources: &Sources<'_>,
+/// The guideline files, then the `review.instructions` for the files the question is
+/// about (`touched`: the commented file, or for a top-level question the PR's changed
+/// files); none on a plain issue, which has no code.
+fn with_instructions(
+    files: Arc<Vec<Guideline>>,
     snap: &PrSnapshot,
-    path: Option<&str>,
+    touched: &[String],
 ) -> Arc<Vec<Guideline>> {
-    let files = guideline_files(sources, snap, path).await;
-    let touched: Option<Vec<String>> = path.map(|p| vec![p.to_string()]);
     let instructions = match snap.pull() {
-        Some(_) => instructions_for(&snap.config.config.review.instructions, touched.as_deref()),
+        Some(_) => instructions_for(&snap.config.config.review.instructions, touched),
         None => None,
     };
     match instructions {
@@ -410,8 +416,10 @@ async fn guidelines(
     }
 }
 
-/// The guideline files, cached: the instructions come from the config, which has a
-/// cache of its own, so a changed `.parley.yml` is not hidden behind this one.
+/// Guideline files at the base SHA, for the root and the commented file's directories;
+/// on a plain issue, the root files on the default branch (there is no base). Cached;
+/// the instructions are not (the config has a cache of its own, and a changed
+/// `.parley.yml` must not hide behind this one).
 async fn guideline_files(
     sources: &Sources<'_>,
     snap: &PrSnapshot,
@@ -437,9 +445,9 @@ async fn guideline_files(
     found
 }
 
-/// A summary of the changed files for a top-level question. An extra: on failure the
-/// answer goes on with the PR's counts only.
-async fn changed_files(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<String> {
+/// The changed files of a top-level question's PR: their paths, and a line each for the
+/// prompt. An extra: on failure the answer goes on with the PR's counts only.
+async fn changed_files(github: &dyn GitHub, snap: &PrSnapshot) -> (Vec<String>, Vec<String>) {
     match github
         .list_pull_request_files(&snap.scope, snap.number, PageLimit::items(MAX_FILES))
         .await
@@ -447,11 +455,14 @@ async fn changed_files(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<String> {
         Ok(listing) => listing
             .items
             .iter()
-            .map(|f| format!("{} (+{} -{})", f.filename, f.additions, f.deletions))
-            .collect(),
+            .map(|f| {
+                let line = format!("{} (+{} -{})", f.filename, f.additions, f.deletions);
+                (f.filename.clone(), line)
+            })
+            .unzip(),
         Err(err) => {
             tracing::warn!(repo = %snap.repo, pr = snap.number, error = %err, "could not list changed files; going on without them");
-            Vec::new()
+            Default::default()
         }
     }
 }

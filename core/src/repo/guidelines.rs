@@ -33,20 +33,13 @@ impl Guideline {
 /// Where `review.instructions` are said to come from, in prompts and in tests.
 pub const INSTRUCTIONS_SOURCE: &str = ".parley.yml (review.instructions)";
 
-/// The entries of `review.instructions` whose globs match one of `touched` (every entry
-/// for `None`: a question about a whole PR), as one more guideline, each under its
-/// globs; `None` when none applies. Not cut like a file: the config's caps bound it.
-pub fn instructions_for(
-    instructions: &[PathInstruction],
-    touched: Option<&[String]>,
-) -> Option<Guideline> {
+/// The entries of `review.instructions` whose globs match one of `touched`, as one more
+/// guideline, each under its globs; `None` when none applies. Not cut like a file: the
+/// config's caps bound it.
+pub fn instructions_for(instructions: &[PathInstruction], touched: &[String]) -> Option<Guideline> {
     let mut text = String::new();
     for entry in instructions {
-        let applies = match touched {
-            None => true,
-            Some(paths) => entry.applies_to_any(paths.iter().map(String::as_str)),
-        };
-        if applies {
+        if entry.applies_to_any(touched.iter().map(String::as_str)) {
             let globs: Vec<String> = entry
                 .paths
                 .iter()
@@ -161,29 +154,24 @@ mod tests {
         let touched =
             |paths: &[&str]| -> Vec<String> { paths.iter().map(|p| p.to_string()).collect() };
 
-        assert_eq!(
-            instructions_for(entries, Some(&touched(&["src/main.rs"]))),
-            None
-        );
-        let one = instructions_for(
-            entries,
-            Some(&touched(&["src/main.rs", "migrations/1_up.rb"])),
-        )
-        .unwrap();
+        assert_eq!(instructions_for(entries, &touched(&["src/main.rs"])), None);
+        let one =
+            instructions_for(entries, &touched(&["src/main.rs", "migrations/1_up.rb"])).unwrap();
         assert_eq!(one.path, INSTRUCTIONS_SOURCE);
         assert_eq!(
             one.text,
             "For files matching `migrations/**`:\nEvery migration must be reversible."
         );
-        let both = instructions_for(entries, Some(&touched(&["migrations/2.sql"]))).unwrap();
+        let both =
+            instructions_for(entries, &touched(&["migrations/2.sql", "migrations/3.sql"])).unwrap();
         assert!(
             both.text.contains("`**/*.sql`, `db/**`:\nName the index."),
             "{}",
             both.text
         );
         assert!(!both.text.contains('\u{200b}'), "cleaned like user text");
-        assert_eq!(instructions_for(entries, None), Some(both));
-        assert_eq!(instructions_for(&[], None), None);
+        assert_eq!(instructions_for(entries, &[]), None);
+        assert_eq!(instructions_for(&[], &touched(&["migrations/2.sql"])), None);
     }
 
     #[test]

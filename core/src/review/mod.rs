@@ -315,10 +315,7 @@ impl ReviewHandler {
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
         let mut guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
-        guidelines.extend(instructions_for(
-            &config.review.instructions,
-            Some(pr_paths),
-        ));
+        guidelines.extend(instructions_for(&config.review.instructions, pr_paths));
         let attributes = load_attributes(github, scope, &loaded.branch).await;
         let in_force = rules_change::InForce {
             config,

@@ -66,11 +66,17 @@ async fn a_doubted_finding_brings_the_judges_case_into_its_thread(backend: Backe
 
 /// A reply in a finding's thread is answered knowing the `review.instructions` for the
 /// finding's file (and not those for other files): the team's words on what matters
-/// there, from the default branch.
+/// there, from the default branch. A question about the whole PR knows those for the
+/// files the PR changes.
 async fn an_answer_about_a_file_knows_the_instructions_for_it(backend: Backend) {
     let h = Harness::start(backend).await;
     h.config(
-        "review:\n  instructions:\n    - {paths: 'src/*.rs', text: 'INSTR-DB: ids here are never trusted.'}\n    - {paths: 'web/**', text: 'INSTR-WEB: escape everything.'}\n",
+        "review:\n  instructions:\n    - {paths: 'src/*.rs', text: 'INSTR-DB: ids here are never trusted.'}\n    - {paths: 'web/**', text: 'INSTR-WEB: escape everything.'}\n    - {paths: 'docs/**', text: 'INSTR-DOCS: British English.'}\n",
+    );
+    h.github.set_files(
+        REPO,
+        PR,
+        &[("docs/guide.md", "modified", "@@ -1 +1 @@\n-a\n+b")],
     );
     let (root, _) = h.seed_finding(true).await;
     h.run(h.inline_comment("bob", QUESTION, Some(root)))
@@ -82,6 +88,17 @@ async fn an_answer_about_a_file_knows_the_instructions_for_it(backend: Backend) 
         "{prompt}"
     );
     assert!(!prompt.contains("INSTR-WEB"), "{prompt}");
+    assert!(!prompt.contains("INSTR-DOCS"), "{prompt}");
+
+    h.run(h.top_level_comment("bob", "@parley is this PR ready?"))
+        .await
+        .expect("turn");
+    let prompt = &h.prompts()[1];
+    assert!(prompt.contains("INSTR-DOCS: British English."), "{prompt}");
+    assert!(
+        !prompt.contains("INSTR-DB") && !prompt.contains("INSTR-WEB"),
+        "{prompt}"
+    );
 }
 
 async fn reply_to_a_finding_is_answered_in_its_thread(backend: Backend) {

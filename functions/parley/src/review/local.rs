@@ -95,10 +95,7 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
             let text = git.show(&base, &path)?;
             Some(Guideline::from_text(path, &text))
         })
-        .chain(instructions_for(
-            &config.review.instructions,
-            Some(&touched),
-        ))
+        .chain(instructions_for(&config.review.instructions, &touched))
         .collect();
     let attributes = Attributes::parse(&git.show(&base, FILE_NAME).unwrap_or_default());
     let (owner, repo) = git.repo_name();
@@ -164,10 +161,7 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
     let guidelines = guideline_paths(&touched)
         .into_iter()
         .filter_map(|path| Some(Guideline::from_text(path.clone(), &read(&path)?)))
-        .chain(instructions_for(
-            &config.review.instructions,
-            Some(&touched),
-        ))
+        .chain(instructions_for(&config.review.instructions, &touched))
         .collect();
     let attributes = Attributes::parse(&read(FILE_NAME).unwrap_or_default());
     let (owner, repo) = git

@@ -294,7 +294,7 @@ async fn review_pull(
         load_guidelines(github.as_ref(), &scope, &pr.base.ref_name, &listing.paths).await;
     guidelines.extend(instructions_for(
         &loaded.config.review.instructions,
-        Some(&listing.paths),
+        &listing.paths,
     ));
     let attributes = load_attributes(github.as_ref(), &scope, &loaded.branch).await;
     let earlier = store
