@@ -161,8 +161,11 @@ pub const SPECIALISTS: [&str; 5] = ["security", "correctness", "tests", "style",
 pub const DEFAULT_SKIP_PATHS: &[&str] = &[
     "**/*.lock",
     "**/package-lock.json",
+    "**/npm-shrinkwrap.json",
     "**/pnpm-lock.yaml",
+    "**/bun.lockb",
     "**/go.sum",
+    "**/go.work.sum",
     "**/vendor/**",
     "**/node_modules/**",
     "**/third_party/**",
@@ -174,7 +177,10 @@ pub const DEFAULT_SKIP_PATHS: &[&str] = &[
     "**/*_pb2.py",
     "**/*.generated.*",
     "**/generated/**",
-    "**/*.{png,jpg,jpeg,gif,ico,webp,pdf,zip,gz,tgz,jar,woff,woff2,ttf,eot,so,dylib,dll,exe,bin}",
+    // Test snapshots (Jest, Vitest, insta): written by the tool, reviewed as the test's output.
+    "**/__snapshots__/**",
+    "**/*.snap",
+    "**/*.{png,jpg,jpeg,gif,ico,webp,avif,bmp,tiff,pdf,zip,gz,tgz,xz,bz2,7z,rar,jar,class,pyc,wasm,woff,woff2,ttf,otf,eot,so,dylib,dll,exe,bin,o,a,mp3,mp4,mov,wav}",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

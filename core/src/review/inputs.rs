@@ -358,6 +358,41 @@ mod tests {
         assert!(inputs.incomplete(), "a file over the budget went unread");
     }
 
+    /// Tools' output that a review has nothing to say to: lock files of every package
+    /// manager, test snapshots, built artefacts; the code beside them is reviewed.
+    #[test]
+    fn lock_files_snapshots_and_artefacts_are_skipped_by_default() {
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let skipped = [
+            "web/npm-shrinkwrap.json",
+            "go.work.sum",
+            "src/__tests__/__snapshots__/App.test.tsx.snap",
+            "tests/snapshots/parse__nested.snap",
+            "src/__snapshots__/view.ts",
+            "dist-ish/module.wasm",
+            "build/Main.class",
+        ];
+        let mut files: Vec<_> = skipped.iter().map(|p| changed(p, Some(patch))).collect();
+        files.push(changed("src/App.test.tsx", Some(patch)));
+        let inputs = select(
+            files,
+            false,
+            &ReviewConfig::default(),
+            &Attributes::default(),
+        );
+        let read: Vec<&str> = inputs.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(read, ["src/App.test.tsx"]);
+        let reasons = reasons(&inputs);
+        assert_eq!(reasons.len(), skipped.len());
+        assert!(
+            reasons
+                .iter()
+                .all(|(_, why)| why == "matches `review.skipPaths`"),
+            "{reasons:?}"
+        );
+        assert!(!inputs.incomplete());
+    }
+
     #[test]
     fn files_no_review_could_read_do_not_make_it_incomplete() {
         let patch = "@@ -1 +1 @@\n-a\n+b\n";
