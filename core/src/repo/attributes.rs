@@ -4,8 +4,11 @@
 //! a generated client or a bundled library is noise nobody can act on, so files the
 //! repository marks so are left out of review as `review.skipPaths` leaves files out.
 //!
-//! Read from the branch `.parley.yml` is read from (the default branch), never the PR's
-//! head or a base branch its author may have made: what is left out of review is a rule
+//! The root's file and those of the directories a PR touches (a monorepo marks a
+//! package's generated client in the package's own), each read relative to its directory,
+//! a deeper one deciding over the root's, as Git reads them. Read from the branch
+//! `.parley.yml` is read from (the default branch), never the PR's head or a base branch
+//! its author may have made: what is left out of review is a rule
 //! like `review.skipPaths`, and a PR that marks its own files generated must not hide them
 //! from review (its `.gitattributes` change is reviewed as any file).
 //!
@@ -20,8 +23,12 @@
 use crate::ports::github::{GitHub, RepoScope};
 use globset::{GlobBuilder, GlobMatcher};
 
-/// The file's name, at the root of the repository.
+/// The file's name, at the root of the repository and in any directory under it.
 pub const FILE_NAME: &str = ".gitattributes";
+
+/// Directories whose own `.gitattributes` is looked for (nearest the root first), besides
+/// the root's: as many as guideline files are looked for in.
+const MAX_DIRECTORIES: usize = 8;
 
 /// More lines than any real `.gitattributes` has; the rest of a larger file is ignored.
 const MAX_RULES: usize = 2_000;
@@ -44,6 +51,8 @@ pub struct Attributes {
 
 #[derive(Debug, Clone)]
 struct Rule {
+    /// The directory whose file it is in (`""`: the root's).
+    dir: String,
     /// The line as written (trimmed), to say which rule a change adds.
     line: String,
     pattern: GlobMatcher,
@@ -53,13 +62,40 @@ struct Rule {
 }
 
 impl Attributes {
+    /// The root's `.gitattributes`.
     pub fn parse(text: &str) -> Self {
+        Self::parse_in("", text)
+    }
+
+    /// The `.gitattributes` of directory `dir` (`""`: the root), whose patterns Git reads
+    /// relative to it: a name matches at any depth below it, a path from it.
+    pub fn parse_in(dir: &str, text: &str) -> Self {
         let rules = text
             .lines()
-            .filter_map(rule)
+            .filter_map(|line| rule(line, dir))
             .take(MAX_RULES)
             .collect::<Vec<_>>();
         Self { rules }
+    }
+
+    /// These rules, then `deeper`'s: Git lets a file nearer the path decide over one
+    /// nearer the root, as a later line decides over an earlier one.
+    pub fn then(mut self, deeper: Attributes) -> Attributes {
+        self.rules.extend(deeper.rules);
+        self
+    }
+
+    /// Where `.gitattributes` files that may mark `touched` files are looked for: the
+    /// root's, then those of the directories holding them (bounded, nearest the root
+    /// first, so the order is the order they apply in).
+    pub fn files_for(touched: &[String]) -> Vec<(String, String)> {
+        let dirs = super::touched_directories(touched, MAX_DIRECTORIES);
+        std::iter::once((String::new(), FILE_NAME.to_string()))
+            .chain(dirs.into_iter().map(|dir| {
+                let path = format!("{dir}/{FILE_NAME}");
+                (dir, path)
+            }))
+            .collect()
     }
 
     /// What the repository marks `path` as, if anything (generated before vendored).
@@ -84,18 +120,20 @@ impl Attributes {
         self.rules.is_empty()
     }
 
-    /// The lines that mark files generated or vendored (not those that only take a mark
-    /// away), as written.
-    pub fn marking_lines(&self) -> impl Iterator<Item = &str> {
+    /// The lines of `dir`'s file (`""`: the root's) that mark files generated or vendored
+    /// (not those that only take a mark away), as written.
+    pub fn marking_lines<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> {
         self.rules
             .iter()
+            .filter(move |rule| rule.dir == dir)
             .filter(|rule| rule.generated == Some(Some(true)) || rule.vendored == Some(Some(true)))
             .map(|rule| rule.line.as_str())
     }
 }
 
-/// The rule on one line, when it names a file and one of the two attributes.
-fn rule(line: &str) -> Option<Rule> {
+/// The rule on one line of `dir`'s file, when it names a file and one of the two
+/// attributes.
+fn rule(line: &str, dir: &str) -> Option<Rule> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') || line.starts_with("[attr]") {
         return None;
@@ -114,8 +152,9 @@ fn rule(line: &str) -> Option<Rule> {
         return None;
     }
     Some(Rule {
+        dir: dir.to_string(),
         line: line.to_string(),
-        pattern: matcher(&pattern)?,
+        pattern: matcher(&pattern, dir)?,
         generated,
         vendored,
     })
@@ -153,16 +192,23 @@ fn attribute(word: &str) -> (&str, Option<bool>) {
     }
 }
 
-/// Git's pattern as a glob over repository paths; `None` for one that never names a file.
-fn matcher(pattern: &str) -> Option<GlobMatcher> {
+/// Git's pattern in `dir`'s file as a glob over repository paths; `None` for one that
+/// never names a file.
+fn matcher(pattern: &str, dir: &str) -> Option<GlobMatcher> {
     if pattern.starts_with('!') || pattern.ends_with('/') {
         return None;
     }
     let anchored = pattern.trim_start_matches('/');
-    let glob = if pattern.contains('/') {
+    let relative = if pattern.contains('/') {
         anchored.to_string()
     } else {
         format!("**/{pattern}")
+    };
+    let glob = if dir.is_empty() {
+        relative
+    } else {
+        // The directory's own name is matched literally, whatever it holds.
+        format!("{}/{relative}", globset::escape(dir))
     };
     GlobBuilder::new(&glob)
         .literal_separator(true)
@@ -172,17 +218,34 @@ fn matcher(pattern: &str) -> Option<GlobMatcher> {
         .map(|glob| glob.compile_matcher())
 }
 
-/// The `.gitattributes` of `branch`. One that cannot be read leaves nothing marked: the
-/// review then reads those files too, which is noise, never a finding lost.
-pub async fn load_attributes(github: &dyn GitHub, scope: &RepoScope, branch: &str) -> Attributes {
-    match github.get_file_contents(scope, FILE_NAME, branch).await {
-        Ok(Some(file)) => file.text().map(Attributes::parse).unwrap_or_default(),
-        Ok(None) => Attributes::default(),
-        Err(err) => {
-            tracing::warn!(repo = %scope.full_name(), error = %err, "could not read .gitattributes; generated and vendored files are reviewed like the rest");
-            Attributes::default()
+/// The `.gitattributes` files of `branch` that may mark `touched` files (see
+/// [`Attributes::files_for`]), read side by side and applied root first. One that cannot
+/// be read leaves nothing marked by it: the review then reads those files too, which is
+/// noise, never a finding lost.
+pub async fn load_attributes(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    branch: &str,
+    touched: &[String],
+) -> Attributes {
+    let files = Attributes::files_for(touched);
+    let reads = files.iter().map(|(dir, path)| async move {
+        match github.get_file_contents(scope, path, branch).await {
+            Ok(Some(file)) => file
+                .text()
+                .map(|text| Attributes::parse_in(dir, text))
+                .unwrap_or_default(),
+            Ok(None) => Attributes::default(),
+            Err(err) => {
+                tracing::warn!(repo = %scope.full_name(), path, error = %err, "could not read a .gitattributes; the files it marks are reviewed like the rest");
+                Attributes::default()
+            }
         }
-    }
+    });
+    crate::concurrently::join_all(reads.collect())
+        .await
+        .into_iter()
+        .fold(Attributes::default(), Attributes::then)
 }
 
 #[cfg(test)]
@@ -246,6 +309,60 @@ mod tests {
         assert_eq!(marked(text, "docs/my file.txt"), Some(Marked::Generated));
         assert_eq!(marked(text, "x.snap"), Some(Marked::Generated));
         assert_eq!(marked(text, "["), None, "a pattern that does not compile");
+    }
+
+    /// A directory's own file speaks for what is under it, relative to it, and decides
+    /// over the root's.
+    #[test]
+    fn a_directorys_file_is_read_relative_to_it_and_decides_over_the_roots() {
+        let root = Attributes::parse("*.ts linguist-generated\n");
+        let nested = Attributes::parse_in(
+            "packages/api",
+            "client.ts linguist-generated\n/gen/** linguist-vendored\nsrc/*.ts -linguist-generated\n",
+        );
+        let all = root.then(nested);
+        assert_eq!(
+            all.marked("packages/api/lib/client.ts"),
+            Some(Marked::Generated)
+        );
+        assert_eq!(all.marked("packages/api/gen/x.rs"), Some(Marked::Vendored));
+        assert_eq!(
+            all.marked("gen/x.rs"),
+            None,
+            "anchored to its own directory"
+        );
+        assert_eq!(all.marked("packages/web/gen/x.rs"), None);
+        assert_eq!(
+            all.marked("packages/api/src/main.ts"),
+            None,
+            "the deeper file decides"
+        );
+        assert_eq!(all.marked("web/main.ts"), Some(Marked::Generated));
+        let odd = Attributes::parse_in("a[1]", "*.rs linguist-generated\n");
+        assert_eq!(odd.marked("a[1]/x.rs"), Some(Marked::Generated));
+        assert_eq!(
+            odd.marked("a1/x.rs"),
+            None,
+            "the directory's name is literal"
+        );
+    }
+
+    #[test]
+    fn files_are_looked_for_at_the_root_then_in_touched_directories() {
+        let touched = vec!["packages/api/src/a.ts".to_string(), "README.md".to_string()];
+        let files: Vec<String> = Attributes::files_for(&touched)
+            .into_iter()
+            .map(|(_, path)| path)
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ".gitattributes",
+                "packages/.gitattributes",
+                "packages/api/.gitattributes",
+                "packages/api/src/.gitattributes"
+            ]
+        );
     }
 
     #[test]

@@ -61,23 +61,7 @@ pub fn instructions_for(instructions: &[PathInstruction], touched: &[String]) ->
 /// The candidate paths for `touched` files: the root files, then each touched directory's
 /// own, nearest the root first, deduplicated and bounded.
 pub fn guideline_paths(touched: &[String]) -> Vec<String> {
-    let mut dirs: Vec<String> = Vec::new();
-    for path in touched {
-        let mut parts: Vec<&str> = path.split('/').collect();
-        parts.pop();
-        let mut prefix = String::new();
-        for part in parts {
-            if !prefix.is_empty() {
-                prefix.push('/');
-            }
-            prefix.push_str(part);
-            if !dirs.contains(&prefix) {
-                dirs.push(prefix.clone());
-            }
-        }
-    }
-    dirs.sort_by_key(|d| (d.matches('/').count(), d.clone()));
-    dirs.truncate(MAX_DIRECTORIES);
+    let dirs = super::touched_directories(touched, MAX_DIRECTORIES);
     let mut paths: Vec<String> = GUIDELINE_FILES.iter().map(|f| f.to_string()).collect();
     for dir in dirs {
         for name in ["CLAUDE.md", "AGENTS.md"] {

@@ -188,6 +188,26 @@ impl ConfigLoader {
     }
 }
 
+/// The directories holding `touched` files, each once, nearest the root first (then by
+/// name), at most `max`: where a repository's per-directory files (guideline files,
+/// `.gitattributes`) are looked for, so a PR touching 500 folders does not cost a read
+/// for each.
+pub(crate) fn touched_directories(touched: &[String], max: usize) -> Vec<String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for path in touched {
+        let mut end = 0;
+        while let Some(slash) = path[end..].find('/') {
+            end += slash;
+            dirs.insert(&path[..end]);
+            end += 1;
+        }
+    }
+    let mut dirs: Vec<String> = dirs.into_iter().map(str::to_string).collect();
+    dirs.sort_by_key(|d| (d.matches('/').count(), d.clone()));
+    dirs.truncate(max);
+    dirs
+}
+
 /// The branch repository settings are read from: the default branch, or the PR's base
 /// when GitHub did not say (both are outside the PR author's control).
 pub fn default_branch(pr: &PullRequest) -> String {

@@ -316,7 +316,7 @@ impl ReviewHandler {
         run.base_sha = scope_of_review.base_sha.clone();
         let mut guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
         guidelines.extend(instructions_for(&config.review.instructions, pr_paths));
-        let attributes = load_attributes(github, scope, &loaded.branch).await;
+        let attributes = load_attributes(github, scope, &loaded.branch, pr_paths).await;
         let in_force = rules_change::InForce {
             config,
             under: &loaded.under,

@@ -52,11 +52,35 @@ pub async fn rules_changed(
         let text = at_head(github, scope, head_sha, file, config::FILE_NAME).await;
         lines.extend(config_changes(scope, text.as_deref(), in_force));
     }
-    if let Some(file) = touched(ATTRIBUTES) {
-        match at_head(github, scope, head_sha, file, ATTRIBUTES).await {
-            Some(text) => lines.extend(marks_added(in_force.attributes, &Attributes::parse(&text))),
+    // The root's `.gitattributes` and any directory's (each speaks for what is under it).
+    let mut attribute_files: Vec<&str> = changed
+        .iter()
+        .flat_map(|file| {
+            [
+                Some(file.filename.as_str()),
+                file.previous_filename.as_deref(),
+            ]
+        })
+        .flatten()
+        .filter(|path| is_attributes(path))
+        .collect();
+    attribute_files.sort_unstable();
+    attribute_files.dedup();
+    for name in attribute_files {
+        let Some(file) = touched(name) else { continue };
+        let dir = name
+            .strip_suffix(ATTRIBUTES)
+            .unwrap_or("")
+            .trim_end_matches('/');
+        match at_head(github, scope, head_sha, file, name).await {
+            Some(text) => lines.extend(marks_added(
+                name,
+                in_force.attributes,
+                &Attributes::parse_in(dir, &text),
+            )),
             None => lines.push(format!(
-                "`{ATTRIBUTES}` changes (its new version could not be read)"
+                "`{}` changes (its new version could not be read)",
+                shown(name)
             )),
         }
     }
@@ -85,6 +109,14 @@ pub async fn rules_changed(
         }
     }
     lines
+}
+
+/// A `.gitattributes`, at the root or in a directory.
+fn is_attributes(path: &str) -> bool {
+    path == ATTRIBUTES
+        || path
+            .strip_suffix(ATTRIBUTES)
+            .is_some_and(|dir| dir.ends_with('/'))
 }
 
 /// A file the passes read as the repository's guidelines (see [`crate::repo::GUIDELINE_FILES`]).
@@ -179,12 +211,17 @@ pub fn settings_changed(in_force: &RepoConfig, head: &RepoConfig) -> Vec<String>
 
 /// The `.gitattributes` lines that mark files generated or vendored at the head and not in
 /// force now: what later reviews would leave out.
-pub fn marks_added(in_force: &Attributes, head: &Attributes) -> Vec<String> {
-    head.marking_lines()
-        .filter(|line| !in_force.marking_lines().any(|now| now == *line))
+pub fn marks_added(file: &str, in_force: &Attributes, head: &Attributes) -> Vec<String> {
+    let dir = file
+        .strip_suffix(ATTRIBUTES)
+        .unwrap_or("")
+        .trim_end_matches('/');
+    head.marking_lines(dir)
+        .filter(|line| !in_force.marking_lines(dir).any(|now| now == *line))
         .map(|line| {
             format!(
-                "`{ATTRIBUTES}` adds `{}`: files it marks generated or vendored are not reviewed",
+                "`{}` adds `{}`: files it marks generated or vendored are not reviewed",
+                shown(file),
                 shown(line)
             )
         })
@@ -322,15 +359,35 @@ mod tests {
             "api/** linguist-generated\nsrc/** linguist-generated\nlib/** -linguist-vendored\n*.sh text eol=lf\n",
         );
         assert_eq!(
-            marks_added(&now, &head),
+            marks_added(ATTRIBUTES, &now, &head),
             [
                 "`.gitattributes` adds `src/** linguist-generated`: files it marks generated or vendored are not reviewed",
             ],
             "a line that takes a mark away leaves nothing out"
         );
         assert!(
-            marks_added(&head, &now).is_empty(),
+            marks_added(ATTRIBUTES, &head, &now).is_empty(),
             "taking marks away leaves out nothing more"
         );
+    }
+
+    /// A directory's `.gitattributes` is compared with that directory's file in force: the
+    /// same line in the root's file scopes other files, and is no reason to leave it out.
+    #[test]
+    fn a_directorys_file_is_compared_with_its_own() {
+        let now = Attributes::parse("*.pb.go linguist-generated\n")
+            .then(Attributes::parse_in("svc", "old/** linguist-generated\n"));
+        let head = Attributes::parse_in(
+            "svc",
+            "old/** linguist-generated\n*.pb.go linguist-generated\n",
+        );
+        assert_eq!(
+            marks_added("svc/.gitattributes", &now, &head),
+            [
+                "`svc/.gitattributes` adds `*.pb.go linguist-generated`: files it marks generated or vendored are not reviewed",
+            ]
+        );
+        assert!(is_attributes("svc/.gitattributes") && is_attributes(".gitattributes"));
+        assert!(!is_attributes("svc.gitattributes") && !is_attributes("docs/gitattributes"));
     }
 }

@@ -38,6 +38,7 @@ parley_tests::review_on_both_stores!(
     path_instructions_reach_every_pass_for_the_files_they_name,
     files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
+    a_directorys_gitattributes_marks_what_is_under_it,
     a_pr_that_changes_the_rules_is_reviewed_by_the_old_ones_and_says_what_would_change,
     a_rules_change_github_will_not_show_is_still_said,
     rules_moved_away_are_said_as_gone,
@@ -951,6 +952,55 @@ async fn files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cann
     let title = check["output"]["title"].as_str().unwrap_or_default();
     assert!(!title.contains("partial"), "{title}");
     assert_eq!(check["conclusion"], "success", "{check:#?}");
+}
+
+/// A monorepo marks a package's generated client in that package's own
+/// `.gitattributes` (on the default branch): it is left out as the root's marks are. A
+/// PR that adds a directory's `.gitattributes` marking its own code is reviewed all the
+/// same, and told what its file would leave out once merged.
+async fn a_directorys_gitattributes_marks_what_is_under_it(h: ReviewHarness) {
+    h.github.set_file(
+        REPO,
+        "main",
+        "packages/api/.gitattributes",
+        "client.ts linguist-generated\n",
+    );
+    let theirs = "db.rs linguist-generated\n";
+    h.github.set_file(REPO, HEAD, "src/.gitattributes", theirs);
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            (
+                "packages/api/lib/client.ts",
+                "added",
+                "@@ -0,0 +1 @@\n+export const generatedGetUsers = () => fetch('/users');",
+            ),
+            (
+                "src/.gitattributes",
+                "added",
+                "@@ -0,0 +1 @@\n+db.rs linguist-generated",
+            ),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "`packages/api/lib/client.ts`: marked `linguist-generated`",
+            "> - `src/.gitattributes` adds `db.rs linguist-generated`: files it marks generated or vendored are not reviewed",
+        ],
+    );
+    let prompts: Vec<String> = h.pass_prompts().iter().map(|p| p.text()).collect();
+    assert!(!prompts.is_empty());
+    assert!(!prompts.iter().any(|p| p.contains("generatedGetUsers")));
+    let reviewed = text.lines().find(|l| l.starts_with("- Files reviewed:"));
+    assert!(
+        reviewed.is_some_and(|l| l.contains("`src/db.rs`") && !l.contains("client.ts")),
+        "the PR's own marks do not count: {text}"
+    );
 }
 
 async fn a_gitattributes_github_will_not_give_leaves_every_file_for_review(h: ReviewHarness) {

@@ -7,7 +7,6 @@
 
 use parley_core::config::{self, ConfigWarning, RepoConfig};
 use parley_core::ports::github::{ChangedFile, FileStatus};
-use parley_core::repo::attributes::FILE_NAME;
 use parley_core::repo::{Attributes, Guideline, guideline_paths, instructions_for};
 use parley_core::review::diff::{self, DiffError};
 use std::path::{Path, PathBuf};
@@ -97,7 +96,7 @@ pub fn from_git(dir: &Path, range: Option<&str>) -> Result<LocalChange, LocalErr
         })
         .chain(instructions_for(&config.review.instructions, &touched))
         .collect();
-    let attributes = Attributes::parse(&git.show(&base, FILE_NAME).unwrap_or_default());
+    let attributes = read_attributes(&touched, |path| git.show(&base, path));
     let (owner, repo) = git.repo_name();
     let title = git
         .run(&[
@@ -163,7 +162,7 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
         .filter_map(|path| Some(Guideline::from_text(path.clone(), &read(&path)?)))
         .chain(instructions_for(&config.review.instructions, &touched))
         .collect();
-    let attributes = Attributes::parse(&read(FILE_NAME).unwrap_or_default());
+    let attributes = read_attributes(&touched, read);
     let (owner, repo) = git
         .as_ref()
         .map(Git::repo_name)
@@ -181,6 +180,15 @@ pub fn from_diff(source: &str, dir: &Path) -> Result<LocalChange, LocalError> {
         guidelines,
         attributes,
     })
+}
+
+/// The base's `.gitattributes` files that may mark `touched` files, as the worker reads
+/// them ([`Attributes::files_for`]).
+fn read_attributes(touched: &[String], read: impl Fn(&str) -> Option<String>) -> Attributes {
+    Attributes::files_for(touched)
+        .into_iter()
+        .filter_map(|(dir, path)| Some(Attributes::parse_in(&dir, &read(&path)?)))
+        .fold(Attributes::default(), Attributes::then)
 }
 
 /// The files of a unified diff in the shape GitHub lists a PR's files in.

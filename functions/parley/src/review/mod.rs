@@ -296,7 +296,7 @@ async fn review_pull(
         &loaded.config.review.instructions,
         &listing.paths,
     ));
-    let attributes = load_attributes(github.as_ref(), &scope, &loaded.branch).await;
+    let attributes = load_attributes(github.as_ref(), &scope, &loaded.branch, &listing.paths).await;
     let earlier = store
         .findings_for_pr(&tenant.repo, pull.number)
         .await
