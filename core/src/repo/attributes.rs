@@ -100,18 +100,28 @@ impl Attributes {
 
     /// What the repository marks `path` as, if anything (generated before vendored).
     pub fn marked(&self, path: &str) -> Option<Marked> {
+        self.marked_by(path).map(|(marked, _)| marked)
+    }
+
+    /// What the repository marks `path` as, and the `.gitattributes` whose line decided
+    /// it (the root's, or a directory's): what a summary says of the file.
+    pub fn marked_by(&self, path: &str) -> Option<(Marked, String)> {
         let (mut generated, mut vendored) = (None, None);
         for rule in self.rules.iter().filter(|rule| rule.pattern.is_match(path)) {
             if let Some(state) = rule.generated {
-                generated = state;
+                generated = Some((state, &rule.dir));
             }
             if let Some(state) = rule.vendored {
-                vendored = state;
+                vendored = Some((state, &rule.dir));
             }
         }
+        let file = |dir: &str| match dir {
+            "" => FILE_NAME.to_string(),
+            dir => format!("{dir}/{FILE_NAME}"),
+        };
         match (generated, vendored) {
-            (Some(true), _) => Some(Marked::Generated),
-            (_, Some(true)) => Some(Marked::Vendored),
+            (Some((Some(true), dir)), _) => Some((Marked::Generated, file(dir))),
+            (_, Some((Some(true), dir))) => Some((Marked::Vendored, file(dir))),
             _ => None,
         }
     }
@@ -338,6 +348,14 @@ mod tests {
             "the deeper file decides"
         );
         assert_eq!(all.marked("web/main.ts"), Some(Marked::Generated));
+        assert_eq!(
+            all.marked_by("packages/api/lib/client.ts"),
+            Some((Marked::Generated, "packages/api/.gitattributes".to_string()))
+        );
+        assert_eq!(
+            all.marked_by("web/main.ts"),
+            Some((Marked::Generated, ".gitattributes".to_string()))
+        );
         let odd = Attributes::parse_in("a[1]", "*.rs linguist-generated\n");
         assert_eq!(odd.marked("a[1]/x.rs"), Some(Marked::Generated));
         assert_eq!(

@@ -69,8 +69,8 @@ pub struct NotReviewed {
 pub enum LeftOut {
     SkipPaths,
     /// Marked `linguist-generated` or `linguist-vendored` in the default branch's
-    /// `.gitattributes`.
-    Marked(Marked),
+    /// `.gitattributes` named (the root's or a directory's).
+    Marked(Marked, String),
     NoPatch,
     Unreadable(String),
     OverBudget,
@@ -85,8 +85,8 @@ impl LeftOut {
     pub fn for_the_model(&self) -> &'static str {
         match self {
             LeftOut::SkipPaths => "skipped by the repository's settings",
-            LeftOut::Marked(Marked::Generated) => "generated code, as the repository marks it",
-            LeftOut::Marked(Marked::Vendored) => {
+            LeftOut::Marked(Marked::Generated, _) => "generated code, as the repository marks it",
+            LeftOut::Marked(Marked::Vendored, _) => {
                 "another project's code, as the repository marks it"
             }
             LeftOut::NoPatch => "binary, or too large for a patch",
@@ -109,7 +109,7 @@ impl LeftOut {
 pub fn why_nothing_read(not_reviewed: &[NotReviewed], listing_truncated: bool) -> &'static str {
     let left_out_by_the_repository = not_reviewed
         .iter()
-        .all(|n| matches!(n.why, LeftOut::SkipPaths | LeftOut::Marked(_)));
+        .all(|n| matches!(n.why, LeftOut::SkipPaths | LeftOut::Marked(..)));
     match (not_reviewed.is_empty(), listing_truncated) {
         (true, false) => "the change only removes or renames files",
         (false, false) if left_out_by_the_repository => {
@@ -167,11 +167,11 @@ impl std::fmt::Display for LeftOut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LeftOut::SkipPaths => f.write_str("matches `review.skipPaths`"),
-            LeftOut::Marked(Marked::Generated) => {
-                f.write_str("marked `linguist-generated` in `.gitattributes`")
+            LeftOut::Marked(Marked::Generated, file) => {
+                write!(f, "marked `linguist-generated` in `{file}`")
             }
-            LeftOut::Marked(Marked::Vendored) => {
-                f.write_str("marked `linguist-vendored` in `.gitattributes`")
+            LeftOut::Marked(Marked::Vendored, file) => {
+                write!(f, "marked `linguist-vendored` in `{file}`")
             }
             LeftOut::NoPatch => f.write_str("GitHub sent no patch (binary or too large)"),
             LeftOut::Unreadable(err) => write!(f, "patch could not be read ({err})"),
@@ -232,8 +232,10 @@ pub fn select(
             inputs.not_reviewed.push(leave_out(LeftOut::SkipPaths));
             continue;
         }
-        if let Some(marked) = attributes.marked(&file.filename) {
-            inputs.not_reviewed.push(leave_out(LeftOut::Marked(marked)));
+        if let Some((marked, by)) = attributes.marked_by(&file.filename) {
+            inputs
+                .not_reviewed
+                .push(leave_out(LeftOut::Marked(marked, by)));
             continue;
         }
         let Some(raw_patch) = file.patch.clone().filter(|p| !p.trim().is_empty()) else {

@@ -989,7 +989,7 @@ async fn a_directorys_gitattributes_marks_what_is_under_it(h: ReviewHarness) {
     parley_tests::expect::says_all(
         &text,
         &[
-            "`packages/api/lib/client.ts`: marked `linguist-generated`",
+            "`packages/api/lib/client.ts`: marked `linguist-generated` in `packages/api/.gitattributes`",
             "> - `src/.gitattributes` adds `db.rs linguist-generated`: files it marks generated or vendored are not reviewed",
         ],
     );
