@@ -188,6 +188,28 @@ impl ConfigLoader {
     }
 }
 
+/// What a PR touching `touched` is reviewed by besides `.parley.yml`: the guideline files
+/// of its base branch `base_ref` with the config's instructions for those files, and the
+/// `.gitattributes` of the branch the config was read from, read side by side.
+pub async fn read_rules(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    base_ref: &str,
+    loaded: &LoadedConfig,
+    touched: &[String],
+) -> (Vec<Guideline>, Attributes) {
+    let (mut guidelines, attributes) = crate::concurrently::join2(
+        load_guidelines(github, scope, base_ref, touched),
+        load_attributes(github, scope, &loaded.branch, touched),
+    )
+    .await;
+    guidelines.extend(instructions_for(
+        &loaded.config.review.instructions,
+        touched,
+    ));
+    (guidelines, attributes)
+}
+
 /// The directories holding `touched` files, each once, nearest the root first (then by
 /// name), at most `max`: where a repository's per-directory files (guideline files,
 /// `.gitattributes`) are looked for, so a PR touching 500 folders does not cost a read

@@ -5,9 +5,8 @@
 //!    base branch reviewed ([`skip_reason`]);
 //! 2. the run: claimed per (repo, PR, head SHA), never redone once published, recovered
 //!    from GitHub's own markers if a worker died after posting ([`runs`]);
-//! 3. inputs: the PR's files and where comments may go ([`pull_files`]), the changed
-//!    files within the token budget, incremental since the last reviewed head on
-//!    `synchronize` ([`inputs`]), guidelines and config from the base;
+//! 3. inputs: the PR's files, where comments may go ([`pull_files`]), those in the token
+//!    budget, incremental on `synchronize` ([`inputs`]), the rules ([`read_rules`]);
 //! 4. specialist passes in parallel ([`specialists`]), merged and deduplicated
 //!    ([`merge`]), filtered by confidence and capped ([`filter`]);
 //! 5. a last look at the PR's head (a newer push supersedes this run), then one review
@@ -64,7 +63,7 @@ use crate::mention::Handles;
 use crate::ports::github::{FileStatus, PullRequest, RepoScope};
 use crate::ports::llm::LlmError;
 use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
-use crate::repo::{LoadedConfig, instructions_for, load_attributes, load_guidelines};
+use crate::repo::{LoadedConfig, read_rules};
 use crate::services::Services;
 use async_trait::async_trait;
 pub use error::ReviewError;
@@ -314,9 +313,8 @@ impl ReviewHandler {
             .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
-        let mut guidelines = load_guidelines(github, scope, &pr.base.ref_name, pr_paths).await;
-        guidelines.extend(instructions_for(&config.review.instructions, pr_paths));
-        let attributes = load_attributes(github, scope, &loaded.branch, pr_paths).await;
+        let (guidelines, attributes) =
+            read_rules(github, scope, &pr.base.ref_name, loaded, pr_paths).await;
         let in_force = rules_change::InForce {
             config,
             under: &loaded.under,

@@ -21,7 +21,7 @@ use parley_core::mention::Handles;
 use parley_core::ports::github::RepoScope;
 use parley_core::ports::llm::{Llm, LlmError};
 use parley_core::ports::{GitHub, GitHubError, Severity, Store};
-use parley_core::repo::{ConfigLoader, instructions_for, load_attributes, load_guidelines};
+use parley_core::repo::{ConfigLoader, read_rules};
 use parley_core::retrieval::Recall;
 use parley_core::review::analyse::{self, Analysis, Subject};
 use parley_core::review::inputs::NotReviewed;
@@ -290,13 +290,14 @@ async fn review_pull(
     let listing = PullFiles::fetch(github.as_ref(), &scope, pull.number)
         .await
         .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
-    let mut guidelines =
-        load_guidelines(github.as_ref(), &scope, &pr.base.ref_name, &listing.paths).await;
-    guidelines.extend(instructions_for(
-        &loaded.config.review.instructions,
+    let (guidelines, attributes) = read_rules(
+        github.as_ref(),
+        &scope,
+        &pr.base.ref_name,
+        &loaded,
         &listing.paths,
-    ));
-    let attributes = load_attributes(github.as_ref(), &scope, &loaded.branch, &listing.paths).await;
+    )
+    .await;
     let earlier = store
         .findings_for_pr(&tenant.repo, pull.number)
         .await

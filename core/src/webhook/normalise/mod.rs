@@ -11,9 +11,8 @@
 //! through [`Source`], so they cannot drift apart.
 
 use super::payload::{
-    Check, CheckEvent, EditedEvent, Envelope, InstallationEvent, IssueCommentEvent,
-    MergeGroupEvent, PullRequestEvent, Repository, ReviewCommentEvent, ReviewEvent,
-    ReviewThreadEvent, Text, User,
+    EditedEvent, Envelope, InstallationEvent, IssueCommentEvent, PullRequestEvent, Repository,
+    ReviewCommentEvent, ReviewEvent, ReviewThreadEvent, Text, User,
 };
 use super::source::{FromText, FromValue, Source};
 use crate::job::{
@@ -21,8 +20,12 @@ use crate::job::{
     RepoRef, ReviewJob, ReviewTrigger, Surface, Topic,
 };
 use crate::mention::Handles;
-use crate::review::{gate, merge_queue, runs};
 use serde::de::IgnoredAny;
+
+mod checks;
+use checks::{
+    check_run_requested_action, check_run_rerequested, check_suite_rerequested, merge_group,
+};
 
 /// An issue description can run to 65 536 characters; the prompt needs far less, and the
 /// queue message (256 kB on SQS) must stay small.
@@ -243,169 +246,6 @@ fn review<'de>(
         rerun_of: None,
         moved_from,
     })))
-}
-
-/// "Re-run" on a check of Parley's (see [`crate::review::rerun`]): the gate's, or a
-/// manual review's, whose run the check's external id names. The PR is the one the check
-/// was made for (its external id), which GitHub does not name for a fork's PR, else the
-/// first GitHub names.
-fn check_run_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
-    let event: CheckEvent<'de> = payload.decode()?;
-    let check = event.check;
-    let external_id = check.external_id.as_ref().map(Text::as_str);
-    let rerun_of = match check.name.as_ref().map(Text::as_str) {
-        Some(gate::CHECK_NAME) => match check.branch().and_then(merge_queue::queued_pr) {
-            // Only a check Parley made for that PR on that commit: anyone who may push can
-            // name a branch like the queue's, and GitHub sends this event only to the App
-            // that made the check, so its external id is Parley's own word.
-            Some(number)
-                if external_id.is_some_and(|id| {
-                    runs::pr_of_check(id) == Some(number)
-                        && runs::run_key_of_check(id) == Some(check.head_sha.as_str())
-                }) =>
-            {
-                return Ok(merge_group_job(
-                    meta,
-                    &event.repository,
-                    (number, check.head_sha),
-                    false,
-                ));
-            }
-            _ => None,
-        },
-        Some(gate::MANUAL_CHECK_NAME) => match external_id.and_then(runs::run_key_of_check) {
-            Some(key) if runs::is_manual_key(key) => Some(key.to_string()),
-            _ => {
-                return Ok(Normalised::Ignored(format!(
-                    "check run {} names no manual review",
-                    check.id
-                )));
-            }
-        },
-        _ => {
-            return Ok(Normalised::Ignored(format!(
-                "check run {} is not one of Parley's",
-                check.id
-            )));
-        }
-    };
-    Ok(on_check(
-        meta,
-        &event.repository,
-        check,
-        ReviewTrigger::Rerequested,
-        rerun_of,
-    ))
-}
-
-/// "Let it through" pressed on a held gate check (see [`crate::review::let_through`]):
-/// the PR is found as for a re-run; any other button, or a check not Parley's gate, is
-/// ignored.
-fn check_run_requested_action<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
-    let event: CheckEvent<'de> = payload.decode()?;
-    let check = event.check;
-    let identifier = event
-        .requested_action
-        .as_ref()
-        .map(|a| a.identifier.as_str());
-    if check.name.as_ref().map(Text::as_str) != Some(gate::CHECK_NAME)
-        || identifier != Some(gate::LET_THROUGH)
-    {
-        return Ok(Normalised::Ignored(format!(
-            "check run {}: not an action Parley offers",
-            check.id
-        )));
-    }
-    Ok(on_check(
-        meta,
-        &event.repository,
-        check,
-        ReviewTrigger::LetThrough,
-        None,
-    ))
-}
-
-/// "Re-run all checks" on Parley's suite of a commit: its PR's gate is run again. GitHub
-/// names no PR for a fork's; there the check's own "Re-run" does it.
-fn check_suite_rerequested<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
-    let event: CheckEvent<'de> = payload.decode()?;
-    let suite = event.check;
-    if let Some(number) = suite.branch().and_then(merge_queue::queued_pr) {
-        // Named by its branch alone: judged only where Parley judged it for that PR.
-        return Ok(merge_group_job(
-            meta,
-            &event.repository,
-            (number, suite.head_sha),
-            true,
-        ));
-    }
-    let Some(pr) = suite.pull_requests.first() else {
-        return Ok(Normalised::Ignored(format!(
-            "check suite {} names no pull request (a fork's: re-run its check instead)",
-            suite.id
-        )));
-    };
-    Ok(rerun(
-        meta,
-        &event.repository,
-        pr.number,
-        suite.head_sha,
-        ReviewTrigger::Rerequested,
-        None,
-    ))
-}
-
-/// A button pressed on one of Parley's checks, for the PR the check was made for: the one
-/// its external id names (GitHub names no PR on a fork's checks), else the first GitHub
-/// names; a check that names none is ignored.
-fn on_check(
-    meta: &Meta<'_>,
-    repository: &Repository<'_>,
-    check: Check<'_>,
-    trigger: ReviewTrigger,
-    rerun_of: Option<String>,
-) -> Normalised {
-    let number = check
-        .external_id
-        .as_ref()
-        .and_then(|id| runs::pr_of_check(id.as_str()))
-        .or_else(|| check.pull_requests.first().map(|pr| pr.number));
-    match number {
-        Some(number) => rerun(meta, repository, number, check.head_sha, trigger, rerun_of),
-        None => Normalised::Ignored(format!("check run {} names no pull request", check.id)),
-    }
-}
-
-/// What the delivery's sender asked of PR `number`'s gate at `head_sha` by a button on a
-/// check: a re-run (or of the manual run `rerun_of`), or letting the head through.
-fn rerun(
-    meta: &Meta<'_>,
-    repository: &Repository<'_>,
-    number: u64,
-    head_sha: Text<'_>,
-    trigger: ReviewTrigger,
-    rerun_of: Option<String>,
-) -> Normalised {
-    job(Job::Review(ReviewJob {
-        delivery_id: meta.delivery_id.to_string(),
-        installation_id: meta.installation_id,
-        repo: repo_ref(repository),
-        number,
-        trigger,
-        head_sha: head_sha.into_string(),
-        base_sha: String::new(),
-        base_ref: String::new(),
-        before_sha: None,
-        author: Actor {
-            login: meta.sender.to_string(),
-            kind: "User".to_string(),
-        },
-        title: String::new(),
-        request: None,
-        label: None,
-        rerun_of,
-        moved_from: None,
-    }))
 }
 
 fn closed<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
@@ -654,47 +494,6 @@ fn job(job: Job) -> Normalised {
     Normalised::Job(Box::new(job))
 }
 
-/// GitHub's merge queue asks for the required checks on its commit for a queued PR (see
-/// [`crate::review::merge_queue`]): the PR its branch names. A branch of another shape
-/// names no PR Parley could judge.
-fn merge_group<'de>(meta: &Meta<'_>, payload: &impl Source<'de>) -> Step {
-    let event: MergeGroupEvent<'de> = payload.decode()?;
-    let group = event.merge_group;
-    let Some(number) = merge_queue::queued_pr(group.head_ref.as_str()) else {
-        return Ok(Normalised::Ignored(format!(
-            "merge group branch {} names no pull request",
-            group.head_ref.as_str()
-        )));
-    };
-    Ok(merge_group_job(
-        meta,
-        &event.repository,
-        (number, group.head_sha),
-        false,
-    ))
-}
-
-/// Judge the merge queue's commit `group_head` for PR `number`: the queue asked, or
-/// "Re-run" was pressed on Parley's check there (GitHub names the queue's branch on it,
-/// not the PR; judging again loosens nothing, so who pressed it decides nothing).
-/// `verify`: the PR was read from the commit's branch name alone.
-fn merge_group_job(
-    meta: &Meta<'_>,
-    repository: &Repository<'_>,
-    (number, group_head): (u64, Text<'_>),
-    verify: bool,
-) -> Normalised {
-    bookkeeping(
-        meta,
-        BookkeepingEvent::MergeGroup {
-            repo: repo_ref(repository),
-            number,
-            group_head: group_head.into_string(),
-            verify,
-        },
-    )
-}
-
 fn bookkeeping(meta: &Meta<'_>, event: BookkeepingEvent) -> Normalised {
     job(Job::Bookkeeping(BookkeepingJob {
         delivery_id: meta.delivery_id.to_string(),
@@ -815,7 +614,7 @@ mod tests {
     #[test]
     fn rerunning_the_suite_of_a_queue_commit_asks_for_a_verified_judgement() {
         let mut payload: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../../shared/corpora/webhooks/check_suite/rerequested.payload.json"
+            "../../../../../shared/corpora/webhooks/check_suite/rerequested.payload.json"
         ))
         .unwrap_or_default();
         payload["installation"] = serde_json::json!({"id": 9});
@@ -938,7 +737,7 @@ mod tests {
             assert!(job_of(&ignored).is_none(), "{ignored}");
         }
         let example: Value = serde_json::from_str(include_str!(
-            "../../../../shared/corpora/webhooks/check_run/requested_action.payload.json"
+            "../../../../../shared/corpora/webhooks/check_run/requested_action.payload.json"
         ))
         .expect("GitHub's example");
         assert!(job_of(&example).is_none());
@@ -1045,7 +844,7 @@ mod tests {
     fn a_merge_group_asks_for_the_gate_of_the_pr_its_branch_names() {
         let sha = "0123456789abcdef0123456789abcdef01234567";
         let mut payload: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../../shared/corpora/webhooks/pull_request/opened.payload.json"
+            "../../../../../shared/corpora/webhooks/pull_request/opened.payload.json"
         ))
         .unwrap_or_default();
         payload["action"] = "checks_requested".into();
@@ -1087,7 +886,7 @@ mod tests {
     #[test]
     fn a_pull_request_edited_is_a_review_only_when_its_base_changed() {
         let mut payload: serde_json::Value = serde_json::from_str(include_str!(
-            "../../../../shared/corpora/webhooks/pull_request/opened.payload.json"
+            "../../../../../shared/corpora/webhooks/pull_request/opened.payload.json"
         ))
         .unwrap_or_default();
         payload["action"] = "edited".into();
