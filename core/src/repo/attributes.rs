@@ -26,6 +26,23 @@ use globset::{GlobBuilder, GlobMatcher};
 /// The file's name, at the root of the repository and in any directory under it.
 pub const FILE_NAME: &str = ".gitattributes";
 
+/// The path of directory `dir`'s `.gitattributes` (`""`: the root's).
+pub fn file_in(dir: &str) -> String {
+    match dir {
+        "" => FILE_NAME.to_string(),
+        dir => format!("{dir}/{FILE_NAME}"),
+    }
+}
+
+/// The directory whose `.gitattributes` `path` is (`""`: the root's); `None` for any other
+/// file.
+pub fn dir_of(path: &str) -> Option<&str> {
+    match path.strip_suffix(FILE_NAME)? {
+        "" => Some(""),
+        dir => dir.strip_suffix('/'),
+    }
+}
+
 /// Directories whose own `.gitattributes` is looked for (nearest the root first), besides
 /// the root's: as many as guideline files are looked for in.
 const MAX_DIRECTORIES: usize = 8;
@@ -90,11 +107,12 @@ impl Attributes {
     /// first, so the order is the order they apply in).
     pub fn files_for(touched: &[String]) -> Vec<(String, String)> {
         let dirs = super::touched_directories(touched, MAX_DIRECTORIES);
-        std::iter::once((String::new(), FILE_NAME.to_string()))
-            .chain(dirs.into_iter().map(|dir| {
-                let path = format!("{dir}/{FILE_NAME}");
+        std::iter::once(String::new())
+            .chain(dirs)
+            .map(|dir| {
+                let path = file_in(&dir);
                 (dir, path)
-            }))
+            })
             .collect()
     }
 
@@ -115,13 +133,9 @@ impl Attributes {
                 vendored = Some((state, &rule.dir));
             }
         }
-        let file = |dir: &str| match dir {
-            "" => FILE_NAME.to_string(),
-            dir => format!("{dir}/{FILE_NAME}"),
-        };
         match (generated, vendored) {
-            (Some((Some(true), dir)), _) => Some((Marked::Generated, file(dir))),
-            (_, Some((Some(true), dir))) => Some((Marked::Vendored, file(dir))),
+            (Some((Some(true), dir)), _) => Some((Marked::Generated, file_in(dir))),
+            (_, Some((Some(true), dir))) => Some((Marked::Vendored, file_in(dir))),
             _ => None,
         }
     }
@@ -363,6 +377,24 @@ mod tests {
             None,
             "the directory's name is literal"
         );
+    }
+
+    #[test]
+    fn a_files_path_and_its_directory() {
+        for (dir, path) in [
+            ("", ".gitattributes"),
+            ("svc/api", "svc/api/.gitattributes"),
+        ] {
+            assert_eq!(file_in(dir), path);
+            assert_eq!(dir_of(path), Some(dir));
+        }
+        for other in [
+            "svc.gitattributes",
+            "docs/gitattributes",
+            "a/.gitattributes.bak",
+        ] {
+            assert_eq!(dir_of(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@
 
 use crate::config::{self, PassDeadline, RepoConfig};
 use crate::ports::github::{ChangedFile, FileStatus, GitHub, RepoScope};
-use crate::repo::attributes::FILE_NAME as ATTRIBUTES;
+use crate::repo::attributes;
 use crate::repo::{Attributes, GUIDELINE_FILES};
 use crate::sanitize;
 
@@ -62,19 +62,17 @@ pub async fn rules_changed(
             ]
         })
         .flatten()
-        .filter(|path| is_attributes(path))
+        .filter(|path| attributes::dir_of(path).is_some())
         .collect();
     attribute_files.sort_unstable();
     attribute_files.dedup();
     for name in attribute_files {
-        let Some(file) = touched(name) else { continue };
-        let dir = name
-            .strip_suffix(ATTRIBUTES)
-            .unwrap_or("")
-            .trim_end_matches('/');
+        let (Some(file), Some(dir)) = (touched(name), attributes::dir_of(name)) else {
+            continue;
+        };
         match at_head(github, scope, head_sha, file, name).await {
             Some(text) => lines.extend(marks_added(
-                name,
+                dir,
                 in_force.attributes,
                 &Attributes::parse_in(dir, &text),
             )),
@@ -109,14 +107,6 @@ pub async fn rules_changed(
         }
     }
     lines
-}
-
-/// A `.gitattributes`, at the root or in a directory.
-fn is_attributes(path: &str) -> bool {
-    path == ATTRIBUTES
-        || path
-            .strip_suffix(ATTRIBUTES)
-            .is_some_and(|dir| dir.ends_with('/'))
 }
 
 /// A file the passes read as the repository's guidelines (see [`crate::repo::GUIDELINE_FILES`]).
@@ -209,19 +199,17 @@ pub fn settings_changed(in_force: &RepoConfig, head: &RepoConfig) -> Vec<String>
     lines
 }
 
-/// The `.gitattributes` lines that mark files generated or vendored at the head and not in
-/// force now: what later reviews would leave out.
-pub fn marks_added(file: &str, in_force: &Attributes, head: &Attributes) -> Vec<String> {
-    let dir = file
-        .strip_suffix(ATTRIBUTES)
-        .unwrap_or("")
-        .trim_end_matches('/');
+/// The lines of directory `dir`'s `.gitattributes` (`""`: the root's) that mark files
+/// generated or vendored at the head and not in force now: what later reviews would leave
+/// out.
+pub fn marks_added(dir: &str, in_force: &Attributes, head: &Attributes) -> Vec<String> {
+    let file = attributes::file_in(dir);
     head.marking_lines(dir)
         .filter(|line| !in_force.marking_lines(dir).any(|now| now == *line))
         .map(|line| {
             format!(
                 "`{}` adds `{}`: files it marks generated or vendored are not reviewed",
-                shown(file),
+                shown(&file),
                 shown(line)
             )
         })
@@ -359,14 +347,14 @@ mod tests {
             "api/** linguist-generated\nsrc/** linguist-generated\nlib/** -linguist-vendored\n*.sh text eol=lf\n",
         );
         assert_eq!(
-            marks_added(ATTRIBUTES, &now, &head),
+            marks_added("", &now, &head),
             [
                 "`.gitattributes` adds `src/** linguist-generated`: files it marks generated or vendored are not reviewed",
             ],
             "a line that takes a mark away leaves nothing out"
         );
         assert!(
-            marks_added(ATTRIBUTES, &head, &now).is_empty(),
+            marks_added("", &head, &now).is_empty(),
             "taking marks away leaves out nothing more"
         );
     }
@@ -382,12 +370,10 @@ mod tests {
             "old/** linguist-generated\n*.pb.go linguist-generated\n",
         );
         assert_eq!(
-            marks_added("svc/.gitattributes", &now, &head),
+            marks_added("svc", &now, &head),
             [
                 "`svc/.gitattributes` adds `*.pb.go linguist-generated`: files it marks generated or vendored are not reviewed",
             ]
         );
-        assert!(is_attributes("svc/.gitattributes") && is_attributes(".gitattributes"));
-        assert!(!is_attributes("svc.gitattributes") && !is_attributes("docs/gitattributes"));
     }
 }
