@@ -303,8 +303,9 @@ impl Summary<'_> {
     }
 
     /// Whether what was reviewed says something someone should see without asking: a
-    /// pass that failed, files not reviewed (the review is partial), settings in
-    /// `.parley.yml` that were rejected. Then it is shown open, as a section.
+    /// pass that failed, a partial review, any file left out (over the budget, or skipped
+    /// or marked generated on purpose: what was not looked at is never folded away),
+    /// settings in `.parley.yml` that were rejected. Then it is shown open, as a section.
     fn needs_attention(&self) -> bool {
         self.partial
             || !self.passes_failed.is_empty()
