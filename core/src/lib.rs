@@ -26,6 +26,7 @@ pub mod repo;
 pub mod retrieval;
 pub mod review;
 pub mod sanitize;
+pub mod scripts;
 pub mod services;
 pub mod tenancy;
 pub mod webhook;

@@ -107,6 +107,13 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
             rt.hunk_embedding.to_string(),
         ),
         ("retrieval.budgetChars", rt.budget_chars.to_string()),
+        (
+            "language",
+            config
+                .language
+                .as_ref()
+                .map_or("(not set: English)".to_string(), ToString::to_string),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -149,7 +156,8 @@ mod tests {
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
              review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], instructions: [{paths: 'db/**', text: 'Reversible.'}], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, maxParts: 2, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, quietPushes: false, resolveFixed: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
              gate: {blockOn: [critical], resolveBy: admin, incomplete: hold}\n\
-             retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n",
+             retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n\
+             language: ja\n",
         );
         assert!(warnings.is_empty(), "{warnings:?}");
         let explicit: Vec<String> = config.explicit.iter().cloned().collect();

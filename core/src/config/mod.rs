@@ -7,6 +7,7 @@
 pub mod deadline;
 mod describe;
 pub mod instructions;
+pub mod language;
 pub mod layers;
 mod read;
 pub mod schema;
@@ -14,6 +15,7 @@ pub mod schema;
 pub use deadline::{PassDeadline, PassDeadlineError};
 pub use describe::describe;
 pub use instructions::PathInstruction;
+pub use language::Language;
 pub use layers::{Layered, parse_layered};
 
 use crate::ports::Severity;
@@ -42,6 +44,9 @@ pub struct RepoConfig {
     pub review: ReviewConfig,
     pub gate: GateConfig,
     pub retrieval: RetrievalConfig,
+    /// The language the passes and the judge write findings in, and answers fall back
+    /// to where a question's own is unclear ([`language`]); `None`: English.
+    pub language: Option<Language>,
     /// Keys `.parley.yml` set to a valid value (`review.minConfidence`, …): where each
     /// value in force came from, for `@parley configuration` and for the threshold, where
     /// a team's explicit choice wins over a tuned one.
@@ -562,6 +567,7 @@ fn read_all(r: &mut Reader<'_>, d: &RepoConfig) -> RepoConfig {
                 500..=50_000,
             ),
         },
+        language: r.shaped("language", d.language.clone(), language::parse),
         explicit: Default::default(),
     }
 }

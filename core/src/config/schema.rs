@@ -27,6 +27,10 @@ struct ParleyFile {
     review: Review,
     gate: Gate,
     retrieval: Retrieval,
+    /// The language findings are written in (a BCP 47 tag: de, ja, pt-BR); answers follow
+    /// the question's language, this one where that is unclear. Unset: English.
+    #[schemars(pattern(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8}){0,3}$"))]
+    language: Option<String>,
 }
 
 /// What Parley remembers of earlier PRs and brings into prompts.

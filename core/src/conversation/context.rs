@@ -102,6 +102,9 @@ pub struct Context {
     pub code: String,
     /// That repository, for the answer's tool calls; `None` when it could not be read.
     pub codebase: Option<OpenCode>,
+    /// `language` in `.parley.yml`: what an answer is written in when the question's own
+    /// language is unclear.
+    pub language: Option<crate::config::Language>,
 }
 
 /// An opened snapshot of the repository (its `Debug` says only how many files).
@@ -267,6 +270,7 @@ pub async fn assemble(
         retrieved,
         code,
         codebase,
+        language: snap.config.config.language.clone(),
     })
 }
 

@@ -54,11 +54,14 @@ pub const ANSWER_PLACEHOLDER: &str = "<your answer, Markdown>";
 pub const ANSWER_SHAPE: &str = r#"{"reply": "<your answer, Markdown>", "resolution": null}
 where "resolution" is null, or one of "concede", "maintain", "escalate" when the developer disputes the finding (only then)."#;
 
+/// The role and rules for `ctx`, the language rule last among them (see
+/// [`crate::config::language`]).
 pub fn system(ctx: &Context) -> String {
+    let language = crate::config::language::for_answers(ctx.language.as_ref());
     match (&ctx.about, &ctx.finding) {
-        (About::Issue(_), _) => SYSTEM_ISSUE.to_string(),
-        (About::Pull(_), Some(_)) => format!("{SYSTEM}\n\n{FINDING_RULES}"),
-        (About::Pull(_), None) => SYSTEM.to_string(),
+        (About::Issue(_), _) => format!("{SYSTEM_ISSUE}\n{language}"),
+        (About::Pull(_), Some(_)) => format!("{SYSTEM}\n{language}\n\n{FINDING_RULES}"),
+        (About::Pull(_), None) => format!("{SYSTEM}\n{language}"),
     }
 }
 

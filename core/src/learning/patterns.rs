@@ -17,7 +17,7 @@
 //! with a learning, or not at all).
 
 use crate::ports::{Finding, Severity};
-use crate::review::merge::{Candidate, normalise_title};
+use crate::review::merge::{Candidate, normalise_title, title_words};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashSet};
 use time::OffsetDateTime;
@@ -165,10 +165,10 @@ pub fn path_pattern(path: &str) -> String {
     }
 }
 
-/// Token Jaccard similarity of two normalised titles.
+/// Jaccard similarity of two normalised titles' words ([`title_words`]).
 pub fn jaccard(a: &str, b: &str) -> f64 {
-    let a: HashSet<&str> = a.split_whitespace().collect();
-    let b: HashSet<&str> = b.split_whitespace().collect();
+    let a: HashSet<String> = title_words(a).into_iter().collect();
+    let b: HashSet<String> = title_words(b).into_iter().collect();
     if a.is_empty() && b.is_empty() {
         return 1.0;
     }
@@ -309,5 +309,13 @@ mod tests {
         assert!((jaccard("a b c", "a b d") - 0.5).abs() < 1e-9);
         assert_eq!(jaccard("", ""), 1.0);
         assert_eq!(jaccard("x", ""), 0.0);
+        // Japanese has no spaces: one title would be one word, and a rewording of a
+        // rejected finding would match nothing. By character pairs it does, and
+        // another problem still does not.
+        let rejected = normalise_title("インデックスループよりイテレータを使う");
+        let reworded = normalise_title("インデックスループではなくイテレータを使う");
+        assert!(jaccard(&rejected, &reworded) >= TITLE_SIMILARITY);
+        let other = normalise_title("無制限のリトライループ");
+        assert!(jaccard(&rejected, &other) < TITLE_SIMILARITY);
     }
 }

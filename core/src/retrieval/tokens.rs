@@ -5,6 +5,8 @@
 //! therefore one token as written (lower-cased, so an exact name matches exactly) plus
 //! its camelCase / snake_case parts when it has more than one. One-letter words and bare
 //! numbers carry no meaning across documents and are left out.
+//! A word in a script written without spaces (Chinese, Japanese, Thai) is usually a whole
+//! phrase: it counts whole and as its pairs of characters ([`crate::scripts`]).
 
 /// Call `emit` with each token of `text`, in order. This is the readable definition of a
 /// token, kept as the oracle the tests hold [`for_each_term`] to: lexical search and
@@ -276,6 +278,15 @@ fn unicode_word(word: &str, lower: &mut String, emit: &mut impl FnMut(&str)) {
             }
         }
     }
+    // A sentence in Chinese or Japanese is one "word": its pairs of characters are what a
+    // question in other words can share with it ([`crate::scripts`]).
+    if crate::scripts::has_unspaced(word) {
+        crate::scripts::for_each_part(word, |part| {
+            if part != word && keep(part) {
+                emit(lowercase(part, lower));
+            }
+        });
+    }
 }
 
 /// The tokens of `text`, in order.
@@ -424,6 +435,32 @@ mod tests {
         assert_eq!(tokens("Größe ÜBER"), ["größe", "über"]);
     }
 
+    #[test]
+    fn a_sentence_without_spaces_is_read_by_its_pairs_of_characters() {
+        assert_eq!(
+            tokens("このクエリは安全"),
+            [
+                "このクエリは安全",
+                "この",
+                "のク",
+                "クエ",
+                "エリ",
+                "リは",
+                "は安",
+                "安全"
+            ]
+        );
+        // A question in other words shares the phrase's pairs with the thread.
+        let thread: Vec<String> = tokens("SQLインジェクションの恐れ");
+        let question = tokens("インジェクションは本当？");
+        assert!(question.iter().filter(|t| thread.contains(t)).count() >= 6);
+        assert_eq!(
+            tokens("式"),
+            Vec::<String>::new(),
+            "one character is no word"
+        );
+    }
+
     /// `for_each_term`'s hashes, sorted, against the hashes of `for_each_token`'s strings.
     fn same_terms(text: &str) -> Result<(), String> {
         let mut expected: Vec<u64> = tokens(text).iter().map(|t| term_hash(t)).collect();
@@ -447,6 +484,7 @@ mod tests {
             "_a_ __ a1B2 1_2 x__init__ AB_cd fooBAR_baz9Qux 12 ab_ _ab aB",
             "ends_with_",
             "Größe ÜBER straßeName fooΩbar naïve_café",
+            "SQLインジェクションの恐れ unwrapの使用 安全 式",
             "",
         ] {
             assert_eq!(same_terms(text), Ok(()));

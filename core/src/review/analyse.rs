@@ -195,6 +195,7 @@ pub async fn analyse(
                 files,
                 not_shown: &not_shown,
                 deleted: &deleted_paths,
+                language: config.language.as_ref(),
             })
         })
         .collect();

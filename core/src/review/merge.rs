@@ -311,6 +311,18 @@ pub fn normalise_title(title: &str) -> String {
         .join(" ")
 }
 
+/// The words of a normalised title ([`normalise_title`]), as likeness counts them: in a
+/// script written without spaces, pairs of characters ([`crate::scripts`]), or a later
+/// review's rewording of an earlier finding would share no word with it and be posted
+/// twice.
+pub fn title_words(normalised: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for token in normalised.split(' ').filter(|t| !t.is_empty()) {
+        crate::scripts::for_each_part(token, |part| words.push(part.to_string()));
+    }
+    words
+}
+
 fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     if a.path != b.path {
         return false;
@@ -341,7 +353,8 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     }
 }
 
-/// How alike two titles are by their significant words (three letters or more).
+/// How alike two titles are by their significant words ([`title_words`] of three bytes or
+/// more: three letters, or one character of a script written without spaces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Likeness {
     /// One title's words are all in the other's.
@@ -352,11 +365,11 @@ struct Likeness {
 
 impl Likeness {
     fn of(a: &str, b: &str) -> Self {
+        // Three bytes or more: short Latin words are noise; one CJK character is not.
         let words = |t: &str| -> HashSet<String> {
-            normalise_title(t)
-                .split(' ')
+            title_words(&normalise_title(t))
+                .into_iter()
                 .filter(|w| w.len() >= 3)
-                .map(String::from)
                 .collect()
         };
         let (a, b) = (words(a), words(b));
@@ -673,5 +686,26 @@ mod tests {
             one(40, "SQL injection in query", &patches(), &earlier).already_posted,
             1
         );
+    }
+    #[test]
+    fn titles_in_scripts_without_spaces_are_compared_by_their_characters() {
+        // A review written in Japanese (`language: ja`): the later push words the same
+        // problem differently, with no space anywhere for words to split at.
+        let first = one(2, "クエリのSQLインジェクション", &patches(), &[]);
+        let earlier = [posted(&first.candidates[0])];
+        let again = one(
+            2,
+            "SQLインジェクションの脆弱性があるクエリ",
+            &patches(),
+            &earlier,
+        );
+        assert_eq!(again.already_posted, 1, "{:#?}", again.candidates);
+        let other = one(2, "結果セットに上限がない", &patches(), &earlier);
+        assert_eq!(other.candidates.len(), 1, "another problem is new");
+        assert_eq!(
+            title_words(&normalise_title("unwrapの使用、パニック")),
+            ["unwrap", "の使", "使用", "パニ", "ニッ", "ック"]
+        );
+        assert_eq!(title_words("a 式"), ["a", "式"]);
     }
 }

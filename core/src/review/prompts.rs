@@ -118,6 +118,8 @@ pub struct ReviewContext<'a> {
     /// Files the change deletes: nothing of them is left to comment on, but code that
     /// still uses them may be shown above.
     pub deleted: &'a [&'a str],
+    /// `language` in `.parley.yml`: what the findings are written in (`None`: English).
+    pub language: Option<&'a crate::config::Language>,
 }
 
 /// How many files without a shown patch the passes are told of by name: a PR of
@@ -144,6 +146,9 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
         crate::sanitize::inline_name(&crate::sanitize::user_text(context.title)),
         context.range
     ));
+    if let Some(language) = context.language {
+        out.push_str(&crate::config::language::for_reviews(language));
+    }
     if let Some((part, parts)) = context.part {
         out.push_str(&format!(
             "This change is too large to review at once: it is reviewed in {parts} parts, and this is part {part}. The diff below holds only this part's files; the others are reviewed separately.\n"
@@ -260,6 +265,7 @@ mod tests {
             files: &[],
             not_shown: &not_shown,
             deleted: &[],
+            language: None,
         };
         let message = user_message(&context);
         assert!(message.contains("- gen/file0.rs (its patch could not be read)\n"));

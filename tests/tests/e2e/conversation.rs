@@ -101,6 +101,30 @@ async fn an_answer_about_a_file_knows_the_instructions_for_it(backend: Backend) 
     );
 }
 
+/// An answer is written in the language of the question; where that is unclear, in the
+/// repository's `language` (English when none is set).
+async fn answers_follow_the_questions_language_then_the_repositorys(backend: Backend) {
+    let h = Harness::start(backend).await;
+    let (root, _) = h.seed_finding(true).await;
+    h.run(h.inline_comment("bob", QUESTION, Some(root)))
+        .await
+        .expect("turn");
+    let rule = "Answer in the language the question is written in; when that is unclear";
+    let prompt = &h.prompts()[0];
+    assert!(prompt.contains(rule), "{prompt}");
+    assert!(prompt.contains("BCP 47 tag is `en`"), "{prompt}");
+
+    // Settings are cached per repository for a while: a fresh worker reads the new file.
+    let h = Harness::start(backend).await;
+    h.config("language: pt_BR\n");
+    h.run(h.top_level_comment("bob", "@parley isto está pronto?"))
+        .await
+        .expect("turn");
+    let prompt = &h.prompts()[0];
+    assert!(prompt.contains(rule), "{prompt}");
+    assert!(prompt.contains("BCP 47 tag is `pt-BR`"), "{prompt}");
+}
+
 async fn reply_to_a_finding_is_answered_in_its_thread(backend: Backend) {
     let h = Harness::start(backend).await;
     let (root, _) = h.seed_finding(true).await;
@@ -1356,6 +1380,7 @@ parley_tests::on_both_stores!(
     reply_to_a_finding_is_answered_in_its_thread,
     a_doubted_finding_brings_the_judges_case_into_its_thread,
     an_answer_about_a_file_knows_the_instructions_for_it,
+    answers_follow_the_questions_language_then_the_repositorys,
     reply_to_a_reply_walks_up_to_the_root,
     deleted_parent_falls_back_to_a_plain_mention,
     long_thread_stays_inside_the_budget,

@@ -26,6 +26,7 @@ parley_tests::review_on_both_stores!(
     a_force_push_reviews_only_the_files_whose_changes_it_changed,
     a_merge_of_the_base_is_not_reviewed_as_the_prs_own_changes,
     a_finding_worded_differently_on_the_same_code_is_not_posted_again,
+    findings_are_written_in_the_repositorys_language_and_known_again_in_other_words,
     clean_automatic_review_succeeds,
     manual_review_is_neutral_even_with_blocking_findings,
     llm_down_is_neutral_never_failure,
@@ -438,6 +439,58 @@ async fn a_finding_worded_differently_on_the_same_code_is_not_posted_again(h: Re
         "{second}"
     );
     assert_eq!(h.findings().await.len(), 2);
+}
+
+/// `language: ja` on the default branch: every pass and the judge are asked to write
+/// in Japanese (the shared prefix, so the prompt cache still serves them all), and a
+/// later review that words the same finding differently, without a space between words,
+/// is recognised as the earlier one and not posted again.
+async fn findings_are_written_in_the_repositorys_language_and_known_again_in_other_words(
+    h: ReviewHarness,
+) {
+    h.config("language: ja\n");
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[
+            &reply(&[finding(
+                "src/db.rs",
+                3,
+                "high",
+                90,
+                "クエリのSQLインジェクション",
+            )]),
+            &reply(&[finding(
+                "src/db.rs",
+                3,
+                "high",
+                88,
+                "SQLインジェクションの脆弱性があるクエリ",
+            )]),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let asked = "in the language whose BCP 47 tag is `ja`";
+    let prompts = h.pass_prompts();
+    assert_eq!(prompts.len(), 4, "no guideline file: four passes");
+    assert!(
+        prompts.iter().all(|p| p.text().contains(asked)),
+        "{:#?}",
+        prompts[0].text()
+    );
+    let judge = h.judge_prompts();
+    assert!(!judge.is_empty() && judge.iter().all(|p| p.text().contains(asked)));
+
+    run_ok(
+        &h,
+        h.requested("bob", ReviewTrigger::ManualFull, HEAD, "m-1"),
+    )
+    .await;
+    assert_eq!(h.inline_comments().len(), 1, "{:#?}", h.inline_comments());
+    let second = h.latest_summary();
+    assert!(
+        second.contains("1 finding(s) already reported on this PR not repeated"),
+        "{second}"
+    );
 }
 
 /// The base branch's tip after it moved on.
