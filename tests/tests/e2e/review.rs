@@ -62,6 +62,7 @@ parley_tests::review_on_both_stores!(
     a_repository_cannot_ask_past_the_deployments_pass_deadline,
     drafts_and_disabled_triggers_are_skipped,
     labelled_prs_and_other_base_branches_are_skipped,
+    a_bot_named_without_its_suffix_is_skipped,
     taking_a_skip_label_off_reviews_the_head,
     findings_under_the_inline_severity_are_listed_in_the_summary,
     a_lost_automatic_review_is_queued_again_when_someone_asks,
@@ -1943,6 +1944,25 @@ async fn labelled_prs_and_other_base_branches_are_skipped(h: ReviewHarness) {
     });
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD, "d-3")).await;
     assert_eq!(h.reviews().len(), 1);
+}
+
+/// `review.skipAuthors: [dependabot]` skips the App's PRs, whose author GitHub names
+/// `dependabot[bot]`: written as people name the bot, not as its account is spelled.
+async fn a_bot_named_without_its_suffix_is_skipped(h: ReviewHarness) {
+    h.config("review:\n  skipAuthors: [dependabot]\n");
+    let Job::Review(mut review) = job(ReviewTrigger::Opened, HEAD, "d-1") else {
+        unreachable!("job() builds review jobs")
+    };
+    review.author.login = "dependabot[bot]".into();
+    run_ok(&h, Job::Review(review)).await;
+    assert!(h.reviews().is_empty());
+    assert!(h.pass_prompts().is_empty(), "nothing spent");
+    let check = h.latest_check("Parley review");
+    let summary = check["output"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("dependabot[bot] is in review.skipAuthors"),
+        "{summary}"
+    );
 }
 
 async fn findings_under_the_inline_severity_are_listed_in_the_summary(h: ReviewHarness) {
