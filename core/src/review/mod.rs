@@ -36,6 +36,7 @@ pub mod inputs;
 pub mod learned;
 pub mod let_through;
 pub mod lifecycle;
+pub mod linked_issues;
 mod lost;
 pub mod merge;
 pub mod merge_queue;
@@ -313,8 +314,11 @@ impl ReviewHandler {
             .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
-        let (guidelines, attributes) =
-            read_rules(github, scope, &pr.base.ref_name, loaded, pr_paths).await;
+        let ((guidelines, attributes), issues) = crate::concurrently::join2(
+            read_rules(github, scope, &pr.base.ref_name, loaded, pr_paths),
+            linked_issues::read(github, scope, &pr.body),
+        )
+        .await;
         let in_force = rules_change::InForce {
             config,
             under: &loaded.under,
@@ -380,6 +384,7 @@ impl ReviewHandler {
             pr_patches,
             pr_paths,
             guidelines: &guidelines,
+            issues: &issues,
             attributes: &attributes,
             earlier: &earlier,
             recall: Some(crate::retrieval::Recall::of(&self.services)),
@@ -581,7 +586,7 @@ impl ReviewHandler {
                 .narrowed
                 .as_ref()
                 .map_or_else(String::new, summary::Narrowed::after),
-            match named_files(&report.files_reviewed) {
+            match summary::named_files(&report.files_reviewed) {
                 none if pushed_no_change => {
                     format!("{none} whose changes it changed")
                 }
@@ -644,20 +649,6 @@ impl ReviewHandler {
             tracing::info!(repo = %repo, number = job.number, "a fork PR is remembered for retrieval once merged");
         }
         Ok(())
-    }
-}
-
-/// The first few of `files`, for a line of a check run.
-fn named_files(files: &[&str]) -> String {
-    const NAMED: usize = 5;
-    let mut named: Vec<String> = files.iter().take(NAMED).map(|f| format!("`{f}`")).collect();
-    if files.len() > NAMED {
-        named.push(format!("and {} more", files.len() - NAMED));
-    }
-    if named.is_empty() {
-        "no file".to_string()
-    } else {
-        named.join(", ")
     }
 }
 

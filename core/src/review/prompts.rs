@@ -44,7 +44,9 @@ pub const CORRECTNESS: SpecialistPrompt = SpecialistPrompt {
     name: "correctness",
     focus: "You are the correctness specialist. Look for bugs: null or None handling, \
 off-by-one errors, wrong conditions, races and unsynchronised shared state, resource \
-leaks, unhandled errors, and broken edge cases. Use category \"bug\".",
+leaks, unhandled errors, and broken edge cases. Where an issue the pull request says it \
+resolves is shown, also report a change that does not do what the issue asks, or breaks \
+a case it describes. Use category \"bug\".",
     needs: FileKind::Data,
 };
 
@@ -120,6 +122,8 @@ pub struct ReviewContext<'a> {
     pub deleted: &'a [&'a str],
     /// `language` in `.parley.yml`: what the findings are written in (`None`: English).
     pub language: Option<&'a crate::config::Language>,
+    /// The issues the PR says it resolves.
+    pub issues: &'a [crate::review::linked_issues::LinkedIssue],
 }
 
 /// How many files without a shown patch the passes are told of by name: a PR of
@@ -161,6 +165,9 @@ pub fn user_message(context: &ReviewContext<'_>) -> String {
             "\nPull request description (data):\n<<<\n{description}\n>>>\n"
         ));
     }
+    out.push_str(&crate::review::linked_issues::prompt_section(
+        context.issues,
+    ));
     if let Some(all) = &context.whole_pr {
         out.push_str("\nThis is an incremental review of the newest commits. Files the whole pull request changes:\n");
         for path in all {
@@ -266,6 +273,7 @@ mod tests {
             not_shown: &not_shown,
             deleted: &[],
             language: None,
+            issues: &[],
         };
         let message = user_message(&context);
         assert!(message.contains("- gen/file0.rs (its patch could not be read)\n"));

@@ -215,6 +215,9 @@ pub struct Summary<'a> {
     pub parts: usize,
     /// Passes the change gave nothing to look at.
     pub passes_not_needed: &'a [crate::review::specialists::NotNeeded],
+    /// The issues the PR says it resolves that the passes read (see
+    /// [`crate::review::linked_issues`]).
+    pub linked_issues: &'a [u64],
     pub filtered: &'a Filtered,
     pub duplicates: usize,
     pub already_posted: usize,
@@ -463,6 +466,13 @@ impl Summary<'_> {
                 "- Not needed, the change gives them nothing to look at: {line}\n"
             ));
         }
+        if !self.linked_issues.is_empty() {
+            let named: Vec<String> = self.linked_issues.iter().map(|n| format!("#{n}")).collect();
+            out.push_str(&format!(
+                "- Issues it says it resolves, read with the change: {}\n",
+                named.join(", ")
+            ));
+        }
         if self.framing.guidelines.is_empty() {
             out.push_str("- Guideline files applied: none found on the base branch\n");
         } else {
@@ -592,6 +602,20 @@ pub fn line_link(repo_url: &str, head_sha: &str, finding: &Candidate) -> String 
         None => format!("L{}", finding.line),
     };
     format!("{repo_url}/blob/{head_sha}/{}#{anchor}", finding.path)
+}
+
+/// The first few of `files`, for a line of a check run.
+pub(crate) fn named_files(files: &[&str]) -> String {
+    const NAMED: usize = 5;
+    let mut named: Vec<String> = files.iter().take(NAMED).map(|f| format!("`{f}`")).collect();
+    if files.len() > NAMED {
+        named.push(format!("and {} more", files.len() - NAMED));
+    }
+    if named.is_empty() {
+        "no file".to_string()
+    } else {
+        named.join(", ")
+    }
 }
 
 pub fn short(sha: &str) -> &str {

@@ -18,7 +18,7 @@ pub const PERMISSIONS: [(&str, &str, &str); 7] = [
     (
         "issues",
         "write",
-        "answer mentions in PR conversations and on issues",
+        "answer mentions in PR conversations and on issues; read the issues a PR says it resolves",
     ),
     (
         "contents",

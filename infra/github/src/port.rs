@@ -2,15 +2,15 @@
 
 use crate::client::GitHubClient;
 use crate::operations::{
-    app, check_runs, contents, issue_comments, permissions, pulls, reactions, review_comments,
-    review_threads, reviews,
+    self, app, check_runs, contents, issue_comments, permissions, pulls, reactions,
+    review_comments, review_threads, reviews,
 };
 use async_trait::async_trait;
 use parley_core::ports::github::{
     App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, DeliveryPage,
-    FileContent, GitHub, GitHubError, Installation, IssueComment, Listing, NewCheckRun, NewReview,
-    NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent, Reference,
-    RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
+    FileContent, GitHub, GitHubError, Installation, Issue, IssueComment, Listing, NewCheckRun,
+    NewReview, NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent,
+    Reference, RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
 };
 use time::OffsetDateTime;
 
@@ -44,7 +44,7 @@ impl GitHub for GitHubClient {
         repo: &RepoScope,
         number: u64,
     ) -> Result<PullRequest, GitHubError> {
-        pulls::get(self, repo, number).await
+        operations::get_at(self, repo, &["pulls", &number.to_string()]).await
     }
 
     async fn list_pull_request_files(
@@ -117,7 +117,7 @@ impl GitHub for GitHubClient {
         repo: &RepoScope,
         comment_id: u64,
     ) -> Result<ReviewComment, GitHubError> {
-        crate::operations::get_comment(self, repo, "pulls", comment_id).await
+        operations::get_at(self, repo, &["pulls", "comments", &comment_id.to_string()]).await
     }
 
     async fn create_review_comment(
@@ -176,12 +176,16 @@ impl GitHub for GitHubClient {
         crate::operations::list_comments(self, repo, ("issues", number), since, limit).await
     }
 
+    async fn get_issue(&self, repo: &RepoScope, number: u64) -> Result<Issue, GitHubError> {
+        operations::get_at(self, repo, &["issues", &number.to_string()]).await
+    }
+
     async fn get_issue_comment(
         &self,
         repo: &RepoScope,
         comment_id: u64,
     ) -> Result<IssueComment, GitHubError> {
-        crate::operations::get_comment(self, repo, "issues", comment_id).await
+        operations::get_at(self, repo, &["issues", "comments", &comment_id.to_string()]).await
     }
 
     async fn create_issue_comment(

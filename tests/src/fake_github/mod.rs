@@ -285,6 +285,22 @@ impl FakeGitHub {
             .insert((repo.to_string(), format!("{base}...{head}")), body);
     }
 
+    /// An issue of `repo`, from GitHub's documented example (a plain issue: no
+    /// `pull_request`). A PR's number is answered as the PR's issue without this.
+    pub fn set_issue(&self, repo: &str, number: u64, title: &str, body: &str) {
+        let mut issue = shapes::example("issues__get.200.default.json");
+        if let Some(fields) = issue.as_object_mut() {
+            fields.remove("pull_request");
+        }
+        issue["number"] = number.into();
+        issue["title"] = title.into();
+        issue["body"] = body.into();
+        issue["html_url"] = format!("https://github.com/{repo}/issues/{number}").into();
+        self.state()
+            .issues
+            .insert((repo.to_string(), number), issue);
+    }
+
     /// Say of the compare set by [`FakeGitHub::set_compare`] that `head` does not descend
     /// from `base` (a force-push), as GitHub says it: `status: "diverged"`.
     pub fn diverged(&self, repo: &str, base: &str, head: &str) {

@@ -506,6 +506,21 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
             paginated(path, query, items)
         }
         ["issues", "comments", id] => by_id(&s.issue_comments, repo, id),
+        ["issues", n] => {
+            let number = n.parse::<u64>().unwrap_or(0);
+            let key = (repo.to_string(), number);
+            match (s.issues.get(&key), s.pulls.get(&key)) {
+                (Some(issue), _) => ok(issue.clone()),
+                // GitHub answers a PR's number with the PR as an issue.
+                (None, Some(pr)) => {
+                    let mut issue = example("issues__get.200.default.json");
+                    issue["number"] = number.into();
+                    issue["title"] = pr["title"].clone();
+                    ok(issue)
+                }
+                (None, None) => not_found(),
+            }
+        }
         ["tarball", sha] => match s.tarballs.get(&(repo.to_string(), sha.to_string())) {
             Some(bytes) => (
                 StatusCode::OK,

@@ -102,6 +102,8 @@ pub(super) struct State {
     pub(super) pulls: HashMap<(String, u64), Value>,
     pub(super) files: HashMap<(String, u64), Vec<Value>>,
     pub(super) compares: HashMap<(String, String), Value>,
+    /// Issues by `(repo, number)`, as `GET …/issues/{n}` gives them.
+    pub(super) issues: HashMap<(String, u64), Value>,
     /// `(repo, refs/heads/…, sha)`: the branches `git/matching-refs` lists.
     pub(super) refs: Vec<(String, String, String)>,
     pub(super) review_comments: Vec<(String, u64, Value)>,

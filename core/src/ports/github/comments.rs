@@ -1,9 +1,31 @@
-//! Top-level comments on PRs and issues.
+//! Issues, and top-level comments on PRs and issues.
 
 use super::null_as_default;
 use super::people::User;
 use serde::Deserialize;
 use time::OffsetDateTime;
+
+/// An issue, as `GET /repos/{o}/{r}/issues/{n}` gives it: a PR is one too, with a
+/// `pull_request` object.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// `open` or `closed`.
+    #[serde(default)]
+    pub state: String,
+    #[serde(default, rename = "pull_request", deserialize_with = "present")]
+    pub is_pull_request: bool,
+}
+
+/// Whether a key is there with a value: only its presence tells an issue from a PR.
+fn present<'de, D: serde::Deserializer<'de>>(de: D) -> Result<bool, D::Error> {
+    let value: Option<serde::de::IgnoredAny> = serde::Deserialize::deserialize(de)?;
+    Ok(value.is_some())
+}
 
 /// A top-level comment on a PR or issue.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -192,6 +192,11 @@ pub trait GitHub: Send + Sync {
         thread_id: &str,
     ) -> Result<ReviewThread, GitHubError>;
 
+    // --- issues ---
+
+    /// An issue of the repository (a PR number gives the PR as an issue).
+    async fn get_issue(&self, repo: &RepoScope, number: u64) -> Result<Issue, GitHubError>;
+
     // --- issue comments (top level) ---
 
     /// The issue's or PR's comments, oldest first; `since` keeps those updated at or after it.

@@ -290,14 +290,16 @@ async fn review_pull(
     let listing = PullFiles::fetch(github.as_ref(), &scope, pull.number)
         .await
         .map_err(|e| CliError::from_github(e, &pull.to_string()))?;
-    let (guidelines, attributes) = read_rules(
-        github.as_ref(),
-        &scope,
-        &pr.base.ref_name,
-        &loaded,
-        &listing.paths,
-    )
-    .await;
+    let ((guidelines, attributes), issues) = tokio::join!(
+        read_rules(
+            github.as_ref(),
+            &scope,
+            &pr.base.ref_name,
+            &loaded,
+            &listing.paths,
+        ),
+        parley_core::review::linked_issues::read(github.as_ref(), &scope, &pr.body),
+    );
     let earlier = store
         .findings_for_pr(&tenant.repo, pull.number)
         .await
@@ -326,6 +328,7 @@ async fn review_pull(
         pr_patches: &listing.patches,
         pr_paths: &listing.paths,
         guidelines: &guidelines,
+        issues: &issues,
         attributes: &attributes,
         earlier: &earlier,
         recall: Some(session.recall),
@@ -418,6 +421,7 @@ async fn review_local(
         pr_patches: &listing.patches,
         pr_paths: &listing.paths,
         guidelines: &change.guidelines,
+        issues: &[],
         attributes: &change.attributes,
         earlier: &[],
         recall: Some(session.recall),

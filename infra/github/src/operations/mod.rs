@@ -35,18 +35,14 @@ pub(crate) fn with_since(mut url: Url, since: Option<OffsetDateTime>) -> Result<
     Ok(url)
 }
 
-/// One comment by id. Top-level comments live `under` "issues" and inline ones under
-/// "pulls"; both are read and edited the same way.
-pub(crate) async fn get_comment<T: DeserializeOwned>(
+/// One resource of the repository, at `path` under it: a PR (`pulls/42`), an issue
+/// (`issues/42`), a comment (`issues/comments/7`, `pulls/comments/7`).
+pub(crate) async fn get_at<T: DeserializeOwned>(
     client: &GitHubClient,
     repo: &RepoScope,
-    under: &str,
-    comment_id: u64,
+    path: &[&str],
 ) -> Result<T, GitHubError> {
-    let comment_id = comment_id.to_string();
-    let url = client
-        .base
-        .repo_url(repo, &[under, "comments", &comment_id])?;
+    let url = client.base.repo_url(repo, path)?;
     client.get_json(pulls::auth(repo), url).await
 }
 

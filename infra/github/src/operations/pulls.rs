@@ -9,16 +9,6 @@ use parley_core::ports::github::{
 };
 use reqwest::Method;
 
-pub(crate) async fn get(
-    client: &GitHubClient,
-    repo: &RepoScope,
-    number: u64,
-) -> Result<PullRequest, GitHubError> {
-    let number = number.to_string();
-    let url = client.base.repo_url(repo, &["pulls", &number])?;
-    client.get_json(auth(repo), url).await
-}
-
 pub(crate) async fn list_files(
     client: &GitHubClient,
     repo: &RepoScope,

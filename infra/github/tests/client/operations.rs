@@ -336,6 +336,45 @@ async fn update_review_comment() {
     );
 }
 
+/// An issue by number: a PR's number gives the PR as an issue (`pull_request` set), which
+/// a review must tell from an issue; a deleted one is `NotFound`.
+#[tokio::test]
+async fn get_issue_tells_an_issue_from_a_pr() {
+    let fake = FakeGitHub::with_token().await;
+    let example = fake.serve_example("issues__get.200.default");
+    let github = client(&fake);
+    let issue = github.get_issue(&repo(), 42).await.unwrap();
+    assert_eq!(
+        (issue.number, issue.title.as_str(), issue.state.as_str()),
+        (1347, "Found a bug", "open")
+    );
+    assert_eq!(
+        issue.body.as_deref(),
+        Some("I'm having a problem with this.")
+    );
+    assert!(issue.is_pull_request, "the documented example is a PR's");
+
+    let mut plain = example.body.clone();
+    plain.as_object_mut().unwrap().remove("pull_request");
+    plain["body"] = json!(null);
+    fake.on(
+        Method::GET,
+        "/repos/octo-org/hello-world/issues/43",
+        Canned::json(200, &plain),
+    );
+    let issue = github.get_issue(&repo(), 43).await.unwrap();
+    assert!(!issue.is_pull_request);
+    assert_eq!(issue.body, None);
+
+    fake.on(
+        Method::GET,
+        "/repos/octo-org/hello-world/issues/44",
+        Canned::json(404, &json!({"message": "Not Found"})),
+    );
+    let err = github.get_issue(&repo(), 44).await.unwrap_err();
+    assert!(matches!(err, GitHubError::NotFound(_)), "{err:?}");
+}
+
 #[tokio::test]
 async fn issue_comments_list_get_create_update() {
     let fake = FakeGitHub::with_token().await;

@@ -40,8 +40,17 @@ pub struct Example {
     pub body: Value,
 }
 
+/// A documented example: from the shared corpus, else from this repository's own
+/// (`tests/corpora`, for the operations it adds).
 pub fn example(name: &str) -> Example {
-    let file = corpora().join("github-rest").join(format!("{name}.json"));
+    let shared = corpora().join("github-rest").join(format!("{name}.json"));
+    let file = if shared.exists() {
+        shared
+    } else {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/corpora/github-rest")
+            .join(format!("{name}.json"))
+    };
     let text = std::fs::read_to_string(&file)
         .unwrap_or_else(|err| panic!("cannot read {}: {err}", file.display()));
     let mut value: Value = serde_json::from_str(&text).unwrap();
