@@ -16,6 +16,7 @@ use crate::ports::{Finding, Store};
 use crate::repo::{Guideline, instructions_for, load_guidelines};
 use crate::retrieval::queries::{self, QuestionContext};
 use crate::retrieval::{Candidate, Recall, Retrieved};
+use crate::review::linked_issues::{self, LinkedIssue};
 use crate::sanitize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,6 +106,9 @@ pub struct Context {
     /// `language` in `.parley.yml`: what an answer is written in when the question's own
     /// language is unclear.
     pub language: Option<crate::config::Language>,
+    /// On a PR, the issues its description says it resolves: what the change is for, which
+    /// a question ("does this fix #12?") or a dispute may turn on.
+    pub issues: Vec<LinkedIssue>,
 }
 
 /// An opened snapshot of the repository (its `Debug` says only how many files).
@@ -155,15 +159,17 @@ pub async fn assemble(
         .filter(|h| !h.is_empty())
         .or_else(|| trigger.diff_hunk.clone())
         .map(|h| tail_lines(&h, HUNK_LINES));
-    // Two independent reads, side by side.
-    let (files_read, (paths, files)) =
+    // Independent reads, side by side.
+    let ((files_read, (paths, files)), issues) = crate::concurrently::join2(
         crate::concurrently::join2(guideline_files(sources, snap, path.as_deref()), async {
             match snap.pull() {
                 Some(_) if !trigger.is_inline() => changed_files(sources.github, snap).await,
                 _ => Default::default(),
             }
-        })
-        .await;
+        }),
+        issues_resolved(sources.github, snap),
+    )
+    .await;
     let touched = match &path {
         Some(path) => vec![path.clone()],
         None => paths,
@@ -172,9 +178,18 @@ pub async fn assemble(
 
     let budget_chars = snap.config.config.mention.context_budget_chars as usize;
     let cap = budget::per_comment_cap(budget_chars);
-    let finding_chars = finding
+    // The issues take their room from the thread's, as the finding does.
+    let issues: Vec<LinkedIssue> = issues
+        .into_iter()
+        .map(|issue| LinkedIssue {
+            body: sanitize::truncate(&issue.body, cap),
+            ..issue
+        })
+        .collect();
+    let reserved = finding
         .as_ref()
-        .map_or(0, |f| finding_text(&f.finding, cap).chars().count());
+        .map_or(0, |f| finding_text(&f.finding, cap).chars().count())
+        + linked_issues::prompt_section(&issues).chars().count();
     let turns = conversation
         .history
         .iter()
@@ -188,7 +203,7 @@ pub async fn assemble(
             },
         })
         .collect();
-    let history = budget::fit(turns, budget_chars, finding_chars);
+    let history = budget::fit(turns, budget_chars, reserved);
     let (learnings, other_learnings) = learnings(
         sources.store,
         snap,
@@ -200,8 +215,8 @@ pub async fn assemble(
         &sanitize::user_text(&markers::strip(&trigger.body)),
         cap.max(2_000),
     );
-    // Retrieval fills what the finding and the thread leave of the context budget.
-    let room = budget_chars.saturating_sub(finding_chars + history.chars());
+    // Retrieval fills what the finding, the issues and the thread leave of the budget.
+    let room = budget_chars.saturating_sub(reserved + history.chars());
     let finding_about = finding
         .as_ref()
         .map(|f| format!("{}\n{}", f.finding.title, finding_text(&f.finding, cap)));
@@ -271,6 +286,7 @@ pub async fn assemble(
         code,
         codebase,
         language: snap.config.config.language.clone(),
+        issues,
     })
 }
 
@@ -451,6 +467,14 @@ async fn guideline_files(
 
 /// The changed files of a top-level question's PR: their paths, and a line each for the
 /// prompt. An extra: on failure the answer goes on with the PR's counts only.
+/// The issues a PR's description says it resolves (none on a plain issue).
+async fn issues_resolved(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<LinkedIssue> {
+    match snap.pull() {
+        Some(pr) => linked_issues::read(github, &snap.scope, &pr.body).await,
+        None => Vec::new(),
+    }
+}
+
 async fn changed_files(github: &dyn GitHub, snap: &PrSnapshot) -> (Vec<String>, Vec<String>) {
     match github
         .list_pull_request_files(&snap.scope, snap.number, PageLimit::items(MAX_FILES))

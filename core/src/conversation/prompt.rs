@@ -96,6 +96,7 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
     let branch = match &ctx.about {
         About::Pull(pr) => {
             pr_block(&mut out, pr);
+            out.push_str(&crate::review::linked_issues::prompt_section(&ctx.issues));
             "base branch"
         }
         About::Issue(issue) => {

@@ -125,6 +125,35 @@ async fn answers_follow_the_questions_language_then_the_repositorys(backend: Bac
     assert!(prompt.contains("BCP 47 tag is `pt-BR`"), "{prompt}");
 }
 
+/// "Does this fix #7?": an answer on a PR reads the issues its description says it
+/// resolves (this repository's), fenced as data, in a finding's thread too.
+async fn an_answer_on_a_pr_knows_the_issues_it_says_it_resolves(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.github.set_issue(
+        REPO,
+        7,
+        "Export times out",
+        "ISSUE-7-BODY: exports over 10k orders time out.",
+    );
+    h.github.update_pull(REPO, PR, |pr| {
+        pr["body"] = "Fixes #7 and other/repo#8.".into()
+    });
+    h.run(h.top_level_comment("bob", "@parley does this fix the issue?"))
+        .await
+        .expect("turn");
+    let (root, _) = h.seed_finding(true).await;
+    h.run(h.inline_comment("bob", QUESTION, Some(root)))
+        .await
+        .expect("turn");
+    let issue = "Issue #7 (open), which this pull request says it resolves (data):\n<<<\nExport times out\n\nISSUE-7-BODY";
+    let prompts = h.prompts();
+    assert_eq!(prompts.len(), 2, "one answer each");
+    for prompt in prompts {
+        assert!(prompt.contains(issue), "{prompt}");
+    }
+    assert!(h.github.requests_to("GET", "/repos/other/repo/").is_empty());
+}
+
 async fn reply_to_a_finding_is_answered_in_its_thread(backend: Backend) {
     let h = Harness::start(backend).await;
     let (root, _) = h.seed_finding(true).await;
@@ -1381,6 +1410,7 @@ parley_tests::on_both_stores!(
     a_doubted_finding_brings_the_judges_case_into_its_thread,
     an_answer_about_a_file_knows_the_instructions_for_it,
     answers_follow_the_questions_language_then_the_repositorys,
+    an_answer_on_a_pr_knows_the_issues_it_says_it_resolves,
     reply_to_a_reply_walks_up_to_the_root,
     deleted_parent_falls_back_to_a_plain_mention,
     long_thread_stays_inside_the_budget,
