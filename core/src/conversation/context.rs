@@ -470,7 +470,11 @@ async fn guideline_files(
 /// The issues a PR's description says it resolves (none on a plain issue).
 async fn issues_resolved(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<LinkedIssue> {
     match snap.pull() {
-        Some(pr) => linked_issues::read(github, &snap.scope, &pr.body).await,
+        Some(pr) => {
+            linked_issues::read(github, &snap.scope, &pr.body)
+                .await
+                .read
+        }
         None => Vec::new(),
     }
 }

@@ -22,7 +22,7 @@ use crate::review::filter::{self, Filtered};
 use crate::review::findings::PassResult;
 use crate::review::inputs::{self, ReviewInputs};
 use crate::review::learned::{self, JudgeStatus};
-use crate::review::linked_issues::LinkedIssue;
+use crate::review::linked_issues::Linked;
 use crate::review::merge::{self, Merged};
 use crate::review::specialists::{self, NotNeeded, PassProgress};
 pub use crate::review::summary::Framing;
@@ -59,7 +59,7 @@ pub struct Subject<'a> {
     pub guidelines: &'a [Guideline],
     /// The issues the PR's description says it resolves
     /// ([`crate::review::linked_issues`]): what it is for.
-    pub issues: &'a [LinkedIssue],
+    pub issues: &'a Linked,
     /// What the default branch's `.gitattributes` marks generated or vendored: left out
     /// of review.
     pub attributes: &'a crate::repo::Attributes,
@@ -86,8 +86,8 @@ pub struct Analysis {
     pub context_used: String,
     /// Passes left out because the change gave them nothing to look at.
     pub not_needed: Vec<NotNeeded>,
-    /// The issues the passes read as what the PR is for, by number.
-    pub linked_issues: Vec<u64>,
+    /// What the summary says of the issues the PR says it resolves.
+    pub linked_issues: Option<String>,
 }
 
 /// Review `subject`. Errors only when every pass failed; a failed judge, unreadable
@@ -202,7 +202,7 @@ pub async fn analyse(
                 not_shown: &not_shown,
                 deleted: &deleted_paths,
                 language: config.language.as_ref(),
-                issues: subject.issues,
+                issues: &subject.issues.read,
             })
         })
         .collect();
@@ -328,9 +328,9 @@ pub async fn analyse(
             Vec::new()
         },
         linked_issues: if to_review {
-            subject.issues.iter().map(|issue| issue.number).collect()
+            subject.issues.said()
         } else {
-            Vec::new()
+            None
         },
     })
 }
@@ -376,7 +376,7 @@ impl Analysis {
             passes_failed: self.passes_failed(),
             parts: self.inputs.parts(),
             passes_not_needed: &self.not_needed,
-            linked_issues: &self.linked_issues,
+            linked_issues: self.linked_issues.as_deref(),
             filtered: &self.filtered,
             duplicates: self.merged.duplicates,
             already_posted: self.merged.already_posted,

@@ -35,24 +35,54 @@ pub struct LinkedIssue {
     pub state: String,
 }
 
-/// Read the issues `description` says the PR resolves (see the module docs); none when
-/// it names none, or none can be read.
-pub async fn read(github: &dyn GitHub, scope: &RepoScope, description: &str) -> Vec<LinkedIssue> {
+/// What a PR's description names: the issues read, and those GitHub would not give.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Linked {
+    pub read: Vec<LinkedIssue>,
+    /// Named, but gone or not given (GitHub's trouble): the review went on without them,
+    /// and its summary says so rather than let the team believe they were read.
+    pub unread: Vec<u64>,
+}
+
+impl Linked {
+    /// The summary's line, when the description names any issue.
+    pub fn said(&self) -> Option<String> {
+        let list = |numbers: Vec<u64>| {
+            let named: Vec<String> = numbers.iter().map(|n| format!("#{n}")).collect();
+            named.join(", ")
+        };
+        let read = list(self.read.iter().map(|issue| issue.number).collect());
+        let unread = list(self.unread.clone());
+        let without = "not given by GitHub (reviewed without them)";
+        match (read.is_empty(), unread.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(format!(
+                "Issues it says it resolves, read with the change: {read}"
+            )),
+            (true, false) => Some(format!("Issues it says it resolves, {without}: {unread}")),
+            (false, false) => Some(format!(
+                "Issues it says it resolves, read with the change: {read}; {without}: {unread}"
+            )),
+        }
+    }
+}
+
+/// Read the issues `description` says the PR resolves (see the module docs). A PR's
+/// number is no issue and is left out silently.
+pub async fn read(github: &dyn GitHub, scope: &RepoScope, description: &str) -> Linked {
     let numbers = referenced(description, &scope.owner, &scope.name);
     let reads = numbers
         .iter()
         .map(|n| github.get_issue(scope, *n))
         .collect();
     let answers = crate::concurrently::join_all(reads).await;
-    numbers
-        .into_iter()
-        .zip(answers)
-        .filter_map(|(number, answer)| match answer {
+    let mut linked = Linked::default();
+    for (number, answer) in numbers.into_iter().zip(answers) {
+        match answer {
             Ok(issue) if issue.is_pull_request => {
                 tracing::info!(number, "a PR named as resolved is not an issue; left out");
-                None
             }
-            Ok(issue) => Some(LinkedIssue {
+            Ok(issue) => linked.read.push(LinkedIssue {
                 number,
                 title: issue.title,
                 body: crate::sanitize::truncate(&issue.body.unwrap_or_default(), BODY_CHARS),
@@ -60,10 +90,11 @@ pub async fn read(github: &dyn GitHub, scope: &RepoScope, description: &str) -> 
             }),
             Err(err) => {
                 tracing::warn!(number, error = %err, "an issue the PR says it resolves could not be read; reviewed without it");
-                None
+                linked.unread.push(number);
             }
-        })
-        .collect()
+        }
+    }
+    linked
 }
 
 /// The numbers of this repository's (`owner/name`) issues that `text` names after a
@@ -175,6 +206,33 @@ mod tests {
         ] {
             assert_eq!(refs(text), Vec::<u64>::new(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn the_summary_says_what_was_read_and_what_was_not() {
+        let issue = |number| LinkedIssue {
+            number,
+            title: "t".into(),
+            body: String::new(),
+            state: "open".into(),
+        };
+        assert_eq!(Linked::default().said(), None);
+        let read = Linked {
+            read: vec![issue(7), issue(8)],
+            unread: vec![],
+        };
+        assert_eq!(
+            read.said().as_deref(),
+            Some("Issues it says it resolves, read with the change: #7, #8")
+        );
+        let none_read = Linked {
+            read: vec![],
+            unread: vec![9],
+        };
+        assert_eq!(
+            none_read.said().as_deref(),
+            Some("Issues it says it resolves, not given by GitHub (reviewed without them): #9")
+        );
     }
 
     #[test]

@@ -217,7 +217,7 @@ pub struct Summary<'a> {
     pub passes_not_needed: &'a [crate::review::specialists::NotNeeded],
     /// The issues the PR says it resolves that the passes read (see
     /// [`crate::review::linked_issues`]).
-    pub linked_issues: &'a [u64],
+    pub linked_issues: Option<&'a str>,
     pub filtered: &'a Filtered,
     pub duplicates: usize,
     pub already_posted: usize,
@@ -466,12 +466,8 @@ impl Summary<'_> {
                 "- Not needed, the change gives them nothing to look at: {line}\n"
             ));
         }
-        if !self.linked_issues.is_empty() {
-            let named: Vec<String> = self.linked_issues.iter().map(|n| format!("#{n}")).collect();
-            out.push_str(&format!(
-                "- Issues it says it resolves, read with the change: {}\n",
-                named.join(", ")
-            ));
+        if let Some(line) = self.linked_issues {
+            out.push_str(&format!("- {line}\n"));
         }
         if self.framing.guidelines.is_empty() {
             out.push_str("- Guideline files applied: none found on the base branch\n");

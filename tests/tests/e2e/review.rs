@@ -1003,7 +1003,7 @@ async fn the_issues_a_pr_says_it_resolves_are_read_with_it(h: ReviewHarness) {
     );
     let summary = h.summary();
     assert!(
-        summary.contains("- Issues it says it resolves, read with the change: #7\n"),
+        summary.contains("- Issues it says it resolves, read with the change: #7; not given by GitHub (reviewed without them): #9\n"),
         "{summary}"
     );
 }

@@ -421,7 +421,7 @@ async fn review_local(
         pr_patches: &listing.patches,
         pr_paths: &listing.paths,
         guidelines: &change.guidelines,
-        issues: &[],
+        issues: &Default::default(),
         attributes: &change.attributes,
         earlier: &[],
         recall: Some(session.recall),
