@@ -235,6 +235,9 @@ pub struct ReviewConfig {
     /// A review asks whether the code changed at an open finding's lines fixed it, and
     /// resolves those it fixed (see `review::fixed`); off, people resolve them.
     pub resolve_fixed: bool,
+    /// Read the issues a PR's description says it resolves into its reviews and answers
+    /// (see `review::linked_issues`); off, they see the description alone.
+    pub linked_issues: bool,
     /// Read the repository at the head for the code around the change (`review.context`):
     /// off, reviews see the diff alone.
     pub context_enabled: bool,
@@ -291,6 +294,7 @@ impl Default for ReviewConfig {
             judge: true,
             quiet_pushes: true,
             resolve_fixed: true,
+            linked_issues: true,
             context_enabled: true,
             context_max_tokens: DEFAULT_CONTEXT_MAX_TOKENS,
             tools: ToolBounds::default(),
@@ -505,6 +509,7 @@ fn read_all(r: &mut Reader<'_>, d: &RepoConfig) -> RepoConfig {
             judge: r.bool("review.judge", d.review.judge),
             quiet_pushes: r.bool("review.quietPushes", d.review.quiet_pushes),
             resolve_fixed: r.bool("review.resolveFixed", d.review.resolve_fixed),
+            linked_issues: r.bool("review.linkedIssues", d.review.linked_issues),
             context_enabled: r.bool("review.context.enabled", d.review.context_enabled),
             context_max_tokens: r.number(
                 "review.context.maxTokens",

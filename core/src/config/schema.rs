@@ -163,6 +163,9 @@ struct Review {
     /// Ask whether a push fixed the open findings whose lines it changed, and resolve
     /// those it fixed (their threads too).
     resolve_fixed: bool,
+    /// Read the issues the PR's description says it resolves (`Fixes #12`, this
+    /// repository's, at most three) into reviews and answers.
+    linked_issues: bool,
     context: ReviewContext,
 }
 
@@ -368,6 +371,7 @@ impl Default for Review {
             judge: d.judge,
             quiet_pushes: d.quiet_pushes,
             resolve_fixed: d.resolve_fixed,
+            linked_issues: d.linked_issues,
             context: ReviewContext::default(),
         }
     }

@@ -465,13 +465,12 @@ async fn guideline_files(
     found
 }
 
-/// The changed files of a top-level question's PR: their paths, and a line each for the
-/// prompt. An extra: on failure the answer goes on with the PR's counts only.
 /// The issues a PR's description says it resolves (none on a plain issue).
 async fn issues_resolved(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<LinkedIssue> {
     match snap.pull() {
         Some(pr) => {
-            linked_issues::read(github, &snap.scope, &pr.body)
+            let review = &snap.config.config.review;
+            linked_issues::read(github, &snap.scope, pr, review)
                 .await
                 .read
         }
@@ -479,6 +478,8 @@ async fn issues_resolved(github: &dyn GitHub, snap: &PrSnapshot) -> Vec<LinkedIs
     }
 }
 
+/// The changed files of a top-level question's PR: their paths, and a line each for the
+/// prompt. An extra: on failure the answer goes on with the PR's counts only.
 async fn changed_files(github: &dyn GitHub, snap: &PrSnapshot) -> (Vec<String>, Vec<String>) {
     match github
         .list_pull_request_files(&snap.scope, snap.number, PageLimit::items(MAX_FILES))

@@ -12,7 +12,8 @@
 //! that cannot be read (gone, a PR, GitHub's trouble) is left out: the review goes on
 //! without it.
 
-use crate::ports::github::{GitHub, RepoScope};
+use crate::config::ReviewConfig;
+use crate::ports::github::{GitHub, PullRequest, RepoScope};
 
 /// At most this many issues a review: the first ones named.
 pub const MAX_LINKED: usize = 3;
@@ -67,10 +68,18 @@ impl Linked {
     }
 }
 
-/// Read the issues `description` says the PR resolves (see the module docs). A PR's
-/// number is no issue and is left out silently.
-pub async fn read(github: &dyn GitHub, scope: &RepoScope, description: &str) -> Linked {
-    let numbers = referenced(description, &scope.owner, &scope.name);
+/// Read the issues `pr`'s description says it resolves (see the module docs), unless
+/// `review.linkedIssues` is off. A PR's number is no issue and is left out silently.
+pub async fn read(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    pr: &PullRequest,
+    review: &ReviewConfig,
+) -> Linked {
+    if !review.linked_issues {
+        return Linked::default();
+    }
+    let numbers = referenced(&pr.body, &scope.owner, &scope.name);
     let reads = numbers
         .iter()
         .map(|n| github.get_issue(scope, *n))

@@ -316,7 +316,7 @@ impl ReviewHandler {
         run.base_sha = scope_of_review.base_sha.clone();
         let ((guidelines, attributes), issues) = crate::concurrently::join2(
             read_rules(github, scope, &pr.base.ref_name, loaded, pr_paths),
-            linked_issues::read(github, scope, &pr.body),
+            linked_issues::read(github, scope, pr, &config.review),
         )
         .await;
         let in_force = rules_change::InForce {

@@ -38,6 +38,7 @@ parley_tests::review_on_both_stores!(
     a_rejected_setting_is_said_in_the_open,
     path_instructions_reach_every_pass_for_the_files_they_name,
     the_issues_a_pr_says_it_resolves_are_read_with_it,
+    with_linked_issues_off_none_is_read,
     files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
     a_directorys_gitattributes_marks_what_is_under_it,
@@ -1006,6 +1007,29 @@ async fn the_issues_a_pr_says_it_resolves_are_read_with_it(h: ReviewHarness) {
         summary.contains("- Issues it says it resolves, read with the change: #7; not given by GitHub (reviewed without them): #9\n"),
         "{summary}"
     );
+}
+
+/// `review.linkedIssues: false`: a team that wants no issue text in its prompts gets
+/// none, and nothing is asked of GitHub for it.
+async fn with_linked_issues_off_none_is_read(h: ReviewHarness) {
+    h.config("review:\n  linkedIssues: false\n");
+    h.github
+        .set_issue(REPO, 7, "Export times out", "ISSUE-7-BODY");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["body"] = "Fixes #7".into());
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(!h.pass_prompts().is_empty());
+    assert!(
+        h.pass_prompts()
+            .iter()
+            .all(|p| !p.text().contains("ISSUE-7"))
+    );
+    assert!(
+        h.github
+            .requests_to("GET", &format!("/repos/{REPO}/issues/7"))
+            .is_empty()
+    );
+    assert!(!h.summary().contains("Issues it says it resolves"));
 }
 
 /// GitHub collapses what `.gitattributes` marks `linguist-generated` in a PR's diff, and a

@@ -298,7 +298,12 @@ async fn review_pull(
             &loaded,
             &listing.paths,
         ),
-        parley_core::review::linked_issues::read(github.as_ref(), &scope, &pr.body),
+        parley_core::review::linked_issues::read(
+            github.as_ref(),
+            &scope,
+            &pr,
+            &loaded.config.review
+        ),
     );
     let earlier = store
         .findings_for_pr(&tenant.repo, pull.number)
