@@ -1,5 +1,5 @@
 //! The issues a PR says it resolves ("Fixes #12", "closes
-//! https://github.com/o/r/issues/12"): what the change is for, which its diff alone does
+//! `https://github.com/o/r/issues/12`"): what the change is for, which its diff alone does
 //! not say. With the issue in front of them the passes can see a change that does not do
 //! what was asked, or breaks the very case the issue describes; without it, they judge
 //! the code only against itself. Answers on the PR read them too ("does this fix #12?").

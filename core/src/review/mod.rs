@@ -6,7 +6,8 @@
 //! 2. the run: claimed per (repo, PR, head SHA), never redone once published, recovered
 //!    from GitHub's own markers if a worker died after posting ([`runs`]);
 //! 3. inputs: the PR's files, where comments may go ([`pull_files`]), those in the token
-//!    budget, incremental on `synchronize` ([`inputs`]), the rules ([`read_rules`]);
+//!    budget, incremental on `synchronize` ([`inputs`]), the rules ([`read_rules`]) and
+//!    the issues the PR says it resolves ([`linked_issues`]);
 //! 4. specialist passes in parallel ([`specialists`]), merged and deduplicated
 //!    ([`merge`]), filtered by confidence and capped ([`filter`]);
 //! 5. a last look at the PR's head (a newer push supersedes this run), then one review
