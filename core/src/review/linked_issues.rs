@@ -112,7 +112,7 @@ pub async fn read(
 /// [`MAX_LINKED`].
 pub fn referenced(text: &str, owner: &str, name: &str) -> Vec<u64> {
     let mut found = Vec::new();
-    let lower = text.to_lowercase();
+    let lower = prose(text).to_lowercase();
     let mut words = lower.split_whitespace().peekable();
     while let Some(word) = words.next() {
         let keyword = word
@@ -134,6 +134,35 @@ pub fn referenced(text: &str, owner: &str, name: &str) -> Vec<u64> {
         }
     }
     found
+}
+
+/// What a reader of the rendered description sees as its words: without HTML comments
+/// (a PR template's `<!-- e.g. Fixes #1 -->`), fenced code blocks or code spans, where
+/// GitHub closes nothing either.
+fn prose(text: &str) -> String {
+    let visible = crate::sanitize::user_text(text);
+    let mut out = String::with_capacity(visible.len());
+    let mut fence: Option<&str> = None;
+    for line in visible.lines() {
+        let trimmed = line.trim_start();
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        match (fence, marker) {
+            (None, Some(opened)) => fence = Some(opened),
+            (Some(open), Some(closing)) if open == closing => fence = None,
+            (None, None) => {
+                // Code spans: every other stretch between backticks.
+                for (i, part) in line.split('`').enumerate() {
+                    if i % 2 == 0 {
+                        out.push_str(part);
+                        out.push(' ');
+                    }
+                }
+                out.push('\n');
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The number `reference` names in `owner/name`, if it is one of its issues.
@@ -193,6 +222,11 @@ mod tests {
         assert_eq!(refs("Resolves https://github.com/Octo/Shop/issues/9"), [9]);
         assert_eq!(refs("- **Fixes** #5\n- closes #5"), [5], "each once");
         assert_eq!(
+            refs("<!-- Fixes #1 -->\n```sh\nfixes #2\n```\nFixes #3 after `fixes #4`"),
+            [3],
+            "only what a reader sees as words"
+        );
+        assert_eq!(
             refs("fixes #1 fixes #2 fixes #3 fixes #4"),
             [1, 2, 3],
             "at most three"
@@ -212,6 +246,9 @@ mod tests {
             "fixes #",
             "fixes",
             "fix the bug in #12",
+            "<!-- Link the issue: Fixes #1 -->",
+            "```\nfixes #12\n```",
+            "Write `fixes #12` to close it",
         ] {
             assert_eq!(refs(text), Vec::<u64>::new(), "{text:?}");
         }
