@@ -115,9 +115,8 @@ pub fn referenced(text: &str, owner: &str, name: &str) -> Vec<u64> {
     let lower = prose(text).to_lowercase();
     let mut words = lower.split_whitespace().peekable();
     while let Some(word) = words.next() {
-        let keyword = word
-            .trim_end_matches(':')
-            .trim_start_matches(['(', '*', '_']);
+        // "Fixes:", "**Fixes**", "(fixes".
+        let keyword = word.trim_matches(['(', '*', '_', ':']);
         if !KEYWORDS.contains(&keyword) {
             continue;
         }
@@ -221,6 +220,7 @@ mod tests {
         assert_eq!(refs("fixed octo/shop#7 (see the log)"), [7]);
         assert_eq!(refs("Resolves https://github.com/Octo/Shop/issues/9"), [9]);
         assert_eq!(refs("- **Fixes** #5\n- closes #5"), [5], "each once");
+        assert_eq!(refs("**Fixes:** #6 (_resolves_ #8)"), [6, 8]);
         assert_eq!(
             refs("<!-- Fixes #1 -->\n```sh\nfixes #2\n```\nFixes #3 after `fixes #4`"),
             [3],
