@@ -215,8 +215,8 @@ pub struct Summary<'a> {
     pub parts: usize,
     /// Passes the change gave nothing to look at.
     pub passes_not_needed: &'a [crate::review::specialists::NotNeeded],
-    /// The issues the PR says it resolves that the passes read (see
-    /// [`crate::review::linked_issues`]).
+    /// What is said of the issues the PR says it resolves: those read, those GitHub
+    /// would not give (see [`crate::review::linked_issues::Linked::said`]).
     pub linked_issues: Option<&'a str>,
     pub filtered: &'a Filtered,
     pub duplicates: usize,
