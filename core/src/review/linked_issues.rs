@@ -79,7 +79,7 @@ pub async fn read(
     if !review.linked_issues {
         return Linked::default();
     }
-    let numbers = referenced(&pr.body, &scope.owner, &scope.name);
+    let numbers = referenced(&pr.body, &scope.owner, &scope.name, web_host(pr));
     let reads = numbers
         .iter()
         .map(|n| github.get_issue(scope, *n))
@@ -106,11 +106,21 @@ pub async fn read(
     linked
 }
 
-/// The numbers of this repository's (`owner/name`) issues that `text` names after a
-/// closing keyword, as GitHub reads them: `#12`, `owner/name#12` or the issue's URL, a
-/// colon after the keyword allowed. In the order named, each once, at most
+/// Where the repository's web pages are (`github.com`, or a GitHub Enterprise Server's
+/// host), from the PR's own page.
+fn web_host(pr: &PullRequest) -> &str {
+    let page = pr.html_url.split_once("://").map_or("", |(_, rest)| rest);
+    match page.split('/').next() {
+        Some(host) if !host.is_empty() => host,
+        _ => "github.com",
+    }
+}
+
+/// The numbers of this repository's (`owner/name` on `host`) issues that `text` names
+/// after a closing keyword, as GitHub reads them: `#12`, `owner/name#12` or the issue's
+/// URL, a colon after the keyword allowed. In the order named, each once, at most
 /// [`MAX_LINKED`].
-pub fn referenced(text: &str, owner: &str, name: &str) -> Vec<u64> {
+pub fn referenced(text: &str, owner: &str, name: &str, host: &str) -> Vec<u64> {
     let mut found = Vec::new();
     let lower = prose(text).to_lowercase();
     let mut words = lower.split_whitespace().peekable();
@@ -123,7 +133,7 @@ pub fn referenced(text: &str, owner: &str, name: &str) -> Vec<u64> {
         // "Fixes: #12", "fixes #12".
         let Some(reference) = words.peek() else { break };
         let reference = reference.trim_end_matches([',', '.', ';', ')', '*', '_']);
-        if let Some(number) = issue_number(reference, owner, name)
+        if let Some(number) = issue_number(reference, owner, name, host)
             && !found.contains(&number)
         {
             found.push(number);
@@ -165,14 +175,18 @@ fn prose(text: &str) -> String {
 }
 
 /// The number `reference` names in `owner/name`, if it is one of its issues.
-fn issue_number(reference: &str, owner: &str, name: &str) -> Option<u64> {
+fn issue_number(reference: &str, owner: &str, name: &str, host: &str) -> Option<u64> {
     let this_repo =
         |o: &str, n: &str| o.eq_ignore_ascii_case(owner) && n.eq_ignore_ascii_case(name);
     let number = if let Some(n) = reference.strip_prefix('#') {
         n
     } else if let Some(path) = reference
-        .strip_prefix("https://github.com/")
-        .or_else(|| reference.strip_prefix("http://github.com/"))
+        .strip_prefix("https://")
+        .or_else(|| reference.strip_prefix("http://"))
+        .and_then(|page| {
+            let (on, path) = page.split_once('/')?;
+            on.eq_ignore_ascii_case(host).then_some(path)
+        })
     {
         let mut parts = path.split('/');
         let (o, n, kind, number) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
@@ -210,7 +224,7 @@ mod tests {
     use super::*;
 
     fn refs(text: &str) -> Vec<u64> {
-        referenced(text, "Octo", "Shop")
+        referenced(text, "Octo", "Shop", "github.com")
     }
 
     #[test]
@@ -221,6 +235,21 @@ mod tests {
         assert_eq!(refs("Resolves https://github.com/Octo/Shop/issues/9"), [9]);
         assert_eq!(refs("- **Fixes** #5\n- closes #5"), [5], "each once");
         assert_eq!(refs("**Fixes:** #6 (_resolves_ #8)"), [6, 8]);
+        // On GitHub Enterprise Server the issue's URL is on its host.
+        let ghes = "fixes https://git.corp.example/octo/shop/issues/4, fixes https://github.com/octo/shop/issues/5";
+        assert_eq!(referenced(ghes, "octo", "shop", "git.corp.example"), [4]);
+        let pr = |html_url: &str| -> PullRequest {
+            serde_json::from_value(serde_json::json!({
+                "number": 1, "html_url": html_url,
+                "head": {"ref": "h", "sha": "1"}, "base": {"ref": "b", "sha": "2"},
+            }))
+            .expect("a PR")
+        };
+        assert_eq!(
+            web_host(&pr("https://git.corp.example/octo/shop/pull/1")),
+            "git.corp.example"
+        );
+        assert_eq!(web_host(&pr("")), "github.com");
         assert_eq!(
             refs("<!-- Fixes #1 -->\n```sh\nfixes #2\n```\nFixes #3 after `fixes #4`"),
             [3],
