@@ -37,6 +37,18 @@ impl std::fmt::Display for ConfigWarning {
     }
 }
 
+/// Whether a login in `.parley.yml` (`review.skipAuthors`, `mention.allowedUsers`)
+/// names `login`: as GitHub compares logins, without regard to case, with or without a
+/// leading `@`, and an App's account (`dependabot[bot]`) by its name as people write it
+/// too (`dependabot`), or a team that meant to skip the bot reviews its PRs.
+pub fn names_login(entry: &str, login: &str) -> bool {
+    let entry = entry.trim().trim_start_matches('@');
+    entry.eq_ignore_ascii_case(login)
+        || login
+            .strip_suffix("[bot]")
+            .is_some_and(|app| entry.eq_ignore_ascii_case(app))
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RepoConfig {
     pub mention: MentionConfig,

@@ -204,3 +204,18 @@ fn a_bad_instruction_keeps_the_list_below_and_says_which_entry() {
         .map(|(_, value)| value);
     assert_eq!(shown.as_deref(), Some("[db/** (11 characters)]"));
 }
+
+#[test]
+fn a_login_is_named_with_or_without_at_and_an_app_without_its_bot_suffix() {
+    assert!(names_login("dependabot", "dependabot[bot]"));
+    assert!(names_login("Dependabot[bot]", "dependabot[bot]"));
+    assert!(names_login("@renovate", "renovate[bot]"));
+    assert!(names_login("Alice", "alice"));
+    assert!(names_login(" @carol", "carol"));
+    assert!(
+        !names_login("dependabot[bot]", "dependabot"),
+        "a person is not the App"
+    );
+    assert!(!names_login("alice", "alice-bot[bot]"));
+    assert!(!names_login("bot", "dependabot[bot]"));
+}

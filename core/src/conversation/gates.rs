@@ -131,7 +131,7 @@ impl Permissions {
                 if mention
                     .allowed_users
                     .iter()
-                    .any(|u| u.eq_ignore_ascii_case(login))
+                    .any(|u| crate::config::names_login(u, login))
                 {
                     Ok(())
                 } else {

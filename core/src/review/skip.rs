@@ -42,7 +42,7 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
         .review
         .skip_authors
         .iter()
-        .any(|skipped| names_author(skipped, author))
+        .any(|skipped| crate::config::names_login(skipped, author))
     {
         return Some(format!("{author} is in review.skipAuthors"));
     }
@@ -67,17 +67,6 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
     None
 }
 
-/// Whether a `review.skipAuthors` entry names `login`: as GitHub compares logins,
-/// without regard to case, and an App's account (`dependabot[bot]`) by its name as people
-/// write it too (`dependabot`), or a team that meant to skip the bot reviews its PRs.
-fn names_author(entry: &str, login: &str) -> bool {
-    let entry = entry.trim().trim_start_matches('@');
-    entry.eq_ignore_ascii_case(login)
-        || login
-            .strip_suffix("[bot]")
-            .is_some_and(|app| entry.eq_ignore_ascii_case(app))
-}
-
 /// Whether the label an `unlabeled` job took off was holding automatic reviews off.
 pub(super) fn lifts_a_skip_label(job: &ReviewJob, config: &RepoConfig) -> bool {
     job.label
@@ -97,23 +86,4 @@ fn is_skip_label(config: &RepoConfig, name: &str) -> bool {
 /// A name someone chose (a label, a branch), as inline code in Parley's text.
 pub(super) fn quoted(name: &str) -> String {
     format!("`{}`", name.replace('`', "'"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::names_author;
-
-    #[test]
-    fn an_apps_account_is_named_with_or_without_its_bot_suffix() {
-        assert!(names_author("dependabot", "dependabot[bot]"));
-        assert!(names_author("Dependabot[bot]", "dependabot[bot]"));
-        assert!(names_author("@renovate", "renovate[bot]"));
-        assert!(names_author("Alice", "alice"));
-        assert!(
-            !names_author("dependabot[bot]", "dependabot"),
-            "a person is not the App"
-        );
-        assert!(!names_author("alice", "alice-bot[bot]"));
-        assert!(!names_author("bot", "dependabot[bot]"));
-    }
 }

@@ -374,7 +374,8 @@ async fn people_without_permission_are_ignored(backend: Backend) {
 
 async fn allowed_users_replace_the_permission_rule(backend: Backend) {
     let h = Harness::start(backend).await;
-    h.config("mention:\n  allowedUsers: [carol]\n");
+    // Written as a mention, as people do (quoted: `@` cannot start a plain YAML word).
+    h.config("mention:\n  allowedUsers: ['@carol']\n");
     let job = h.top_level_comment("bob", "@parley hello?");
     h.run(job).await.expect("skipped");
     assert!(
