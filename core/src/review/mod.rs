@@ -315,11 +315,8 @@ impl ReviewHandler {
             .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
             .await?;
         run.base_sha = scope_of_review.base_sha.clone();
-        let ((guidelines, attributes), issues) = crate::concurrently::join2(
-            read_rules(github, scope, &pr.base.ref_name, loaded, pr_paths),
-            linked_issues::read(github, scope, pr, &config.review),
-        )
-        .await;
+        let (guidelines, attributes) =
+            read_rules(github, scope, &pr.base.ref_name, loaded, pr_paths).await;
         let in_force = rules_change::InForce {
             config,
             under: &loaded.under,
@@ -364,12 +361,23 @@ impl ReviewHandler {
                 && specialists::select(&config.review, !guidelines.is_empty(), &paths)
                     .run
                     .is_empty());
-        let code = match (&self.services.code, config.review.context_enabled) {
-            _ if nothing_to_read => Err("no changed file to review".to_string()),
-            (_, false) => Err("`review.context.enabled` is off".to_string()),
-            (Some(source), true) => source.open(github, scope, &head_sha).await,
-            (None, true) => Err("no code reader is configured".to_string()),
+        let open_code = async {
+            match (&self.services.code, config.review.context_enabled) {
+                _ if nothing_to_read => Err("no changed file to review".to_string()),
+                (_, false) => Err("`review.context.enabled` is off".to_string()),
+                (Some(source), true) => source.open(github, scope, &head_sha).await,
+                (None, true) => Err("no code reader is configured".to_string()),
+            }
         };
+        // The issues the PR says it resolves are read only for a pass that will run.
+        let read_issues = async {
+            if nothing_to_read {
+                linked_issues::Linked::default()
+            } else {
+                linked_issues::read(github, scope, pr, &config.review).await
+            }
+        };
+        let (code, issues) = crate::concurrently::join2(open_code, read_issues).await;
         let subject = analyse::Subject {
             repo: &job.repo.full_name(),
             tenant: &job.repo.tenant(),

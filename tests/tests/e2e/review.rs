@@ -1448,6 +1448,10 @@ async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed(h: ReviewHarness) {
             ("src/generated.rs", "added", ""),
         ],
     );
+    h.github
+        .set_issue(REPO, 7, "Export times out", "ISSUE-7-BODY");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["body"] = "Fixes #7".into());
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     let text = h.summary();
     assert!(
@@ -1463,6 +1467,12 @@ async fn a_pr_with_no_file_to_read_says_nothing_was_reviewed(h: ReviewHarness) {
     assert!(
         h.github.requests_to("GET", "/tarball/").is_empty(),
         "no archive is downloaded for no pass"
+    );
+    assert!(
+        h.github
+            .requests_to("GET", &format!("/repos/{REPO}/issues/7"))
+            .is_empty(),
+        "no issue is read for no pass"
     );
     assert!(!text.contains("Code context"), "{text}");
     assert_eq!(h.conclusion(), "success", "nothing Parley should have read");
