@@ -247,7 +247,7 @@ pub struct ReviewConfig {
     /// A review asks whether the code changed at an open finding's lines fixed it, and
     /// resolves those it fixed (see `review::fixed`); off, people resolve them.
     pub resolve_fixed: bool,
-    /// Read the issues a PR's description says it resolves into its reviews and answers
+    /// Read the issues a PR says it resolves into its reviews and answers
     /// (see `review::linked_issues`); off, they see the description alone.
     pub linked_issues: bool,
     /// Read the repository at the head for the code around the change (`review.context`):

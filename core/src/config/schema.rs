@@ -163,8 +163,8 @@ struct Review {
     /// Ask whether a push fixed the open findings whose lines it changed, and resolve
     /// those it fixed (their threads too).
     resolve_fixed: bool,
-    /// Read the issues the PR's description says it resolves (`Fixes #12`, this
-    /// repository's, at most three) into reviews and answers.
+    /// Read the issues the PR says it resolves (`Fixes #12` in its description, then its
+    /// sidebar's links; this repository's, at most three) into reviews and answers.
     linked_issues: bool,
     context: ReviewContext,
 }

@@ -1,6 +1,6 @@
 //! The issues a PR says it resolves ("Fixes #12", "closes
-//! `https://github.com/o/r/issues/12`"): what the change is for, which its diff alone does
-//! not say. With the issue in front of them the passes can see a change that does not do
+//! `https://github.com/o/r/issues/12`", or an issue linked in its sidebar's
+//! "Development"): what the change is for, which its diff alone does not say. With the issue in front of them the passes can see a change that does not do
 //! what was asked, or breaks the very case the issue describes; without it, they judge
 //! the code only against itself. Answers on the PR read them too ("does this fix #12?").
 //!
@@ -79,7 +79,11 @@ pub async fn read(
     if !review.linked_issues {
         return Linked::default();
     }
-    let numbers = referenced(&pr.body, &scope.owner, &scope.name, web_host(pr));
+    let mut numbers = referenced(&pr.body, &scope.owner, &scope.name, web_host(pr));
+    if numbers.len() < MAX_LINKED {
+        numbers.extend(linked_by_hand(github, scope, pr.number, &numbers).await);
+        numbers.truncate(MAX_LINKED);
+    }
     let reads = numbers
         .iter()
         .map(|n| github.get_issue(scope, *n))
@@ -104,6 +108,36 @@ pub async fn read(
         }
     }
     linked
+}
+
+/// This repository's issues linked to the PR in its sidebar that the description does not
+/// name already. GitHub's trouble here leaves the description's own: the review reads
+/// those, as it would have before anyone linked an issue by hand.
+async fn linked_by_hand(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    number: u64,
+    named: &[u64],
+) -> Vec<u64> {
+    let this = scope.full_name();
+    match github.issues_linked_by_hand(scope, number).await {
+        Ok(references) => {
+            let mut found: Vec<u64> = Vec::new();
+            for reference in references {
+                if reference.repository.eq_ignore_ascii_case(&this)
+                    && !named.contains(&reference.number)
+                    && !found.contains(&reference.number)
+                {
+                    found.push(reference.number);
+                }
+            }
+            found
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "the issues linked to the PR by hand could not be read; reviewed with those its description names");
+            Vec::new()
+        }
+    }
 }
 
 /// Where the repository's web pages are (`github.com`, or a GitHub Enterprise Server's

@@ -6,7 +6,7 @@
 use crate::client::GitHubClient;
 use crate::request::Auth;
 use crate::retry::Replay;
-use parley_core::ports::github::{ApiErrorDetail, GitHubError};
+use parley_core::ports::github::{ApiErrorDetail, GitHubError, RepoScope};
 use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,33 @@ pub(crate) async fn execute<T: DeserializeOwned, V: Serialize>(
     response
         .data
         .ok_or_else(|| GitHubError::Decode("GraphQL response has neither data nor errors".into()))
+}
+
+/// `repository { pullRequest { … } }`: the shape of every query about one PR.
+#[derive(Deserialize)]
+pub(crate) struct PullRequestData<P> {
+    repository: Option<RepositoryNode<P>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RepositoryNode<P> {
+    pull_request: Option<P>,
+}
+
+impl<P> PullRequestData<P> {
+    /// The PR's part, or GitHub's 404 as REST says it: GraphQL answers `null` for a
+    /// repository or PR it does not find (or the installation may not see).
+    pub(crate) fn pull_request(self, repo: &RepoScope, number: u64) -> Result<P, GitHubError> {
+        self.repository
+            .and_then(|repository| repository.pull_request)
+            .ok_or_else(|| {
+                GitHubError::NotFound(format!(
+                    "GraphQL: pull request {}#{number}",
+                    repo.full_name()
+                ))
+            })
+    }
 }
 
 fn errors_to_github_error(errors: Vec<GraphQlError>) -> GitHubError {

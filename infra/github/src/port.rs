@@ -2,15 +2,15 @@
 
 use crate::client::GitHubClient;
 use crate::operations::{
-    self, app, check_runs, contents, issue_comments, permissions, pulls, reactions,
+    self, app, check_runs, contents, issue_comments, linked_issues, permissions, pulls, reactions,
     review_comments, review_threads, reviews,
 };
 use async_trait::async_trait;
 use parley_core::ports::github::{
     App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, DeliveryPage,
-    FileContent, GitHub, GitHubError, Installation, Issue, IssueComment, Listing, NewCheckRun,
-    NewReview, NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction, ReactionContent,
-    Reference, RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
+    FileContent, GitHub, GitHubError, Installation, Issue, IssueComment, IssueReference, Listing,
+    NewCheckRun, NewReview, NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction,
+    ReactionContent, Reference, RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
 };
 use time::OffsetDateTime;
 
@@ -178,6 +178,14 @@ impl GitHub for GitHubClient {
 
     async fn get_issue(&self, repo: &RepoScope, number: u64) -> Result<Issue, GitHubError> {
         operations::get_at(self, repo, &["issues", &number.to_string()]).await
+    }
+
+    async fn issues_linked_by_hand(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+    ) -> Result<Vec<IssueReference>, GitHubError> {
+        linked_issues::by_hand(self, repo, number).await
     }
 
     async fn get_issue_comment(

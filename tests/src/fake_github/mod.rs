@@ -301,6 +301,14 @@ impl FakeGitHub {
             .insert((repo.to_string(), number), issue);
     }
 
+    /// Link issue `issue_repo#number` to PR `pr` in its sidebar ("Development"), as
+    /// GraphQL's `closingIssuesReferences(userLinkedOnly: true)` then lists it.
+    pub fn link_issue_by_hand(&self, repo: &str, pr: u64, issue_repo: &str, number: u64) {
+        self.state()
+            .linked_by_hand
+            .push((repo.to_string(), pr, issue_repo.to_string(), number));
+    }
+
     /// Say of the compare set by [`FakeGitHub::set_compare`] that `head` does not descend
     /// from `base` (a force-push), as GitHub says it: `status: "diverged"`.
     pub fn diverged(&self, repo: &str, base: &str, head: &str) {

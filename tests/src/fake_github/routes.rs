@@ -784,11 +784,25 @@ fn graphql(s: &mut State, body: Value) -> Response {
             json!({ "data": { "resolveReviewThread": { "thread": { "id": id, "isResolved": true } } } }),
         );
     }
+    let number = body["variables"]["number"].as_u64().unwrap_or(0);
+    let owner = body["variables"]["owner"].as_str().unwrap_or("");
+    let name = body["variables"]["name"].as_str().unwrap_or("");
+    let repo = format!("{owner}/{name}");
+    // Only links made by hand are kept, so only a query for those may read them.
+    if query.contains("closingIssuesReferences") && query.contains("userLinkedOnly: true") {
+        let nodes: Vec<Value> = s
+            .linked_by_hand
+            .iter()
+            .filter(|(r, n, _, _)| *r == repo && *n == number)
+            .map(|(_, _, issue_repo, issue)| {
+                json!({ "number": issue, "repository": { "nameWithOwner": issue_repo } })
+            })
+            .collect();
+        return ok(
+            json!({ "data": { "repository": { "pullRequest": { "closingIssuesReferences": { "nodes": nodes } } } } }),
+        );
+    }
     if query.contains("reviewThreads") {
-        let number = body["variables"]["number"].as_u64().unwrap_or(0);
-        let owner = body["variables"]["owner"].as_str().unwrap_or("");
-        let name = body["variables"]["name"].as_str().unwrap_or("");
-        let repo = format!("{owner}/{name}");
         let nodes: Vec<Value> = s
             .review_comments
             .iter()

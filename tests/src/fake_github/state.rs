@@ -123,6 +123,8 @@ pub(super) struct State {
     pub(super) people_reactions: Vec<(u64, String, String)>,
     pub(super) requested_reviewers: Vec<(String, u64, Vec<String>)>,
     pub(super) resolved_threads: Vec<String>,
+    /// `(repo, pr, issue's repo, issue)`: issues linked to a PR in its sidebar.
+    pub(super) linked_by_hand: Vec<(String, u64, String, u64)>,
     /// `(method, path fragment, tripwire)`, checked in order.
     pub(super) tripwires: Vec<(String, String, Arc<Tripwire>)>,
     pub(super) app_slug: String,

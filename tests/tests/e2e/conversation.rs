@@ -126,7 +126,8 @@ async fn answers_follow_the_questions_language_then_the_repositorys(backend: Bac
 }
 
 /// "Does this fix #7?": an answer on a PR reads the issues its description says it
-/// resolves (this repository's), fenced as data, in a finding's thread too.
+/// resolves (this repository's), and those linked in its sidebar, fenced as data, in a
+/// finding's thread too.
 async fn an_answer_on_a_pr_knows_the_issues_it_says_it_resolves(backend: Backend) {
     let h = Harness::start(backend).await;
     h.github.set_issue(
@@ -135,6 +136,8 @@ async fn an_answer_on_a_pr_knows_the_issues_it_says_it_resolves(backend: Backend
         "Export times out",
         "ISSUE-7-BODY: exports over 10k orders time out.",
     );
+    h.github.set_issue(REPO, 9, "Retries", "ISSUE-9-BODY");
+    h.github.link_issue_by_hand(REPO, PR, REPO, 9);
     h.github.update_pull(REPO, PR, |pr| {
         pr["body"] = "Fixes #7 and other/repo#8.".into()
     });
@@ -150,6 +153,7 @@ async fn an_answer_on_a_pr_knows_the_issues_it_says_it_resolves(backend: Backend
     assert_eq!(prompts.len(), 2, "one answer each");
     for prompt in prompts {
         assert!(prompt.contains(issue), "{prompt}");
+        assert!(prompt.contains("ISSUE-9-BODY"), "{prompt}");
     }
     assert!(h.github.requests_to("GET", "/repos/other/repo/").is_empty());
 }

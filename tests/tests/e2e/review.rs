@@ -39,6 +39,8 @@ parley_tests::review_on_both_stores!(
     path_instructions_reach_every_pass_for_the_files_they_name,
     the_issues_a_pr_says_it_resolves_are_read_with_it,
     with_linked_issues_off_none_is_read,
+    issues_linked_in_the_sidebar_are_read_too,
+    sidebar_links_github_will_not_give_leave_the_descriptions_issues,
     files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
     a_directorys_gitattributes_marks_what_is_under_it,
@@ -1002,10 +1004,93 @@ async fn the_issues_a_pr_says_it_resolves_are_read_with_it(h: ReviewHarness) {
         1,
         "reviewed without what could not be read"
     );
-    let summary = h.summary();
+    parley_tests::expect::says_all(
+        &h.summary(),
+        &[
+            "- Issues it says it resolves, read with the change: #7; not given by GitHub (reviewed without them): #9\n",
+        ],
+    );
+}
+
+/// An issue linked in the PR's sidebar ("Development") with no keyword in the description
+/// is read as one the description names: after those, each once, this repository's only,
+/// three in all.
+async fn issues_linked_in_the_sidebar_are_read_too(h: ReviewHarness) {
+    for n in [7, 8, 11, 12] {
+        h.github
+            .set_issue(REPO, n, &format!("Issue {n}"), &format!("ISSUE-{n}-BODY"));
+    }
+    h.github
+        .set_issue("someone/else", 3, "Roadmap", "ELSEWHERE-BODY");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["body"] = "Fixes #7".into());
+    let linked = [
+        (REPO, 7),
+        ("someone/else", 3),
+        (REPO, 8),
+        (REPO, 11),
+        (REPO, 12),
+    ];
+    for (repo, n) in linked {
+        h.github.link_issue_by_hand(REPO, PR, repo, n);
+    }
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+
+    let prompts: Vec<String> = h.pass_prompts().iter().map(|p| p.text()).collect();
+    assert!(!prompts.is_empty());
+    for prompt in &prompts {
+        parley_tests::expect::says_all(prompt, &["ISSUE-7-BODY", "ISSUE-8-BODY", "ISSUE-11-BODY"]);
+        assert!(
+            !prompt.contains("ISSUE-12") && !prompt.contains("ELSEWHERE"),
+            "{prompt}"
+        );
+    }
+    let issue_reads = |n: u64| {
+        h.github
+            .requests_to("GET", &format!("/repos/{REPO}/issues/{n}"))
+            .len()
+    };
+    assert_eq!(issue_reads(7), 1, "named twice, read once");
+    assert_eq!(issue_reads(12), 0, "three at most");
     assert!(
-        summary.contains("- Issues it says it resolves, read with the change: #7; not given by GitHub (reviewed without them): #9\n"),
-        "{summary}"
+        h.github
+            .requests_to("GET", "/repos/someone/else/")
+            .is_empty(),
+        "another repository's issue is not asked for"
+    );
+    parley_tests::expect::says_all(
+        &h.summary(),
+        &["- Issues it says it resolves, read with the change: #7, #8, #11\n"],
+    );
+}
+
+/// GitHub's GraphQL refusing the sidebar's links costs the review nothing else: the
+/// issues its description names are read all the same.
+async fn sidebar_links_github_will_not_give_leave_the_descriptions_issues(h: ReviewHarness) {
+    h.github.set_issue(REPO, 7, "Issue 7", "ISSUE-7-BODY");
+    h.github.set_issue(REPO, 8, "Issue 8", "ISSUE-8-BODY");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["body"] = "Fixes #7".into());
+    h.github.link_issue_by_hand(REPO, PR, REPO, 8);
+    h.github.inject(Injected {
+        method: "POST",
+        path_contains: "/graphql".into(),
+        status: 200,
+        body: json!({ "errors": [{ "type": "FORBIDDEN", "message": "Resource not accessible by integration" }] }),
+        headers: vec![],
+        times: 1,
+    });
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let prompts: Vec<String> = h.pass_prompts().iter().map(|p| p.text()).collect();
+    assert!(!prompts.is_empty());
+    for prompt in &prompts {
+        assert!(prompt.contains("ISSUE-7-BODY"), "{prompt}");
+        assert!(!prompt.contains("ISSUE-8-BODY"), "{prompt}");
+    }
+    assert_eq!(h.reviews().len(), 1);
+    assert!(
+        h.summary()
+            .contains("- Issues it says it resolves, read with the change: #7\n")
     );
 }
 
@@ -1028,6 +1113,10 @@ async fn with_linked_issues_off_none_is_read(h: ReviewHarness) {
         h.github
             .requests_to("GET", &format!("/repos/{REPO}/issues/7"))
             .is_empty()
+    );
+    assert!(
+        h.github.requests_to("POST", "/graphql").is_empty(),
+        "nor the sidebar's links"
     );
     assert!(!h.summary().contains("Issues it says it resolves"));
 }

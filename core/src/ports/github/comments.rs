@@ -21,6 +21,15 @@ pub struct Issue {
     pub is_pull_request: bool,
 }
 
+/// An issue someone linked to a PR by hand (the sidebar's "Development"), which no
+/// keyword in the PR's description names; it may be another repository's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssueReference {
+    /// `owner/name`, as GitHub spells it.
+    pub repository: String,
+    pub number: u64,
+}
+
 /// Whether a key is there with a value: only its presence tells an issue from a PR.
 fn present<'de, D: serde::Deserializer<'de>>(de: D) -> Result<bool, D::Error> {
     let value: Option<serde::de::IgnoredAny> = serde::Deserialize::deserialize(de)?;

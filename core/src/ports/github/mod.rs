@@ -197,6 +197,14 @@ pub trait GitHub: Send + Sync {
     /// An issue of the repository (a PR number gives the PR as an issue).
     async fn get_issue(&self, repo: &RepoScope, number: u64) -> Result<Issue, GitHubError>;
 
+    /// The issues linked to PR `number` by hand, not by a keyword in its description
+    /// (GraphQL only), the first ten.
+    async fn issues_linked_by_hand(
+        &self,
+        repo: &RepoScope,
+        number: u64,
+    ) -> Result<Vec<IssueReference>, GitHubError>;
+
     // --- issue comments (top level) ---
 
     /// The issue's or PR's comments, oldest first; `since` keeps those updated at or after it.

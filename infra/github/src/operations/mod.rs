@@ -8,6 +8,7 @@ pub(crate) mod app;
 pub(crate) mod check_runs;
 pub(crate) mod contents;
 pub(crate) mod issue_comments;
+pub(crate) mod linked_issues;
 pub(crate) mod permissions;
 pub(crate) mod pulls;
 pub(crate) mod reactions;

@@ -1,7 +1,7 @@
 //! Review threads, which only GraphQL exposes: finding one and resolving it.
 
 use crate::client::GitHubClient;
-use crate::graphql;
+use crate::graphql::{self, PullRequestData};
 use parley_core::ports::github::{GitHubError, RepoScope, ReviewThread};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -34,17 +34,6 @@ struct FindVariables<'a> {
     name: &'a str,
     number: u64,
     after: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct FindData {
-    repository: Option<RepositoryNode>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RepositoryNode {
-    pull_request: Option<PullRequestNode>,
 }
 
 #[derive(Deserialize)]
@@ -118,18 +107,9 @@ pub(crate) async fn find(
             number,
             after: after.take(),
         };
-        let data: FindData =
+        let data: PullRequestData<PullRequestNode> =
             graphql::execute(client, repo.installation_id, FIND_THREAD_QUERY, variables).await?;
-        let threads = data
-            .repository
-            .and_then(|repository| repository.pull_request)
-            .ok_or_else(|| {
-                GitHubError::NotFound(format!(
-                    "GraphQL: pull request {}#{number}",
-                    repo.full_name()
-                ))
-            })?
-            .review_threads;
+        let threads = data.pull_request(repo, number)?.review_threads;
         let found = threads.nodes.into_iter().flatten().find(|thread| {
             thread
                 .comments

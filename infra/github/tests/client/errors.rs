@@ -166,22 +166,11 @@ async fn a_body_that_does_not_fit_is_a_decode_error() {
 #[tokio::test]
 async fn graphql_errors_are_typed() {
     let fake = FakeGitHub::with_token().await;
-    fake.on(
-        Method::POST,
-        "/graphql",
-        Canned::json(
-            200,
-            &json!({"data": null, "errors": [{
-                "type": "NOT_FOUND", "path": ["resolveReviewThread"],
-                "message": "Could not resolve to a node with the global id of 'PRRT_x'"
-            }]}),
-        ),
-    );
-    fake.on(
-        Method::POST,
-        "/graphql",
-        Canned::json(200, &json!({"errors": [{"message": "Field 'fullDatabaseId' doesn't exist on type 'PullRequestReviewComment'"}]})),
-    );
+    fake.graphql_answers(&json!({"data": null, "errors": [{
+        "type": "NOT_FOUND", "path": ["resolveReviewThread"],
+        "message": "Could not resolve to a node with the global id of 'PRRT_x'"
+    }]}));
+    fake.graphql_answers(&json!({"errors": [{"message": "Field 'fullDatabaseId' doesn't exist on type 'PullRequestReviewComment'"}]}));
     let github = client(&fake);
     let err = github
         .resolve_review_thread(&repo(), "PRRT_x")

@@ -772,25 +772,11 @@ fn threads_page(threads: &[(&str, bool, &str)], next: Option<&str>) -> serde_jso
 #[tokio::test]
 async fn find_review_thread_pages_until_the_root_comment() {
     let fake = FakeGitHub::with_token().await;
-    fake.on(
-        Method::POST,
-        "/graphql",
-        Canned::json(
-            200,
-            &threads_page(&[("PRRT_a", false, "1")], Some("cursor1")),
-        ),
-    );
-    fake.on(
-        Method::POST,
-        "/graphql",
-        Canned::json(
-            200,
-            &threads_page(
-                &[("PRRT_b", true, "2"), ("PRRT_c", false, "3000000000")],
-                None,
-            ),
-        ),
-    );
+    fake.graphql_answers(&threads_page(&[("PRRT_a", false, "1")], Some("cursor1")));
+    fake.graphql_answers(&threads_page(
+        &[("PRRT_b", true, "2"), ("PRRT_c", false, "3000000000")],
+        None,
+    ));
     let thread = client(&fake)
         .find_review_thread(&repo(), 42, 3_000_000_000)
         .await
@@ -818,11 +804,7 @@ async fn find_review_thread_pages_until_the_root_comment() {
 #[tokio::test]
 async fn find_review_thread_absent_is_none() {
     let fake = FakeGitHub::with_token().await;
-    fake.on(
-        Method::POST,
-        "/graphql",
-        Canned::json(200, &threads_page(&[("PRRT_a", false, "1")], None)),
-    );
+    fake.graphql_answers(&threads_page(&[("PRRT_a", false, "1")], None));
     let thread = client(&fake)
         .find_review_thread(&repo(), 42, 99)
         .await
@@ -833,10 +815,8 @@ async fn find_review_thread_absent_is_none() {
 #[tokio::test]
 async fn resolve_review_thread() {
     let fake = FakeGitHub::with_token().await;
-    fake.on(
-        Method::POST,
-        "/graphql",
-        Canned::json(200, &json!({"data": {"resolveReviewThread": {"thread": {"id": "PRRT_c", "isResolved": true}}}})),
+    fake.graphql_answers(
+        &json!({"data": {"resolveReviewThread": {"thread": {"id": "PRRT_c", "isResolved": true}}}}),
     );
     let thread = client(&fake)
         .resolve_review_thread(&repo(), "PRRT_c")
@@ -851,4 +831,56 @@ async fn resolve_review_thread() {
             .contains("resolveReviewThread")
     );
     assert_eq!(sent["variables"], json!({"threadId": "PRRT_c"}));
+}
+
+/// Only links made by hand are asked for (a keyword's are read from the description), and
+/// each comes with its repository, which the caller holds to the PR's own.
+#[tokio::test]
+async fn issues_linked_by_hand_come_with_their_repository() {
+    let fake = FakeGitHub::with_token().await;
+    fake.graphql_answers(
+        &json!({"data": {"repository": {"pullRequest": {"closingIssuesReferences": {
+            "nodes": [
+                {"number": 12, "repository": {"nameWithOwner": "octo-org/hello-world"}},
+                null,
+                {"number": 3, "repository": {"nameWithOwner": "someone/else"}}
+            ]
+        }}}}}),
+    );
+    let linked = client(&fake)
+        .issues_linked_by_hand(&repo(), 42)
+        .await
+        .unwrap();
+    assert_eq!(
+        linked,
+        vec![
+            IssueReference {
+                repository: "octo-org/hello-world".into(),
+                number: 12
+            },
+            IssueReference {
+                repository: "someone/else".into(),
+                number: 3
+            },
+        ]
+    );
+    let sent = fake.requests_to(Method::POST, "/graphql")[0].json();
+    let query = sent["query"].as_str().unwrap();
+    assert!(query.contains("closingIssuesReferences(first: 10, userLinkedOnly: true)"));
+    assert_eq!(
+        sent["variables"],
+        json!({"owner": "octo-org", "name": "hello-world", "number": 42})
+    );
+}
+
+/// A PR GraphQL does not find is GitHub's 404, as REST would say it.
+#[tokio::test]
+async fn issues_linked_by_hand_of_a_missing_pr_is_not_found() {
+    let fake = FakeGitHub::with_token().await;
+    fake.graphql_answers(&json!({"data": {"repository": {"pullRequest": null}}}));
+    let err = client(&fake)
+        .issues_linked_by_hand(&repo(), 42)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GitHubError::NotFound(_)), "{err:?}");
 }

@@ -289,6 +289,11 @@ impl FakeGitHub {
         self.on_query(method, path, None, canned);
     }
 
+    /// The next GraphQL request is answered `body` (200, as GitHub answers its errors too).
+    pub fn graphql_answers(&self, body: &Value) {
+        self.on(Method::POST, "/graphql", Canned::json(200, body));
+    }
+
     pub fn on_query(&self, method: Method, path: &str, query: Option<&str>, canned: Canned) {
         let mut routes = self.state.routes.lock().unwrap();
         let query = query.map(str::to_owned);
