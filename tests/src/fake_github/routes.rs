@@ -308,10 +308,26 @@ fn body_too_long(body: &Value) -> Option<Response> {
         .then(|| unprocessable("body is too long (maximum is 65536 characters)"))
 }
 
+/// The most bytes GitHub takes in a check run's summary and in its text (its message
+/// says bytes; its documentation, characters).
+pub const MAX_CHECK_BYTES: usize = 65_535;
+
+/// GitHub's 422 for a check run's summary or text over [`MAX_CHECK_BYTES`].
+fn check_output_too_long(body: &Value) -> Option<Response> {
+    ["summary", "text"].into_iter().find_map(|field| {
+        let text = body["output"][field].as_str()?;
+        (text.len() > MAX_CHECK_BYTES).then(|| {
+            unprocessable(&format!(
+                "{field} exceeds a maximum bytesize of {MAX_CHECK_BYTES}"
+            ))
+        })
+    })
+}
+
 fn route(s: &mut State, method: &str, path: &str, query: &str, body: Value) -> Response {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     if matches!(method, "POST" | "PATCH")
-        && let Some(refused) = body_too_long(&body)
+        && let Some(refused) = body_too_long(&body).or_else(|| check_output_too_long(&body))
     {
         return refused;
     }

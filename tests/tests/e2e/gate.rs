@@ -18,6 +18,7 @@ use serde_json::json;
 
 parley_tests::review_on_both_stores!(
     open_blocking_finding_keeps_failing_after_an_unrelated_push,
+    a_long_list_of_open_findings_in_japanese_still_concludes_the_check,
     a_team_that_turns_quiet_pushes_off_gets_a_review_for_every_push,
     resolving_the_thread_lifts_the_gate_and_unresolving_restores_it,
     conceded_dispute_lifts_the_gate,
@@ -86,6 +87,48 @@ async fn open_blocking_finding_keeps_failing_after_an_unrelated_push(h: ReviewHa
     );
     assert!(text.contains(&link), "{text}");
     assert!(text.contains("`src/db.rs:3`"), "{text}");
+}
+
+/// GitHub takes at most 65,535 bytes in a check's text. 250 open blocking findings
+/// titled in Japanese are fewer characters than that and more bytes: the check concludes
+/// all the same, its list cut at a line and saying so (refused, the gate would never
+/// conclude and the review would be retried to the same refusal).
+async fn a_long_list_of_open_findings_in_japanese_still_concludes_the_check(h: ReviewHarness) {
+    let old = h.review_opened_with_a_blocking_finding().await;
+    for i in 0..250u32 {
+        let mut more = old.clone();
+        more.id = format!("{}-{i}", old.id);
+        more.fingerprint = format!("{}-{i}", old.fingerprint);
+        more.site = format!("{}-{i}", old.site);
+        more.comment_id = old.comment_id.map(|id| id + 1_000 + u64::from(i));
+        more.line = 100 + i;
+        more.title = format!(
+            "{i}: {}",
+            "検証されていない入力がクエリに渡される".repeat(4)
+        );
+        h.store.put_finding(&more).await.expect("store");
+    }
+    push_unrelated_commit(&h);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of HEAD2");
+    let gate = h.latest_gate(HEAD2);
+    assert_eq!(
+        (&gate["status"], &gate["conclusion"]),
+        (&json!("completed"), &json!("failure"))
+    );
+    let title = gate["output"]["title"].as_str().unwrap_or_default();
+    assert!(
+        title.ends_with("251 blocking from earlier reviews still open"),
+        "{title}"
+    );
+    let text = gate["output"]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.len() <= 65_535 && text.len() > 60_000,
+        "{}",
+        text.len()
+    );
+    assert!(text.ends_with("and this was longer.*"), "{text}");
 }
 
 async fn a_team_that_turns_quiet_pushes_off_gets_a_review_for_every_push(h: ReviewHarness) {

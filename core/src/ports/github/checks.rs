@@ -37,6 +37,23 @@ pub struct CheckRunOutput {
     pub text: Option<String>,
 }
 
+impl CheckRunOutput {
+    /// Summary and text cut to what GitHub takes of each (in bytes, see
+    /// [`crate::body_limit::fit_check`]): a longer one is refused whole, and the check it
+    /// concludes would stay in progress.
+    pub fn fitted(self) -> Self {
+        let fit = |text: String| match crate::body_limit::fit_check(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(cut) => cut,
+        };
+        CheckRunOutput {
+            title: self.title,
+            summary: fit(self.summary),
+            text: self.text.map(fit),
+        }
+    }
+}
+
 /// A check run to create: which check on which commit, and the state it starts in (in
 /// progress, or completed at once), the same fields an update sets later.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,7 +115,7 @@ impl CheckRunUpdate {
             conclusion: Some(conclusion),
             details_url: None,
             completed_at: Some(at),
-            output: Some(output),
+            output: Some(output.fitted()),
             actions: None,
         }
     }

@@ -28,9 +28,6 @@ pub use check_run::{
 };
 use std::collections::HashSet;
 
-/// GitHub refuses check-run text over 65 535 characters.
-const MAX_TEXT: usize = 60_000;
-
 /// What the check says of a partial review. The run's marker keeps only that it was
 /// partial, not why, so this names both causes.
 const PARTIAL: &str = "\n\nThe review was partial (a specialist pass failed, or changed files went unread), so nothing blocking is not reported as a pass; the review says what it did not cover.";
@@ -256,10 +253,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                             open.len()
                         ),
                         summary,
-                        text: Some(crate::sanitize::truncate(
-                            &earlier_list(&open, repo_url, pr_url),
-                            MAX_TEXT,
-                        )),
+                        text: Some(earlier_list(&open, repo_url, pr_url)),
                     },
                 )
             }
@@ -288,10 +282,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                         summary: format!(
                             "{reason}\n\nParley tries again by itself. Meanwhile the PR's open blocking findings still block: a review that failed lifts none."
                         ),
-                        text: Some(crate::sanitize::truncate(
-                            &earlier_list(&open, repo_url, pr_url),
-                            MAX_TEXT,
-                        )),
+                        text: Some(earlier_list(&open, repo_url, pr_url)),
                     },
                 );
             }
@@ -414,7 +405,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 CheckRunOutput {
                     title,
                     summary,
-                    text: (!text.is_empty()).then(|| crate::sanitize::truncate(&text, MAX_TEXT)),
+                    text: (!text.is_empty()).then_some(text),
                 },
             )
         }
@@ -462,9 +453,7 @@ pub fn conclude(verdict: &Verdict<'_>, gate: &GateConfig) -> (CheckConclusion, C
                 Some(false) => {}
             }
             summary.push_str(&held);
-            let text = (!open.is_empty()).then(|| {
-                crate::sanitize::truncate(&earlier_list(&open, repo_url, pr_url), MAX_TEXT)
-            });
+            let text = (!open.is_empty()).then(|| earlier_list(&open, repo_url, pr_url));
             (
                 conclusion,
                 CheckRunOutput {
