@@ -197,6 +197,26 @@ pub const DEFAULT_SKIP_PATHS: &[&str] = &[
     // Test snapshots (Jest, Vitest, insta): written by the tool, reviewed as the test's output.
     "**/__snapshots__/**",
     "**/*.snap",
+    // What GitHub collapses as generated in a PR's diff by path alone (linguist's list):
+    // a Yarn Plug'n'Play resolver alone can be tens of thousands of lines, and read it
+    // would take a review's budget and leave the code beside it unread.
+    "**/.pnp.*",
+    "**/.yarn/releases/**",
+    "**/__generated__/**",
+    "**/.terraform.lock.hcl",
+    "**/Package.resolved",
+    "**/packages.lock.json",
+    "**/gradle.lockfile",
+    "**/*.[Dd]esigner.{cs,vb}",
+    "**/*.feature.cs",
+    "**/*.pb.{h,cc}",
+    "**/*_pb2.pyi",
+    "**/*_pb2_grpc.py",
+    "**/Pods/**",
+    "**/Carthage/Build/**",
+    "**/Godeps/**",
+    "**/.idea/**",
+    "**/*.{nib,xcworkspacedata,xcuserstate}",
     "**/*.{png,jpg,jpeg,gif,ico,webp,avif,bmp,tiff,pdf,zip,gz,tgz,xz,bz2,7z,rar,jar,class,pyc,wasm,woff,woff2,ttf,otf,eot,so,dylib,dll,exe,bin,o,a,mp3,mp4,mov,wav}",
 ];
 

@@ -318,6 +318,21 @@ mod tests {
         ChangedFile::listed(name, FileStatus::Modified, patch)
     }
 
+    /// What the default settings select of `files`.
+    fn by_default(files: Vec<ChangedFile>) -> ReviewInputs {
+        select(
+            files,
+            false,
+            &ReviewConfig::default(),
+            &Attributes::default(),
+        )
+    }
+
+    /// The paths read, in order.
+    fn read(inputs: &ReviewInputs) -> Vec<&str> {
+        inputs.files.iter().map(|f| f.path.as_str()).collect()
+    }
+
     /// Each file left out, with why as the summary says it.
     fn reasons(inputs: &ReviewInputs) -> Vec<(&str, String)> {
         inputs
@@ -376,14 +391,8 @@ mod tests {
         ];
         let mut files: Vec<_> = skipped.iter().map(|p| changed(p, Some(patch))).collect();
         files.push(changed("src/App.test.tsx", Some(patch)));
-        let inputs = select(
-            files,
-            false,
-            &ReviewConfig::default(),
-            &Attributes::default(),
-        );
-        let read: Vec<&str> = inputs.files.iter().map(|f| f.path.as_str()).collect();
-        assert_eq!(read, ["src/App.test.tsx"]);
+        let inputs = by_default(files);
+        assert_eq!(read(&inputs), ["src/App.test.tsx"]);
         let reasons = reasons(&inputs);
         assert_eq!(reasons.len(), skipped.len());
         assert!(
@@ -392,6 +401,53 @@ mod tests {
                 .all(|(_, why)| why == "matches `review.skipPaths`"),
             "{reasons:?}"
         );
+        assert!(!inputs.incomplete());
+    }
+
+    /// What GitHub itself collapses as generated, by path, is not read either; code named
+    /// like it is.
+    #[test]
+    fn what_github_collapses_as_generated_is_skipped_by_default() {
+        let patch = "@@ -1 +1 @@\n-a\n+b\n";
+        let skipped = [
+            ".pnp.cjs",
+            "web/.pnp.loader.mjs",
+            ".yarn/releases/yarn-4.5.0.cjs",
+            "app/src/__generated__/UserQuery.graphql.ts",
+            "infra/.terraform.lock.hcl",
+            "Package.resolved",
+            "ios/App.xcworkspace/xcshareddata/swiftpm/Package.resolved",
+            "src/Api/packages.lock.json",
+            "gradle.lockfile",
+            "WinApp/Form1.Designer.cs",
+            "WinApp/Settings.designer.vb",
+            "Specs/Login.feature.cs",
+            "proto/user.pb.h",
+            "proto/user.grpc.pb.cc",
+            "api/user_pb2.pyi",
+            "api/user_pb2_grpc.py",
+            "ios/Pods/Alamofire/Source/Session.swift",
+            "Carthage/Build/iOS/Lib.framework/Headers/Lib.h",
+            "Godeps/Godeps.json",
+            ".idea/workspace.xml",
+            "ios/Base.lproj/Main.nib",
+        ];
+        let reviewed = [
+            "src/designer.rs",
+            "src/Designer/Canvas.cs",
+            "src/pods.ts",
+            "src/generated_ids.rs",
+            "api/user_pb.py",
+            "features/login.feature",
+        ];
+        let files: Vec<_> = skipped
+            .iter()
+            .chain(&reviewed)
+            .map(|p| changed(p, Some(patch)))
+            .collect();
+        let inputs = by_default(files);
+        assert_eq!(read(&inputs), reviewed);
+        assert_eq!(reasons(&inputs).len(), skipped.len());
         assert!(!inputs.incomplete());
     }
 
