@@ -1,8 +1,9 @@
 //! The issues a PR says it resolves ("Fixes #12", "closes
 //! `https://github.com/o/r/issues/12`", or an issue linked in its sidebar's
-//! "Development"): what the change is for, which its diff alone does not say. With the issue in front of them the passes can see a change that does not do
-//! what was asked, or breaks the very case the issue describes; without it, they judge
-//! the code only against itself. Answers on the PR read them too ("does this fix #12?").
+//! "Development"): what the change is for, which its diff alone does not say. With the
+//! issue in front of them the passes can see a change that does not do what was asked,
+//! or breaks the very case the issue describes; without it, they judge the code only
+//! against itself. Answers on the PR read them too ("does this fix #12?").
 //!
 //! Only this repository's issues are read. The installation's token may reach other
 //! repositories, private ones too, and a PR's author chooses what its description names:
