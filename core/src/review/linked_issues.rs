@@ -44,6 +44,9 @@ pub struct Linked {
     /// Named, but gone or not given (GitHub's trouble): the review went on without them,
     /// and its summary says so rather than let the team believe they were read.
     pub unread: Vec<u64>,
+    /// GitHub would not say which issues are linked in the PR's sidebar: any there were
+    /// not read, and the summary says that too.
+    pub sidebar_unread: bool,
 }
 
 impl Linked {
@@ -56,16 +59,17 @@ impl Linked {
         let read = list(self.read.iter().map(|issue| issue.number).collect());
         let unread = list(self.unread.clone());
         let without = "not given by GitHub (reviewed without them)";
-        match (read.is_empty(), unread.is_empty()) {
-            (true, true) => None,
-            (false, true) => Some(format!(
-                "Issues it says it resolves, read with the change: {read}"
-            )),
-            (true, false) => Some(format!("Issues it says it resolves, {without}: {unread}")),
-            (false, false) => Some(format!(
-                "Issues it says it resolves, read with the change: {read}; {without}: {unread}"
-            )),
+        let mut parts = Vec::new();
+        if !read.is_empty() {
+            parts.push(format!("read with the change: {read}"));
         }
+        if !unread.is_empty() {
+            parts.push(format!("{without}: {unread}"));
+        }
+        if self.sidebar_unread {
+            parts.push("those linked in its sidebar not given by GitHub".to_string());
+        }
+        (!parts.is_empty()).then(|| format!("Issues it says it resolves, {}", parts.join("; ")))
     }
 }
 
@@ -81,8 +85,12 @@ pub async fn read(
         return Linked::default();
     }
     let mut numbers = referenced(&pr.body, &scope.owner, &scope.name, web_host(pr));
+    let mut sidebar_unread = false;
     if numbers.len() < MAX_LINKED {
-        numbers.extend(linked_by_hand(github, scope, pr.number, &numbers).await);
+        match linked_by_hand(github, scope, pr.number, &numbers).await {
+            Some(more) => numbers.extend(more),
+            None => sidebar_unread = true,
+        }
         numbers.truncate(MAX_LINKED);
     }
     let reads = numbers
@@ -90,7 +98,10 @@ pub async fn read(
         .map(|n| github.get_issue(scope, *n))
         .collect();
     let answers = crate::concurrently::join_all(reads).await;
-    let mut linked = Linked::default();
+    let mut linked = Linked {
+        sidebar_unread,
+        ..Linked::default()
+    };
     for (number, answer) in numbers.into_iter().zip(answers) {
         match answer {
             Ok(issue) if issue.is_pull_request => {
@@ -112,14 +123,14 @@ pub async fn read(
 }
 
 /// This repository's issues linked to the PR in its sidebar that the description does not
-/// name already. GitHub's trouble here leaves the description's own: the review reads
-/// those, as it would have before anyone linked an issue by hand.
+/// name already; `None` when GitHub would not say. Its trouble here leaves the
+/// description's own: the review reads those, and its summary says the sidebar's were not.
 async fn linked_by_hand(
     github: &dyn GitHub,
     scope: &RepoScope,
     number: u64,
     named: &[u64],
-) -> Vec<u64> {
+) -> Option<Vec<u64>> {
     let this = scope.full_name();
     match github.issues_linked_by_hand(scope, number).await {
         Ok(references) => {
@@ -132,11 +143,11 @@ async fn linked_by_hand(
                     found.push(reference.number);
                 }
             }
-            found
+            Some(found)
         }
         Err(err) => {
             tracing::warn!(error = %err, "the issues linked to the PR by hand could not be read; reviewed with those its description names");
-            Vec::new()
+            None
         }
     }
 }
@@ -329,19 +340,38 @@ mod tests {
         assert_eq!(Linked::default().said(), None);
         let read = Linked {
             read: vec![issue(7), issue(8)],
-            unread: vec![],
+            ..Linked::default()
         };
         assert_eq!(
             read.said().as_deref(),
             Some("Issues it says it resolves, read with the change: #7, #8")
         );
         let none_read = Linked {
-            read: vec![],
             unread: vec![9],
+            ..Linked::default()
         };
         assert_eq!(
             none_read.said().as_deref(),
             Some("Issues it says it resolves, not given by GitHub (reviewed without them): #9")
+        );
+        let sidebar = Linked {
+            sidebar_unread: true,
+            ..Linked::default()
+        };
+        assert_eq!(
+            sidebar.said().as_deref(),
+            Some("Issues it says it resolves, those linked in its sidebar not given by GitHub")
+        );
+        let all = Linked {
+            read: vec![issue(7)],
+            unread: vec![9],
+            sidebar_unread: true,
+        };
+        assert_eq!(
+            all.said().as_deref(),
+            Some(
+                "Issues it says it resolves, read with the change: #7; not given by GitHub (reviewed without them): #9; those linked in its sidebar not given by GitHub"
+            )
         );
     }
 
