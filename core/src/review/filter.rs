@@ -3,6 +3,12 @@
 //! Nothing is dropped silently. The summary states how many findings fell under
 //! `review.minConfidence` and which setting would show them, and findings over
 //! `review.maxInlineComments` are listed in the summary instead of inline.
+//!
+//! One problem at several places (the same unchecked `unwrap` in five handlers) is one
+//! inline comment that names the other places, which are listed in the summary: five
+//! comments saying the same thing are noise, and would take the cap from findings that
+//! say something else. Only below the gate's severities: a finding the gate counts keeps
+//! its own thread, where it is resolved once that place is fixed.
 
 use crate::ports::Severity;
 use crate::review::merge::Candidate;
@@ -49,6 +55,10 @@ impl Inline<'_> {
         }
     }
 
+    fn blocks(&self, candidate: &Candidate) -> bool {
+        self.blocking.contains(&candidate.severity)
+    }
+
     fn wants(&self, candidate: &Candidate) -> bool {
         candidate.on_diff
             && (candidate.severity >= self.min_severity
@@ -89,11 +99,38 @@ pub fn apply_with(
             .then(b.confidence.cmp(&a.confidence))
     });
     let cap = usize::try_from(inline.max).unwrap_or(usize::MAX);
+    // Per inline finding, the places of the same problem folded into it.
+    let mut repeats: Vec<Vec<String>> = Vec::new();
     for candidate in kept {
         if inline.wants(&candidate) && filtered.inline.len() < cap {
-            filtered.inline.push(candidate);
+            let first = (!inline.blocks(&candidate))
+                .then(|| {
+                    filtered.inline.iter().position(|first| {
+                        !inline.blocks(first)
+                            && crate::review::merge::same_problem_elsewhere(first, &candidate)
+                    })
+                })
+                .flatten();
+            match first {
+                Some(at) => {
+                    repeats[at].push(format!("`{}:{}`", candidate.path, candidate.line));
+                    filtered.in_summary.push(candidate);
+                }
+                None => {
+                    filtered.inline.push(candidate);
+                    repeats.push(Vec::new());
+                }
+            }
         } else {
             filtered.in_summary.push(candidate);
+        }
+    }
+    for (first, places) in filtered.inline.iter_mut().zip(repeats) {
+        if !places.is_empty() {
+            first.body.push_str(&format!(
+                "\n\nThe same in this PR at {} (listed in the review's summary).",
+                places.join(", ")
+            ));
         }
     }
     filtered
@@ -154,5 +191,97 @@ mod tests {
         let titles = |list: &[Candidate]| list.iter().map(|c| c.title.clone()).collect::<Vec<_>>();
         assert_eq!(titles(&filtered.inline), ["high", "medium"]);
         assert_eq!(titles(&filtered.in_summary), ["low", "nit"]);
+    }
+
+    /// One problem at three places is one inline comment naming the other two, which the
+    /// summary lists; another kind of problem, and one the gate counts, keep their own.
+    #[test]
+    fn one_problem_at_several_places_is_one_comment_naming_the_others() {
+        let at =
+            |path: &str, line: u32, severity: Severity, category: &str, title: &str| Candidate {
+                line,
+                ..Candidate::sample(path, severity, category, title)
+            };
+        let filtered = apply(
+            vec![
+                at(
+                    "src/a.rs",
+                    10,
+                    Severity::Medium,
+                    "error-handling",
+                    "Unwrap on a parsed header",
+                ),
+                at(
+                    "src/b.rs",
+                    20,
+                    Severity::Medium,
+                    "error-handling",
+                    "unwrap() on parsed header",
+                ),
+                at(
+                    "src/c.rs",
+                    30,
+                    Severity::Low,
+                    "error-handling",
+                    "Unwrap on a parsed header value",
+                ),
+                at(
+                    "src/d.rs",
+                    40,
+                    Severity::Medium,
+                    "style",
+                    "Unwrap on a parsed header",
+                ),
+                at(
+                    "src/e.rs",
+                    50,
+                    Severity::High,
+                    "error-handling",
+                    "Unwrap on a parsed header",
+                ),
+                at(
+                    "src/f.rs",
+                    60,
+                    Severity::High,
+                    "error-handling",
+                    "Unwrap on a parsed header",
+                ),
+                at(
+                    "src/g.rs",
+                    70,
+                    Severity::Medium,
+                    "error-handling",
+                    "Timeout missing on the client",
+                ),
+            ],
+            75,
+            Inline {
+                max: 10,
+                min_severity: Severity::Nit,
+                blocking: &[Severity::High],
+            },
+        );
+        let places = |list: &[Candidate]| list.iter().map(|c| c.path.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            places(&filtered.inline),
+            ["src/e.rs", "src/f.rs", "src/a.rs", "src/d.rs", "src/g.rs"]
+        );
+        assert_eq!(places(&filtered.in_summary), ["src/b.rs", "src/c.rs"]);
+        assert!(
+            filtered.inline[2].body.ends_with(
+                "\n\nThe same in this PR at `src/b.rs:20`, `src/c.rs:30` (listed in the review's summary)."
+            ),
+            "{}",
+            filtered.inline[2].body
+        );
+        assert!(
+            filtered
+                .inline
+                .iter()
+                .filter(|c| c.body.contains("The same"))
+                .count()
+                == 1
+        );
+        assert_eq!(filtered.reported().count(), 7, "every finding is reported");
     }
 }

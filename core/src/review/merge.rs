@@ -353,6 +353,20 @@ fn same_finding(a: &Candidate, b: &Candidate) -> bool {
     }
 }
 
+/// Whether `b` is the problem `a` is, found at another place: one category, titles alike
+/// enough that a reader takes them for one kind of mistake (one's words all in the other's,
+/// or most of both shared), on other lines or in another file. Stricter than
+/// [`same_finding`]'s likeness, which the same lines already narrow down.
+pub(crate) fn same_problem_elsewhere(a: &Candidate, b: &Candidate) -> bool {
+    let same_place = a.path == b.path
+        && a.start_line.unwrap_or(a.line) <= b.line
+        && b.start_line.unwrap_or(b.line) <= a.line;
+    let likeness = Likeness::of(&a.title, &b.title);
+    !same_place
+        && a.category.eq_ignore_ascii_case(&b.category)
+        && (likeness.contained || likeness.overlap >= 600)
+}
+
 /// How alike two titles are by their significant words ([`title_words`] of three bytes or
 /// more: three letters, or one character of a script written without spaces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

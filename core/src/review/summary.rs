@@ -261,7 +261,7 @@ impl Summary<'_> {
         }
         if !self.filtered.in_summary.is_empty() {
             out.push_str(
-                "\n\n### Findings listed here only\n\nOff the diff, over `review.maxInlineComments`, or under `review.inlineMinSeverity`:\n\n",
+                "\n\n### Findings listed here only\n\nOff the diff, over `review.maxInlineComments`, under `review.inlineMinSeverity`, or the same problem as an inline finding that names them:\n\n",
             );
             for finding in &self.filtered.in_summary {
                 out.push_str(&self.finding_with_body(finding));

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 parley_tests::review_on_both_stores!(
     inline_review_on_the_right_lines,
+    one_problem_at_several_places_is_one_inline_comment,
     finding_off_the_diff_goes_to_the_summary,
     duplicates_across_passes_are_merged,
     low_confidence_is_filtered_and_counted,
@@ -86,6 +87,52 @@ fn review_posts(h: &ReviewHarness) -> Vec<Value> {
 
 async fn run_ok(h: &ReviewHarness, job: parley_core::Job) {
     h.run(job).await.expect("review job succeeds");
+}
+
+/// The same problem in three files is one inline comment that names the other two
+/// places; those are in the summary, and all three are kept as findings.
+async fn one_problem_at_several_places_is_one_inline_comment(h: ReviewHarness) {
+    let (a, b) = (
+        parley_tests::scripts::added_lines("a", 6),
+        parley_tests::scripts::added_lines("b", 6),
+    );
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("src/a.rs", "added", &a),
+            ("src/b.rs", "added", &b),
+        ],
+    );
+    let title = "Unwrap on a parsed header";
+    h.llm.answer(
+        CORRECTNESS,
+        &reply(&[
+            finding("src/db.rs", 2, "medium", 90, title),
+            finding("src/a.rs", 3, "medium", 85, "unwrap() on parsed header"),
+            finding("src/b.rs", 5, "medium", 80, title),
+        ]),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let comments = h.inline_comments();
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert_eq!(comments[0]["path"], "src/db.rs");
+    parley_tests::expect::says_all(
+        comments[0]["body"].as_str().unwrap_or_default(),
+        &["The same in this PR at `src/a.rs:3`, `src/b.rs:5` (listed in the review's summary)."],
+    );
+    parley_tests::expect::says_all(
+        &h.summary(),
+        &[
+            "### Findings listed here only",
+            "[src/a.rs:3](",
+            "[src/b.rs:5](",
+        ],
+    );
+    let stored = h.findings().await;
+    assert_eq!(stored.len(), 3, "{stored:#?}");
+    assert_eq!(stored.iter().filter(|f| f.comment_id.is_some()).count(), 1);
 }
 
 async fn inline_review_on_the_right_lines(h: ReviewHarness) {
