@@ -93,8 +93,10 @@ impl ReviewHandler {
             .collect();
         // A merge of the base branch brings its changes to files the PR changes too: the
         // compare shows them as if they were the PR's. Those whose own changes in the PR
-        // read as they did at the last reviewed head changed only by the merge.
-        if comparison.commits.iter().any(|c| c.parents.len() > 1)
+        // read as they did at the last reviewed head changed only by the merge. GitHub
+        // lists 250 of a compare's commits: past that, a merge may be among those unlisted.
+        let unlisted = comparison.total_commits > comparison.commits.len() as u64;
+        if (unlisted || comparison.commits.iter().any(|c| c.parents.len() > 1))
             && let Some(then) = self
                 .pr_changes_at(scope, job, &pr.base.sha, &previous.head_sha)
                 .await?

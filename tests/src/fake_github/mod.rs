@@ -335,6 +335,18 @@ impl FakeGitHub {
         }
     }
 
+    /// Say of the compare set by [`FakeGitHub::set_compare`] that it holds `total`
+    /// commits, more than it lists (GitHub lists 250 at most).
+    pub fn more_commits_than_listed(&self, repo: &str, base: &str, head: &str, total: u64) {
+        if let Some(body) = self
+            .state()
+            .compares
+            .get_mut(&(repo.to_string(), format!("{base}...{head}")))
+        {
+            body["total_commits"] = total.into();
+        }
+    }
+
     /// Serve `bytes` as the repository's tarball at `sha` (build one with
     /// [`tarball`]).
     pub fn set_tarball(&self, repo: &str, sha: &str, bytes: Vec<u8>) {

@@ -26,6 +26,7 @@ parley_tests::review_on_both_stores!(
     synchronize_reviews_only_new_commits_without_repeats,
     a_force_push_reviews_only_the_files_whose_changes_it_changed,
     a_merge_of_the_base_is_not_reviewed_as_the_prs_own_changes,
+    a_merge_past_the_commits_github_lists_is_not_reviewed_as_the_prs_own_changes,
     a_finding_worded_differently_on_the_same_code_is_not_posted_again,
     findings_are_written_in_the_repositorys_language_and_known_again_in_other_words,
     clean_automatic_review_succeeds,
@@ -663,7 +664,28 @@ async fn a_force_push_reviews_only_the_files_whose_changes_it_changed(h: ReviewH
 /// the last review shows the base's changes to `src/util.rs` as if they were the PR's,
 /// but the PR's own changes to it read as they did, so only `src/db.rs` is reviewed.
 async fn a_merge_of_the_base_is_not_reviewed_as_the_prs_own_changes(h: ReviewHarness) {
-    let before = reviewed_then_moved_to_base2(&h, UTIL).await;
+    merged_in_since_the_last_review(&h, |github| github.merge_commit(REPO, HEAD, HEAD2, BASE2))
+        .await;
+}
+
+/// GitHub lists 250 of a compare's commits: a merge among the others is not seen, so a
+/// compare with more is read as one that may hold it.
+async fn a_merge_past_the_commits_github_lists_is_not_reviewed_as_the_prs_own_changes(
+    h: ReviewHarness,
+) {
+    merged_in_since_the_last_review(&h, |github| {
+        github.more_commits_than_listed(REPO, HEAD, HEAD2, 400)
+    })
+    .await;
+}
+
+/// A push since the reviewed head that merged the base in (`merged`, which says so as
+/// GitHub would): the base's changes to the PR's files are not reviewed as the PR's.
+async fn merged_in_since_the_last_review(
+    h: &ReviewHarness,
+    merged: impl Fn(&parley_tests::fake_github::FakeGitHub),
+) {
+    let before = reviewed_then_moved_to_base2(h, UTIL).await;
     let upstream = "@@ -30,1 +31,1 @@\n-fn old_upstream() {}\n+fn upstream_rewrote_this() {}";
     h.github.set_compare(
         REPO,
@@ -674,9 +696,9 @@ async fn a_merge_of_the_base_is_not_reviewed_as_the_prs_own_changes(h: ReviewHar
             ("src/util.rs", "modified", upstream),
         ],
     );
-    h.github.merge_commit(REPO, HEAD, HEAD2, BASE2);
-    run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
-    passes_since(&h, before, "WHERE id = ?", "upstream_rewrote_this");
+    merged(&h.github);
+    run_ok(h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
+    passes_since(h, before, "WHERE id = ?", "upstream_rewrote_this");
     let check = h.latest_check("Parley review");
     let said = check["output"]["summary"].as_str().unwrap_or_default();
     assert!(said.contains("`a1a1a1a`…`c2c2c2c` (`src/db.rs`)"), "{said}");
