@@ -101,7 +101,7 @@ pub fn apply_with(
     let cap = usize::try_from(inline.max).unwrap_or(usize::MAX);
     // Per inline finding, the places of the same problem folded into it.
     let mut repeats: Vec<Vec<String>> = Vec::new();
-    for candidate in kept {
+    for mut candidate in kept {
         if inline.wants(&candidate) && filtered.inline.len() < cap {
             let first = (!inline.blocks(&candidate))
                 .then(|| {
@@ -114,6 +114,11 @@ pub fn apply_with(
             match first {
                 Some(at) => {
                     repeats[at].push(format!("`{}:{}`", candidate.path, candidate.line));
+                    let first = &filtered.inline[at];
+                    candidate.body.push_str(&format!(
+                        "\n\nThe same problem as the finding posted at `{}:{}`.",
+                        first.path, first.line
+                    ));
                     filtered.in_summary.push(candidate);
                 }
                 None => {
@@ -281,6 +286,13 @@ mod tests {
                 .filter(|c| c.body.contains("The same"))
                 .count()
                 == 1
+        );
+        assert!(
+            filtered.in_summary[0]
+                .body
+                .ends_with("\n\nThe same problem as the finding posted at `src/a.rs:10`."),
+            "{}",
+            filtered.in_summary[0].body
         );
         assert_eq!(filtered.reported().count(), 7, "every finding is reported");
     }

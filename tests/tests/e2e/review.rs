@@ -129,6 +129,7 @@ async fn one_problem_at_several_places_is_one_inline_comment(h: ReviewHarness) {
             "### Findings listed here only",
             "[src/a.rs:3](",
             "[src/b.rs:5](",
+            "The same problem as the finding posted at `src/db.rs:2`.",
         ],
     );
     let stored = h.findings().await;
