@@ -59,14 +59,8 @@ impl FakeEmbeddings {
             dimensions,
             ..State::default()
         }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake embeddings");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let app = Router::new().fallback(handle).with_state(state.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let url = crate::local_server::start("the fake embeddings server", app).await;
         FakeEmbeddings { url, state }
     }
 
@@ -138,10 +132,7 @@ impl FakeEmbeddings {
 
 /// A URL where nothing listens: an embeddings server that is down.
 pub async fn closed_url() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (listener, url) = crate::local_server::listen("a port to close").await;
     drop(listener);
     url
 }

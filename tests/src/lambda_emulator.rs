@@ -266,13 +266,10 @@ impl RuntimeApi {
             )
             .route("/2018-06-01/runtime/init/error", post(init_error))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the Runtime API");
-        let address = listener.local_addr().expect("address").to_string();
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (listener, url) = crate::local_server::listen("the Runtime API").await;
+        // The variable names a host and port, without the scheme.
+        let address = url.trim_start_matches("http://").to_string();
+        let server = crate::local_server::serve(listener, app);
         RuntimeApi {
             address,
             state,

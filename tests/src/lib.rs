@@ -68,6 +68,7 @@ pub mod lambda_emulator;
 pub mod lambda_esm;
 pub mod lambda_stack;
 pub mod lambda_template;
+pub mod local_server;
 pub mod review_harness;
 pub mod rig;
 pub mod scripts;

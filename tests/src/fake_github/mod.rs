@@ -49,10 +49,7 @@ impl FakeGitHub {
             redelivery_status: 202,
             ..State::default()
         }));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake github");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (listener, url) = crate::local_server::listen("the fake GitHub").await;
         state.lock().unwrap_or_else(|e| e.into_inner()).base_url = url.clone();
         let app = Router::new()
             .fallback(handle)
@@ -61,9 +58,7 @@ impl FakeGitHub {
                 rate_limit_header,
             ))
             .with_state(state.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        crate::local_server::serve(listener, app);
         FakeGitHub { url, state }
     }
 

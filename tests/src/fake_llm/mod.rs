@@ -37,14 +37,8 @@ pub struct FakeLlm {
 impl FakeLlm {
     pub async fn start() -> Self {
         let state = Arc::new(Mutex::new(State::default()));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake llm");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let app = Router::new().fallback(handle).with_state(state.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let url = crate::local_server::start("the fake LLM", app).await;
         FakeLlm { url, state }
     }
 

@@ -33,10 +33,6 @@ struct Shared {
 impl PolicyProxy {
     /// Serve on 127.0.0.1, forwarding what `policy` allows to `upstream` (moto).
     pub async fn start(policy: Policy, names: Arc<Names>, upstream: &str) -> PolicyProxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the IAM proxy");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let state = Arc::new(Shared {
             policy,
             names,
@@ -52,9 +48,8 @@ impl PolicyProxy {
             .fallback(forward)
             .layer(DefaultBodyLimit::disable())
             .with_state(state.clone());
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (listener, url) = crate::local_server::listen("the IAM proxy").await;
+        let server = crate::local_server::serve(listener, app);
         PolicyProxy { url, state, server }
     }
 
