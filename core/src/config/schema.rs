@@ -103,7 +103,8 @@ struct Conversation {
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 struct Dispute {
-    /// Logins, or teams as `org/team`, asked to weigh in when Parley escalates a dispute.
+    /// Logins, or teams as `org/team`, asked to weigh in when Parley escalates a dispute;
+    /// empty: the code owners of the finding's file, by the default branch's `CODEOWNERS`.
     human_reviewers: Vec<String>,
     /// Resolve the finding's thread when Parley concedes.
     resolve_thread_on_concede: bool,

@@ -1,7 +1,8 @@
 //! When a reply argues with a finding, the model settles it: `concede`, `maintain` or
 //! `escalate`. The outcome is stored on the finding (state, who, when) for learning and
 //! re-reviews; a concession resolves the thread when `dispute.resolveThreadOnConcede` is on,
-//! and an escalation asks `dispute.humanReviewers` for a review.
+//! and an escalation asks `dispute.humanReviewers` for a review, or, when the team named
+//! no one, the code owners of the finding's file (see [`crate::repo::codeowners`]).
 
 use super::answer::Resolution;
 use super::context::FindingInPlay;
@@ -22,32 +23,50 @@ pub fn state_after(resolution: Resolution) -> FindingState {
     }
 }
 
-/// Before posting an escalation: ask the configured humans for a review, and say so in
-/// the reply. Returns the sentence to add. Never fails the answer: if GitHub refuses the
-/// request, the reply says so instead.
-pub async fn escalate(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger) -> String {
+/// Before posting an escalation: ask the configured humans for a review (else the code
+/// owners of `path`, the finding's file), and say so in the reply. Returns the sentence
+/// to add. Never fails the answer: if GitHub refuses the request, the reply says so
+/// instead.
+pub async fn escalate(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+    path: Option<&str>,
+) -> String {
     let author = snap.author().unwrap_or("");
     // Written as people write them in comments (`@carol`, `@octo-org/security`); GitHub
     // refuses to request a review from the PR's author.
-    let reviewers: Vec<String> = snap
+    let usable = |r: &String| {
+        let r = r.trim().trim_start_matches('@').to_string();
+        (!r.is_empty() && !r.eq_ignore_ascii_case(author)).then_some(r)
+    };
+    let configured: Vec<String> = snap
         .config
         .config
         .dispute
         .human_reviewers
         .iter()
-        .map(|r| r.trim().trim_start_matches('@').to_string())
-        .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case(author))
+        .filter_map(usable)
         .collect();
+    let (reviewers, whose) = if configured.is_empty() {
+        let owners = code_owners(github, snap, path).await;
+        let owners: Vec<String> = owners.iter().filter_map(usable).collect();
+        (owners, path.map(|p| format!(" (code owners of `{p}`)")))
+    } else {
+        (configured, None)
+    };
     if reviewers.is_empty() {
         return "This needs a human decision, but no reviewers are configured \
-                (`dispute.humanReviewers` in `.parley.yml`); please ask a maintainer."
+                (`dispute.humanReviewers` in `.parley.yml`, or a `CODEOWNERS` entry for \
+                the file); please ask a maintainer."
             .to_string();
     }
     let named = reviewers
         .iter()
         .map(|r| format!("@{r}"))
         .collect::<Vec<_>>()
-        .join(", ");
+        .join(", ")
+        + whose.as_deref().unwrap_or("");
     // `org/team` is a team, which GitHub asks for by its slug alone.
     let (teams, users): (Vec<&String>, Vec<&String>) =
         reviewers.iter().partition(|r| r.contains('/'));
@@ -68,6 +87,29 @@ pub async fn escalate(github: &dyn GitHub, snap: &PrSnapshot, trigger: &Trigger)
             format!("I could not request a review from {named}; please ask them directly.")
         }
     }
+}
+
+/// The code owners of `path` by the default branch's `CODEOWNERS`: people by login, and
+/// teams of the repository's own organisation (GitHub asks for a team there by its slug,
+/// and refuses any other).
+async fn code_owners(github: &dyn GitHub, snap: &PrSnapshot, path: Option<&str>) -> Vec<String> {
+    let (Some(path), Some(pr)) = (path, snap.pull()) else {
+        return Vec::new();
+    };
+    let branch = crate::repo::default_branch(pr);
+    let Some(owners) = crate::repo::codeowners::read(github, &snap.scope, &branch).await else {
+        return Vec::new();
+    };
+    owners
+        .owners_of(path)
+        .iter()
+        .filter(|owner| {
+            owner
+                .split_once('/')
+                .is_none_or(|(org, _)| org.eq_ignore_ascii_case(&snap.scope.owner))
+        })
+        .cloned()
+        .collect()
 }
 
 /// Whether conceding `in_play` to the trigger's author lifts it (see

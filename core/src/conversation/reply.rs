@@ -39,7 +39,8 @@ impl ConversationHandler {
         let resolution = model_answer.resolution.filter(|_| ctx.finding.is_some());
         let mut extras = Vec::new();
         if resolution == Some(Resolution::Escalate) {
-            extras.push(dispute::escalate(self.github(), snap, trigger).await);
+            let path = ctx.finding.as_ref().map(|f| f.finding.path.as_str());
+            extras.push(dispute::escalate(self.github(), snap, trigger, path).await);
         }
         // A concession lifts a blocking finding only for someone entitled to lift it (the
         // PR's author after changing the code, or `gate.resolveBy`): otherwise the author

@@ -7,6 +7,7 @@
 //! head, so a pull request cannot change the rules it is reviewed under.
 
 pub mod attributes;
+pub mod codeowners;
 mod guidelines;
 mod identity;
 

@@ -531,30 +531,28 @@ async fn conceding_a_dispute_resolves_the_thread_and_updates_the_finding(backend
     assert!(finding.state_changed_at.is_some());
 }
 
-async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
-    let h = Harness::start(backend).await;
-    h.config("dispute:\n  humanReviewers: ['@carol', alice, '@octo-org/security']\n");
+/// Bob disputes a finding known only by its marker (it is stored when its state changes)
+/// and the model escalates: the finding's root comment and bob's comment.
+async fn escalated(h: &Harness) -> (u64, u64) {
     h.llm
         .default_reply(&answer("Reasonable people differ here.", Some("escalate")));
-    // Only in the marker: the finding gets recorded with its new state.
     let (root, _) = h.seed_finding(false).await;
     let job = h.inline_comment("bob", "I disagree, this is a style choice.", Some(root));
     let asked = comment_id(&job);
     h.run(job).await.expect("turn");
+    (root, asked)
+}
 
-    assert_eq!(
-        h.github.requested_reviewers(),
-        vec![(
-            REPO.to_string(),
-            PR,
-            vec!["carol".to_string(), "octo-org/security".to_string()]
-        )],
-        "people by login, a team by its slug; never the PR's author"
-    );
-    let body = h.replies_to(asked)[0]["body"].as_str().unwrap().to_string();
-    assert!(
-        body.contains("I have asked @carol, @octo-org/security"),
-        "{body}"
+async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.config("dispute:\n  humanReviewers: ['@carol', alice, '@octo-org/security']\n");
+    let (root, asked) = escalated(&h).await;
+    // People by login, a team by its slug; never the PR's author.
+    asked_for(
+        &h,
+        asked,
+        &["carol", "octo-org/security"],
+        "I have asked @carol, @octo-org/security",
     );
     assert!(h.github.resolved_threads().is_empty());
     let finding = h
@@ -565,6 +563,47 @@ async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
         .expect("stored now");
     assert_eq!(finding.state, FindingState::Open);
     assert_eq!(finding.state_changed_by.as_deref(), Some("bob"));
+}
+
+/// With no `dispute.humanReviewers`, an escalation asks the code owners of the finding's
+/// file by the default branch's `CODEOWNERS` (the PR's head cannot choose them): the
+/// last pattern that matches, less the PR's author and a team of another organisation.
+async fn with_no_one_named_an_escalation_asks_the_files_code_owners(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.github.set_file(
+        REPO,
+        "master",
+        ".github/CODEOWNERS",
+        "* @octo-org/everyone\n/src/ @carol @alice @other-org/team @octo-org/backend\n",
+    );
+    h.github.set_file(
+        REPO,
+        parley_tests::conversation_harness::HEAD,
+        ".github/CODEOWNERS",
+        "* @mallory\n",
+    );
+    let (_, asked) = escalated(&h).await;
+    asked_for(
+        &h,
+        asked,
+        &["carol", "octo-org/backend"],
+        "I have asked @carol, @octo-org/backend (code owners of `src/db.rs`) to review this and decide.",
+    );
+}
+
+/// The escalation requested reviews from `reviewers` alone, and the answer to `asked`
+/// says `said`.
+fn asked_for(h: &Harness, asked: u64, reviewers: &[&str], said: &str) {
+    let reviewers = reviewers.iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        h.github.requested_reviewers(),
+        vec![(REPO.to_string(), PR, reviewers)]
+    );
+    let body = h.replies_to(asked)[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(body.contains(said), "{body}");
 }
 
 async fn the_sweep_answers_a_missed_question_once(backend: Backend) {
@@ -1428,6 +1467,7 @@ parley_tests::on_both_stores!(
     limit_note_is_posted_once,
     conceding_a_dispute_resolves_the_thread_and_updates_the_finding,
     escalating_a_dispute_requests_human_reviewers,
+    with_no_one_named_an_escalation_asks_the_files_code_owners,
     the_sweep_answers_a_missed_question_once,
     the_sweep_answers_a_missed_review_body_once,
     an_answered_review_body_is_left_alone,
