@@ -49,7 +49,11 @@ pub async fn escalate(
         .filter_map(usable)
         .collect();
     let (reviewers, whose) = if configured.is_empty() {
-        let owners = code_owners(github, snap, path).await;
+        let Ok(owners) = code_owners(github, snap, path).await else {
+            return "This needs a human decision, but GitHub would not give the repository's \
+                    `CODEOWNERS` to find who owns the file; please ask a maintainer."
+                .to_string();
+        };
         let owners: Vec<String> = owners.iter().filter_map(usable).collect();
         (owners, path.map(|p| format!(" (code owners of `{p}`)")))
     } else {
@@ -91,16 +95,26 @@ pub async fn escalate(
 
 /// The code owners of `path` by the default branch's `CODEOWNERS`: people by login, and
 /// teams of the repository's own organisation (GitHub asks for a team there by its slug,
-/// and refuses any other).
-async fn code_owners(github: &dyn GitHub, snap: &PrSnapshot, path: Option<&str>) -> Vec<String> {
+/// and refuses any other). `Err` when GitHub would not give the file.
+async fn code_owners(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    path: Option<&str>,
+) -> Result<Vec<String>, GitHubError> {
     let (Some(path), Some(pr)) = (path, snap.pull()) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let branch = crate::repo::default_branch(pr);
-    let Some(owners) = crate::repo::codeowners::read(github, &snap.scope, &branch).await else {
-        return Vec::new();
+    let read = crate::repo::codeowners::read(github, &snap.scope, &branch).await;
+    let owners = match read {
+        Ok(Some(owners)) => owners,
+        Ok(None) => return Ok(Vec::new()),
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, error = %err, "could not read CODEOWNERS for an escalation");
+            return Err(err);
+        }
     };
-    owners
+    Ok(owners
         .owners_of(path)
         .iter()
         .filter(|owner| {
@@ -109,7 +123,7 @@ async fn code_owners(github: &dyn GitHub, snap: &PrSnapshot, path: Option<&str>)
                 .is_none_or(|(org, _)| org.eq_ignore_ascii_case(&snap.scope.owner))
         })
         .cloned()
-        .collect()
+        .collect())
 }
 
 /// Whether conceding `in_play` to the trigger's author lifts it (see

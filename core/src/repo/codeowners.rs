@@ -9,7 +9,7 @@
 //! none leaves the path without owners. Email owners are left out: a review is requested
 //! by login or team.
 
-use crate::ports::github::{GitHub, RepoScope};
+use crate::ports::github::{GitHub, GitHubError, RepoScope};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Where GitHub looks, in its order: the first found is the one in force.
@@ -56,20 +56,20 @@ impl CodeOwners {
     }
 }
 
-/// The `CODEOWNERS` in force on `branch`; `None` when there is none, or GitHub would not
-/// give it (the escalation then says no one could be asked).
-pub async fn read(github: &dyn GitHub, scope: &RepoScope, branch: &str) -> Option<CodeOwners> {
+/// The `CODEOWNERS` in force on `branch`; `None` when there is none (or it is not text).
+/// GitHub's trouble is the caller's to say: the first place it would not answer for may
+/// hold the file in force.
+pub async fn read(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    branch: &str,
+) -> Result<Option<CodeOwners>, GitHubError> {
     for place in PLACES {
-        match github.get_file_contents(scope, place, branch).await {
-            Ok(None) => continue,
-            Ok(Some(file)) => return file.text().map(CodeOwners::parse),
-            Err(err) => {
-                tracing::warn!(repo = %scope.full_name(), place, error = %err, "could not read CODEOWNERS");
-                return None;
-            }
+        if let Some(file) = github.get_file_contents(scope, place, branch).await? {
+            return Ok(file.text().map(CodeOwners::parse));
         }
     }
-    None
+    Ok(None)
 }
 
 /// One pattern as globs: anchored to the root when it starts with `/` or holds a `/`

@@ -591,6 +591,28 @@ async fn with_no_one_named_an_escalation_asks_the_files_code_owners(backend: Bac
     );
 }
 
+/// GitHub's trouble reading `CODEOWNERS` is said in the answer, which asks for a
+/// maintainer, rather than read as a file without owners.
+async fn codeowners_github_will_not_give_is_said_and_no_one_is_asked(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.github.inject(Injected::answering(
+        "GET",
+        "/contents/.github/CODEOWNERS",
+        500,
+        40,
+    ));
+    let (_, asked) = escalated(&h).await;
+    assert!(h.github.requested_reviewers().is_empty());
+    let body = h.replies_to(asked)[0]["body"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        body.contains("GitHub would not give the repository's `CODEOWNERS`"),
+        "{body}"
+    );
+}
+
 /// The escalation requested reviews from `reviewers` alone, and the answer to `asked`
 /// says `said`.
 fn asked_for(h: &Harness, asked: u64, reviewers: &[&str], said: &str) {
@@ -1468,6 +1490,7 @@ parley_tests::on_both_stores!(
     conceding_a_dispute_resolves_the_thread_and_updates_the_finding,
     escalating_a_dispute_requests_human_reviewers,
     with_no_one_named_an_escalation_asks_the_files_code_owners,
+    codeowners_github_will_not_give_is_said_and_no_one_is_asked,
     the_sweep_answers_a_missed_question_once,
     the_sweep_answers_a_missed_review_body_once,
     an_answered_review_body_is_left_alone,
