@@ -99,13 +99,13 @@ pub fn apply_with(
             .then(b.confidence.cmp(&a.confidence))
     });
     let cap = usize::try_from(inline.max).unwrap_or(usize::MAX);
-    // Per inline finding, the places of the same problem folded into it.
-    let mut repeats: Vec<Vec<String>> = Vec::new();
+    // Each inline finding with the places of the same problem folded into it.
+    let mut posted: Vec<(Candidate, Vec<String>)> = Vec::new();
     for mut candidate in kept {
-        if inline.wants(&candidate) && filtered.inline.len() < cap {
+        if inline.wants(&candidate) && posted.len() < cap {
             let first = (!inline.blocks(&candidate))
                 .then(|| {
-                    filtered.inline.iter().position(|first| {
+                    posted.iter().position(|(first, _)| {
                         !inline.blocks(first)
                             && crate::review::merge::same_problem_elsewhere(first, &candidate)
                     })
@@ -113,31 +113,32 @@ pub fn apply_with(
                 .flatten();
             match first {
                 Some(at) => {
-                    repeats[at].push(format!("`{}:{}`", candidate.path, candidate.line));
-                    let first = &filtered.inline[at];
+                    let (first, places) = &mut posted[at];
+                    places.push(format!("`{}:{}`", candidate.path, candidate.line));
                     candidate.body.push_str(&format!(
                         "\n\nThe same problem as the finding posted at `{}:{}`.",
                         first.path, first.line
                     ));
                     filtered.in_summary.push(candidate);
                 }
-                None => {
-                    filtered.inline.push(candidate);
-                    repeats.push(Vec::new());
-                }
+                None => posted.push((candidate, Vec::new())),
             }
         } else {
             filtered.in_summary.push(candidate);
         }
     }
-    for (first, places) in filtered.inline.iter_mut().zip(repeats) {
-        if !places.is_empty() {
-            first.body.push_str(&format!(
-                "\n\nThe same in this PR at {} (listed in the review's summary).",
-                places.join(", ")
-            ));
-        }
-    }
+    filtered.inline = posted
+        .into_iter()
+        .map(|(mut first, places)| {
+            if !places.is_empty() {
+                first.body.push_str(&format!(
+                    "\n\nThe same in this PR at {} (listed in the review's summary).",
+                    places.join(", ")
+                ));
+            }
+            first
+        })
+        .collect();
     filtered
 }
 
