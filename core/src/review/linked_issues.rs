@@ -84,25 +84,41 @@ pub async fn read(
     if !review.linked_issues {
         return Linked::default();
     }
-    let mut numbers = referenced(&pr.body, &scope.owner, &scope.name, web_host(pr));
-    let mut sidebar_unread = false;
-    if numbers.len() < MAX_LINKED {
-        match linked_by_hand(github, scope, pr.number, &numbers).await {
-            Some(more) => numbers.extend(more),
-            None => sidebar_unread = true,
+    let named = referenced(&pr.body, &scope.owner, &scope.name, web_host(pr));
+    // The description's issues are read while GitHub is asked for the sidebar's links:
+    // one round trip, not two, for a PR whose description names what it fixes.
+    let sidebar = async {
+        if named.len() < MAX_LINKED {
+            Some(linked_by_hand(github, scope, pr.number, &named).await)
+        } else {
+            None
         }
-        numbers.truncate(MAX_LINKED);
+    };
+    let (mut linked, sidebar) =
+        crate::concurrently::join2(read_issues(github, scope, &named), sidebar).await;
+    match sidebar {
+        Some(Some(mut more)) => {
+            more.truncate(MAX_LINKED - named.len());
+            let also = read_issues(github, scope, &more).await;
+            linked.read.extend(also.read);
+            linked.unread.extend(also.unread);
+        }
+        Some(None) => linked.sidebar_unread = true,
+        None => {}
     }
+    linked
+}
+
+/// Each of `numbers` read side by side, in their order; one GitHub would not give is
+/// named as unread, a PR is left out.
+async fn read_issues(github: &dyn GitHub, scope: &RepoScope, numbers: &[u64]) -> Linked {
     let reads = numbers
         .iter()
         .map(|n| github.get_issue(scope, *n))
         .collect();
     let answers = crate::concurrently::join_all(reads).await;
-    let mut linked = Linked {
-        sidebar_unread,
-        ..Linked::default()
-    };
-    for (number, answer) in numbers.into_iter().zip(answers) {
+    let mut linked = Linked::default();
+    for (&number, answer) in numbers.iter().zip(answers) {
         match answer {
             Ok(issue) if issue.is_pull_request => {
                 tracing::info!(number, "a PR named as resolved is not an issue; left out");

@@ -42,6 +42,7 @@ parley_tests::review_on_both_stores!(
     the_issues_a_pr_says_it_resolves_are_read_with_it,
     with_linked_issues_off_none_is_read,
     issues_linked_in_the_sidebar_are_read_too,
+    the_descriptions_issues_are_read_while_github_is_asked_for_the_sidebars,
     sidebar_links_github_will_not_give_leave_the_descriptions_issues,
     files_the_default_branch_marks_generated_are_not_reviewed_and_a_pr_cannot_mark_its_own,
     a_gitattributes_github_will_not_give_leaves_every_file_for_review,
@@ -1131,6 +1132,46 @@ async fn issues_linked_in_the_sidebar_are_read_too(h: ReviewHarness) {
     parley_tests::expect::says_all(
         &h.summary(),
         &["- Issues it says it resolves, read with the change: #7, #8, #11\n"],
+    );
+}
+
+/// The issues a description names are read while GitHub is asked for the sidebar's
+/// links, not after its answer: a PR that says what it fixes costs no extra round trip.
+async fn the_descriptions_issues_are_read_while_github_is_asked_for_the_sidebars(h: ReviewHarness) {
+    h.github.set_issue(REPO, 7, "Issue 7", "ISSUE-7-BODY");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["body"] = "Fixes #7".into());
+    let sidebar = h.github.tripwire(
+        "POST",
+        "/graphql",
+        parley_tests::tripwire::HoldPoint::BeforeApplying,
+        1,
+    );
+    let issue = format!("/repos/{REPO}/issues/7");
+    let watch = async {
+        sidebar
+            .wait_caught(1, Duration::from_secs(30), "the sidebar's links asked for")
+            .await;
+        let read_meanwhile = async {
+            while h.github.requests_to("GET", &issue).is_empty() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let read = tokio::time::timeout(Duration::from_secs(10), read_meanwhile).await;
+        sidebar.release();
+        read.is_ok()
+    };
+    let (review, read_meanwhile) =
+        tokio::join!(h.run(job(ReviewTrigger::Opened, HEAD, "d-1")), watch);
+    review.expect("review job succeeds");
+    assert!(
+        read_meanwhile,
+        "issue #7 was not asked for until the sidebar's answer came"
+    );
+    assert!(
+        h.pass_prompts()
+            .iter()
+            .all(|p| p.text().contains("ISSUE-7-BODY"))
     );
 }
 
