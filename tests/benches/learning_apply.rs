@@ -221,6 +221,7 @@ fn candidates() -> Vec<Candidate> {
             passes: vec!["security".into()],
             fingerprint: format!("cand{i}"),
             site: String::new(),
+            code: String::new(),
             on_diff: true,
             doubt: None,
         })

@@ -24,6 +24,7 @@ use crate::review::inputs::{self, ReviewInputs};
 use crate::review::learned::{self, JudgeStatus};
 use crate::review::linked_issues::Linked;
 use crate::review::merge::{self, Merged};
+use crate::review::pull_files::PullFiles;
 use crate::review::specialists::{self, NotNeeded, PassProgress};
 pub use crate::review::summary::Framing;
 use crate::review::{grounding, prompts, summary};
@@ -53,9 +54,9 @@ pub struct Subject<'a> {
     pub files: Vec<ChangedFile>,
     /// The file listing stopped short (GitHub's cap): the review is partial.
     pub truncated: bool,
-    /// Every file the PR changes, with its hunks: where inline comments may go.
-    pub pr_patches: &'a HashMap<String, Patch>,
-    pub pr_paths: &'a [String],
+    /// Every file the PR changes (as far as GitHub lists them), with its hunks: where
+    /// inline comments may go.
+    pub pull: &'a PullFiles,
     pub guidelines: &'a [Guideline],
     /// The issues the PR's description says it resolves
     /// ([`crate::review::linked_issues`]): what it is for.
@@ -127,7 +128,7 @@ pub async fn analyse(
         .files
         .iter()
         .filter(|f| f.status == FileStatus::Removed)
-        .filter_map(|f| Some((f.filename.as_str(), subject.pr_patches.get(&f.filename)?)))
+        .filter_map(|f| Some((f.filename.as_str(), subject.pull.patches.get(&f.filename)?)))
         .collect();
     // A diff too large for one budget is read in parts, each with the code around its
     // own files (what the deletions leave still in use goes with the first).
@@ -152,7 +153,7 @@ pub async fn analyse(
     }
     let base = crate::learning::apply::Base::for_config(config, &memory.stats);
     let base_threshold = base.threshold;
-    let path_refs: Vec<&str> = subject.pr_paths.iter().map(String::as_str).collect();
+    let path_refs: Vec<&str> = subject.pull.paths.iter().map(String::as_str).collect();
     let applied = crate::learning::apply::for_review(&memory, subject.number, &path_refs, base);
     // Maintainers' learnings are part of the prefix every pass and the judge share;
     // anyone else's (a PR's author, a participant) go to the passes only, after it: the
@@ -192,7 +193,7 @@ pub async fn analyse(
                     summary::short(subject.head_sha)
                 ),
                 part: (parts.len() > 1).then_some((i + 1, parts.len())),
-                whole_pr: subject.incremental.then(|| subject.pr_paths.to_vec()),
+                whole_pr: subject.incremental.then(|| subject.pull.paths.clone()),
                 guidelines: subject.guidelines,
                 memory: &memory_lines,
                 earlier: &earlier_lines,
@@ -243,7 +244,12 @@ pub async fn analyse(
         return Err(ReviewError::AllPassesFailed(first.clone()));
     }
 
-    let mut merged = merge::merge(&results, subject.pr_patches, subject.earlier);
+    let mut merged = merge::merge(
+        &results,
+        &subject.pull.patches,
+        subject.earlier,
+        &renamed_away(subject.earlier, subject.pull),
+    );
     // The model read the PR (user text): what it wrote is posted only once cleaned of
     // markers, hidden text and mentions of Parley.
     for candidate in &mut merged.candidates {
@@ -253,7 +259,7 @@ pub async fn analyse(
     // patterns (no model), then the judge.
     let (grounded, ungrounded) = grounding::ground(
         merged.candidates.clone(),
-        subject.pr_patches,
+        &subject.pull.patches,
         subject.code.as_ref().ok().copied(),
     );
     let (kept, mut suppressed) =
@@ -276,7 +282,7 @@ pub async fn analyse(
                     subject.guidelines,
                     &applied,
                     &memory,
-                    subject.pr_patches,
+                    &subject.pull.patches,
                     learned::JudgeText {
                         past_findings: &past_findings,
                         shared,
@@ -333,6 +339,22 @@ pub async fn analyse(
             None
         },
     })
+}
+
+/// The paths of earlier findings that the PR no longer changes: the file was renamed
+/// since (or its code moved), so a finding said again there is known by its code at the
+/// new name ([`merge::merge`]). None while GitHub's listing stopped short: a path past its
+/// cap is not known to be gone.
+fn renamed_away<'e>(earlier: &'e [Finding], pull: &PullFiles) -> HashSet<&'e str> {
+    if pull.truncated {
+        return HashSet::new();
+    }
+    let changed: HashSet<&str> = pull.paths.iter().map(String::as_str).collect();
+    earlier
+        .iter()
+        .map(|finding| finding.path.as_str())
+        .filter(|path| !changed.contains(path))
+        .collect()
 }
 
 /// Related code from earlier PRs, past findings on it and review threads, for the changed
@@ -591,5 +613,28 @@ fn code_read(
             out.push_str("\n</details>\n");
             out
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::github::ChangedFile;
+
+    #[test]
+    fn a_path_is_renamed_away_only_when_github_listed_every_file() {
+        let earlier = [
+            Finding::sample("src/db.rs", "SQL injection"),
+            Finding::sample("src/api.rs", "Unchecked id"),
+        ];
+        let files = vec![ChangedFile::listed(
+            "src/api.rs",
+            FileStatus::Modified,
+            None,
+        )];
+        let whole = PullFiles::from_files(files.clone(), false);
+        assert_eq!(renamed_away(&earlier, &whole), HashSet::from(["src/db.rs"]));
+        let cut = PullFiles::from_files(files, true);
+        assert!(renamed_away(&earlier, &cut).is_empty());
     }
 }

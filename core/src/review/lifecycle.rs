@@ -203,7 +203,7 @@ pub fn after_review(
 }
 
 /// Keep open the blocking findings in `changes.closed` whose file the PR still changes
-/// and whose lines have not changed since the finding was posted: for a finding the gate
+/// (renamed or not) and whose lines have not changed since the finding was posted: for a finding the gate
 /// blocks on, a review not finding it again is the model's word, which the resolution
 /// rules do not take from the PR's author either ([`resolution`]). Someone entitled
 /// lifts such a finding with `@parley dismiss f_…`; a change to its code lets the next
@@ -221,8 +221,7 @@ pub async fn hold_unchanged_blocking(
     let mut closed = Vec::with_capacity(changes.closed.len());
     for finding in std::mem::take(&mut changes.closed) {
         let unchanged = gate.block_on.contains(&finding.severity)
-            && pr_paths.contains(finding.path.as_str())
-            && !changed_since_found(github, scope, head_sha, compares, &finding).await?;
+            && unchanged_in_pr(github, scope, head_sha, pr_paths, compares, &finding).await?;
         if unchanged {
             tracing::info!(repo = %scope.full_name(), finding = %finding.id, "not found again, but its code is unchanged; it stays open");
             changes.held.push(finding);
@@ -234,23 +233,28 @@ pub async fn hold_unchanged_blocking(
     Ok(changes)
 }
 
-/// Whether `finding`'s code changed between the commit it was found on and `head_sha`
-/// ([`resolution::code_changed`]), comparing each commit with the head once: `compares`
+/// Whether the PR still changes `finding`'s file (under its path, or the name a rename
+/// since gave it) and the code at its lines is as it was when found
+/// ([`resolution::changed_in`]), comparing each commit with the head once: `compares`
 /// keeps what GitHub answered.
-async fn changed_since_found(
+async fn unchanged_in_pr(
     github: &dyn GitHub,
     scope: &RepoScope,
     head_sha: &str,
+    pr_paths: &HashSet<&str>,
     compares: &mut resolution::Compares,
     finding: &Finding,
 ) -> Result<bool, GitHubError> {
     if finding.head_sha == head_sha {
-        return Ok(false);
+        return Ok(pr_paths.contains(finding.path.as_str()));
     }
     let comparison = compares
         .since(github, scope, &finding.head_sha, head_sha)
         .await?;
-    Ok(resolution::changed_in(comparison, finding))
+    let now_at = comparison
+        .and_then(|c| resolution::file_of(c, finding))
+        .map_or(finding.path.as_str(), |file| file.filename.as_str());
+    Ok(pr_paths.contains(now_at) && !resolution::changed_in(comparison, finding))
 }
 
 /// Attempts of one finding's conditional write before giving up.

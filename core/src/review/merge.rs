@@ -43,6 +43,10 @@ pub struct Candidate {
     pub fingerprint: String,
     /// Where it sits (see [`site`]); empty when its lines are not in the PR's diff.
     pub site: String,
+    /// The code at its lines, as the PR's diff has them (empty off the diff): what
+    /// [`site`] hashes with the path, kept so that an earlier finding whose file has
+    /// another name now is known again by its code.
+    pub code: String,
     /// On the right side of the PR's diff: may be posted inline.
     pub on_diff: bool,
     /// Why the judge would have taken this finding out of the merge gate, which it may
@@ -81,6 +85,7 @@ impl Candidate {
             passes: vec![],
             fingerprint: title.into(),
             site: String::new(),
+            code: String::new(),
             on_diff: true,
             doubt: None,
         }
@@ -101,11 +106,14 @@ pub struct Merged {
 
 /// Merge the passes' findings. `patches` are the PR's patches by path (the whole PR, also
 /// for an incremental review: GitHub places comments on the PR's diff); `earlier` are the
-/// findings already on the PR.
+/// findings already on the PR, and `renamed_away` those of their paths the PR no longer
+/// changes (the file renamed since, or its code moved): a finding there said again at
+/// another path, on the same code, is known as the earlier one rather than posted twice.
 pub fn merge(
     results: &[PassResult],
     patches: &HashMap<String, Patch>,
     earlier: &[Finding],
+    renamed_away: &HashSet<&str>,
 ) -> Merged {
     let mut merged = Merged::default();
     for result in results {
@@ -127,7 +135,7 @@ pub fn merge(
             }
         }
     }
-    let found_again = found_again(&merged.candidates, earlier);
+    let found_again = found_again(&merged.candidates, earlier, renamed_away);
     for (mut candidate, posted) in std::mem::take(&mut merged.candidates)
         .into_iter()
         .zip(found_again)
@@ -150,15 +158,19 @@ pub fn merge(
 /// said again by one candidate at most, the one most like it: two problems a review finds
 /// on the same code are two findings, even where both titles share words with the one
 /// posted before (it is not both of them), and the other one is new.
-fn found_again(candidates: &[Candidate], earlier: &[Finding]) -> Vec<Option<usize>> {
+fn found_again(
+    candidates: &[Candidate],
+    earlier: &[Finding],
+    renamed_away: &HashSet<&str>,
+) -> Vec<Option<usize>> {
     let mut pairs: Vec<(Match, usize, usize)> = candidates
         .iter()
         .enumerate()
         .flat_map(|(c, candidate)| {
-            earlier
-                .iter()
-                .enumerate()
-                .filter_map(move |(e, finding)| Some((posted_as(finding, candidate)?, c, e)))
+            earlier.iter().enumerate().filter_map(move |(e, finding)| {
+                let moved = renamed_away.contains(finding.path.as_str());
+                Some((posted_as(finding, candidate, moved)?, c, e))
+            })
         })
         .collect();
     // Best first; the sort is stable, so equal matches go in the candidates' order.
@@ -188,12 +200,24 @@ enum Match {
     Fingerprint,
 }
 
-/// Whether (and how surely) `candidate` is `earlier` said again.
-fn posted_as(earlier: &Finding, candidate: &Candidate) -> Option<Match> {
+/// Whether (and how surely) `candidate` is `earlier` said again. `moved`: the PR no
+/// longer changes `earlier`'s path, so the candidate's code is also weighed as if it stood
+/// there (a file renamed keeps its code, not its path).
+fn posted_as(earlier: &Finding, candidate: &Candidate, moved: bool) -> Option<Match> {
     if earlier.fingerprint == candidate.fingerprint {
         return Some(Match::Fingerprint);
     }
-    if candidate.site.is_empty() || earlier.site != candidate.site {
+    if candidate.site.is_empty() {
+        return None;
+    }
+    let moved = moved && candidate.path != earlier.path;
+    if moved && fingerprint(&earlier.path, &candidate.title, &candidate.code) == earlier.fingerprint
+    {
+        return Some(Match::Fingerprint);
+    }
+    let same_site = earlier.site == candidate.site
+        || (moved && earlier.site == site(&earlier.path, &candidate.code));
+    if !same_site {
         return None;
     }
     let likeness = Likeness::of(&earlier.title, &candidate.title);
@@ -245,6 +269,7 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
         passes: vec![pass.to_string()],
         fingerprint: fingerprint(&raw.path, &raw.title, &code),
         site: site(&raw.path, &code),
+        code,
         on_diff,
         doubt: None,
     }
@@ -493,7 +518,7 @@ mod tests {
             ),
             pass("style", vec![raw(40, "Long function", Severity::Nit, 90)]),
         ];
-        let merged = merge(&results, &patches(), &[]);
+        let merged = merge(&results, &patches(), &[], &HashSet::new());
         assert_eq!(merged.duplicates, 1);
         assert_eq!(merged.candidates.len(), 2);
         let sql = &merged.candidates[0];
@@ -513,7 +538,12 @@ mod tests {
                 suggestion: Some(text.into()),
                 ..raw(line, "SQL injection", Severity::High, 90)
             };
-            let merged = merge(&[pass("security", vec![finding])], &patches(), &[]);
+            let merged = merge(
+                &[pass("security", vec![finding])],
+                &patches(),
+                &[],
+                &HashSet::new(),
+            );
             merged.candidates[0].suggestion.clone()
         };
         let fix = "let q = query(\"?\", id);\nrun(q);";
@@ -533,7 +563,12 @@ mod tests {
             suggestion: Some(fix.into()),
             ..raw(3, "SQL injection", Severity::High, 90)
         };
-        let merged = merge(&[pass("security", vec![cut])], &patches(), &[]);
+        let merged = merge(
+            &[pass("security", vec![cut])],
+            &patches(),
+            &[],
+            &HashSet::new(),
+        );
         assert_eq!(merged.candidates[0].start_line, None);
         assert_eq!(
             merged.candidates[0].suggestion, None,
@@ -550,8 +585,13 @@ mod tests {
             "security",
             vec![raw(2, "SQL injection", Severity::High, 90)],
         )];
-        let first = merge(&results, &patches(), &[]);
-        let again = merge(&results, &patches(), &[posted(&first.candidates[0])]);
+        let first = merge(&results, &patches(), &[], &HashSet::new());
+        let again = merge(
+            &results,
+            &patches(),
+            &[posted(&first.candidates[0])],
+            &HashSet::new(),
+        );
         assert!(again.candidates.is_empty());
         assert_eq!(again.already_posted, 1);
         assert_eq!(again.repeated.len(), 1);
@@ -589,7 +629,7 @@ mod tests {
                 ],
             )
         };
-        let merged = merge(&[correctness()], &patches(), &[]);
+        let merged = merge(&[correctness()], &patches(), &[], &HashSet::new());
         let titles: Vec<&str> = merged.candidates.iter().map(|c| c.title.as_str()).collect();
         assert_eq!(
             titles,
@@ -604,7 +644,7 @@ mod tests {
                 vec![raw(3, "No timeout on the query", Severity::Low, 60)],
             ),
         ];
-        let merged = merge(&results, &patches(), &[]);
+        let merged = merge(&results, &patches(), &[], &HashSet::new());
         assert_eq!(merged.candidates.len(), 2);
         assert_eq!(merged.candidates[1].passes, ["correctness", "performance"]);
     }
@@ -629,6 +669,7 @@ mod tests {
             ],
             &patches(),
             &earlier,
+            &HashSet::new(),
         );
         assert_eq!(again.already_posted, 1);
         assert_eq!(again.repeated[0].title, "SQL injection");
@@ -657,6 +698,7 @@ mod tests {
             &[pass("security", vec![raw(line, title, Severity::High, 90)])],
             patches,
             earlier,
+            &HashSet::new(),
         )
     }
 
@@ -701,6 +743,51 @@ mod tests {
             1
         );
     }
+    #[test]
+    fn a_finding_whose_file_was_renamed_is_known_again_at_the_new_name() {
+        let first = one(2, "SQL injection in query", &patches(), &[]);
+        let earlier = [posted(&first.candidates[0])];
+        // `src/db.rs` renamed to `src/store.rs`, its code as it was.
+        let renamed = HashMap::from([(
+            "src/store.rs".to_string(),
+            patches().remove("src/db.rs").unwrap(),
+        )]);
+        let at_new_name = |title: &str, renamed_away: &HashSet<&str>| {
+            let finding = RawFinding {
+                path: "src/store.rs".into(),
+                ..raw(2, title, Severity::High, 90)
+            };
+            merge(
+                &[pass("security", vec![finding])],
+                &renamed,
+                &earlier,
+                renamed_away,
+            )
+        };
+        let gone = HashSet::from(["src/db.rs"]);
+        for title in [
+            "SQL injection in query",
+            "Query built with format!: SQL injection",
+        ] {
+            let again = at_new_name(title, &gone);
+            assert!(
+                again.candidates.is_empty(),
+                "{title}: {:#?}",
+                again.candidates
+            );
+            assert_eq!(again.repeated[0].fingerprint, earlier[0].fingerprint);
+        }
+        // Another problem on that code is new.
+        assert_eq!(
+            at_new_name("Unbounded result set", &gone).candidates.len(),
+            1
+        );
+        // While the PR still changes `src/db.rs`, the same code elsewhere is another place.
+        let elsewhere = at_new_name("SQL injection in query", &HashSet::new());
+        assert_eq!(elsewhere.candidates.len(), 1);
+        assert_eq!(elsewhere.already_posted, 0);
+    }
+
     #[test]
     fn titles_in_scripts_without_spaces_are_compared_by_their_characters() {
         // A review written in Japanese (`language: ja`): the later push words the same

@@ -309,7 +309,7 @@ impl ReviewHandler {
         // The whole PR: its patches decide where inline comments may go, even for an
         // incremental review (GitHub places comments on the PR's diff).
         let listing = pull_files::PullFiles::fetch(github, scope, job.number).await?;
-        let (pr_patches, pr_paths) = (&listing.patches, &listing.paths);
+        let pr_paths = &listing.paths;
 
         let scope_of_review = self
             .changes_to_review(scope, job, pr, &listing.files, listing.truncated, &head_sha)
@@ -390,8 +390,7 @@ impl ReviewHandler {
             incremental: scope_of_review.incremental,
             files: scope_of_review.files.clone(),
             truncated: scope_of_review.truncated,
-            pr_patches,
-            pr_paths,
+            pull: &listing,
             guidelines: &guidelines,
             issues: &issues,
             attributes: &attributes,

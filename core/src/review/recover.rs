@@ -205,6 +205,8 @@ fn candidate_from_marker(marker: FindingMarker) -> Candidate {
         passes: Vec::new(),
         fingerprint: marker.fingerprint,
         site: marker.site,
+        // Not in the marker: the recovered finding is stored, not matched again.
+        code: String::new(),
         on_diff: true,
         doubt: None,
     }

@@ -17,7 +17,9 @@
 
 use crate::config::{GateConfig, PermissionLevel};
 use crate::ports::Finding;
-use crate::ports::github::{Comparison, FileStatus, GitHub, GitHubError, Permission, RepoScope};
+use crate::ports::github::{
+    ChangedFile, Comparison, FileStatus, GitHub, GitHubError, Permission, RepoScope,
+};
 use crate::review::diff::{self, LineKind, Patch};
 
 /// Whether a resolution (or concession, or dismissal) by someone lifts a finding.
@@ -146,21 +148,21 @@ impl Compares {
 }
 
 /// Whether `comparison` (from the finding's commit) changes the code at the finding's
-/// lines; see [`code_changed`].
+/// lines; see [`code_changed`]. A rename moves the code without changing it: its lines
+/// are weighed in the renamed file's patch (whose old side is the finding's file), so an
+/// author cannot lift a blocking finding by giving its file another name.
 pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
-    let Some(file) = comparison.and_then(|c| {
-        c.files.iter().find(|f| {
-            f.filename == finding.path || f.previous_filename.as_deref() == Some(&finding.path)
-        })
-    }) else {
+    let Some(file) = comparison.and_then(|c| file_of(c, finding)) else {
         return false;
     };
-    if file.status == FileStatus::Removed || file.filename != finding.path {
+    if file.status == FileStatus::Removed {
         return true;
     }
     let Some(patch) = file.patch.as_deref() else {
-        // Changed, but GitHub sent no patch (too large, binary): cannot tell the lines.
-        return true;
+        // A rename and nothing else: GitHub lists it with no patch and no line changed.
+        // Otherwise changed, but GitHub sent no patch (too large, binary): cannot tell
+        // the lines.
+        return !(file.status == FileStatus::Renamed && file.changes == 0);
     };
     match diff::parse_hunks(patch) {
         Ok(patch) => touches(
@@ -170,6 +172,16 @@ pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
         ),
         Err(_) => true,
     }
+}
+
+/// Where `comparison` (from the finding's commit) has the finding's file: under its path,
+/// or under the name a rename gave it.
+pub fn file_of<'c>(comparison: &'c Comparison, finding: &Finding) -> Option<&'c ChangedFile> {
+    comparison.files.iter().find(|f| {
+        f.filename == finding.path
+            || (f.status == FileStatus::Renamed
+                && f.previous_filename.as_deref() == Some(&finding.path))
+    })
 }
 
 /// Whether `patch` (old side = the finding's commit) removes one of the old lines
@@ -277,5 +289,47 @@ mod tests {
         let p = patch("@@ -100,2 +100,2 @@\n x\n-y\n+z\n");
         assert!(!touches(&p, 1, 50));
         assert!(touches(&p, 101, 101));
+    }
+    #[test]
+    fn a_rename_changes_the_code_only_where_its_patch_touches_the_lines() {
+        // The finding is on line 11 of `src/db.rs`, since renamed to `src/store.rs`.
+        let finding = Finding {
+            line: 11,
+            ..Finding::sample("src/db.rs", "SQL injection")
+        };
+        let renamed = |patch: Option<&str>| {
+            let file = ChangedFile {
+                previous_filename: Some("src/db.rs".into()),
+                ..ChangedFile::listed("src/store.rs", FileStatus::Renamed, patch)
+            };
+            Comparison {
+                status: "ahead".into(),
+                ahead_by: 1,
+                behind_by: 0,
+                total_commits: 1,
+                html_url: String::new(),
+                merge_base_commit: None,
+                commits: Vec::new(),
+                files: vec![file],
+            }
+        };
+        // Only the name changed: GitHub sends no patch.
+        assert!(!changed_in(Some(&renamed(None)), &finding));
+        assert!(!changed_in(
+            Some(&renamed(Some("@@ -100,2 +100,2 @@\n x\n-y\n+z\n"))),
+            &finding
+        ));
+        assert!(changed_in(
+            Some(&renamed(Some("@@ -10,3 +10,3 @@\n a\n-b\n+B\n c\n"))),
+            &finding
+        ));
+        // Changed lines GitHub would not show (too large): cannot tell, so changed.
+        let mut large = renamed(None);
+        large.files[0].changes = 4_000;
+        assert!(changed_in(Some(&large), &finding));
+        // Removed is changed.
+        let mut removed = renamed(None);
+        removed.files[0] = ChangedFile::listed("src/db.rs", FileStatus::Removed, None);
+        assert!(changed_in(Some(&removed), &finding));
     }
 }

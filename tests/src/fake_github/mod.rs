@@ -223,6 +223,20 @@ impl FakeGitHub {
         });
     }
 
+    /// Mark changed file `name` of `listed` as moved from `previous` and changed in no
+    /// line, as GitHub lists such a rename: no patch, no line counted.
+    pub fn renamed_unchanged(&self, repo: &str, listed: Listed<'_>, name: &str, previous: &str) {
+        self.renamed_from(repo, listed, name, previous);
+        self.edit_listed(repo, listed, name, |file| {
+            if let Some(fields) = file.as_object_mut() {
+                fields.remove("patch");
+            }
+            for count in ["additions", "deletions", "changes"] {
+                file[count] = 0.into();
+            }
+        });
+    }
+
     /// Give changed file `name` of `listed` the blob `sha` (its content where the listing
     /// ends): files with the same blob have the same content.
     pub fn blob(&self, repo: &str, listed: Listed<'_>, name: &str, sha: &str) {

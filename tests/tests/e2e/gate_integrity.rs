@@ -38,6 +38,9 @@ parley_tests::review_on_both_stores!(
     a_fix_posted_before_the_worker_died_is_stored_by_the_retry,
     a_pass_that_did_not_run_closes_nothing_by_its_silence,
     a_fix_in_a_file_the_push_renamed_resolves_the_finding,
+    renaming_a_blocking_findings_file_is_no_code_change,
+    a_finding_said_again_in_its_renamed_file_is_the_same_finding,
+    a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence,
     a_pr_skipped_for_its_base_is_reviewed_once_moved_to_a_reviewed_one,
     a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once,
     a_failed_review_against_a_new_base_runs_again_on_rerun,
@@ -322,16 +325,34 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
 }
 
-async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
+/// The blocking finding of the opened PR's review, which a maintainer resolves without a
+/// code change: the gate passes.
+async fn resolved_by_a_maintainer(h: &ReviewHarness) {
     let first = h.review_opened_with_a_blocking_finding().await;
-    // A maintainer resolves it without a code change.
     h.conversation()
         .handle(thread_job(first.comment_id.expect("inline"), true, "t-1"))
         .await
         .expect("bookkeeping");
     assert_eq!(h.findings().await[0].state, FindingState::Resolved);
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
 
+/// After [`resolved_by_a_maintainer`] and a review of HEAD2 that found it again: the one
+/// finding open and blocking again, its comment not posted a second time.
+async fn open_again_not_posted_twice(h: &ReviewHarness) {
+    let after = h.findings().await;
+    assert_eq!(after.len(), 1, "{after:#?}");
+    assert_eq!(after[0].state, FindingState::Open);
+    assert_eq!(
+        after[0].state_changed_by.as_deref(),
+        Some(parley_core::review::lifecycle::REOPENED_BY)
+    );
+    assert_eq!(h.inline_comments().len(), 1, "not posted again");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+}
+
+async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
+    resolved_by_a_maintainer(&h).await;
     // The next full review finds it again, unchanged: open and blocking again, and not
     // posted a second time.
     h.llm.answer_in_turn(
@@ -343,15 +364,7 @@ async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
     h.run(job(ReviewTrigger::Reopened, HEAD2, "d-2"))
         .await
         .expect("review");
-    let after = h.findings().await;
-    assert_eq!(after.len(), 1, "{after:#?}");
-    assert_eq!(after[0].state, FindingState::Open);
-    assert_eq!(
-        after[0].state_changed_by.as_deref(),
-        Some(parley_core::review::lifecycle::REOPENED_BY)
-    );
-    assert_eq!(h.inline_comments().len(), 1, "not posted again");
-    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+    open_again_not_posted_twice(&h).await;
 }
 
 async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: ReviewHarness) {
@@ -686,6 +699,103 @@ async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness)
     let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+}
+
+/// A push from HEAD to HEAD2 that only renames `src/db.rs` to [`RENAMED`]: the PR's
+/// files show the file under its new name, the compare since HEAD a rename with no patch.
+fn push_rename_only(h: &ReviewHarness) {
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github
+        .set_files(REPO, PR, &[(RENAMED, "modified", DB_PATCH)]);
+    h.github
+        .renamed_from(REPO, Listed::Pull(PR), RENAMED, "src/db.rs");
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[(RENAMED, "renamed", "")]);
+    h.github
+        .renamed_unchanged(REPO, Listed::Compare(HEAD, HEAD2), RENAMED, "src/db.rs");
+}
+
+const RENAMED: &str = "src/store.rs";
+
+/// Giving a file another name changes none of its code: the PR's author resolving a
+/// blocking finding after a rename alone is told so, and the gate keeps it.
+async fn renaming_a_blocking_findings_file_is_no_code_change(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let root = finding.comment_id.expect("inline");
+    push_rename_only(&h);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the rename");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+
+    h.conversation()
+        .handle(thread_job_by(root, true, "t-1", "alice"))
+        .await
+        .expect("bookkeeping");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+    let said = h
+        .github
+        .review_comments(REPO, PR)
+        .into_iter()
+        .filter(|c| c["in_reply_to_id"] == root)
+        .map(|c| c["body"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        said.contains("has not changed since it was posted"),
+        "{said}"
+    );
+}
+
+/// A full review that finds a resolved blocking finding again in its file under a new
+/// name, in other words, knows it as the earlier finding: open again, not posted twice.
+async fn a_finding_said_again_in_its_renamed_file_is_the_same_finding(h: ReviewHarness) {
+    resolved_by_a_maintainer(&h).await;
+
+    push_rename_only(&h);
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[&reply(&[finding(
+            RENAMED,
+            3,
+            "high",
+            90,
+            "find() builds its SQL with format!: injection",
+        )])],
+    );
+    h.run(job(ReviewTrigger::Reopened, HEAD2, "d-2"))
+        .await
+        .expect("full review");
+    open_again_not_posted_twice(&h).await;
+}
+
+/// A blocking finding listed only in a summary is not closed by a full review's silence
+/// once its file is renamed: the code at its lines is as it was, under another name.
+async fn a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence(h: ReviewHarness) {
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[
+            &reply(&[finding(
+                "src/db.rs",
+                40,
+                "critical",
+                95,
+                "Secret key in source",
+            )]),
+            &reply(&[]),
+        ],
+    );
+    h.review_opened().await;
+    assert!(h.findings().await[0].comment_id.is_none(), "summary only");
+    push_rename_only(&h);
+    h.run(job(ReviewTrigger::Reopened, HEAD2, "d-2"))
+        .await
+        .expect("full review");
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Open, "{after:#?}");
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
 }
 
 /// Where the head's snapshot can be read, the fix check shows the model the definition
