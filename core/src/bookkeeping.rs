@@ -311,6 +311,7 @@ async fn pull_request_closed(
         .await
         .map_err(JobError::from)?;
     let config = services.config.for_pull(&scope, &pr).await;
+    config.settled().map_err(JobError::from)?;
     // Which findings someone replied to: a listing of the PR's inline comments.
     let replied: std::collections::HashSet<u64> = match services
         .github
@@ -386,6 +387,7 @@ async fn weigh_resolution(
 ) -> Result<resolution::Decision, JobError> {
     let github = services.github.as_ref();
     let config = services.config.for_pull(scope, pr).await;
+    config.settled().map_err(JobError::from)?;
     resolution::decide(
         github,
         scope,
@@ -500,7 +502,12 @@ async fn resolution_signal(
     if !disputed {
         return Some(accepted);
     }
-    let config = services.config.for_pull(scope, pr).await;
+    let loaded = services.config.for_pull(scope, pr).await;
+    // Whose word counts is the repository's setting: without it, no signal.
+    let Ok(config) = loaded.settled() else {
+        tracing::warn!(repo = %scope.full_name(), finding = %finding.id, "the repository's settings could not be read; the resolution teaches nothing");
+        return None;
+    };
     let mut deciders = crate::learning::outcomes::Deciders::new(github, scope, &config.config.gate);
     match deciders.decides(actor).await {
         Ok(true) => Some(Signal::new(

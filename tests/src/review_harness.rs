@@ -129,6 +129,17 @@ impl ReviewHarness {
         ConversationHandler::new(self.services.clone())
     }
 
+    /// The conversation worker as deployed, in a process of its own: the same services
+    /// but its own cache of `.parley.yml` (the review worker's read is not its read).
+    pub fn conversation_elsewhere(&self) -> ConversationHandler {
+        let mut services = self.services.clone();
+        services.config = Arc::new(parley_core::repo::ConfigLoader::new(
+            services.github.clone(),
+            parley_core::repo::ConfigLoader::DEFAULT_TTL,
+        ));
+        ConversationHandler::new(services)
+    }
+
     /// `.parley.yml` on the default branch, where Parley reads it. Config is cached per
     /// repository for a few minutes, so a scenario sets it before the first job.
     pub fn config(&self, yaml: &str) {

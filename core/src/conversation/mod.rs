@@ -175,6 +175,9 @@ impl ConversationHandler {
         .await;
         let (pr, _slug) = (pr?, slug?);
         let config = self.services.config.for_pull(&scope, &pr).await;
+        // Who may talk to Parley, and what a dispute or a command may lift, are the
+        // repository's settings: a turn waits for them like for the PR itself.
+        config.settled()?;
         let (handles, silenced) = self.handles(&scope, &config).await?;
         let snap = PrSnapshot::new(
             scope,
@@ -234,6 +237,7 @@ impl ConversationHandler {
             .config
             .load(&scope, snapshot::DEFAULT_BRANCH)
             .await;
+        config.settled()?;
         let (handles, silenced) = self.handles(&scope, &config).await?;
         let snap = PrSnapshot::new(
             scope,

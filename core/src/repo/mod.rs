@@ -19,7 +19,8 @@ pub use guidelines::{
 pub use identity::BotIdentity;
 
 use crate::config::{self, ConfigWarning, PassDeadline, RepoConfig, layers};
-use crate::ports::github::{GitHub, PullRequest, RepoScope};
+use crate::ports::Attempt;
+use crate::ports::github::{GitHub, GitHubError, PullRequest, RepoScope};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 type CacheKey = (u64, String, String);
 
 /// `.parley.yml` as read for one repository.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct LoadedConfig {
     pub config: RepoConfig,
     pub warnings: Vec<ConfigWarning>,
@@ -40,6 +41,34 @@ pub struct LoadedConfig {
     pub from_org: std::collections::BTreeSet<String>,
     /// What the repository's file is read over (see [`config::Layered::under`]).
     pub under: RepoConfig,
+    /// GitHub's error reading a `.parley.yml` (the repository's or its organisation's)
+    /// that a later try may not meet (a 5xx, a rate limit, a timeout): the settings
+    /// above stand in for it. See [`LoadedConfig::settled`].
+    pub unread: Option<GitHubError>,
+}
+
+impl LoadedConfig {
+    /// These settings, unless defaults stand in for a `.parley.yml` GitHub would not give
+    /// for now: then GitHub's error, so that the job waits for the queue's retry. For
+    /// whatever decides who may talk, who may lift a finding and what the gate blocks
+    /// on: the defaults may be looser than the team's settings (a writer lifting what
+    /// only admins may), or stricter (a check failed for Parley's own trouble).
+    pub fn settled(&self) -> Result<&Self, GitHubError> {
+        match &self.unread {
+            Some(err) => Err(err.clone()),
+            None => Ok(self),
+        }
+    }
+
+    /// [`Self::settled`] until the job's last attempt, which goes on with what could be
+    /// read and says so (as does a job whose attempts the queue does not count): a
+    /// review that waited on every attempt would leave its head without a check.
+    pub fn settled_unless_last(&self, attempt: Option<Attempt>) -> Result<&Self, GitHubError> {
+        match attempt {
+            Some(attempt) if !attempt.is_last() => self.settled(),
+            _ => Ok(self),
+        }
+    }
 }
 
 /// Reads `.parley.yml` from the default branch over the organisation's, cached per
@@ -105,11 +134,13 @@ impl ConfigLoader {
 
         let mut cacheable = true;
         let mut unread = Vec::new();
+        let mut transient = None;
         let org_text = match org {
             Read::Absent => None,
             Read::Found(text) => Some(text),
-            Read::Unreadable { why, retry } => {
+            Read::Unreadable { why, retry, error } => {
                 cacheable &= !retry;
+                transient = transient.or(error);
                 unread.push(ConfigWarning {
                     key: format!("{org_label}/{}", config::FILE_NAME),
                     message: format!("{why}; the organisation's settings are not applied"),
@@ -120,8 +151,9 @@ impl ConfigLoader {
         let repo_text = match repo {
             Read::Absent => String::new(),
             Read::Found(text) => text,
-            Read::Unreadable { why, retry } => {
+            Read::Unreadable { why, retry, error } => {
                 cacheable &= !retry;
+                transient = transient.or(error);
                 let using = match org_text {
                     Some(_) => "the organisation's settings and defaults",
                     None => "defaults",
@@ -148,6 +180,7 @@ impl ConfigLoader {
             org: org_text.map(|_| org_label),
             from_org: layered.from_org,
             under: layered.under,
+            unread: transient,
         });
         if cacheable && let Ok(mut cache) = self.cache.lock() {
             cache.insert(key, (Instant::now(), loaded.clone()));
@@ -168,6 +201,7 @@ impl ConfigLoader {
                 None => Read::Unreadable {
                     why: "is not UTF-8 text".to_string(),
                     retry: false,
+                    error: None,
                 },
             },
             Err(err) => {
@@ -177,6 +211,7 @@ impl ConfigLoader {
                 Read::Unreadable {
                     why: format!("could not be read ({})", err.public_reason()),
                     retry: true,
+                    error: err.is_transient().then_some(err),
                 }
             }
         }
@@ -245,9 +280,11 @@ pub fn default_branch(pr: &PullRequest) -> String {
 enum Read {
     Absent,
     Found(String),
-    /// There but unusable (`why`, public text); `retry`: worth reading again soon.
+    /// There but unusable (`why`, public text); `retry`: worth reading again soon;
+    /// `error`: GitHub's, where a later try may not meet it.
     Unreadable {
         why: String,
         retry: bool,
+        error: Option<GitHubError>,
     },
 }

@@ -60,6 +60,15 @@ pub async fn merged(
     pr: &PullRequest,
 ) -> Remembered {
     let config = services.config.for_pull(scope, pr).await;
+    if config.unread.is_some() {
+        // The team may have turned retrieval off: without its settings, nothing is kept.
+        tracing::warn!(
+            repo,
+            number = pr.number,
+            "the repository's settings could not be read; the merged PR is not remembered"
+        );
+        return Remembered::default();
+    }
     if !config.config.retrieval.enabled || !from_fork(pr) {
         return Remembered::default();
     }

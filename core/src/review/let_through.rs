@@ -56,7 +56,7 @@ impl ReviewHandler {
             return Ok(());
         }
         let loaded = self.services.config.for_pull(&scope, &pr).await;
-        let config = &loaded.config;
+        let config = &loaded.settled()?.config;
         if config.gate.incomplete != Incomplete::Hold {
             tracing::info!(%repo, number = job.number, "let through, but the repository does not hold incomplete reviews: nothing to do");
             return Ok(());

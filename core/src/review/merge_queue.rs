@@ -67,7 +67,7 @@ pub async fn conclude(
     let pr = github.get_pull_request(scope, group.number).await?;
     let pr_head = pr.head.sha.as_str();
     let loaded = services.config.for_pull(scope, &pr).await;
-    let config = &loaded.config;
+    let config = &loaded.settled()?.config;
     let cause = RegateCause::MergeGroup;
     let judged = regate::judged(services, scope, &pr, pr_head, config, cause).await;
     let (conclusion, output) = match judged.map_err(regate_error)? {

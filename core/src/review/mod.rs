@@ -120,6 +120,7 @@ impl ReviewHandler {
 
         let pr = github.get_pull_request(&scope, job.number).await?;
         let loaded = self.services.config.for_pull(&scope, &pr).await;
+        loaded.settled_unless_last(attempt)?;
         let parley = self.services.identity.handles(github, false).await?;
         if job.trigger == ReviewTrigger::Unlabeled && !skip::lifts_a_skip_label(job, &loaded.config)
         {

@@ -164,6 +164,7 @@ async fn try_regate(
     }
     let head_sha = pr.head.sha.clone();
     let loaded = services.config.for_pull(scope, &pr).await;
+    loaded.settled()?;
     let judged = judged(services, scope, &pr, &head_sha, &loaded.config, cause);
     let Some((conclusion, output)) = judged.await? else {
         return Ok(Regated::Skipped(format!(

@@ -48,6 +48,7 @@ impl ReviewHandler {
             // the repository does not review (`review.baseBranches`), a skipped author or
             // label, gets no review for the move either.
             let loaded = self.services.config.for_pull(&scope, &pr).await;
+            loaded.settled_unless_last(attempt)?;
             let automatic = automatic_job(job, &pr, own, &runs);
             if let Some(reason) = super::skip_reason(&automatic, &pr, &loaded.config) {
                 tracing::info!(%repo, number = job.number, %reason, "base changed to one not reviewed: nothing to do");

@@ -41,6 +41,10 @@ parley_tests::review_on_both_stores!(
     renaming_a_blocking_findings_file_is_no_code_change,
     a_finding_said_again_in_its_renamed_file_is_the_same_finding,
     a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence,
+    a_review_waits_for_settings_github_will_not_give,
+    on_its_last_attempt_a_review_goes_on_with_the_defaults_and_says_so,
+    a_resolution_waits_for_settings_github_will_not_give,
+    a_question_waits_for_settings_github_will_not_give,
     a_pr_skipped_for_its_base_is_reviewed_once_moved_to_a_reviewed_one,
     a_reviewed_pr_moved_to_another_base_is_reviewed_against_it_once,
     a_failed_review_against_a_new_base_runs_again_on_rerun,
@@ -796,6 +800,110 @@ async fn a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence(h: Re
     let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::Open, "{after:#?}");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+}
+
+/// GitHub failing every try to read the repository's `.parley.yml` (a 502 past the
+/// client's retries) until the test clears it.
+fn settings_unreadable(h: &ReviewHarness) {
+    h.github.inject(Injected::answering(
+        "GET",
+        format!("/repos/{REPO}/contents/.parley.yml"),
+        502,
+        50,
+    ));
+}
+
+/// A team whose gate blocks on critical findings only, a review that finds a high one,
+/// and GitHub failing to give the team's `.parley.yml`.
+fn a_high_finding_where_only_critical_blocks_and_no_settings(h: &ReviewHarness) {
+    h.config("gate:\n  blockOn: [critical]\n");
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[&reply(&[finding("src/db.rs", 3, "high", 90, SQL_TITLE)])],
+    );
+    settings_unreadable(h);
+}
+
+/// The defaults are not the team's settings: a review whose `.parley.yml` GitHub would
+/// not give waits for the queue's retry rather than judge the gate by the defaults (here
+/// stricter: a high finding would fail a check the team does not block on).
+async fn a_review_waits_for_settings_github_will_not_give(h: ReviewHarness) {
+    a_high_finding_where_only_critical_blocks_and_no_settings(&h);
+    let err = h
+        .run_attempt(job(ReviewTrigger::Opened, HEAD, "d-1"), 1, 5)
+        .await
+        .expect_err("waits for the settings");
+    assert!(matches!(err, JobError::Transient(_)), "{err:?}");
+    assert!(h.reviews().is_empty());
+    assert!(h.check_runs().is_empty(), "{:#?}", h.check_runs());
+
+    h.github.clear_injected();
+    h.run_attempt(job(ReviewTrigger::Opened, HEAD, "d-1"), 2, 5)
+        .await
+        .expect("review");
+    assert_eq!(h.reviews().len(), 1);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// On the queue's last attempt a review goes on with what could be read (the defaults),
+/// so the head does not stay without a check, and its summary says why.
+async fn on_its_last_attempt_a_review_goes_on_with_the_defaults_and_says_so(h: ReviewHarness) {
+    a_high_finding_where_only_critical_blocks_and_no_settings(&h);
+    h.run_attempt(job(ReviewTrigger::Opened, HEAD, "d-1"), 5, 5)
+        .await
+        .expect("review");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    parley_tests::expect::says_all(
+        &h.first_review_body(),
+        &["`.parley.yml`", "could not be read", "using defaults"],
+    );
+}
+
+/// Who may lift a blocking finding is the team's setting: a resolution that comes while
+/// GitHub will not give `.parley.yml` waits for it (the defaults would let any writer
+/// lift what the team leaves to admins).
+async fn a_resolution_waits_for_settings_github_will_not_give(h: ReviewHarness) {
+    h.config("gate:\n  resolveBy: admin\n");
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let root = finding.comment_id.expect("inline");
+    h.github.set_permission(REPO, "bob", "write");
+    let talk = h.conversation_elsewhere();
+    settings_unreadable(&h);
+    let err = talk
+        .handle(thread_job_by(root, true, "t-1", "bob"))
+        .await
+        .expect_err("waits for the settings");
+    assert!(matches!(err, JobError::Transient(_)), "{err:?}");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+
+    h.github.clear_injected();
+    talk.handle(thread_job_by(root, true, "t-1", "bob"))
+        .await
+        .expect("bookkeeping");
+    assert_eq!(
+        h.findings().await[0].state,
+        FindingState::Open,
+        "bob is no admin"
+    );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+}
+
+/// Who may talk to Parley is the team's setting too: a question that comes while GitHub
+/// will not give `.parley.yml` waits for it, and then gets what the settings say.
+async fn a_question_waits_for_settings_github_will_not_give(h: ReviewHarness) {
+    h.config("mention:\n  allowedUsers: ['@carol']\n");
+    h.github.set_permission(REPO, "bob", "write");
+    let talk = h.conversation_elsewhere();
+    let question = top_level(&h, "bob", "@parley what does this change?");
+    settings_unreadable(&h);
+    let err = talk
+        .handle(question.clone())
+        .await
+        .expect_err("waits for the settings");
+    assert!(matches!(err, JobError::Transient(_)), "{err:?}");
+    h.github.clear_injected();
+    talk.handle(question).await.expect("handled");
+    assert_eq!(h.last_said(), "", "bob is not among the allowed users");
 }
 
 /// Where the head's snapshot can be read, the fix check shows the model the definition

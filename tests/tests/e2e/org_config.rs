@@ -2,12 +2,14 @@
 //! own: the repository's keys win, the organisation's fill in the rest, and
 //! `@parley configuration` says which came from where.
 
+use parley_core::job::ReviewTrigger;
+use parley_core::ports::{JobError, JobHandler};
 use parley_tests::review_harness::*;
 
 parley_tests::review_on_both_stores!(
     the_organisations_settings_apply_where_the_repository_sets_none,
     the_repositorys_settings_win_and_configuration_says_where_each_came_from,
-    an_organisation_file_github_will_not_give_is_said_and_read_again,
+    an_organisation_file_github_will_not_give_is_waited_for_and_read_again,
     a_pr_changing_the_repositorys_file_is_compared_over_the_organisations,
 );
 
@@ -58,9 +60,10 @@ async fn the_repositorys_settings_win_and_configuration_says_where_each_came_fro
     );
 }
 
-/// GitHub fails the organisation's file: the repository's settings apply, the reply says
-/// the organisation's were not, and the next job reads it again (nothing cached).
-async fn an_organisation_file_github_will_not_give_is_said_and_read_again(h: ReviewHarness) {
+/// GitHub fails the organisation's file: a review's last attempt goes on without it, and
+/// says so; a question waits for it (the queue's retry), since who may talk and what the
+/// gate holds may be set there, and the next try reads it (a failure is not cached).
+async fn an_organisation_file_github_will_not_give_is_waited_for_and_read_again(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
     org_config(&h, "review:\n  minConfidence: 85\n");
     h.github
@@ -68,18 +71,27 @@ async fn an_organisation_file_github_will_not_give_is_said_and_read_again(h: Rev
             "GET",
             format!("/repos/{ORG_SETTINGS}/contents/.parley.yml"),
             502,
-            10,
+            50,
         ));
-    h.say("bob", "@parley configuration").await;
+    passes_find_nothing(&h.llm);
+    h.run_attempt(job(ReviewTrigger::Opened, HEAD, "d-1"), 5, 5)
+        .await
+        .expect("review");
     parley_tests::expect::says_all(
-        &h.last_said(),
-        &[
-            "| `review.minConfidence` | 75 | default |",
-            "the organisation's settings are not applied",
-        ],
+        &h.first_review_body(),
+        &["the organisation's settings are not applied"],
     );
+
+    let question = top_level(&h, "bob", "@parley configuration");
+    let err = h
+        .conversation()
+        .handle(question.clone())
+        .await
+        .expect_err("waits for the organisation's settings");
+    assert!(matches!(err, JobError::Transient(_)), "{err:?}");
+    assert_eq!(h.last_said(), "");
     h.github.clear_injected();
-    h.say("bob", "@parley configuration").await;
+    h.conversation().handle(question).await.expect("answered");
     parley_tests::expect::says_all(
         &h.last_said(),
         &["| `review.minConfidence` | 85 | `octo-org/.github` (organisation) |"],
