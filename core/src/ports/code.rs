@@ -71,6 +71,11 @@ pub trait Codebase: Send + Sync {
     fn files(&self) -> usize;
     /// How many lines `path` has; `None` when the file is not in the snapshot.
     fn line_count(&self, path: &str) -> Option<u32>;
+    /// Whether `path` was left out of the snapshot because its header says a tool wrote
+    /// it ([`crate::repo::generated::says_generated`]).
+    fn says_generated(&self, _path: &str) -> bool {
+        false
+    }
     /// What is directly under `dir` (`""` is the root): file names, and directory names
     /// ending in `/`, sorted. `None` when no file is under it.
     fn list_dir(&self, dir: &str) -> Option<Vec<String>>;

@@ -8,6 +8,7 @@
 
 pub mod attributes;
 pub mod codeowners;
+pub mod generated;
 mod guidelines;
 mod identity;
 

@@ -89,6 +89,7 @@ impl LeftOut {
             LeftOut::Marked(Marked::Vendored, _) => {
                 "another project's code, as the repository marks it"
             }
+            LeftOut::Marked(Marked::SaysGenerated, _) => "generated code, as the file says",
             LeftOut::NoPatch => "binary, or too large for a patch",
             LeftOut::Unreadable(_) => "its patch could not be read",
             LeftOut::OverBudget => "over this review's size budget",
@@ -173,6 +174,9 @@ impl std::fmt::Display for LeftOut {
             LeftOut::Marked(Marked::Vendored, file) => {
                 write!(f, "marked `linguist-vendored` in `{file}`")
             }
+            LeftOut::Marked(Marked::SaysGenerated, _) => {
+                f.write_str("its first lines say it is generated (on the default branch too)")
+            }
             LeftOut::NoPatch => f.write_str("GitHub sent no patch (binary or too large)"),
             LeftOut::Unreadable(err) => write!(f, "patch could not be read ({err})"),
             LeftOut::OverBudget => {
@@ -194,6 +198,24 @@ pub struct ReviewInputs {
     pub part_of: Vec<usize>,
     /// The estimated tokens of each part's patches.
     pub part_tokens: Vec<usize>,
+}
+
+/// Whether a review of `changed` has nothing for a pass to read: no file in `read` and
+/// none deleted (a deletion is reviewed when code at the head still uses what it
+/// deleted), or no pass asked for has anything to look at in `read`.
+pub fn nothing_to_read(
+    read: &[InputFile],
+    changed: &[ChangedFile],
+    config: &crate::config::RepoConfig,
+    guidelines: &[crate::repo::Guideline],
+) -> bool {
+    if read.is_empty() {
+        return !changed.iter().any(|f| f.status == FileStatus::Removed);
+    }
+    let paths: Vec<&str> = read.iter().map(|f| f.path.as_str()).collect();
+    crate::review::specialists::select(&config.review, !guidelines.is_empty(), &paths)
+        .run
+        .is_empty()
 }
 
 /// Rough token estimate for prompt budgets: about four characters per token for code.

@@ -62,10 +62,10 @@ mod which_run;
 use crate::job::{Job, ReviewJob, ReviewTrigger};
 use crate::llm::MeteredLlm;
 use crate::mention::Handles;
-use crate::ports::github::{FileStatus, PullRequest, RepoScope};
+use crate::ports::github::{PullRequest, RepoScope};
 use crate::ports::llm::LlmError;
 use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
-use crate::repo::{LoadedConfig, read_rules};
+use crate::repo::{LoadedConfig, generated, read_rules};
 use crate::services::Services;
 use async_trait::async_trait;
 pub use error::ReviewError;
@@ -352,16 +352,8 @@ impl ReviewHandler {
             &attributes,
         )
         .files;
-        let paths: Vec<&str> = read.iter().map(|f| f.path.as_str()).collect();
-        let nothing_to_read = (read.is_empty()
-            && !scope_of_review
-                .files
-                .iter()
-                .any(|f| f.status == FileStatus::Removed))
-            || (!read.is_empty()
-                && specialists::select(&config.review, !guidelines.is_empty(), &paths)
-                    .run
-                    .is_empty());
+        let nothing_to_read =
+            inputs::nothing_to_read(&read, &scope_of_review.files, config, &guidelines);
         let open_code = async {
             match (&self.services.code, config.review.context_enabled) {
                 _ if nothing_to_read => Err("no changed file to review".to_string()),
@@ -379,6 +371,10 @@ impl ReviewHandler {
             }
         };
         let (code, issues) = crate::concurrently::join2(open_code, read_issues).await;
+        // Files whose own header says a tool wrote them, on the default branch too.
+        let code_read = code.as_ref().ok().map(|c| c.as_ref());
+        let headed = generated::marked_in_files(github, scope, &loaded.branch, code_read, &read);
+        let attributes = attributes.with_headers(headed.await);
         let subject = analyse::Subject {
             repo: &job.repo.full_name(),
             tenant: &job.repo.tenant(),

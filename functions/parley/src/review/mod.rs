@@ -318,6 +318,22 @@ async fn review_pull(
             .open(github.as_ref(), &scope, &pr.head.sha)
             .await
     };
+    // Files whose own header says a tool wrote them, on the default branch too, as the
+    // worker leaves them out.
+    let read = parley_core::review::inputs::select(
+        listing.files.clone(),
+        listing.truncated,
+        &loaded.config.review,
+        &attributes,
+    );
+    let headed = parley_core::repo::generated::marked_in_files(
+        github.as_ref(),
+        &scope,
+        &loaded.branch,
+        code.as_ref().ok().map(|c| c.as_ref()),
+        &read.files,
+    );
+    let attributes = attributes.with_headers(headed.await);
     let subject = Subject {
         repo: &repo,
         tenant: &tenant,

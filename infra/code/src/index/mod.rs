@@ -639,6 +639,10 @@ impl Codebase for CodeIndex {
         Some(u32::try_from(text.lines().count()).unwrap_or(u32::MAX))
     }
 
+    fn says_generated(&self, path: &str) -> bool {
+        self.snapshot.generated.contains(path)
+    }
+
     fn list_dir(&self, dir: &str) -> Option<Vec<String>> {
         crate::search::list_dir(&self.snapshot, dir)
     }
