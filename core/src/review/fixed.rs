@@ -214,12 +214,7 @@ async fn touched(
 /// no patch for, is not weighed: there is no "after" to read.
 fn change_at(files: &[ChangedFile], finding: &Finding) -> Option<Change> {
     let path = finding.path.as_str();
-    let file = files.iter().find(|f| {
-        f.status != FileStatus::Removed
-            && (f.filename == path
-                || (f.status == FileStatus::Renamed
-                    && f.previous_filename.as_deref() == Some(path)))
-    })?;
+    let file = resolution::file_of(files, finding).filter(|f| f.status != FileStatus::Removed)?;
     let patch = diff::parse_hunks(file.patch.as_deref()?).ok()?;
     let (start, end) = (finding.start_line.unwrap_or(finding.line), finding.line);
     let renamed_to = (file.filename != path).then(|| file.filename.clone());

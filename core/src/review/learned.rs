@@ -374,7 +374,8 @@ pub async fn account(
 
 /// On an incremental review: earlier open findings whose lines the new commits changed
 /// were acted on — accepted. Only findings posted on the previous reviewed head are
-/// weighed (their line numbers are that commit's, the compare's old side).
+/// weighed (their line numbers are that commit's, the compare's old side; a renamed
+/// file's patch has the finding's file on its old side too).
 pub async fn code_changed(
     store: &dyn Store,
     corpus: &dyn crate::ports::CorpusStore,
@@ -385,7 +386,7 @@ pub async fn code_changed(
     for finding in earlier.iter().filter(|f| {
         f.outcome.is_none() && f.state == FindingState::Open && f.head_sha == previous_head
     }) {
-        let Some(file) = compare.iter().find(|f| f.filename == finding.path) else {
+        let Some(file) = resolution::file_of(compare, finding) else {
             continue;
         };
         let touched = match file.patch.as_deref().map(diff::parse_hunks) {

@@ -152,7 +152,7 @@ impl Compares {
 /// are weighed in the renamed file's patch (whose old side is the finding's file), so an
 /// author cannot lift a blocking finding by giving its file another name.
 pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
-    let Some(file) = comparison.and_then(|c| file_of(c, finding)) else {
+    let Some(file) = comparison.and_then(|c| file_of(&c.files, finding)) else {
         return false;
     };
     if file.status == FileStatus::Removed {
@@ -174,10 +174,10 @@ pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
     }
 }
 
-/// Where `comparison` (from the finding's commit) has the finding's file: under its path,
-/// or under the name a rename gave it.
-pub fn file_of<'c>(comparison: &'c Comparison, finding: &Finding) -> Option<&'c ChangedFile> {
-    comparison.files.iter().find(|f| {
+/// Where `files` (changed since the finding's commit) have the finding's file: under its
+/// path, or under the name a rename gave it (whose patch's old side is the finding's file).
+pub fn file_of<'c>(files: &'c [ChangedFile], finding: &Finding) -> Option<&'c ChangedFile> {
+    files.iter().find(|f| {
         f.filename == finding.path
             || (f.status == FileStatus::Renamed
                 && f.previous_filename.as_deref() == Some(&finding.path))

@@ -38,6 +38,7 @@ parley_tests::review_on_both_stores!(
     a_fix_posted_before_the_worker_died_is_stored_by_the_retry,
     a_pass_that_did_not_run_closes_nothing_by_its_silence,
     a_fix_in_a_file_the_push_renamed_resolves_the_finding,
+    a_change_to_a_findings_lines_in_a_file_the_push_renamed_is_acted_on,
     renaming_a_blocking_findings_file_is_no_code_change,
     a_finding_said_again_in_its_renamed_file_is_the_same_finding,
     a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence,
@@ -679,18 +680,7 @@ async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness)
     const MOVED: &str = "src/store/db.rs";
     h.review_opened_with_a_blocking_finding().await;
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
-    h.push_sql_fix();
-    h.github
-        .set_files(REPO, PR, &[(MOVED, "modified", FIXED_PATCH)]);
-    h.github
-        .renamed_from(REPO, Listed::Pull(PR), MOVED, "src/db.rs");
-    h.github
-        .set_compare(REPO, HEAD, HEAD2, &[(MOVED, "modified", FIX_SINCE_HEAD)]);
-    h.github
-        .renamed_from(REPO, Listed::Compare(HEAD, HEAD2), MOVED, "src/db.rs");
-    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
-        .await
-        .expect("review of the move");
+    push_sql_fix_moving_the_file_to(&h, MOVED).await;
 
     let asked = the_one_fix_question(&h);
     parley_tests::expect::says_all(
@@ -703,6 +693,36 @@ async fn a_fix_in_a_file_the_push_renamed_resolves_the_finding(h: ReviewHarness)
     let after = h.findings().await;
     assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+}
+
+/// [`ReviewHarness::push_sql_fix`] in a push that also moves `src/db.rs` to `to`, and its
+/// review.
+async fn push_sql_fix_moving_the_file_to(h: &ReviewHarness, to: &str) {
+    h.push_sql_fix();
+    h.github
+        .set_files(REPO, PR, &[(to, "modified", FIXED_PATCH)]);
+    h.github
+        .renamed_from(REPO, Listed::Pull(PR), to, "src/db.rs");
+    h.github
+        .set_compare(REPO, HEAD, HEAD2, &[(to, "modified", FIX_SINCE_HEAD)]);
+    h.github
+        .renamed_from(REPO, Listed::Compare(HEAD, HEAD2), to, "src/db.rs");
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the move");
+}
+
+/// A push that moves the file and rewrites the finding's lines counts as acting on the
+/// finding (the outcome learning reads), as it would in place.
+async fn a_change_to_a_findings_lines_in_a_file_the_push_renamed_is_acted_on(h: ReviewHarness) {
+    h.config("review:\n  resolveFixed: false\n");
+    h.review_opened_with_a_blocking_finding().await;
+    push_sql_fix_moving_the_file_to(&h, RENAMED).await;
+    let outcome = h.findings().await[0].outcome.clone().expect("an outcome");
+    assert_eq!(
+        (outcome.verdict, outcome.signal.as_str()),
+        (parley_core::ports::Verdict::Accepted, "code_changed")
+    );
 }
 
 /// A push from HEAD to HEAD2 that only renames `src/db.rs` to [`RENAMED`]: the PR's
