@@ -203,12 +203,12 @@ pub fn after_review(
 }
 
 /// Keep open the blocking findings in `changes.closed` whose file the PR still changes
-/// (renamed or not) and whose lines have not changed since the finding was posted: for a finding the gate
-/// blocks on, a review not finding it again is the model's word, which the resolution
-/// rules do not take from the PR's author either ([`resolution`]). Someone entitled
-/// lifts such a finding with `@parley dismiss f_…`; a change to its code lets the next
-/// full review close it. A transient GitHub error is the caller's (the job is retried).
-/// One compare per commit the findings were found on, however many findings it holds.
+/// (renamed or not) and whose lines have not changed since the finding was posted: for a
+/// finding the gate blocks on, a review not finding it again is the model's word, which
+/// the resolution rules do not take from the PR's author either ([`resolution`]). Someone
+/// entitled lifts such a finding with `@parley dismiss f_…`; a change to its code lets
+/// the next full review close it. A transient GitHub error is the caller's (the job is
+/// retried). One compare per commit the findings were found on, however many it holds.
 pub async fn hold_unchanged_blocking(
     github: &dyn GitHub,
     scope: &RepoScope,
