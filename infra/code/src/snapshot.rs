@@ -322,7 +322,11 @@ impl Snapshot {
             return Ok(());
         };
         if says_generated(&text) {
-            self.generated.insert(path);
+            // Names only, and no more of them than files are kept: a hostile tarball of
+            // countless tiny generated files costs no more than the cap.
+            if self.generated.len() < limits.max_files {
+                self.generated.insert(path);
+            }
             return Ok(());
         }
         limits.count(total, text.len())?;
@@ -518,6 +522,17 @@ mod tests {
             1,
             "a skipped file does not count against the total"
         );
+        let many = tarball(&[
+            ("octo-repo-abc/g1.rs", FILE, b"// @generated\n", None),
+            ("octo-repo-abc/g2.rs", FILE, b"// @generated\n", None),
+            ("octo-repo-abc/a.rs", FILE, b"fn a() {}", None),
+        ]);
+        let one = Limits {
+            max_files: 1,
+            ..Limits::default()
+        };
+        let read = Snapshot::from_tarball(&many, one).expect("generated files are not kept");
+        assert_eq!(read.generated.len(), 1, "named no more than files are kept");
         let per_file = Limits {
             max_file_bytes: 50,
             ..Limits::default()
