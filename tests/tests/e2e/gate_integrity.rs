@@ -741,6 +741,8 @@ fn push_rename_only(h: &ReviewHarness) {
 }
 
 const RENAMED: &str = "src/store.rs";
+/// [`SQL_TITLE`] in other words.
+const SQL_REWORDED: &str = "find() builds its SQL with format!: injection";
 
 /// Giving a file another name changes none of its code: the PR's author resolving a
 /// blocking finding after a rename alone is told so, and the gate keeps it.
@@ -781,13 +783,7 @@ async fn a_finding_said_again_in_its_renamed_file_is_the_same_finding(h: ReviewH
     push_rename_only(&h);
     h.llm.answer_in_turn(
         SECURITY,
-        &[&reply(&[finding(
-            RENAMED,
-            3,
-            "high",
-            90,
-            "find() builds its SQL with format!: injection",
-        )])],
+        &[&reply(&[finding(RENAMED, 3, "high", 90, SQL_REWORDED)])],
     );
     h.run(job(ReviewTrigger::Reopened, HEAD2, "d-2"))
         .await
