@@ -1003,8 +1003,12 @@ impl ReviewRig {
         ReviewRig { h, flaky, job }
     }
 
-    async fn attempt(&self) -> Result<(), JobError> {
-        self.h.run(self.job.clone()).await
+    /// The queue's `receive`th delivery of the job (1 to [`QUEUE_RECEIVES`]), counted as
+    /// SQS and the SQLite queue count them: the last one behaves as the last.
+    async fn attempt(&self, receive: usize) -> Result<(), JobError> {
+        let of = QUEUE_RECEIVES as u32;
+        let receive = u32::try_from(receive).unwrap_or(of).min(of);
+        self.h.run_attempt(self.job.clone(), receive, of).await
     }
 
     async fn view(&self) -> ReviewView {
@@ -1088,7 +1092,7 @@ impl ReviewRig {
 async fn review_store_calls(backend: Backend) -> Vec<&'static str> {
     let rig = ReviewRig::start(&Scenario::baseline(backend)).await;
     rig.flaky.reset_calls();
-    rig.attempt().await.expect("a fault-free review succeeds");
+    rig.attempt(1).await.expect("a fault-free review succeeds");
     let view = rig.view().await;
     assert_eq!(view.reviews, 1, "a fault-free review posts: {view:?}");
     assert_eq!(
@@ -1111,7 +1115,7 @@ fn review_scenario(s: Scenario, store_calls: Vec<&'static str>) -> BoxedScenario
         let mut last = Ok(());
         for attempt in 1..=s.mode.attempts_under_fault() {
             let started = Instant::now();
-            last = rig.attempt().await;
+            last = rig.attempt(attempt).await;
             errors.extend(error_of(&last));
             broken.extend(s.too_slow(started.elapsed()));
             let view = rig.view().await;
@@ -1178,9 +1182,14 @@ fn review_scenario(s: Scenario, store_calls: Vec<&'static str>) -> BoxedScenario
 
         clear(&rig.h.github, &rig.h.llm, &rig.flaky);
         let mut retries = 0;
+        // A dead-lettered job is redriven with fresh receives; any other goes on counting.
+        let received = match s.mode {
+            Mode::Persistent => 0,
+            mode => mode.attempts_under_fault(),
+        };
         while last.is_err() && retries < QUEUE_RECEIVES {
             retries += 1;
-            last = rig.attempt().await;
+            last = rig.attempt(received + retries).await;
             errors.extend(error_of(&last));
             story.push(format!("retry {}", outcome(&last)));
         }
