@@ -608,6 +608,13 @@ type BoxedScenario = Pin<Box<dyn Future<Output = Result<Row, String>> + Send>>;
 
 /// Run every scenario (at most [`CONCURRENCY`] at once), print the matrix, and fail with
 /// every broken rule, each naming its scenario.
+/// Delivery `receive` (1 to [`QUEUE_RECEIVES`]) as SQS and the SQLite queue count it, and
+/// of how many: the last behaves as the last.
+fn counted(receive: usize) -> (u32, u32) {
+    let of = QUEUE_RECEIVES as u32;
+    (u32::try_from(receive).unwrap_or(of).min(of), of)
+}
+
 async fn run_matrix(title: &str, scenarios: Vec<BoxedScenario>) {
     let started = Instant::now();
     let count = scenarios.len();
@@ -709,8 +716,10 @@ impl TurnRig {
         }
     }
 
-    async fn attempt(&self) -> Result<(), JobError> {
-        self.h.run(self.job.clone()).await
+    /// The queue's `receive`th delivery of the job ([`counted`]).
+    async fn attempt(&self, receive: usize) -> Result<(), JobError> {
+        let (number, of) = counted(receive);
+        self.h.run_attempt(self.job.clone(), number, of).await
     }
 
     async fn view(&self) -> TurnView {
@@ -745,7 +754,7 @@ impl TurnRig {
 async fn turn_store_calls(backend: Backend, surface: Surface) -> Vec<&'static str> {
     let rig = TurnRig::start(&Scenario::baseline(backend), surface).await;
     rig.flaky.reset_calls();
-    rig.attempt().await.expect("a fault-free turn succeeds");
+    rig.attempt(1).await.expect("a fault-free turn succeeds");
     assert_eq!(rig.view().await.replies, 1, "a fault-free turn answers");
     rig.flaky.calls()
 }
@@ -769,7 +778,7 @@ fn turn_scenario(s: Scenario, surface: Surface, store_calls: Vec<&'static str>) 
         let mut failed_before = false;
         for attempt in 1..=s.mode.attempts_under_fault() {
             let started = Instant::now();
-            last = rig.attempt().await;
+            last = rig.attempt(attempt).await;
             errors.extend(error_of(&last));
             broken.extend(s.too_slow(started.elapsed()));
             let view = rig.view().await;
@@ -827,9 +836,14 @@ fn turn_scenario(s: Scenario, surface: Surface, store_calls: Vec<&'static str>) 
         // The fault is over: the queue's retry (or a redrive) runs the job again.
         clear(&rig.h.github, &rig.h.llm, &rig.flaky);
         let mut retries = 0;
+        // A dead-lettered job is redriven with fresh receives; any other goes on counting.
+        let received = match s.mode {
+            Mode::Persistent => 0,
+            mode => mode.attempts_under_fault(),
+        };
         while last.is_err() && retries < QUEUE_RECEIVES {
             retries += 1;
-            last = rig.attempt().await;
+            last = rig.attempt(received + retries).await;
             errors.extend(error_of(&last));
             story.push(format!("retry {}", outcome(&last)));
         }
@@ -1003,12 +1017,10 @@ impl ReviewRig {
         ReviewRig { h, flaky, job }
     }
 
-    /// The queue's `receive`th delivery of the job (1 to [`QUEUE_RECEIVES`]), counted as
-    /// SQS and the SQLite queue count them: the last one behaves as the last.
+    /// The queue's `receive`th delivery of the job ([`counted`]).
     async fn attempt(&self, receive: usize) -> Result<(), JobError> {
-        let of = QUEUE_RECEIVES as u32;
-        let receive = u32::try_from(receive).unwrap_or(of).min(of);
-        self.h.run_attempt(self.job.clone(), receive, of).await
+        let (number, of) = counted(receive);
+        self.h.run_attempt(self.job.clone(), number, of).await
     }
 
     async fn view(&self) -> ReviewView {
