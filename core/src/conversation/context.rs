@@ -7,6 +7,7 @@
 use super::budget::{self, Fitted, Turn};
 use super::caches::TtlCache;
 use super::error::ConversationError;
+use super::since::{self, Since};
 use super::snapshot::{DEFAULT_BRANCH, PrSnapshot, Subject};
 use super::thread::Conversation;
 use super::trigger::Trigger;
@@ -109,6 +110,10 @@ pub struct Context {
     /// On a PR, the issues its description says it resolves: what the change is for, which
     /// a question ("does this fix #12?") or a dispute may turn on.
     pub issues: Vec<LinkedIssue>,
+    /// On an outdated thread, what changed at its lines since it began and where they
+    /// stand now (`code` is read there): "fixed, have another look" is checked against
+    /// the code as it is.
+    pub since: Option<Since>,
 }
 
 /// An opened snapshot of the repository (its `Debug` says only how many files).
@@ -160,14 +165,19 @@ pub async fn assemble(
         .or_else(|| trigger.diff_hunk.clone())
         .map(|h| tail_lines(&h, HUNK_LINES));
     // Independent reads, side by side.
-    let ((files_read, (paths, files)), issues) = crate::concurrently::join2(
+    let ((files_read, (paths, files)), (issues, since)) = crate::concurrently::join2(
         crate::concurrently::join2(guideline_files(sources, snap, path.as_deref()), async {
             match snap.pull() {
                 Some(_) if !trigger.is_inline() => changed_files(sources.github, snap).await,
                 _ => Default::default(),
             }
         }),
-        issues_resolved(sources.github, snap),
+        crate::concurrently::join2(issues_resolved(sources.github, snap), async {
+            match &conversation.root {
+                Some(root) => since::since(sources.github, snap, root).await,
+                None => None,
+            }
+        }),
     )
     .await;
     let touched = match &path {
@@ -238,7 +248,14 @@ pub async fn assemble(
         None => Retrieved::default(),
     };
 
-    let (code, codebase) = code_around(sources, snap, path.as_deref(), head_line).await;
+    // An outdated thread's code is read where its lines stand now.
+    let (code_path, code_line) = match &since {
+        Some(since) if head_line.is_none() => {
+            (Some(since.path.as_str()), since.line.map(u64::from))
+        }
+        _ => (path.as_deref(), head_line),
+    };
+    let (code, codebase) = code_around(sources, snap, code_path, code_line).await;
 
     let about = match &snap.subject {
         Subject::Pull(pr) => About::Pull(PrSummary {
@@ -287,6 +304,7 @@ pub async fn assemble(
         codebase,
         language: snap.config.config.language.clone(),
         issues,
+        since,
     })
 }
 

@@ -32,6 +32,7 @@ mod prompt;
 mod reply;
 mod reports;
 mod review_request;
+mod since;
 mod snapshot;
 mod sweep;
 mod teach;

@@ -4,6 +4,7 @@
 
 use super::budget;
 use super::context::{About, Context, IssueSummary, PrSummary, finding_text};
+use super::since::{Change, Since};
 use crate::ports::llm::Message;
 use crate::ports::{Finding, FindingState};
 use std::fmt::Write as _;
@@ -141,11 +142,19 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
         );
     }
     if let Some(hunk) = &ctx.diff_hunk {
+        let when = ctx
+            .since
+            .as_ref()
+            .map(|s| format!(", as it was on commit `{}`", short_sha(&s.from)))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "\n## Code around the commented line\n<code>\n{}\n</code>",
+            "\n## Code around the commented line{when}\n<code>\n{}\n</code>",
             crate::sanitize::fence_safe(hunk)
         );
+    }
+    if let Some(since) = &ctx.since {
+        since_block(&mut out, since);
     }
     if !ctx.code.is_empty() {
         out.push_str(&ctx.code);
@@ -191,6 +200,50 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
         ctx.question_author, ctx.question
     );
     (out, shared)
+}
+
+/// What changed at an outdated thread's lines since it began: the answer weighs the
+/// code as it is, not as the thread's hunk shows it.
+fn since_block(out: &mut String, since: &Since) {
+    let now = |line: Option<u32>| match line {
+        Some(line) => format!(
+            " They now stand at `{}` line {line}.",
+            crate::sanitize::inline_name(&since.path)
+        ),
+        None => String::new(),
+    };
+    out.push_str("\n## Since this thread began\n");
+    let _ = match &since.change {
+        Change::Unchanged => writeln!(
+            out,
+            "The PR has new commits, but the commented lines are unchanged.{}",
+            now(since.line)
+        ),
+        Change::Changed(diff) => writeln!(
+            out,
+            "New commits changed the code at the commented lines (- as it was, + as it is at the PR's head).{} Weigh the finding, and any claim that it is fixed, against the code as it is now.\n<code>\n{}\n</code>",
+            now(since.line),
+            crate::sanitize::fence_safe(diff.trim_end())
+        ),
+        Change::Removed => writeln!(
+            out,
+            "New commits deleted `{}`: the commented code is gone from the PR's head.",
+            crate::sanitize::inline_name(&since.path)
+        ),
+        Change::Unknown => writeln!(
+            out,
+            "New commits changed `{}`, but GitHub gave no diff of it: read the file as it is now before saying what became of the commented lines.",
+            crate::sanitize::inline_name(&since.path)
+        ),
+    };
+}
+
+/// A commit as people write it; GitHub's ids are hex, and anything else is dropped.
+fn short_sha(sha: &str) -> String {
+    sha.chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(7)
+        .collect()
 }
 
 fn pr_block(out: &mut String, pr: &PrSummary) {

@@ -106,6 +106,61 @@ impl Patch {
         Some(text.join("\n"))
     }
 
+    /// The lines within `around` old lines of `start..=end` (numbered in the old file),
+    /// as a diff, and the first new-side line among those at `start..=end` (else in the
+    /// window): how the code someone commented on changed, and where it is now.
+    pub fn near(&self, start: u32, end: u32, around: u32) -> (String, Option<u32>) {
+        let (from, to) = (start.saturating_sub(around), end.saturating_add(around));
+        let mut out = String::new();
+        let (mut at, mut beside) = (None, None);
+        for hunk in &self.hunks {
+            let mut last_old = hunk.old_start.saturating_sub(1);
+            for line in &hunk.lines {
+                let old = line.old.unwrap_or(last_old);
+                if let Some(number) = line.old {
+                    last_old = number;
+                }
+                if old < from || old > to {
+                    continue;
+                }
+                if (start..=end).contains(&old) {
+                    at = at.or(line.new);
+                }
+                beside = beside.or(line.new);
+                out.push_str(&format!("{}{}\n", line.kind.sign(), line.text));
+            }
+        }
+        (out, at.or(beside))
+    }
+
+    /// Where old line `old` stands in the new file: `None` when the change removed it.
+    /// A line no hunk shows moved by what the hunks before it added and removed.
+    pub fn follow(&self, old: u32) -> Option<u32> {
+        // A side with no lines names the line before the hunk (`@@ -3,0 +4,2 @@` adds
+        // two lines after old line 3), so what follows it starts one later.
+        let after = |start: u32, lines: u32| i64::from(start) + i64::from(lines.max(1));
+        let mut shift: i64 = 0;
+        for hunk in &self.hunks {
+            let first = if hunk.old_lines == 0 {
+                hunk.old_start.saturating_add(1)
+            } else {
+                hunk.old_start
+            };
+            if old < first {
+                break;
+            }
+            if i64::from(old) < after(hunk.old_start, hunk.old_lines) && hunk.old_lines > 0 {
+                return hunk
+                    .lines
+                    .iter()
+                    .find(|l| l.old == Some(old))
+                    .and_then(|l| l.new);
+            }
+            shift = after(hunk.new_start, hunk.new_lines) - after(hunk.old_start, hunk.old_lines);
+        }
+        u32::try_from(i64::from(old) + shift).ok()
+    }
+
     /// The patch as GitHub sends it in a changed file's `patch` field (hunks only): how a
     /// local `git diff` becomes the same input a PR review gets.
     pub fn to_text(&self) -> String {
@@ -546,6 +601,39 @@ mod tests {
         assert_eq!(patch.right_context(2, 1).as_deref(), Some("a\nc\nd"));
         assert_eq!(patch.hunks[0].section, "fn main");
         assert!(patch.right_context(9, 1).is_none());
+    }
+
+    #[test]
+    fn an_old_line_is_followed_to_where_it_stands_now() {
+        // Two lines added after old 3; old 10-11 replaced by one line; old 20 removed.
+        let patch = parse_hunks(
+            "@@ -3,0 +4,2 @@\n+x\n+y\n@@ -9,4 +11,3 @@\n nine\n-ten\n-eleven\n+ten and eleven\n twelve\n@@ -20,1 +20,0 @@\n-twenty",
+        )
+        .unwrap();
+        let followed: Vec<Option<u32>> = [1, 3, 4, 9, 10, 11, 12, 13, 19, 20, 21, 40]
+            .iter()
+            .map(|&old| patch.follow(old))
+            .collect();
+        assert_eq!(
+            followed,
+            [1, 3, 6, 11, 0, 0, 13, 14, 20, 0, 21, 40]
+                .map(|n| (n != 0).then_some(n))
+                .to_vec(),
+            "before any hunk: the same; after an insertion: shifted; removed: none; after a removal: shifted back"
+        );
+    }
+
+    #[test]
+    fn near_shows_the_change_at_and_around_the_old_lines_and_where_they_went() {
+        let patch = parse_hunks(
+            "@@ -1,6 +1,6 @@\n a\n b\n-c\n+C\n d\n e\n f\n@@ -30,1 +30,1 @@\n-far\n+FAR",
+        )
+        .unwrap();
+        let (diff, now) = patch.near(3, 3, 1);
+        assert_eq!(diff, " b\n-c\n+C\n d\n");
+        assert_eq!(now, Some(3), "the added line that replaced it");
+        let (diff, now) = patch.near(30, 30, 0);
+        assert_eq!((diff.as_str(), now), ("-far\n+FAR\n", Some(30)));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::ports::code::{Codebase, Span};
 use crate::ports::github::{ChangedFile, FileStatus, GitHub, GitHubError, RepoScope};
 use crate::ports::llm::{Llm, LlmRequest, Message};
 use crate::ports::{Finding, FindingState, Verdict};
-use crate::review::diff::{self, Patch};
+use crate::review::diff;
 use crate::review::inputs::ReviewInputs;
 use crate::review::resolution;
 use crate::services::Services;
@@ -214,45 +214,19 @@ async fn touched(
 /// no patch for, is not weighed: there is no "after" to read.
 fn change_at(files: &[ChangedFile], finding: &Finding) -> Option<Change> {
     let path = finding.path.as_str();
-    let file = resolution::file_of(files, finding).filter(|f| f.status != FileStatus::Removed)?;
+    let file = resolution::file_of(files, path).filter(|f| f.status != FileStatus::Removed)?;
     let patch = diff::parse_hunks(file.patch.as_deref()?).ok()?;
     let (start, end) = (finding.start_line.unwrap_or(finding.line), finding.line);
     let renamed_to = (file.filename != path).then(|| file.filename.clone());
     if !resolution::touches(&patch, start, end) {
         return None;
     }
-    let (diff, head_line) = near(&patch, start.min(end), start.max(end));
+    let (diff, head_line) = patch.near(start.min(end), start.max(end), AROUND);
     Some(Change {
         diff,
         renamed_to,
         head_line,
     })
-}
-
-/// The lines of `patch` within [`AROUND`] old lines of `start..=end`, as a diff, and the
-/// first line of the new side among those at `start..=end` (else in the window).
-fn near(patch: &Patch, start: u32, end: u32) -> (String, Option<u32>) {
-    let (from, to) = (start.saturating_sub(AROUND), end.saturating_add(AROUND));
-    let mut out = String::new();
-    let (mut at, mut beside) = (None, None);
-    for hunk in &patch.hunks {
-        let mut last_old = hunk.old_start.saturating_sub(1);
-        for line in &hunk.lines {
-            let old = line.old.unwrap_or(last_old);
-            if let Some(number) = line.old {
-                last_old = number;
-            }
-            if old < from || old > to {
-                continue;
-            }
-            if (start..=end).contains(&old) {
-                at = at.or(line.new);
-            }
-            beside = beside.or(line.new);
-            out.push_str(&format!("{}{}\n", line.kind.sign(), line.text));
-        }
-    }
-    (out, at.or(beside))
 }
 
 /// Lines of the definition around a finding shown as it is now, at the most.

@@ -386,7 +386,7 @@ pub async fn code_changed(
     for finding in earlier.iter().filter(|f| {
         f.outcome.is_none() && f.state == FindingState::Open && f.head_sha == previous_head
     }) {
-        let Some(file) = resolution::file_of(compare, finding) else {
+        let Some(file) = resolution::file_of(compare, &finding.path) else {
             continue;
         };
         let touched = match file.patch.as_deref().map(diff::parse_hunks) {

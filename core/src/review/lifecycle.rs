@@ -252,7 +252,7 @@ async fn unchanged_in_pr(
         .since(github, scope, &finding.head_sha, head_sha)
         .await?;
     let now_at = comparison
-        .and_then(|c| resolution::file_of(&c.files, finding))
+        .and_then(|c| resolution::file_of(&c.files, &finding.path))
         .map_or(finding.path.as_str(), |file| file.filename.as_str());
     Ok(pr_paths.contains(now_at) && !resolution::changed_in(comparison, finding))
 }

@@ -152,7 +152,7 @@ impl Compares {
 /// are weighed in the renamed file's patch (whose old side is the finding's file), so an
 /// author cannot lift a blocking finding by giving its file another name.
 pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
-    let Some(file) = comparison.and_then(|c| file_of(&c.files, finding)) else {
+    let Some(file) = comparison.and_then(|c| file_of(&c.files, &finding.path)) else {
         return false;
     };
     if file.status == FileStatus::Removed {
@@ -174,13 +174,13 @@ pub fn changed_in(comparison: Option<&Comparison>, finding: &Finding) -> bool {
     }
 }
 
-/// Where `files` (changed since the finding's commit) have the finding's file: under its
-/// path, or under the name a rename gave it (whose patch's old side is the finding's file).
-pub fn file_of<'c>(files: &'c [ChangedFile], finding: &Finding) -> Option<&'c ChangedFile> {
+/// Where `files` (changed since a finding's or a comment's commit) have the file that was
+/// `path` then: under that path, or under the name a rename gave it (whose patch's old
+/// side is that file).
+pub fn file_of<'c>(files: &'c [ChangedFile], path: &str) -> Option<&'c ChangedFile> {
     files.iter().find(|f| {
-        f.filename == finding.path
-            || (f.status == FileStatus::Renamed
-                && f.previous_filename.as_deref() == Some(&finding.path))
+        f.filename == path
+            || (f.status == FileStatus::Renamed && f.previous_filename.as_deref() == Some(path))
     })
 }
 

@@ -62,7 +62,9 @@ pub(super) fn review_comment_json(
     c["path"] = path.into();
     c["line"] = line.into();
     c["original_line"] = line.into();
+    // One line: GitHub gives a range's start only for a comment on several.
     c["start_line"] = Value::Null;
+    c["original_start_line"] = Value::Null;
     c["side"] = "RIGHT".into();
     c["created_at"] = now().into();
     c["updated_at"] = now().into();

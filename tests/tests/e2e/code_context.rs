@@ -695,7 +695,7 @@ mod answers {
     //! with the caller in front of the model, from a file the PR does not touch.
 
     use parley_tests::conversation_harness::{Backend, HEAD, Harness, REPO};
-    use parley_tests::fake_github::tarball;
+    use parley_tests::fake_github::{Injected, Listed, tarball};
 
     const DB: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\n";
     const APP: &str = "use crate::db::find;\n\npub fn handle(id: Option<&str>) -> String {\n    let Some(id) = id else { return String::new() };\n    find(id)\n}\n";
@@ -707,11 +707,37 @@ mod answers {
         files: &[(&str, &str)],
         script: impl FnOnce(&Harness),
     ) -> (Harness, String) {
+        ask_in_thread(
+            backend,
+            files,
+            script,
+            "@parley the caller checks for null",
+            None,
+        )
+        .await
+    }
+
+    /// `question` in the seeded finding's thread, with `files` at the head (`arrange`
+    /// sets the fakes up first); with `began_on`, the thread began on that commit and is
+    /// outdated, as GitHub shows one whose code the PR changed since.
+    async fn ask_in_thread(
+        backend: Backend,
+        files: &[(&str, &str)],
+        arrange: impl FnOnce(&Harness),
+        question: &str,
+        began_on: Option<&str>,
+    ) -> (Harness, String) {
         let h = Harness::start(backend).await;
         h.github.set_tarball(REPO, HEAD, tarball(files));
-        script(&h);
+        arrange(&h);
         let (root, _) = h.seed_finding(true).await;
-        h.run(h.inline_comment("bob", "@parley the caller checks for null", Some(root)))
+        if let Some(commit) = began_on {
+            h.github.update_review_comment(root, |c| {
+                c["line"] = serde_json::Value::Null;
+                c["original_commit_id"] = commit.into();
+            });
+        }
+        h.run(h.inline_comment("bob", question, Some(root)))
             .await
             .expect("turn");
         let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
@@ -765,6 +791,119 @@ mod answers {
     #[tokio::test]
     async fn removed_line_dynamodb() {
         a_question_on_a_removed_line_reads_no_code_by_its_number(Backend::Dynamo).await;
+    }
+
+    /// The commit the seeded finding's thread began on, before the PR's head.
+    const OLD: &str = "0a1b2c3d00000000000000000000000000000000";
+    const FIXED: &str = "use std::io;\nuse crate::sql::query;\n\n/// Bound, never formatted.\npub fn find(id: &str) -> String {\n    query(\"SELECT * FROM users WHERE id = ?\", id)\n}\n";
+    const FIX_PATCH: &str = "@@ -1,4 +1,7 @@\n use std::io;\n+use crate::sql::query;\n+\n+/// Bound, never formatted.\n pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)\n }";
+
+    /// "@parley fixed, have another look" in the seeded finding's thread, made outdated
+    /// by commits after `OLD` (`arrange` sets the head's files and the compare).
+    async fn ask_after_a_push(
+        backend: Backend,
+        files: &[(&str, &str)],
+        arrange: impl FnOnce(&Harness),
+    ) -> (Harness, String) {
+        let question = "@parley fixed, have another look";
+        let (h, prompt) = ask_in_thread(backend, files, arrange, question, Some(OLD)).await;
+        assert!(!h.parley_comments().is_empty(), "answered");
+        (h, prompt)
+    }
+
+    /// The thread's hunk shows the old `format!`; the answer is also shown what replaced
+    /// it and the function as it is now, where its lines moved to.
+    async fn an_outdated_threads_answer_reads_the_code_as_it_is_now(backend: Backend) {
+        let (_h, prompt) = ask_after_a_push(backend, &[("src/db.rs", FIXED)], |h| {
+            h.github
+                .set_compare(REPO, OLD, HEAD, &[("src/db.rs", "modified", FIX_PATCH)])
+        })
+        .await;
+        assert!(
+            prompt.contains("## Code around the commented line, as it was on commit `0a1b2c3`"),
+            "the hunk is the old code: {prompt}"
+        );
+        let since = prompt
+            .find("## Since this thread began")
+            .expect("what changed since");
+        assert!(
+            prompt[since..].contains("+    query(\"SELECT * FROM users WHERE id = ?\", id)"),
+            "{prompt}"
+        );
+        assert!(
+            prompt[since..].contains("They now stand at `src/db.rs` line 6."),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("#### src/db.rs:5-7"),
+            "the function read where the line is now: {prompt}"
+        );
+    }
+
+    /// A rename and nothing else: the lines are as they were, read under the new name.
+    async fn an_outdated_thread_in_a_renamed_file_reads_it_under_its_new_name(backend: Backend) {
+        let (_h, prompt) = ask_after_a_push(
+            backend,
+            &[("src/store/db.rs", DB), ("src/app.rs", APP)],
+            |h| {
+                h.github
+                    .set_compare(REPO, OLD, HEAD, &[("src/store/db.rs", "renamed", "")]);
+                h.github.renamed_unchanged(
+                    REPO,
+                    Listed::Compare(OLD, HEAD),
+                    "src/store/db.rs",
+                    "src/db.rs",
+                );
+            },
+        )
+        .await;
+        assert!(
+            prompt.contains(
+                "the commented lines are unchanged. They now stand at `src/store/db.rs` line 3."
+            ),
+            "{prompt}"
+        );
+        assert!(prompt.contains("#### src/store/db.rs:2-4"), "{prompt}");
+    }
+
+    /// A compare GitHub will not give (the old commit gone after a force-push: 404; or
+    /// 502 after the client's retries): the answer goes on from the thread's hunk.
+    async fn an_outdated_thread_github_will_not_compare_is_answered_from_its_hunk(
+        backend: Backend,
+    ) {
+        for status in [404, 502] {
+            let (_h, prompt) = ask_after_a_push(backend, &[("src/db.rs", FIXED)], |h| {
+                h.github.inject(Injected::answering(
+                    "GET",
+                    format!("/compare/{OLD}..."),
+                    status,
+                    50,
+                ))
+            })
+            .await;
+            assert!(!prompt.contains("## Since this thread began"), "{prompt}");
+            assert!(
+                !prompt.contains("#### src/db.rs:"),
+                "no line to read by: {prompt}"
+            );
+            assert!(
+                prompt.contains("## Code around the commented line"),
+                "{prompt}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn outdated_sqlite() {
+        an_outdated_threads_answer_reads_the_code_as_it_is_now(Backend::Sqlite).await;
+        an_outdated_thread_in_a_renamed_file_reads_it_under_its_new_name(Backend::Sqlite).await;
+        an_outdated_thread_github_will_not_compare_is_answered_from_its_hunk(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn outdated_dynamodb() {
+        an_outdated_threads_answer_reads_the_code_as_it_is_now(Backend::Dynamo).await;
+        an_outdated_thread_in_a_renamed_file_reads_it_under_its_new_name(Backend::Dynamo).await;
     }
 
     /// Not code: only a tool call reads it.
