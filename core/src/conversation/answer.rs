@@ -35,13 +35,16 @@ pub struct ModelAnswer {
     pub resolution: Option<Resolution>,
 }
 
-/// How a dispute about a finding ended.
+/// How a dispute about a finding ended, or that the model saw it fixed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Resolution {
     Concede,
     Maintain,
     Escalate,
+    /// The developer says it is fixed, and the code as it is now bears them out: the
+    /// finding was right, and is resolved (where the gate lets the asker lift it).
+    Fixed,
 }
 
 impl Resolution {
@@ -50,6 +53,7 @@ impl Resolution {
             Resolution::Concede => "concede",
             Resolution::Maintain => "maintain",
             Resolution::Escalate => "escalate",
+            Resolution::Fixed => "fixed",
         }
     }
 }

@@ -14,13 +14,21 @@ use crate::review::lifecycle;
 use crate::review::resolution::{self, Decision};
 use time::OffsetDateTime;
 
-/// The state a finding takes after a dispute: conceded findings will not be fixed; the
-/// others stay open (for the humans, in an escalation).
+/// The state a finding takes after a dispute: conceded findings will not be fixed, fixed
+/// ones are resolved; the others stay open (for the humans, in an escalation).
 pub fn state_after(resolution: Resolution) -> FindingState {
     match resolution {
         Resolution::Concede => FindingState::WontFix,
+        Resolution::Fixed => FindingState::Resolved,
         Resolution::Maintain | Resolution::Escalate => FindingState::Open,
     }
+}
+
+/// Whether `resolution` would take the finding out of the gate, so that who asked must be
+/// weighed first ([`weigh_concession`]): a fix the model confirms lifts no more than
+/// the asker's own resolving of the thread would.
+pub fn would_lift(resolution: Resolution) -> bool {
+    state_after(resolution) != FindingState::Open
 }
 
 /// Before posting an escalation: ask the configured humans for a review (else the code
@@ -216,10 +224,14 @@ pub async fn settle(
         }
     }
     tracing::info!(repo = %snap.repo, pr = snap.number, finding = %finding.id, resolution = resolution.as_str(), lifts, stored_before = in_play.stored, "dispute settled");
-    if resolution != Resolution::Concede
-        || !lifts
-        || !snap.config.config.dispute.resolve_thread_on_concede
-    {
+    // A fixed finding's thread is resolved as a push's fix resolves it; a concession's
+    // as the team chose.
+    let resolve_thread = match resolution {
+        Resolution::Fixed => true,
+        Resolution::Concede => snap.config.config.dispute.resolve_thread_on_concede,
+        Resolution::Maintain | Resolution::Escalate => false,
+    };
+    if !lifts || !resolve_thread {
         return state;
     }
     let thread = match github

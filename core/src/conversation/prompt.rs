@@ -44,7 +44,12 @@ fixing, decide and say which:
 - \"concede\": you were wrong, or the point does not apply here. Say so plainly.
 - \"maintain\": it still holds. Explain why, briefly, with the evidence.
 - \"escalate\": it is a judgement call that humans on the team should make.
-If the reply does not dispute the finding (a question, a thank-you, a fix), give no resolution.
+- \"fixed\": the developer says it is fixed, and the code as it is now (shown to you, or \
+read with the tools) removes the problem. Code that was only moved, renamed or reformatted, \
+or changed next to the problem while it remains, is not fixed; when you cannot see the code \
+as it is now, or are unsure, give no resolution and say what you would need to see.
+If the reply does not dispute the finding or say it is fixed (a question, a thank-you), give \
+no resolution.
 If you concede because of one of the repository's learnings, say so and cite its id (for \
 example `L-3f9a`). When code shown from the repository settles the point (the caller that \
 checks for None, the definition that cannot fail), cite it by `path:line`.";
@@ -53,7 +58,7 @@ checks for None, the definition that cannot fail), cite it by `path:line`.";
 /// The example's `reply`, which a real answer never is.
 pub const ANSWER_PLACEHOLDER: &str = "<your answer, Markdown>";
 pub const ANSWER_SHAPE: &str = r#"{"reply": "<your answer, Markdown>", "resolution": null}
-where "resolution" is null, or one of "concede", "maintain", "escalate" when the developer disputes the finding (only then)."#;
+where "resolution" is null, or one of "concede", "maintain", "escalate" when the developer disputes the finding, or "fixed" when they say it is fixed and the code now shows it (only then)."#;
 
 /// The role and rules for `ctx`, the language rule last among them (see
 /// [`crate::config::language`]).

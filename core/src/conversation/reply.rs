@@ -8,6 +8,7 @@ use super::trigger::Trigger;
 use super::{ConversationHandler, Failed, Outcome, Resolution, context, dispute, gates};
 use crate::llm::MeteredLlm;
 use crate::markers::{self, ReplyMarker};
+use crate::ports::FindingState;
 
 impl ConversationHandler {
     /// Read the context, ask the model, post the answer, settle a dispute.
@@ -42,11 +43,21 @@ impl ConversationHandler {
             let path = ctx.finding.as_ref().map(|f| f.finding.path.as_str());
             extras.push(dispute::escalate(self.github(), snap, trigger, path).await);
         }
-        // A concession lifts a blocking finding only for someone entitled to lift it (the
-        // PR's author after changing the code, or `gate.resolveBy`): otherwise the author
-        // could talk the model round and turn the required check green.
+        // A team that leaves fixes to people (`review.resolveFixed: false`) is told so
+        // rather than having the model resolve one.
+        let resolution = match resolution {
+            Some(Resolution::Fixed) if !snap.config.config.review.resolve_fixed => {
+                extras.push(FIXES_LEFT_TO_PEOPLE.to_string());
+                None
+            }
+            other => other,
+        };
+        // A concession (or a fix the model confirms) lifts a blocking finding only for
+        // someone entitled to lift it (the PR's author after changing the code, or
+        // `gate.resolveBy`): otherwise the author could talk the model round and turn the
+        // required check green.
         let lifts = match (resolution, &ctx.finding) {
-            (Some(Resolution::Concede), Some(in_play)) => {
+            (Some(r), Some(in_play)) if dispute::would_lift(r) => {
                 let decision = dispute::weigh_concession(self.github(), snap, in_play, trigger)
                     .await
                     .map_err(|err| Failed::BeforePosting(err.into()))?;
@@ -108,6 +119,8 @@ impl ConversationHandler {
             if resolution == Resolution::Concede {
                 self.record_concession(snap, &in_play.finding.id, trigger)
                     .await;
+            } else if resolution == Resolution::Fixed && state == FindingState::Resolved {
+                self.record_fixed(snap, &in_play.finding.id, trigger).await;
             } else if state != in_play.finding.state {
                 let mut changed = in_play.finding.clone();
                 changed.state = state;
@@ -197,6 +210,11 @@ impl ConversationHandler {
         .await;
     }
 }
+
+/// Said under an answer that found the finding fixed where `review.resolveFixed` is off.
+const FIXES_LEFT_TO_PEOPLE: &str = "This repository leaves fixes to people \
+    (`review.resolveFixed: false`), so I have not resolved the finding: resolve the thread \
+    once you are satisfied.";
 
 /// The PR whose words may enter the repository's corpora now (a fork's only once
 /// merged); `None` on an issue, or a fork PR still open.

@@ -180,7 +180,7 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindingOutcome {
     pub verdict: Verdict,
-    /// What said so: `thread_resolved`, `code_changed`, `thumbs_up`, `conceded`,
+    /// What said so: `thread_resolved`, `code_changed`, `fixed`, `thumbs_up`, `conceded`,
     /// `wont_fix`, `thumbs_down`, `resolved_after_dispute`, `closed_unanswered`.
     pub signal: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

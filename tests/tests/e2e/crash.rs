@@ -487,6 +487,37 @@ async fn killed_while_concluding_the_check_the_restart_concludes_it() {
 /// no longer open (it would keep the merge gate failing) and its thread is resolved.
 #[tokio::test]
 async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_dispute() {
+    killed_after_github_stored_the_answer(
+        "Not a bug: the id is validated by the caller.",
+        "You are right: the caller validates it. I withdraw this finding.",
+        "concede",
+        FindingState::WontFix,
+    )
+    .await;
+}
+
+/// The same with a fix the model confirmed in the thread (marker `fixed`): the finding is
+/// resolved, its thread too, after the restart.
+#[tokio::test]
+async fn killed_after_github_stored_a_confirmed_fix_the_restart_still_resolves_it() {
+    killed_after_github_stored_the_answer(
+        "Fixed in the last push: the id is validated by the caller.",
+        "Confirmed: the caller validates it now.",
+        "fixed",
+        FindingState::Resolved,
+    )
+    .await;
+}
+
+/// The question (`asked`, naming "validated by the caller") answered with `resolution`,
+/// the process killed once GitHub stored the reply; after the restart the finding is in
+/// `state` and its thread resolved, with one reply.
+async fn killed_after_github_stored_the_answer(
+    asked: &str,
+    answered: &str,
+    resolution: &str,
+    state: FindingState,
+) {
     let mut rig = Rig::new().await;
     let root = rig.seed_finding();
     // Medium: a concession to the PR's author lifts it (a blocking one would need a code
@@ -510,15 +541,11 @@ async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_d
         .put_finding(&finding)
         .await
         .expect("seed finding");
-    let phrase = "the id is validated by the caller";
     rig.llm.answer(
-        phrase,
-        &parley_tests::conversation_harness::answer(
-            "You are right: the caller validates it. I withdraw this finding.",
-            Some("concede"),
-        ),
+        "validated by the caller",
+        &parley_tests::conversation_harness::answer(answered, Some(resolution)),
     );
-    let (question, event, payload) = rig.question(&format!("Not a bug: {phrase}."), Some(root));
+    let (question, event, payload) = rig.question(asked, Some(root));
     let reply_path = format!("/repos/{REPO}/pulls/{PR}/comments/{root}/replies");
     let posting = rig
         .github
@@ -546,15 +573,14 @@ async fn killed_after_github_stored_a_concession_the_restart_still_settles_the_d
         .expect("findings");
     assert_eq!(stored.len(), 1);
     assert_eq!(
-        stored[0].state,
-        FindingState::WontFix,
-        "the concession posted on GitHub was never recorded: the finding stays open and keeps blocking the merge gate"
+        stored[0].state, state,
+        "the {resolution} posted on GitHub was never recorded: the finding stays open and keeps blocking the merge gate"
     );
     assert!(
         rig.github
             .resolved_threads()
             .contains(&format!("PRRT_{root}")),
-        "the conceded finding's thread was not resolved: {:?}",
+        "the finding's thread was not resolved: {:?}",
         rig.github.resolved_threads()
     );
 }

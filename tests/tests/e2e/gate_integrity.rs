@@ -13,6 +13,7 @@ use parley_core::review::summary::ReviewMarker;
 use parley_tests::fake_github::{Injected, Listed};
 use parley_tests::flaky_store::{FlakyStore, Outage};
 use parley_tests::review_harness::*;
+use parley_tests::scripts::answer;
 use parley_tests::tenants::key;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -24,6 +25,8 @@ parley_tests::review_on_both_stores!(
     the_authors_resolution_counts_only_after_the_code_changed,
     a_resolved_finding_found_again_blocks_again,
     a_concession_to_the_author_without_a_code_change_keeps_the_gate,
+    a_fix_the_thread_confirms_resolves_the_finding_and_passes_the_gate,
+    a_repository_that_leaves_fixes_to_people_is_told_not_resolved,
     a_skipped_review_keeps_an_earlier_failure,
     a_check_that_could_not_be_created_is_created_completed_at_the_end,
     a_run_is_published_only_after_its_check_is_concluded,
@@ -372,32 +375,137 @@ async fn a_resolved_finding_found_again_blocks_again(h: ReviewHarness) {
     open_again_not_posted_twice(&h).await;
 }
 
+/// The author talks the model round ("not a bug"), or has it say the finding is fixed,
+/// without changing the code at its lines: either way the finding keeps the gate.
 async fn a_concession_to_the_author_without_a_code_change_keeps_the_gate(h: ReviewHarness) {
     let finding = h.review_opened_with_a_blocking_finding().await;
     let root = finding.comment_id.expect("inline");
-    h.llm.answer(
-        CONVERSATION,
-        &json!({ "reply": "You are right, this cannot inject.", "resolution": "concede" })
-            .to_string(),
-    );
     let checks_before = h.check_runs().len();
-    h.conversation()
-        .handle(reply_in_thread(&h, root, "alice", "Not a bug, trust me."))
-        .await
-        .expect("turn");
-    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    for (said, resolution) in [
+        ("Not a bug, trust me.", "concede"),
+        ("@parley fixed it, please resolve.", "fixed"),
+    ] {
+        h.llm.answer(
+            CONVERSATION,
+            &answer("You are right, this cannot inject.", Some(resolution)),
+        );
+        h.conversation()
+            .handle(reply_in_thread(&h, root, "alice", said))
+            .await
+            .expect("turn");
+        assert_eq!(
+            h.findings().await[0].state,
+            FindingState::Open,
+            "{resolution}"
+        );
+        let body = last_reply_in(&h, root);
+        assert!(body.contains("You are right"), "{body}");
+        assert!(body.contains("still counts for the merge gate"), "{body}");
+        assert!(h.github.resolved_threads().is_empty(), "thread left open");
+        assert_eq!(h.check_runs().len(), checks_before, "gate unchanged");
+        assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    }
+}
+
+/// The body of Parley's latest reply in the thread of `root`.
+fn last_reply_in(h: &ReviewHarness, root: u64) -> String {
     let reply = h
         .github
         .review_comments(REPO, PR)
         .into_iter()
         .rfind(|c| c["user"]["login"] == "parley[bot]" && c["in_reply_to_id"] == root)
         .expect("Parley replied");
-    let body = reply["body"].as_str().unwrap_or_default();
-    assert!(body.contains("You are right"), "{body}");
-    assert!(body.contains("still counts for the merge gate"), "{body}");
-    assert!(h.github.resolved_threads().is_empty(), "thread left open");
-    assert_eq!(h.check_runs().len(), checks_before, "gate unchanged");
-    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    reply["body"].as_str().unwrap_or_default().to_string()
+}
+
+/// The blocking finding's fix is pushed and reviewed, and the fix check (cautious, or
+/// turned off) leaves it open; GitHub now shows its thread outdated (its comment made on
+/// `HEAD`). The root comment's id.
+async fn fixed_but_still_open(h: &ReviewHarness) -> u64 {
+    let root = the_fix_pushed_and_weighed(h, false)
+        .await
+        .comment_id
+        .expect("inline");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
+    h.github.update_review_comment(root, |c| {
+        c["line"] = Value::Null;
+        c["original_commit_id"] = HEAD.into();
+    });
+    h.llm.answer(
+        CONVERSATION,
+        &answer("Confirmed: the query is bound now.", Some("fixed")),
+    );
+    root
+}
+
+/// "@parley fixed, have another look" from the PR's author after a push that rewrote the
+/// finding's lines: the answer is shown what the push changed there, confirms the fix,
+/// and the finding is resolved (accepted: it was right), its thread too, and the gate
+/// passes: what the author's own resolving of the thread would have done.
+async fn a_fix_the_thread_confirms_resolves_the_finding_and_passes_the_gate(h: ReviewHarness) {
+    let root = fixed_but_still_open(&h).await;
+    h.conversation()
+        .handle(reply_in_thread(
+            &h,
+            root,
+            "alice",
+            "@parley fixed in the last push, have another look",
+        ))
+        .await
+        .expect("turn");
+
+    let asked = h
+        .llm
+        .prompts()
+        .into_iter()
+        .rfind(|p| p.text().contains(CONVERSATION))
+        .expect("the answer's prompt")
+        .text();
+    parley_tests::expect::says_all(
+        &asked,
+        &[
+            "## Since this thread began",
+            "+    query(\"SELECT * FROM users WHERE id = ?\"",
+            "\"fixed\": the developer says it is fixed",
+        ],
+    );
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    assert_eq!(after[0].state_changed_by.as_deref(), Some("alice"));
+    let outcome = after[0].outcome.as_ref().expect("an outcome");
+    assert_eq!(
+        outcome.verdict,
+        parley_core::ports::Verdict::Accepted,
+        "it was right"
+    );
+    assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+}
+
+/// Where `review.resolveFixed` is off the team resolves fixes itself: the answer says so
+/// and changes nothing.
+async fn a_repository_that_leaves_fixes_to_people_is_told_not_resolved(h: ReviewHarness) {
+    h.config("review:\n  resolveFixed: false\n");
+    let root = fixed_but_still_open(&h).await;
+    h.conversation()
+        .handle(reply_in_thread(
+            &h,
+            root,
+            "alice",
+            "@parley fixed, look again",
+        ))
+        .await
+        .expect("turn");
+    let body = last_reply_in(&h, root);
+    assert!(
+        body.contains("Confirmed: the query is bound now."),
+        "{body}"
+    );
+    assert!(body.contains("leaves fixes to people"), "{body}");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+    assert!(h.github.resolved_threads().is_empty());
+    assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
 }
 
 async fn a_skipped_review_keeps_an_earlier_failure(h: ReviewHarness) {
@@ -561,14 +669,21 @@ fn fixed_verdict(fixed: bool) -> String {
         .to_string()
 }
 
-async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness) {
+/// The opened PR's blocking finding, then the push of its fix reviewed, the fix check
+/// (where it runs) answering `fixed`: the finding as first stored.
+async fn the_fix_pushed_and_weighed(h: &ReviewHarness, fixed: bool) -> Finding {
     let found = h.review_opened_with_a_blocking_finding().await;
-    let root = found.comment_id.expect("inline");
-    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.llm.answer(FIX_CHECK, &fixed_verdict(fixed));
     h.push_sql_fix();
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await
         .expect("review of the fix");
+    found
+}
+
+async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness) {
+    let found = the_fix_pushed_and_weighed(&h, true).await;
+    let root = found.comment_id.expect("inline");
 
     let asked = the_one_fix_question(&h);
     parley_tests::expect::says_all(
@@ -615,12 +730,7 @@ async fn a_garbled_answer_about_a_fix_leaves_the_finding_open(h: ReviewHarness) 
 
 async fn a_repository_can_leave_fixes_to_people(h: ReviewHarness) {
     h.config("review:\n  resolveFixed: false\n");
-    h.review_opened_with_a_blocking_finding().await;
-    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
-    h.push_sql_fix();
-    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
-        .await
-        .expect("review of the fix");
+    the_fix_pushed_and_weighed(&h, true).await;
     assert_eq!(h.llm.calls_containing(FIX_CHECK), 0, "not asked");
     assert_eq!(h.findings().await[0].state, FindingState::Open);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "failure");
