@@ -248,7 +248,7 @@ pub async fn analyse(
         &results,
         &subject.pull.patches,
         subject.earlier,
-        &renamed_away(subject.earlier, subject.pull),
+        &moved_away(subject.earlier, subject.pull),
     );
     // The model read the PR (user text): what it wrote is posted only once cleaned of
     // markers, hidden text and mentions of Parley.
@@ -341,19 +341,27 @@ pub async fn analyse(
     })
 }
 
-/// The paths of earlier findings that the PR no longer changes: the file was renamed
-/// since (or its code moved), so a finding said again there is known by its code at the
-/// new name ([`merge::merge`]). None while GitHub's listing stopped short: a path past its
-/// cap is not known to be gone.
-fn renamed_away<'e>(earlier: &'e [Finding], pull: &PullFiles) -> HashSet<&'e str> {
+/// The ids of earlier findings whose code is no longer where they were posted: the PR no
+/// longer changes their file (renamed since), or its diff no longer has their code (moved
+/// into another file, or removed). A finding said again on that code elsewhere is then
+/// known as the earlier one ([`merge::merge`]) rather than posted twice. None while
+/// GitHub's listing stopped short: a path past its cap is not known to be gone; nor a
+/// finding in a file GitHub sent no patch for.
+fn moved_away<'e>(earlier: &'e [Finding], pull: &PullFiles) -> HashSet<&'e str> {
     if pull.truncated {
         return HashSet::new();
     }
     let changed: HashSet<&str> = pull.paths.iter().map(String::as_str).collect();
     earlier
         .iter()
-        .map(|finding| finding.path.as_str())
-        .filter(|path| !changed.contains(path))
+        .filter(|finding| {
+            !changed.contains(finding.path.as_str())
+                || pull
+                    .patches
+                    .get(&finding.path)
+                    .is_some_and(|patch| !merge::still_at(finding, patch))
+        })
+        .map(|finding| finding.id.as_str())
         .collect()
 }
 
@@ -622,7 +630,7 @@ mod tests {
     use crate::ports::github::ChangedFile;
 
     #[test]
-    fn a_path_is_renamed_away_only_when_github_listed_every_file() {
+    fn a_finding_has_moved_away_only_when_github_listed_every_file() {
         let earlier = [
             Finding::sample("src/db.rs", "SQL injection"),
             Finding::sample("src/api.rs", "Unchecked id"),
@@ -633,8 +641,40 @@ mod tests {
             None,
         )];
         let whole = PullFiles::from_files(files.clone(), false);
-        assert_eq!(renamed_away(&earlier, &whole), HashSet::from(["src/db.rs"]));
+        assert_eq!(
+            moved_away(&earlier, &whole),
+            HashSet::from(["f-SQL injection"]),
+            "its file renamed away"
+        );
         let cut = PullFiles::from_files(files, true);
-        assert!(renamed_away(&earlier, &cut).is_empty());
+        assert!(moved_away(&earlier, &cut).is_empty());
+    }
+
+    #[test]
+    fn a_finding_whose_code_left_a_file_the_pr_still_changes_has_moved_away() {
+        const FIRST: &str = "@@ -1,1 +1,3 @@\n a\n+let q = format!(\"{}\", id);\n+run(q);";
+        let finding = |code: &str, title: &str| Finding {
+            site: merge::site("src/db.rs", code),
+            line: 2,
+            ..Finding::sample("src/db.rs", title)
+        };
+        let earlier = [
+            finding("let q = format!(\"{}\", id);", "SQL injection"),
+            finding("a", "Unclear name"),
+        ];
+        let now = |patch: &str| {
+            let file = ChangedFile::listed("src/db.rs", FileStatus::Modified, Some(patch));
+            moved_away(&earlier, &PullFiles::from_files(vec![file], false))
+        };
+        assert!(now(FIRST).is_empty(), "as posted");
+        assert!(
+            now("@@ -1,1 +1,5 @@\n+x\n+y\n a\n+let q = format!(\"{}\", id);\n+run(q);").is_empty(),
+            "lines moved down the file: still there"
+        );
+        assert_eq!(
+            now("@@ -1,1 +1,2 @@\n a\n+run(other());"),
+            HashSet::from(["f-SQL injection"]),
+            "its code gone from the file's diff; the other finding's stays"
+        );
     }
 }

@@ -106,14 +106,14 @@ pub struct Merged {
 
 /// Merge the passes' findings. `patches` are the PR's patches by path (the whole PR, also
 /// for an incremental review: GitHub places comments on the PR's diff); `earlier` are the
-/// findings already on the PR, and `renamed_away` those of their paths the PR no longer
-/// changes (the file renamed since, or its code moved): a finding there said again at
-/// another path, on the same code, is known as the earlier one rather than posted twice.
+/// findings already on the PR, and `moved_away` the ids of those whose code is no longer
+/// where they were posted (see [`still_at`]): such a finding said again at another path,
+/// on the same code, is known as the earlier one rather than posted twice.
 pub fn merge(
     results: &[PassResult],
     patches: &HashMap<String, Patch>,
     earlier: &[Finding],
-    renamed_away: &HashSet<&str>,
+    moved_away: &HashSet<&str>,
 ) -> Merged {
     let mut merged = Merged::default();
     for result in results {
@@ -135,7 +135,7 @@ pub fn merge(
             }
         }
     }
-    let found_again = found_again(&merged.candidates, earlier, renamed_away);
+    let found_again = found_again(&merged.candidates, earlier, moved_away);
     for (mut candidate, posted) in std::mem::take(&mut merged.candidates)
         .into_iter()
         .zip(found_again)
@@ -161,14 +161,14 @@ pub fn merge(
 fn found_again(
     candidates: &[Candidate],
     earlier: &[Finding],
-    renamed_away: &HashSet<&str>,
+    moved_away: &HashSet<&str>,
 ) -> Vec<Option<usize>> {
     let mut pairs: Vec<(Match, usize, usize)> = candidates
         .iter()
         .enumerate()
         .flat_map(|(c, candidate)| {
             earlier.iter().enumerate().filter_map(move |(e, finding)| {
-                let moved = renamed_away.contains(finding.path.as_str());
+                let moved = moved_away.contains(finding.id.as_str());
                 Some((posted_as(finding, candidate, moved)?, c, e))
             })
         })
@@ -200,9 +200,9 @@ enum Match {
     Fingerprint,
 }
 
-/// Whether (and how surely) `candidate` is `earlier` said again. `moved`: the PR no
-/// longer changes `earlier`'s path, so the candidate's code is also weighed as if it stood
-/// there (a file renamed keeps its code, not its path).
+/// Whether (and how surely) `candidate` is `earlier` said again. `moved`: `earlier`'s code
+/// is no longer at its path, so the candidate's code is also weighed as if it stood there
+/// (a file renamed, or code moved into another, keeps its code, not its path).
 fn posted_as(earlier: &Finding, candidate: &Candidate, moved: bool) -> Option<Match> {
     if earlier.fingerprint == candidate.fingerprint {
         return Some(Match::Fingerprint);
@@ -273,6 +273,31 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
         on_diff,
         doubt: None,
     }
+}
+
+/// Whether `finding`'s code (the lines its [`site`] hashed, however far they moved) is
+/// still in `patch`, its file's diff now; `true` where it has no site to look for. One
+/// that is not was moved into another file, or removed.
+pub fn still_at(finding: &Finding, patch: &Patch) -> bool {
+    if finding.site.is_empty() {
+        return true;
+    }
+    let span = finding
+        .line
+        .saturating_sub(finding.start_line.unwrap_or(finding.line));
+    let right: Vec<(u32, &str)> = patch
+        .lines()
+        .filter_map(|l| Some((l.new?, l.text.as_str())))
+        .collect();
+    (0..right.len()).any(|first| {
+        let end = right[first].0.saturating_add(span);
+        let code: Vec<&str> = right[first..]
+            .iter()
+            .take_while(|(n, _)| *n <= end)
+            .map(|(_, text)| *text)
+            .collect();
+        site(&finding.path, &code.join("\n")) == finding.site
+    })
 }
 
 /// The new file's text of `start..=end`, from the patch.
@@ -752,7 +777,7 @@ mod tests {
             "src/store.rs".to_string(),
             patches().remove("src/db.rs").unwrap(),
         )]);
-        let at_new_name = |title: &str, renamed_away: &HashSet<&str>| {
+        let at_new_name = |title: &str, moved_away: &HashSet<&str>| {
             let finding = RawFinding {
                 path: "src/store.rs".into(),
                 ..raw(2, title, Severity::High, 90)
@@ -761,10 +786,10 @@ mod tests {
                 &[pass("security", vec![finding])],
                 &renamed,
                 &earlier,
-                renamed_away,
+                moved_away,
             )
         };
-        let gone = HashSet::from(["src/db.rs"]);
+        let gone = HashSet::from([earlier[0].id.as_str()]);
         for title in [
             "SQL injection in query",
             "Query built with format!: SQL injection",
@@ -782,7 +807,7 @@ mod tests {
             at_new_name("Unbounded result set", &gone).candidates.len(),
             1
         );
-        // While the PR still changes `src/db.rs`, the same code elsewhere is another place.
+        // While the code is still at `src/db.rs`, the same code elsewhere is another place.
         let elsewhere = at_new_name("SQL injection in query", &HashSet::new());
         assert_eq!(elsewhere.candidates.len(), 1);
         assert_eq!(elsewhere.already_posted, 0);

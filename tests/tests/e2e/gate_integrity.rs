@@ -44,6 +44,7 @@ parley_tests::review_on_both_stores!(
     a_change_to_a_findings_lines_in_a_file_the_push_renamed_is_acted_on,
     renaming_a_blocking_findings_file_is_no_code_change,
     a_finding_said_again_in_its_renamed_file_is_the_same_finding,
+    a_finding_said_again_where_the_pr_moved_its_code_is_the_same_finding,
     a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence,
     a_review_waits_for_settings_github_will_not_give,
     on_its_last_attempt_a_review_goes_on_with_the_defaults_and_says_so,
@@ -899,6 +900,52 @@ async fn a_finding_said_again_in_its_renamed_file_is_the_same_finding(h: ReviewH
         .await
         .expect("full review");
     open_again_not_posted_twice(&h).await;
+}
+
+/// A push moves the query out of `src/db.rs` (which the PR still changes) into a new
+/// `src/queries.rs`, and the next review says the same of it there in other words: the
+/// earlier finding, found again, not a second comment on the same code.
+async fn a_finding_said_again_where_the_pr_moved_its_code_is_the_same_finding(h: ReviewHarness) {
+    const MOVED_TO: &str = "src/queries.rs";
+    const QUERIES: &str = "@@ -0,0 +1,3 @@\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}";
+    const DB_NOW: &str =
+        "@@ -1,3 +1,4 @@\n use std::io;\n+pub use crate::queries::find;\n fn a() {}\n fn b() {}";
+    const DB_SINCE: &str = "@@ -1,6 +1,4 @@\n use std::io;\n-pub fn find(id: &str) -> String {\n-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n-}\n+pub use crate::queries::find;\n fn a() {}\n fn b() {}";
+    h.review_opened_with_a_blocking_finding().await;
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    let moved = [
+        ("src/db.rs", "modified", DB_NOW),
+        (MOVED_TO, "added", QUERIES),
+    ];
+    h.github.set_files(REPO, PR, &moved);
+    h.github.set_compare(
+        REPO,
+        HEAD,
+        HEAD2,
+        &[
+            ("src/db.rs", "modified", DB_SINCE),
+            (MOVED_TO, "added", QUERIES),
+        ],
+    );
+    h.llm.answer(FIX_CHECK, &fixed_verdict(false));
+    h.llm.answer_in_turn(
+        SECURITY,
+        &[&reply(&[finding(MOVED_TO, 2, "high", 90, SQL_REWORDED)])],
+    );
+    h.run(job(ReviewTrigger::Reopened, HEAD2, "d-2"))
+        .await
+        .expect("full review");
+
+    assert_eq!(h.inline_comments().len(), 1, "not posted twice");
+    let after = h.findings().await;
+    assert_eq!(after.len(), 1, "{after:#?}");
+    assert_eq!(after[0].state, FindingState::Open);
+    assert_eq!(
+        h.latest_gate(HEAD2)["conclusion"],
+        "failure",
+        "still blocking"
+    );
 }
 
 /// A blocking finding listed only in a summary is not closed by a full review's silence
