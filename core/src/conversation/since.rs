@@ -14,7 +14,7 @@
 //! a compare GitHub will not give leaves the answer with the hunk, as before.
 
 use super::snapshot::PrSnapshot;
-use crate::ports::github::{ChangedFile, DiffSide, FileStatus, GitHub, ReviewComment};
+use crate::ports::github::{ChangedFile, Comparison, DiffSide, FileStatus, GitHub, ReviewComment};
 use crate::review::{diff, resolution};
 
 /// Old lines of the change shown around the commented ones, on each side.
@@ -67,7 +67,7 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, root: &ReviewComment)
             return None;
         }
     };
-    let (path, line, change) = follow(&comparison.files, &root.path, start, end);
+    let (path, line, change) = follow(&comparison, &root.path, start, end)?;
     Some(Since {
         from: from.to_string(),
         path,
@@ -76,17 +76,24 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, root: &ReviewComment)
     })
 }
 
-/// Where lines `start..=end` of the file that was `path` stand in `files` (what changed
-/// since), and what became of them.
+/// Where lines `start..=end` of the file that was `path` stand after `comparison` (what
+/// changed since), and what became of them; `None` when a compare cut at GitHub's most
+/// files does not list it (it may have changed all the same).
 fn follow(
-    files: &[ChangedFile],
+    comparison: &Comparison,
     path: &str,
     start: u32,
     end: u32,
-) -> (String, Option<u32>, Change) {
-    let Some(file) = resolution::file_of(files, path) else {
-        return (path.to_string(), Some(end), Change::Unchanged);
+) -> Option<(String, Option<u32>, Change)> {
+    let Some(file) = resolution::file_of(&comparison.files, path) else {
+        return (!comparison.may_be_cut())
+            .then(|| (path.to_string(), Some(end), Change::Unchanged));
     };
+    Some(changed(file, path, start, end))
+}
+
+/// What became of lines `start..=end` of the file that was `path`, changed as `file`.
+fn changed(file: &ChangedFile, path: &str, start: u32, end: u32) -> (String, Option<u32>, Change) {
     if file.status == FileStatus::Removed {
         return (path.to_string(), None, Change::Removed);
     }
@@ -154,7 +161,7 @@ mod tests {
         assert_eq!(at(&comment(None, DiffSide::Right, "")), None);
     }
 
-    fn changed(name: &str, status: &str, patch: Option<&str>, changes: u64) -> ChangedFile {
+    fn listed(name: &str, status: &str, patch: Option<&str>, changes: u64) -> ChangedFile {
         serde_json::from_value(serde_json::json!({
             "filename": name, "status": status, "patch": patch, "changes": changes,
             "previous_filename": "src/db.rs",
@@ -169,15 +176,15 @@ mod tests {
         let cases = [
             (vec![], ("src/db.rs", Some(12), Change::Unchanged)),
             (
-                vec![changed("src/other.rs", "modified", Some(moved), 2)],
+                vec![listed("src/other.rs", "modified", Some(moved), 2)],
                 ("src/db.rs", Some(12), Change::Unchanged),
             ),
             (
-                vec![changed("src/db.rs", "modified", Some(moved), 2)],
+                vec![listed("src/db.rs", "modified", Some(moved), 2)],
                 ("src/db.rs", Some(14), Change::Unchanged),
             ),
             (
-                vec![changed("src/db.rs", "modified", Some(rewritten), 2)],
+                vec![listed("src/db.rs", "modified", Some(rewritten), 2)],
                 (
                     "src/db.rs",
                     Some(12),
@@ -185,28 +192,40 @@ mod tests {
                 ),
             ),
             (
-                vec![changed("src/db.rs", "removed", None, 9)],
+                vec![listed("src/db.rs", "removed", None, 9)],
                 ("src/db.rs", None, Change::Removed),
             ),
             (
-                vec![changed("lib/db.rs", "renamed", None, 0)],
+                vec![listed("lib/db.rs", "renamed", None, 0)],
                 ("lib/db.rs", Some(12), Change::Unchanged),
             ),
             (
-                vec![changed("lib/db.rs", "renamed", None, 40)],
+                vec![listed("lib/db.rs", "renamed", None, 40)],
                 ("lib/db.rs", None, Change::Unknown),
             ),
             (
-                vec![changed("src/db.rs", "modified", Some("@@ garbled"), 1)],
+                vec![listed("src/db.rs", "modified", Some("@@ garbled"), 1)],
                 ("src/db.rs", None, Change::Unknown),
             ),
         ];
         for (files, (path, line, change)) in cases {
             assert_eq!(
-                follow(&files, "src/db.rs", 12, 12),
-                (path.to_string(), line, change),
+                follow(&compared(files.clone()), "src/db.rs", 12, 12),
+                Some((path.to_string(), line, change)),
                 "{files:?}"
             );
+        }
+        // GitHub's compare stops at 300 files: one it does not list may have changed.
+        let many = (0..Comparison::MAX_FILES)
+            .map(|i| listed(&format!("gen/{i}.rs"), "added", Some(moved), 2))
+            .collect();
+        assert_eq!(follow(&compared(many), "src/db.rs", 12, 12), None);
+    }
+
+    fn compared(files: Vec<ChangedFile>) -> Comparison {
+        Comparison {
+            files,
+            ..serde_json::from_value(serde_json::json!({ "status": "ahead" })).unwrap()
         }
     }
 }

@@ -6,9 +6,6 @@ use crate::job::{ReviewJob, ReviewTrigger};
 use crate::ports::github::{ChangedFile, FileStatus, PullRequest, RepoScope};
 use std::collections::{HashMap, HashSet};
 
-/// The most files GitHub's compare API lists (it truncates silently past this).
-const COMPARE_MAX_FILES: usize = 300;
-
 /// The files one run reviews and the range they span.
 pub(super) struct ReviewScope {
     pub(super) files: Vec<crate::ports::github::ChangedFile>,
@@ -81,7 +78,7 @@ impl ReviewHandler {
         let in_pr: HashSet<&str> = whole.iter().map(|f| f.filename.as_str()).collect();
         // GitHub's compare lists at most 300 files and says nothing when it stops there:
         // a full list means some changes may be missing, and the review is partial.
-        let compare_truncated = comparison.files.len() >= COMPARE_MAX_FILES;
+        let compare_truncated = comparison.may_be_cut();
         if compare_truncated {
             tracing::warn!(%repo, number = job.number, files = comparison.files.len(), "the compare since the last review lists GitHub's maximum of files; the review is partial");
         }
@@ -256,7 +253,7 @@ impl ReviewHandler {
             .compare_commits(scope, base, head)
             .await
         {
-            Ok(then) if then.files.len() < COMPARE_MAX_FILES => Ok(Some(
+            Ok(then) if !then.may_be_cut() => Ok(Some(
                 then.files
                     .into_iter()
                     .filter_map(|f| Some((f.filename, f.patch?)))

@@ -177,6 +177,17 @@ pub struct Comparison {
     pub files: Vec<ChangedFile>,
 }
 
+impl Comparison {
+    /// The most files GitHub's compare lists; it stops there and says nothing.
+    pub const MAX_FILES: usize = 300;
+
+    /// Whether `files` may be short of the change: a file missing from a full list may
+    /// have changed all the same.
+    pub fn may_be_cut(&self) -> bool {
+        self.files.len() >= Self::MAX_FILES
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct CommitSummary {
     pub sha: String,
