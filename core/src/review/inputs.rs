@@ -9,6 +9,7 @@ use crate::config::ReviewConfig;
 use crate::ports::github::{ChangedFile, FileStatus};
 use crate::repo::{Attributes, Marked};
 use crate::review::diff::{self, Patch};
+use crate::review::pointers::{self, Pointer};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 /// A file whose patch goes to the specialists.
@@ -72,6 +73,9 @@ pub enum LeftOut {
     /// `.gitattributes` named (the root's or a directory's).
     Marked(Marked, String),
     NoPatch,
+    /// Its diff is only a submodule's commit or a Git LFS pointer: no code of this
+    /// repository's to read.
+    Pointer(Pointer),
     Unreadable(String),
     OverBudget,
     /// Reviewed, by the passes of another part of a diff too large for one budget: what
@@ -91,6 +95,10 @@ impl LeftOut {
             }
             LeftOut::Marked(Marked::SaysGenerated, _) => "generated code, as the file says",
             LeftOut::NoPatch => "binary, or too large for a patch",
+            LeftOut::Pointer(Pointer::Submodule { .. }) => {
+                "a submodule's commit, another repository's code"
+            }
+            LeftOut::Pointer(Pointer::Lfs) => "a Git LFS pointer, its content stored elsewhere",
             LeftOut::Unreadable(_) => "its patch could not be read",
             LeftOut::OverBudget => "over this review's size budget",
             LeftOut::InAnotherPart => "reviewed separately, in another part of this change",
@@ -108,11 +116,17 @@ impl LeftOut {
 /// itself leaves out (a regenerated client, a lock file), "could not be read" would sound
 /// like trouble where there is none.
 pub fn why_nothing_read(not_reviewed: &[NotReviewed], listing_truncated: bool) -> &'static str {
+    let pointers = not_reviewed
+        .iter()
+        .all(|n| matches!(n.why, LeftOut::Pointer(_)));
     let left_out_by_the_repository = not_reviewed
         .iter()
         .all(|n| matches!(n.why, LeftOut::SkipPaths | LeftOut::Marked(..)));
     match (not_reviewed.is_empty(), listing_truncated) {
         (true, false) => "the change only removes or renames files",
+        (false, false) if pointers => {
+            "the change only moves submodules or Git LFS pointers, with no code of this repository's"
+        }
         (false, false) if left_out_by_the_repository => {
             "every changed file is one the repository leaves out of review"
         }
@@ -178,6 +192,7 @@ impl std::fmt::Display for LeftOut {
                 f.write_str("its first lines say it is generated (on the default branch too)")
             }
             LeftOut::NoPatch => f.write_str("GitHub sent no patch (binary or too large)"),
+            LeftOut::Pointer(pointer) => write!(f, "{pointer}"),
             LeftOut::Unreadable(err) => write!(f, "patch could not be read ({err})"),
             LeftOut::OverBudget => {
                 f.write_str("over the patch token budget (`review.maxPatchTokens`)")
@@ -276,6 +291,12 @@ pub fn select(
                 continue;
             }
         };
+        if let Some(pointer) = pointers::of(&patch) {
+            inputs
+                .not_reviewed
+                .push(leave_out(LeftOut::Pointer(pointer)));
+            continue;
+        }
         let tokens = estimate_tokens(&raw_patch);
         let Some(part) = part_for(&mut inputs.part_tokens, tokens, budget, max_parts) else {
             inputs.not_reviewed.push(leave_out(LeftOut::OverBudget));
@@ -473,6 +494,9 @@ mod tests {
         assert!(!inputs.incomplete());
     }
 
+    const SUBMODULE: &str = "@@ -1 +1 @@\n-Subproject commit 1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d\n+Subproject commit 3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d1a2b";
+    const LFS: &str = "@@ -0,0 +1,3 @@\n+version https://git-lfs.github.com/spec/v1\n+oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n+size 1200";
+
     #[test]
     fn files_no_review_could_read_do_not_make_it_incomplete() {
         let patch = "@@ -1 +1 @@\n-a\n+b\n";
@@ -480,13 +504,29 @@ mod tests {
             vec![
                 changed("Cargo.lock", Some(patch)),
                 changed("img/logo.png", None),
+                changed("libs/engine", Some(SUBMODULE)),
+                changed("models/weights.onnx", Some(LFS)),
                 changed("src/a.rs", Some(patch)),
             ],
             false,
             &ReviewConfig::default(),
             &Attributes::default(),
         );
-        assert_eq!(inputs.not_reviewed.len(), 2);
+        assert_eq!(read(&inputs), ["src/a.rs"]);
+        assert_eq!(
+            reasons(&inputs)[2..],
+            [
+                (
+                    "libs/engine",
+                    "a submodule, moved from `1a2b3c4` to `3c4d5e6` (another repository's code)"
+                        .to_string()
+                ),
+                (
+                    "models/weights.onnx",
+                    "a Git LFS pointer (its content is not in the diff)".to_string()
+                )
+            ]
+        );
         assert!(!inputs.incomplete());
         let truncated = select(
             vec![changed("src/a.rs", Some(patch))],
@@ -602,6 +642,14 @@ mod tests {
         let mut with_a_binary = ours();
         with_a_binary.push(changed("logo.svgz", None));
         assert_eq!(why(with_a_binary, false), "no changed file could be read");
+        let pointers = vec![
+            changed("libs/engine", Some(SUBMODULE)),
+            changed("models/weights.onnx", Some(LFS)),
+        ];
+        assert_eq!(
+            why(pointers, false),
+            "the change only moves submodules or Git LFS pointers, with no code of this repository's"
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ parley_tests::review_on_both_stores!(
     a_rules_change_github_will_not_show_is_still_said,
     rules_moved_away_are_said_as_gone,
     large_pr_lists_what_was_not_reviewed,
+    submodule_and_lfs_pointers_are_named_not_reviewed,
     a_diff_over_the_budget_is_reviewed_whole_in_parts,
     a_pass_that_fails_on_one_part_leaves_the_review_partial_saying_which,
     a_pr_with_no_file_to_read_says_nothing_was_reviewed,
@@ -1622,6 +1623,47 @@ async fn large_pr_lists_what_was_not_reviewed(h: ReviewHarness) {
     let check = h.latest_check("Parley review");
     let said = check["output"]["summary"].as_str().unwrap_or_default();
     assert!(said.contains("changed files went unread"), "{said}");
+}
+
+/// A submodule moved to another commit and a model file kept in Git LFS, beside code: the
+/// passes read the code alone (and are told the others changed), the summary names the
+/// pointers, and the review is complete: nothing it should have read went unread.
+async fn submodule_and_lfs_pointers_are_named_not_reviewed(h: ReviewHarness) {
+    const SUBMODULE: &str = "@@ -1 +1 @@\n-Subproject commit 1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d\n+Subproject commit 3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d1a2b";
+    const LFS: &str = "@@ -1,3 +1,3 @@\n version https://git-lfs.github.com/spec/v1\n-oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n-size 1200\n+oid sha256:5d7a215615ab2935c953f9e0ff69d22eadbb8f32b1258daaa5e2ca25d17e2393\n+size 1300";
+    h.github.set_files(
+        REPO,
+        PR,
+        &[
+            ("src/db.rs", "modified", DB_PATCH),
+            ("libs/engine", "modified", SUBMODULE),
+            ("models/weights.onnx", "modified", LFS),
+        ],
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let text = h.summary();
+    parley_tests::expect::says_all(
+        &text,
+        &[
+            "Files reviewed: `src/db.rs`\n",
+            "`libs/engine`: a submodule, moved from `1a2b3c4` to `3c4d5e6` (another repository's code)",
+            "`models/weights.onnx`: a Git LFS pointer (its content is not in the diff)",
+        ],
+    );
+    for prompt in h.pass_prompts() {
+        let prompt = prompt.text();
+        assert!(!prompt.contains("Subproject commit"), "{prompt}");
+        assert!(!prompt.contains("oid sha256:"), "{prompt}");
+        assert!(
+            prompt.contains("- libs/engine (a submodule's commit, another repository's code)"),
+            "{prompt}"
+        );
+    }
+    assert_eq!(
+        h.conclusion(),
+        "success",
+        "complete: nothing found, nothing unread"
+    );
 }
 
 /// Two added files of about 600 tokens each, and a budget of 1000: two parts.
