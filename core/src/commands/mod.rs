@@ -170,6 +170,21 @@ fn dismiss_finding(rest: &str) -> Option<Command> {
     finding_id(id).map(|finding| Command::DismissFinding { finding })
 }
 
+/// The finding ids `text` names (`is f_0a1b2c3d4e5f really a bug?`), each once, in the
+/// order named: how a question about a finding listed only in a summary, which has no
+/// thread, says which one it is about.
+pub fn named_findings(text: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || ",.;:!?()[]<>*".contains(c)) {
+        if let Some(id) = finding_id(word)
+            && !ids.contains(&id)
+        {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
 /// A finding id as Parley writes them: `f_` and hex digits (twelve today; six to 32
 /// accepted), lowercased.
 fn finding_id(word: &str) -> Option<String> {

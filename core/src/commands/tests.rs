@@ -773,3 +773,14 @@ fn review_commands_name_their_trigger() {
     );
     assert_eq!(Command::Help.trigger(), None);
 }
+
+#[test]
+fn findings_named_in_a_question_are_found_once_each_in_order() {
+    assert_eq!(
+        super::named_findings(
+            "Is `f_0a1b2c3d4e5f` really a bug? F_0A1B2C3D4E5F (again), and f_99aa00bb11cc. Not f_xyz or f_12."
+        ),
+        ["f_0a1b2c3d4e5f", "f_99aa00bb11cc"]
+    );
+    assert!(super::named_findings("no finding here: of_0a1b2c3d").is_empty());
+}

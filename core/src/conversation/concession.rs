@@ -47,7 +47,7 @@ impl ConversationHandler {
                 return;
             }
         };
-        let root = in_play.finding.comment_id.unwrap_or_default();
+        let root = in_play.finding.comment_id;
         let state = dispute::settle(
             self.github(),
             store,

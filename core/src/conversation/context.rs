@@ -141,21 +141,38 @@ pub async fn assemble(
     trigger: &Trigger,
     conversation: &Conversation,
 ) -> Result<Context, ConversationError> {
-    let finding = load_finding(sources.store, snap, conversation).await?;
+    let finding = load_finding(sources.store, snap, conversation, trigger).await?;
+    // A question in the PR's conversation about a finding it names is about its lines.
+    let named = finding
+        .as_ref()
+        .filter(|_| conversation.root.is_none())
+        .map(|f| &f.finding);
+    let head = snap.pull().map(|pr| pr.head.sha.as_str());
     let path = conversation
         .root
         .as_ref()
         .map(|r| r.path.clone())
         .or_else(|| trigger.path.clone())
+        .or_else(|| named.map(|f| f.path.clone()))
         .filter(|p| !p.is_empty());
     let line = conversation
         .root
         .as_ref()
         .and_then(|r| r.line.or(r.original_line).map(u64::from))
-        .or(trigger.line);
+        .or(trigger.line)
+        .or(named.map(|f| u64::from(f.line)));
     let head_line = match &conversation.root {
         Some(root) => crate::conversation::trigger::head_line(root),
-        None => trigger.head_line,
+        None => trigger.head_line.or_else(|| {
+            named
+                .filter(|f| Some(f.head_sha.as_str()) == head)
+                .map(|f| u64::from(f.line))
+        }),
+    };
+    let anchor = match (&conversation.root, named, head) {
+        (Some(root), _, Some(head)) => since::Anchor::outdated(root, head),
+        (None, Some(finding), Some(head)) => since::Anchor::finding(finding, head),
+        _ => None,
     };
     let diff_hunk = conversation
         .root
@@ -173,8 +190,8 @@ pub async fn assemble(
             }
         }),
         crate::concurrently::join2(issues_resolved(sources.github, snap), async {
-            match &conversation.root {
-                Some(root) => since::since(sources.github, snap, root).await,
+            match anchor {
+                Some(anchor) => since::since(sources.github, snap, anchor).await,
                 None => None,
             }
         }),
@@ -389,12 +406,17 @@ pub fn finding_text(finding: &Finding, cap: usize) -> String {
 }
 
 /// The finding behind the thread: the store's record by (repo, root comment id), or what
-/// the root's marker carries when the store has none (an older finding).
+/// the root's marker carries when the store has none (an older finding). In the PR's
+/// conversation, the one finding of this PR the question names by id, if it names one.
 async fn load_finding(
     store: &dyn Store,
     snap: &PrSnapshot,
     conversation: &Conversation,
+    trigger: &Trigger,
 ) -> Result<Option<FindingInPlay>, ConversationError> {
+    if conversation.root.is_none() && !trigger.is_inline() && snap.pull().is_some() {
+        return named_finding(store, snap, trigger).await;
+    }
     let (Some(root), Some(marker)) = (&conversation.root, &conversation.finding) else {
         return Ok(None);
     };
@@ -409,6 +431,29 @@ async fn load_finding(
     Ok(Some(FindingInPlay {
         finding: from_marker(snap, root, marker),
         stored: false,
+    }))
+}
+
+/// The finding of this PR `trigger` names by its id (`is f_0a1b2c3d4e5f really a bug?`):
+/// one listed only in the summary has no thread to ask in. A question naming several is
+/// about none of them in particular.
+async fn named_finding(
+    store: &dyn Store,
+    snap: &PrSnapshot,
+    trigger: &Trigger,
+) -> Result<Option<FindingInPlay>, ConversationError> {
+    let named = crate::commands::named_findings(&trigger.body);
+    let [id] = named.as_slice() else {
+        return Ok(None);
+    };
+    let found = store
+        .findings_for_pr(&snap.repo, snap.number)
+        .await?
+        .into_iter()
+        .find(|f| &f.id == id);
+    Ok(found.map(|finding| FindingInPlay {
+        finding,
+        stored: true,
     }))
 }
 

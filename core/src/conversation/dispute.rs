@@ -202,7 +202,7 @@ pub async fn settle(
     resolution: Resolution,
     lifts: bool,
     who: &str,
-    root_comment_id: u64,
+    root_comment_id: Option<u64>,
 ) -> FindingState {
     let mut finding = in_play.finding.clone();
     let state = if lifts {
@@ -231,9 +231,9 @@ pub async fn settle(
         Resolution::Concede => snap.config.config.dispute.resolve_thread_on_concede,
         Resolution::Maintain | Resolution::Escalate => false,
     };
-    if !lifts || !resolve_thread {
+    let Some(root_comment_id) = root_comment_id.filter(|_| lifts && resolve_thread) else {
         return state;
-    }
+    };
     let thread = match github
         .find_review_thread(&snap.scope, snap.number, root_comment_id)
         .await

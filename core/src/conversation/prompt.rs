@@ -207,8 +207,8 @@ fn compose(ctx: &Context, budget_chars: usize) -> (String, usize) {
     (out, shared)
 }
 
-/// What changed at an outdated thread's lines since it began: the answer weighs the
-/// code as it is, not as the thread's hunk shows it.
+/// What changed at an outdated thread's lines since it began (or a named finding's since
+/// it was found): the answer weighs the code as it is, not as it was.
 fn since_block(out: &mut String, since: &Since) {
     let now = |line: Option<u32>| match line {
         Some(line) => format!(
@@ -217,27 +217,27 @@ fn since_block(out: &mut String, since: &Since) {
         ),
         None => String::new(),
     };
-    out.push_str("\n## Since this thread began\n");
+    out.push_str("\n## What changed there since\n");
     let _ = match &since.change {
         Change::Unchanged => writeln!(
             out,
-            "The PR has new commits, but the commented lines are unchanged.{}",
+            "The PR has new commits, but the lines it is about are unchanged.{}",
             now(since.line)
         ),
         Change::Changed(diff) => writeln!(
             out,
-            "New commits changed the code at the commented lines (- as it was, + as it is at the PR's head).{} Weigh the finding, and any claim that it is fixed, against the code as it is now.\n<code>\n{}\n</code>",
+            "New commits changed the code at the lines it is about (- as it was, + as it is at the PR's head).{} Weigh the finding, and any claim that it is fixed, against the code as it is now.\n<code>\n{}\n</code>",
             now(since.line),
             crate::sanitize::fence_safe(diff.trim_end())
         ),
         Change::Removed => writeln!(
             out,
-            "New commits deleted `{}`: the commented code is gone from the PR's head.",
+            "New commits deleted `{}`: the code it is about is gone from the PR's head.",
             crate::sanitize::inline_name(&since.path)
         ),
         Change::Unknown => writeln!(
             out,
-            "New commits changed `{}`, but GitHub gave no diff of it: read the file as it is now before saying what became of the commented lines.",
+            "New commits changed `{}`, but GitHub gave no diff of it: read the file as it is now before saying what became of the lines it is about.",
             crate::sanitize::inline_name(&since.path)
         ),
     };

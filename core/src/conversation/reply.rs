@@ -99,9 +99,14 @@ impl ConversationHandler {
             }
         }
 
-        if let (Some(resolution), Some(in_play), Some(root)) =
-            (resolution, &ctx.finding, &conversation.root)
-        {
+        if let (Some(resolution), Some(in_play)) = (resolution, &ctx.finding) {
+            // The finding's thread: the one asked in, else (a question in the PR's
+            // conversation naming it) its own, if it has one.
+            let thread = conversation
+                .root
+                .as_ref()
+                .map(|root| root.id)
+                .or(in_play.finding.comment_id);
             let state = dispute::settle(
                 self.github(),
                 self.store(),
@@ -110,7 +115,7 @@ impl ConversationHandler {
                 resolution,
                 lifts,
                 &trigger.author.login,
-                root.id,
+                thread,
             )
             .await;
             // The model agreed the finding was wrong: a rejection, whoever it lifts it for.

@@ -9,11 +9,15 @@
 //! (one compare of that commit with the head), and the code around where those lines
 //! stand now (the file may have been renamed, the lines moved).
 //!
+//! A question in the PR's conversation that names a finding (one listed only in the
+//! summary has no thread) is followed the same way from the commit it was found on.
+//!
 //! This is context only: whether a concession lifts a blocking finding is still decided
 //! by [`crate::review::resolution`], which weighs the same compare on its own. Fail open:
 //! a compare GitHub will not give leaves the answer with the hunk, as before.
 
 use super::snapshot::PrSnapshot;
+use crate::ports::Finding;
 use crate::ports::github::{ChangedFile, Comparison, DiffSide, FileStatus, GitHub, ReviewComment};
 use crate::review::{diff, resolution};
 
@@ -50,15 +54,52 @@ pub enum Change {
     Unknown,
 }
 
-/// For an outdated thread on the head's side of the diff, what changed at its lines
-/// since its root comment was made; `None` for a current thread, a comment on a removed
-/// line (numbered in the base, not a commit of the PR's), or a compare GitHub will not
-/// give.
-pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, root: &ReviewComment) -> Option<Since> {
+/// Lines of a file on a commit of the PR's, older than its head: what an outdated thread's
+/// comment, or a finding a question names, was about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchor<'a> {
+    pub path: &'a str,
+    pub start: u32,
+    pub end: u32,
+    pub commit: &'a str,
+}
+
+impl<'a> Anchor<'a> {
+    /// An outdated thread's root on the head's side of the diff; `None` for a current
+    /// thread (its line is the head's), a comment on a removed line (numbered in the base,
+    /// not a commit of the PR's), or one made on `head` itself.
+    pub fn outdated(root: &'a ReviewComment, head: &str) -> Option<Self> {
+        let end = outdated_line(root, head)?;
+        Some(Anchor {
+            path: &root.path,
+            start: root.original_start_line.unwrap_or(end).min(end),
+            end,
+            commit: &root.original_commit_id,
+        })
+    }
+
+    /// Where `finding` was found; `None` when that was `head` (its lines are the head's).
+    pub fn finding(finding: &'a Finding, head: &str) -> Option<Self> {
+        (!finding.head_sha.is_empty() && finding.head_sha != head).then(|| Anchor {
+            path: &finding.path,
+            start: finding.start_line.unwrap_or(finding.line).min(finding.line),
+            end: finding.line,
+            commit: &finding.head_sha,
+        })
+    }
+}
+
+/// What changed at `anchor`'s lines since its commit, up to the PR's head; `None` where
+/// GitHub will not compare the two (a commit force-pushed away, a 5xx after the client's
+/// retries).
+pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, anchor: Anchor<'_>) -> Option<Since> {
     let pr = snap.pull()?;
-    let end = outdated_line(root, &pr.head.sha)?;
-    let start = root.original_start_line.unwrap_or(end).min(end);
-    let from = root.original_commit_id.as_str();
+    let Anchor {
+        path,
+        start,
+        end,
+        commit: from,
+    } = anchor;
     let comparison = match resolution::since(github, &snap.scope, from, &pr.head.sha).await {
         Ok(Some(comparison)) => comparison,
         Ok(None) => return None,
@@ -67,7 +108,7 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, root: &ReviewComment)
             return None;
         }
     };
-    let (path, line, change) = follow(&comparison, &root.path, start, end)?;
+    let (path, line, change) = follow(&comparison, path, start, end)?;
     Some(Since {
         from: from.to_string(),
         path,

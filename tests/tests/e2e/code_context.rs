@@ -694,7 +694,8 @@ mod answers {
     //! "@parley the caller checks for null" in a finding's thread: the answer is written
     //! with the caller in front of the model, from a file the PR does not touch.
 
-    use parley_tests::conversation_harness::{Backend, HEAD, Harness, REPO};
+    use parley_core::ports::FindingState;
+    use parley_tests::conversation_harness::{Backend, HEAD, Harness, PR, REPO};
     use parley_tests::fake_github::{Injected, Listed, tarball};
 
     const DB: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\n";
@@ -824,7 +825,7 @@ mod answers {
             "the hunk is the old code: {prompt}"
         );
         let since = prompt
-            .find("## Since this thread began")
+            .find("## What changed there since")
             .expect("what changed since");
         assert!(
             prompt[since..].contains("+    query(\"SELECT * FROM users WHERE id = ?\", id)"),
@@ -859,7 +860,7 @@ mod answers {
         .await;
         assert!(
             prompt.contains(
-                "the commented lines are unchanged. They now stand at `src/store/db.rs` line 3."
+                "the lines it is about are unchanged. They now stand at `src/store/db.rs` line 3."
             ),
             "{prompt}"
         );
@@ -881,7 +882,7 @@ mod answers {
                 ))
             })
             .await;
-            assert!(!prompt.contains("## Since this thread began"), "{prompt}");
+            assert!(!prompt.contains("## What changed there since"), "{prompt}");
             assert!(
                 !prompt.contains("#### src/db.rs:"),
                 "no line to read by: {prompt}"
@@ -893,11 +894,169 @@ mod answers {
         }
     }
 
+    /// The id a summary lists a finding under.
+    const NAMED: &str = "f_0a1b2c3d4e5f";
+
+    /// The SQL finding as a summary lists it (no thread of its own), found on `commit`;
+    /// the head holds `files`; then `who` asks in the PR's conversation, `asked` (which
+    /// names it, or not), and the model answers `answered`. The harness and the prompt.
+    async fn ask_about_a_summary_finding(
+        backend: Backend,
+        commit: &str,
+        files: &[(&str, &str)],
+        (who, asked): (&str, &str),
+        answered: &str,
+    ) -> (Harness, String) {
+        let h = Harness::start(backend).await;
+        h.github.set_tarball(REPO, HEAD, tarball(files));
+        let marker = parley_tests::deliveries::finding_marker(
+            NAMED,
+            "src/db.rs",
+            3,
+            "SQL built by string formatting",
+        );
+        let finding = marker.finding(
+            &parley_tests::tenants::key(REPO),
+            PR,
+            "The query is built with `format!` from `id`: SQL injection.",
+            commit.into(),
+            time::OffsetDateTime::now_utc(),
+        );
+        h.store.put_finding(&finding).await.expect("seed");
+        h.github
+            .set_compare(REPO, OLD, HEAD, &[("src/db.rs", "modified", FIX_PATCH)]);
+        h.llm.default_reply(answered);
+        h.run(h.top_level_comment(who, asked)).await.expect("turn");
+        let prompt = h.llm.prompts().last().expect("the answer's prompt").text();
+        (h, prompt)
+    }
+
+    async fn the_named_finding(h: &Harness) -> parley_core::ports::Finding {
+        let findings = h
+            .store
+            .findings_for_pr(&parley_tests::tenants::key(REPO), PR)
+            .await
+            .expect("findings");
+        findings.into_iter().next().expect("the finding")
+    }
+
+    /// "@parley is f_… really a bug?" in the PR's conversation, about a finding that has
+    /// no thread: the answer knows the finding and reads the code at its lines, and a
+    /// writer's concession lifts it as one in its thread would.
+    async fn a_question_naming_a_summary_finding_is_about_it(backend: Backend) {
+        let conceded = parley_tests::conversation_harness::answer(
+            "You are right: handle() checks it first.",
+            Some("concede"),
+        );
+        let asked = format!("@parley is `{NAMED}` really a bug? the caller checks for null");
+        let (h, prompt) = ask_about_a_summary_finding(
+            backend,
+            HEAD,
+            &[("src/db.rs", DB), ("src/app.rs", APP)],
+            ("bob", &asked),
+            &conceded,
+        )
+        .await;
+        parley_tests::expect::says_all(
+            &prompt,
+            &[
+                "## The finding under discussion",
+                "SQL built by string formatting",
+                "#### src/db.rs:2-4",
+            ],
+        );
+        let finding = the_named_finding(&h).await;
+        assert_eq!(finding.state, FindingState::WontFix);
+        assert_eq!(finding.state_changed_by.as_deref(), Some("bob"));
+        assert!(h.github.resolved_threads().is_empty(), "it has no thread");
+    }
+
+    /// The PR's author naming a blocking finding whose code has not changed: the model's
+    /// concession is posted, but the finding keeps the gate, as in a thread.
+    async fn the_authors_question_naming_a_blocking_finding_lifts_nothing(backend: Backend) {
+        let conceded = parley_tests::conversation_harness::answer("Fair point.", Some("concede"));
+        let asked = format!("@parley {NAMED} is wrong, the caller checks");
+        let (h, _) = ask_about_a_summary_finding(
+            backend,
+            HEAD,
+            &[("src/db.rs", DB)],
+            (parley_tests::conversation_harness::AUTHOR, &asked),
+            &conceded,
+        )
+        .await;
+        assert_eq!(the_named_finding(&h).await.state, FindingState::Open);
+        let said = h.parley_comments();
+        let reply = said.last().expect("answered");
+        assert!(
+            reply["body"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("still counts for the merge gate"),
+            "{reply:#?}"
+        );
+    }
+
+    /// A finding found on an earlier commit: the answer is shown what changed at its
+    /// lines since, and the code where they are now.
+    async fn a_named_finding_from_an_earlier_commit_is_followed_to_the_head(backend: Backend) {
+        let asked = format!("@parley I fixed {NAMED}, have another look");
+        let (_h, prompt) = ask_about_a_summary_finding(
+            backend,
+            OLD,
+            &[("src/db.rs", FIXED)],
+            ("bob", &asked),
+            &parley_tests::conversation_harness::answer("It is fixed.", None),
+        )
+        .await;
+        let since = prompt
+            .find("## What changed there since")
+            .expect("what changed since");
+        parley_tests::expect::says_all(
+            &prompt[since..],
+            &[
+                "+    query(\"SELECT * FROM users WHERE id = ?\", id)",
+                "They now stand at `src/db.rs` line 6.",
+            ],
+        );
+        assert!(prompt.contains("#### src/db.rs:5-7"), "{prompt}");
+    }
+
+    /// A question naming two findings is about neither in particular.
+    async fn a_question_naming_two_findings_is_about_neither(backend: Backend) {
+        let asked = format!("@parley are {NAMED} and f_99aa00bb11cc the same?");
+        let (_h, prompt) = ask_about_a_summary_finding(
+            backend,
+            HEAD,
+            &[("src/db.rs", DB)],
+            ("bob", &asked),
+            &parley_tests::conversation_harness::answer("They are not.", None),
+        )
+        .await;
+        assert!(
+            !prompt.contains("## The finding under discussion"),
+            "{prompt}"
+        );
+    }
+
     #[tokio::test]
     async fn outdated_sqlite() {
         an_outdated_threads_answer_reads_the_code_as_it_is_now(Backend::Sqlite).await;
         an_outdated_thread_in_a_renamed_file_reads_it_under_its_new_name(Backend::Sqlite).await;
         an_outdated_thread_github_will_not_compare_is_answered_from_its_hunk(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn named_sqlite() {
+        a_question_naming_a_summary_finding_is_about_it(Backend::Sqlite).await;
+        the_authors_question_naming_a_blocking_finding_lifts_nothing(Backend::Sqlite).await;
+        a_named_finding_from_an_earlier_commit_is_followed_to_the_head(Backend::Sqlite).await;
+        a_question_naming_two_findings_is_about_neither(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn named_dynamodb() {
+        a_question_naming_a_summary_finding_is_about_it(Backend::Dynamo).await;
+        the_authors_question_naming_a_blocking_finding_lifts_nothing(Backend::Dynamo).await;
     }
 
     #[tokio::test]

@@ -466,7 +466,7 @@ async fn a_fix_the_thread_confirms_resolves_the_finding_and_passes_the_gate(h: R
     parley_tests::expect::says_all(
         &asked,
         &[
-            "## Since this thread began",
+            "## What changed there since",
             "+    query(\"SELECT * FROM users WHERE id = ?\"",
             "\"fixed\": the developer says it is fixed",
         ],
