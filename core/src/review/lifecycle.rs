@@ -248,13 +248,17 @@ async fn unchanged_in_pr(
     if finding.head_sha == head_sha {
         return Ok(pr_paths.contains(finding.path.as_str()));
     }
-    let comparison = compares
+    let Some(comparison) = compares
         .since(github, scope, &finding.head_sha, head_sha)
-        .await?;
-    let now_at = comparison
-        .and_then(|c| resolution::file_of(&c.files, &finding.path))
+        .await?
+    else {
+        // Rebased (or the commit is gone): the head's file says whether its code is.
+        return Ok(pr_paths.contains(finding.path.as_str())
+            && !resolution::gone_from_the_head(github, scope, finding, head_sha).await?);
+    };
+    let now_at = resolution::file_of(&comparison.files, &finding.path)
         .map_or(finding.path.as_str(), |file| file.filename.as_str());
-    Ok(pr_paths.contains(now_at) && !resolution::changed_in(comparison, finding))
+    Ok(pr_paths.contains(now_at) && !resolution::changed_in(Some(comparison), finding))
 }
 
 /// Attempts of one finding's conditional write before giving up.

@@ -279,16 +279,47 @@ fn candidate(pass: &str, raw: &RawFinding, patches: &HashMap<String, Patch>) -> 
 /// still in `patch`, its file's diff now; `true` where it has no site to look for. One
 /// that is not was moved into another file, or removed.
 pub fn still_at(finding: &Finding, patch: &Patch) -> bool {
+    let right: Vec<(u32, &str)> = patch
+        .lines()
+        .filter_map(|l| Some((l.new?, l.text.as_str())))
+        .collect();
+    site_among(finding, &right)
+}
+
+/// Whether `finding`'s code is anywhere in `text`, a whole file; `true` where it has no
+/// site to look for.
+pub fn still_in_text(finding: &Finding, text: &str) -> bool {
+    let lines: Vec<(u32, &str)> = (1..).zip(text.lines()).collect();
+    site_among(finding, &lines)
+}
+
+/// Whether `block` (lines of code, white space folded and blank lines dropped as a site
+/// folds them) stands whole and in order somewhere in `text`; `true` for a block with
+/// nothing to look for.
+pub fn block_in_text(block: &[&str], text: &str) -> bool {
+    let wanted: Vec<String> = block
+        .iter()
+        .map(|line| folded(line))
+        .filter(|l| !l.is_empty())
+        .collect();
+    if wanted.is_empty() {
+        return true;
+    }
+    let lines: Vec<String> = text.lines().map(folded).filter(|l| !l.is_empty()).collect();
+    lines
+        .windows(wanted.len())
+        .any(|run| run == wanted.as_slice())
+}
+
+/// Whether some run of `lines` (numbered, in order) as long as `finding`'s hashes to its
+/// site.
+fn site_among(finding: &Finding, right: &[(u32, &str)]) -> bool {
     if finding.site.is_empty() {
         return true;
     }
     let span = finding
         .line
         .saturating_sub(finding.start_line.unwrap_or(finding.line));
-    let right: Vec<(u32, &str)> = patch
-        .lines()
-        .filter_map(|l| Some((l.new?, l.text.as_str())))
-        .collect();
     (0..right.len()).any(|first| {
         let end = right[first].0.saturating_add(span);
         let code: Vec<&str> = right[first..]
@@ -811,6 +842,36 @@ mod tests {
         let elsewhere = at_new_name("SQL injection in query", &HashSet::new());
         assert_eq!(elsewhere.candidates.len(), 1);
         assert_eq!(elsewhere.already_posted, 0);
+    }
+
+    #[test]
+    fn a_findings_code_is_found_in_a_whole_file_wherever_it_moved() {
+        let finding = Finding {
+            site: site("src/db.rs", "let q = format!(\"{}\", id);\nrun(q);"),
+            start_line: Some(2),
+            line: 3,
+            ..Finding::sample("src/db.rs", "SQL injection")
+        };
+        let moved = "use x;\n\nfn main() {\n    let q = format!(\"{}\", id);\n    run(q);\n}\n";
+        assert!(still_in_text(&finding, moved), "indented and lower down");
+        assert!(!still_in_text(&finding, "let q = bind(id);\nrun(q);\n"));
+        assert!(
+            still_in_text(&Finding::sample("src/db.rs", "no site"), ""),
+            "nothing to look for"
+        );
+        let block = ["    let q = format!(\"{}\", id);", "", "run(q);"];
+        assert!(
+            block_in_text(&block, moved),
+            "blank lines and indentation fold away"
+        );
+        assert!(
+            !block_in_text(&block, "run(q);\nlet q = format!(\"{}\", id);\n"),
+            "in order"
+        );
+        assert!(
+            block_in_text(&["  ", ""], "anything"),
+            "nothing to look for"
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::ports::github::{
     ChangedFile, Comparison, FileStatus, GitHub, GitHubError, Permission, RepoScope,
 };
 use crate::review::diff::{self, LineKind, Patch};
+use crate::review::merge;
 
 /// Whether a resolution (or concession, or dismissal) by someone lifts a finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,9 +89,12 @@ pub async fn decide(
 }
 
 /// Whether the code at the finding's lines changed between the commit it was found on and
-/// `head_sha`. Unknown (the old commit is gone after a force-push, the file's patch is
-/// missing) reads as "changed" only where GitHub says the file itself changed; a commit
-/// GitHub cannot compare reads as "not changed" (fail closed).
+/// `head_sha`. Unknown (the file's patch is missing) reads as "changed" only where GitHub
+/// says the file itself changed. Where the head no longer descends from that commit (a
+/// rebase, a force-push) the compare says nothing of those lines, so the head's copy of
+/// the file is read instead: changed only when the finding's code is nowhere in it
+/// ([`gone_from_the_head`]); a file GitHub will not give reads as "not changed" (fail
+/// closed: a rebase alone must not lift a blocking finding).
 pub async fn code_changed(
     github: &dyn GitHub,
     scope: &RepoScope,
@@ -100,13 +104,63 @@ pub async fn code_changed(
     if finding.head_sha == head_sha {
         return Ok(false);
     }
-    let comparison = since(github, scope, &finding.head_sha, head_sha).await?;
-    Ok(changed_in(comparison.as_ref(), finding))
+    match since(github, scope, &finding.head_sha, head_sha).await? {
+        Some(comparison) => Ok(changed_in(Some(&comparison), finding)),
+        None => gone_from_the_head(github, scope, finding, head_sha).await,
+    }
 }
 
-/// What changed from `base` to `head`, or `None` where GitHub cannot compare them (after a
-/// force-push the old commit may be gone): read as "not changed" by [`changed_in`]. A
-/// transient failure is the caller's.
+/// Whether the code at `finding`'s lines is nowhere in its file at `head_sha`, wherever a
+/// rebase moved it: its lines are read from its own commit (else, when that commit is
+/// gone, its [`merge::site`] is looked for). Lines with nothing but blanks, no such file at
+/// the head (removed, or renamed: no code change by itself) or a file GitHub will not
+/// give: `false`, not changed.
+pub async fn gone_from_the_head(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    finding: &Finding,
+    head_sha: &str,
+) -> Result<bool, GitHubError> {
+    let Some(now) = text_at(github, scope, &finding.path, head_sha).await? else {
+        return Ok(false);
+    };
+    let then = text_at(github, scope, &finding.path, &finding.head_sha).await?;
+    Ok(match then {
+        Some(then) => {
+            let start = finding.start_line.unwrap_or(finding.line).min(finding.line);
+            let lines: Vec<&str> = then
+                .lines()
+                .skip(start.saturating_sub(1) as usize)
+                .take((finding.line.saturating_sub(start) + 1) as usize)
+                .collect();
+            !merge::block_in_text(&lines, &now)
+        }
+        None => !merge::still_in_text(finding, &now),
+    })
+}
+
+/// The text of `path` at `git_ref`; `None` when there is none to read (no such file, not
+/// UTF-8, or GitHub refuses for good). A transient failure is the caller's.
+async fn text_at(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    path: &str,
+    git_ref: &str,
+) -> Result<Option<String>, GitHubError> {
+    match github.get_file_contents(scope, path, git_ref).await {
+        Ok(file) => Ok(file.and_then(|f| f.text().map(str::to_string))),
+        Err(err) if err.is_transient() => Err(err),
+        Err(err) => {
+            tracing::info!(repo = %scope.full_name(), path, git_ref, error = %err, "cannot read the file; its code counts as unchanged");
+            Ok(None)
+        }
+    }
+}
+
+/// What changed from `base` to `head`, or `None` where GitHub cannot tell it line by line:
+/// it cannot compare them (after a force-push the old commit may be gone), or `head` does
+/// not descend from `base` (see [`Comparison::descends`]). Read as "not changed" by
+/// [`changed_in`]. A transient failure is the caller's.
 pub async fn since(
     github: &dyn GitHub,
     scope: &RepoScope,
@@ -114,7 +168,11 @@ pub async fn since(
     head: &str,
 ) -> Result<Option<Comparison>, GitHubError> {
     match github.compare_commits(scope, base, head).await {
-        Ok(comparison) => Ok(Some(comparison)),
+        Ok(comparison) if comparison.descends() => Ok(Some(comparison)),
+        Ok(comparison) => {
+            tracing::info!(repo = %scope.full_name(), base, head, status = %comparison.status, "the head does not descend from the commit (rebased or force-pushed): its compare says nothing of that commit's lines");
+            Ok(None)
+        }
         Err(err) if err.is_transient() => Err(err),
         Err(err) => {
             tracing::info!(repo = %scope.full_name(), base, head, error = %err, "cannot compare the commits; treating the code as unchanged");

@@ -43,6 +43,7 @@ parley_tests::review_on_both_stores!(
     a_fix_in_a_file_the_push_renamed_resolves_the_finding,
     a_change_to_a_findings_lines_in_a_file_the_push_renamed_is_acted_on,
     renaming_a_blocking_findings_file_is_no_code_change,
+    a_rebase_is_no_code_change_and_a_rebased_fix_is,
     a_finding_said_again_in_its_renamed_file_is_the_same_finding,
     a_finding_said_again_where_the_pr_moved_its_code_is_the_same_finding,
     a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence,
@@ -332,6 +333,49 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
         .expect("bookkeeping");
     assert_eq!(h.findings().await[0].state, FindingState::Resolved);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
+}
+
+/// The author rebases the PR (its head no longer descends from the commit the finding was
+/// posted on) and resolves the blocking finding's thread. GitHub's compare then diffs from
+/// the merge base, whose lines are not the finding's: here its patch rewrites the line
+/// numbered 3 there, which is other code. Only the head's file decides (the finding's own
+/// commit GitHub no longer gives here, so its code is looked for by its site): the
+/// finding's code is still in it, so the resolution lifts nothing; once the code there is
+/// fixed, it does.
+async fn a_rebase_is_no_code_change_and_a_rebased_fix_is(h: ReviewHarness) {
+    const MERGE_BASE_TO_HEAD: &str = "@@ -1,3 +1,5 @@\n use std::io;\n-fn a() {}\n-fn b() {}\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n+fn a() {} fn b() {}";
+    const REBASED: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\nfn a() {} fn b() {}\n";
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let root = finding.comment_id.expect("inline");
+    h.github
+        .update_pull(REPO, PR, |pr| pr["head"]["sha"] = HEAD2.into());
+    h.github.set_compare(
+        REPO,
+        HEAD,
+        HEAD2,
+        &[("src/db.rs", "modified", MERGE_BASE_TO_HEAD)],
+    );
+    h.github.diverged(REPO, HEAD, HEAD2);
+    h.github.set_file(REPO, HEAD2, "src/db.rs", REBASED);
+    let talk = h.conversation();
+    talk.handle(thread_job_by(root, true, "t-1", "alice"))
+        .await
+        .expect("bookkeeping");
+    assert_eq!(
+        h.findings().await[0].state,
+        FindingState::Open,
+        "rebased, not changed"
+    );
+
+    let fixed = REBASED.replace(
+        "format!(\"SELECT * FROM users WHERE id = '{}'\", id)",
+        "query(\"SELECT * FROM users WHERE id = ?\", id)",
+    );
+    h.github.set_file(REPO, HEAD2, "src/db.rs", &fixed);
+    talk.handle(thread_job_by(root, true, "t-2", "alice"))
+        .await
+        .expect("bookkeeping");
+    assert_eq!(h.findings().await[0].state, FindingState::Resolved);
 }
 
 /// The blocking finding of the opened PR's review, which a maintainer resolves without a

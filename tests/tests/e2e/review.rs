@@ -605,11 +605,26 @@ async fn a_force_push_reviews_only_the_files_whose_changes_it_changed(h: ReviewH
     h.llm.answer_in_turn(SECURITY, &[&reply(&[unbounded])]);
     let before = reviewed_then_moved_to_base2(&h, moved).await;
     assert_eq!(h.latest_check("Parley review")["conclusion"], "failure");
-    // From the old base: the amendment reaches the finding's lines.
+    // From the old base: the amendment reaches the finding's lines. The compare of a head
+    // that no longer descends says nothing of them line by line: the file at both commits
+    // does (line 40 rewritten).
     let amended = "@@ -39,3 +39,3 @@\n fn c() {}\n-fn d() {}\n+fn d2() {}\n fn e() {}";
     h.github
         .set_compare(REPO, HEAD, HEAD2, &[("src/db.rs", "modified", amended)]);
     h.github.diverged(REPO, HEAD, HEAD2);
+    let db_with = |fortieth: &str| {
+        (1..=45)
+            .map(|n| match n {
+                40 => fortieth.to_string(),
+                n => format!("fn line_{n}() {{}}"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    h.github
+        .set_file(REPO, HEAD, "src/db.rs", &db_with("fn d() {}"));
+    h.github
+        .set_file(REPO, HEAD2, "src/db.rs", &db_with("fn d2() {}"));
     run_ok(&h, job(ReviewTrigger::Synchronize, HEAD2, "d-2")).await;
     passes_since(
         &h,

@@ -186,6 +186,14 @@ impl Comparison {
     pub fn may_be_cut(&self) -> bool {
         self.files.len() >= Self::MAX_FILES
     }
+
+    /// Whether the head descends from the base, so that `files` are the change from one
+    /// to the other. After a rebase or a force-push they have `diverged`, and GitHub
+    /// diffs the head from their merge base instead: the old side's lines are then the
+    /// merge base's, not the base commit's, and say nothing of code found there.
+    pub fn descends(&self) -> bool {
+        matches!(self.status.as_str(), "ahead" | "identical")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
