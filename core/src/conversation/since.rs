@@ -102,7 +102,7 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, anchor: Anchor<'_>) -
     } = anchor;
     let comparison = match resolution::since(github, &snap.scope, from, &pr.head.sha).await {
         Ok(Some(comparison)) => comparison,
-        Ok(None) => return None,
+        Ok(None) => return rebased(github, snap, anchor, &pr.head.sha).await,
         Err(why) => {
             tracing::info!(repo = %snap.scope.full_name(), pr = snap.number, %why, "could not compare an outdated thread's commit with the head; answering from its hunk");
             return None;
@@ -112,6 +112,36 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, anchor: Anchor<'_>) -
     Some(Since {
         from: from.to_string(),
         path,
+        line,
+        change,
+    })
+}
+
+/// After a rebase (or a force-push) the compare says nothing of the anchor's lines: its
+/// file is read at both commits and its lines looked for in the head's copy, as the gate
+/// does ([`resolution::gone_from_the_head`]). Found: unchanged, at the line they stand at
+/// now; not found: changed, with no diff to show (the model reads the file). `None` where
+/// either copy cannot be read.
+async fn rebased(
+    github: &dyn GitHub,
+    snap: &PrSnapshot,
+    anchor: Anchor<'_>,
+    head: &str,
+) -> Option<Since> {
+    let read = |commit| resolution::text_at(github, &snap.scope, anchor.path, commit);
+    let (Ok(Some(then)), Ok(Some(now))) =
+        crate::concurrently::join2(read(anchor.commit), read(head)).await
+    else {
+        return None;
+    };
+    let lines = resolution::lines_of(&then, anchor.start, anchor.end);
+    let (line, change) = match crate::review::merge::block_at(&lines, &now) {
+        Some(line) => (Some(line), Change::Unchanged),
+        None => (None, Change::Unknown),
+    };
+    Some(Since {
+        from: anchor.commit.to_string(),
+        path: anchor.path.to_string(),
         line,
         change,
     })

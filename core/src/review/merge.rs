@@ -297,18 +297,29 @@ pub fn still_in_text(finding: &Finding, text: &str) -> bool {
 /// folds them) stands whole and in order somewhere in `text`; `true` for a block with
 /// nothing to look for.
 pub fn block_in_text(block: &[&str], text: &str) -> bool {
+    block.iter().all(|line| line.trim().is_empty()) || block_at(block, text).is_some()
+}
+
+/// Where `block` (as [`block_in_text`] reads it) first stands in `text`: the line number
+/// of its last line there. `None` when it is nowhere, or has nothing to look for.
+pub fn block_at(block: &[&str], text: &str) -> Option<u32> {
     let wanted: Vec<String> = block
         .iter()
         .map(|line| folded(line))
         .filter(|l| !l.is_empty())
         .collect();
     if wanted.is_empty() {
-        return true;
+        return None;
     }
-    let lines: Vec<String> = text.lines().map(folded).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<(u32, String)> = (1..)
+        .zip(text.lines())
+        .map(|(number, line)| (number, folded(line)))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
     lines
         .windows(wanted.len())
-        .any(|run| run == wanted.as_slice())
+        .find(|run| run.iter().map(|(_, l)| l).eq(wanted.iter()))
+        .and_then(|run| run.last().map(|(number, _)| *number))
 }
 
 /// Whether some run of `lines` (numbered, in order) as long as `finding`'s hashes to its

@@ -127,21 +127,25 @@ pub async fn gone_from_the_head(
     let then = text_at(github, scope, &finding.path, &finding.head_sha).await?;
     Ok(match then {
         Some(then) => {
-            let start = finding.start_line.unwrap_or(finding.line).min(finding.line);
-            let lines: Vec<&str> = then
-                .lines()
-                .skip(start.saturating_sub(1) as usize)
-                .take((finding.line.saturating_sub(start) + 1) as usize)
-                .collect();
-            !merge::block_in_text(&lines, &now)
+            let start = finding.start_line.unwrap_or(finding.line);
+            !merge::block_in_text(&lines_of(&then, start, finding.line), &now)
         }
         None => !merge::still_in_text(finding, &now),
     })
 }
 
+/// Lines `start..=end` (counted from 1) of `text`, as many as it has.
+pub(crate) fn lines_of(text: &str, start: u32, end: u32) -> Vec<&str> {
+    let (start, end) = (start.min(end), start.max(end));
+    text.lines()
+        .skip(start.saturating_sub(1) as usize)
+        .take((end - start + 1) as usize)
+        .collect()
+}
+
 /// The text of `path` at `git_ref`; `None` when there is none to read (no such file, not
 /// UTF-8, or GitHub refuses for good). A transient failure is the caller's.
-async fn text_at(
+pub(crate) async fn text_at(
     github: &dyn GitHub,
     scope: &RepoScope,
     path: &str,

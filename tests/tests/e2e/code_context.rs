@@ -867,6 +867,42 @@ mod answers {
         assert!(prompt.contains("#### src/store/db.rs:2-4"), "{prompt}");
     }
 
+    /// After a rebase the compare from the thread's commit is diffed from a merge base and
+    /// says nothing of its lines: the file at both commits does. Moved down by the rebase,
+    /// the lines are found and read where they are; rewritten, the answer is told so and
+    /// to read the file.
+    async fn an_outdated_thread_after_a_rebase_is_followed_by_its_file(backend: Backend) {
+        let rebased = format!("// upstream\n// header\n{DB}");
+        let arrange = |now: &str| {
+            let now = now.to_string();
+            move |h: &Harness| {
+                h.github.set_compare(
+                    REPO,
+                    OLD,
+                    HEAD,
+                    &[("src/db.rs", "modified", "@@ -1,1 +1,1 @@\n-x\n+y")],
+                );
+                h.github.diverged(REPO, OLD, HEAD);
+                h.github.set_file(REPO, OLD, "src/db.rs", DB);
+                h.github.set_file(REPO, HEAD, "src/db.rs", &now);
+            }
+        };
+        let (_h, prompt) =
+            ask_after_a_push(backend, &[("src/db.rs", &rebased)], arrange(&rebased)).await;
+        parley_tests::expect::says_all(
+            &prompt,
+            &[
+                "the lines it is about are unchanged. They now stand at `src/db.rs` line 5.",
+                "#### src/db.rs:4-6",
+            ],
+        );
+        let (_h, prompt) = ask_after_a_push(backend, &[("src/db.rs", FIXED)], arrange(FIXED)).await;
+        assert!(
+            prompt.contains("New commits changed `src/db.rs`, but GitHub gave no diff of it"),
+            "{prompt}"
+        );
+    }
+
     /// A compare GitHub will not give (the old commit gone after a force-push: 404; or
     /// 502 after the client's retries): the answer goes on from the thread's hunk.
     async fn an_outdated_thread_github_will_not_compare_is_answered_from_its_hunk(
@@ -1043,6 +1079,7 @@ mod answers {
         an_outdated_threads_answer_reads_the_code_as_it_is_now(Backend::Sqlite).await;
         an_outdated_thread_in_a_renamed_file_reads_it_under_its_new_name(Backend::Sqlite).await;
         an_outdated_thread_github_will_not_compare_is_answered_from_its_hunk(Backend::Sqlite).await;
+        an_outdated_thread_after_a_rebase_is_followed_by_its_file(Backend::Sqlite).await;
     }
 
     #[tokio::test]
