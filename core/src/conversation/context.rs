@@ -110,9 +110,9 @@ pub struct Context {
     /// On a PR, the issues its description says it resolves: what the change is for, which
     /// a question ("does this fix #12?") or a dispute may turn on.
     pub issues: Vec<LinkedIssue>,
-    /// On an outdated thread, what changed at its lines since it began and where they
-    /// stand now (`code` is read there): "fixed, have another look" is checked against
-    /// the code as it is.
+    /// On an outdated thread (or about a finding named from an earlier commit), what
+    /// changed at its lines since and where they stand now (`code` is read there): "fixed,
+    /// have another look" is checked against the code as it is.
     pub since: Option<Since>,
 }
 
