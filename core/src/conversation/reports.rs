@@ -381,6 +381,10 @@ const HELP: &[Help] = &[
     Help::Command(&["learnings"], "list what Parley has learned here"),
     Help::Command(&["dismiss f_…"], "lift one finding by its id (maintainers)"),
     Help::Command(
+        &["is f_… really a bug?"],
+        "ask about one finding by its id, as in its thread (for one listed only in the summary)",
+    ),
+    Help::Command(
         &["stats"],
         "how findings fared, the confidence threshold, the LLM cost",
     ),

@@ -576,6 +576,10 @@ async fn an_app_with_its_own_handle_suggests_commands_with_it(h: ReviewHarness) 
     );
     assert!(help.contains("| `@acme-review dismiss f_…` |"), "{help}");
     assert!(
+        help.contains("| `@acme-review is f_… really a bug?` | ask about one finding by its id"),
+        "{help}"
+    );
+    assert!(
         help.contains("| `… in <path glob>`, `… for this PR`, `… for all repos` |"),
         "{help}"
     );
