@@ -12,9 +12,12 @@
 //! A question in the PR's conversation that names a finding (one listed only in the
 //! summary has no thread) is followed the same way from the commit it was found on.
 //!
+//! After a rebase the compare is diffed from a merge base and says nothing of those lines,
+//! so the file is read at both commits instead.
+//!
 //! This is context only: whether a concession lifts a blocking finding is still decided
 //! by [`crate::review::resolution`], which weighs the same compare on its own. Fail open:
-//! a compare GitHub will not give leaves the answer with the hunk, as before.
+//! a compare or files GitHub will not give leave the answer with the hunk, as before.
 
 use super::snapshot::PrSnapshot;
 use crate::ports::Finding;
@@ -31,7 +34,7 @@ const MAX_DIFF_CHARS: usize = 4000;
 /// The commented code, followed from the comment's commit to the PR's head.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Since {
-    /// The commit the thread's comment was made on.
+    /// The commit the thread's comment was made on (or the named finding found on).
     pub from: String,
     /// The file's name at the head (another one when the PR renamed it).
     pub path: String,
@@ -50,7 +53,8 @@ pub enum Change {
     Changed(String),
     /// The file is gone from the head.
     Removed,
-    /// The file changed but GitHub sent no patch to tell where (too large, binary).
+    /// The file changed but GitHub sent no patch to tell where (too large, binary); or,
+    /// after a rebase, the lines are nowhere in the head's copy.
     Unknown,
 }
 
@@ -90,8 +94,8 @@ impl<'a> Anchor<'a> {
 }
 
 /// What changed at `anchor`'s lines since its commit, up to the PR's head; `None` where
-/// GitHub will not compare the two (a commit force-pushed away, a 5xx after the client's
-/// retries).
+/// neither the compare (a 5xx after the client's retries) nor, after a rebase or a
+/// force-push, the file at both commits tells.
 pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, anchor: Anchor<'_>) -> Option<Since> {
     let pr = snap.pull()?;
     let Anchor {
