@@ -303,6 +303,11 @@ pub fn block_in_text(block: &[&str], text: &str) -> bool {
 /// Where `block` (as [`block_in_text`] reads it) first stands in `text`: the line number
 /// of its last line there. `None` when it is nowhere, or has nothing to look for.
 pub fn block_at(block: &[&str], text: &str) -> Option<u32> {
+    block_span(block, text).map(|(_, last)| last)
+}
+
+/// Where `block` first stands in `text`: the numbers of its first and last lines there.
+pub fn block_span(block: &[&str], text: &str) -> Option<(u32, u32)> {
     let wanted: Vec<String> = block
         .iter()
         .map(|line| folded(line))
@@ -319,7 +324,7 @@ pub fn block_at(block: &[&str], text: &str) -> Option<u32> {
     lines
         .windows(wanted.len())
         .find(|run| run.iter().map(|(_, l)| l).eq(wanted.iter()))
-        .and_then(|run| run.last().map(|(number, _)| *number))
+        .and_then(|run| Some((run.first()?.0, run.last()?.0)))
 }
 
 /// Whether some run of `lines` (numbered, in order) as long as `finding`'s hashes to its

@@ -896,6 +896,23 @@ mod answers {
                 "#### src/db.rs:4-6",
             ],
         );
+        // Rebased and fixed: the code beside the line, found in the head's copy, tells
+        // what replaced it.
+        let fixed = rebased.replace(
+            "format!(\"SELECT * FROM users WHERE id = '{}'\", id)",
+            "query(\"SELECT * FROM users WHERE id = ?\", id)",
+        );
+        let (_h, prompt) =
+            ask_after_a_push(backend, &[("src/db.rs", &fixed)], arrange(&fixed)).await;
+        parley_tests::expect::says_all(
+            &prompt,
+            &[
+                "They now stand at `src/db.rs` line 5.",
+                "-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)",
+                "#### src/db.rs:4-6",
+            ],
+        );
+        // Rewritten beyond recognition: the answer is told to read the file.
         let (_h, prompt) = ask_after_a_push(backend, &[("src/db.rs", FIXED)], arrange(FIXED)).await;
         assert!(
             prompt.contains("New commits changed `src/db.rs`, but GitHub gave no diff of it"),
