@@ -22,7 +22,7 @@
 use super::snapshot::PrSnapshot;
 use crate::ports::Finding;
 use crate::ports::github::{ChangedFile, Comparison, DiffSide, FileStatus, GitHub, ReviewComment};
-use crate::review::{diff, resolution};
+use crate::review::{diff, rebased, resolution};
 
 /// Old lines of the change shown around the commented ones, on each side.
 const AROUND: u32 = 6;
@@ -124,7 +124,7 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, anchor: Anchor<'_>) -
 /// After a rebase (or a force-push) the compare says nothing of the anchor's lines: its
 /// file is read at both commits and its lines looked for in the head's copy, as the gate
 /// does ([`resolution::gone_from_the_head`]). Found: unchanged, at the line they stand at
-/// now; not found: changed, shown by the code beside them ([`between`]) where that is
+/// now; not found: changed, shown by the code beside them ([`rebased::between`]) where that is
 /// found, else with no diff (the model reads the file). `None` where either copy cannot be
 /// read.
 async fn rebased(
@@ -142,8 +142,11 @@ async fn rebased(
     let lines = resolution::lines_of(&then, anchor.start, anchor.end);
     let (line, change) = match crate::review::merge::block_at(&lines, &now) {
         Some(line) => (Some(line), Change::Unchanged),
-        None => match between(&then, &now, anchor.start, anchor.end) {
-            Some((shown, line)) => (line, Change::Changed(shown)),
+        None => match rebased::between(&then, &now, anchor.start, anchor.end) {
+            Some((shown, line)) => (
+                line,
+                Change::Changed(crate::sanitize::truncate(&shown, MAX_DIFF_CHARS)),
+            ),
             None => (None, Change::Unknown),
         },
     };
@@ -153,59 +156,6 @@ async fn rebased(
         line,
         change,
     })
-}
-
-/// Lines of unchanged code looked for on each side of a rewritten range.
-const BESIDE: u32 = 3;
-
-/// The most lines a rewritten range may have become and still be shown as its change.
-const MOST_NOW: u32 = 60;
-
-/// What lines `start..=end` of `then` became in `now`, told by the code beside them: the
-/// [`BESIDE`] lines before and after, found in order in `now`, enclose what replaced the
-/// range. A diff of it (with those lines as context) and its first line now; `None` where
-/// either side is not found whole (the lines after, below those before), or encloses more
-/// than [`MOST_NOW`] lines.
-fn between(then: &str, now: &str, start: u32, end: u32) -> Option<(String, Option<u32>)> {
-    use crate::review::merge::block_span;
-    let (start, end) = (start.min(end), start.max(end));
-    let before = resolution::lines_of(then, start.saturating_sub(BESIDE).max(1), start - 1);
-    let before = if start > 1 { before } else { Vec::new() };
-    let after = resolution::lines_of(then, end + 1, end + BESIDE);
-    let now_lines: Vec<&str> = now.lines().collect();
-    let from = match before.is_empty() {
-        true => 1,
-        false => block_span(&before, now)?.1 + 1,
-    };
-    let to = match after.is_empty() {
-        true => u32::try_from(now_lines.len()).ok()?,
-        false => {
-            // Looked for only below what came before: a `}` stands everywhere.
-            let rest = now_lines.get(from.saturating_sub(1) as usize..)?.join("\n");
-            let (first, _) = block_span(&after, &rest)?;
-            first + from - 2
-        }
-    };
-    if to + 1 < from || to + 1 - from > MOST_NOW {
-        return None;
-    }
-    let replaced = now_lines
-        .get(from.saturating_sub(1) as usize..to as usize)
-        .unwrap_or_default();
-    let mut shown = String::new();
-    let mut add = |sign: char, lines: &[&str]| {
-        for line in lines {
-            shown.push(sign);
-            shown.push_str(line);
-            shown.push('\n');
-        }
-    };
-    add(' ', &before);
-    add('-', &resolution::lines_of(then, start, end));
-    add('+', replaced);
-    add(' ', &after);
-    let line = (!replaced.is_empty()).then_some(from);
-    Some((crate::sanitize::truncate(&shown, MAX_DIFF_CHARS), line))
 }
 
 /// Where lines `start..=end` of the file that was `path` stand after `comparison` (what
@@ -291,45 +241,6 @@ mod tests {
         );
         assert_eq!(at(&comment(None, DiffSide::Right, "head")), None);
         assert_eq!(at(&comment(None, DiffSide::Right, "")), None);
-    }
-
-    #[test]
-    fn a_rewritten_range_is_told_by_the_code_beside_it() {
-        let then = "a\nb\nc\nOLD1\nOLD2\nd\ne\nf\n";
-        assert_eq!(
-            between(then, "x\na\nb\nc\nNEW\nd\ne\nf\n", 4, 5),
-            Some((
-                " a\n b\n c\n-OLD1\n-OLD2\n+NEW\n d\n e\n f\n".to_string(),
-                Some(5)
-            )),
-            "moved down a line, two lines become one"
-        );
-        assert_eq!(
-            between(then, "a\nb\nc\nd\ne\nf\n", 4, 5),
-            Some((" a\n b\n c\n-OLD1\n-OLD2\n d\n e\n f\n".to_string(), None)),
-            "removed"
-        );
-        assert_eq!(
-            between(then, "a\nb\nzz\nNEW\nd\ne\nf\n", 4, 5),
-            None,
-            "the code before it is not there whole"
-        );
-        assert_eq!(
-            between(then, "d\ne\nf\na\nb\nc\nNEW\n", 4, 5),
-            None,
-            "out of order"
-        );
-        assert_eq!(
-            between(
-                "fn f() {\n    old();\n}\n",
-                "}\nfn f() {\n    new();\n}\n",
-                2,
-                2
-            )
-            .map(|(_, line)| line),
-            Some(Some(3)),
-            "the closing brace after it, not the one above"
-        );
     }
 
     fn listed(name: &str, status: &str, patch: Option<&str>, changes: u64) -> ChangedFile {

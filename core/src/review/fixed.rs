@@ -10,8 +10,9 @@
 //!
 //! Trust: the model reads the PR author's code, which may argue with it, so its word
 //! alone must not lift what the gate holds. It is never alone here: a finding is weighed
-//! only once the code at its lines changed since it was posted ([`resolution::touches`]),
-//! which is the bar at which the PR's author may already resolve its thread by hand
+//! only once the code at its lines changed since it was posted ([`resolution::touches`];
+//! after a rebase, once its code is gone from the head's copy of the file), which is the
+//! bar at which the PR's author may already resolve its thread by hand
 //! ([`resolution::decide`]). The model can only keep a finding open that the author
 //! could have closed; and a resolved blocking finding found again is open again
 //! ([`super::lifecycle`]). Fail open: a failed or garbled answer resolves nothing.
@@ -25,7 +26,7 @@ use crate::ports::llm::{Llm, LlmRequest, Message};
 use crate::ports::{Finding, FindingState, Verdict};
 use crate::review::diff;
 use crate::review::inputs::ReviewInputs;
-use crate::review::resolution;
+use crate::review::{merge, rebased, resolution};
 use crate::services::Services;
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -168,8 +169,8 @@ fn resolve(fixed: Vec<Finding>) -> Vec<Finding> {
 
 /// Open findings in files this review reads whose lines the code changed since they were
 /// posted, the most severe first, at most [`MAX_WEIGHED`]. Each finding's commit is
-/// compared with the head once (a commit GitHub can no longer compare, after a
-/// force-push, leaves its findings as they are).
+/// compared with the head once; one the head no longer descends from (a rebase) is read
+/// from the file at both commits ([`rebased_change`]).
 async fn touched(
     github: &dyn GitHub,
     scope: &RepoScope,
@@ -192,12 +193,14 @@ async fn touched(
         if touched.len() == MAX_WEIGHED {
             break;
         }
-        let files = compares
+        let change = match compares
             .since(github, scope, &finding.head_sha, head_sha)
             .await?
-            .map(|c| c.files.as_slice())
-            .unwrap_or_default();
-        if let Some(change) = change_at(files, finding) {
+        {
+            Some(comparison) => change_at(&comparison.files, finding),
+            None => rebased_change(github, scope, finding, head_sha).await?,
+        };
+        if let Some(change) = change {
             touched.push(Touched {
                 finding: finding.clone(),
                 change,
@@ -207,6 +210,40 @@ async fn touched(
     }
     Ok(touched)
 }
+
+/// After a rebase (the head no longer descends from the finding's commit, see
+/// [`crate::ports::github::Comparison::descends`]): the change at its lines read from the
+/// file at both commits, when its code is gone from the head's copy (the bar the PR's
+/// author is held to, [`resolution::gone_from_the_head`]) and the code beside it tells
+/// what replaced it ([`rebased::between`]). Otherwise not weighed.
+async fn rebased_change(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    finding: &Finding,
+    head_sha: &str,
+) -> Result<Option<Change>, GitHubError> {
+    let path = finding.path.as_str();
+    let (Some(then), Some(now)) = (
+        resolution::text_at(github, scope, path, &finding.head_sha).await?,
+        resolution::text_at(github, scope, path, head_sha).await?,
+    ) else {
+        return Ok(None);
+    };
+    let (start, end) = (finding.start_line.unwrap_or(finding.line), finding.line);
+    if merge::block_in_text(&resolution::lines_of(&then, start, end), &now) {
+        return Ok(None);
+    }
+    Ok(
+        rebased::between(&then, &now, start, end).map(|(diff, head_line)| Change {
+            diff: crate::sanitize::truncate(&diff, MAX_CHANGE_CHARS),
+            renamed_to: None,
+            head_line,
+        }),
+    )
+}
+
+/// Characters of a rebased finding's change shown at the most.
+const MAX_CHANGE_CHARS: usize = 4000;
 
 /// The diff of `finding`'s file near its lines, when it changes them, and the file's new
 /// name when it was renamed (GitHub's patch of a renamed file is from its old content, so

@@ -47,6 +47,7 @@ pub mod progress;
 pub mod prompts;
 pub mod publish;
 pub mod pull_files;
+pub mod rebased;
 mod recover;
 pub mod regate;
 pub mod rerun;

@@ -44,6 +44,8 @@ parley_tests::review_on_both_stores!(
     a_change_to_a_findings_lines_in_a_file_the_push_renamed_is_acted_on,
     renaming_a_blocking_findings_file_is_no_code_change,
     a_rebase_is_no_code_change_and_a_rebased_fix_is,
+    a_fix_pushed_with_a_rebase_is_weighed_from_the_file,
+    a_rebase_that_leaves_the_findings_code_asks_nothing,
     a_finding_said_again_in_its_renamed_file_is_the_same_finding,
     a_finding_said_again_where_the_pr_moved_its_code_is_the_same_finding,
     a_summary_only_finding_in_a_renamed_file_is_not_closed_by_silence,
@@ -376,6 +378,54 @@ async fn a_rebase_is_no_code_change_and_a_rebased_fix_is(h: ReviewHarness) {
         .await
         .expect("bookkeeping");
     assert_eq!(h.findings().await[0].state, FindingState::Resolved);
+}
+
+/// A fix pushed with a rebase: the compare from the finding's commit is diffed from the
+/// merge base and says nothing of its lines, so the fix check reads the file at both
+/// commits; the code beside the finding's line tells what replaced it, the model is asked,
+/// and the finding is resolved as fixed.
+async fn a_fix_pushed_with_a_rebase_is_weighed_from_the_file(h: ReviewHarness) {
+    rebased_to_head2(&h, &REBASED_DB.replace(FORMATTED, BOUND)).await;
+    parley_tests::expect::says_all(
+        &the_one_fix_question(&h),
+        &[
+            "-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)",
+        ],
+    );
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    assert_eq!(
+        after[0].state_changed_by.as_deref(),
+        Some(parley_core::review::fixed::FIXED_BY)
+    );
+}
+
+/// A rebase that leaves the finding's code as it was (a line above it now): nothing to
+/// weigh, so the model is not asked, whatever it would say, and the finding stays open.
+async fn a_rebase_that_leaves_the_findings_code_asks_nothing(h: ReviewHarness) {
+    rebased_to_head2(&h, REBASED_DB).await;
+    assert_eq!(h.llm.calls_containing(FIX_CHECK), 0, "not asked");
+    assert_eq!(h.findings().await[0].state, FindingState::Open);
+}
+
+const THEN_DB: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\nfn a() {}\nfn b() {}\n";
+const REBASED_DB: &str = "// upstream\nuse std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\nfn a() {}\nfn b() {}\n";
+const FORMATTED: &str = "format!(\"SELECT * FROM users WHERE id = '{}'\", id)";
+const BOUND: &str = "query(\"SELECT * FROM users WHERE id = ?\", id)";
+
+/// The opened PR's blocking finding, then a push that rebases it to `HEAD2` with
+/// `src/db.rs` as `now` (the compare from `HEAD` diverged), reviewed with a fix check that
+/// would say "fixed".
+async fn rebased_to_head2(h: &ReviewHarness, now: &str) {
+    h.review_opened_with_a_blocking_finding().await;
+    h.llm.answer(FIX_CHECK, &fixed_verdict(true));
+    h.push_sql_fix();
+    h.github.diverged(REPO, HEAD, HEAD2);
+    h.github.set_file(REPO, HEAD, "src/db.rs", THEN_DB);
+    h.github.set_file(REPO, HEAD2, "src/db.rs", now);
+    h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
+        .await
+        .expect("review of the rebase");
 }
 
 /// The blocking finding of the opened PR's review, which a maintainer resolves without a
