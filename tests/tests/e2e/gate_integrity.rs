@@ -392,12 +392,7 @@ async fn a_fix_pushed_with_a_rebase_is_weighed_from_the_file(h: ReviewHarness) {
             "-    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+    query(\"SELECT * FROM users WHERE id = ?\", id)",
         ],
     );
-    let after = h.findings().await;
-    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
-    assert_eq!(
-        after[0].state_changed_by.as_deref(),
-        Some(parley_core::review::fixed::FIXED_BY)
-    );
+    resolved_as_fixed(&h).await;
 }
 
 /// A rebase that leaves the finding's code as it was (a line above it now): nothing to
@@ -758,6 +753,17 @@ async fn a_compare_of_300_files_makes_the_review_partial(h: ReviewHarness) {
     );
 }
 
+/// The finding is resolved, as the fix check resolves one: the findings now.
+async fn resolved_as_fixed(h: &ReviewHarness) -> Vec<Finding> {
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
+    assert_eq!(
+        after[0].state_changed_by.as_deref(),
+        Some(parley_core::review::fixed::FIXED_BY)
+    );
+    after
+}
+
 /// The model's verdict on whether the push fixed finding 0.
 fn fixed_verdict(fixed: bool) -> String {
     json!({"verdicts": [{"index": 0, "fixed": fixed, "reason": "the query is bound now"}]})
@@ -790,12 +796,7 @@ async fn a_push_that_fixes_a_finding_resolves_it_and_its_thread(h: ReviewHarness
             "+    query(\"SELECT * FROM users WHERE id = ?\"",
         ],
     );
-    let after = h.findings().await;
-    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
-    assert_eq!(
-        after[0].state_changed_by.as_deref(),
-        Some(parley_core::review::fixed::FIXED_BY)
-    );
+    resolved_as_fixed(&h).await;
     assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
     assert_eq!(
         h.latest_gate(HEAD2)["conclusion"],
@@ -865,12 +866,7 @@ async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHar
         .expect("the retry");
     assert_eq!(h.reviews().len(), 2, "recovered, not posted again");
     assert_eq!(h.llm.calls_containing(FIX_CHECK), 1, "not asked again");
-    let after = h.findings().await;
-    assert_eq!(after[0].state, FindingState::Resolved, "{after:#?}");
-    assert_eq!(
-        after[0].state_changed_by.as_deref(),
-        Some(parley_core::review::fixed::FIXED_BY)
-    );
+    let after = resolved_as_fixed(&h).await;
     let outcome = after[0].outcome.as_ref().expect("how it ended");
     assert_eq!(outcome.verdict, parley_core::ports::Verdict::Accepted);
     assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
