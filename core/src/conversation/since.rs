@@ -22,7 +22,8 @@
 use super::snapshot::PrSnapshot;
 use crate::ports::Finding;
 use crate::ports::github::{ChangedFile, Comparison, DiffSide, FileStatus, GitHub, ReviewComment};
-use crate::review::{diff, rebased, resolution};
+use crate::review::rebased::{self, Became};
+use crate::review::{diff, resolution};
 
 /// Old lines of the change shown around the commented ones, on each side.
 const AROUND: u32 = 6;
@@ -124,8 +125,8 @@ pub async fn since(github: &dyn GitHub, snap: &PrSnapshot, anchor: Anchor<'_>) -
 /// After a rebase (or a force-push) the compare says nothing of the anchor's lines: its
 /// file is read at both commits and its lines looked for in the head's copy, as the gate
 /// does ([`resolution::gone_from_the_head`]). Found: unchanged, at the line they stand at
-/// now; not found: changed, shown by the code beside them ([`rebased::between`]) where that is
-/// found, else with no diff (the model reads the file). `None` where either copy cannot be
+/// now; not found: changed, shown by the code beside them where that is found
+/// ([`Became::Rewritten`]), else with no diff (the model reads the file). `None` where either copy cannot be
 /// read.
 async fn rebased(
     github: &dyn GitHub,
@@ -133,22 +134,20 @@ async fn rebased(
     anchor: Anchor<'_>,
     head: &str,
 ) -> Option<Since> {
-    let read = |commit| resolution::text_at(github, &snap.scope, anchor.path, commit);
-    let (Ok(Some(then)), Ok(Some(now))) =
-        crate::concurrently::join2(read(anchor.commit), read(head)).await
+    let (Some(then), Some(now)) =
+        rebased::texts(github, &snap.scope, anchor.path, anchor.commit, head)
+            .await
+            .ok()?
     else {
         return None;
     };
-    let lines = resolution::lines_of(&then, anchor.start, anchor.end);
-    let (line, change) = match crate::review::merge::block_at(&lines, &now) {
-        Some(line) => (Some(line), Change::Unchanged),
-        None => match rebased::between(&then, &now, anchor.start, anchor.end) {
-            Some((shown, line)) => (
-                line,
-                Change::Changed(crate::sanitize::truncate(&shown, MAX_DIFF_CHARS)),
-            ),
-            None => (None, Change::Unknown),
-        },
+    let (line, change) = match rebased::became(&then, &now, anchor.start, anchor.end) {
+        Became::Stands(line) => (line, Change::Unchanged),
+        Became::Rewritten { diff, line } => (
+            line,
+            Change::Changed(crate::sanitize::truncate(&diff, MAX_DIFF_CHARS)),
+        ),
+        Became::Unrecognisable => (None, Change::Unknown),
     };
     Some(Since {
         from: anchor.commit.to_string(),

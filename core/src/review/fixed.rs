@@ -26,7 +26,8 @@ use crate::ports::llm::{Llm, LlmRequest, Message};
 use crate::ports::{Finding, FindingState, Verdict};
 use crate::review::diff;
 use crate::review::inputs::ReviewInputs;
-use crate::review::{merge, rebased, resolution};
+use crate::review::rebased::{self, Became};
+use crate::review::resolution;
 use crate::services::Services;
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -215,31 +216,28 @@ async fn touched(
 /// [`crate::ports::github::Comparison::descends`]): the change at its lines read from the
 /// file at both commits, when its code is gone from the head's copy (the bar the PR's
 /// author is held to, [`resolution::gone_from_the_head`]) and the code beside it tells
-/// what replaced it ([`rebased::between`]). Otherwise not weighed.
+/// what replaced it ([`Became::Rewritten`]). Otherwise not weighed.
 async fn rebased_change(
     github: &dyn GitHub,
     scope: &RepoScope,
     finding: &Finding,
     head_sha: &str,
 ) -> Result<Option<Change>, GitHubError> {
-    let path = finding.path.as_str();
-    let (Some(then), Some(now)) = (
-        resolution::text_at(github, scope, path, &finding.head_sha).await?,
-        resolution::text_at(github, scope, path, head_sha).await?,
-    ) else {
+    let path = &finding.path;
+    let (Some(then), Some(now)) =
+        rebased::texts(github, scope, path, &finding.head_sha, head_sha).await?
+    else {
         return Ok(None);
     };
-    let (start, end) = (finding.start_line.unwrap_or(finding.line), finding.line);
-    if merge::block_in_text(&resolution::lines_of(&then, start, end), &now) {
-        return Ok(None);
-    }
-    Ok(
-        rebased::between(&then, &now, start, end).map(|(diff, head_line)| Change {
+    let start = finding.start_line.unwrap_or(finding.line);
+    Ok(match rebased::became(&then, &now, start, finding.line) {
+        Became::Rewritten { diff, line } => Some(Change {
             diff: crate::sanitize::truncate(&diff, MAX_CHANGE_CHARS),
             renamed_to: None,
-            head_line,
+            head_line: line,
         }),
-    )
+        Became::Stands(_) | Became::Unrecognisable => None,
+    })
 }
 
 /// Characters of a rebased finding's change shown at the most.

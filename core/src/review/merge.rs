@@ -293,15 +293,9 @@ pub fn still_in_text(finding: &Finding, text: &str) -> bool {
     site_among(finding, &lines)
 }
 
-/// Whether `block` (lines of code, white space folded and blank lines dropped as a site
-/// folds them) stands whole and in order somewhere in `text`; `true` for a block with
-/// nothing to look for.
-pub fn block_in_text(block: &[&str], text: &str) -> bool {
-    block.iter().all(|line| line.trim().is_empty()) || block_at(block, text).is_some()
-}
-
-/// Where `block` (as [`block_in_text`] reads it) first stands in `text`: the line number
-/// of its last line there. `None` when it is nowhere, or has nothing to look for.
+/// Where `block` (lines of code, white space folded and blank lines dropped as a site folds
+/// them) first stands whole and in order in `text`: the line number of its last line there.
+/// `None` when it is nowhere, or has nothing to look for.
 pub fn block_at(block: &[&str], text: &str) -> Option<u32> {
     block_span(block, text).map(|(_, last)| last)
 }
@@ -877,15 +871,16 @@ mod tests {
         );
         let block = ["    let q = format!(\"{}\", id);", "", "run(q);"];
         assert!(
-            block_in_text(&block, moved),
+            block_at(&block, moved).is_some(),
             "blank lines and indentation fold away"
         );
         assert!(
-            !block_in_text(&block, "run(q);\nlet q = format!(\"{}\", id);\n"),
+            block_at(&block, "run(q);\nlet q = format!(\"{}\", id);\n").is_none(),
             "in order"
         );
-        assert!(
-            block_in_text(&["  ", ""], "anything"),
+        assert_eq!(
+            block_at(&["  ", ""], "anything"),
+            None,
             "nothing to look for"
         );
     }

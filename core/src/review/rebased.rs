@@ -2,11 +2,62 @@
 //! (or a thread) was on, and GitHub's compare of the two is diffed from their merge base:
 //! its line numbers are not that commit's and say nothing of the finding's lines. What
 //! became of them is then read from the file at both commits: still there, whole, wherever
-//! the rebase moved them ([`super::merge::block_in_text`]); or rewritten, told by the
+//! the rebase moved them ([`super::merge::block_at`]); or rewritten, told by the
 //! unchanged code beside them ([`between`]).
 
-use super::merge::block_span;
-use super::resolution::lines_of;
+use super::merge::{block_at, block_span};
+use crate::ports::github::{GitHub, GitHubError, RepoScope};
+
+/// What lines of a file on one commit became on another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Became {
+    /// Still there, whole, wherever they moved: at this line (their last) now; `None` for
+    /// lines with nothing but blanks, which cannot be looked for and count as unchanged.
+    Stands(Option<u32>),
+    /// Gone, and the code beside them tells what replaced them ([`between`]).
+    Rewritten { diff: String, line: Option<u32> },
+    /// Gone, and nothing tells what replaced them.
+    Unrecognisable,
+}
+
+impl Became {
+    /// Whether the lines are gone: the gate's "the code at its lines changed".
+    pub fn gone(&self) -> bool {
+        !matches!(self, Became::Stands(_))
+    }
+}
+
+/// What lines `start..=end` of `then` became in `now`.
+pub fn became(then: &str, now: &str, start: u32, end: u32) -> Became {
+    let lines = lines_of(then, start, end);
+    if lines.iter().all(|line| line.trim().is_empty()) {
+        return Became::Stands(None);
+    }
+    if let Some(line) = block_at(&lines, now) {
+        return Became::Stands(Some(line));
+    }
+    match between(then, now, start, end) {
+        Some((diff, line)) => Became::Rewritten { diff, line },
+        None => Became::Unrecognisable,
+    }
+}
+
+/// `path` at `then` and at `now`, read side by side; each `None` where there is none to
+/// read ([`text_at`]). A transient failure is the caller's.
+pub async fn texts(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    path: &str,
+    then: &str,
+    now: &str,
+) -> Result<(Option<String>, Option<String>), GitHubError> {
+    let (then, now) = crate::concurrently::join2(
+        text_at(github, scope, path, then),
+        text_at(github, scope, path, now),
+    )
+    .await;
+    Ok((then?, now?))
+}
 
 /// Lines of unchanged code looked for on each side of a rewritten range.
 const BESIDE: u32 = 3;
@@ -62,9 +113,42 @@ pub fn between(then: &str, now: &str, start: u32, end: u32) -> Option<(String, O
     Some((shown, line))
 }
 
+/// Lines `start..=end` (counted from 1) of `text`, as many as it has.
+fn lines_of(text: &str, start: u32, end: u32) -> Vec<&str> {
+    let (start, end) = (start.min(end), start.max(end));
+    text.lines()
+        .skip(start.saturating_sub(1) as usize)
+        .take((end - start + 1) as usize)
+        .collect()
+}
+
+/// The text of `path` at `git_ref`; `None` when there is none to read (no such file, not
+/// UTF-8, or GitHub refuses for good). A transient failure is the caller's.
+async fn text_at(
+    github: &dyn GitHub,
+    scope: &RepoScope,
+    path: &str,
+    git_ref: &str,
+) -> Result<Option<String>, GitHubError> {
+    match github.get_file_contents(scope, path, git_ref).await {
+        Ok(file) => Ok(file.and_then(|f| f.text().map(str::to_string))),
+        Err(err) if err.is_transient() => Err(err),
+        Err(err) => {
+            tracing::info!(repo = %scope.full_name(), path, git_ref, error = %err, "cannot read the file; its code counts as unchanged");
+            Ok(None)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_with_nothing_to_look_for_stand() {
+        assert_eq!(became("  \n\nx\n", "anything", 1, 2), Became::Stands(None));
+        assert!(!Became::Stands(None).gone());
+    }
 
     #[test]
     fn a_rewritten_range_is_told_by_the_code_beside_it() {

@@ -21,7 +21,7 @@ use crate::ports::github::{
     ChangedFile, Comparison, FileStatus, GitHub, GitHubError, Permission, RepoScope,
 };
 use crate::review::diff::{self, LineKind, Patch};
-use crate::review::merge;
+use crate::review::{merge, rebased};
 
 /// Whether a resolution (or concession, or dismissal) by someone lifts a finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,44 +121,18 @@ pub async fn gone_from_the_head(
     finding: &Finding,
     head_sha: &str,
 ) -> Result<bool, GitHubError> {
-    let Some(now) = text_at(github, scope, &finding.path, head_sha).await? else {
+    let path = &finding.path;
+    let (then, now) = rebased::texts(github, scope, path, &finding.head_sha, head_sha).await?;
+    let Some(now) = now else {
         return Ok(false);
     };
-    let then = text_at(github, scope, &finding.path, &finding.head_sha).await?;
     Ok(match then {
         Some(then) => {
             let start = finding.start_line.unwrap_or(finding.line);
-            !merge::block_in_text(&lines_of(&then, start, finding.line), &now)
+            rebased::became(&then, &now, start, finding.line).gone()
         }
         None => !merge::still_in_text(finding, &now),
     })
-}
-
-/// Lines `start..=end` (counted from 1) of `text`, as many as it has.
-pub(crate) fn lines_of(text: &str, start: u32, end: u32) -> Vec<&str> {
-    let (start, end) = (start.min(end), start.max(end));
-    text.lines()
-        .skip(start.saturating_sub(1) as usize)
-        .take((end - start + 1) as usize)
-        .collect()
-}
-
-/// The text of `path` at `git_ref`; `None` when there is none to read (no such file, not
-/// UTF-8, or GitHub refuses for good). A transient failure is the caller's.
-pub(crate) async fn text_at(
-    github: &dyn GitHub,
-    scope: &RepoScope,
-    path: &str,
-    git_ref: &str,
-) -> Result<Option<String>, GitHubError> {
-    match github.get_file_contents(scope, path, git_ref).await {
-        Ok(file) => Ok(file.and_then(|f| f.text().map(str::to_string))),
-        Err(err) if err.is_transient() => Err(err),
-        Err(err) => {
-            tracing::info!(repo = %scope.full_name(), path, git_ref, error = %err, "cannot read the file; its code counts as unchanged");
-            Ok(None)
-        }
-    }
 }
 
 /// What changed from `base` to `head`, or `None` where GitHub cannot tell it line by line:

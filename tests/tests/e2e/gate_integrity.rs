@@ -346,7 +346,6 @@ async fn the_authors_resolution_counts_only_after_the_code_changed(h: ReviewHarn
 /// fixed, it does.
 async fn a_rebase_is_no_code_change_and_a_rebased_fix_is(h: ReviewHarness) {
     const MERGE_BASE_TO_HEAD: &str = "@@ -1,3 +1,5 @@\n use std::io;\n-fn a() {}\n-fn b() {}\n+pub fn find(id: &str) -> String {\n+    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n+}\n+fn a() {} fn b() {}";
-    const REBASED: &str = "use std::io;\npub fn find(id: &str) -> String {\n    format!(\"SELECT * FROM users WHERE id = '{}'\", id)\n}\nfn a() {} fn b() {}\n";
     let finding = h.review_opened_with_a_blocking_finding().await;
     let root = finding.comment_id.expect("inline");
     h.github
@@ -358,7 +357,7 @@ async fn a_rebase_is_no_code_change_and_a_rebased_fix_is(h: ReviewHarness) {
         &[("src/db.rs", "modified", MERGE_BASE_TO_HEAD)],
     );
     h.github.diverged(REPO, HEAD, HEAD2);
-    h.github.set_file(REPO, HEAD2, "src/db.rs", REBASED);
+    h.github.set_file(REPO, HEAD2, "src/db.rs", REBASED_DB);
     let talk = h.conversation();
     talk.handle(thread_job_by(root, true, "t-1", "alice"))
         .await
@@ -369,10 +368,7 @@ async fn a_rebase_is_no_code_change_and_a_rebased_fix_is(h: ReviewHarness) {
         "rebased, not changed"
     );
 
-    let fixed = REBASED.replace(
-        "format!(\"SELECT * FROM users WHERE id = '{}'\", id)",
-        "query(\"SELECT * FROM users WHERE id = ?\", id)",
-    );
+    let fixed = REBASED_DB.replace(FORMATTED, BOUND);
     h.github.set_file(REPO, HEAD2, "src/db.rs", &fixed);
     talk.handle(thread_job_by(root, true, "t-2", "alice"))
         .await
