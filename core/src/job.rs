@@ -103,6 +103,7 @@ impl Job {
                     format!("installation#{installation_id}")
                 }
                 BookkeepingEvent::ReviewThread { repo, number, .. }
+                | BookkeepingEvent::FindingCommentDeleted { repo, number, .. }
                 | BookkeepingEvent::MergeGroup { repo, number, .. }
                 | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
                     format!("{}#{}", repo.full_name(), number)
@@ -135,6 +136,7 @@ impl Job {
                     (None, None)
                 }
                 BookkeepingEvent::ReviewThread { repo, number, .. }
+                | BookkeepingEvent::FindingCommentDeleted { repo, number, .. }
                 | BookkeepingEvent::MergeGroup { repo, number, .. }
                 | BookkeepingEvent::PullRequestClosed { repo, number, .. } => {
                     (Some(repo.full_name()), Some(*number))
@@ -339,6 +341,14 @@ pub enum BookkeepingEvent {
         resolved: bool,
         /// Ids of the thread's comments, root first.
         comment_ids: Vec<u64>,
+        actor: String,
+    },
+    /// `actor` deleted review comment `comment_id`, the first of its thread and one of
+    /// Parley's (see [`crate::bookkeeping`]): the finding posted there lost its thread.
+    FindingCommentDeleted {
+        repo: RepoRef,
+        number: u64,
+        comment_id: u64,
         actor: String,
     },
     /// GitHub's merge queue asks for the required checks on the commit it made to test

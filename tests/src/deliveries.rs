@@ -189,6 +189,19 @@ pub fn review_comment(
     payload
 }
 
+/// `pull_request_review_comment.deleted`: `actor` deleted Parley's comment `comment_id`
+/// (the first of its thread) on PR `number`.
+pub fn review_comment_deleted(source: &Source, number: u64, comment_id: u64, actor: &str) -> Value {
+    let mut payload = crate::webhook_example("pull_request_review_comment", "deleted.payload.json");
+    payload["sender"]["login"] = actor.into();
+    payload["pull_request"]["number"] = number.into();
+    payload["comment"]["id"] = comment_id.into();
+    payload["comment"]["user"]["login"] = "parley[bot]".into();
+    payload["comment"]["user"]["type"] = "Bot".into();
+    source.stamp(&mut payload);
+    payload
+}
+
 /// The marker of a high-severity security finding `id` at `path:line`, as the review
 /// worker writes it.
 pub fn finding_marker(id: &str, path: &str, line: u32, title: &str) -> FindingMarker {

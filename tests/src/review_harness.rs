@@ -446,6 +446,13 @@ pub fn thread_job_by(root: u64, resolved: bool, delivery: &str, actor: &str) -> 
     deliveries::job("pull_request_review_thread", delivery, &payload)
 }
 
+/// `actor` deleting Parley's review comment `root` (the first of its thread), as the
+/// webhook enqueues it.
+pub fn deleted_job_by(root: u64, delivery: &str, actor: &str) -> Job {
+    let payload = deliveries::review_comment_deleted(&source(), PR, root, actor);
+    deliveries::job("pull_request_review_comment", delivery, &payload)
+}
+
 /// Where the harness's deliveries come from.
 pub fn source() -> Source {
     Source::new(OWNER, NAME, INSTALLATION)

@@ -181,7 +181,8 @@ pub enum Verdict {
 pub struct FindingOutcome {
     pub verdict: Verdict,
     /// What said so: `thread_resolved`, `code_changed`, `fixed`, `thumbs_up`, `conceded`,
-    /// `wont_fix`, `thumbs_down`, `resolved_after_dispute`, `closed_unanswered`.
+    /// `wont_fix`, `deleted` (its comment, by someone entitled), `thumbs_down`,
+    /// `resolved_after_dispute`, `closed_unanswered`.
     pub signal: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,

@@ -22,6 +22,7 @@ pub async fn settle(services: &Services, job: &Job) -> Result<(), JobError> {
         Job::Conversation(job) => &job.repo,
         Job::Bookkeeping(job) => match &job.event {
             BookkeepingEvent::ReviewThread { repo, .. }
+            | BookkeepingEvent::FindingCommentDeleted { repo, .. }
             | BookkeepingEvent::MergeGroup { repo, .. }
             | BookkeepingEvent::PullRequestClosed { repo, .. } => repo,
             BookkeepingEvent::Installation { .. } | BookkeepingEvent::RedeliverFailed => {

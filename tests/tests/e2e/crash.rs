@@ -213,6 +213,13 @@ impl Rig {
     fn store(&self) -> SqliteStore {
         SqliteStore::open(&self.db).expect("open the store")
     }
+
+    async fn findings(&self) -> Vec<Finding> {
+        self.store()
+            .findings_for_pr(&key(REPO), PR)
+            .await
+            .expect("findings")
+    }
 }
 
 fn find(comments: &[Value], id: u64) -> Value {
@@ -583,4 +590,54 @@ async fn killed_after_github_stored_the_answer(
         "the finding's thread was not resolved: {:?}",
         rig.github.resolved_threads()
     );
+}
+
+/// A maintainer deletes a blocking finding's comment, and the process is killed as the
+/// gate is judged again (the finding dismissed already, its comment not yet forgotten):
+/// the restart finishes the work, and the gate passes.
+#[tokio::test]
+async fn killed_while_a_deletion_judges_the_gate_the_restart_finishes_it() {
+    let mut rig = Rig::new().await;
+    one_blocking_finding(&rig.llm);
+    let opened = deliveries::pull_request(&rig.source, "opened", PR, AUTHOR, HEAD, BASE, None);
+    rig.start();
+    rig.deliver("pull_request", "crash-deleted-1", &opened)
+        .await;
+    rig.finish().await;
+    assert_reviewed_once(&mut rig).await;
+    let root = rig.findings().await[0].comment_id.expect("inline");
+    rig.github.set_permission(REPO, "bob", "write");
+    rig.github.delete_review_comment(root);
+    let judging = rig.github.tripwire(
+        "POST",
+        &format!("/repos/{REPO}/check-runs"),
+        HoldPoint::BeforeApplying,
+        1,
+    );
+    let deleted = deliveries::review_comment_deleted(&rig.source, PR, root, "bob");
+    rig.deliver("pull_request_review_comment", "crash-deleted-2", &deleted)
+        .await;
+
+    judging.wait_caught(1, LIMIT, "the gate judged again").await;
+    rig.crash("conversation");
+    judging.abandon();
+    let half = rig.findings().await.remove(0);
+    assert_eq!(
+        half.state,
+        FindingState::WontFix,
+        "dismissed before the kill"
+    );
+    assert_eq!(half.comment_id, Some(root), "its comment not yet forgotten");
+    assert_eq!(rig.gate_checks(HEAD).len(), 1, "not judged again yet");
+
+    rig.start();
+    rig.finish().await;
+    let after = rig.findings().await.remove(0);
+    assert_eq!(
+        (after.state, after.comment_id),
+        (FindingState::WontFix, None)
+    );
+    let checks = rig.gate_checks(HEAD);
+    assert_eq!(checks.len(), 2, "judged again once: {checks:#?}");
+    assert_eq!(checks[1]["conclusion"], "success", "{:#?}", checks[1]);
 }

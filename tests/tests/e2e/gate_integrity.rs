@@ -22,6 +22,9 @@ parley_tests::review_on_both_stores!(
     a_forged_review_marker_does_not_stand_in_for_the_review,
     a_complete_full_review_closes_a_summary_only_finding_once_its_code_changed,
     a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot,
+    a_maintainer_who_deletes_a_findings_comment_dismisses_it,
+    the_authors_deleting_a_blocking_findings_comment_keeps_it_and_says_so,
+    a_deletion_the_store_failed_half_way_through_is_finished_by_the_retry,
     the_authors_resolution_counts_only_after_the_code_changed,
     a_resolved_finding_found_again_blocks_again,
     a_concession_to_the_author_without_a_code_change_keeps_the_gate,
@@ -283,6 +286,123 @@ async fn a_maintainer_dismisses_a_finding_by_id_and_a_reader_cannot(h: ReviewHar
         1,
         "one answer: {said:#?}"
     );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// A maintainer deletes the comment of a blocking finding (noise, to them): the deletion
+/// counts as their dismissal. The finding is won't fix, a rejection for learning, the gate
+/// passes, and nothing links to the comment.
+async fn a_maintainer_who_deletes_a_findings_comment_dismisses_it(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let root = finding.comment_id.expect("inline");
+    h.github.set_permission(REPO, "bob", "write");
+    h.github.delete_review_comment(root);
+    let talk = h.conversation();
+    let deleted = deleted_job_by(root, "del-1", "bob");
+    talk.handle(deleted.clone()).await.expect("bookkeeping");
+    talk.handle(deleted).await.expect("redelivered");
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::WontFix);
+    assert_eq!(after[0].state_changed_by.as_deref(), Some("bob"));
+    assert_eq!(after[0].comment_id, None, "its comment is gone");
+    let outcome = after[0].outcome.as_ref().expect("an outcome");
+    assert_eq!(
+        (outcome.verdict, outcome.signal.as_str()),
+        (parley_core::ports::Verdict::Rejected, "deleted")
+    );
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    assert!(parley_says(&h).is_empty(), "nothing to explain");
+}
+
+/// The PR's author (an admin, even) deletes a blocking finding's comment without changing
+/// the code: that lifts nothing, as resolving its thread would not. The finding stays
+/// open and blocking, the PR is told once why and what lifts it now that it has no
+/// thread, and what it names works.
+async fn the_authors_deleting_a_blocking_findings_comment_keeps_it_and_says_so(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let (id, root) = (finding.id.clone(), finding.comment_id.expect("inline"));
+    h.github.set_permission(REPO, "alice", "admin");
+    h.github.delete_review_comment(root);
+    let talk = h.conversation();
+    for delivery in ["del-1", "del-1b"] {
+        talk.handle(deleted_job_by(root, delivery, "alice"))
+            .await
+            .expect("bookkeeping");
+    }
+    let after = h.findings().await;
+    assert_eq!(after[0].state, FindingState::Open);
+    assert_eq!(after[0].comment_id, None, "a finding without a thread now");
+    assert_eq!(h.gate_checks(HEAD).len(), 1, "nothing to judge again");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
+    let said = parley_says(&h);
+    assert_eq!(said.len(), 1, "said once: {said:#?}");
+    for words in [
+        format!("@alice deleted the comment of `{id}` (high: {SQL_TITLE}, `src/db.rs:3`)"),
+        "has not changed since it was posted".to_string(),
+        format!("`@parley dismiss {id}` lifts it"),
+    ] {
+        assert!(said[0].contains(&words), "{words}: {}", said[0]);
+    }
+
+    h.github.set_permission(REPO, "bob", "write");
+    talk.handle(top_level(&h, "bob", &format!("@parley dismiss {id}")))
+        .await
+        .expect("dismissed");
+    assert_eq!(h.findings().await[0].state, FindingState::WontFix);
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// The store fails after a deletion was weighed and before the finding forgot its
+/// comment (as if the worker died there): the queue's retry finishes the work, once. The
+/// author's deletion: the note is not posted again. A maintainer's: the finding stays
+/// dismissed, its outcome and the gate follow.
+async fn a_deletion_the_store_failed_half_way_through_is_finished_by_the_retry(h: ReviewHarness) {
+    let flaky = FlakyStore::new(h.store.clone());
+    let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    let root = finding.comment_id.expect("inline");
+    h.github.set_permission(REPO, "alice", "admin");
+    h.github.set_permission(REPO, "bob", "write");
+    h.github.delete_review_comment(root);
+    let talk = h.conversation();
+    // The author's: the one write is forgetting the comment, after the note.
+    flaky.reset_calls();
+    flaky.set_outage(Outage::Nth("put_finding_if", 0));
+    let by_alice = deleted_job_by(root, "del-1", "alice");
+    talk.handle(by_alice.clone())
+        .await
+        .expect_err("the store failed");
+    flaky.heal();
+    assert_eq!(parley_says(&h).len(), 1, "the note was posted");
+    assert_eq!(
+        h.findings().await[0].comment_id,
+        Some(root),
+        "not forgotten"
+    );
+    talk.handle(by_alice).await.expect("the retry");
+    assert_eq!(parley_says(&h).len(), 1, "not posted again");
+    assert_eq!(h.findings().await[0].comment_id, None);
+
+    // A maintainer's (the comment put back as it was): the first write dismisses it, the
+    // next two record the outcome, the fourth, forgetting the comment, fails.
+    let mut before = h.findings().await.remove(0);
+    before.comment_id = Some(root);
+    h.store.put_finding(&before).await.expect("put back");
+    flaky.reset_calls();
+    flaky.set_outage(Outage::Nth("put_finding_if", 3));
+    let by_bob = deleted_job_by(root, "del-2", "bob");
+    talk.handle(by_bob.clone())
+        .await
+        .expect_err("the store failed");
+    flaky.heal();
+    let half = h.findings().await.remove(0);
+    assert_eq!(half.state, FindingState::WontFix);
+    assert_eq!(half.comment_id, Some(root), "failed forgetting the comment");
+    talk.handle(by_bob).await.expect("the retry");
+    let after = h.findings().await;
+    assert_eq!(after[0].comment_id, None);
+    let outcome = after[0].outcome.as_ref().expect("an outcome");
+    assert_eq!(outcome.signal, "deleted");
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
 }
 

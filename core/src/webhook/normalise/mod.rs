@@ -166,6 +166,7 @@ fn normalise_from<'de>(
             Ok(false) => Ok(edit_ignored(event)),
             Err(err) => Err(err),
         },
+        ("pull_request_review_comment", "deleted") => review_comment_deleted(&meta, payload, ctx),
         ("pull_request_review", "submitted") => review_body(&meta, payload, ctx),
         ("pull_request_review_thread", "resolved" | "unresolved") => {
             review_thread(&meta, action, payload)
@@ -333,6 +334,37 @@ fn review_comment<'de>(
         review_id: c.pull_request_review_id,
         ..conversation(meta, &event.repository, number, on, comment, mentions_bot)
     })))
+}
+
+/// A deleted review comment matters only where it began a thread of Parley's: the finding
+/// posted there lost its thread (see [`crate::bookkeeping`]). Replies, and comments by
+/// anyone but Parley (by any bot where Parley's handle is not known here), stop here.
+fn review_comment_deleted<'de>(
+    meta: &Meta<'_>,
+    payload: &impl Source<'de>,
+    ctx: &NormaliseContext,
+) -> Step {
+    let event: ReviewCommentEvent<'de> = payload.decode()?;
+    let c = event.comment;
+    let parleys = match &ctx.handles {
+        Some(handles) => handles.is_self(c.user.login.as_str()),
+        None => actor(&c.user).is_bot(),
+    };
+    if c.in_reply_to_id.is_some() || !parleys {
+        return Ok(Normalised::Ignored(format!(
+            "deleted review comment {} did not begin a thread of Parley's",
+            c.id
+        )));
+    }
+    Ok(bookkeeping(
+        meta,
+        BookkeepingEvent::FindingCommentDeleted {
+            repo: repo_ref(&event.repository),
+            number: event.pull_request.number,
+            comment_id: c.id,
+            actor: meta.sender.to_string(),
+        },
+    ))
 }
 
 fn review_body<'de>(meta: &Meta<'_>, payload: &impl Source<'de>, ctx: &NormaliseContext) -> Step {
@@ -607,6 +639,57 @@ mod tests {
                 "{other:?} is not Parley's check for #42 on g1"
             );
         }
+    }
+
+    /// Deleting the comment that began a thread of Parley's (a finding's) is weighed by
+    /// the bookkeeping worker; a reply deleted, or anyone else's comment, is not.
+    #[test]
+    fn a_deleted_comment_matters_only_where_it_began_a_thread_of_parleys() {
+        let mut payload: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../../shared/corpora/webhooks/pull_request_review_comment/deleted.payload.json"
+        ))
+        .unwrap_or_default();
+        let said = normalise("pull_request_review_comment", "d", &payload, &ctx());
+        assert!(
+            matches!(said, Normalised::Ignored(_)),
+            "a person's: {said:?}"
+        );
+        payload["comment"]["user"]["login"] = "parley[bot]".into();
+        payload["comment"]["user"]["type"] = "Bot".into();
+        payload["comment"]["in_reply_to_id"] = 5.into();
+        let said = normalise("pull_request_review_comment", "d", &payload, &ctx());
+        assert!(matches!(said, Normalised::Ignored(_)), "a reply: {said:?}");
+        payload["comment"]["in_reply_to_id"] = serde_json::Value::Null;
+        let deleted = |payload: &serde_json::Value, ctx: &NormaliseContext| match normalise(
+            "pull_request_review_comment",
+            "d",
+            payload,
+            ctx,
+        ) {
+            Normalised::Job(job) => match *job {
+                Job::Bookkeeping(job) => Some(job.event),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(BookkeepingEvent::FindingCommentDeleted {
+            number,
+            comment_id,
+            actor,
+            ..
+        }) = deleted(&payload, &ctx())
+        else {
+            panic!("Parley's finding comment deleted");
+        };
+        assert_eq!(
+            (number, comment_id, actor.as_str()),
+            (2, 284312630, "Codertocat")
+        );
+        // Where Parley's handle is not known, any bot's comment is weighed (the worker
+        // finds no finding for another bot's); another App's is not Parley's where it is.
+        payload["comment"]["user"]["login"] = "other[bot]".into();
+        assert!(deleted(&payload, &NormaliseContext { handles: None }).is_some());
+        assert!(deleted(&payload, &ctx()).is_none());
     }
 
     /// "Re-run all checks" on a queue commit's suite (GitHub names no PR there) judges it

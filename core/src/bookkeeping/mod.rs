@@ -1,7 +1,10 @@
 //! Bookkeeping jobs: record what the App is installed on, follow review threads of
-//! Parley's findings (resolved or reopened), conclude the gate on a merge queue's
+//! Parley's findings (resolved or reopened, or their first comment deleted:
+//! [`deleted`]), conclude the gate on a merge queue's
 //! commits ([`merge_queue`]), note closed PRs, and (on a schedule) ask
 //! GitHub for the webhook deliveries Parley failed to take ([`crate::redelivery`]).
+
+mod deleted;
 
 use crate::job::{BookkeepingEvent, BookkeepingJob, RepoRef};
 use crate::ports::github::RepoScope;
@@ -127,6 +130,22 @@ pub async fn record(services: &Services, job: &BookkeepingJob) -> Result<(), Job
                 *number,
                 *resolved,
                 comment_ids,
+                actor,
+            )
+            .await?;
+        }
+        BookkeepingEvent::FindingCommentDeleted {
+            repo,
+            number,
+            comment_id,
+            actor,
+        } => {
+            deleted::finding_comment_deleted(
+                services,
+                job.installation_id,
+                repo,
+                *number,
+                *comment_id,
                 actor,
             )
             .await?;
@@ -303,15 +322,8 @@ async fn pull_request_closed(
         return Ok(());
     };
     let scope = RepoScope::for_repo(installation, repo);
-    // Whose reactions count (`gate.resolveBy`) is the repository's setting, read from its
-    // default branch, which the PR names.
-    let pr = services
-        .github
-        .get_pull_request(&scope, number)
-        .await
-        .map_err(JobError::from)?;
-    let config = services.config.for_pull(&scope, &pr).await;
-    config.settled().map_err(JobError::from)?;
+    // Whose reactions count (`gate.resolveBy`) is the repository's setting.
+    let (_, config) = pull_and_settings(services, &scope, number).await?;
     // Which findings someone replied to: a listing of the PR's inline comments.
     let replied: std::collections::HashSet<u64> = match services
         .github
@@ -374,6 +386,30 @@ async fn remember_merged_fork(services: &Services, scope: &RepoScope, repo: &str
             tracing::warn!(repo, number, error = %err, "could not read the merged PR; a fork PR's code is not remembered");
         }
     }
+}
+
+/// PR `number` and the settings that weigh what people do on it, read from its default
+/// branch (whose word counts is its `gate.resolveBy`). Settings GitHub would not give
+/// fail the job, for the queue to try again, rather than weigh by the defaults.
+async fn pull_and_settings(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+) -> Result<
+    (
+        crate::ports::github::PullRequest,
+        std::sync::Arc<crate::repo::LoadedConfig>,
+    ),
+    JobError,
+> {
+    let pr = services
+        .github
+        .get_pull_request(scope, number)
+        .await
+        .map_err(JobError::from)?;
+    let config = services.config.for_pull(scope, &pr).await;
+    config.settled().map_err(JobError::from)?;
+    Ok((pr, config))
 }
 
 /// Whether `actor` resolving the finding's thread lifts it (see [`resolution`]). GitHub
