@@ -16,7 +16,8 @@
 //! The queue asks once per commit and merges on what that commit's checks say, so a
 //! judgement of the PR's gate that comes later (a thread reopened while the PR waits, a
 //! manual review's blocking finding) is carried to the commits the queue is testing the
-//! PR on ([`carry`]), found by their branches' names; "Re-run" on the queue's check
+//! PR on ([`carry`]), found by their branches' names (looked for only once the queue has
+//! asked about the PR, which the store notes); "Re-run" on the queue's check
 //! judges it again. Which head the queue merged in is read from the PR (a push takes a
 //! PR out of the queue), never from the branch name.
 
@@ -28,6 +29,21 @@ use crate::services::Services;
 
 /// The branches of GitHub's merge queue, under `refs/heads/`.
 const QUEUE_BRANCHES: &str = "gh-readonly-queue/";
+
+/// Who notes that the merge queue asked about a PR ([`queued_key`]): one owner, so that
+/// each request extends the note.
+const QUEUED_BY: &str = "merge-queue";
+
+/// How long a PR counts as one the merge queue asked about since it last did: far longer
+/// than a PR waits in a queue.
+const QUEUED_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// The store's note that the merge queue asked for checks on a commit for PR `number`:
+/// only then can a later judgement of the PR's gate have a queue commit to carry to, so
+/// every other PR's regate is spared the `git/matching-refs` call that looks for them.
+fn queued_key(repo: &str, number: u64) -> String {
+    format!("merge-queue#{repo}#{number}")
+}
 
 /// A merge queue's commit for one PR (see [`crate::job::BookkeepingEvent::MergeGroup`]).
 pub struct Group<'a> {
@@ -64,6 +80,13 @@ pub async fn conclude(
         tracing::info!(%repo, number = group.number, group_head = %group.group_head, "asked to judge a commit on a branch named like the merge queue's that Parley never judged for the PR: nothing done");
         return Ok(());
     }
+    // Noted before anything is concluded, so that a later judgement of the PR's gate
+    // looks for the queue's commits ([`carry`]).
+    services
+        .store
+        .claim_as(&queued_key(&repo, group.number), QUEUED_BY, QUEUED_FOR)
+        .await
+        .map_err(|err| JobError::Transient(err.to_string()))?;
     let pr = github.get_pull_request(scope, group.number).await?;
     let pr_head = pr.head.sha.as_str();
     let loaded = services.config.for_pull(scope, &pr).await;
@@ -112,6 +135,20 @@ pub(super) async fn carry(
 ) {
     let github = services.github.as_ref();
     let repo = scope.tenant().repo;
+    match services
+        .store
+        .is_claimed(&queued_key(&repo, pr.number))
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::debug!(%repo, number = pr.number, "the merge queue never asked about the PR: no commit of its to carry the gate to");
+            return;
+        }
+        Err(err) => {
+            tracing::warn!(%repo, number = pr.number, error = %err, "could not read whether the merge queue asked about the PR; looking for its commits");
+        }
+    }
     let prefix = format!(
         "heads/{QUEUE_BRANCHES}{}/pr-{}-",
         pr.base.ref_name, pr.number

@@ -19,6 +19,7 @@ parley_tests::review_on_both_stores!(
     rerun_on_the_queue_commit_judges_it_again,
     a_branch_named_like_the_queues_moves_no_conclusion,
     rerun_all_on_a_queue_commit_judges_it_only_where_the_queue_asked,
+    a_pr_the_queue_never_asked_about_is_not_looked_for_in_it,
 );
 
 /// The merge queue's commit for PR #42 at HEAD.
@@ -183,6 +184,8 @@ async fn rerun_on_the_queue_commit_judges_it_again(h: ReviewHarness) {
 /// check another App named "Parley review" and gave #42's external id there.
 async fn a_branch_named_like_the_queues_moves_no_conclusion(h: ReviewHarness) {
     let finding = h.review_opened_with_a_blocking_finding().await;
+    // The queue asked about #42 (on its own commit, which no branch names now).
+    assert_eq!(queue_judged(&h).await["conclusion"], "failure");
     let elsewhere = "6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e6e";
     h.github.set_branch(REPO, &queue_branch(PR), elsewhere);
     let own = h.latest_gate(HEAD)["external_id"]
@@ -198,6 +201,7 @@ async fn a_branch_named_like_the_queues_moves_no_conclusion(h: ReviewHarness) {
         .await
         .expect("the thread resolved");
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    assert_eq!(h.github.requests_to("GET", "/git/matching-refs/").len(), 1);
     let there = h.gate_checks(elsewhere);
     assert_eq!(there.len(), 1, "only the foreign check: {there:#?}");
     assert_eq!(there[0]["app"]["slug"], "someone-else");
@@ -225,4 +229,23 @@ async fn rerun_all_on_a_queue_commit_judges_it_only_where_the_queue_asked(h: Rev
         .await
         .expect("nothing to do");
     assert!(h.gate_checks(elsewhere).is_empty());
+}
+
+/// A PR the merge queue never asked about has no queue commit to carry its gate to: a
+/// judgement of its gate does not look for one (no `git/matching-refs` call), even where
+/// a branch is named like the queue's for it.
+async fn a_pr_the_queue_never_asked_about_is_not_looked_for_in_it(h: ReviewHarness) {
+    let finding = h.review_opened_with_a_blocking_finding().await;
+    h.github.set_branch(REPO, &queue_branch(PR), GROUP);
+    h.conversation()
+        .handle(thread_job(finding.comment_id.expect("inline"), true, "t-1"))
+        .await
+        .expect("the thread resolved");
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+    assert!(
+        h.github
+            .requests_to("GET", "/git/matching-refs/")
+            .is_empty()
+    );
+    assert!(h.gate_checks(GROUP).is_empty());
 }
