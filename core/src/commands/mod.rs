@@ -29,6 +29,11 @@ pub enum Command {
     Review,
     /// `full review`: review the whole PR from scratch.
     FullReview,
+    /// `pause`: stop reviewing this PR's pushes until `resume` (see
+    /// [`crate::review::pause`]).
+    Pause,
+    /// `resume`: review pushes again, starting with what came while paused.
+    Resume,
     /// `dismiss f_…` / `resolve f_…`: lift a finding by its id, the way out for findings
     /// listed only in a review summary, which have no thread to reply in.
     DismissFinding { finding: String },
@@ -149,6 +154,8 @@ fn simple_command(simple: Simple) -> Command {
     match simple {
         Simple::Review => Command::Review,
         Simple::FullReview => Command::FullReview,
+        Simple::Pause => Command::Pause,
+        Simple::Resume => Command::Resume,
         Simple::Learnings => Command::Learnings,
         Simple::Stats => Command::Stats,
         Simple::Configuration => Command::Configuration,

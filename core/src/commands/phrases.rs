@@ -40,6 +40,8 @@ pub(super) enum Action {
 pub(super) enum Simple {
     Review,
     FullReview,
+    Pause,
+    Resume,
     Learnings,
     Stats,
     Configuration,
@@ -119,6 +121,16 @@ pub(super) const FAMILIES: &[Family] = &[
         name: "full review",
         triggers: &["full review"],
         action: Action::Exact(Simple::FullReview),
+    },
+    Family {
+        name: "pause",
+        triggers: &["pause", "pause reviews", "pause reviewing"],
+        action: Action::Exact(Simple::Pause),
+    },
+    Family {
+        name: "resume",
+        triggers: &["resume", "resume reviews", "resume reviewing"],
+        action: Action::Exact(Simple::Resume),
     },
     Family {
         name: "dismiss finding",

@@ -77,6 +77,17 @@ fn review_near_misses_stay_questions() {
 }
 
 #[test]
+fn pause_and_resume_are_the_whole_line() {
+    assert_eq!(p("@parley pause"), Some(Command::Pause));
+    assert_eq!(p("@parley Pause reviews."), Some(Command::Pause));
+    assert_eq!(p("@parley resume"), Some(Command::Resume));
+    assert_eq!(p("@parley resume reviewing!"), Some(Command::Resume));
+    assert_eq!(p("@parley pause?"), None, "a question");
+    assert_eq!(p("@parley pause the rollout until friday"), None);
+    assert_eq!(p("pause"), None, "no mention");
+}
+
+#[test]
 fn dismissals_by_finding_id() {
     let dismiss = |id: &str| {
         Some(Command::DismissFinding {

@@ -1,4 +1,5 @@
-//! Carrying out a parsed command: teaching, forgetting, dismissing, asking for a review.
+//! Carrying out a parsed command: teaching, forgetting, dismissing, asking for a review,
+//! pausing reviews ([`super::pause`]).
 
 use super::answer::Destination;
 use super::snapshot::PrSnapshot;
@@ -70,6 +71,12 @@ impl ConversationHandler {
         let answered = |reply: u64| gates::record_answered(self.store(), snap, trigger.id, reply);
         if let Command::DismissFinding { finding } = &command {
             return self.dismiss(snap, pr, trigger, destination, finding).await;
+        }
+        if matches!(command, Command::Pause | Command::Resume) {
+            let pausing = command == Command::Pause;
+            return self
+                .pause_or_resume(snap, pr, trigger, destination, pausing, owner)
+                .await;
         }
         let Some(review) = command.trigger() else {
             return Ok(skipped(snap, trigger, "not a review command"));

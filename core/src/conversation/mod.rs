@@ -28,6 +28,7 @@ mod gates;
 
 pub use gates::RECORD_TTL;
 mod notes;
+mod pause;
 mod prompt;
 mod reply;
 mod reports;
@@ -89,6 +90,12 @@ pub enum Outcome {
     Dismissed {
         finding: String,
         lifted: bool,
+    },
+    /// `@parley pause` / `resume`: whether automatic reviews are paused now, and whether
+    /// the command changed that.
+    Paused {
+        paused: bool,
+        changed: bool,
     },
     /// A teaching or reporting command, answered.
     Taught(Taught),
@@ -599,7 +606,11 @@ enum Failed {
 /// Commands answered from what Parley knows (teaching, forgetting, reporting), as opposed
 /// to reviews and dismissals, which have their own allowances.
 fn is_teaching(command: &Command) -> bool {
-    command.trigger().is_none() && !matches!(command, Command::DismissFinding { .. })
+    command.trigger().is_none()
+        && !matches!(
+            command,
+            Command::DismissFinding { .. } | Command::Pause | Command::Resume
+        )
 }
 
 fn skipped(snap: &PrSnapshot, trigger: &Trigger, why: &str) -> Outcome {

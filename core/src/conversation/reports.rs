@@ -379,6 +379,10 @@ const HELP: &[Help] = &[
         "take a learning back",
     ),
     Help::Command(&["learnings"], "list what Parley has learned here"),
+    Help::Command(
+        &["pause", "resume"],
+        "stop reviewing this PR's pushes (maintainers) / review them again, starting with what came meanwhile",
+    ),
     Help::Command(&["dismiss f_…"], "lift one finding by its id (maintainers)"),
     Help::Command(
         &["is f_… really a bug?"],

@@ -1,6 +1,7 @@
 //! `@parley review` and `@parley full review` (recognised by [`crate::commands`]):
 //! reviewing is the review worker's job; this side queues the request with the comment
-//! that asked, so the review can answer there.
+//! that asked, so the review can answer there. `@parley resume` queues the head's
+//! automatic review instead.
 
 use super::error::ConversationError;
 use super::snapshot::PrSnapshot;
@@ -19,8 +20,57 @@ pub async fn request_review(
     trigger_kind: ReviewTrigger,
     delivery_id: &str,
 ) -> Result<(), ConversationError> {
+    let request = ReviewRequest {
+        comment_id: trigger.id,
+        surface: trigger.surface,
+        author: trigger.author.clone(),
+        html_url: trigger.html_url.clone(),
+    };
+    let delivery_id = format!("{delivery_id}:review-request");
+    let dedup = format!("review-request-{}-{}", snap.repo_ref.id, trigger.id);
+    send(
+        queue,
+        snap,
+        pr,
+        trigger_kind,
+        delivery_id,
+        Some(request),
+        dedup,
+    )
+    .await?;
+    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, trigger = ?trigger_kind, "review requested from a comment; queued");
+    Ok(())
+}
+
+/// Queue the head's automatic review, as a push would have, for `@parley resume`
+/// ([`super::pause`]): what came while reviews were paused is reviewed (since the last
+/// review) and the gate concluded on it. Nobody's request: it answers nowhere.
+pub async fn resume_review(
+    queue: &dyn JobQueue,
+    snap: &PrSnapshot,
+    pr: &PullRequest,
+    trigger: &Trigger,
+    delivery_id: &str,
+) -> Result<(), ConversationError> {
+    let delivery_id = format!("{delivery_id}:resume");
+    let dedup = format!("resume-{}-{}", snap.repo_ref.id, trigger.id);
+    let kind = ReviewTrigger::Synchronize;
+    send(queue, snap, pr, kind, delivery_id, None, dedup).await?;
+    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, head = %pr.head.sha, "reviews resumed; the head's automatic review queued");
+    Ok(())
+}
+
+async fn send(
+    queue: &dyn JobQueue,
+    snap: &PrSnapshot,
+    pr: &PullRequest,
+    trigger_kind: ReviewTrigger,
+    delivery_id: String,
+    request: Option<ReviewRequest>,
+    dedup: String,
+) -> Result<(), ConversationError> {
     let job = Job::Review(ReviewJob {
-        delivery_id: format!("{delivery_id}:review-request"),
+        delivery_id,
         installation_id: Some(snap.scope.installation_id),
         repo: snap.repo_ref.clone(),
         number: snap.number,
@@ -37,27 +87,16 @@ pub async fn request_review(
             |u| u.to_actor(),
         ),
         title: pr.title.clone(),
-        request: Some(ReviewRequest {
-            comment_id: trigger.id,
-            surface: trigger.surface,
-            author: trigger.author.clone(),
-            html_url: trigger.html_url.clone(),
-        }),
+        request,
         label: None,
         rerun_of: None,
         moved_from: None,
     });
-    let message = job
-        .message(format!(
-            "review-request-{}-{}",
-            snap.repo_ref.id, trigger.id
-        ))
-        .map_err(|err| {
-            ConversationError::Queue(crate::ports::QueueError::Config(format!(
-                "could not encode the review job: {err}"
-            )))
-        })?;
+    let message = job.message(dedup).map_err(|err| {
+        ConversationError::Queue(crate::ports::QueueError::Config(format!(
+            "could not encode the review job: {err}"
+        )))
+    })?;
     queue.send(message).await?;
-    tracing::info!(repo = %snap.repo, pr = snap.number, comment = trigger.id, trigger = ?trigger_kind, "review requested from a comment; queued");
     Ok(())
 }

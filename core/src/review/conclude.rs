@@ -25,11 +25,12 @@ impl ReviewHandler {
         pr: &PullRequest,
         config: &RepoConfig,
         reason: &str,
+        owed: bool,
     ) -> Result<(), ReviewError> {
         if pr.state != "open" || runs::is_manual(job.trigger) || pr.head.sha != job.head_sha {
             return Ok(());
         }
-        conclude_not_run(&self.services, scope, job, pr, config, reason, None, false).await
+        conclude_not_run(&self.services, scope, job, pr, config, reason, None, owed).await
     }
 
     /// Conclude the head's check on what a published review found, then mark the run

@@ -2,7 +2,7 @@
 //!
 //! A job goes through, in order:
 //! 1. gates: open PR, trigger enabled, not a draft, neither author nor label skipped, a
-//!    base branch reviewed ([`skip_reason`]);
+//!    base branch reviewed ([`skip_reason`]), not paused ([`pause`]);
 //! 2. the run: claimed per (repo, PR, head SHA), never redone once published, recovered
 //!    from GitHub's own markers if a worker died after posting ([`runs`]);
 //! 3. inputs: the PR's files, where comments may go ([`pull_files`]), those in the token
@@ -42,6 +42,7 @@ mod lost;
 pub mod merge;
 pub mod merge_queue;
 pub mod over_budget;
+pub mod pause;
 pub mod pointers;
 pub mod progress;
 pub mod prompts;
@@ -124,16 +125,16 @@ impl ReviewHandler {
         let loaded = self.services.config.for_pull(&scope, &pr).await;
         loaded.settled_unless_last(attempt)?;
         let parley = self.services.identity.handles(github, false).await?;
-        if job.trigger == ReviewTrigger::Unlabeled && !skip::lifts_a_skip_label(job, &loaded.config)
-        {
-            // Any other label coming off changes nothing, and must not touch the check.
-            return Ok(());
-        }
-        if let Some(reason) = skip_reason(job, &pr, &loaded.config) {
-            tracing::info!(%repo, number = job.number, %reason, "review skipped");
-            return self
-                .conclude_skipped(&scope, job, &pr, &loaded.config, &reason)
-                .await;
+        match skip::wanted(store, job, &pr, &loaded.config).await? {
+            skip::Wanted::Go => {}
+            skip::Wanted::Leave => return Ok(()),
+            skip::Wanted::Skip { reason, owed } => {
+                tracing::info!(%repo, number = job.number, %reason, "review skipped");
+                let config = &loaded.config;
+                return self
+                    .conclude_skipped(&scope, job, &pr, config, &reason, owed)
+                    .await;
+            }
         }
         // A manual request reviews whatever the head is now; an automatic job for a head
         // that has moved on is superseded before it starts (the newer push has its own).

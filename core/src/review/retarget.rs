@@ -54,6 +54,10 @@ impl ReviewHandler {
                 tracing::info!(%repo, number = job.number, %reason, "base changed to one not reviewed: nothing to do");
                 return Ok(());
             }
+            if super::pause::is_paused(self.services.store.as_ref(), &repo, job.number).await? {
+                tracing::info!(%repo, number = job.number, "base changed while automatic reviews are paused: nothing to do");
+                return Ok(());
+            }
             let key = runs::retarget_key(&job.head_sha, &pr.base.sha);
             tracing::info!(%repo, number = job.number, head = %job.head_sha, base = %pr.base.ref_name, "base changed after the head was reviewed: a full review against the new base");
             let job = &self

@@ -2,10 +2,54 @@
 //! the author, its labels and its base branch, as `.parley.yml` says. A manual request
 //! passes whatever these say: someone asked.
 
-use super::{inputs, runs};
+use super::{inputs, pause, runs};
 use crate::config::RepoConfig;
 use crate::job::{ReviewJob, ReviewTrigger};
 use crate::ports::github::PullRequest;
+use crate::ports::{Store, StoreError};
+
+/// Whether a review job goes ahead.
+pub(super) enum Wanted {
+    Go,
+    /// Nothing to do, and the check is left as it is.
+    Leave,
+    /// Not reviewed, and the head's check says why; `owed` when the review was wanted but
+    /// held back (the PR paused), which the gate counts as a review not given in full.
+    Skip {
+        reason: String,
+        owed: bool,
+    },
+}
+
+/// Whether `job` reviews anything: [`skip_reason`], then (for an automatic review) a
+/// pause ([`super::pause`]). A store failure is the caller's.
+pub(super) async fn wanted(
+    store: &dyn Store,
+    job: &ReviewJob,
+    pr: &PullRequest,
+    config: &RepoConfig,
+) -> Result<Wanted, StoreError> {
+    if job.trigger == ReviewTrigger::Unlabeled && !lifts_a_skip_label(job, config) {
+        // Any other label coming off changes nothing, and must not touch the check.
+        return Ok(Wanted::Leave);
+    }
+    if let Some(reason) = skip_reason(job, pr, config) {
+        return Ok(Wanted::Skip {
+            reason,
+            owed: false,
+        });
+    }
+    let repo = job.repo.tenant().repo;
+    Ok(
+        match !runs::is_manual(job.trigger) && pause::is_paused(store, &repo, job.number).await? {
+            true => Wanted::Skip {
+                reason: pause::REASON.to_string(),
+                owed: true,
+            },
+            false => Wanted::Go,
+        },
+    )
+}
 
 /// Why an automatic review is not wanted, if it is not. Manual requests pass: someone
 /// asked explicitly, on a draft or not.
@@ -68,7 +112,7 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
 }
 
 /// Whether the label an `unlabeled` job took off was holding automatic reviews off.
-pub(super) fn lifts_a_skip_label(job: &ReviewJob, config: &RepoConfig) -> bool {
+fn lifts_a_skip_label(job: &ReviewJob, config: &RepoConfig) -> bool {
     job.label
         .as_deref()
         .is_some_and(|removed| is_skip_label(config, removed))

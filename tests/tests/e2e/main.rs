@@ -23,6 +23,7 @@ mod learning;
 mod merge_queue;
 mod metrics;
 mod org_config;
+mod pause;
 mod prompt_cache;
 mod redelivery;
 mod retrieval_e2e;
