@@ -125,7 +125,7 @@ impl ReviewHandler {
         let loaded = self.services.config.for_pull(&scope, &pr).await;
         loaded.settled_unless_last(attempt)?;
         let parley = self.services.identity.handles(github, false).await?;
-        match skip::wanted(store, job, &pr, &loaded.config).await? {
+        match skip::wanted(store, job, &pr, &loaded.config, &parley).await? {
             skip::Wanted::Go => {}
             skip::Wanted::Leave => return Ok(()),
             skip::Wanted::Skip { reason, owed } => {

@@ -20,9 +20,14 @@ pub const PAUSED_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Who holds the note: one owner, so that pausing again extends it.
 const PAUSED_BY: &str = "pause";
 
-/// What the check of a paused head says was not done, and why.
-pub const REASON: &str =
-    "automatic reviews of this pull request are paused (`@parley resume` resumes them)";
+/// What the check of a paused head says was not done, and why, naming the command that
+/// resumes in the installation's own handle.
+pub fn reason(parley: &crate::mention::Handles) -> String {
+    format!(
+        "automatic reviews of this pull request are paused ({} resumes them)",
+        parley.command("resume")
+    )
+}
 
 /// Pause automatic reviews of PR `number`; `false` when they were paused already.
 pub async fn pause(store: &dyn Store, repo: &str, number: u64) -> Result<bool, StoreError> {

@@ -5,6 +5,7 @@
 use super::{inputs, pause, runs};
 use crate::config::RepoConfig;
 use crate::job::{ReviewJob, ReviewTrigger};
+use crate::mention::Handles;
 use crate::ports::github::PullRequest;
 use crate::ports::{Store, StoreError};
 
@@ -28,6 +29,7 @@ pub(super) async fn wanted(
     job: &ReviewJob,
     pr: &PullRequest,
     config: &RepoConfig,
+    parley: &Handles,
 ) -> Result<Wanted, StoreError> {
     if job.trigger == ReviewTrigger::Unlabeled && !lifts_a_skip_label(job, config) {
         // Any other label coming off changes nothing, and must not touch the check.
@@ -43,7 +45,7 @@ pub(super) async fn wanted(
     Ok(
         match !runs::is_manual(job.trigger) && pause::is_paused(store, &repo, job.number).await? {
             true => Wanted::Skip {
-                reason: pause::REASON.to_string(),
+                reason: pause::reason(parley),
                 owed: true,
             },
             false => Wanted::Go,

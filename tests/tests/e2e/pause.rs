@@ -46,7 +46,7 @@ async fn a_paused_pr_is_not_reviewed_until_resumed(h: ReviewHarness) {
     assert_eq!(h.llm.prompts().len(), asked, "nothing asked of the model");
     let gate = h.latest_gate(HEAD2);
     assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
-    parley_tests::expect::says_all(&gate["output"].to_string(), &["paused", "resume"]);
+    parley_tests::expect::says_all(&gate["output"].to_string(), &["paused", "`@parley resume`"]);
 
     h.say("bob", "@parley resume").await;
     assert!(h.last_said().contains("Resumed: "), "{}", h.last_said());
