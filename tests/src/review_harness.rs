@@ -157,6 +157,27 @@ impl ReviewHarness {
         job
     }
 
+    /// The review jobs waiting on the queue (a review asked for in a comment, say), taken
+    /// off it.
+    pub async fn queued_reviews(&self) -> Vec<Job> {
+        use parley_core::ports::{PollingQueue, QueueName};
+        let wait = std::time::Duration::from_secs(30);
+        let messages = self
+            .queue
+            .receive(QueueName::Review, 10, wait)
+            .await
+            .expect("queue");
+        let mut jobs = Vec::new();
+        for message in messages {
+            jobs.push(serde_json::from_str(&message.body).expect("a job"));
+            self.queue
+                .ack(QueueName::Review, &message.receipt)
+                .await
+                .expect("ack");
+        }
+        jobs
+    }
+
     /// Parley's newest top-level comment on the PR ("" when it said nothing).
     pub fn last_said(&self) -> String {
         parley_says(self).last().cloned().unwrap_or_default()

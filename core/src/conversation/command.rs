@@ -10,7 +10,7 @@ use super::{
     reports, review_request, skipped, teach,
 };
 use crate::llm::MeteredLlm;
-use crate::review::resolution;
+use crate::review::{pause, resolution};
 
 impl ConversationHandler {
     /// A command instead of a question: queue a review (for those allowed, within the
@@ -46,11 +46,16 @@ impl ConversationHandler {
                 Command::Learnings => reports::learnings(&turn).await?,
                 Command::Stats => reports::stats(&turn).await?,
                 Command::Configuration => {
-                    let memory = crate::learning::memory::load(self.store(), &snap.repo, &snap.org)
+                    let store = self.store();
+                    let memory = crate::learning::memory::load(store, &snap.repo, &snap.org)
                         .await
                         .ok();
+                    let paused = snap.pull().is_some()
+                        && pause::is_paused(store, &snap.repo, snap.number)
+                            .await
+                            .unwrap_or(false);
                     (
-                        reports::configuration(snap, memory.as_ref()),
+                        reports::configuration(snap, memory.as_ref(), paused),
                         Taught::Reported("configuration"),
                     )
                 }

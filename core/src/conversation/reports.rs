@@ -247,8 +247,16 @@ pub fn render_budget(standing: &crate::budget::Standing) -> String {
 }
 
 /// `configuration`: every setting in force and where it came from.
-pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>) -> String {
+/// `paused`: automatic reviews of this PR are paused ([`crate::review::pause`]), which
+/// no setting shows.
+pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>, paused: bool) -> String {
     let mut out = render_configuration(&snap.config, memory, &snap.handles);
+    if paused {
+        out.push_str(&format!(
+            "\nAutomatic reviews of this pull request are paused; {} resumes them.\n",
+            snap.handles.command("resume")
+        ));
+    }
     // A team that wrote organisation settings and sees none applied has usually not
     // installed the App on the `.github` repository (GitHub answers 404 for a repository
     // outside the installation, as for one that does not exist): say where they are read.

@@ -4,39 +4,31 @@
 
 use parley_core::Job;
 use parley_core::job::ReviewTrigger;
-use parley_core::ports::{PollingQueue, QueueName};
 use parley_tests::review_harness::*;
-use std::time::Duration;
 
 parley_tests::review_on_both_stores!(
     a_paused_pr_is_not_reviewed_until_resumed,
     pausing_needs_gate_resolve_by_and_a_held_gate_waits,
 );
 
-/// The review jobs the conversation worker queued.
-async fn queued_reviews(h: &ReviewHarness) -> Vec<Job> {
-    let messages = h
-        .queue
-        .receive(QueueName::Review, 10, Duration::from_secs(30))
-        .await
-        .expect("the review queue");
-    messages
-        .iter()
-        .map(|m| serde_json::from_str::<Job>(&m.body).expect("a job"))
-        .collect()
+/// `who` says `text` on the PR, and Parley's answer contains `answer` (or, with a
+/// leading `!`, does not).
+async fn answered(h: &ReviewHarness, who: &str, text: &str, answer: &str) {
+    h.say(who, text).await;
+    let said = h.last_said();
+    match answer.strip_prefix('!') {
+        Some(absent) => assert!(!said.contains(absent), "{text}: {said}"),
+        None => assert!(said.contains(answer), "{text}: {said}"),
+    }
 }
 
 async fn a_paused_pr_is_not_reviewed_until_resumed(h: ReviewHarness) {
     h.review_opened().await;
     h.github.set_permission(REPO, "bob", "write");
-    h.say("bob", "@parley pause").await;
-    assert!(h.last_said().contains("Paused: "), "{}", h.last_said());
-    h.say("bob", "@parley pause reviews").await;
-    assert!(
-        h.last_said().contains("paused already"),
-        "{}",
-        h.last_said()
-    );
+    answered(&h, "bob", "@parley pause", "Paused: ").await;
+    answered(&h, "bob", "@parley pause reviews", "paused already").await;
+    let paused = "reviews of this pull request are paused; `@parley resume`";
+    answered(&h, "bob", "@parley configuration", paused).await;
 
     let asked = h.llm.prompts().len();
     h.push_sql_fix();
@@ -48,9 +40,8 @@ async fn a_paused_pr_is_not_reviewed_until_resumed(h: ReviewHarness) {
     assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
     parley_tests::expect::says_all(&gate["output"].to_string(), &["paused", "`@parley resume`"]);
 
-    h.say("bob", "@parley resume").await;
-    assert!(h.last_said().contains("Resumed: "), "{}", h.last_said());
-    let queued = queued_reviews(&h).await;
+    answered(&h, "bob", "@parley resume", "Resumed: ").await;
+    let queued = h.queued_reviews().await;
     assert_eq!(queued.len(), 1, "{queued:#?}");
     let Job::Review(review) = &queued[0] else {
         panic!("not a review: {queued:#?}");
@@ -67,32 +58,22 @@ async fn a_paused_pr_is_not_reviewed_until_resumed(h: ReviewHarness) {
     h.run(queued[0].clone()).await.expect("the head reviewed");
     assert!(h.llm.prompts().len() > asked, "reviewed now");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
-    h.say("bob", "@parley resume").await;
-    assert!(h.last_said().contains("not paused"), "{}", h.last_said());
+    answered(&h, "bob", "@parley resume", "not paused").await;
     assert!(
-        queued_reviews(&h).await.is_empty(),
+        h.queued_reviews().await.is_empty(),
         "nothing more to review"
     );
+    answered(&h, "bob", "@parley configuration", "!are paused").await;
 }
 
 async fn pausing_needs_gate_resolve_by_and_a_held_gate_waits(h: ReviewHarness) {
     h.config("mention:\n  minPermission: read\ngate:\n  incomplete: hold\n");
     h.review_opened().await;
     h.github.set_permission(REPO, "mallory", "read");
-    h.say("mallory", "@parley pause").await;
-    assert!(
-        h.last_said()
-            .contains("Sorry @mallory, pausing reviews here needs write permission"),
-        "{}",
-        h.last_said()
-    );
+    let refused = "Sorry @mallory, pausing reviews here needs write permission";
+    answered(&h, "mallory", "@parley pause", refused).await;
     h.github.set_permission(REPO, "bob", "write");
-    h.say("bob", "@parley pause").await;
-    assert!(
-        h.last_said().contains("waits for a review"),
-        "{}",
-        h.last_said()
-    );
+    answered(&h, "bob", "@parley pause", "waits for a review").await;
     h.push_sql_fix();
     h.run(job(ReviewTrigger::Synchronize, HEAD2, "d-2"))
         .await

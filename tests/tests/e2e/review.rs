@@ -2438,25 +2438,6 @@ async fn findings_under_the_inline_severity_are_listed_in_the_summary(h: ReviewH
     assert_eq!(h.conclusion(), "failure", "the blocking medium counts");
 }
 
-/// The review jobs waiting on the queue, taken off it.
-async fn queued_reviews(h: &ReviewHarness) -> Vec<Job> {
-    use parley_core::ports::{PollingQueue, QueueName};
-    let messages = h
-        .queue
-        .receive(QueueName::Review, 10, Duration::from_secs(30))
-        .await
-        .expect("queue");
-    let mut jobs = Vec::new();
-    for message in messages {
-        jobs.push(serde_json::from_str(&message.body).expect("a job"));
-        h.queue
-            .ack(QueueName::Review, &message.receipt)
-            .await
-            .expect("ack");
-    }
-    jobs
-}
-
 /// GitHub never redelivers a push the webhook failed to take: without the automatic
 /// review the required check would never come, and a manual review does not gate.
 async fn a_lost_automatic_review_is_queued_again_when_someone_asks(h: ReviewHarness) {
@@ -2464,7 +2445,7 @@ async fn a_lost_automatic_review_is_queued_again_when_someone_asks(h: ReviewHarn
     let asked = h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-1");
     run_ok(&h, asked).await;
     assert!(h.checks_named("Parley review").is_empty());
-    let queued = queued_reviews(&h).await;
+    let queued = h.queued_reviews().await;
     assert_eq!(queued.len(), 1, "{queued:#?}");
     let Job::Review(lost) = &queued[0] else {
         panic!("{queued:#?}")
@@ -2480,7 +2461,7 @@ async fn a_lost_automatic_review_is_queued_again_when_someone_asks(h: ReviewHarn
     // Asked again, and the original delivery arriving late: nothing more.
     let again = h.requested("bob", ReviewTrigger::ManualIncremental, HEAD, "m-2");
     run_ok(&h, again).await;
-    assert!(queued_reviews(&h).await.is_empty());
+    assert!(h.queued_reviews().await.is_empty());
     run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
     assert_eq!(h.checks_named("Parley review").len(), 1);
     assert_eq!(
