@@ -22,7 +22,7 @@
 //! resolve its thread. A deleted reply, or a comment that was not a finding's, changes
 //! nothing.
 
-use super::{pull_and_settings, transient};
+use super::{finding_posted_as, pull_and_settings, transient};
 use crate::job::RepoRef;
 use crate::learning::outcomes::{self, Signal};
 use crate::markers::{self, ReplyMarker};
@@ -48,11 +48,7 @@ pub(super) async fn finding_comment_deleted(
 ) -> Result<(), JobError> {
     let full_name = repo.full_name();
     let store = services.store.as_ref();
-    let Some(finding) = store
-        .finding_by_comment(&repo.tenant().repo, comment_id)
-        .await
-        .map_err(transient)?
-    else {
+    let Some(finding) = finding_posted_as(store, repo, comment_id).await? else {
         tracing::info!(repo = %full_name, number, comment_id, actor, "a deleted review comment that was no finding's: nothing to do");
         return Ok(());
     };

@@ -239,11 +239,7 @@ async fn thread_changed(
         return Ok(());
     };
     let store = services.store.as_ref();
-    let Some(mut finding) = store
-        .finding_by_comment(&repo.tenant().repo, root)
-        .await
-        .map_err(transient)?
-    else {
+    let Some(mut finding) = finding_posted_as(store, repo, root).await? else {
         tracing::info!(repo = %full_name, number, resolved, root, "review thread is not on a Parley finding (kept for learning)");
         return Ok(());
     };
@@ -600,6 +596,18 @@ fn apply(installation: &mut Installation, action: &str, added: Repos<'_>, remove
     installation.repository_ids.sort_unstable();
     installation.repository_ids.dedup();
     installation.updated_at = OffsetDateTime::now_utc();
+}
+
+/// The finding Parley posted as review comment `comment`, if it posted one there.
+async fn finding_posted_as(
+    store: &dyn crate::ports::Store,
+    repo: &RepoRef,
+    comment: u64,
+) -> Result<Option<crate::ports::Finding>, JobError> {
+    store
+        .finding_by_comment(&repo.tenant().repo, comment)
+        .await
+        .map_err(transient)
 }
 
 fn transient(err: StoreError) -> JobError {

@@ -357,10 +357,7 @@ async fn the_authors_deleting_a_blocking_findings_comment_keeps_it_and_says_so(h
 /// author's deletion: the note is not posted again. A maintainer's: the finding stays
 /// dismissed, its outcome and the gate follow.
 async fn a_deletion_the_store_failed_half_way_through_is_finished_by_the_retry(h: ReviewHarness) {
-    let flaky = FlakyStore::new(h.store.clone());
-    let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
-    let finding = h.review_opened_with_a_blocking_finding().await;
-    let root = finding.comment_id.expect("inline");
+    let (flaky, h, root) = a_blocking_finding_on_a_flaky_store(h).await;
     h.github.set_permission(REPO, "alice", "admin");
     h.github.set_permission(REPO, "bob", "write");
     h.github.delete_review_comment(root);
@@ -953,10 +950,7 @@ async fn a_repository_can_leave_fixes_to_people(h: ReviewHarness) {
 /// the review from GitHub, and the finding its summary calls fixed is resolved, its
 /// thread too, and the gate passes, without asking the model again.
 async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHarness) {
-    let flaky = FlakyStore::new(h.store.clone());
-    let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
-    let found = h.review_opened_with_a_blocking_finding().await;
-    let root = found.comment_id.expect("inline");
+    let (flaky, h, root) = a_blocking_finding_on_a_flaky_store(h).await;
     h.llm.answer(FIX_CHECK, &fixed_verdict(true));
     h.push_sql_fix();
     // The push's first two conditional writes record that the code at the finding
@@ -988,6 +982,15 @@ async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHar
     assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
     assert_eq!(h.run_of(HEAD2).await.state, RunState::Published);
+}
+
+/// The opened PR's review with one blocking finding (its comment's id) on a store the
+/// test can make fail.
+async fn a_blocking_finding_on_a_flaky_store(h: ReviewHarness) -> (FlakyStore, ReviewHarness, u64) {
+    let flaky = FlakyStore::new(h.store.clone());
+    let h = ReviewHarness::start_with(Arc::new(flaky.clone()), None).await;
+    let found = h.review_opened_with_a_blocking_finding().await;
+    (flaky, h, found.comment_id.expect("inline"))
 }
 
 /// A push that moves the file and fixes the finding in it: the finding keeps the path it
