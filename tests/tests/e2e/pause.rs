@@ -79,4 +79,15 @@ async fn pausing_needs_gate_resolve_by_and_a_held_gate_waits(h: ReviewHarness) {
         .await
         .expect("the push, not reviewed");
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "action_required");
+
+    // A maintainer other than the author may let the held head through, as any other.
+    h.github.set_permission(REPO, "carol", "write");
+    let Job::Review(mut pressed) = job(ReviewTrigger::LetThrough, HEAD2, "l-1") else {
+        unreachable!("job() builds review jobs")
+    };
+    pressed.author.login = "carol".to_string();
+    h.run(Job::Review(pressed)).await.expect("let through");
+    let gate = h.latest_gate(HEAD2);
+    assert_eq!(gate["conclusion"], "neutral", "{gate:#?}");
+    parley_tests::expect::says_all(&gate["output"]["title"].to_string(), &["@carol"]);
 }
