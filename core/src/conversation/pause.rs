@@ -74,10 +74,9 @@ impl ConversationHandler {
 }
 
 fn refused(login: &str, pausing: bool, needs: PermissionLevel, setting: &str, why: &str) -> String {
-    let what = if pausing { "Pausing" } else { "Resuming" };
+    let what = if pausing { "pausing" } else { "resuming" };
     format!(
-        "Sorry @{login}, {} reviews here needs {} permission on this repository (`{setting}`); {why}.",
-        what.to_lowercase(),
+        "Sorry @{login}, {what} reviews here needs {} permission on this repository (`{setting}`); {why}.",
         super::command::permission_name(needs),
     )
 }
