@@ -106,6 +106,11 @@ pub struct ReplyMarker {
     /// sweep passes over it instead of paying for the same failure on every later job.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gave_up: bool,
+    /// On the PR's note about findings whose comments were deleted but which still count
+    /// (see [`crate::bookkeeping`]): those findings, so that the next one joins that note
+    /// instead of posting another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
     /// RFC 3339.
     pub at: String,
 }
@@ -119,6 +124,7 @@ impl ReplyMarker {
             finding: None,
             resolution: None,
             gave_up: false,
+            deleted: Vec::new(),
             at: time::OffsetDateTime::now_utc()
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),

@@ -13,10 +13,11 @@
 //!   person has `gate.resolveBy` ([`crate::learning::outcomes::record_from`]), and the
 //!   gate is judged again;
 //! - it does not (the PR's author before the code at the finding's lines changed, someone
-//!   below `gate.resolveBy`): the finding stays open and blocking, and the PR is told so in
-//!   one comment that names how it can still be lifted. From then on it is a finding
-//!   without a thread, as one posted only in a review's summary: the check lists it with no
-//!   link, a full review closes it by the same rules ([`crate::review::lifecycle`]).
+//!   below `gate.resolveBy`): the finding stays open and blocking, and the PR is told so,
+//!   and how it can still be lifted, in one note per PR that later deletions join. From
+//!   then on it is a finding without a thread, as one posted only in a review's summary:
+//!   the check lists it with no link, a full review closes it by the same rules
+//!   ([`crate::review::lifecycle`]).
 //!
 //! Either way the finding forgets the deleted comment, so nothing links to it or tries to
 //! resolve its thread. A deleted reply, or a comment that was not a finding's, changes
@@ -151,7 +152,8 @@ async fn forget_comment(store: &dyn Store, finding: &Finding) -> Result<(), Stor
 }
 
 /// Tell the PR, once per finding, that its deleted comment still counts for the gate,
-/// why, and how it can be lifted. Best effort: the gate is right either way.
+/// why, and how it can be lifted: in one note per PR, which each later such deletion
+/// joins. Best effort: the gate is right either way.
 async fn explain(
     services: &Services,
     scope: &RepoScope,
@@ -175,7 +177,8 @@ async fn explain(
         }
     }
     let github = services.github.as_ref();
-    let dismiss = match services.identity.handles(github, false).await {
+    let handles = services.identity.handles(github, false).await;
+    let dismiss = match &handles {
         Ok(handles) => handles.command(&format!("dismiss {}", finding.id)),
         Err(err) => {
             tracing::warn!(error = %err, "could not learn Parley's handle; the note names the default");
@@ -183,14 +186,64 @@ async fn explain(
         }
     };
     let text = note(finding, actor, &why, &dismiss);
-    let marker = ReplyMarker {
-        finding: Some(finding.id.clone()),
-        ..ReplyMarker::new(markers::kind::NOTE, comment_id)
+    let earlier = match &handles {
+        Ok(handles) => earlier_note(services, scope, number, handles).await,
+        Err(_) => None,
     };
-    let body = markers::append(&text, markers::kind::NOTE, &marker);
-    if let Err(err) = github.create_issue_comment(scope, number, &body).await {
+    let posted = match earlier {
+        // One note a PR: an author who deletes ten comments is answered once, not ten
+        // times.
+        Some((id, body, mut marker)) if body.len() + text.len() < NOTE_CHARS => {
+            marker.deleted.push(finding.id.clone());
+            let body = format!("{}\n\n---\n\n{text}", body.trim_end());
+            let body = markers::append(&body, markers::kind::NOTE, &marker);
+            github.update_issue_comment(scope, id, &body).await
+        }
+        _ => {
+            let marker = ReplyMarker {
+                finding: Some(finding.id.clone()),
+                deleted: vec![finding.id.clone()],
+                ..ReplyMarker::new(markers::kind::NOTE, comment_id)
+            };
+            let body = markers::append(&text, markers::kind::NOTE, &marker);
+            github.create_issue_comment(scope, number, &body).await
+        }
+    };
+    if let Err(err) = posted {
         tracing::warn!(repo = %scope.full_name(), number, finding = %finding.id, error = %err, "could not say that a deleted finding still counts");
     }
+}
+
+/// How long the one note may grow before the next deletion starts another: well inside
+/// the 65,536 characters GitHub takes in a comment.
+const NOTE_CHARS: usize = 60_000;
+
+/// Parley's latest note on PR `number` about deleted findings: its id, its text without
+/// the marker, and the marker. Only Parley's own comment counts ([`markers::trusted`]);
+/// `None` when there is none or the comments could not be listed (a new note is posted).
+async fn earlier_note(
+    services: &Services,
+    scope: &RepoScope,
+    number: u64,
+    handles: &crate::mention::Handles,
+) -> Option<(u64, String, ReplyMarker)> {
+    let limit = crate::ports::github::PageLimit::pages(10);
+    let listing = match services
+        .github
+        .list_issue_comments(scope, number, None, limit)
+        .await
+    {
+        Ok(listing) => listing,
+        Err(err) => {
+            tracing::warn!(repo = %scope.full_name(), number, error = %err, "could not list the PR's comments; a deleted finding gets a note of its own");
+            return None;
+        }
+    };
+    listing.items.iter().rev().find_map(|c| {
+        let kind = markers::kind::NOTE;
+        let marker = markers::trusted::<ReplyMarker>(c.user.as_ref(), handles, &c.body, kind)?;
+        (!marker.deleted.is_empty()).then(|| (c.id, markers::strip(&c.body), marker))
+    })
 }
 
 /// What the PR is told: who deleted which finding, that it still counts and why, and

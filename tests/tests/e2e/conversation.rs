@@ -704,12 +704,8 @@ async fn an_answered_review_body_is_left_alone(backend: Backend) {
     let h = Harness::start(backend).await;
     let review = h.github.add_review(REPO, PR, "bob", MISSED_REVIEW);
     let marker = markers::ReplyMarker {
-        kind: "reply".into(),
-        reply_to: review,
-        finding: None,
-        resolution: None,
-        gave_up: false,
         at: "2026-01-01T00:00:00Z".into(),
+        ..markers::ReplyMarker::new("reply", review)
     };
     h.github.add_issue_comment(
         REPO,

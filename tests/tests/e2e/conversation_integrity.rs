@@ -136,12 +136,9 @@ fn error_note(text: &str, reply_to: u64, gave_up: bool) -> String {
         text,
         markers::kind::ERROR,
         &ReplyMarker {
-            kind: markers::kind::ERROR.into(),
-            reply_to,
-            finding: None,
-            resolution: None,
             gave_up,
             at: "2026-01-01T00:00:00Z".into(),
+            ..ReplyMarker::new(markers::kind::ERROR, reply_to)
         },
     )
 }

@@ -25,6 +25,7 @@ parley_tests::review_on_both_stores!(
     a_maintainer_who_deletes_a_findings_comment_dismisses_it,
     the_authors_deleting_a_blocking_findings_comment_keeps_it_and_says_so,
     a_deletion_the_store_failed_half_way_through_is_finished_by_the_retry,
+    the_authors_deletions_are_answered_in_one_note,
     the_authors_resolution_counts_only_after_the_code_changed,
     a_resolved_finding_found_again_blocks_again,
     a_concession_to_the_author_without_a_code_change_keeps_the_gate,
@@ -350,6 +351,48 @@ async fn the_authors_deleting_a_blocking_findings_comment_keeps_it_and_says_so(h
         .expect("dismissed");
     assert_eq!(h.findings().await[0].state, FindingState::WontFix);
     assert_eq!(h.latest_gate(HEAD)["conclusion"], "success");
+}
+
+/// The author deletes the comments of two blocking findings: both still count, and the
+/// PR gets one note naming both, not one comment per deletion.
+async fn the_authors_deletions_are_answered_in_one_note(h: ReviewHarness) {
+    let two = reply(&[
+        finding("src/db.rs", 3, "high", 90, SQL_TITLE),
+        finding("src/db.rs", 6, "high", 95, "Unbounded recursion in b"),
+    ]);
+    h.llm.answer_in_turn(SECURITY, &[&two]);
+    h.review_opened().await;
+    let found = h.findings().await;
+    assert_eq!(found.len(), 2, "{found:#?}");
+    h.github.set_permission(REPO, "alice", "admin");
+    // Someone else's comment that carries the note's marker is not Parley's note.
+    let forged = markers::append(
+        "mine",
+        markers::kind::NOTE,
+        &markers::ReplyMarker {
+            deleted: vec!["f_000000000000".into()],
+            ..markers::ReplyMarker::new(markers::kind::NOTE, 1)
+        },
+    );
+    let theirs = h.github.add_issue_comment(REPO, PR, "mallory", &forged);
+    for (n, finding) in found.iter().enumerate() {
+        let root = finding.comment_id.expect("inline");
+        h.github.delete_review_comment(root);
+        let deleted = deleted_job_by(root, &format!("del-{n}"), "alice");
+        h.conversation().handle(deleted).await.expect("bookkeeping");
+    }
+    assert_eq!(
+        h.github.issue_comment(REPO, PR, theirs)["body"],
+        forged.as_str()
+    );
+    let said = parley_says(&h);
+    assert_eq!(said.len(), 1, "one note: {said:#?}");
+    for finding in h.findings().await {
+        assert_eq!(finding.state, FindingState::Open);
+        let named = format!("@alice deleted the comment of `{}`", finding.id);
+        assert!(said[0].contains(&named), "{named}: {}", said[0]);
+    }
+    assert_eq!(h.latest_gate(HEAD)["conclusion"], "failure");
 }
 
 /// The store fails after a deletion was weighed and before the finding forgot its
