@@ -240,7 +240,7 @@ pub async fn analyse(
         )
         .await
     };
-    if let Some(first) = super::all_failed(&results) {
+    if let Some(first) = all_failed(&results) {
         return Err(ReviewError::AllPassesFailed(first.clone()));
     }
 
@@ -253,7 +253,7 @@ pub async fn analyse(
     // The model read the PR (user text): what it wrote is posted only once cleaned of
     // markers, hidden text and mentions of Parley.
     for candidate in &mut merged.candidates {
-        super::sanitize_candidate(candidate, silenced);
+        sanitize_candidate(candidate, silenced);
     }
     // Code the review could not have seen first, then dismissals and false-positive
     // patterns (no model), then the judge.
@@ -621,6 +621,26 @@ fn code_read(
             out.push_str("\n</details>\n");
             out
         }
+    }
+}
+
+/// The first error when every pass failed (and there were passes).
+fn all_failed(results: &[super::findings::PassResult]) -> Option<&crate::ports::llm::LlmError> {
+    if results.is_empty() {
+        return None;
+    }
+    let mut errors = results.iter().map(|r| r.outcome.as_ref().err());
+    let first = errors.next().flatten()?;
+    errors.all(|e| e.is_some()).then_some(first)
+}
+
+/// Clean a model-written finding for posting (see [`crate::sanitize::model_text`]).
+fn sanitize_candidate(candidate: &mut super::merge::Candidate, silenced: &Handles) {
+    candidate.title = crate::sanitize::model_text(&candidate.title, silenced);
+    candidate.category = crate::sanitize::model_text(&candidate.category, silenced);
+    candidate.body = crate::sanitize::model_text(&candidate.body, silenced);
+    if let Some(suggestion) = &candidate.suggestion {
+        candidate.suggestion = Some(crate::sanitize::model_code(suggestion, silenced));
     }
 }
 

@@ -64,9 +64,7 @@ mod which_run;
 
 use crate::job::{Job, ReviewJob, ReviewTrigger};
 use crate::llm::MeteredLlm;
-use crate::mention::Handles;
 use crate::ports::github::{PullRequest, RepoScope};
-use crate::ports::llm::LlmError;
 use crate::ports::{Attempt, Finding, JobError, JobHandler, ReviewRun, RunState};
 use crate::repo::{LoadedConfig, generated, read_rules};
 use crate::services::Services;
@@ -660,16 +658,6 @@ impl ReviewHandler {
     }
 }
 
-/// The first error when every pass failed (and there were passes).
-pub(crate) fn all_failed(results: &[findings::PassResult]) -> Option<&LlmError> {
-    if results.is_empty() {
-        return None;
-    }
-    let mut errors = results.iter().map(|r| r.outcome.as_ref().err());
-    let first = errors.next().flatten()?;
-    errors.all(|e| e.is_some()).then_some(first)
-}
-
 /// The PR's web page, where earlier findings' threads are linked from the check.
 pub(crate) fn pr_url(pr: &PullRequest, repo_url: &str) -> String {
     if pr.html_url.is_empty() {
@@ -685,15 +673,5 @@ pub(crate) fn repo_url(pr: &PullRequest, repo: &str) -> String {
     match pr.html_url.rsplit_once("/pull/") {
         Some((root, _)) if root.ends_with(&format!("/{repo}")) => root.to_string(),
         _ => format!("https://github.com/{repo}"),
-    }
-}
-
-/// Clean a model-written finding for posting (see [`crate::sanitize::model_text`]).
-pub(crate) fn sanitize_candidate(candidate: &mut Candidate, silenced: &Handles) {
-    candidate.title = crate::sanitize::model_text(&candidate.title, silenced);
-    candidate.category = crate::sanitize::model_text(&candidate.category, silenced);
-    candidate.body = crate::sanitize::model_text(&candidate.body, silenced);
-    if let Some(suggestion) = &candidate.suggestion {
-        candidate.suggestion = Some(crate::sanitize::model_code(suggestion, silenced));
     }
 }
