@@ -477,14 +477,20 @@ fn blocking_findings<'a>(findings: &[&'a Finding], gate: &GateConfig) -> Vec<&'a
 }
 
 /// The check text listing open findings of earlier reviews, each linked to its discussion
-/// thread: that is where it gets resolved or disputed.
+/// thread: that is where it gets resolved or disputed. One without a thread (listed only
+/// in a summary, or its comment deleted) is named by its id, which is how it is
+/// dismissed or asked about.
 fn earlier_list(findings: &[&Finding], repo_url: &str, pr_url: &str) -> String {
     let mut text = String::from(
-        "Still open (resolve the thread once fixed, or reply to dispute the finding):\n\n",
+        "Still open (resolve the thread once fixed, or reply to dispute the finding; one without a thread by its id, with `dismiss` or a question naming it):\n\n",
     );
     for f in findings {
+        let no_thread = match f.comment_id {
+            Some(_) => String::new(),
+            None => format!("; no thread: `{}`", f.id),
+        };
         text.push_str(&format!(
-            "- **[{}]** [{}]({}) — `{}:{}` (found at `{}`){}\n",
+            "- **[{}]** [{}]({}) — `{}:{}` (found at `{}`{no_thread}){}\n",
             f.severity.name().to_uppercase(),
             f.title,
             finding_link(repo_url, pr_url, f),
@@ -819,6 +825,7 @@ mod tests {
             );
             let text = output.text.unwrap_or_default();
             assert!(text.contains("#discussion_r7"), "{text}");
+            assert!(!text.contains("; no thread: "), "it has one: {text}");
             assert!(output.summary.contains("the model did not answer"));
             assert_eq!(
                 conclude(&trouble(false, vec![open]), &gate).0,
@@ -954,7 +961,9 @@ mod tests {
         });
         assert_eq!(conclusion, CheckConclusion::Failure);
         assert!(
-            text.contains("(found at `0123456`) (the judge doubts it: see its thread)"),
+            text.contains(
+                "(found at `0123456`; no thread: `Critical-Open`) (the judge doubts it: see its thread)"
+            ),
             "{text}"
         );
         assert_eq!(
