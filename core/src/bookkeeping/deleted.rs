@@ -23,7 +23,7 @@
 //! resolve its thread. A deleted reply, or a comment that was not a finding's, changes
 //! nothing.
 
-use super::{finding_posted_as, pull_and_settings, transient};
+use super::{finding_posted_as, note_not_yet_posted, pull_and_settings, transient};
 use crate::job::RepoRef;
 use crate::learning::outcomes::{self, Signal};
 use crate::markers::{self, ReplyMarker};
@@ -167,14 +167,8 @@ async fn explain(
         return;
     };
     let key = format!("deleted-note#{}#{}", scope.tenant().repo, finding.id);
-    let claim_for = std::time::Duration::from_secs(30 * 24 * 3600);
-    match services.store.claim(&key, claim_for).await {
-        Ok(crate::ports::Claim::Won) => {}
-        Ok(crate::ports::Claim::AlreadyClaimed) => return,
-        Err(err) => {
-            tracing::warn!(key, error = %err, "could not claim the note on a deleted finding; not posting it");
-            return;
-        }
+    if !note_not_yet_posted(services, &key).await {
+        return;
     }
     let github = services.github.as_ref();
     let handles = services.identity.handles(github, false).await;

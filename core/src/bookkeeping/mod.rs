@@ -452,17 +452,8 @@ async fn explain_in_thread(
         finding.id,
         std::mem::discriminant(decision)
     );
-    match services
-        .store
-        .claim(&key, std::time::Duration::from_secs(30 * 24 * 3600))
-        .await
-    {
-        Ok(crate::ports::Claim::Won) => {}
-        Ok(crate::ports::Claim::AlreadyClaimed) => return,
-        Err(err) => {
-            tracing::warn!(key, error = %err, "could not claim the resolution note; not posting it");
-            return;
-        }
+    if !note_not_yet_posted(services, &key).await {
+        return;
     }
     let marker = crate::markers::ReplyMarker {
         finding: Some(finding.id.clone()),
@@ -596,6 +587,21 @@ fn apply(installation: &mut Installation, action: &str, added: Repos<'_>, remove
     installation.repository_ids.sort_unstable();
     installation.repository_ids.dedup();
     installation.updated_at = OffsetDateTime::now_utc();
+}
+
+/// Claim the note `key` (for 30 days): `true` for the one job that posts it, `false` for
+/// redeliveries and retries, and (logged) when the store fails: a note is best effort,
+/// posting it twice is worse than not at all.
+async fn note_not_yet_posted(services: &Services, key: &str) -> bool {
+    let month = std::time::Duration::from_secs(30 * 24 * 3600);
+    match services.store.claim(key, month).await {
+        Ok(crate::ports::Claim::Won) => true,
+        Ok(crate::ports::Claim::AlreadyClaimed) => false,
+        Err(err) => {
+            tracing::warn!(key, error = %err, "could not claim the note; not posting it");
+            false
+        }
+    }
 }
 
 /// The finding Parley posted as review comment `comment`, if it posted one there.

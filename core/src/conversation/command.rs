@@ -98,10 +98,12 @@ impl ConversationHandler {
             )
             .await?
         {
-            let text = format!(
-                "Sorry @{}, reviews on request need {} permission on this repository (`mention.minPermission`); {why}.",
-                trigger.author.login,
-                permission_name(snap.config.config.mention.min_permission),
+            let text = refused(
+                &trigger.author.login,
+                "reviews on request need",
+                snap.config.config.mention.min_permission,
+                "mention.minPermission",
+                &why,
             );
             let reply = notes::answer_command(github, snap, trigger, destination, &text).await?;
             answered(reply).await;
@@ -235,6 +237,21 @@ impl ConversationHandler {
     }
 }
 
-pub(super) fn permission_name(level: crate::config::PermissionLevel) -> String {
+/// What someone below the permission a command needs is told: `what_needs` is the
+/// command's own words ("reviews on request need"), `setting` the key that sets the level.
+pub(super) fn refused(
+    login: &str,
+    what_needs: &str,
+    needs: crate::config::PermissionLevel,
+    setting: &str,
+    why: &str,
+) -> String {
+    format!(
+        "Sorry @{login}, {what_needs} {} permission on this repository (`{setting}`); {why}.",
+        permission_name(needs),
+    )
+}
+
+fn permission_name(level: crate::config::PermissionLevel) -> String {
     format!("{level:?}").to_ascii_lowercase()
 }

@@ -10,7 +10,7 @@ use super::answer::Destination;
 use super::snapshot::PrSnapshot;
 use super::trigger::Trigger;
 use super::{ConversationError, ConversationHandler, Outcome, gates, notes, review_request};
-use crate::config::{Incomplete, PermissionLevel};
+use crate::config::Incomplete;
 use crate::ports::github::PullRequest;
 use crate::review::{pause, resolution};
 
@@ -37,7 +37,11 @@ impl ConversationHandler {
             .await?;
         let (text, outcome) = match allowed {
             Err(why) => {
-                let text = refused(login, pausing, needs, setting, &why);
+                let what_needs = match pausing {
+                    true => "pausing reviews here needs",
+                    false => "resuming reviews here needs",
+                };
+                let text = super::command::refused(login, what_needs, needs, setting, &why);
                 (text, Outcome::CommandRefused(why))
             }
             Ok(()) if pausing => {
@@ -71,14 +75,6 @@ impl ConversationHandler {
         gates::record_answered(store, snap, trigger.id, reply).await;
         Ok(outcome)
     }
-}
-
-fn refused(login: &str, pausing: bool, needs: PermissionLevel, setting: &str, why: &str) -> String {
-    let what = if pausing { "pausing" } else { "resuming" };
-    format!(
-        "Sorry @{login}, {what} reviews here needs {} permission on this repository (`{setting}`); {why}.",
-        super::command::permission_name(needs),
-    )
 }
 
 /// What a pause tells the PR: what stops, what still runs, what the check says meanwhile.

@@ -406,13 +406,8 @@ async fn a_deletion_the_store_failed_half_way_through_is_finished_by_the_retry(h
     h.github.delete_review_comment(root);
     let talk = h.conversation();
     // The author's: the one write is forgetting the comment, after the note.
-    flaky.reset_calls();
-    flaky.set_outage(Outage::Nth("put_finding_if", 0));
     let by_alice = deleted_job_by(root, "del-1", "alice");
-    talk.handle(by_alice.clone())
-        .await
-        .expect_err("the store failed");
-    flaky.heal();
+    fails_at_write(&flaky, &talk, by_alice.clone(), 0).await;
     assert_eq!(parley_says(&h).len(), 1, "the note was posted");
     assert_eq!(
         h.findings().await[0].comment_id,
@@ -428,13 +423,8 @@ async fn a_deletion_the_store_failed_half_way_through_is_finished_by_the_retry(h
     let mut before = h.findings().await.remove(0);
     before.comment_id = Some(root);
     h.store.put_finding(&before).await.expect("put back");
-    flaky.reset_calls();
-    flaky.set_outage(Outage::Nth("put_finding_if", 3));
     let by_bob = deleted_job_by(root, "del-2", "bob");
-    talk.handle(by_bob.clone())
-        .await
-        .expect_err("the store failed");
-    flaky.heal();
+    fails_at_write(&flaky, &talk, by_bob.clone(), 3).await;
     let half = h.findings().await.remove(0);
     assert_eq!(half.state, FindingState::WontFix);
     assert_eq!(half.comment_id, Some(root), "failed forgetting the comment");
@@ -1025,6 +1015,20 @@ async fn a_fix_posted_before_the_worker_died_is_stored_by_the_retry(h: ReviewHar
     assert_eq!(h.github.resolved_threads(), [format!("PRRT_{root}")]);
     assert_eq!(h.latest_gate(HEAD2)["conclusion"], "success");
     assert_eq!(h.run_of(HEAD2).await.state, RunState::Published);
+}
+
+/// `talk` handles `job` while the `n`-th conditional write of a finding (from 0) fails, as
+/// if the worker died there: the job fails; the store is healthy again after.
+async fn fails_at_write(
+    flaky: &FlakyStore,
+    talk: &parley_core::conversation::ConversationHandler,
+    job: parley_core::Job,
+    n: usize,
+) {
+    flaky.reset_calls();
+    flaky.set_outage(Outage::Nth("put_finding_if", n));
+    talk.handle(job).await.expect_err("the store failed");
+    flaky.heal();
 }
 
 /// The opened PR's review with one blocking finding (its comment's id) on a store the
