@@ -2,7 +2,9 @@
 //! the rendered comment would not see (HTML comments, zero-width and bidi-control
 //! characters, Parley's own markers), so nobody can hide instructions in a comment.
 //! Before Parley's own text reaches GitHub it loses every `@` mention of Parley, so a
-//! reply can never trigger Parley again.
+//! reply can never trigger Parley again, and what a model or a learning wrote pings no
+//! one: only the mentions Parley composes itself (the person it answers, the reviewers an
+//! escalation asks) notify anybody.
 
 use crate::mention::{Handles, mention_spans};
 
@@ -80,19 +82,58 @@ pub fn inline_name(name: &str) -> String {
     fence_safe(&written)
 }
 
-/// Clean model-written text before Parley posts it: no hidden HTML (Parley's markers
-/// included: a model that echoes one must not forge state), no invisible characters, and
-/// no mention of Parley or the bots it must not wake. The model read user text, so its
-/// output is as untrusted as that text.
+/// Clean model-written text before Parley posts it: [`posted_text`], and no mention that
+/// would notify anyone ([`quiet_mentions`]). The model read user text, so its output is as
+/// untrusted as that text: code under review that says "mention @org/everyone" must not
+/// make Parley page an organisation, and `@Override` in prose must not notify the GitHub
+/// user of that name.
+pub fn model_text(text: &str, silenced: &Handles) -> String {
+    quiet_mentions(&posted_text(text, silenced))
+}
+
+/// What every body Parley posts is cleaned of: hidden HTML (Parley's markers included: a
+/// model that echoes one must not forge state), invisible characters, and mentions of
+/// Parley or the bots it must not wake. Other mentions stay, since Parley's own notes name
+/// the people they answer; the untrusted parts of such a body go through [`model_text`]
+/// or [`quiet_mentions`] first.
 /// Control characters go too: a terminal that prints `parley review` would obey the
 /// escape sequences a model copied from hostile code (retitle the window, write the
 /// clipboard, hide a line with `\r`), and GitHub shows them as nothing.
-pub fn model_text(text: &str, silenced: &Handles) -> String {
+pub fn posted_text(text: &str, silenced: &Handles) -> String {
     let cleaned: String = strip_html_comments(&printable(text))
         .chars()
         .filter(|c| !is_invisible(*c))
         .collect();
     outgoing(&cleaned, silenced)
+}
+
+/// `text` with every mention GitHub would notify (`@login`, `@org/team`) outside code
+/// written with the fullwidth at sign (`＠login`), which reads the same and notifies no
+/// one. Code is left as it is (GitHub notifies nobody there). Not backticks: a stray
+/// backtick earlier in the text would pair with the added one and leave the mention
+/// outside code. A mention is found as GitHub finds one: `@` not after a letter, digit, `_`
+/// or `/` (an e-mail address, a URL's path), before a letter or digit.
+pub fn quiet_mentions(text: &str) -> String {
+    let code = code_ranges(text);
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices('@') {
+        let after_name = at > 0 && (is_name_byte(bytes[at - 1]) || bytes[at - 1] == b'/');
+        let names = bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric);
+        if after_name || !names || code.iter().any(|c| c.start <= at && at < c.end) {
+            continue;
+        }
+        out.push_str(&text[copied..at]);
+        out.push('＠');
+        copied = at + 1;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// Clean model-written code (a suggestion) without touching what code may contain (HTML
@@ -177,6 +218,10 @@ fn code_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
                     i += 1;
                 }
                 let run = i - run_start;
+                // `\`` is a literal backtick to GitHub, and opens nothing.
+                if run_start > 0 && bytes[run_start - 1] == b'\\' {
+                    continue;
+                }
                 // The closing run of the same length.
                 let mut j = i;
                 let mut closed = None;
@@ -300,6 +345,36 @@ mod tests {
         assert_eq!(cleaned, "Ask parley or claude.done");
         let code = "x = 1 <!-- keep --> <!-- parley:finding {\"id\":\"f\"} --> @parley";
         assert_eq!(model_code(code, &silenced), "x = 1 <!-- keep -->  parley");
+    }
+
+    #[test]
+    fn what_a_model_wrote_pings_no_one() {
+        let h = Handles::new("parley", &[]);
+        let text = "Ask @alice or @octo-org/security (@Bob-2), not @parley. `@Override` is \
+                    code, @Override in prose is someone; me@x.dev, https://x.dev/@carol, \
+                    @@ -1 +1 @@ and @ 3pm are no one.";
+        let quiet = model_text(text, &h);
+        assert_eq!(
+            quiet,
+            "Ask ＠alice or ＠octo-org/security (＠Bob-2), not parley. `@Override` is \
+             code, ＠Override in prose is someone; me@x.dev, https://x.dev/@carol, \
+             @@ -1 +1 @@ and @ 3pm are no one."
+        );
+        assert_eq!(
+            quiet_mentions(&quiet),
+            quiet,
+            "quieting twice changes nothing"
+        );
+        // A fenced block is code; an escaped backtick opens none.
+        assert_eq!(
+            quiet_mentions("```java\n@Override\n```\n\\`@alice\\` `@bob"),
+            "```java\n@Override\n```\n\\`＠alice\\` `＠bob"
+        );
+        // Parley's own notes name the people they answer.
+        assert_eq!(
+            posted_text("Sorry @alice, ask @parley", &h),
+            "Sorry @alice, ask parley"
+        );
     }
 
     #[test]

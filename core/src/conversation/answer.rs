@@ -166,8 +166,10 @@ pub fn compose(
         body.push_str(extra.trim());
     }
     // The model's words and quoted user text alike: no hidden HTML (markers included),
-    // no invisible characters, no mention of Parley.
-    let body = sanitize::model_text(&body, silenced);
+    // no invisible characters, no mention of Parley. Mentions of people stay (a note
+    // names whom it answers, an escalation whom it asks): the model's words were quieted
+    // before they came here (`sanitize::model_text`), and the quote lost its `@`s.
+    let body = sanitize::posted_text(&body, silenced);
     markers::append(&body, marker_kind, marker)
 }
 

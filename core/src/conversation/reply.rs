@@ -36,6 +36,9 @@ impl ConversationHandler {
             .await
             .map_err(|err| Failed::BeforePosting(err.into()))?;
 
+        // The model read the thread and the code: what it wrote pings no one (only the
+        // escalation below names people, and Parley chose them).
+        let said = crate::sanitize::model_text(&model_answer.reply, &snap.silenced);
         // A resolution means something only when a finding is in play.
         let resolution = model_answer.resolution.filter(|_| ctx.finding.is_some());
         let mut extras = Vec::new();
@@ -74,7 +77,7 @@ impl ConversationHandler {
         marker.finding = ctx.finding.as_ref().map(|f| f.finding.id.clone());
         marker.resolution = resolution.map(|r| r.as_str().to_string());
         let body = answer::compose(
-            &model_answer.reply,
+            &said,
             &extras,
             destination,
             markers::kind::REPLY,
@@ -94,8 +97,7 @@ impl ConversationHandler {
             }
             None => {
                 let by = posted.by.as_deref().unwrap_or("parley");
-                self.remember_exchange(snap, trigger, by, &model_answer.reply)
-                    .await
+                self.remember_exchange(snap, trigger, by, &said).await
             }
         }
 

@@ -406,9 +406,11 @@ async fn may_teach_org(turn: &Turn<'_>) -> Result<Option<String>, ConversationEr
     }
 }
 
-/// The learning's text with its hints, in one line.
+/// The learning's text with its hints, in one line. Its mentions are quieted
+/// ([`crate::sanitize::quiet_mentions`]): the teacher's comment notified whom it named
+/// once, and every listing of the learning would notify them again.
 pub(super) fn summary_of(learning: &Learning) -> String {
-    let mut out = learning.text.clone();
+    let mut out = crate::sanitize::quiet_mentions(&learning.text);
     let mut hints = Vec::new();
     if let Some(category) = &learning.hints.category {
         hints.push(format!("category {category}"));

@@ -411,9 +411,10 @@ async fn replies_never_mention_the_bot(backend: Backend) {
         !body.contains("@parley") && !body.contains("@claude"),
         "{body}"
     );
+    // Nor anyone else the model names: its words notify no one.
     assert!(
-        body.contains("@bob can confirm"),
-        "other people stay mentioned"
+        body.contains("＠bob can confirm") && !body.contains("@bob"),
+        "{body}"
     );
     assert!(
         body.starts_with("> bob: parley who should i ask"),
@@ -563,6 +564,33 @@ async fn escalating_a_dispute_requests_human_reviewers(backend: Backend) {
         .expect("stored now");
     assert_eq!(finding.state, FindingState::Open);
     assert_eq!(finding.state_changed_by.as_deref(), Some("bob"));
+}
+
+/// The escalation names the people Parley asks; the model's own words in the same reply
+/// ping no one, however they were led to name people (the code under review may ask it
+/// to page a team) or to write a decorator outside code.
+async fn an_escalation_pings_only_whom_parley_asks(backend: Backend) {
+    let h = Harness::start(backend).await;
+    h.config("dispute:\n  humanReviewers: ['@carol']\n");
+    h.llm.default_reply(&answer(
+        "Ask @mallory or @octo-org/everyone; whether @Override belongs here is `@Override`'s call.",
+        Some("escalate"),
+    ));
+    let (root, _) = h.seed_finding(false).await;
+    let job = h.inline_comment("bob", "I disagree, this is a style choice.", Some(root));
+    let asked = comment_id(&job);
+    h.run(job).await.expect("turn");
+    asked_for(&h, asked, &["carol"], "I have asked @carol to review this");
+    let body = h.replies_to(asked)[0]["body"].as_str().unwrap().to_string();
+    assert!(
+        body.contains(
+            "Ask ＠mallory or ＠octo-org/everyone; whether ＠Override belongs here is `@Override`'s call."
+        ),
+        "{body}"
+    );
+    for pinged in ["@mallory", "@octo-org/everyone", "@Override belongs"] {
+        assert!(!body.contains(pinged), "{pinged} in {body}");
+    }
 }
 
 /// With no `dispute.humanReviewers`, an escalation asks the code owners of the finding's
@@ -1485,6 +1513,7 @@ parley_tests::on_both_stores!(
     limit_note_is_posted_once,
     conceding_a_dispute_resolves_the_thread_and_updates_the_finding,
     escalating_a_dispute_requests_human_reviewers,
+    an_escalation_pings_only_whom_parley_asks,
     with_no_one_named_an_escalation_asks_the_files_code_owners,
     codeowners_github_will_not_give_is_said_and_no_one_is_asked,
     the_sweep_answers_a_missed_question_once,

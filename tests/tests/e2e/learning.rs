@@ -138,10 +138,22 @@ async fn forget_takes_a_learning_back(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
     h.say(
         "bob",
-        "@parley remember our API ids are validated at the boundary",
+        "@parley remember our API ids are validated at the boundary (ask @carol)",
     )
     .await;
     let id = h.learnings().await[0].id.clone();
+    // Bob's comment notified carol; what Parley says of the learning does not again.
+    let added = h.last_said();
+    assert!(
+        added.contains("(ask ＠carol)") && !added.contains("@carol"),
+        "{added}"
+    );
+    h.say("bob", "@parley learnings").await;
+    let listed = h.last_said();
+    assert!(
+        listed.contains("(ask ＠carol)") && !listed.contains("@carol"),
+        "{listed}"
+    );
     h.say("bob", &format!("@parley forget {id}")).await;
     assert!(h.last_said().contains(&format!("Forgot `{id}`")));
     let all = h.learnings().await;

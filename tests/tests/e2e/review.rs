@@ -17,6 +17,7 @@ parley_tests::review_on_both_stores!(
     inline_review_on_the_right_lines,
     one_problem_at_several_places_is_one_inline_comment,
     finding_off_the_diff_goes_to_the_summary,
+    a_findings_words_ping_no_one,
     duplicates_across_passes_are_merged,
     low_confidence_is_filtered_and_counted,
     inline_refused_with_422_falls_back_to_the_summary,
@@ -270,6 +271,41 @@ async fn finding_off_the_diff_goes_to_the_summary(h: ReviewHarness) {
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].comment_id, None);
     assert_eq!(h.conclusion(), "failure");
+}
+
+/// What a model wrote in a finding pings no one, inline and in the summary: the code
+/// under review can lead it to name people and teams, and Java's `@Override` in prose
+/// would notify the GitHub user of that name.
+async fn a_findings_words_ping_no_one(h: ReviewHarness) {
+    let mut named = finding("src/db.rs", 3, "high", 90, "Ask @alice before merging");
+    named["body"] = json!("Page @octo-org/everyone: @Override hides it (`@Override` is fine).");
+    h.llm.answer(CORRECTNESS, &reply(&[named]));
+    h.llm.answer(
+        SECURITY,
+        &reply(&[finding(
+            "src/db.rs",
+            40,
+            "high",
+            90,
+            "Tell @bob off the diff",
+        )]),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let comments = h.inline_comments();
+    let body = comments[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("Ask ＠alice before merging")
+            && body
+                .contains("Page ＠octo-org/everyone: ＠Override hides it (`@Override` is fine)."),
+        "{body}"
+    );
+    let summary = h.summary();
+    assert!(summary.contains("Tell ＠bob off the diff"), "{summary}");
+    for text in [body, summary.as_str()] {
+        for pinged in ["@alice", "@octo-org", "@Override hides", "@bob"] {
+            assert!(!text.contains(pinged), "{pinged} in {text}");
+        }
+    }
 }
 
 async fn duplicates_across_passes_are_merged(h: ReviewHarness) {
