@@ -54,8 +54,20 @@ impl ConversationHandler {
                         && pause::is_paused(store, &snap.repo, snap.number)
                             .await
                             .unwrap_or(false);
+                    let gate = match snap.pull() {
+                        Some(pr) => Some(
+                            reports::merge_gate(
+                                github,
+                                &self.services.identity,
+                                snap,
+                                &pr.base.ref_name,
+                            )
+                            .await,
+                        ),
+                        None => None,
+                    };
                     (
-                        reports::configuration(snap, memory.as_ref(), paused),
+                        reports::configuration(snap, memory.as_ref(), paused, gate.as_deref()),
                         Taught::Reported("configuration"),
                     )
                 }

@@ -246,16 +246,25 @@ pub fn render_budget(standing: &crate::budget::Standing) -> String {
     }
 }
 
-/// `configuration`: every setting in force and where it came from.
+/// `configuration`: every setting in force and where it came from, and on a PR what its
+/// base branch's rules make of the merge gate (`gate`, from [`merge_gate`]).
 /// `paused`: automatic reviews of this PR are paused ([`crate::review::pause`]), which
 /// no setting shows.
-pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>, paused: bool) -> String {
+pub fn configuration(
+    snap: &PrSnapshot,
+    memory: Option<&RepoMemory>,
+    paused: bool,
+    gate: Option<&str>,
+) -> String {
     let mut out = render_configuration(&snap.config, memory, &snap.handles);
     if paused {
         out.push_str(&format!(
             "\nAutomatic reviews of this pull request are paused; {} resumes them.\n",
             snap.handles.command("resume")
         ));
+    }
+    if let Some(gate) = gate {
+        out.push_str(&format!("\nMerge gate: {gate}\n"));
     }
     // A team that wrote organisation settings and sees none applied has usually not
     // installed the App on the `.github` repository (GitHub answers 404 for a repository
@@ -268,6 +277,31 @@ pub fn configuration(snap: &PrSnapshot, memory: Option<&RepoMemory>, paused: boo
         ));
     }
     out
+}
+
+/// What the rules of the PR's base branch make of the merge gate
+/// ([`crate::review::gate::protection`]), for `configuration`: the people who read it are
+/// the ones who can change those rules. GitHub's refusal is said, not hidden.
+pub async fn merge_gate(
+    github: &dyn crate::ports::github::GitHub,
+    identity: &crate::repo::BotIdentity,
+    snap: &PrSnapshot,
+    branch: &str,
+) -> String {
+    use crate::review::gate::protection;
+    let shown = crate::sanitize::inline_name(branch);
+    let rules = async {
+        let app_id = identity.app_id(github).await?;
+        let required = github.required_checks(&snap.scope, branch).await?;
+        Ok::<_, crate::ports::GitHubError>(protection::judge(&required, app_id))
+    };
+    match rules.await {
+        Ok(rules) => rules.describe(&shown, snap.handles.slug()),
+        Err(err) => {
+            tracing::warn!(repo = %snap.repo, branch = %branch, error = %err, "could not read the branch's required checks");
+            protection::not_known(&format!("the rules of `{shown}`"), err.public_reason())
+        }
+    }
 }
 
 pub fn render_configuration(
@@ -402,7 +436,7 @@ const HELP: &[Help] = &[
     ),
     Help::Command(
         &["configuration"],
-        "every setting in force and where it came from",
+        "every setting in force and where it came from; on a PR, whether its base branch makes Parley's check a merge gate only Parley passes",
     ),
     Help::Command(&["help"], "this table"),
 ];

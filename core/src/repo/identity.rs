@@ -1,5 +1,5 @@
-//! Who Parley is: its handle, from `GITHUB_APP_SLUG` or else `GET /app`, learnt once per
-//! process (the slug of an App never changes).
+//! Who Parley is: its handle, from `GITHUB_APP_SLUG` or else `GET /app`, and its App id,
+//! each learnt once per process (neither changes).
 
 use crate::mention::Handles;
 use crate::ports::github::{GitHub, GitHubError};
@@ -10,6 +10,7 @@ pub struct BotIdentity {
     /// Global aliases (`PARLEY_MENTION_ALIASES`).
     aliases: Vec<String>,
     learnt: OnceLock<String>,
+    learnt_id: OnceLock<u64>,
 }
 
 impl BotIdentity {
@@ -18,6 +19,7 @@ impl BotIdentity {
             configured_slug,
             aliases,
             learnt: OnceLock::new(),
+            learnt_id: OnceLock::new(),
         }
     }
 
@@ -30,12 +32,24 @@ impl BotIdentity {
             return Ok(slug.clone());
         }
         let app = github.get_app().await?;
+        let _ = self.learnt_id.set(app.id);
         let slug = app
             .slug
             .ok_or_else(|| GitHubError::Decode("GET /app returned no slug".into()))?;
         // A concurrent first call may have set it already; both learnt the same value.
         let _ = self.learnt.set(slug.clone());
         Ok(slug)
+    }
+
+    /// The App's id, asking GitHub the first time: the App a required check must come
+    /// from for the merge gate to hold (see [`crate::review::gate::protection`]).
+    pub async fn app_id(&self, github: &dyn GitHub) -> Result<u64, GitHubError> {
+        if let Some(id) = self.learnt_id.get() {
+            return Ok(*id);
+        }
+        let id = github.get_app().await?.id;
+        let _ = self.learnt_id.set(id);
+        Ok(id)
     }
 
     /// The handles that summon Parley in one repository: the slug, the global aliases,

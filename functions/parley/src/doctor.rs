@@ -6,9 +6,10 @@
 //! works with a limit worth knowing (a model that never calls tools); only a FAIL fails.
 
 use crate::manifest;
-use parley_core::ports::github::{App, GitHub, Installation, RepoScope};
+use parley_core::ports::github::{App, GitHub, GitHubError, Installation, RepoScope};
 use parley_core::ports::llm::{LlmRequest, Message};
 use parley_core::repo::ConfigLoader;
+use parley_core::review::gate;
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
 use parley_runtime::{Settings, build_adapters, secrets};
@@ -90,17 +91,17 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     let mut checks = vec![webhook_secret(env).await];
     let (app, github) = app(env);
     let mut setup = None;
+    let mut found_app = None;
     let app = match (app, &github) {
         (check, Some(client)) if check.status == Status::Ok => match client.get_app().await {
             Ok(found) => {
                 setup = Some(app_setup(&found));
-                ok(
-                    "GitHub App",
-                    format!(
-                        "GET /app as the App: {}",
-                        found.slug.unwrap_or_else(|| "(no slug)".into())
-                    ),
-                )
+                let said = format!(
+                    "GET /app as the App: {}",
+                    found.slug.as_deref().unwrap_or("(no slug)")
+                );
+                found_app = Some(found);
+                ok("GitHub App", said)
             }
             Err(err) => fail(
                 "GitHub App",
@@ -121,6 +122,7 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     }
     checks.push(installation(args, github.as_ref().filter(|_| app_ok)).await);
     checks.push(installation_setup(args, github.as_ref().filter(|_| app_ok)).await);
+    checks.push(merge_gate(args, github.as_ref().zip(found_app.as_ref())).await);
     checks.extend(llm(env).await);
     checks.extend(store_and_queue(env).await);
     checks.push(repo_config(args, github.filter(|_| app_ok)).await);
@@ -208,6 +210,46 @@ fn setup(
         warn(name, detail)
     } else {
         fail(name, detail)
+    }
+}
+
+/// Whether the default branch's rules make "Parley review" a gate only Parley can pass
+/// (see [`parley_core::review::gate::protection`]): a check required from any source is
+/// passed by a workflow job of that name, and the rules are the repository admins' to
+/// set, not Parley's.
+async fn merge_gate(args: &DoctorArgs, github: Option<(&Arc<GitHubClient>, &App)>) -> Check {
+    const NAME: &str = "merge gate";
+    let (Some(repo), Some((github, app))) = (&args.repo, github) else {
+        return skip(NAME, "give OWNER/REPO (and a working App) to check it");
+    };
+    let Some((owner, name)) = repo.split_once('/') else {
+        return skip(NAME, format!("{repo:?} is not OWNER/REPO"));
+    };
+    let Ok(installation) = github.repo_installation(owner, name).await else {
+        return skip(NAME, "needs the App's installation on the repository");
+    };
+    let scope = RepoScope::new(installation.id, owner, name);
+    let not_read = |what: String, err: GitHubError| {
+        warn(
+            NAME,
+            gate::protection::not_known(&what, err.public_reason()),
+        )
+    };
+    let branch = match github.get_repository(&scope).await {
+        Ok(found) => found.default_branch.unwrap_or_else(|| "main".to_string()),
+        Err(err) => return not_read(repo.clone(), err),
+    };
+    match github.required_checks(&scope, &branch).await {
+        Ok(required) => {
+            let rules = gate::protection::judge(&required, app.id);
+            let said = rules.describe(&branch, app.slug.as_deref().unwrap_or("this App"));
+            if rules.is_sound() {
+                ok(NAME, said)
+            } else {
+                warn(NAME, said)
+            }
+        }
+        Err(err) => not_read(format!("the rules of `{branch}`"), err),
     }
 }
 

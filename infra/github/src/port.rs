@@ -2,15 +2,16 @@
 
 use crate::client::GitHubClient;
 use crate::operations::{
-    self, app, check_runs, contents, issue_comments, linked_issues, permissions, pulls, reactions,
-    review_comments, review_threads, reviews,
+    self, app, check_runs, contents, issue_comments, linked_issues, permissions, protection, pulls,
+    reactions, review_comments, review_threads, reviews,
 };
 use async_trait::async_trait;
 use parley_core::ports::github::{
     App, ChangedFile, CheckRun, CheckRunUpdate, CollaboratorPermission, Comparison, DeliveryPage,
     FileContent, GitHub, GitHubError, Installation, Issue, IssueComment, IssueReference, Listing,
     NewCheckRun, NewReview, NewReviewComment, OrgMembership, PageLimit, PullRequest, Reaction,
-    ReactionContent, Reference, RepoScope, Review, ReviewComment, ReviewThread, ReviewerRequest,
+    ReactionContent, Reference, RepoScope, RepoSummary, RequiredCheck, Review, ReviewComment,
+    ReviewThread, ReviewerRequest,
 };
 use time::OffsetDateTime;
 
@@ -238,6 +239,18 @@ impl GitHub for GitHubClient {
         prefix: &str,
     ) -> Result<Vec<Reference>, GitHubError> {
         contents::matching_refs(self, repo, prefix).await
+    }
+
+    async fn get_repository(&self, repo: &RepoScope) -> Result<RepoSummary, GitHubError> {
+        protection::repository(self, repo).await
+    }
+
+    async fn required_checks(
+        &self,
+        repo: &RepoScope,
+        branch: &str,
+    ) -> Result<Vec<RequiredCheck>, GitHubError> {
+        protection::checks(self, repo, branch).await
     }
 
     async fn get_collaborator_permission(

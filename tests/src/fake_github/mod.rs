@@ -11,6 +11,7 @@
 //! `shapes` the JSON it serves.
 
 mod deliveries;
+mod protection;
 mod routes;
 mod shapes;
 mod state;
@@ -377,6 +378,24 @@ impl FakeGitHub {
         self.state()
             .org_roles
             .insert((org.to_string(), user.to_string()), role.to_string());
+    }
+
+    /// `branch` of `repo` requires the status check `context`, from the App `app_id` (`None`:
+    /// any source), by its branch protection (`ruleset: None`) or by ruleset `ruleset`.
+    pub fn require_check(
+        &self,
+        (repo, branch): (&str, &str),
+        ruleset: Option<u64>,
+        context: &str,
+        app_id: Option<u64>,
+    ) {
+        self.state().required_checks.push(protection::Required {
+            repo: repo.to_string(),
+            branch: branch.to_string(),
+            ruleset,
+            context: context.to_string(),
+            app_id,
+        });
     }
 
     /// Answer 403 for `org`'s memberships, as GitHub does when the App was not granted

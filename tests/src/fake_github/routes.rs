@@ -1,9 +1,9 @@
 //! How the fake answers: a request meets the scripted failures and tripwires first, then
 //! the handler of its REST path or GraphQL query, which reads and changes the [`State`].
 
-use super::deliveries;
 use super::shapes::{example, issue_comment_json, merge, review_comment_json, user_json};
 use super::state::{FaultAction, Injected, Recorded, State};
+use super::{deliveries, protection};
 use crate::tripwire::HoldPoint;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
@@ -422,6 +422,15 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
                 "permissions": permissions, "events": events,
             }))
         }
+        [] => {
+            // The documented full repository, as a PR's `base.repo` carries it.
+            let mut found = example("pulls__get.200.default.json")["base"]["repo"].clone();
+            found["full_name"] = repo.into();
+            found["default_branch"] = "main".into();
+            ok(found)
+        }
+        ["branches", branch @ ..] => ok(protection::branch(s, repo, &branch.join("/"))),
+        ["rules", "branches", branch @ ..] => ok(protection::rules(s, repo, &branch.join("/"))),
         ["commits", sha, "check-runs"] => {
             let name = query_param(query, "check_name").map(|n| {
                 n.replace("%20", " ")

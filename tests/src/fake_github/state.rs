@@ -118,6 +118,8 @@ pub(super) struct State {
     pub(super) org_roles: HashMap<(String, String), String>,
     pub(super) members_hidden: Vec<String>,
     pub(super) check_runs: Vec<(String, Value)>,
+    /// Checks branches require.
+    pub(super) required_checks: Vec<super::protection::Required>,
     pub(super) reactions: Vec<(String, u64, String)>,
     /// People's reactions on inline comments: (comment id, content, login).
     pub(super) people_reactions: Vec<(u64, String, String)>,

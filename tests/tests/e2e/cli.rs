@@ -2,6 +2,7 @@
 //! real binary, against the fake GitHub and fake LLM over HTTP, in a directory of its own
 //! (no `.env` found, nothing inherited from the test's environment).
 
+use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::{
     CORRECTNESS, DB_PATCH, HEAD, JUDGE, NAME, OWNER, PR, REPO, SECURITY, TESTS, added_lines,
     finding, reply,
@@ -1260,17 +1261,64 @@ async fn bad_input_is_one_line_that_names_the_fix() {
     assert!(rig.github.reviews(REPO, PR).is_empty());
 }
 
+/// What `parley doctor` runs with: the App's credentials, the slug learnt from GitHub.
+fn doctor_env(rig: &Rig) -> Vec<(String, String)> {
+    let mut env = rig.fakes.env(
+        &rig.dir.path().join("parley.db"),
+        "a-webhook-secret-of-32-chars-xx",
+    );
+    env.retain(|(k, _)| k != "GITHUB_APP_SLUG" && k != "RUST_LOG");
+    env
+}
+
+/// The row of `parley doctor`'s table that starts with `name`.
+fn doctor_row(table: &str, name: &str) -> String {
+    table
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| panic!("{name}: {table}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn doctor_says_whether_the_merge_gate_holds() {
+    let rig = Rig::start().await;
+    // The doctor's "merge gate" row says all of `said` (and the run exits 0: a WARN works).
+    let gate_says = async |said: &[&str]| {
+        let out = run(&rig, args(&["doctor", REPO]), doctor_env(&rig)).await;
+        assert!(out.status.success(), "{}", stdout(&out));
+        parley_tests::expect::says_all(&doctor_row(&stdout(&out), "merge gate"), said);
+    };
+    // Nothing required: a team's choice, said with how to make it a gate.
+    let not_required = "`Parley review` is not required on `main`";
+    gate_says(&[" OK ", not_required, "as its source"]).await;
+    // Required by a ruleset from any source: a workflow job of that name passes it.
+    let github = &rig.fakes.github;
+    github.require_check((REPO, "main"), Some(9), "Parley review", None);
+    github.require_check((REPO, "main"), Some(9), "ci", Some(15368));
+    let any_source = "(ruleset 9) from any source";
+    gate_says(&[" WARN ", any_source, "a workflow job", "integration_id"]).await;
+    // Branch protection that takes it from this App alone holds, whatever the ruleset says.
+    github.require_check((REPO, "main"), None, "Parley review", Some(1));
+    let pinned = "(branch protection) and only `";
+    gate_says(&[" OK ", pinned, "` can set it"]).await;
+    // A server without rulesets (404) is read as none; protection still decides.
+    github.inject(Injected::answering("GET", "/rules/branches/main", 404, 1));
+    gate_says(&[" OK ", pinned]).await;
+    // GitHub refusing the branch: not known, and said so.
+    github.inject(Injected::answering("GET", "/branches/main", 403, 1));
+    gate_says(&[
+        " WARN ",
+        "would not give the rules of `main`",
+        "is not known",
+    ])
+    .await;
+}
+
 #[tokio::test]
 async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
     let rig = Rig::start().await;
-    let app_env = || {
-        let mut env = rig.fakes.env(
-            &rig.dir.path().join("parley.db"),
-            "a-webhook-secret-of-32-chars-xx",
-        );
-        env.retain(|(k, _)| k != "GITHUB_APP_SLUG" && k != "RUST_LOG");
-        env
-    };
+    let app_env = || doctor_env(&rig);
     rig.fakes
         .github
         .add_webhook_delivery("g-1", "pull_request", 202, 5);

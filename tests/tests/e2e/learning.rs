@@ -6,6 +6,7 @@
 use parley_core::job::ReviewTrigger;
 use parley_core::learning::memory;
 use parley_core::ports::{FindingState, JobHandler, Verdict};
+use parley_tests::fake_github::Injected;
 use parley_tests::review_harness::*;
 use parley_tests::tenants::{key, org};
 use serde_json::json;
@@ -479,6 +480,31 @@ async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
         config.contains("No organisation settings were read.")
             && config.contains("default branch of `octo-org/.github`, when the App is installed"),
         "where organisation settings would come from: {config}"
+    );
+    // The base branch's rules, read for the people who can change them: not required is
+    // a choice; required from any source is a gate a workflow job of that name passes.
+    assert!(
+        config.contains("Merge gate: `Parley review` is not required on `main`"),
+        "{config}"
+    );
+    h.github
+        .require_check((REPO, "main"), None, "Parley review", None);
+    h.say("bob", "@parley configuration").await;
+    let config = h.last_said();
+    assert!(
+        config.contains(
+            "Merge gate: `Parley review` is required on `main` (branch protection) from any source"
+        ),
+        "{config}"
+    );
+    h.github
+        .inject(Injected::answering("GET", "/branches/main", 403, 1));
+    h.say("bob", "@parley configuration").await;
+    let config = h.last_said();
+    assert!(
+        config.contains("Merge gate: GitHub would not give the rules of `main` (")
+            && config.contains("| `review.maxInlineComments` | 7 |"),
+        "the rest is answered all the same: {config}"
     );
     h.say("bob", "@parley help").await;
     assert!(h.last_said().contains("`@parley forget L-3f9a`"));

@@ -9,7 +9,7 @@
 //! `null` is an `Option` or defaults, so a new or missing field never fails a decode.
 //!
 //! The models are split by what they describe (errors, paging, people, pulls, reviews,
-//! comments, contents, checks, reactions); the port itself is below.
+//! comments, contents, checks, branch protection, reactions); the port itself is below.
 
 mod checks;
 mod comments;
@@ -18,6 +18,7 @@ mod deliveries;
 mod errors;
 mod paging;
 mod people;
+mod protection;
 mod pulls;
 mod reactions;
 mod reviews;
@@ -29,6 +30,7 @@ pub use deliveries::*;
 pub use errors::*;
 pub use paging::*;
 pub use people::*;
+pub use protection::*;
 pub use pulls::*;
 pub use reactions::*;
 pub use reviews::*;
@@ -272,6 +274,24 @@ pub trait GitHub: Send + Sync {
         repo: &RepoScope,
         username: &str,
     ) -> Result<Option<OrgMembership>, GitHubError>;
+
+    // --- the repository and its rules ---
+
+    /// The repository (`GET /repos/{owner}/{repo}`): its default branch, which
+    /// `parley doctor` reads the merge rules of.
+    async fn get_repository(&self, repo: &RepoScope) -> Result<RepoSummary, GitHubError>;
+
+    /// The status checks `branch` requires before a merge, each with who must set it: from
+    /// branch protection (`GET /repos/{owner}/{repo}/branches/{branch}`, whose summary any
+    /// reader sees) and from every ruleset that applies to it, the organisation's too
+    /// (`GET /repos/{owner}/{repo}/rules/branches/{branch}`; a server without rulesets
+    /// answers 404, read as none). A branch that does not exist is
+    /// [`GitHubError::NotFound`].
+    async fn required_checks(
+        &self,
+        repo: &RepoScope,
+        branch: &str,
+    ) -> Result<Vec<RequiredCheck>, GitHubError>;
 
     // --- check runs ---
 

@@ -20,6 +20,7 @@ use crate::ports::{Finding, FindingState};
 use crate::review::merge::Candidate;
 
 mod check_run;
+pub mod protection;
 use crate::review::summary::{line_link, short};
 #[cfg(test)]
 use check_run::let_through_action;

@@ -10,6 +10,7 @@ pub(crate) mod contents;
 pub(crate) mod issue_comments;
 pub(crate) mod linked_issues;
 pub(crate) mod permissions;
+pub(crate) mod protection;
 pub(crate) mod pulls;
 pub(crate) mod reactions;
 pub(crate) mod review_comments;

@@ -139,6 +139,76 @@ async fn matching_refs_by_prefix() {
     assert!(refs.is_empty());
 }
 
+/// A branch's required checks come from its protection summary and from its rulesets'
+/// rules (other kinds of rule passed over); a branch name's `/` stay path separators, and a
+/// server without rulesets (404) has none. The corpus holds neither shape; these follow
+/// the documented `branch-with-protection` and `repository-rule-detailed` schemas.
+#[tokio::test]
+async fn required_checks_from_protection_and_rulesets() {
+    let fake = FakeGitHub::with_token().await;
+    let branch = "/repos/octo-org/hello-world/branches/release/1.0";
+    let rules = "/repos/octo-org/hello-world/rules/branches/release/1.0";
+    fake.on(
+        Method::GET,
+        branch,
+        Canned::json(
+            200,
+            &json!({"name": "release/1.0", "protected": true, "protection": {"enabled": true,
+                "required_status_checks": {"enforcement_level": "everyone",
+                    "contexts": ["Parley review"],
+                    "checks": [{"context": "Parley review", "app_id": null}]}}}),
+        ),
+    );
+    fake.on(
+        Method::GET,
+        rules,
+        Canned::json(
+            200,
+            &json!([
+                {"type": "pull_request", "ruleset_id": 3, "parameters": {"required_approving_review_count": 1}},
+                {"type": "required_status_checks", "ruleset_id": 4, "parameters": {
+                    "strict_required_status_checks_policy": true,
+                    "required_status_checks": [{"context": "Parley review", "integration_id": 77}]}}
+            ]),
+        ),
+    );
+    // The next time, as a server from before rulesets answers.
+    fake.on(
+        Method::GET,
+        rules,
+        Canned::json(404, &json!({"message": "Not Found"})),
+    );
+    let found = client(&fake)
+        .required_checks(&repo(), "release/1.0")
+        .await
+        .unwrap();
+    assert_eq!(
+        found,
+        vec![
+            RequiredCheck {
+                context: "Parley review".into(),
+                app_id: None,
+                by: RequiredBy::BranchProtection
+            },
+            RequiredCheck {
+                context: "Parley review".into(),
+                app_id: Some(77),
+                by: RequiredBy::Ruleset { id: 4 }
+            },
+        ]
+    );
+    let found = client(&fake)
+        .required_checks(&repo(), "release/1.0")
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let missing = client(&fake).required_checks(&repo(), "gone").await;
+    assert!(
+        matches!(missing, Err(GitHubError::NotFound(_))),
+        "{missing:?}"
+    );
+}
+
 #[tokio::test]
 async fn request_reviewers() {
     let fake = FakeGitHub::with_token().await;
