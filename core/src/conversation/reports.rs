@@ -354,7 +354,9 @@ pub fn render_configuration(
             out.push_str(&format!("- {warning}\n"));
         }
     }
-    out
+    // Settings name people (`dispute.humanReviewers: ['@carol']`): shown, never paged
+    // each time someone asks.
+    crate::sanitize::quiet_mentions(&out)
 }
 
 /// `help`: every command, one line each, spelt with this App's handle.

@@ -442,7 +442,9 @@ async fn the_tuned_threshold_comes_from_a_seeded_history(h: ReviewHarness) {
 async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
     h.github.set_permission(REPO, "bob", "write");
     seed(&h, 90, 3, 1).await;
-    h.config("review:\n  maxInlineComments: 7\n  minConfidence: 300\n");
+    h.config(
+        "review:\n  maxInlineComments: 7\n  minConfidence: 300\ndispute:\n  humanReviewers: ['@carol', octo-org/security]\n",
+    );
     h.say("bob", "@parley stats").await;
     let stats = h.last_said();
     assert!(
@@ -469,6 +471,13 @@ async fn stats_and_configuration_report_the_store(h: ReviewHarness) {
     );
     assert!(
         config.contains("| `review.minConfidence` | 75 | default |"),
+        "{config}"
+    );
+    // Whom an escalation would ask is shown, not paged each time someone asks.
+    assert!(
+        config.contains(
+            "| `dispute.humanReviewers` | [＠carol, octo-org/security] | `.parley.yml` |"
+        ),
         "{config}"
     );
     assert!(config.contains("review.minConfidence"), "{config}");
