@@ -95,6 +95,9 @@ enum ConfigCommand {
 
 fn main() -> ExitCode {
     let _ = dotenvy::dotenv();
+    // People run the CLI with profiles and SSO: the AWS adapters load aws-config's default
+    // chain here, where the Lambda functions read their environment alone.
+    parley_aws::set_loader(|overrides| Box::pin(default_chain(overrides)));
     let cli = Cli::parse();
     if matches!(cli.command, Command::Serve) {
         parley_cli::memory::cap_malloc_arenas();
@@ -228,4 +231,16 @@ async fn serve() -> anyhow::Result<()> {
     tracing::info!("shutting down: finishing in-flight jobs");
     shutdown.cancel();
     running.wait().await
+}
+
+/// aws-config's default chain, with the adapter's endpoint and timeouts over it.
+async fn default_chain(overrides: parley_aws::Overrides) -> parley_aws::SdkConfig {
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(url) = overrides.endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    if let Some(timeouts) = overrides.timeouts {
+        loader = loader.timeout_config(timeouts);
+    }
+    loader.load().await
 }

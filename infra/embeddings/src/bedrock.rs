@@ -38,7 +38,7 @@ impl BedrockEmbedder {
     /// From a loaded AWS configuration (region, credentials, and any endpoint override,
     /// such as a test's fake server).
     pub fn new(
-        sdk_config: &aws_config::SdkConfig,
+        sdk_config: &parley_aws::SdkConfig,
         model: impl Into<String>,
         dimensions: usize,
         timeout: Duration,

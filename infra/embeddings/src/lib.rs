@@ -72,11 +72,11 @@ pub async fn build(config: EmbeddingsConfig) -> Result<Option<Arc<dyn Embedder>>
             config.retry,
         )?),
         Provider::Bedrock => {
-            let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-            if let Some(url) = &config.base_url {
-                loader = loader.endpoint_url(url);
-            }
-            let sdk_config = loader.load().await;
+            let sdk_config = parley_aws::load(parley_aws::Overrides {
+                endpoint_url: config.base_url.clone(),
+                ..Default::default()
+            })
+            .await;
             if sdk_config.region().is_none() {
                 return Err(EmbeddingError::Config(
                     "EMBEDDINGS_PROVIDER=bedrock needs an AWS region (set AWS_REGION)".into(),

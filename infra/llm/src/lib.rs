@@ -112,11 +112,11 @@ async fn build_with(
             .with_streaming(self_hosted),
         ),
         Provider::Bedrock => {
-            let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-            if let Some(url) = &config.base_url {
-                loader = loader.endpoint_url(url);
-            }
-            let sdk_config = loader.load().await;
+            let sdk_config = parley_aws::load(parley_aws::Overrides {
+                endpoint_url: config.base_url.clone(),
+                ..Default::default()
+            })
+            .await;
             let Some(region) = sdk_config.region().map(|r| r.to_string()) else {
                 return Err(LlmError::Config(
                     "LLM_PROVIDER=bedrock needs an AWS region (set AWS_REGION)".into(),

@@ -23,7 +23,7 @@ pub async fn resolve(value: String) -> Result<String, SecretError> {
     if !is_secret_arn(&value) {
         return Ok(value);
     }
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let config = parley_aws::load(parley_aws::Overrides::default()).await;
     let client = aws_sdk_secretsmanager::Client::new(&config);
     let output = client
         .get_secret_value()

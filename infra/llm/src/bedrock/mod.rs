@@ -46,7 +46,7 @@ pub struct BedrockLlm {
 /// A Bedrock Runtime client from a loaded AWS configuration, with the SDK's own retries
 /// off: Parley's [`RetryPolicy`] decides what is retried, once, for every provider (and
 /// the embeddings' Titan calls share it).
-pub fn client(sdk_config: &aws_config::SdkConfig) -> Client {
+pub fn client(sdk_config: &parley_aws::SdkConfig) -> Client {
     let config = aws_sdk_bedrockruntime::config::Builder::from(sdk_config)
         .retry_config(RetryConfig::disabled())
         .build();
@@ -67,7 +67,7 @@ impl BedrockLlm {
     /// Build from a loaded AWS configuration (region, credentials, and any endpoint
     /// override such as `AWS_ENDPOINT_URL` for an emulator).
     pub fn new(
-        sdk_config: &aws_config::SdkConfig,
+        sdk_config: &parley_aws::SdkConfig,
         model: impl Into<String>,
         timeout: Duration,
         retry: RetryPolicy,

@@ -76,7 +76,7 @@ impl SqsQueue {
     /// first so a misconfigured function fails at once, without waiting on credentials.
     pub async fn from_env() -> Result<Self, QueueError> {
         let urls = QueueUrls::from_env()?;
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let config = parley_aws::load(parley_aws::Overrides::default()).await;
         Ok(Self::new(Client::new(&config), urls))
     }
 
@@ -419,7 +419,7 @@ mod tests {
     #[tokio::test]
     async fn reading_dead_letters_without_a_dlq_url_names_the_variable() {
         let config = aws_sdk_sqs::Config::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
+            .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
             .build();
         let urls = QueueUrls {
             conversation: "http://unused/c.fifo".into(),

@@ -17,7 +17,6 @@ mod tables;
 pub use tables::{TableNames, create_tables};
 
 use async_trait::async_trait;
-use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::ReturnValue;
 use items::{Item, conditional, decode, encode, n, number, s, unavailable};
@@ -42,8 +41,8 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// [`CALL_TIMEOUT`] and [`ATTEMPT_TIMEOUT`] as the SDK takes them.
-pub fn call_timeouts() -> aws_config::timeout::TimeoutConfig {
-    aws_config::timeout::TimeoutConfig::builder()
+pub fn call_timeouts() -> parley_aws::TimeoutConfig {
+    parley_aws::TimeoutConfig::builder()
         .operation_timeout(CALL_TIMEOUT)
         .operation_attempt_timeout(ATTEMPT_TIMEOUT)
         .build()
@@ -77,10 +76,11 @@ impl DynamoStore {
     /// A store from the ambient AWS configuration and `PARLEY_*_TABLE` names. The SDK
     /// reads `AWS_ENDPOINT_URL` itself, which is how local runs reach an emulator.
     pub async fn from_env() -> Self {
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .timeout_config(call_timeouts())
-            .load()
-            .await;
+        let config = parley_aws::load(parley_aws::Overrides {
+            timeouts: Some(call_timeouts()),
+            ..Default::default()
+        })
+        .await;
         Self::new(Client::new(&config), TableNames::from_env())
     }
 

@@ -200,3 +200,28 @@ async fn a_call_to_a_dynamodb_that_never_answers_fails_in_time() {
         "gave up after {took:?}"
     );
 }
+
+/// What the Lambda functions build their SDK configuration from, the environment alone
+/// (`parley_aws::from_env`, no aws-config chain), reaches DynamoDB: the SDK's own HTTP
+/// client, signing and retries come with the client (the Lambda-path tests run the
+/// functions so too, end to end).
+#[tokio::test]
+async fn the_functions_configuration_from_the_environment_reaches_dynamodb() {
+    common::dynamo_client().await;
+    let config = parley_aws::from_env(
+        parley_aws::Overrides {
+            timeouts: Some(parley_store::dynamo::call_timeouts()),
+            ..Default::default()
+        },
+        |name| std::env::var(name).ok(),
+    );
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    let tables = common::dynamo_tables(&client).await;
+    let store = parley_store::DynamoStore::new(client, tables);
+    use parley_core::ports::Claims;
+    let claimed = store
+        .claim("delivery:env-1", std::time::Duration::from_secs(60))
+        .await
+        .expect("claim through the functions' configuration");
+    assert_eq!(claimed, parley_core::ports::Claim::Won);
+}
