@@ -117,16 +117,88 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     let app_ok = app.status == Status::Ok;
     checks.push(app);
     checks.extend(setup);
-    if let Some(client) = github.as_ref().filter(|_| app_ok) {
+    let github = github.filter(|_| app_ok);
+    if let Some(client) = &github {
         checks.push(deliveries(client).await);
     }
-    checks.push(installation(args, github.as_ref().filter(|_| app_ok)).await);
-    checks.push(installation_setup(args, github.as_ref().filter(|_| app_ok)).await);
-    checks.push(merge_gate(args, github.as_ref().zip(found_app.as_ref())).await);
+    let target = Target::find(args, github.as_ref()).await;
+    checks.push(installation(&target).await);
+    checks.push(installation_setup(&target));
+    checks.push(merge_gate(&target, found_app.as_ref()).await);
     checks.extend(llm(env).await);
     checks.extend(store_and_queue(env).await);
-    checks.push(repo_config(args, github.filter(|_| app_ok)).await);
+    checks.push(repo_config(&target).await);
     checks
+}
+
+/// The repository a run names and the App's installation there, looked up once for the
+/// four checks that read it.
+enum Target<'a> {
+    /// No repository named.
+    None,
+    /// One named, but no working App to look at it with.
+    NoApp,
+    /// Not `OWNER/REPO`.
+    Malformed(&'a str),
+    Found {
+        repo: &'a str,
+        owner: &'a str,
+        name: &'a str,
+        github: Arc<GitHubClient>,
+        installed: Result<Installation, GitHubError>,
+    },
+}
+
+impl<'a> Target<'a> {
+    async fn find(args: &'a DoctorArgs, github: Option<&Arc<GitHubClient>>) -> Target<'a> {
+        let Some(repo) = args.repo.as_deref() else {
+            return Target::None;
+        };
+        let Some(github) = github else {
+            return Target::NoApp;
+        };
+        let Some((owner, name)) = repo.split_once('/') else {
+            return Target::Malformed(repo);
+        };
+        Target::Found {
+            repo,
+            owner,
+            name,
+            github: github.clone(),
+            installed: github.repo_installation(owner, name).await,
+        }
+    }
+
+    /// The installation and what reads through it, or the row a check shows without them
+    /// (`name`'s): only the installation token check fails for a missing installation or
+    /// a malformed name, the others skip.
+    fn installed(
+        &self,
+        name: &'static str,
+    ) -> Result<(&'a str, RepoScope, &Arc<GitHubClient>, &Installation), Check> {
+        match self {
+            Target::None | Target::NoApp => Err(skip(
+                name,
+                "give OWNER/REPO (and a working App) to check it",
+            )),
+            Target::Malformed(repo) => Err(skip(name, format!("{repo:?} is not OWNER/REPO"))),
+            Target::Found {
+                repo,
+                owner,
+                name: repo_name,
+                github,
+                installed,
+            } => match installed {
+                Ok(found) => Ok((
+                    repo,
+                    RepoScope::new(found.id, *owner, *repo_name),
+                    github,
+                    found,
+                )),
+                Err(_) => Err(skip(name, "needs the App's installation on the repository")),
+            },
+        }
+    }
 }
 
 /// The permissions and events the App asks for against those Parley uses (the
@@ -143,22 +215,16 @@ fn app_setup(app: &App) -> Check {
 
 /// What the installation on the repository has accepted, which lags what the App asks
 /// for until the installation's owner accepts a new permission.
-async fn installation_setup(args: &DoctorArgs, github: Option<&Arc<GitHubClient>>) -> Check {
+fn installation_setup(target: &Target<'_>) -> Check {
     const NAME: &str = "installation permissions";
-    let (Some(repo), Some(github)) = (&args.repo, github) else {
-        return skip(NAME, "give OWNER/REPO (and a working App) to check it");
-    };
-    let Some((owner, name)) = repo.split_once('/') else {
-        return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
-    };
-    match github.repo_installation(owner, name).await {
-        Ok(found) => setup(
+    match target.installed(NAME) {
+        Ok((_, _, _, found)) => setup(
             NAME,
             (&found.permissions, &found.events),
             "accept the App's new permissions on this installation (its owner's settings: \
              GitHub Apps, Configure)",
         ),
-        Err(_) => skip(NAME, "needs the App's installation on the repository"),
+        Err(row) => row,
     }
 }
 
@@ -217,18 +283,15 @@ fn setup(
 /// (see [`parley_core::review::gate::protection`]): a check required from any source is
 /// passed by a workflow job of that name, and the rules are the repository admins' to
 /// set, not Parley's.
-async fn merge_gate(args: &DoctorArgs, github: Option<(&Arc<GitHubClient>, &App)>) -> Check {
+async fn merge_gate(target: &Target<'_>, app: Option<&App>) -> Check {
     const NAME: &str = "merge gate";
-    let (Some(repo), Some((github, app))) = (&args.repo, github) else {
-        return skip(NAME, "give OWNER/REPO (and a working App) to check it");
+    let (repo, scope, github) = match target.installed(NAME) {
+        Ok((repo, scope, github, _)) => (repo, scope, github),
+        Err(row) => return row,
     };
-    let Some((owner, name)) = repo.split_once('/') else {
-        return skip(NAME, format!("{repo:?} is not OWNER/REPO"));
+    let Some(app) = app else {
+        return skip(NAME, "needs a working GitHub App first");
     };
-    let Ok(installation) = github.repo_installation(owner, name).await else {
-        return skip(NAME, "needs the App's installation on the repository");
-    };
-    let scope = RepoScope::new(installation.id, owner, name);
     let not_read = |what: String, err: GitHubError| {
         warn(
             NAME,
@@ -237,7 +300,7 @@ async fn merge_gate(args: &DoctorArgs, github: Option<(&Arc<GitHubClient>, &App)
     };
     let branch = match github.get_repository(&scope).await {
         Ok(found) => found.default_branch.unwrap_or_else(|| "main".to_string()),
-        Err(err) => return not_read(repo.clone(), err),
+        Err(err) => return not_read(repo.to_string(), err),
     };
     match github.required_checks(&scope, &branch).await {
         Ok(required) => {
@@ -334,29 +397,33 @@ fn app(env: &Env) -> (Check, Option<Arc<GitHubClient>>) {
     }
 }
 
-async fn installation(args: &DoctorArgs, github: Option<&Arc<GitHubClient>>) -> Check {
+async fn installation(target: &Target<'_>) -> Check {
     const NAME: &str = "installation token";
-    let Some(repo) = &args.repo else {
-        return skip(
-            NAME,
-            "give OWNER/REPO (parley doctor OWNER/REPO) to check it",
-        );
-    };
-    let Some(github) = github else {
-        return skip(NAME, "needs a working GitHub App first");
-    };
-    let Some((owner, name)) = repo.split_once('/') else {
-        return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
-    };
-    let id = match github.repo_installation(owner, name).await {
-        Ok(installation) => installation.id,
-        Err(err) if err.is_absent() => {
-            return fail(
+    let (repo, owner, name, github, id) = match target {
+        Target::None => {
+            return skip(
                 NAME,
-                format!("the App is not installed on {repo}: install it from the App's page"),
+                "give OWNER/REPO (parley doctor OWNER/REPO) to check it",
             );
         }
-        Err(err) => return fail(NAME, format!("GitHub: {}", err.public_reason())),
+        Target::NoApp => return skip(NAME, "needs a working GitHub App first"),
+        Target::Malformed(repo) => return fail(NAME, format!("{repo:?} is not OWNER/REPO")),
+        Target::Found {
+            repo,
+            owner,
+            name,
+            github,
+            installed,
+        } => match installed {
+            Ok(installation) => (*repo, *owner, *name, github, installation.id),
+            Err(err) if err.is_absent() => {
+                return fail(
+                    NAME,
+                    format!("the App is not installed on {repo}: install it from the App's page"),
+                );
+            }
+            Err(err) => return fail(NAME, format!("GitHub: {}", err.public_reason())),
+        },
     };
     // Reading a file mints the installation token first.
     match github
@@ -508,18 +575,12 @@ async fn store_and_queue(env: &Env) -> Vec<Check> {
     vec![store, queue]
 }
 
-async fn repo_config(args: &DoctorArgs, github: Option<Arc<GitHubClient>>) -> Check {
+async fn repo_config(target: &Target<'_>) -> Check {
     const NAME: &str = ".parley.yml";
-    let (Some(repo), Some(github)) = (&args.repo, github) else {
-        return skip(NAME, "give OWNER/REPO (and a working App) to check it");
+    let (repo, scope, github) = match target.installed(NAME) {
+        Ok((repo, scope, github, _)) => (repo, scope, github.clone()),
+        Err(row) => return row,
     };
-    let Some((owner, name)) = repo.split_once('/') else {
-        return fail(NAME, format!("{repo:?} is not OWNER/REPO"));
-    };
-    let Ok(Installation { id, .. }) = github.repo_installation(owner, name).await else {
-        return skip(NAME, "needs the App's installation on the repository");
-    };
-    let scope = RepoScope::new(id, owner, name);
     let loader = ConfigLoader::new(github as Arc<dyn GitHub>, ConfigLoader::DEFAULT_TTL);
     let loaded = loader.load(&scope, "HEAD").await;
     if loaded.warnings.is_empty() {

@@ -1328,6 +1328,12 @@ async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
     let out = run(&rig, args(&["doctor", REPO]), app_env()).await;
     let table = stdout(&out);
     assert!(out.status.success(), "{table}{}", stderr(&out));
+    // Four checks read through the installation; it is looked up once.
+    let lookups = rig
+        .fakes
+        .github
+        .requests_to("GET", &format!("/repos/{REPO}/installation"));
+    assert_eq!(lookups.len(), 1, "{lookups:#?}");
     assert!(
         table.contains("2 latest, 1 failed"),
         "the deliveries GitHub recorded: {table}"
