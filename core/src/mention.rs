@@ -87,7 +87,9 @@ pub fn mention_spans<'a>(
     })
 }
 
-fn is_handle_char(b: u8) -> bool {
+/// A byte of a GitHub login or of the word around one: what makes `@` part of an e-mail
+/// address, or a handle longer than the one looked for.
+pub(crate) fn is_handle_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 

@@ -6,7 +6,7 @@
 //! one: only the mentions Parley composes itself (the person it answers, the reviewers an
 //! escalation asks) notify anybody.
 
-use crate::mention::{Handles, mention_spans};
+use crate::mention::{Handles, is_handle_char, mention_spans};
 
 /// Clean user-authored text for use as prompt data.
 pub fn user_text(text: &str) -> String {
@@ -119,7 +119,7 @@ pub fn quiet_mentions(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     for (at, _) in text.match_indices('@') {
-        let after_name = at > 0 && (is_name_byte(bytes[at - 1]) || bytes[at - 1] == b'/');
+        let after_name = at > 0 && (is_handle_char(bytes[at - 1]) || bytes[at - 1] == b'/');
         let names = bytes.get(at + 1).is_some_and(u8::is_ascii_alphanumeric);
         if after_name || !names || code.iter().any(|c| c.start <= at && at < c.end) {
             continue;
@@ -130,10 +130,6 @@ pub fn quiet_mentions(text: &str) -> String {
     }
     out.push_str(&text[copied..]);
     out
-}
-
-fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// Clean model-written code (a suggestion) without touching what code may contain (HTML
