@@ -1,6 +1,6 @@
-//! Compiles the ten grammars Parley reads code with, each with its parse tables taken out
+//! Compiles the eleven grammars Parley reads code with, each with its parse tables taken out
 //! of the C source and stored deflated beside it: the tables are about 16 MB of rodata
-//! and deflate to 1.2 MB, and every worker bootstrap carries all ten.
+//! and deflate to 1.2 MB, and every worker bootstrap carries all eleven.
 //!
 //! For each grammar:
 //! 1. find the grammar crate's sources (`cargo metadata`, see `grammar_crate_dirs`: the
@@ -52,6 +52,9 @@ const GRAMMARS: &[(&str, &str, &str, &str)] = &[
     ),
     ("c", "tree-sitter-c", "src", "tree_sitter_c"),
     ("cpp", "tree-sitter-cpp", "src", "tree_sitter_cpp"),
+    // PHP with the HTML around it (`<?php … ?>` in a template): the crate's `php` grammar,
+    // not `php_only`, which reads a file that has no opening tag.
+    ("php", "tree-sitter-php", "php/src", "tree_sitter_php"),
 ];
 
 const SCANNER_FUNCTIONS: &[&str] = &[

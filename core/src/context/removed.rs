@@ -274,6 +274,10 @@ fn keyword_definition(line: &str) -> Option<String> {
             if word == "func" && next.starts_with('(') {
                 next = next.split_once(')')?.1.trim_start();
             }
+            // PHP's function that returns a reference, `function &items()`.
+            if word == "function" {
+                next = next.trim_start_matches('&').trim_start();
+            }
             // C++'s and Kotlin's `enum class Color`: the name follows `class`.
             if word == "enum"
                 && let ("class" | "struct", after) = identifier(next)
@@ -358,6 +362,10 @@ mod tests {
             "    internal static Task<int> CountAsync(string q)",
             "order_total = lambda order: sum(l.price for l in order.lines)",
             "    sort_key: Callable[[Row], int] = lambda row: row.rank",
+            "    public static function fromArray(array $data): self",
+            "    abstract protected function &items(): array;",
+            "final class LedgerEntry extends Model implements JsonSerializable",
+            "enum Status: string",
         ];
         assert_eq!(
             defined_on("src/lib.rs", lines),
@@ -386,6 +394,10 @@ mod tests {
                 "CountAsync",
                 "order_total",
                 "sort_key",
+                "fromArray",
+                "items",
+                "LedgerEntry",
+                "Status",
             ]
         );
     }

@@ -39,6 +39,12 @@ pub(crate) enum Style {
     /// one: a function after its return type (`static char *dup(`, `Status Table::Get(`)
     /// or at the start of its line under it (`parse_header (`), typedef names, macros.
     C,
+    /// Keywords (`function`, `class`, `interface`, `trait`, `enum`, `const`), and
+    /// properties, which have none: a `$name` on a line that declares one (`private ?User
+    /// $owner`, a constructor's `private readonly Mailer $mailer`). Variables (`$user`)
+    /// are never calls; a qualified name (`new \App\Models\Order`) is read by its last
+    /// part (PHP).
+    Php,
 }
 
 /// The distinct identifiers of `text` (ASCII letters, digits and `_`, not starting with
@@ -118,6 +124,10 @@ const DEFINING_KEYWORDS: [&str; 10] = [
     "macro_rules!",
 ];
 const GO_KEYWORDS: [&str; 1] = ["func"];
+const PHP_KEYWORDS: [&str; 3] = ["function", "interface", "const"];
+/// The words that make a PHP line declare properties (or promote constructor
+/// parameters to them), whose names follow a `$`.
+const PHP_PROPERTY_MODIFIERS: [&str; 5] = ["public", "private", "protected", "var", "readonly"];
 const RUBY_KEYWORDS: [&str; 4] = ["def", "class", "module", "alias"];
 /// The calls that define Ruby methods at run time, each by the symbols it is given
 /// (`attr_reader :total, :count`), as `RUBY_TAGS_QUERY` counts them.
@@ -205,6 +215,7 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
         || (style == Style::Go && keyword(&GO_KEYWORDS))
         || (matches!(style, Style::Declarations | Style::CSharp) && keyword(&DECLARING_KEYWORDS))
         || (style == Style::Ruby && keyword(&RUBY_KEYWORDS))
+        || (style == Style::Php && keyword(&PHP_KEYWORDS))
     {
         return true;
     }
@@ -213,6 +224,18 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     let head = before.trim_start();
     match style {
         Style::Keywords => false,
+        // A property (`protected static $count, $other;`), and a function that returns
+        // a reference (`function &items()`).
+        Style::Php => {
+            let property = text[..start].ends_with('$')
+                && before
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .any(|word| PHP_PROPERTY_MODIFIERS.contains(&word));
+            property
+                || before
+                    .strip_suffix('&')
+                    .is_some_and(|head| previous_word(head, 0, head.len()) == "function")
+        }
         Style::Ruby => {
             let first = head
                 .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -354,6 +377,9 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         let key = text[end..].starts_with(':') && !text[end..].starts_with("::");
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
+    if style == Style::Php {
+        return php_may_refer(text, line_start, start, end);
+    }
     let after = text[end..].trim_start_matches([' ', '\t']);
     // A C# or C++ generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
     // member read without a call, `order.Total`, which may be a property or a getter (in
@@ -368,6 +394,33 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         && !GO_KEYWORDS.contains(&previous)
         && previous != "function"
         && !(style == Style::Keywords && text[..start].ends_with("::"))
+}
+
+/// [`may_refer`] in PHP: a call (`helper(`, `$a->m(`, `User::find(`), a property read
+/// (`$order->owner`), a class created, extended or implemented (`new \App\Order`,
+/// `implements Payable, \Countable`); never a variable (`$user`, `$this`).
+fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> bool {
+    if text[..start].ends_with('$') {
+        return false;
+    }
+    let line = &text[line_start..start];
+    // `new \App\Models\Order`: the word before the qualified name.
+    let unqualified = if line.ends_with('\\') {
+        line.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '\\')
+    } else {
+        line
+    };
+    let previous = previous_word(unqualified, 0, unqualified.len());
+    let implemented = unqualified.trim_end().ends_with(',')
+        && unqualified
+            .split_whitespace()
+            .any(|word| word == "implements");
+    let after = text[end..].trim_start_matches([' ', '\t']);
+    REFERRING_KEYWORDS.contains(&previous)
+        || implemented
+        || ((after.starts_with('(') || line.ends_with("->"))
+            && !DEFINING_KEYWORDS.contains(&previous)
+            && !PHP_KEYWORDS.contains(&previous))
 }
 
 /// Whether what stands before a name on its line is what stands before a declared
@@ -402,7 +455,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 45] = [
+        let cases: [(Style, &str, &str); 53] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -512,6 +565,22 @@ mod tests {
                 "static inline __attribute__((always_inline)) int fast(int x) {",
                 "fast",
             ),
+            (
+                Php,
+                "    public static function fromArray(array $a): self {",
+                "fromArray",
+            ),
+            (Php, "function &items() {", "items"),
+            (Php, "final class Invoice extends Base {", "Invoice"),
+            (Php, "enum Status: string {", "Status"),
+            (Php, "    private ?User $owner = null;", "owner"),
+            (Php, "    protected static $count, $other;", "other"),
+            (
+                Php,
+                "    public function __construct(\n        private readonly Mailer $mailer,",
+                "mailer",
+            ),
+            (Php, "    public const MAX = 10;", "MAX"),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);
@@ -521,7 +590,11 @@ mod tests {
 
     #[test]
     fn calls_and_uses_are_not_definitions() {
-        let cases: [(Style, &str); 6] = [
+        let cases: [(Style, &str); 7] = [
+            (
+                Style::Php,
+                "<?php\nfunction main() {\n    $x = compute(1);\n    if (check($x)) { return $obj->method($x); }\n    $unwrap = Some::unwrap($x);\n}\n",
+            ),
             (
                 Style::Keywords,
                 "fn main() {\n    let x = compute(1);\n    check(x);\n    obj.method(x);\n    Some(x).unwrap();\n}\n",
@@ -610,6 +683,31 @@ mod tests {
             assert!(referring.contains(&name), "{name}: {referring:?}");
         }
         for name in ["total", "json", "cart", "on", "save", "via", "out"] {
+            assert!(!referring.contains(&name), "{name}: {referring:?}");
+        }
+    }
+
+    /// PHP: calls of functions, methods and static methods, property reads and the
+    /// classes a line creates, extends or implements, by their last name when qualified;
+    /// never a variable.
+    #[test]
+    fn php_references_are_calls_reads_and_classes() {
+        let text = "<?php\nclass Invoice extends \\App\\Base implements Payable, \\Countable {\n    function total() {\n        $user = new \\App\\Models\\User;\n        $this->log($user->email, $order?->owner);\n        return helper(User::find($id));\n    }\n}\n";
+        let (_, referring) = identifiers(text, Style::Php);
+        for name in [
+            "Base",
+            "Payable",
+            "Countable",
+            "User",
+            "log",
+            "email",
+            "owner",
+            "helper",
+            "find",
+        ] {
+            assert!(referring.contains(&name), "{name}: {referring:?}");
+        }
+        for name in ["total", "Invoice", "user", "this", "order", "id"] {
             assert!(!referring.contains(&name), "{name}: {referring:?}");
         }
     }

@@ -101,6 +101,15 @@ const CASES: &[(Grammar, LanguageFn, &[&str])] = &[
             "class Broken { void m( { }",
         ],
     ),
+    (
+        Grammar::Php,
+        tree_sitter_php::LANGUAGE_PHP,
+        &[
+            "<?php\nnamespace App;\nfinal class Invoice extends Base implements Payable {\n    public function __construct(private readonly ?User $owner = null) {}\n    public function total(): int { return $this->owner?->id ?? self::MAX; }\n}\n",
+            "<?php\n$sql = <<<SQL\n  SELECT * FROM t WHERE a = {$x} AND b = '$y'\n  SQL;\n$raw = <<<'TXT'\n  $not_a_variable\n  TXT;\n?>\n<div><?= render($sql) ?></div>\n",
+            "<?php\nfunction broken( { return ; ",
+        ],
+    ),
 ];
 
 fn sexp(language: &Language, text: &str) -> (String, bool) {

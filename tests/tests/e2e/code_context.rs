@@ -38,6 +38,8 @@ parley_tests::review_on_both_stores!(
     a_python_change_reads_the_property_it_reads,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
+    a_php_change_reads_the_method_it_calls,
+    a_php_change_reads_the_property_it_reads,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1451,6 +1453,37 @@ async fn a_cpp_change_reads_the_method_it_calls(h: ReviewHarness) {
         ("src/greet.cc", text, patch),
         ("src/registry.cc", registry),
         "User* Registry::Find(const std::string& name) const {",
+    )
+    .await;
+}
+
+/// PHP: a static method a changed line calls (`Serializer::dump(…)`), defined in a
+/// class the PR does not touch.
+async fn a_php_change_reads_the_method_it_calls(h: ReviewHarness) {
+    let text = "<?php\nfunction show_user(string $name): string {\n    return Serializer::dump(User::findByName($name));\n}\n";
+    let patch = "@@ -1,1 +1,4 @@\n <?php\n+function show_user(string $name): string {\n+    return Serializer::dump(User::findByName($name));\n+}";
+    let serializer = "<?php\nnamespace App\\Support;\n\nfinal class Serializer\n{\n    /** Throws on null. */\n    public static function dump(?User $record): string\n    {\n        if ($record === null) { throw new \\InvalidArgumentException('null record'); }\n        return $record->name;\n    }\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("app/Http/users.php", text, patch),
+        ("app/Support/Serializer.php", serializer),
+        "public static function dump(?User $record): string",
+    )
+    .await;
+}
+
+/// A PHP property read without a call (`$order->owner`): its declaration, which says
+/// it may be null, reaches the passes.
+async fn a_php_change_reads_the_property_it_reads(h: ReviewHarness) {
+    let text =
+        "<?php\nfunction notify(Order $order): void {\n    deliver($order->owner->email);\n}\n";
+    let patch = "@@ -1,1 +1,4 @@\n <?php\n+function notify(Order $order): void {\n+    deliver($order->owner->email);\n+}";
+    let model = "<?php\nclass Order\n{\n    /** Null for a guest checkout. */\n    public ?User $owner = null;\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("app/Mail/notify.php", text, patch),
+        ("app/Models/Order.php", model),
+        "public ?User $owner = null;",
     )
     .await;
 }

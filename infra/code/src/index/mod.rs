@@ -384,6 +384,7 @@ enum Lang {
     CSharp,
     C,
     Cpp,
+    Php,
 }
 
 impl Lang {
@@ -396,6 +397,7 @@ impl Lang {
             Lang::Ruby => Style::Ruby,
             Lang::CSharp => Style::CSharp,
             Lang::C | Lang::Cpp => Style::C,
+            Lang::Php => Style::Php,
         }
     }
 }
@@ -417,6 +419,7 @@ fn language_of(path: &str) -> Option<Lang> {
         // used as names, `new`, `class`), and C++ headers are often `.h`.
         "h" | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "tpp"
         | "inl" => Lang::Cpp,
+        "php" | "phtml" => Lang::Php,
         _ => return None,
     })
 }
@@ -425,7 +428,7 @@ fn language_of(path: &str) -> Option<Lang> {
 /// it is parsed (compiling a query takes milliseconds; most repositories use one or two
 /// of the languages).
 #[derive(Default)]
-struct Languages([OnceLock<Option<Tags>>; 11]);
+struct Languages([OnceLock<Option<Tags>>; 12]);
 
 impl Languages {
     fn get(&self, lang: Lang) -> Option<&Tags> {
@@ -456,6 +459,7 @@ fn tags(lang: Lang) -> Option<Tags> {
         Lang::CSharp => (Grammar::CSharp, Grammar::CSharp.tags_query()),
         Lang::C => (Grammar::C, Grammar::C.tags_query()),
         Lang::Cpp => (Grammar::Cpp, Grammar::Cpp.tags_query()),
+        Lang::Php => (Grammar::Php, Grammar::Php.tags_query()),
     };
     let language = match grammar.language() {
         Ok(language) => language,

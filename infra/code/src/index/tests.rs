@@ -12,7 +12,7 @@ fn index(files: &[(&str, &str)]) -> CodeIndex {
 /// file, and its callers.
 #[test]
 fn definitions_callers_and_names_in_every_language() {
-    let cases: [(&str, &str, &str, u32); 10] = [
+    let cases: [(&str, &str, &str, u32); 11] = [
         (
             "src/lib.rs",
             "fn helper(x: i32) -> i32 {\n    x + 1\n}\n",
@@ -72,6 +72,12 @@ fn definitions_callers_and_names_in_every_language() {
             "namespace lib {\nint Lib::helper(int x) const {\n  return x + 1;\n}\n}  // namespace lib\n",
             "int main() {\n  auto y = lib.helper(2);\n  return y;\n}\n",
             2,
+        ),
+        (
+            "lib.php",
+            "<?php\nfunction helper($x) {\n    return $x + 1;\n}\n",
+            "<?php\nfunction main() {\n    $y = helper(2);\n}\n",
+            3,
         ),
     ];
     for (path, helper, main, call_line) in cases {
@@ -317,6 +323,58 @@ fn csharp_properties_are_definitions_and_member_reads_use_them() {
         assert_eq!(all.len(), 1, "{name}: {all:?}");
         let lazy = self::index(&events);
         assert_eq!(lazy.definitions_near(name, "src/Shop.cs", 3), all, "{name}");
+    }
+}
+
+/// PHP: a class's methods and properties (promoted from a constructor's parameters too)
+/// are definitions under their names without the `$`; an interface's method without a
+/// body is a declaration; calls through `->`, `?->` and `::` are calls, a property read
+/// without a call is read; variables are neither. Found lazily as parsing everything
+/// would, in a template with HTML around the code too.
+#[test]
+fn php_methods_properties_and_calls() {
+    let invoice = "<?php\nnamespace App\\Billing;\n\ninterface Payable\n{\n    public function pay(int $amount): bool;\n}\n\nfinal class Invoice extends Base implements Payable\n{\n    private ?User $owner = null;\n\n    public function __construct(\n        private readonly Mailer $mailer,\n    ) {}\n\n    public function pay(int $amount): bool\n    {\n        $this->mailer->send($this->owner?->email);\n        return Ledger::record($amount);\n    }\n}\n";
+    let page = "<html><?php foreach ($invoices as $invoice): ?>\n<p><?= $invoice->pay(10) ? 'paid' : render_error($invoice->owner) ?></p>\n<?php endforeach; ?></html>\n";
+    let checkout = "<?php\nclass Checkout {\n    public function close(Invoice $invoice): void {\n        $invoice->pay(10);\n    }\n}\n";
+    let files = [
+        ("src/Invoice.php", invoice),
+        ("views/list.phtml", page),
+        ("src/Checkout.php", checkout),
+    ];
+    let index = index(&files);
+    let pay = index.definitions("pay");
+    assert_eq!(pay.len(), 1, "the class's, not the interface's: {pay:?}");
+    let declared = index.enclosing("src/Invoice.php", 6).expect("declared");
+    assert_eq!((declared.name.as_deref(), declared.start), (Some("pay"), 6));
+    assert_eq!(index.definitions("owner").len(), 1);
+    assert_eq!(index.definitions("mailer").len(), 1, "a promoted parameter");
+    assert!(index.definitions("amount").is_empty(), "a parameter");
+    let enclosing = index.enclosing("src/Invoice.php", 19).expect("the method");
+    assert_eq!(enclosing.name.as_deref(), Some("pay"));
+    assert_eq!((enclosing.start, enclosing.end), (17, 21));
+    assert_eq!(
+        index.names_used("src/Invoice.php", 19, 20),
+        ["record", "send"]
+    );
+    assert_eq!(
+        index.names_read("src/Invoice.php", 19, 19),
+        ["email", "mailer", "owner"]
+    );
+    assert_eq!(
+        index.names_used("views/list.phtml", 2, 2),
+        ["pay", "render_error"]
+    );
+    let callers = index.callers("pay");
+    assert_eq!(callers.len(), 1, "{callers:?}");
+    assert_eq!(callers[0].name.as_deref(), Some("close"));
+    // A fresh index finds them lazily, as parsing everything would.
+    for (name, from) in [("owner", "views/list.phtml"), ("mailer", "src/Invoice.php")] {
+        let lazy = self::index(&files);
+        assert_eq!(
+            lazy.definitions_near(name, from, 3),
+            index.definitions(name),
+            "{name}"
+        );
     }
 }
 
