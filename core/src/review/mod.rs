@@ -57,7 +57,7 @@ pub mod retarget;
 pub mod rules_change;
 pub mod runs;
 mod scope;
-mod skip;
+pub mod skip;
 pub mod specialists;
 pub mod summary;
 mod which_run;

@@ -102,15 +102,20 @@ pub fn skip_reason(job: &ReviewJob, pr: &PullRequest, config: &RepoConfig) -> Op
             quoted(&label.name)
         ));
     }
-    let bases = &config.review.base_branches;
     let base = &pr.base.ref_name;
-    if !bases.is_empty() && !inputs::glob_set(bases).is_match(base) {
+    if !reviews_base(&config.review.base_branches, base) {
         return Some(format!(
             "its base branch {} is not in review.baseBranches",
             quoted(base)
         ));
     }
     None
+}
+
+/// Whether PRs into `base` are reviewed under `review.baseBranches` (`bases`): all are
+/// where the list is empty.
+pub fn reviews_base(bases: &[String], base: &str) -> bool {
+    bases.is_empty() || inputs::glob_set(bases).is_match(base)
 }
 
 /// Whether the label an `unlabeled` job took off was holding automatic reviews off.

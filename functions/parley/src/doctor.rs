@@ -8,7 +8,7 @@
 use crate::manifest;
 use parley_core::ports::github::{App, GitHub, GitHubError, Installation, RepoScope};
 use parley_core::ports::llm::{LlmRequest, Message};
-use parley_core::repo::ConfigLoader;
+use parley_core::repo::{ConfigLoader, LoadedConfig};
 use parley_core::review::gate;
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
@@ -146,6 +146,8 @@ enum Target<'a> {
         name: &'a str,
         github: Arc<GitHubClient>,
         installed: Result<Installation, GitHubError>,
+        /// `.parley.yml` from the default branch, read once for the checks that need it.
+        config: tokio::sync::OnceCell<Arc<LoadedConfig>>,
     },
 }
 
@@ -166,7 +168,34 @@ impl<'a> Target<'a> {
             name,
             github: github.clone(),
             installed: github.repo_installation(owner, name).await,
+            config: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The repository's settings (over its organisation's), read the first time a check
+    /// asks; `None` where there is no installation to read them through.
+    async fn config(&self) -> Option<Arc<LoadedConfig>> {
+        let Target::Found {
+            github,
+            config,
+            owner,
+            name,
+            installed: Ok(found),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let loaded = config
+            .get_or_init(|| async {
+                let loader =
+                    ConfigLoader::new(github.clone() as Arc<dyn GitHub>, ConfigLoader::DEFAULT_TTL);
+                loader
+                    .load(&RepoScope::new(found.id, *owner, *name), "HEAD")
+                    .await
+            })
+            .await;
+        Some(loaded.clone())
     }
 
     /// The installation and what reads through it, or the row a check shows without them
@@ -188,6 +217,7 @@ impl<'a> Target<'a> {
                 name: repo_name,
                 github,
                 installed,
+                ..
             } => match installed {
                 Ok(found) => Ok((
                     repo,
@@ -279,10 +309,11 @@ fn setup(
     }
 }
 
-/// Whether the default branch's rules make "Parley review" a gate only Parley can pass
-/// (see [`parley_core::review::gate::protection`]): a check required from any source is
-/// passed by a workflow job of that name, and the rules are the repository admins' to
-/// set, not Parley's.
+/// Whether the rules of the branches the repository reviews make "Parley review" a gate
+/// only Parley can pass (see [`parley_core::review::gate::protection`]): a check required
+/// from any source is passed by a workflow job of that name, and the rules are the
+/// repository admins' to set, not Parley's. Read for the default branch and each branch
+/// `review.baseBranches` names; one not sound makes the row a WARN.
 async fn merge_gate(target: &Target<'_>, app: Option<&App>) -> Check {
     const NAME: &str = "merge gate";
     let (repo, scope, github) = match target.installed(NAME) {
@@ -292,28 +323,69 @@ async fn merge_gate(target: &Target<'_>, app: Option<&App>) -> Check {
     let Some(app) = app else {
         return skip(NAME, "needs a working GitHub App first");
     };
-    let not_read = |what: String, err: GitHubError| {
-        warn(
-            NAME,
-            gate::protection::not_known(&what, err.public_reason()),
-        )
-    };
-    let branch = match github.get_repository(&scope).await {
+    let default = match github.get_repository(&scope).await {
         Ok(found) => found.default_branch.unwrap_or_else(|| "main".to_string()),
-        Err(err) => return not_read(repo.to_string(), err),
+        Err(err) => {
+            return warn(NAME, gate::protection::not_known(repo, err.public_reason()));
+        }
     };
-    match github.required_checks(&scope, &branch).await {
-        Ok(required) => {
-            let rules = gate::protection::judge(&required, app.id);
-            let said = rules.describe(&branch, app.slug.as_deref().unwrap_or("this App"));
-            if rules.is_sound() {
-                ok(NAME, said)
-            } else {
-                warn(NAME, said)
+    let bases = match target.config().await {
+        Some(loaded) => loaded.config.review.base_branches.clone(),
+        None => Vec::new(),
+    };
+    let (branches, patterns) = gated_branches(&default, &bases);
+    let mut said = Vec::new();
+    let mut sound = true;
+    for branch in &branches {
+        match github.required_checks(&scope, branch).await {
+            Ok(required) => {
+                let rules = gate::protection::judge(&required, app.id);
+                sound &= rules.is_sound();
+                said.push(rules.describe(branch, app.slug.as_deref().unwrap_or("this App")));
+            }
+            Err(err) => {
+                sound = false;
+                said.push(gate::protection::not_known(
+                    &format!("the rules of `{branch}`"),
+                    err.public_reason(),
+                ));
             }
         }
-        Err(err) => not_read(format!("the rules of `{branch}`"), err),
     }
+    if !patterns.is_empty() {
+        said.push(format!(
+            "Branches matching {} (review.baseBranches) are not read here: `@parley \
+             configuration` on a PR says its base branch's rules.",
+            patterns.join(", ")
+        ));
+    }
+    let said = said.join(" ");
+    match (branches.is_empty(), sound) {
+        (true, _) => skip(NAME, said),
+        (false, true) => ok(NAME, said),
+        (false, false) => warn(NAME, said),
+    }
+}
+
+/// The branches whose rules the doctor reads: the default branch unless
+/// `review.baseBranches` leaves it out (its PRs are never reviewed, so no rule there is
+/// Parley's concern), then each branch that list names outright; and apart, the list's
+/// patterns (`release/*`), whose branches it would take a listing of every branch to find.
+fn gated_branches(default: &str, bases: &[String]) -> (Vec<String>, Vec<String>) {
+    let (patterns, named): (Vec<&String>, Vec<&String>) = bases
+        .iter()
+        .partition(|base| base.contains(['*', '?', '[', '{']));
+    let mut branches = Vec::new();
+    if parley_core::review::skip::reviews_base(bases, default) {
+        branches.push(default.to_string());
+    }
+    for branch in named {
+        if !branches.contains(branch) {
+            branches.push(branch.clone());
+        }
+    }
+    let patterns = patterns.iter().map(|p| format!("`{p}`")).collect();
+    (branches, patterns)
 }
 
 /// What GitHub recorded of its latest deliveries to Parley: the sweep for lost deliveries
@@ -414,6 +486,7 @@ async fn installation(target: &Target<'_>) -> Check {
             name,
             github,
             installed,
+            ..
         } => match installed {
             Ok(installation) => (*repo, *owner, *name, github, installation.id),
             Err(err) if err.is_absent() => {
@@ -577,12 +650,13 @@ async fn store_and_queue(env: &Env) -> Vec<Check> {
 
 async fn repo_config(target: &Target<'_>) -> Check {
     const NAME: &str = ".parley.yml";
-    let (repo, scope, github) = match target.installed(NAME) {
-        Ok((repo, scope, github, _)) => (repo, scope, github.clone()),
+    let repo = match target.installed(NAME) {
+        Ok((repo, ..)) => repo,
         Err(row) => return row,
     };
-    let loader = ConfigLoader::new(github as Arc<dyn GitHub>, ConfigLoader::DEFAULT_TTL);
-    let loaded = loader.load(&scope, "HEAD").await;
+    let Some(loaded) = target.config().await else {
+        return skip(NAME, "needs the App's installation on the repository");
+    };
     if loaded.warnings.is_empty() {
         let over = match &loaded.org {
             Some(org) => format!(", over {org}'s organisation settings"),

@@ -1315,6 +1315,41 @@ async fn doctor_says_whether_the_merge_gate_holds() {
     .await;
 }
 
+/// The doctor reads the rules of every branch `review.baseBranches` names (and of the
+/// default branch where the list takes it in); a pattern's branches it says it did not
+/// read.
+#[tokio::test]
+async fn doctor_reads_the_rules_of_each_branch_the_repository_reviews() {
+    let rig = Rig::start().await;
+    let github = &rig.fakes.github;
+    let gate_row = async |config: &str| {
+        github.set_file(REPO, "HEAD", ".parley.yml", config);
+        let out = run(&rig, args(&["doctor", REPO]), doctor_env(&rig)).await;
+        assert!(out.status.success(), "{}", stdout(&out));
+        doctor_row(&stdout(&out), "merge gate")
+    };
+    github.require_check((REPO, "main"), None, "Parley review", Some(1));
+    github.require_check((REPO, "develop"), Some(4), "Parley review", None);
+    let row = gate_row("review:\n  baseBranches: [main, develop, 'release/*']\n").await;
+    parley_tests::expect::says_all(
+        &row,
+        &[
+            " WARN ",
+            "required on `main` (branch protection) and only `",
+            "required on `develop` (ruleset 4) from any source",
+            "Branches matching `release/*` (review.baseBranches) are not read here",
+        ],
+    );
+    // PRs into the default branch are not reviewed: its rules are none of Parley's.
+    github.require_check((REPO, "develop"), None, "Parley review", Some(1));
+    let row = gate_row("review:\n  baseBranches: [develop]\n").await;
+    parley_tests::expect::says_all(&row, &[" OK ", "on `develop` (branch protection)"]);
+    assert!(!row.contains("`main`"), "{row}");
+    // Only a pattern: nothing named to read, and not a warning.
+    let row = gate_row("review:\n  baseBranches: ['release/*']\n").await;
+    parley_tests::expect::says_all(&row, &[" SKIP ", "`release/*`", "@parley configuration"]);
+}
+
 #[tokio::test]
 async fn doctor_says_what_works_and_how_to_fix_what_does_not() {
     let rig = Rig::start().await;
