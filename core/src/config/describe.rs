@@ -77,6 +77,7 @@ pub fn describe(config: &RepoConfig) -> Vec<(String, String)> {
         ),
         ("review.autoTune", r.auto_tune.to_string()),
         ("review.judge", r.judge.to_string()),
+        ("review.overview", r.overview.to_string()),
         ("review.quietPushes", r.quiet_pushes.to_string()),
         ("review.resolveFixed", r.resolve_fixed.to_string()),
         ("review.linkedIssues", r.linked_issues.to_string()),
@@ -155,7 +156,7 @@ mod tests {
         let (config, warnings) = super::super::parse(
             "mention: {allowedUsers: [a], minPermission: read, claudeAlias: true, conversation: {replyWithoutMention: false, maxTurnsPerPr: 5, contextBudgetChars: 2000}}\n\
              dispute: {humanReviewers: [b], resolveThreadOnConcede: false}\n\
-             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], instructions: [{paths: 'db/**', text: 'Reversible.'}], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, maxParts: 2, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, quietPushes: false, resolveFixed: false, linkedIssues: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
+             review: {triggers: {opened: false, reopened: false, readyForReview: false, synchronize: false}, skipAuthors: [c], skipLabels: [wip], baseBranches: [main], skipPaths: ['x/**'], instructions: [{paths: 'db/**', text: 'Reversible.'}], specialists: [security], minConfidence: 80, maxInlineComments: 5, inlineMinSeverity: low, maxPatchTokens: 2000, maxParts: 2, passTimeoutSecs: 20, manualReviewsPerHour: 1, autoTune: false, judge: false, overview: false, quietPushes: false, resolveFixed: false, linkedIssues: false, context: {enabled: false, maxTokens: 1000, tools: {enabled: false, maxCallsPerPass: 3, maxCallsPerReview: 9, maxBytesPerPass: 9000, maxSecondsPerPass: 30}}}\n\
              gate: {blockOn: [critical], resolveBy: admin, incomplete: hold}\n\
              retrieval: {enabled: false, hunkEmbedding: {enabled: false}, budgetChars: 900}\n\
              language: ja\n",

@@ -260,6 +260,9 @@ pub struct ReviewConfig {
     pub auto_tune: bool,
     /// Run the judge pass over the merged findings (one more LLM call per review).
     pub judge: bool,
+    /// Open the review's summary with what the change does, in a few sentences one pass
+    /// writes beside its findings (see `review::overview`).
+    pub overview: bool,
     /// A push whose commits (or a move to another base whose new diff) give nothing new
     /// to say posts no review, only its check (see `review::publish::quiet`); off, every
     /// push and move is said in a review.
@@ -324,6 +327,7 @@ impl Default for ReviewConfig {
             manual_reviews_per_hour: 3,
             auto_tune: true,
             judge: true,
+            overview: true,
             quiet_pushes: true,
             resolve_fixed: true,
             linked_issues: true,
@@ -539,6 +543,7 @@ fn read_all(r: &mut Reader<'_>, d: &RepoConfig) -> RepoConfig {
             ),
             auto_tune: r.bool("review.autoTune", d.review.auto_tune),
             judge: r.bool("review.judge", d.review.judge),
+            overview: r.bool("review.overview", d.review.overview),
             quiet_pushes: r.bool("review.quietPushes", d.review.quiet_pushes),
             resolve_fixed: r.bool("review.resolveFixed", d.review.resolve_fixed),
             linked_issues: r.bool("review.linkedIssues", d.review.linked_issues),

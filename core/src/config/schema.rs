@@ -158,6 +158,8 @@ struct Review {
     auto_tune: bool,
     /// Run the judge pass over the merged findings.
     judge: bool,
+    /// Open the review's summary with a few sentences on what the change does.
+    overview: bool,
     /// A push (or a move to another base) with nothing new to say posts no review, only its
     /// check.
     quiet_pushes: bool,
@@ -370,6 +372,7 @@ impl Default for Review {
             manual_reviews_per_hour: d.manual_reviews_per_hour,
             auto_tune: d.auto_tune,
             judge: d.judge,
+            overview: d.overview,
             quiet_pushes: d.quiet_pushes,
             resolve_fixed: d.resolve_fixed,
             linked_issues: d.linked_issues,

@@ -235,6 +235,11 @@ pub async fn analyse(
             &chosen.run,
             &inputs,
             &passes_only,
+            config
+                .review
+                .overview
+                .then(|| crate::review::overview::writer(&chosen.run))
+                .flatten(),
             Duration::from_secs(u64::from(config.review.pass_timeout_secs)),
             progress,
         )
@@ -414,6 +419,7 @@ impl Analysis {
             changed: Default::default(),
             held_earlier: 0,
             context_used: &self.context_used,
+            overview: crate::review::overview::collect(&self.results),
             learning: summary::LearningReport {
                 thresholds: &self.applied.thresholds,
                 applied: self

@@ -10,6 +10,10 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 pub struct PassOutput {
     pub findings: Vec<RawFinding>,
+    /// What the change does, from the one pass asked for it (see
+    /// [`crate::review::overview`]); any other pass's is not read.
+    #[serde(default)]
+    pub overview: Option<String>,
 }
 
 /// One finding as the model reports it.
@@ -146,4 +150,6 @@ pub struct PassResult {
     pub elapsed: std::time::Duration,
     /// The tool calls the pass made to read code (`read_file(src/app.rs:10-40)`).
     pub tools_read: Vec<String>,
+    /// The overview it wrote, where it was the pass asked for one.
+    pub overview: Option<String>,
 }

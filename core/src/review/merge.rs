@@ -556,6 +556,7 @@ mod tests {
             outcome: Ok(findings),
             elapsed: Duration::ZERO,
             tools_read: Vec::new(),
+            overview: None,
         }
     }
 

@@ -42,6 +42,7 @@ mod lost;
 pub mod merge;
 pub mod merge_queue;
 pub mod over_budget;
+pub mod overview;
 pub mod pause;
 pub mod pointers;
 pub mod progress;

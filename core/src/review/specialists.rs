@@ -119,7 +119,8 @@ pub struct PartInput<'a> {
 /// for one budget is read in parts: each pass once a part). `passes_only` follows the
 /// message in every pass, after the cached prefix (what the judge, which shares the
 /// prefix, must not read). With tools (and a provider that takes tool calls), each pass
-/// may first read code through them. A pass still running `deadline` from now
+/// may first read code through them. The pass named `overview` (in each part) also says
+/// what the change does ([`crate::review::overview`]). A pass still running `deadline` from now
 /// (corrective retry included) is abandoned and reported failed. Results are in part
 /// order, the specialists' order within each.
 pub async fn run_all(
@@ -127,6 +128,7 @@ pub async fn run_all(
     specialists: &[&'static SpecialistPrompt],
     parts: &[PartInput<'_>],
     passes_only: &str,
+    overview: Option<&'static str>,
     deadline: Duration,
     progress: &dyn PassProgress,
 ) -> Vec<PassResult> {
@@ -147,6 +149,7 @@ pub async fn run_all(
             input,
             part,
             passes_only,
+            overview,
             &tally,
         ));
         names.extend(specialists.iter().map(|s| (s.name, part)));
@@ -169,6 +172,7 @@ pub async fn run_all(
                     outcome: Err(LlmError::Timeout(deadline)),
                     elapsed: started.elapsed(),
                     tools_read: Vec::new(),
+                    overview: None,
                 }
             })
         })
@@ -186,6 +190,7 @@ fn part_passes<'a>(
     input: &'a PartInput<'a>,
     part: usize,
     passes_only: &'a str,
+    overview: Option<&'static str>,
     tally: &'a Tally<'a>,
 ) -> Vec<BoxedPass<'a>> {
     let shared_tokens = estimate_tokens(&prompts::system()) + estimate_tokens(input.message);
@@ -211,6 +216,7 @@ fn part_passes<'a>(
                     passes_only,
                     tools: input.tools,
                     part,
+                    overview: overview == Some(specialist.name),
                 },
                 tally,
                 leads,
@@ -239,6 +245,8 @@ struct Reading<'a> {
     passes_only: &'a str,
     tools: Option<&'a Toolbox<'a>>,
     part: usize,
+    /// Whether this pass writes the overview.
+    overview: bool,
 }
 
 /// The passes finished so far, and whom to tell.
@@ -257,7 +265,13 @@ async fn run_one(
 ) -> PassResult {
     let started = Instant::now();
     let part = reading.part;
-    let own = format!("{}{}", reading.passes_only, prompts::focus(specialist));
+    let ask = if reading.overview {
+        crate::review::overview::ASK
+    } else {
+        ""
+    };
+    let own = format!("{}{}{ask}", reading.passes_only, prompts::focus(specialist));
+    let writes_overview = reading.overview;
     let mut request = LlmRequest::new(
         prompts::system(),
         vec![Message::user_with_shared(reading.message, &own)],
@@ -266,10 +280,14 @@ async fn run_one(
     request.options.temperature = Some(0.0);
     request.options.started = leads;
     let reading = ask_after_reading(llm, request, &pass_output(), reading.tools).await;
-    let (outcome, tools_read) = (
-        reading.reply.map(|reply| reply.value.findings),
-        reading.read,
-    );
+    let (outcome, overview) = match reading.reply {
+        Ok(reply) => (
+            Ok(reply.value.findings),
+            reply.value.overview.filter(|_| writes_overview),
+        ),
+        Err(err) => (Err(err), None),
+    };
+    let tools_read = reading.read;
     match &outcome {
         Ok(findings) => tracing::info!(
             pass = specialist.name,
@@ -292,6 +310,7 @@ async fn run_one(
         outcome,
         elapsed: started.elapsed(),
         tools_read,
+        overview,
     }
 }
 
@@ -474,6 +493,7 @@ mod tests {
                 tools: None,
             }],
             "",
+            None,
             Duration::from_secs(5),
             &NoProgress,
         )
@@ -502,6 +522,7 @@ mod tests {
                 tools: None,
             }],
             "",
+            None,
             Duration::from_millis(120),
             &NoProgress,
         )
@@ -547,6 +568,7 @@ mod tests {
             &specialists,
             &parts,
             "",
+            None,
             Duration::from_secs(5),
             &NoProgress,
         )
@@ -650,6 +672,7 @@ mod tests {
                     tools: None,
                 }],
                 "",
+                None,
                 Duration::from_secs(5),
                 &NoProgress,
             )

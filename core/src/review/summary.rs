@@ -233,6 +233,8 @@ pub struct Summary<'a> {
     pub held_earlier: usize,
     /// Retrieval's collapsed "Context used" section; empty when nothing was used.
     pub context_used: &'a str,
+    /// What the change does, a paragraph a part ([`crate::review::overview`]).
+    pub overview: Vec<String>,
     pub learning: LearningReport<'a>,
 }
 
@@ -243,6 +245,7 @@ impl Summary<'_> {
     pub fn render(&self, fallback: bool) -> String {
         let mut out = String::from("## Parley review\n\n");
         out.push_str(&self.headline());
+        out.push_str(&crate::review::overview::render(&self.overview));
         if !self.framing.rules_changed.is_empty() {
             out.push_str(
                 "\n\n> [!WARNING]\n> **This PR changes the rules Parley reviews by.** It is reviewed by the default branch's; once it is merged, later PRs are reviewed by these:\n",

@@ -18,6 +18,8 @@ parley_tests::review_on_both_stores!(
     one_problem_at_several_places_is_one_inline_comment,
     finding_off_the_diff_goes_to_the_summary,
     a_findings_words_ping_no_one,
+    the_summary_opens_with_what_the_change_does,
+    no_overview_is_asked_where_the_repository_turns_it_off,
     duplicates_across_passes_are_merged,
     low_confidence_is_filtered_and_counted,
     inline_refused_with_422_falls_back_to_the_summary,
@@ -305,6 +307,46 @@ async fn a_findings_words_ping_no_one(h: ReviewHarness) {
         for pinged in ["@alice", "@octo-org", "@Override hides", "@bob"] {
             assert!(!text.contains(pinged), "{pinged} in {text}");
         }
+    }
+}
+
+/// The words the pass that writes the overview is asked them with.
+const OVERVIEW_ASKED: &str = "Also give `\"overview\"` in the JSON";
+
+/// The correctness pass also says what the change does, and the summary opens with it,
+/// one paragraph, cleaned as every word a model posts; no other pass is asked, and what
+/// another writes there all the same is not read.
+async fn the_summary_opens_with_what_the_change_does(h: ReviewHarness) {
+    let said = |overview: &str| json!({"findings": [], "overview": overview}).to_string();
+    h.llm.answer(
+        CORRECTNESS,
+        &said("Adds `find`, a user lookup\n\nby id;   ask @alice."),
+    );
+    h.llm
+        .answer(SECURITY, &said("The security pass was not asked."));
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    let summary = h.summary();
+    assert!(
+        summary
+            .contains("**What this change does:** Adds `find`, a user lookup by id; ask ＠alice."),
+        "{summary}"
+    );
+    assert!(!summary.contains("not asked"), "{summary}");
+    assert!(h.pass_prompt(CORRECTNESS).contains(OVERVIEW_ASKED));
+    assert!(!h.pass_prompt(SECURITY).contains(OVERVIEW_ASKED));
+}
+
+async fn no_overview_is_asked_where_the_repository_turns_it_off(h: ReviewHarness) {
+    h.github
+        .set_file(REPO, "main", ".parley.yml", "review:\n  overview: false\n");
+    h.llm.answer(
+        CORRECTNESS,
+        &json!({"findings": [], "overview": "Unasked."}).to_string(),
+    );
+    run_ok(&h, job(ReviewTrigger::Opened, HEAD, "d-1")).await;
+    assert!(!h.summary().contains("What this change does"));
+    for prompt in h.pass_prompts() {
+        assert!(!prompt.text().contains(OVERVIEW_ASKED));
     }
 }
 
