@@ -148,6 +148,11 @@ fn args(list: &[&str]) -> Vec<String> {
 async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
     let rig = Rig::start().await;
     let reference = format!("{OWNER}/{NAME}#{PR}");
+    let overview = "Moves the user lookup into `db`.";
+    rig.llm.answer(
+        CORRECTNESS,
+        &serde_json::json!({"findings": [], "overview": overview}).to_string(),
+    );
 
     let out = run(&rig, args(&["review", &reference]), rig.env()).await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -158,6 +163,10 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
     );
     assert!(text.contains("[critical] src/db.rs:3"), "{text}");
     assert!(text.contains("SQL injection"), "{text}");
+    assert!(
+        text.contains(&format!("What this change does: {overview}")),
+        "{text}"
+    );
     assert!(
         !text.contains('\u{1b}'),
         "NO_COLOR: no escape codes: {text:?}"
@@ -175,6 +184,10 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
         text.contains("### **critical** `src/db.rs:3` SQL injection"),
         "{text}"
     );
+    assert!(
+        text.contains(&format!("**What this change does:** {overview}")),
+        "{text}"
+    );
 
     let url = format!("https://github.com/{REPO}/pull/{PR}");
     let out = run(&rig, args(&["review", &url, "--format", "json"]), rig.env()).await;
@@ -182,6 +195,7 @@ async fn a_pr_review_prints_in_every_format_and_posts_nothing() {
     let json: Value = serde_json::from_slice(&out.stdout).expect("json on stdout, nothing else");
     assert_eq!(json["pr"], PR);
     assert_eq!(json["head"], HEAD);
+    assert_eq!(json["overview"], serde_json::json!([overview]));
     let findings = json["findings"].as_array().expect("findings");
     assert_eq!(findings.len(), 1, "{json:#}");
     assert_eq!(findings[0]["severity"], "critical");

@@ -170,6 +170,8 @@ pub struct Report {
     /// What retrieval put in the prompts from the local store's earlier reviews, one line
     /// each.
     pub context_used: Vec<String>,
+    /// What the change does, a paragraph a part, as a posted summary opens with it.
+    pub overview: Vec<String>,
 }
 
 /// Run one review and return what to print.
@@ -530,6 +532,7 @@ fn report(
         usage: llm.tally(),
         posted: None,
         context_used: analysis.retrieved.citations(),
+        overview: parley_core::review::overview::collect(&analysis.results),
     }
 }
 

@@ -83,6 +83,13 @@ fn terminal(report: &Report) -> String {
         style(shown(&report.subject)).bold()
     );
     out.push_str(&headline(report));
+    for text in &report.overview {
+        out.push_str(&format!(
+            "{} {}\n",
+            style("What this change does:").bold(),
+            shown(text)
+        ));
+    }
     for (c, _) in findings(report) {
         out.push_str(&format!(
             "\n{} {}:{}  {}  {}\n",
@@ -113,6 +120,11 @@ pub fn markdown(report: &Report) -> String {
     let mut out = format!("## Parley review of {}\n\n", shown(&report.subject));
     if report.inline.len() + report.in_summary.len() == 0 {
         out.push_str(&headline(report));
+    }
+    let overview = parley_core::review::overview::render(&report.overview);
+    if !overview.is_empty() {
+        out.push_str(overview.trim_start());
+        out.push_str("\n\n");
     }
     for (c, _) in findings(report) {
         out.push_str(&format!(
@@ -294,6 +306,7 @@ fn json_value(report: &Report) -> Value {
         },
         "posted": report.posted,
         "context_used": report.context_used,
+        "overview": report.overview,
     })
 }
 
@@ -343,6 +356,7 @@ mod tests {
             usage: UsageTally::default(),
             posted: None,
             context_used: Vec::new(),
+            overview: Vec::new(),
         };
         for out in [terminal(&report), markdown(&report)] {
             assert!(
