@@ -11,9 +11,19 @@ use serde::Deserialize;
 pub struct PassOutput {
     pub findings: Vec<RawFinding>,
     /// What the change does, from the one pass asked for it (see
-    /// [`crate::review::overview`]); any other pass's is not read.
-    #[serde(default)]
+    /// [`crate::review::overview`]); any other pass's is not read. Anything but text there
+    /// (an object, a list) is dropped rather than failing the pass: its findings matter
+    /// more than its prose.
+    #[serde(default, deserialize_with = "text_or_nothing")]
+    #[schemars(with = "Option<String>")]
     pub overview: Option<String>,
+}
+
+fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => Some(text),
+        _ => None,
+    })
 }
 
 /// One finding as the model reports it.
@@ -123,6 +133,25 @@ mod tests {
             assert!(error.to_string().contains("placeholder"), "{error}");
         }
         assert!(output.parse(&finding("SQL injection", "Bind it.")).is_ok());
+    }
+
+    #[test]
+    fn an_overview_that_is_not_text_is_dropped_and_the_findings_kept() {
+        let output = pass_output();
+        let with = |overview: &str| {
+            format!(
+                r#"{{"findings":[{{"path":"a.rs","line":3,"severity":"high","category":"bug","confidence":90,"title":"t","body":"b"}}],"overview":{overview}}}"#
+            )
+        };
+        let text = output.parse(&with(r#""Adds a cache.""#)).expect("text");
+        assert_eq!(text.overview.as_deref(), Some("Adds a cache."));
+        for odd in [r#"{"summary": "x"}"#, r#"["a", "b"]"#, "42", "null"] {
+            let parsed = output.parse(&with(odd)).expect(odd);
+            assert_eq!(parsed.overview, None, "{odd}");
+            assert_eq!(parsed.findings.len(), 1, "{odd}");
+        }
+        let none = output.parse(r#"{"findings": []}"#).expect("absent");
+        assert_eq!(none.overview, None);
     }
 
     #[test]
