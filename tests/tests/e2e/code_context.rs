@@ -40,6 +40,7 @@ parley_tests::review_on_both_stores!(
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
     a_php_change_reads_the_property_it_reads,
+    a_vue_component_change_reads_the_function_it_calls,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1484,6 +1485,21 @@ async fn a_php_change_reads_the_property_it_reads(h: ReviewHarness) {
         ("app/Mail/notify.php", text, patch),
         ("app/Models/Order.php", model),
         "public ?User $owner = null;",
+    )
+    .await;
+}
+
+/// A Vue component: the function its `<script setup>` calls, defined in a TypeScript
+/// module the PR does not touch, reaches the passes.
+async fn a_vue_component_change_reads_the_function_it_calls(h: ReviewHarness) {
+    let text = "<script setup lang=\"ts\">\nimport { saveOrder } from '../api'\nconst submit = () => saveOrder(order.value)\n</script>\n<template><button @click=\"submit\">Save</button></template>\n";
+    let patch = "@@ -0,0 +1,5 @@\n+<script setup lang=\"ts\">\n+import { saveOrder } from '../api'\n+const submit = () => saveOrder(order.value)\n+</script>\n+<template><button @click=\"submit\">Save</button></template>";
+    let api = "/** Throws on a closed cart. */\nexport async function saveOrder(order: Order): Promise<void> {\n  if (order.closed) throw new Error('closed')\n  await http.post('/orders', order)\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("src/components/Checkout.vue", text, patch),
+        ("src/api.ts", api),
+        "export async function saveOrder(order: Order): Promise<void> {",
     )
     .await;
 }

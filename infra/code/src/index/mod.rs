@@ -14,6 +14,7 @@
 //! in a thread parses fewer still. Each file is parsed at most once per index, and
 //! the answers are the same as parsing everything first.
 
+mod embedded;
 mod locals;
 
 use crate::snapshot::Snapshot;
@@ -109,7 +110,12 @@ impl CodeIndex {
             .iter()
             .map(|p| language_of(p).map(Lang::style))
             .collect();
+        let components: Vec<bool> = paths
+            .iter()
+            .map(|p| matches!(language_of(p), Some(Lang::Component)))
+            .collect();
         let per_file = on_all_cores(texts.len(), |at| match styles[at] {
+            Some(style) if components[at] => component_identifiers(texts[at], style),
             Some(style) => identifiers(texts[at], style),
             None => (Vec::new(), Vec::new()),
         });
@@ -219,6 +225,9 @@ impl CodeIndex {
                 language_of(path).and_then(|l| self.languages.get(l)),
                 self.snapshot.files.get(path),
             ) {
+                (Some(tags), Some(text)) if matches!(language_of(path), Some(Lang::Component)) => {
+                    tag_blocks(parser, tags, text)
+                }
                 (Some(tags), Some(text)) => tag_file(parser, tags, text),
                 _ => Vec::new(),
             }
@@ -385,6 +394,9 @@ enum Lang {
     C,
     Cpp,
     Php,
+    /// A Vue or Svelte single-file component: its `<script>` blocks (see
+    /// [`embedded`]).
+    Component,
 }
 
 impl Lang {
@@ -393,7 +405,9 @@ impl Lang {
             Lang::Rust => Style::Keywords,
             Lang::Python => Style::KeywordsAndConstants,
             Lang::Go => Style::Go,
-            Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Java => Style::Declarations,
+            Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Java | Lang::Component => {
+                Style::Declarations
+            }
             Lang::Ruby => Style::Ruby,
             Lang::CSharp => Style::CSharp,
             Lang::C | Lang::Cpp => Style::C,
@@ -420,6 +434,7 @@ fn language_of(path: &str) -> Option<Lang> {
         "h" | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "tpp"
         | "inl" => Lang::Cpp,
         "php" | "phtml" => Lang::Php,
+        "vue" | "svelte" => Lang::Component,
         _ => return None,
     })
 }
@@ -428,7 +443,7 @@ fn language_of(path: &str) -> Option<Lang> {
 /// it is parsed (compiling a query takes milliseconds; most repositories use one or two
 /// of the languages).
 #[derive(Default)]
-struct Languages([OnceLock<Option<Tags>>; 12]);
+struct Languages([OnceLock<Option<Tags>>; 13]);
 
 impl Languages {
     fn get(&self, lang: Lang) -> Option<&Tags> {
@@ -460,6 +475,7 @@ fn tags(lang: Lang) -> Option<Tags> {
         Lang::C => (Grammar::C, Grammar::C.tags_query()),
         Lang::Cpp => (Grammar::Cpp, Grammar::Cpp.tags_query()),
         Lang::Php => (Grammar::Php, Grammar::Php.tags_query()),
+        Lang::Component => (Grammar::TypeScript, Grammar::TypeScript.tags_query()),
     };
     let language = match grammar.language() {
         Ok(language) => language,
@@ -475,6 +491,35 @@ fn tags(lang: Lang) -> Option<Tags> {
             None
         }
     }
+}
+
+/// The words of a component's `<script>` blocks only, each block read as a file of its
+/// own (the template's words are markup, and the parse reads the blocks alone).
+fn component_identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
+    let mut defining = BTreeSet::new();
+    let mut referring = BTreeSet::new();
+    for block in embedded::script_blocks(text) {
+        let (defined, referred) = identifiers(&text[block], style);
+        defining.extend(defined);
+        referring.extend(referred);
+    }
+    (
+        defining.into_iter().collect(),
+        referring.into_iter().collect(),
+    )
+}
+
+/// A component's tags: its `<script>` blocks parsed alone, where they stand in the file.
+/// The parser reads whole files again afterwards.
+fn tag_blocks(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
+    let ranges = embedded::parse_ranges(text, &embedded::script_blocks(text));
+    if ranges.is_empty() || parser.set_included_ranges(&ranges).is_err() {
+        return Vec::new();
+    }
+    let tagged = tag_file(parser, tags, text);
+    // An empty list is the whole document again; it cannot be refused.
+    let _ = parser.set_included_ranges(&[]);
+    tagged
 }
 
 fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {

@@ -378,6 +378,56 @@ fn php_methods_properties_and_calls() {
     }
 }
 
+/// A Vue or Svelte component: its `<script>` blocks are read where they stand (a
+/// definition and a call keep their lines in the file), its template is not (a word
+/// there defines nothing); found lazily as parsing everything would.
+#[test]
+fn component_scripts_are_read_where_they_stand() {
+    let api = "export async function saveOrder(order: Order): Promise<void> {\n  await http.post('/orders', order)\n}\n";
+    let vue = "<template>\n  <button @click=\"submit()\">function decoy() {}</button>\n</template>\n\n<script setup lang=\"ts\">\nimport { saveOrder } from '../api'\n\nfunction submit() {\n  saveOrder(order.value)\n}\n</script>\n\n<style scoped>\n.a { color: red }\n</style>\n";
+    let svelte = "<main class=\"cart\">\n  <h1>Your cart</h1>\n  <p>Check the lines and the address before you order.</p>\n  <button on:click={save}>Save</button>\n</main>\n\n<script>\n  import { saveOrder } from './api'\n  export let order\n  const save = () => saveOrder(order)\n</script>\n";
+    let files = [
+        ("src/api.ts", api),
+        ("src/components/Checkout.vue", vue),
+        ("src/Cart.svelte", svelte),
+    ];
+    let index = index(&files);
+    let submit = index.definitions("submit");
+    assert_eq!(submit.len(), 1, "{submit:?}");
+    assert_eq!((submit[0].start, submit[0].end), (8, 10));
+    assert!(
+        index.definitions("decoy").is_empty(),
+        "template text is not code"
+    );
+    assert_eq!(
+        index.names_used("src/components/Checkout.vue", 9, 9),
+        ["saveOrder"]
+    );
+    let callers = index.callers("saveOrder");
+    let names: BTreeSet<Option<&str>> = callers.iter().map(|c| c.name.as_deref()).collect();
+    assert_eq!(
+        names,
+        BTreeSet::from([Some("save"), Some("submit")]),
+        "{callers:?}"
+    );
+    assert_eq!(index.definitions("save").len(), 1);
+    let lazy = self::index(&files);
+    assert_eq!(
+        lazy.definitions_near("saveOrder", "src/components/Checkout.vue", 3),
+        index.definitions("saveOrder")
+    );
+    assert_eq!(lazy.callers("saveOrder").len(), 2);
+    // After a component, the same parser reads a whole file again (one parse of all
+    // three, in path order: `src/Cart.svelte` before `src/api.ts`).
+    let all = self::index(&files);
+    all.parse_all();
+    let ts = all.enclosing("src/api.ts", 2).expect("the function");
+    assert_eq!(ts.name.as_deref(), Some("saveOrder"));
+    // A component without a script has nothing to tag.
+    let bare = self::index(&[("src/Bare.vue", "<template><p>hi</p></template>\n")]);
+    assert!(bare.enclosing("src/Bare.vue", 1).is_none());
+}
+
 /// A Python attribute read without a call may be a `@property`: it is read, and its
 /// definition found; an attribute that is called is used, not only read.
 #[test]

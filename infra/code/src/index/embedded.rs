@@ -1,0 +1,103 @@
+//! Code inside a file of markup: the `<script>` blocks of a Vue or Svelte single-file
+//! component. A component's logic (`<script setup lang="ts">`, Svelte's `<script>`) calls
+//! the stores, composables and API helpers a change is most often wrong about, and its
+//! template around it is not code a tags query reads. So only the blocks are read: their
+//! words for the word index, and the parse limited to their byte ranges (tree-sitter's
+//! included ranges), so every definition and call keeps its line in the whole file. They
+//! are read with TypeScript's grammar, which reads a plain JavaScript block as well.
+
+use std::ops::Range;
+
+/// The byte ranges of the contents of `text`'s `<script>` blocks, in order. A block left
+/// unclosed, or with nothing in it (`<script src="…"></script>`), has none.
+pub(crate) fn script_blocks(text: &str) -> Vec<Range<usize>> {
+    let lower = text.to_ascii_lowercase();
+    let mut blocks = Vec::new();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("<script") {
+        let tag = from + found;
+        let after_name = tag + "<script".len();
+        // `<scripts>` or `<script-x>` is another element.
+        if !lower[after_name..].starts_with(|c: char| c == '>' || c.is_ascii_whitespace()) {
+            from = after_name;
+            continue;
+        }
+        let Some(open_end) = lower[after_name..].find('>').map(|at| after_name + at + 1) else {
+            break;
+        };
+        let Some(close) = lower[open_end..].find("</script").map(|at| open_end + at) else {
+            break;
+        };
+        if !text[open_end..close].trim().is_empty() {
+            blocks.push(open_end..close);
+        }
+        from = close + "</script".len();
+    }
+    blocks
+}
+
+/// `blocks` as the ranges tree-sitter parses, each with the row and column it starts and
+/// ends at in `text`.
+pub(crate) fn parse_ranges(text: &str, blocks: &[Range<usize>]) -> Vec<tree_sitter::Range> {
+    blocks
+        .iter()
+        .map(|block| tree_sitter::Range {
+            start_byte: block.start,
+            end_byte: block.end,
+            start_point: point(text, block.start),
+            end_point: point(text, block.end),
+        })
+        .collect()
+}
+
+fn point(text: &str, at: usize) -> tree_sitter::Point {
+    let before = &text.as_bytes()[..at];
+    let row = before.iter().filter(|b| **b == b'\n').count();
+    let line_start = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    tree_sitter::Point {
+        row,
+        column: at - line_start,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_components_script_blocks_and_nothing_else() {
+        let vue = "<template>\n  <button @click=\"save()\">Save</button>\n</template>\n\n<script setup lang=\"ts\">\nimport { save } from './api'\n</script>\n<SCRIPT>\nexport default {}\n</SCRIPT>\n<style>\n.a { color: red }\n</style>\n";
+        let blocks = script_blocks(vue);
+        let texts: Vec<&str> = blocks.iter().map(|b| &vue[b.clone()]).collect();
+        assert_eq!(
+            texts,
+            ["\nimport { save } from './api'\n", "\nexport default {}\n"]
+        );
+        let ranges = parse_ranges(vue, &blocks);
+        assert_eq!(
+            (ranges[0].start_point.row, ranges[0].start_point.column),
+            (4, 24)
+        );
+        assert_eq!(
+            (ranges[0].end_point.row, ranges[0].end_point.column),
+            (6, 0)
+        );
+        assert_eq!(ranges[1].start_point.row, 7);
+    }
+
+    #[test]
+    fn empty_unclosed_and_lookalike_tags_have_no_block() {
+        assert!(script_blocks("<script src=\"/app.js\"></script>").is_empty());
+        assert!(script_blocks("<scripts>x</scripts>").is_empty());
+        assert!(script_blocks("<template><p>no script</p></template>").is_empty());
+        assert!(script_blocks("<script>\nlet a = 1\n").is_empty());
+        assert!(script_blocks("<script").is_empty());
+        // Text before a block in another script (multi-byte) keeps the offsets right.
+        let text = "<p>café ✓</p>\n<script>\nlet a = 1\n</script>\n";
+        let blocks = script_blocks(text);
+        assert_eq!(&text[blocks[0].clone()], "\nlet a = 1\n");
+    }
+}
