@@ -1,5 +1,6 @@
-//! Code inside a file of markup: the `<script>` blocks of a Vue or Svelte single-file
-//! component. A component's logic (`<script setup lang="ts">`, Svelte's `<script>`) calls
+//! Code inside a file of markup: the `<script>` blocks of a Vue, Svelte or Astro
+//! component, and an Astro component's frontmatter (its server-side script between the
+//! `---` fences that open the file). A component's logic (`<script setup lang="ts">`, Svelte's `<script>`) calls
 //! the stores, composables and API helpers a change is most often wrong about, and its
 //! template around it is not code a tags query reads. So only the blocks are read: their
 //! words for the word index, and the parse limited to their byte ranges (tree-sitter's
@@ -7,6 +8,39 @@
 //! are read with TypeScript's grammar, which reads a plain JavaScript block as well.
 
 use std::ops::Range;
+
+/// The byte ranges of `text`'s code: its frontmatter, where the file opens with one,
+/// then its `<script>` blocks after it.
+pub(crate) fn code_blocks(text: &str) -> Vec<Range<usize>> {
+    let Some(front) = frontmatter(text) else {
+        return script_blocks(text);
+    };
+    let after = front.end;
+    let mut blocks = vec![front];
+    blocks.extend(
+        script_blocks(&text[after..])
+            .into_iter()
+            .map(|block| block.start + after..block.end + after),
+    );
+    blocks
+}
+
+/// What stands between a `---` line that opens the file and the next `---` line.
+fn frontmatter(text: &str) -> Option<Range<usize>> {
+    let first_line = text.lines().next()?;
+    if first_line.trim_end() != "---" {
+        return None;
+    }
+    let start = first_line.len() + usize::from(text[first_line.len()..].starts_with("\r\n")) + 1;
+    let mut at = start.min(text.len());
+    for line in text[at..].split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Some(start..at);
+        }
+        at += line.len();
+    }
+    None
+}
 
 /// The byte ranges of the contents of `text`'s `<script>` blocks, in order. A block left
 /// unclosed, or with nothing in it (`<script src="…"></script>`), has none.
@@ -86,6 +120,24 @@ mod tests {
             (6, 0)
         );
         assert_eq!(ranges[1].start_point.row, 7);
+    }
+
+    #[test]
+    fn an_astro_components_frontmatter_and_scripts() {
+        let astro = "---\nimport Layout from '../layouts/Layout.astro'\nconst posts = await getPosts()\n---\n<Layout>{posts.map((p) => <a>{p.title}</a>)}</Layout>\n<script>\n  track('view')\n</script>\n";
+        let texts: Vec<&str> = code_blocks(astro).into_iter().map(|b| &astro[b]).collect();
+        assert_eq!(
+            texts,
+            [
+                "import Layout from '../layouts/Layout.astro'\nconst posts = await getPosts()\n",
+                "\n  track('view')\n"
+            ]
+        );
+        // No frontmatter, or one never closed: the scripts alone.
+        assert_eq!(code_blocks("<script>a()</script>").len(), 1);
+        assert!(code_blocks("---\nconst a = 1\n").is_empty());
+        let crlf = "---\r\nconst a = 1\r\n---\r\n<p/>";
+        assert_eq!(&crlf[code_blocks(crlf)[0].clone()], "const a = 1\r\n");
     }
 
     #[test]

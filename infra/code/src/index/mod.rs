@@ -394,8 +394,8 @@ enum Lang {
     C,
     Cpp,
     Php,
-    /// A Vue or Svelte single-file component: its `<script>` blocks (see
-    /// [`embedded`]).
+    /// A Vue, Svelte or Astro component: its `<script>` blocks and Astro's frontmatter
+    /// (see [`embedded`]).
     Component,
 }
 
@@ -434,7 +434,7 @@ fn language_of(path: &str) -> Option<Lang> {
         "h" | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "tpp"
         | "inl" => Lang::Cpp,
         "php" | "phtml" => Lang::Php,
-        "vue" | "svelte" => Lang::Component,
+        "vue" | "svelte" | "astro" => Lang::Component,
         _ => return None,
     })
 }
@@ -493,12 +493,12 @@ fn tags(lang: Lang) -> Option<Tags> {
     }
 }
 
-/// The words of a component's `<script>` blocks only, each block read as a file of its
+/// The words of a component's code blocks only, each block read as a file of its
 /// own (the template's words are markup, and the parse reads the blocks alone).
 fn component_identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
     let mut defining = BTreeSet::new();
     let mut referring = BTreeSet::new();
-    for block in embedded::script_blocks(text) {
+    for block in embedded::code_blocks(text) {
         let (defined, referred) = identifiers(&text[block], style);
         defining.extend(defined);
         referring.extend(referred);
@@ -509,10 +509,10 @@ fn component_identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
     )
 }
 
-/// A component's tags: its `<script>` blocks parsed alone, where they stand in the file.
+/// A component's tags: its code blocks parsed alone, where they stand in the file.
 /// The parser reads whole files again afterwards.
 fn tag_blocks(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
-    let ranges = embedded::parse_ranges(text, &embedded::script_blocks(text));
+    let ranges = embedded::parse_ranges(text, &embedded::code_blocks(text));
     if ranges.is_empty() || parser.set_included_ranges(&ranges).is_err() {
         return Vec::new();
     }

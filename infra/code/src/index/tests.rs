@@ -423,6 +423,17 @@ fn component_scripts_are_read_where_they_stand() {
     all.parse_all();
     let ts = all.enclosing("src/api.ts", 2).expect("the function");
     assert_eq!(ts.name.as_deref(), Some("saveOrder"));
+    // Astro: the frontmatter is code, the page under it is not.
+    let astro = "---\nimport { saveOrder } from '../api'\nfunction heading(title: string) {\n  return saveOrder(title)\n}\n---\n<h1>{heading('Cart')}</h1>\n<p>function decoy() {}</p>\n";
+    let page = self::index(&[("src/api.ts", api), ("src/pages/cart.astro", astro)]);
+    let heading = page.definitions("heading");
+    assert_eq!(heading.len(), 1, "{heading:?}");
+    assert_eq!((heading[0].start, heading[0].end), (3, 5));
+    assert!(page.definitions("decoy").is_empty());
+    assert_eq!(
+        page.callers("saveOrder")[0].name.as_deref(),
+        Some("heading")
+    );
     // A component without a script has nothing to tag.
     let bare = self::index(&[("src/Bare.vue", "<template><p>hi</p></template>\n")]);
     assert!(bare.enclosing("src/Bare.vue", 1).is_none());
