@@ -43,7 +43,9 @@ fn frontmatter(text: &str) -> Option<Range<usize>> {
 }
 
 /// The byte ranges of the contents of `text`'s `<script>` blocks, in order. A block left
-/// unclosed, or with nothing in it (`<script src="…"></script>`), has none.
+/// unclosed, with nothing in it (`<script src="…"></script>`), or not of JavaScript or
+/// TypeScript (`type="application/ld+json"`, `type="text/x-template"`, `lang="coffee"`)
+/// has none.
 pub(crate) fn script_blocks(text: &str) -> Vec<Range<usize>> {
     let lower = text.to_ascii_lowercase();
     let mut blocks = Vec::new();
@@ -62,12 +64,44 @@ pub(crate) fn script_blocks(text: &str) -> Vec<Range<usize>> {
         let Some(close) = lower[open_end..].find("</script").map(|at| open_end + at) else {
             break;
         };
-        if !text[open_end..close].trim().is_empty() {
+        if !text[open_end..close].trim().is_empty() && is_script(&lower[after_name..open_end]) {
             blocks.push(open_end..close);
         }
         from = close + "</script".len();
     }
     blocks
+}
+
+/// Whether an opening `<script …>` tag's attributes (lowercased) say JavaScript or
+/// TypeScript: no `type` or `lang`, or one of theirs.
+fn is_script(attributes: &str) -> bool {
+    // `<script\nlang="coffee">`: any white space before a name.
+    let attributes = attributes.replace(|c: char| c.is_ascii_whitespace(), " ");
+    let value = |name: &str| {
+        let at = attributes.find(&format!("{name}="))? + name.len() + 1;
+        let rest = attributes[at..].trim_start_matches(['"', '\'']);
+        let end = rest
+            .find(|c: char| matches!(c, '"' | '\'' | '>') || c.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        Some(rest[..end].to_string())
+    };
+    let type_ok = value(" type").is_none_or(|t| {
+        matches!(
+            t.as_str(),
+            "module"
+                | "text/javascript"
+                | "application/javascript"
+                | "text/typescript"
+                | "text/babel"
+        )
+    });
+    let lang_ok = value(" lang").is_none_or(|l| {
+        matches!(
+            l.as_str(),
+            "ts" | "js" | "tsx" | "jsx" | "typescript" | "javascript"
+        )
+    });
+    type_ok && lang_ok
 }
 
 /// `blocks` as the ranges tree-sitter parses, each with the row and column it starts and
@@ -138,6 +172,19 @@ mod tests {
         assert!(code_blocks("---\nconst a = 1\n").is_empty());
         let crlf = "---\r\nconst a = 1\r\n---\r\n<p/>";
         assert_eq!(&crlf[code_blocks(crlf)[0].clone()], "const a = 1\r\n");
+    }
+
+    #[test]
+    fn only_blocks_of_javascript_or_typescript_are_code() {
+        let page = "<script type=\"application/ld+json\">{\"@type\": \"Product\"}</script>\n<script type='module'>\nimport { start } from './app.js'\n</script>\n<script type=\"text/x-template\" id=\"row\"><td>{{ a }}</td></script>\n<script\nlang=\"coffee\">\nsquare = (x) -> x * x\n</script>\n<script\n  lang=\"ts\">\nlet n: number = 1\n</script>\n";
+        let texts: Vec<&str> = script_blocks(page).into_iter().map(|b| &page[b]).collect();
+        assert_eq!(
+            texts,
+            [
+                "\nimport { start } from './app.js'\n",
+                "\nlet n: number = 1\n"
+            ]
+        );
     }
 
     #[test]

@@ -394,8 +394,8 @@ enum Lang {
     C,
     Cpp,
     Php,
-    /// A Vue, Svelte or Astro component: its `<script>` blocks and Astro's frontmatter
-    /// (see [`embedded`]).
+    /// A Vue, Svelte or Astro component, or an HTML page: its `<script>` blocks and
+    /// Astro's frontmatter (see [`embedded`]).
     Component,
 }
 
@@ -434,7 +434,7 @@ fn language_of(path: &str) -> Option<Lang> {
         "h" | "cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "tpp"
         | "inl" => Lang::Cpp,
         "php" | "phtml" => Lang::Php,
-        "vue" | "svelte" | "astro" => Lang::Component,
+        "vue" | "svelte" | "astro" | "html" | "htm" => Lang::Component,
         _ => return None,
     })
 }

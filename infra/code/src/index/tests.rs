@@ -434,6 +434,15 @@ fn component_scripts_are_read_where_they_stand() {
         page.callers("saveOrder")[0].name.as_deref(),
         Some("heading")
     );
+    // An HTML page's module script is code too; its JSON-LD is not.
+    let html = "<script type=\"application/ld+json\">{\"name\": \"x\"}</script>\n<script type=\"module\">\nfunction boot() {\n  saveOrder(cart)\n}\n</script>\n";
+    let page = self::index(&[("src/api.ts", api), ("public/index.html", html)]);
+    let callers = page.callers("saveOrder");
+    assert_eq!(callers.len(), 1, "{callers:?}");
+    assert_eq!(
+        (callers[0].name.as_deref(), callers[0].start),
+        (Some("boot"), 3)
+    );
     // A component without a script has nothing to tag.
     let bare = self::index(&[("src/Bare.vue", "<template><p>hi</p></template>\n")]);
     assert!(bare.enclosing("src/Bare.vue", 1).is_none());
