@@ -46,6 +46,7 @@ pub fn language_of(path: &str) -> Option<&'static str> {
         "css" | "scss" | "sass" | "less" => "css",
         "vue" => "vue",
         "svelte" => "svelte",
+        "astro" => "astro",
         "tf" | "hcl" => "terraform",
         "proto" => "protobuf",
         "yml" | "yaml" => "yaml",
@@ -70,6 +71,7 @@ mod tests {
         assert_eq!(language_of("has spaces/t.sql"), Some("sql"));
         assert_eq!(language_of("include/fmt/format-inl.h"), Some("c"));
         assert_eq!(language_of("include/fmt/format.inl"), Some("cpp"));
+        assert_eq!(language_of("src/pages/index.astro"), Some("astro"));
         assert_eq!(language_of("LICENSE"), None);
         assert_eq!(language_of("archive.xyz"), None);
     }
