@@ -224,14 +224,17 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     let head = before.trim_start();
     match style {
         Style::Keywords => false,
-        // A property (`protected static $count, $other;`), and a function that returns
-        // a reference (`function &items()`).
+        // A property (`protected static $count, $other;`), a constant after the first of
+        // a list (`const A = 1, B = 2;`), and a function that returns a reference
+        // (`function &items()`).
         Style::Php => {
+            let words_before = || before.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
             let property = text[..start].ends_with('$')
-                && before
-                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .any(|word| PHP_PROPERTY_MODIFIERS.contains(&word));
+                && words_before().any(|word| PHP_PROPERTY_MODIFIERS.contains(&word));
+            let listed_constant =
+                before.ends_with(',') && next == b'=' && words_before().any(|word| word == "const");
             property
+                || listed_constant
                 || before
                     .strip_suffix('&')
                     .is_some_and(|head| previous_word(head, 0, head.len()) == "function")
@@ -398,7 +401,8 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
 
 /// [`may_refer`] in PHP: a call (`helper(`, `$a->m(`, `User::find(`), a property read
 /// (`$order->owner`), a class created, extended or implemented (`new \App\Order`,
-/// `implements Payable, \Countable`); never a variable (`$user`, `$this`).
+/// `implements Payable, \Countable`), a trait used (`use Logs, Audits;`); never a
+/// variable (`$user`, `$this`).
 fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> bool {
     if text[..start].ends_with('$') {
         return false;
@@ -411,13 +415,15 @@ fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> boo
         line
     };
     let previous = previous_word(unqualified, 0, unqualified.len());
-    let implemented = unqualified.trim_end().ends_with(',')
+    // `implements A, \B`, and a class's traits: `use Logs, Audits;`.
+    let listed = unqualified.trim_end().ends_with(',')
         && unqualified
             .split_whitespace()
-            .any(|word| word == "implements");
+            .any(|word| word == "implements" || word == "use");
     let after = text[end..].trim_start_matches([' ', '\t']);
     REFERRING_KEYWORDS.contains(&previous)
-        || implemented
+        || previous == "use"
+        || listed
         || ((after.starts_with('(') || line.ends_with("->"))
             && !DEFINING_KEYWORDS.contains(&previous)
             && !PHP_KEYWORDS.contains(&previous))
@@ -455,7 +461,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 53] = [
+        let cases: [(Style, &str, &str); 54] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -581,6 +587,7 @@ mod tests {
                 "mailer",
             ),
             (Php, "    public const MAX = 10;", "MAX"),
+            (Php, "    const MIN = 1, MAX = 10;", "MAX"),
         ];
         for (style, text, name) in cases {
             let found = defining(text, style);
@@ -692,12 +699,14 @@ mod tests {
     /// never a variable.
     #[test]
     fn php_references_are_calls_reads_and_classes() {
-        let text = "<?php\nclass Invoice extends \\App\\Base implements Payable, \\Countable {\n    function total() {\n        $user = new \\App\\Models\\User;\n        $this->log($user->email, $order?->owner);\n        return helper(User::find($id));\n    }\n}\n";
+        let text = "<?php\nclass Invoice extends \\App\\Base implements Payable, \\Countable {\n    use Logs, Audits;\n    function total() {\n        $user = new \\App\\Models\\User;\n        $this->log($user->email, $order?->owner);\n        return helper(User::find($id));\n    }\n}\n";
         let (_, referring) = identifiers(text, Style::Php);
         for name in [
             "Base",
             "Payable",
             "Countable",
+            "Logs",
+            "Audits",
             "User",
             "log",
             "email",

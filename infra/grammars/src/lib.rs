@@ -216,7 +216,7 @@ pub const CPP_TAGS_QUERY: &str = r#"
 /// or abstract, is a declaration); properties, constructor-promoted ones too, and
 /// constants, each under its name without the `$`; calls of a function, a method
 /// (`$a->m()`, `$a?->m()`) and a static method (`User::find()`); the classes created,
-/// extended and implemented; and a property read without a call (`$order->owner`), which
+/// extended and implemented, and the traits a class uses; and a property read without a call (`$order->owner`), which
 /// a changed line relies on as much as on a method it calls.
 pub const PHP_TAGS_QUERY: &str = r#"
 (class_declaration name: (name) @name) @definition.class
@@ -236,6 +236,7 @@ pub const PHP_TAGS_QUERY: &str = r#"
 (object_creation_expression [(name) @name (qualified_name (name) @name)]) @reference.class
 (base_clause [(name) @name (qualified_name (name) @name)]) @reference.class
 (class_interface_clause [(name) @name (qualified_name (name) @name)]) @reference.implementation
+(use_declaration [(name) @name (qualified_name (name) @name)]) @reference.implementation
 (member_access_expression name: (name) @name) @reference.member
 (nullsafe_member_access_expression name: (name) @name) @reference.member
 "#;

@@ -335,7 +335,7 @@ fn csharp_properties_are_definitions_and_member_reads_use_them() {
 fn php_methods_properties_and_calls() {
     let invoice = "<?php\nnamespace App\\Billing;\n\ninterface Payable\n{\n    public function pay(int $amount): bool;\n}\n\nfinal class Invoice extends Base implements Payable\n{\n    private ?User $owner = null;\n\n    public function __construct(\n        private readonly Mailer $mailer,\n    ) {}\n\n    public function pay(int $amount): bool\n    {\n        $this->mailer->send($this->owner?->email);\n        return Ledger::record($amount);\n    }\n}\n";
     let page = "<html><?php foreach ($invoices as $invoice): ?>\n<p><?= $invoice->pay(10) ? 'paid' : render_error($invoice->owner) ?></p>\n<?php endforeach; ?></html>\n";
-    let checkout = "<?php\nclass Checkout {\n    public function close(Invoice $invoice): void {\n        $invoice->pay(10);\n    }\n}\n";
+    let checkout = "<?php\nclass Checkout {\n    use Logs, Audits;\n    public function close(Invoice $invoice): void {\n        $invoice->pay(10);\n    }\n}\n";
     let files = [
         ("src/Invoice.php", invoice),
         ("views/list.phtml", page),
@@ -367,6 +367,11 @@ fn php_methods_properties_and_calls() {
     let callers = index.callers("pay");
     assert_eq!(callers.len(), 1, "{callers:?}");
     assert_eq!(callers[0].name.as_deref(), Some("close"));
+    assert_eq!(
+        index.names_used("src/Checkout.php", 3, 3),
+        ["Audits", "Logs"],
+        "the traits it uses"
+    );
     // A fresh index finds them lazily, as parsing everything would.
     for (name, from) in [("owner", "views/list.phtml"), ("mailer", "src/Invoice.php")] {
         let lazy = self::index(&files);
