@@ -415,15 +415,19 @@ fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> boo
         line
     };
     let previous = previous_word(unqualified, 0, unqualified.len());
-    // `implements A, \B`, and a class's traits: `use Logs, Audits;`.
-    let listed = unqualified.trim_end().ends_with(',')
+    let implemented = unqualified.trim_end().ends_with(',')
         && unqualified
             .split_whitespace()
-            .any(|word| word == "implements" || word == "use");
+            .any(|word| word == "implements");
+    // A class's traits, `use Logs, Audits;`, inside its body: not a file's imports
+    // (`use App\Models\User;` at the start of a line), which call nothing.
+    let traits = line.starts_with([' ', '\t'])
+        && unqualified.split_whitespace().next() == Some("use")
+        && (previous == "use" || unqualified.trim_end().ends_with(','));
     let after = text[end..].trim_start_matches([' ', '\t']);
     REFERRING_KEYWORDS.contains(&previous)
-        || previous == "use"
-        || listed
+        || implemented
+        || traits
         || ((after.starts_with('(') || line.ends_with("->"))
             && !DEFINING_KEYWORDS.contains(&previous)
             && !PHP_KEYWORDS.contains(&previous))
@@ -716,6 +720,12 @@ mod tests {
         ] {
             assert!(referring.contains(&name), "{name}: {referring:?}");
         }
+        let imports = identifiers(
+            "<?php\nuse App\\Models\\Order;\nuse Carbon\\Carbon, Closure;\n",
+            Style::Php,
+        )
+        .1;
+        assert!(imports.is_empty(), "{imports:?}");
         for name in ["total", "Invoice", "user", "this", "order", "id"] {
             assert!(!referring.contains(&name), "{name}: {referring:?}");
         }
