@@ -245,7 +245,6 @@ impl Summary<'_> {
     pub fn render(&self, fallback: bool) -> String {
         let mut out = String::from("## Parley review\n\n");
         out.push_str(&self.headline());
-        out.push_str(&crate::review::overview::render(&self.overview));
         if !self.framing.rules_changed.is_empty() {
             out.push_str(
                 "\n\n> [!WARNING]\n> **This PR changes the rules Parley reviews by.** It is reviewed by the default branch's; once it is merged, later PRs are reviewed by these:\n",
@@ -254,6 +253,8 @@ impl Summary<'_> {
                 out.push_str(&format!("> - {line}\n"));
             }
         }
+        // Under the headline and any warning, above the findings.
+        out.push_str(&crate::review::overview::render(&self.overview));
         if fallback && !self.filtered.inline.is_empty() {
             out.push_str(
                 "\n\nGitHub did not accept these as inline comments, so they are listed here:\n\n",
