@@ -107,17 +107,10 @@ impl CodeIndex {
     pub fn build(snapshot: Snapshot) -> CodeIndex {
         let paths: Vec<String> = snapshot.files.keys().cloned().collect();
         let texts: Vec<&str> = snapshot.files.values().map(String::as_str).collect();
-        let styles: Vec<Option<Style>> = paths
-            .iter()
-            .map(|p| language_of(p).map(Lang::style))
-            .collect();
-        let components: Vec<bool> = paths
-            .iter()
-            .map(|p| matches!(language_of(p), Some(Lang::Component)))
-            .collect();
-        let per_file = on_all_cores(texts.len(), |at| match styles[at] {
-            Some(style) if components[at] => component_identifiers(texts[at], style),
-            Some(style) => identifiers(texts[at], style),
+        let langs: Vec<Option<Lang>> = paths.iter().map(|p| language_of(p)).collect();
+        let per_file = on_all_cores(texts.len(), |at| match langs[at] {
+            Some(Lang::Component) => component_identifiers(texts[at], Lang::Component.style()),
+            Some(lang) => identifiers(texts[at], lang.style()),
             None => (Vec::new(), Vec::new()),
         });
         let mut defining = Postings::new();
@@ -222,14 +215,14 @@ impl CodeIndex {
     fn tags(&self, id: u32, parser: &mut Parser) -> &[Tag] {
         self.tagged[id as usize].get_or_init(|| {
             let path = &self.paths[id as usize];
+            let lang = language_of(path);
             match (
-                language_of(path).and_then(|l| self.languages.get(l)),
+                lang,
+                lang.and_then(|l| self.languages.get(l)),
                 self.snapshot.files.get(path),
             ) {
-                (Some(tags), Some(text)) if matches!(language_of(path), Some(Lang::Component)) => {
-                    tag_blocks(parser, tags, text)
-                }
-                (Some(tags), Some(text)) => tag_file(parser, tags, text),
+                (Some(Lang::Component), Some(tags), Some(text)) => tag_blocks(parser, tags, text),
+                (_, Some(tags), Some(text)) => tag_file(parser, tags, text),
                 _ => Vec::new(),
             }
         })
