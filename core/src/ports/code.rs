@@ -45,7 +45,9 @@ pub trait Codebase: Send + Sync {
         definitions.truncate(most);
         definitions
     }
-    /// The definitions whose bodies refer to `name` (its callers and users).
+    /// The definitions whose bodies refer to `name` (its callers and users), and the
+    /// lines around a use no definition encloses (a module's top level, an anonymous
+    /// callback, a template), with no name.
     fn callers(&self, name: &str) -> Vec<Span>;
     /// At most `most` callers of `name`, nearest `path` first, like
     /// [`Codebase::definitions_near`].

@@ -41,6 +41,7 @@ parley_tests::review_on_both_stores!(
     a_php_change_reads_the_method_it_calls,
     a_php_change_reads_the_property_it_reads,
     a_vue_component_change_reads_the_function_it_calls,
+    a_component_change_that_removes_what_its_template_uses_is_shown_the_template,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1502,4 +1503,35 @@ async fn a_vue_component_change_reads_the_function_it_calls(h: ReviewHarness) {
         "export async function saveOrder(order: Order): Promise<void> {",
     )
     .await;
+}
+
+/// A Vue component whose script renames the function its template still calls
+/// (`@submit.prevent="submit"`): the template's lines reach the passes as code that still
+/// uses what the change removes, though no function encloses them and the diff shows
+/// none of them.
+async fn a_component_change_that_removes_what_its_template_uses_is_shown_the_template(
+    h: ReviewHarness,
+) {
+    const STILL: &str = "still uses `submit`, which the change removes";
+    let text = "<template>\n  <form @submit.prevent=\"submit\">\n    <input v-model=\"order.email\" />\n    <button>Save</button>\n  </form>\n</template>\n\n<script setup lang=\"ts\">\nimport { saveOrder } from '../api'\nconst order = reactive({ email: '' })\n\nfunction send() {\n  return saveOrder(order)\n}\n</script>\n";
+    let patch = "@@ -12,3 +12,3 @@\n-function submit() {\n+function send() {\n   return saveOrder(order)\n }";
+    h.github.set_files(
+        REPO,
+        PR,
+        &[("src/components/Checkout.vue", "modified", patch)],
+    );
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/components/Checkout.vue", text)]),
+    );
+    a_careful_reviewer_reports_a_dangling_call(&h, STILL, "src/components/Checkout.vue", 2);
+    let summary = review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    let at = security.find(STILL).expect("the template is in the prompt");
+    assert!(
+        security[..at].ends_with("#### src/components/Checkout.vue:1-5 ("),
+        "the template's lines around the use: {security}"
+    );
+    assert!(summary.contains(DANGLING), "{summary}");
 }

@@ -26,7 +26,7 @@ pub(crate) fn code_blocks(text: &str) -> Vec<Range<usize>> {
 }
 
 /// What stands between a `---` line that opens the file and the next `---` line.
-fn frontmatter(text: &str) -> Option<Range<usize>> {
+pub(crate) fn frontmatter(text: &str) -> Option<Range<usize>> {
     let first_line = text.lines().next()?;
     if first_line.trim_end() != "---" {
         return None;

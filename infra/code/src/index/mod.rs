@@ -17,9 +17,10 @@
 mod embedded;
 mod languages;
 mod locals;
+mod template;
 
 use crate::snapshot::Snapshot;
-use crate::words::{Style, identifiers};
+use crate::words::identifiers;
 use languages::{Lang, Languages, Tags, language_of};
 use locals::Locals;
 use parley_core::ports::code::{Codebase, Span, nearness};
@@ -98,6 +99,10 @@ fn holding<'a>(postings: &'a Postings, name: &str) -> &'a [u32] {
 /// The most files parsed to find the nearest callers of one name.
 const MAX_FILES_FOR_CALLERS: usize = 256;
 
+/// Lines shown either side of a use outside any definition (see `CodeIndex::around`):
+/// the statement around it, as a diff's context shows a change.
+const AROUND_USE: u32 = 3;
+
 /// Files parsed together on every core once there are this many to parse.
 const PARALLEL_FROM: usize = 8;
 
@@ -109,7 +114,7 @@ impl CodeIndex {
         let texts: Vec<&str> = snapshot.files.values().map(String::as_str).collect();
         let langs: Vec<Option<Lang>> = paths.iter().map(|p| language_of(p)).collect();
         let per_file = on_all_cores(texts.len(), |at| match langs[at] {
-            Some(Lang::Component) => component_identifiers(texts[at], Lang::Component.style()),
+            Some(Lang::Component) => component_identifiers(&paths[at], texts[at]),
             Some(lang) => identifiers(texts[at], lang.style()),
             None => (Vec::new(), Vec::new()),
         });
@@ -189,7 +194,8 @@ impl CodeIndex {
         out
     }
 
-    /// The callers of `name` in file `id` (parsed already).
+    /// The callers of `name` in file `id` (parsed already): the definitions whose bodies
+    /// use it, then the uses outside any definition (see [`Self::around`]).
     fn callers_in(&self, id: u32, name: &str) -> Vec<Span> {
         let path = &self.paths[id as usize];
         let tags = self.tagged[id as usize]
@@ -197,18 +203,53 @@ impl CodeIndex {
             .map_or(&[][..], Vec::as_slice);
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
+        let mut outside = Vec::new();
         for reference in tags
             .iter()
             .filter(|t| matches!(t.role, Role::Use | Role::Read) && &*t.name == name)
         {
-            if let Some(span) = Self::enclosing_in(path, tags, reference.start)
-                && span.name.as_deref() != Some(name)
-                && seen.insert(span.start)
-            {
-                out.push(span);
+            match Self::enclosing_in(path, tags, reference.start) {
+                Some(span) => {
+                    if span.name.as_deref() != Some(name) && seen.insert(span.start) {
+                        out.push(span);
+                    }
+                }
+                None => outside.push((reference.start, reference.end)),
             }
         }
+        out.extend(self.around(path, outside));
         out
+    }
+
+    /// The lines around uses of a name that no definition encloses: a module's top level
+    /// (`app.listen(port())`, a Python `urlpatterns` list, a C global's initialiser), a
+    /// call in an anonymous callback (an Express route's handler, a test's `it(…)`), a
+    /// component's template. They use it as surely as a function's body does, and are
+    /// where a removed name is still used most often: each use with [`AROUND_USE`] lines
+    /// either side, uses whose windows touch read as one.
+    fn around(&self, path: &str, mut uses: Vec<(u32, u32)>) -> Vec<Span> {
+        if uses.is_empty() {
+            return Vec::new();
+        }
+        let last = self.line_count(path).unwrap_or(u32::MAX).max(1);
+        uses.sort_unstable();
+        let mut windows: Vec<Span> = Vec::new();
+        for (start, end) in uses {
+            let start = start.saturating_sub(AROUND_USE).max(1);
+            let end = end.saturating_add(AROUND_USE).min(last);
+            match windows.last_mut() {
+                Some(previous) if start <= previous.end + 1 => {
+                    previous.end = previous.end.max(end);
+                }
+                _ => windows.push(Span {
+                    path: path.to_string(),
+                    start,
+                    end,
+                    name: None,
+                }),
+            }
+        }
+        windows
     }
 
     /// The tags of file `id`, parsing it now if no question has needed it yet.
@@ -221,7 +262,11 @@ impl CodeIndex {
                 lang.and_then(|l| self.languages.get(l)),
                 self.snapshot.files.get(path),
             ) {
-                (Some(Lang::Component), Some(tags), Some(text)) => tag_blocks(parser, tags, text),
+                (Some(Lang::Component), Some(tags), Some(text)) => {
+                    let mut tagged = tag_blocks(parser, tags, text);
+                    tagged.extend(template_tags(path, text));
+                    tagged
+                }
                 (_, Some(tags), Some(text)) => tag_file(parser, tags, text),
                 _ => Vec::new(),
             }
@@ -373,16 +418,18 @@ fn on_all_cores<T: Send>(count: usize, work: impl Fn(usize) -> T + Sync) -> Vec<
     done.into_iter().map(|(_, t)| t).collect()
 }
 
-/// The words of a component's code blocks only, each block read as a file of its
-/// own (the template's words are markup, and the parse reads the blocks alone).
-fn component_identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
+/// The words of a component's code blocks, each block read as a file of its own (the
+/// parse reads the blocks alone), and the names its template uses (see `template`):
+/// the rest of its markup defines and uses nothing.
+fn component_identifiers<'a>(path: &str, text: &'a str) -> (Vec<&'a str>, Vec<&'a str>) {
     let mut defining = BTreeSet::new();
     let mut referring = BTreeSet::new();
     for block in embedded::code_blocks(text) {
-        let (defined, referred) = identifiers(&text[block], style);
+        let (defined, referred) = identifiers(&text[block], Lang::Component.style());
         defining.extend(defined);
         referring.extend(referred);
     }
+    referring.extend(template::uses(path, text).into_iter().map(|(_, name)| name));
     (
         defining.into_iter().collect(),
         referring.into_iter().collect(),
@@ -400,6 +447,25 @@ fn tag_blocks(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
     // An empty list is the whole document again; it cannot be refused.
     let _ = parser.set_included_ranges(&[]);
     tagged
+}
+
+/// A use on its line for each name a component's template uses.
+fn template_tags(path: &str, text: &str) -> Vec<Tag> {
+    let mut line = 1;
+    let mut counted = 0;
+    template::uses(path, text)
+        .into_iter()
+        .map(|(at, name)| {
+            line += text[counted..at].matches('\n').count() as u32;
+            counted = at;
+            Tag {
+                name: name.into(),
+                start: line,
+                end: line,
+                role: Role::Use,
+            }
+        })
+        .collect()
 }
 
 fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {

@@ -364,9 +364,20 @@ fn php_methods_properties_and_calls() {
         index.names_used("views/list.phtml", 2, 2),
         ["pay", "render_error"]
     );
+    // The method that calls it, and the template's lines around its call (no function
+    // encloses them), the whole short file.
     let callers = index.callers("pay");
-    assert_eq!(callers.len(), 1, "{callers:?}");
-    assert_eq!(callers[0].name.as_deref(), Some("close"));
+    let found: Vec<_> = callers
+        .iter()
+        .map(|c| (c.path.as_str(), c.start, c.end, c.name.as_deref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("src/Checkout.php", 4, 6, Some("close")),
+            ("views/list.phtml", 1, 3, None)
+        ]
+    );
     assert_eq!(
         index.names_used("src/Checkout.php", 3, 3),
         ["Audits", "Logs"],
@@ -451,6 +462,69 @@ fn component_scripts_are_read_where_they_stand() {
     // A component without a script has nothing to tag.
     let bare = self::index(&[("src/Bare.vue", "<template><p>hi</p></template>\n")]);
     assert!(bare.enclosing("src/Bare.vue", 1).is_none());
+}
+
+/// A component's template uses what its script defines (`@click="submit"`,
+/// `on:click={save}`): those lines are its callers, found lazily (the word index holds
+/// the template's names), and a changed template line uses them.
+#[test]
+fn component_templates_use_what_their_scripts_define() {
+    let vue = "<template>\n  <form>\n    <p>{{ total(order) }}</p>\n    <button @click=\"submit\">Send</button>\n  </form>\n</template>\n\n<script setup lang=\"ts\">\nfunction submit() {\n  send(order)\n}\n</script>\n";
+    let svelte = "<script>\n  import { save } from './api'\n</script>\n\n<h1>Cart</h1>\n<p>Lines</p>\n<p>More</p>\n<p>Even more</p>\n<button on:click={save}>Save</button>\n";
+    let api = "export function save() {}\nexport function total(order) {\n  return order.sum\n}\n";
+    let files = [
+        ("src/api.ts", api),
+        ("src/Cart.svelte", svelte),
+        ("src/Checkout.vue", vue),
+    ];
+    let index = index(&files);
+    let spans = |name: &str| -> Vec<(String, u32, u32)> {
+        index
+            .callers(name)
+            .into_iter()
+            .map(|c| (c.path, c.start, c.end))
+            .collect()
+    };
+    assert_eq!(spans("submit"), [("src/Checkout.vue".to_string(), 1, 7)]);
+    assert_eq!(spans("save"), [("src/Cart.svelte".to_string(), 6, 9)]);
+    assert_eq!(
+        index.names_used("src/Checkout.vue", 3, 4),
+        ["order", "submit", "total"]
+    );
+    let lazy = self::index(&files);
+    let near = lazy.callers_near("total", "src/api.ts", 3);
+    assert_eq!(near.len(), 1, "{near:?}");
+    assert_eq!(
+        (near[0].path.as_str(), near[0].start),
+        ("src/Checkout.vue", 1)
+    );
+    assert_eq!(
+        lazy.parsed_count(),
+        1,
+        "the one file whose words hold the name"
+    );
+}
+
+/// A use no definition encloses (a module's top level, an anonymous callback) is a
+/// caller too: its lines and three either side, uses whose windows touch read as one.
+#[test]
+fn uses_outside_any_function_are_callers_with_their_lines() {
+    let lib = "export function total(xs) {\n  return xs.length\n}\n";
+    let server = "import { total } from './lib'\nconst app = express()\napp.get('/n', (req, res) => {\n  res.json(total(req.body))\n})\nconst first = total([1])\n\n\n\n\n\n\n\nconst last = total([2])\nfunction wrapped() {\n  return total([])\n}\n";
+    let index = index(&[("src/lib.js", lib), ("src/server.js", server)]);
+    let callers: Vec<_> = index
+        .callers("total")
+        .into_iter()
+        .map(|c| (c.start, c.end, c.name))
+        .collect();
+    assert_eq!(
+        callers,
+        [
+            (15, 17, Some("wrapped".to_string())),
+            (1, 9, None),
+            (11, 17, None)
+        ]
+    );
 }
 
 /// A Python attribute read without a call may be a `@property`: it is read, and its
