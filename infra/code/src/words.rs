@@ -383,6 +383,11 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
     if style == Style::Php {
         return php_may_refer(text, line_start, start, end);
     }
+    if matches!(style, Style::Declarations | Style::KeywordsAndConstants)
+        && passed(text, style, line_start, start, end)
+    {
+        return true;
+    }
     let after = text[end..].trim_start_matches([' ', '\t']);
     // A C# or C++ generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
     // member read without a call, `order.Total`, which may be a property or a getter (in
@@ -397,6 +402,22 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         && !GO_KEYWORDS.contains(&previous)
         && previous != "function"
         && !(style == Style::Keywords && text[..start].ends_with("::"))
+}
+
+/// Whether the word at `start..end` stands alone as an argument (`map(parse)`, `f(a,
+/// handler)`, over lines too), as a JSX attribute's value (`{submit}`), as a Python
+/// keyword argument's (`target=worker`) or as a decorator (`@login_required`): where a
+/// function is passed rather than called (the tags' `@reference.passed`). A superset of
+/// what those tags count: they leave the file's variables out.
+fn passed(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
+    let python = style == Style::KeywordsAndConstants;
+    let before = text[..start].trim_end();
+    let after = text[end..].trim_start();
+    let opens = before.ends_with(['(', ','])
+        || (python && before.ends_with('='))
+        || (!python && before.ends_with('{'));
+    let closes = after.starts_with([')', ',']) || (!python && after.starts_with('}'));
+    (opens && closes) || (python && text[line_start..start].trim() == "@")
 }
 
 /// [`may_refer`] in PHP: a call (`helper(`, `$a->m(`, `User::find(`), a property read
@@ -677,6 +698,40 @@ mod tests {
         )
         .1;
         assert!(path_call.is_empty(), "{path_call:?}");
+    }
+
+    /// A function passed as a value may be a use: alone as an argument (over lines
+    /// too), a JSX handler, a Python keyword argument or decorator; not a word inside a
+    /// larger argument.
+    #[test]
+    fn functions_passed_as_values_may_refer() {
+        let js = "app.get('/users', listUsers)\nitems.map(\n  normalise,\n)\n<button onClick={submit} title={a + b}>\nlog(x + y)\n";
+        let mut found = identifiers(js, Style::Declarations).1;
+        found.sort_unstable();
+        assert_eq!(
+            found,
+            ["get", "listUsers", "log", "map", "normalise", "submit"]
+        );
+        let py = "@login_required\ndef view(request):\n    Thread(target=worker, daemon=True)\n    return sorted(xs, key=by_name)\n";
+        let mut found = identifiers(py, Style::KeywordsAndConstants).1;
+        found.sort_unstable();
+        assert_eq!(
+            found,
+            [
+                "Thread",
+                "True",
+                "by_name",
+                "login_required",
+                "request", // a parameter: the tags tell it from a function
+                "sorted",
+                "worker",
+                "xs"
+            ]
+        );
+        assert!(
+            identifiers("fn f() { g(parse) }", Style::Keywords).1 == ["g"],
+            "not in Rust, whose tags count no function passed"
+        );
     }
 
     /// Ruby calls a method without parentheses: every word not being defined may be

@@ -42,6 +42,7 @@ parley_tests::review_on_both_stores!(
     a_php_change_reads_the_property_it_reads,
     a_vue_component_change_reads_the_function_it_calls,
     a_component_change_that_removes_what_its_template_uses_is_shown_the_template,
+    a_rename_that_misses_a_routes_handler_is_shown_the_route,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1532,6 +1533,33 @@ async fn a_component_change_that_removes_what_its_template_uses_is_shown_the_tem
     assert!(
         security[..at].ends_with("#### src/components/Checkout.vue:1-5 ("),
         "the template's lines around the use: {security}"
+    );
+    assert!(summary.contains(DANGLING), "{summary}");
+}
+
+/// A JavaScript rename that missed where the old name is passed, not called: the
+/// route's registration in a file the PR does not touch (`router.get('/users',
+/// listUsers)`) reaches the passes as code that still uses it.
+async fn a_rename_that_misses_a_routes_handler_is_shown_the_route(h: ReviewHarness) {
+    const STILL: &str = "still uses `listUsers`, which the change removes";
+    let handlers =
+        "export async function listAccounts(req, res) {\n  res.json(await db.accounts())\n}\n";
+    let patch = "@@ -1,3 +1,3 @@\n-export async function listUsers(req, res) {\n+export async function listAccounts(req, res) {\n   res.json(await db.accounts())\n }";
+    let routes = "const express = require('express')\nconst { listUsers } = require('./handlers')\n\nconst router = express.Router()\nrouter.get('/users', listUsers)\n\nmodule.exports = router\n";
+    h.github
+        .set_files(REPO, PR, &[("src/handlers.js", "modified", patch)]);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/handlers.js", handlers), ("src/routes.js", routes)]),
+    );
+    a_careful_reviewer_reports_a_dangling_call(&h, STILL, "src/routes.js", 5);
+    let summary = review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    let at = security.find(STILL).expect("the route is in the prompt");
+    assert!(
+        security[..at].ends_with("#### src/routes.js:2-7 ("),
+        "the lines around the registration: {security}"
     );
     assert!(summary.contains(DANGLING), "{summary}");
 }

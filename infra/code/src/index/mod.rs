@@ -7,7 +7,7 @@
 //!
 //! Parsing is lazy. Building the index reads every file once for the identifiers it
 //! holds and where they stand (a word index: see `words`); a file is parsed and tagged
-//! the first time a question needs it: the changed files for their enclosing
+//! (see `tagging`) the first time a question needs it: the changed files for their enclosing
 //! definitions and the names they use, the files that may define a name for its
 //! definitions, the files that may call it for its callers. A review of a 10,000-file repository parses the few hundred files its names
 //! lead to, not all of them (parsing everything took 14 s on two cores), and an answer
@@ -17,18 +17,18 @@
 mod embedded;
 mod languages;
 mod locals;
+mod tagging;
 mod template;
 
 use crate::snapshot::Snapshot;
 use crate::words::identifiers;
-use languages::{Lang, Languages, Tags, language_of};
-use locals::Locals;
+use languages::{Lang, Languages, language_of};
 use parley_core::ports::code::{Codebase, Span, nearness};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use streaming_iterator::StreamingIterator;
-use tree_sitter::{Parser, QueryCursor};
+use tagging::{tag_blocks, tag_file, template_tags};
+use tree_sitter::Parser;
 
 /// A snapshot, its word index, and the tags of the files parsed so far.
 pub struct CodeIndex {
@@ -70,6 +70,10 @@ enum Role {
     Use,
     /// A member read without a call (`order.Total`).
     Read,
+    /// A function passed as a value (`items.map(normalise)`): a use for its callers, but
+    /// not a name a changed line is shown the definition of (most identifiers passed are
+    /// variables, and looking each up would parse files for nothing).
+    Passed,
 }
 
 impl Role {
@@ -80,6 +84,8 @@ impl Role {
             Role::Declaration
         } else if capture == "reference.member" {
             Role::Read
+        } else if capture == "reference.passed" {
+            Role::Passed
         } else {
             Role::Use
         }
@@ -166,6 +172,15 @@ impl CodeIndex {
             .collect()
     }
 
+    /// Every caller of `name` among the files parsed so far, in path order: after
+    /// [`CodeIndex::parse_all`], what an index that parses everything would answer (the
+    /// bench checks the word index sends a callers question to each of those files).
+    pub fn callers_parsed(&self, name: &str) -> Vec<Span> {
+        (0..self.paths.len() as u32)
+            .flat_map(|id| self.callers_in(id, name))
+            .collect()
+    }
+
     /// `found(id)` for the files of `ids` nearest `path` first (the same file, the same
     /// directory), then the rest in path order, parsing them in batches only until
     /// `most` are found or `max_files` have been asked; cut to `most`.
@@ -206,7 +221,7 @@ impl CodeIndex {
         let mut outside = Vec::new();
         for reference in tags
             .iter()
-            .filter(|t| matches!(t.role, Role::Use | Role::Read) && &*t.name == name)
+            .filter(|t| matches!(t.role, Role::Use | Role::Read | Role::Passed) && &*t.name == name)
         {
             match Self::enclosing_in(path, tags, reference.start) {
                 Some(span) => {
@@ -434,128 +449,6 @@ fn component_identifiers<'a>(path: &str, text: &'a str) -> (Vec<&'a str>, Vec<&'
         defining.into_iter().collect(),
         referring.into_iter().collect(),
     )
-}
-
-/// A component's tags: its code blocks parsed alone, where they stand in the file.
-/// The parser reads whole files again afterwards.
-fn tag_blocks(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
-    let ranges = embedded::parse_ranges(text, &embedded::code_blocks(text));
-    if ranges.is_empty() || parser.set_included_ranges(&ranges).is_err() {
-        return Vec::new();
-    }
-    let tagged = tag_file(parser, tags, text);
-    // An empty list is the whole document again; it cannot be refused.
-    let _ = parser.set_included_ranges(&[]);
-    tagged
-}
-
-/// A use on its line for each name a component's template uses.
-fn template_tags(path: &str, text: &str) -> Vec<Tag> {
-    let mut line = 1;
-    let mut counted = 0;
-    template::uses(path, text)
-        .into_iter()
-        .map(|(at, name)| {
-            line += text[counted..at].matches('\n').count() as u32;
-            counted = at;
-            Tag {
-                name: name.into(),
-                start: line,
-                end: line,
-                role: Role::Use,
-            }
-        })
-        .collect()
-}
-
-fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag> {
-    let mut out = Vec::new();
-    if parser.set_language(&tags.language).is_err() {
-        return out;
-    }
-    let Some(tree) = parser.parse(text, None) else {
-        return out;
-    };
-    let names = tags.query.capture_names();
-    let mut seen = HashSet::new();
-    // Bare identifiers that may be calls, told from local variables once every local
-    // definition of the file is known (see `locals`).
-    let mut locals = Locals::default();
-    let mut bare = Vec::new();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&tags.query, tree.root_node(), text.as_bytes());
-    while let Some(found) = matches.next() {
-        let mut name = None;
-        let mut role: Option<(&str, tree_sitter::Node)> = None;
-        for capture in found.captures {
-            let capture_name = names[capture.index as usize];
-            if capture_name == "name" {
-                name = capture.node.utf8_text(text.as_bytes()).ok();
-            } else if capture_name == "local.definition" {
-                if let Ok(local) = capture.node.utf8_text(text.as_bytes()) {
-                    locals.define(capture.node, local);
-                }
-            } else if capture_name.starts_with("definition.")
-                || capture_name.starts_with("declaration.")
-                || capture_name.starts_with("reference.")
-            {
-                role = Some((capture_name, capture.node));
-            }
-        }
-        let (Some(name), Some((role, node))) = (name, role) else {
-            continue;
-        };
-        if role == "reference.bare" {
-            bare.push((name, node));
-            continue;
-        }
-        push_tag(&mut out, &mut seen, name, role, node);
-    }
-    for (name, node) in bare {
-        if !locals::names_a_method(node) && !locals.is_local(node, name) {
-            push_tag(&mut out, &mut seen, name, "reference.call", node);
-        }
-    }
-    out
-}
-
-fn push_tag(
-    out: &mut Vec<Tag>,
-    seen: &mut HashSet<(u32, u32, Role, Box<str>)>,
-    name: &str,
-    role: &str,
-    node: tree_sitter::Node,
-) {
-    // A Ruby method's `?`, `!` or `=` (`valid?`, `save!`, `name=`) is not part of the
-    // name as the word index, the changed lines and a question spell it, nor is the `:`
-    // of the symbol that names a method defined at run time (`attr_reader :total`).
-    let name = name
-        .trim()
-        .trim_start_matches(':')
-        .trim_end_matches(['?', '!', '=']);
-    if name.is_empty() {
-        return;
-    }
-    // A node that takes its line's end with it (a C macro's definition ends after its
-    // newline) ends on that line, not at the start of the next.
-    let end = node.end_position();
-    let last_row = if end.column == 0 && end.row > node.start_position().row {
-        end.row - 1
-    } else {
-        end.row
-    };
-    let tag = Tag {
-        name: name.into(),
-        start: node.start_position().row as u32 + 1,
-        end: last_row as u32 + 1,
-        role: Role::of_capture(role),
-    };
-    // Several patterns can tag one node (Rust's method is also a function): one is
-    // enough, or the nearest three definitions of a name could be one shown twice. A
-    // member read and the call around it are kept both: the call says it is called.
-    if seen.insert((tag.start, tag.end, tag.role, tag.name.clone())) {
-        out.push(tag);
-    }
 }
 
 impl Codebase for CodeIndex {

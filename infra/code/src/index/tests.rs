@@ -527,6 +527,65 @@ fn uses_outside_any_function_are_callers_with_their_lines() {
     );
 }
 
+/// A function passed as a value (a route's handler, a callback, a JSX handler, a
+/// thread's target, a decorator) is used where it is passed, found lazily too; a
+/// variable or parameter of the same name passed is not a use of it, and a passed name
+/// is not looked up as one a changed line calls.
+#[test]
+fn functions_passed_as_values_are_used_where_they_are_passed() {
+    let handlers = "export function listUsers(req, res) {}\nexport function normalise(x) { return x }\nexport function submit() {}\n";
+    let routes = "const { listUsers, normalise } = require('./handlers')\nrouter.get('/users', listUsers)\n\n\n\n\n\nfunction clean(rows) {\n  return rows.map(\n    normalise,\n  )\n}\nfunction local(listUsers) {\n  return wrap(listUsers)\n}\n";
+    let form = "import { submit } from './handlers'\nexport function Form() {\n  return <button onClick={submit}>Send</button>\n}\n";
+    let jobs = "from threading import Thread\nfrom auth import login_required\n\ndef start(worker):\n    Thread(target=worker).start()\n\ndef flush():\n    pass\n\ndef run():\n    Thread(target=flush).start()\n\n@login_required\ndef view(request):\n    return request\n";
+    let files = [
+        ("src/handlers.js", handlers),
+        ("src/routes.js", routes),
+        ("src/Form.jsx", form),
+        ("app/jobs.py", jobs),
+    ];
+    let index = index(&files);
+    let callers = |name: &str| -> Vec<(String, u32, Option<String>)> {
+        index
+            .callers(name)
+            .into_iter()
+            .map(|c| (c.path, c.start, c.name))
+            .collect()
+    };
+    assert_eq!(
+        callers("listUsers"),
+        [("src/routes.js".to_string(), 1, None)],
+        "the route (the module's import is no variable), not the parameter passed in `local`"
+    );
+    assert_eq!(
+        callers("normalise"),
+        [("src/routes.js".to_string(), 8, Some("clean".to_string()))]
+    );
+    assert_eq!(
+        callers("submit"),
+        [("src/Form.jsx".to_string(), 2, Some("Form".to_string()))]
+    );
+    assert_eq!(
+        callers("flush"),
+        [("app/jobs.py".to_string(), 10, Some("run".to_string()))]
+    );
+    assert!(callers("worker").is_empty(), "a parameter passed");
+    assert_eq!(
+        callers("login_required"),
+        [("app/jobs.py".to_string(), 10, None)],
+        "a decorator, around its line"
+    );
+    assert_eq!(
+        index.names_used("src/routes.js", 10, 10),
+        Vec::<String>::new()
+    );
+    let lazy = self::index(&files);
+    assert_eq!(
+        lazy.callers_near("normalise", "src/handlers.js", 3).len(),
+        1
+    );
+    assert_eq!(lazy.callers_near("submit", "src/handlers.js", 3).len(), 1);
+}
+
 /// A Python attribute read without a call may be a `@property`: it is read, and its
 /// definition found; an attribute that is called is used, not only read.
 #[test]
