@@ -380,12 +380,26 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         let key = text[end..].starts_with(':') && !text[end..].starts_with("::");
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }
+    if style == Style::Go {
+        // Go's tags count every type named (`x Foo`, `*Foo`, `[]Foo`, `Foo{…}`,
+        // `pkg.Foo`, a result's `) Logger {`) as a use, the users a changed or removed
+        // struct has: any word may be one.
+        return true;
+    }
     if style == Style::Php {
         return php_may_refer(text, line_start, start, end);
     }
-    if matches!(style, Style::Declarations | Style::KeywordsAndConstants)
-        && passed(text, style, line_start, start, end)
-    {
+    // `impl<T: Send> Unpin for Pin<T>`, `impl<'a> Parser<'a>`: a trait or a type implemented
+    // after generics, where no keyword stands before it.
+    if style == Style::Keywords {
+        let line = text[line_start..start].trim_start();
+        if (line.starts_with("impl") || line.starts_with("unsafe impl"))
+            && !matches!(&text[start..end], "for" | "where" | "dyn")
+        {
+            return true;
+        }
+    }
+    if style != Style::Keywords && passed(text, style, line_start, start, end) {
         return true;
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
@@ -406,18 +420,22 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
 
 /// Whether the word at `start..end` stands alone as an argument (`map(parse)`, `f(a,
 /// handler)`, over lines too), as a JSX attribute's value (`{submit}`), as a Python
-/// keyword argument's (`target=worker`) or as a decorator (`@login_required`): where a
-/// function is passed rather than called (the tags' `@reference.passed`). A superset of
-/// what those tags count: they leave the file's variables out.
+/// keyword argument's (`target=worker`), as a decorator (`@login_required`) or as the
+/// method of a Java method reference (`this::handle`): where a function is passed rather
+/// than called (see `parley_grammars::passed`). A superset of what those tags count:
+/// they leave the functions' variables out.
 fn passed(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
     let python = style == Style::KeywordsAndConstants;
+    let declarations = style == Style::Declarations;
     let before = text[..start].trim_end();
     let after = text[end..].trim_start();
     let opens = before.ends_with(['(', ','])
         || (python && before.ends_with('='))
-        || (!python && before.ends_with('{'));
-    let closes = after.starts_with([')', ',']) || (!python && after.starts_with('}'));
-    (opens && closes) || (python && text[line_start..start].trim() == "@")
+        || (declarations && before.ends_with('{'));
+    let closes = after.starts_with([')', ',']) || (declarations && after.starts_with('}'));
+    (opens && closes)
+        || (python && text[line_start..start].trim() == "@")
+        || (declarations && text[..start].ends_with("::"))
 }
 
 /// [`may_refer`] in PHP: a call (`helper(`, `$a->m(`, `User::find(`), a property read
@@ -692,6 +710,16 @@ mod tests {
         let mut found = identifiers(text, Style::Keywords).1;
         found.sort_unstable();
         assert_eq!(found, ["Display", "Point", "helper", "other", "write"]);
+        // A trait or a type implemented after generics.
+        let generic = identifiers(
+            "impl<T: Send> Unpin for Pin<T> {}\nunsafe impl<'a> Parser<'a> {}\n",
+            Style::Keywords,
+        )
+        .1;
+        assert!(
+            generic.contains(&"Unpin") && generic.contains(&"Parser"),
+            "{generic:?}"
+        );
         let path_call = identifiers(
             "fn f() { Point::new(1); S::<u8>::make(); }",
             Style::Keywords,
@@ -728,10 +756,34 @@ mod tests {
                 "xs"
             ]
         );
-        assert!(
-            identifiers("fn f() { g(parse) }", Style::Keywords).1 == ["g"],
-            "not in Rust, whose tags count no function passed"
+        let mut rust = identifiers("fn f() { xs.map(parse); g(a + b) }", Style::Keywords).1;
+        rust.sort_unstable();
+        assert_eq!(rust, ["g", "map"], "Rust's tags count no function passed");
+        // Go: any word (a type named anywhere is a use).
+        let mut go = identifiers(
+            "var b jsonBinding\nfunc Wrap(c *Context) Logger {\n\thttp.HandleFunc(\"/\", handler)\n}\n",
+            Style::Go,
+        )
+        .1;
+        go.sort_unstable();
+        assert_eq!(
+            go,
+            [
+                "Context",
+                "HandleFunc",
+                "Logger",
+                "Wrap",
+                "b",
+                "c",
+                "func",
+                "handler",
+                "http",
+                "jsonBinding",
+                "var"
+            ]
         );
+        let java = identifiers("list.forEach(this::handle);", Style::Declarations).1;
+        assert!(java.contains(&"handle"), "{java:?}");
     }
 
     /// Ruby calls a method without parentheses: every word not being defined may be

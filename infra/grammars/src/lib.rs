@@ -9,6 +9,9 @@
 //! parley-grammars --bench load`). build.rs says how the tables are taken out of the
 //! grammars' C sources; the parsers themselves are the grammar crates' own, unchanged.
 
+mod passed;
+
+pub use passed::*;
 use std::ffi::{c_uint, c_ulong};
 use std::io::Read;
 use std::sync::OnceLock;
@@ -40,31 +43,6 @@ pub const JAVASCRIPT_TAGS_QUERY: &str = tree_sitter_javascript::TAGS_QUERY;
 /// definition a changed line relies on as much as on a method it calls.
 pub const JAVASCRIPT_READS_QUERY: &str = r#"
 (member_expression property: (property_identifier) @name) @reference.member
-"#;
-
-/// A function passed as a value rather than called (`app.get('/users', listUsers)`,
-/// `items.map(normalise)`, `setTimeout(flush, 50)`): a use as surely as a call, and where
-/// a rename most often misses one. An identifier passed is as often a variable, so the
-/// file's own variables and parameters are captured too (`@local.variable`) and the index
-/// counts a name passed only where the file holds no variable of that name (or defines
-/// it as a function: `const save = () => …`). Written for TypeScript's grammars, which
-/// read JavaScript too.
-pub const JAVASCRIPT_PASSED_QUERY: &str = r#"
-(arguments (identifier) @name @reference.passed)
-(variable_declarator name: (identifier) @local.variable)
-(required_parameter pattern: (identifier) @local.variable)
-(optional_parameter pattern: (identifier) @local.variable)
-(arrow_function parameter: (identifier) @local.variable)
-(catch_clause parameter: (identifier) @local.variable)
-(for_in_statement left: (identifier) @local.variable)
-(object_pattern (shorthand_property_identifier_pattern) @local.variable)
-(array_pattern (identifier) @local.variable)
-"#;
-
-/// A handler given to a JSX element (`<button onClick={submit}>`), for the grammar that
-/// reads JSX (JavaScript's and TSX's files).
-pub const JSX_PASSED_QUERY: &str = r#"
-(jsx_expression (identifier) @name @reference.passed)
 "#;
 
 /// JavaScript's whole tags query, its reads and the functions it passes included: under
@@ -135,24 +113,6 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 pub const PYTHON_READS_QUERY: &str = r#"
 (attribute attribute: (identifier) @name) @reference.member
 (assignment left: (identifier) @name (lambda)) @definition.function
-"#;
-
-/// Python's functions passed as values (`Thread(target=worker)`, `map(parse, lines)`,
-/// `path("users/", views.index)` through its attribute already) and its decorators
-/// (`@login_required`, a call of the function it names), with the file's variables and
-/// parameters, as [`JAVASCRIPT_PASSED_QUERY`] has them.
-pub const PYTHON_PASSED_QUERY: &str = r#"
-(argument_list (identifier) @name @reference.passed)
-(keyword_argument value: (identifier) @name @reference.passed)
-(decorator (identifier) @name) @reference.call
-(parameters (identifier) @local.variable)
-(default_parameter name: (identifier) @local.variable)
-(typed_parameter (identifier) @local.variable)
-(typed_default_parameter name: (identifier) @local.variable)
-(lambda_parameters (identifier) @local.variable)
-(assignment left: (identifier) @local.variable)
-(pattern_list (identifier) @local.variable)
-(for_statement left: (identifier) @local.variable)
 "#;
 
 /// C#'s tags. The grammar crate's query leaves out structs, records, enums, constructors
@@ -356,12 +316,17 @@ impl Grammar {
                 javascript_tags_query(),
                 tree_sitter_typescript::TAGS_QUERY
             ),
-            Grammar::Go => format!("{}\n{GO_DECLARATIONS_QUERY}", tree_sitter_go::TAGS_QUERY),
-            Grammar::Java => tree_sitter_java::TAGS_QUERY.to_string(),
+            Grammar::Go => format!(
+                "{}\n{GO_DECLARATIONS_QUERY}\n{GO_PASSED_QUERY}",
+                tree_sitter_go::TAGS_QUERY
+            ),
+            Grammar::Java => format!("{}\n{JAVA_PASSED_QUERY}", tree_sitter_java::TAGS_QUERY),
             Grammar::Ruby => RUBY_TAGS_QUERY.to_string(),
-            Grammar::CSharp => CSHARP_TAGS_QUERY.to_string(),
-            Grammar::C => C_TAGS_QUERY.to_string(),
-            Grammar::Cpp => format!("{C_TAGS_QUERY}\n{CPP_TAGS_QUERY}"),
+            Grammar::CSharp => format!("{CSHARP_TAGS_QUERY}\n{CSHARP_PASSED_QUERY}"),
+            Grammar::C => format!("{C_TAGS_QUERY}\n{C_PASSED_QUERY}"),
+            Grammar::Cpp => {
+                format!("{C_TAGS_QUERY}\n{CPP_TAGS_QUERY}\n{C_PASSED_QUERY}\n{CPP_PASSED_QUERY}")
+            }
             Grammar::Php => PHP_TAGS_QUERY.to_string(),
         }
     }

@@ -7,7 +7,7 @@
 use super::languages::Tags;
 use super::locals::{self, Locals};
 use super::{Role, Tag, embedded, template};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Parser, QueryCursor};
 
@@ -58,7 +58,8 @@ pub(super) fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag>
     let mut locals = Locals::default();
     let mut bare = Vec::new();
     // Identifiers passed as values, counted once the file's variables are known.
-    let mut variables: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+    // Each name to the functions (their bytes) that bind it.
+    let mut variables: HashMap<&str, Vec<std::ops::Range<usize>>> = HashMap::new();
     let mut passed = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(&tags.query, tree.root_node(), text.as_bytes());
@@ -74,7 +75,7 @@ pub(super) fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag>
                     capture.node.utf8_text(text.as_bytes()),
                     function_around(capture.node),
                 ) {
-                    variables.push((variable, scope));
+                    variables.entry(variable).or_default().push(scope);
                 }
             } else if capture_name == "local.definition" {
                 if let Ok(local) = capture.node.utf8_text(text.as_bytes()) {
@@ -111,8 +112,8 @@ pub(super) fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag>
     for (name, node) in passed {
         let at = node.start_byte();
         let variable = variables
-            .iter()
-            .any(|(variable, scope)| *variable == name && scope.contains(&at));
+            .get(name)
+            .is_some_and(|scopes| scopes.iter().any(|scope| scope.contains(&at)));
         if !variable || functions.contains(name) {
             push_tag(&mut out, &mut seen, name, "reference.passed", node);
         }
@@ -122,14 +123,26 @@ pub(super) fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag>
 
 /// Function nodes of the grammars whose tags capture variables (`@local.variable`).
 const FUNCTIONS: &[&str] = &[
+    // JavaScript, TypeScript; Go's `function_declaration` too.
     "function_declaration",
     "generator_function_declaration",
     "function_expression",
     "generator_function",
     "arrow_function",
     "method_definition",
+    // Python's, C's and C++'s `function_definition`; Python's `lambda`.
     "function_definition",
     "lambda",
+    // Rust.
+    "function_item",
+    "closure_expression",
+    // Go; C#'s `method_declaration` too.
+    "method_declaration",
+    "func_literal",
+    // C++ and C#.
+    "lambda_expression",
+    "constructor_declaration",
+    "local_function_statement",
 ];
 
 /// The bytes of the innermost function around `node` (a variable's or a parameter's:

@@ -586,6 +586,60 @@ fn functions_passed_as_values_are_used_where_they_are_passed() {
     assert_eq!(lazy.callers_near("submit", "src/handlers.js", 3).len(), 1);
 }
 
+/// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
+/// method groups; a parameter passed is no use of a function.
+#[test]
+fn functions_passed_in_other_languages() {
+    let files = [
+        (
+            "src/lib.rs",
+            "fn parse(s: &str) -> u8 { 0 }\nfn run(xs: Vec<&str>, worker: u8) {\n    xs.iter().map(parse);\n    spawn(worker);\n}\n",
+        ),
+        (
+            "main.go",
+            "package main\nfunc handler(w int) {}\nfunc serve(next int) {\n    http.HandleFunc(\"/\", handler)\n    wrap(next)\n}\n",
+        ),
+        (
+            "src/sort.c",
+            "static int compare(const void *a, const void *b) { return 0; }\nvoid sort_all(int *v, int n, int cmp) {\n    qsort(v, n, sizeof *v, compare);\n    use(cmp);\n}\n",
+        ),
+        (
+            "src/order.cc",
+            "bool less(int a, int b) { return a < b; }\nvoid order(std::vector<int>& v, int& by) {\n  std::sort(v.begin(), v.end(), less);\n  use(by);\n}\n",
+        ),
+        (
+            "src/A.java",
+            "class A {\n  void handle(int x) {}\n  void run(java.util.List<Integer> xs) {\n    xs.forEach(this::handle);\n  }\n}\n",
+        ),
+        (
+            "src/B.cs",
+            "class B {\n  void Handle(int x) {}\n  void Run(List<int> xs, int other) {\n    xs.ForEach(Handle);\n    Use(other);\n  }\n}\n",
+        ),
+    ];
+    let index = index(&files);
+    let mut wrong = Vec::new();
+    for (name, caller) in [
+        ("parse", None),
+        ("handler", Some("serve")),
+        ("next", None),
+        ("compare", Some("sort_all")),
+        ("cmp", None),
+        ("less", Some("order")),
+        ("by", None),
+        ("handle", Some("run")),
+        ("Handle", Some("Run")),
+        ("other", None),
+    ] {
+        let callers = index.callers(name);
+        let names: Vec<_> = callers.iter().map(|c| c.name.as_deref()).collect();
+        let expected: Vec<_> = caller.into_iter().map(Some).collect();
+        if names != expected {
+            wrong.push(format!("{name}: {callers:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 /// A Python attribute read without a call may be a `@property`: it is read, and its
 /// definition found; an attribute that is called is used, not only read.
 #[test]
