@@ -126,8 +126,14 @@ fn main() {
                 let (lazy, everything) = (index.callers(&name), index.callers_parsed(&name));
                 if lazy.len() != everything.len() {
                     callers_missed += 1;
+                    let missing: Vec<String> = everything
+                        .iter()
+                        .filter(|span| !lazy.contains(span))
+                        .take(3)
+                        .map(|span| format!("{}:{}", span.path, span.start))
+                        .collect();
                     eprintln!(
-                        "callers differ: `{name}`: lazily {}, parsing everything {}",
+                        "callers differ: `{name}`: lazily {}, parsing everything {} (not found lazily: {missing:?})",
                         lazy.len(),
                         everything.len()
                     );

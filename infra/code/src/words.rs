@@ -245,9 +245,22 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
                 .next()
                 .unwrap_or("");
             let symbol = before.ends_with(':') && !before.ends_with("::");
-            (RUBY_KEYWORDS.contains(&first) && (before.ends_with('.') || before.ends_with("::")))
-                // `attr_reader :a, :b`, and a line of symbols that goes on its list.
-                || (symbol && (RUBY_DEFINING_CALLS.contains(&first) || head.starts_with(':')))
+            // `def self.find`, `class Admin::User`: the name right after the receiver or
+            // scope, not a later call on the line (`def delete_header(k); h.delete k`).
+            let receiver = head[first.len()..].trim_start();
+            let named = receiver
+                .trim_end_matches(['.', ':'])
+                .bytes()
+                .all(|b| is_word_byte(b) || b == b':');
+            (RUBY_KEYWORDS.contains(&first)
+                && named
+                && (before.ends_with('.') || before.ends_with("::")))
+                // `attr_reader :a, :b`, a line of symbols that goes on its list, and
+                // `alias :merge! :update`.
+                || (symbol
+                    && (RUBY_DEFINING_CALLS.contains(&first)
+                        || first == "alias"
+                        || head.starts_with(':')))
         }
         // A module constant (`NAME = …`), and a name given a lambda at any depth
         // (`order_total = lambda o: …`, `key: Callable = lambda r: …`).
@@ -504,7 +517,7 @@ mod tests {
     #[test]
     fn definition_shapes_in_each_language() {
         use Style::*;
-        let cases: [(Style, &str, &str); 54] = [
+        let cases: [(Style, &str, &str); 57] = [
             (Keywords, "pub(crate) async fn helper(x: i32) {}", "helper"),
             (
                 Keywords,
@@ -558,6 +571,9 @@ mod tests {
             (Ruby, "class Admin::User < Base\nend", "User"),
             (Ruby, "module Billing\nend", "Billing"),
             (Ruby, "  alias each_item each", "each_item"),
+            (Ruby, "  alias :merge! :update", "merge"),
+            (Ruby, "  def self.find(id)", "find"),
+            (Ruby, "class Admin::Users::Export", "Export"),
             (Ruby, "  attr_reader :total", "total"),
             (
                 Ruby,
@@ -803,6 +819,11 @@ mod tests {
         for name in ["total", "json", "cart", "on", "save", "via", "out"] {
             assert!(!referring.contains(&name), "{name}: {referring:?}");
         }
+        // A call later on a `def` line is a call, not the name defined.
+        let line = "  def delete_header(key); headers.delete key; end\n  def self.set(stop: string.length)\n";
+        let (defining, referring) = identifiers(line, Style::Ruby);
+        assert!(referring.contains(&"delete") && referring.contains(&"length"));
+        assert!(!defining.contains(&"delete") && defining.contains(&"set"));
     }
 
     /// PHP: calls of functions, methods and static methods, property reads and the
