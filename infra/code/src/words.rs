@@ -415,6 +415,14 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
     if style != Style::Keywords && passed(text, style, line_start, start, end) {
         return true;
     }
+    // TypeScript's tags count a type annotated (`order: Order`, `): Promise`) as a use:
+    // the users of a changed interface.
+    if style == Style::Declarations {
+        let before = text[..start].trim_end();
+        if before.ends_with(':') && !before.ends_with("::") {
+            return true;
+        }
+    }
     let after = text[end..].trim_start_matches([' ', '\t']);
     // A C# or C++ generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
     // member read without a call, `order.Total`, which may be a property or a getter (in
@@ -798,6 +806,9 @@ mod tests {
                 "var"
             ]
         );
+        let mut typed = identifiers("function f(order: Order): Receipt {}", Style::Declarations).1;
+        typed.sort_unstable();
+        assert_eq!(typed, ["Order", "Receipt"], "types annotated");
         let java = identifiers("list.forEach(this::handle);", Style::Declarations).1;
         assert!(java.contains(&"handle"), "{java:?}");
     }
