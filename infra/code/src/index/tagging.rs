@@ -57,8 +57,8 @@ pub(super) fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag>
     // definition of the file is known (see `locals`).
     let mut locals = Locals::default();
     let mut bare = Vec::new();
-    // Identifiers passed as values, counted once the file's variables are known.
-    // Each name to the functions (their bytes) that bind it.
+    // Identifiers passed as values, counted once the file's variables are known: each
+    // name to the functions (their bytes) that bind it.
     let mut variables: HashMap<&str, Vec<std::ops::Range<usize>>> = HashMap::new();
     let mut passed = Vec::new();
     let mut cursor = QueryCursor::new();
@@ -133,9 +133,6 @@ const FUNCTIONS: &[&str] = &[
     // Python's, C's and C++'s `function_definition`; Python's `lambda`.
     "function_definition",
     "lambda",
-    // Rust.
-    "function_item",
-    "closure_expression",
     // Go; C#'s `method_declaration` too.
     "method_declaration",
     "func_literal",
