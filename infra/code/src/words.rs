@@ -441,8 +441,9 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
 
 /// Whether the word at `start..end` stands alone as an argument (`map(parse)`, `f(a,
 /// handler)`, over lines too), as a JSX attribute's value (`{submit}`), as a Python
-/// keyword argument's (`target=worker`), as a decorator (`@login_required`) or as the
-/// method of a Java method reference (`this::handle`): where a function is passed rather
+/// keyword argument's (`target=worker`), as a decorator (`@login_required`), as the
+/// method of a Java method reference (`this::handle`) or a C# event's handler (`+=
+/// OnClick;`): where a function is passed rather
 /// than called (see `parley_grammars::passed`). A superset of what those tags count:
 /// they leave the functions' variables out.
 fn passed(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
@@ -454,7 +455,10 @@ fn passed(text: &str, style: Style, line_start: usize, start: usize, end: usize)
         || (python && before.ends_with('='))
         || (declarations && before.ends_with('{'));
     let closes = after.starts_with([')', ',']) || (declarations && after.starts_with('}'));
+    // C#: an event's handler, `button.Click += OnClick;`.
+    let assigned = style == Style::CSharp && before.ends_with('=') && after.starts_with(';');
     (opens && closes)
+        || assigned
         || (python && text[line_start..start].trim() == "@")
         || (declarations && text[..start].ends_with("::"))
 }
@@ -809,6 +813,8 @@ mod tests {
         let mut typed = identifiers("function f(order: Order): Receipt {}", Style::Declarations).1;
         typed.sort_unstable();
         assert_eq!(typed, ["Order", "Receipt"], "types annotated");
+        let csharp = identifiers("button.Click += OnClick;", Style::CSharp).1;
+        assert!(csharp.contains(&"OnClick"), "{csharp:?}");
         let java = identifiers("list.forEach(this::handle);", Style::Declarations).1;
         assert!(java.contains(&"handle"), "{java:?}");
     }

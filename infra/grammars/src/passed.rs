@@ -89,9 +89,11 @@ pub const JAVA_PASSED_QUERY: &str = r#"
 (method_reference (identifier) @name .) @reference.call
 "#;
 
-/// C#'s method groups (`list.ForEach(Handle)`).
+/// C#'s method groups (`list.ForEach(Handle)`, an event's handler: `button.Click +=
+/// OnClick`).
 pub const CSHARP_PASSED_QUERY: &str = r#"
 (argument (identifier) @name @reference.passed)
+(assignment_expression left: (member_access_expression) right: (identifier) @name @reference.passed)
 (parameter name: (identifier) @local.variable)
 (variable_declarator name: (identifier) @local.variable)
 "#;

@@ -613,7 +613,7 @@ fn functions_passed_in_other_languages() {
         ),
         (
             "src/B.cs",
-            "class B {\n  void Handle(int x) {}\n  void Run(List<int> xs, int other) {\n    xs.ForEach(Handle);\n    Use(other);\n  }\n}\n",
+            "class B {\n  void Handle(int x) {}\n  void Run(List<int> xs, int other) {\n    xs.ForEach(Handle);\n    Use(other);\n  }\n  void OnClick(object s) {}\n  void Wire(Button button, Action done) {\n    button.Click += OnClick;\n    this.Done = done;\n  }\n}\n",
         ),
     ];
     let index = index(&files);
@@ -629,6 +629,8 @@ fn functions_passed_in_other_languages() {
         ("handle", Some("run")),
         ("Handle", Some("Run")),
         ("other", None),
+        ("OnClick", Some("Wire")),
+        ("done", None),
     ] {
         let callers = index.callers(name);
         let names: Vec<_> = callers.iter().map(|c| c.name.as_deref()).collect();
