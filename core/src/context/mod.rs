@@ -81,7 +81,7 @@ impl Why {
             Why::Defines | Why::DefinesRead | Why::DefinesAlso => {
                 format!("definition of `{name}`, used on a changed line")
             }
-            Why::Calls => format!("calls `{name}`, which the change touches"),
+            Why::Calls => format!("uses `{name}`, which the change touches"),
             Why::StillUses => format!(
                 "still uses `{name}`, which the change removes and the head defines nowhere"
             ),

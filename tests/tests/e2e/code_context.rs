@@ -43,6 +43,7 @@ parley_tests::review_on_both_stores!(
     a_vue_component_change_reads_the_function_it_calls,
     a_component_change_that_removes_what_its_template_uses_is_shown_the_template,
     a_rename_that_misses_a_routes_handler_is_shown_the_route,
+    a_changed_handler_is_shown_where_it_is_registered,
 );
 
 const API: &str = "use crate::store::load_user;\n\npub fn greet(id: &str) -> String {\n    let user = load_user(id);\n    format!(\"hello {}\", user.unwrap().name)\n}\n";
@@ -1545,14 +1546,7 @@ async fn a_rename_that_misses_a_routes_handler_is_shown_the_route(h: ReviewHarne
     let handlers =
         "export async function listAccounts(req, res) {\n  res.json(await db.accounts())\n}\n";
     let patch = "@@ -1,3 +1,3 @@\n-export async function listUsers(req, res) {\n+export async function listAccounts(req, res) {\n   res.json(await db.accounts())\n }";
-    let routes = "const express = require('express')\nconst { listUsers } = require('./handlers')\n\nconst router = express.Router()\nrouter.get('/users', listUsers)\n\nmodule.exports = router\n";
-    h.github
-        .set_files(REPO, PR, &[("src/handlers.js", "modified", patch)]);
-    h.github.set_tarball(
-        REPO,
-        HEAD,
-        tarball(&[("src/handlers.js", handlers), ("src/routes.js", routes)]),
-    );
+    the_pr_changes_a_handler_the_routes_register(&h, handlers, patch);
     a_careful_reviewer_reports_a_dangling_call(&h, STILL, "src/routes.js", 5);
     let summary = review(&h).await;
     let security = h.pass_prompt(SECURITY);
@@ -1562,4 +1556,31 @@ async fn a_rename_that_misses_a_routes_handler_is_shown_the_route(h: ReviewHarne
         "the lines around the registration: {security}"
     );
     assert!(summary.contains(DANGLING), "{summary}");
+}
+
+/// A change to a route's handler: where it is registered (passed, at the module's top
+/// level, no function around it) reaches the passes as a place that uses it.
+async fn a_changed_handler_is_shown_where_it_is_registered(h: ReviewHarness) {
+    let handlers = "export async function listUsers(req, res) {\n  res.json(await db.users(req.query.limit))\n}\n";
+    let patch = "@@ -1,3 +1,3 @@\n export async function listUsers(req, res) {\n-  res.json(await db.users())\n+  res.json(await db.users(req.query.limit))\n }";
+    the_pr_changes_a_handler_the_routes_register(&h, handlers, patch);
+    review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    assert!(
+        security.contains("#### src/routes.js:2-7 (uses `listUsers`, which the change touches)"),
+        "{security}"
+    );
+}
+
+/// The PR changes `src/handlers.js` (`patch`, `handlers` at the head); `src/routes.js`,
+/// which it does not touch, registers `listUsers` at line 5 (at the module's top level).
+fn the_pr_changes_a_handler_the_routes_register(h: &ReviewHarness, handlers: &str, patch: &str) {
+    let routes = "const express = require('express')\nconst { listUsers } = require('./handlers')\n\nconst router = express.Router()\nrouter.get('/users', listUsers)\n\nmodule.exports = router\n";
+    h.github
+        .set_files(REPO, PR, &[("src/handlers.js", "modified", patch)]);
+    h.github.set_tarball(
+        REPO,
+        HEAD,
+        tarball(&[("src/handlers.js", handlers), ("src/routes.js", routes)]),
+    );
 }
