@@ -442,10 +442,10 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
 /// Whether the word at `start..end` stands alone as an argument (`map(parse)`, `f(a,
 /// handler)`, over lines too), as a JSX attribute's value (`{submit}`), as a Python
 /// keyword argument's (`target=worker`), as a decorator (`@login_required`), as the
-/// method of a Java method reference (`this::handle`) or a C# event's handler (`+=
-/// OnClick;`): where a function is passed rather
-/// than called (see `parley_grammars::passed`). A superset of what those tags count:
-/// they leave the functions' variables out.
+/// method of a Java method reference (`this::handle`) or as a C# event's handler (`+=
+/// OnClick;`): where a function is passed rather than called (see
+/// `parley_grammars::passed`). A superset of what those tags count: they leave the
+/// functions' variables out.
 fn passed(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
     let python = style == Style::KeywordsAndConstants;
     let declarations = style == Style::Declarations;

@@ -82,8 +82,8 @@ fn a_changed_prototype_brings_its_callers() {
         ),
     ];
     let callers = [
-        "src/greet.c:2-4 (calls `find_user`",
-        "app/run.cc:1-3 (calls `Get`",
+        "src/greet.c:2-4 (uses `find_user`",
+        "app/run.cc:1-3 (uses `Get`",
     ];
     let (_, used) = context_shows_callers(&files, &edits, &callers);
     assert!(
@@ -125,8 +125,8 @@ fn a_changed_trait_or_interface_method_brings_its_callers() {
         ),
     ];
     let callers = [
-        "src/api.rs:1-3 (calls `load`",
-        "api/show.go:3-6 (calls `Load`",
+        "src/api.rs:1-3 (uses `load`",
+        "api/show.go:3-6 (uses `Load`",
     ];
     let (index, used) = context_shows_callers(&files, &edits, &callers);
     assert!(
