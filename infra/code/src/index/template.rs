@@ -1,6 +1,7 @@
 //! The names a component's template uses: `@click="submit"` and `{{ total(order) }}` in
 //! Vue, `on:click={save}` and `{#if ready(cart)}` in Svelte, `{posts.map(card)}` in Astro,
-//! `onclick="boot()"` in an HTML page. A function its script defines is often used only
+//! `onclick="boot()"` in an HTML page, `(click)="submit()"` and `{{ total() }}` in an
+//! Angular component's template (whose class, in its own `.ts` file, defines them). A function its script defines is often used only
 //! there, so a change that removes or renames it breaks the page where no tags query
 //! looks; and a changed template line calls what its script defines.
 //!
@@ -20,7 +21,8 @@ enum Markup {
     Vue,
     /// `{ … }` anywhere outside the script and style (Svelte, Astro).
     Braces,
-    /// The values of event handler attributes (`onclick`).
+    /// The values of event handler attributes (`onclick`); in an Angular component's
+    /// template, `{{ … }}` and its bindings (`(click)`, `[value]`, `*ngIf`).
     Html,
 }
 
@@ -87,9 +89,7 @@ fn markup_parts(text: &str) -> Vec<Range<usize>> {
 /// The expressions in one stretch of markup.
 fn expressions(text: &str, part: Range<usize>, markup: Markup) -> Vec<Range<usize>> {
     let mut out = Vec::new();
-    if markup != Markup::Html {
-        braces(text, part.clone(), markup == Markup::Vue, &mut out);
-    }
+    braces(text, part.clone(), markup != Markup::Braces, &mut out);
     if markup != Markup::Braces {
         attributes(text, part, markup, &mut out);
     }
@@ -97,7 +97,8 @@ fn expressions(text: &str, part: Range<usize>, markup: Markup) -> Vec<Range<usiz
 }
 
 /// Every outermost `{ … }` of `part`, strings inside skipped for the closing brace; only
-/// `{{ … }}` when `double` (Vue, whose text may hold a brace of its own).
+/// `{{ … }}` when `double` (Vue's and Angular's interpolation, in text that may hold a
+/// brace of its own).
 fn braces(text: &str, part: Range<usize>, double: bool, out: &mut Vec<Range<usize>>) {
     let bytes = text.as_bytes();
     let mut at = part.start;
@@ -179,7 +180,13 @@ fn holds_code(name: &str, markup: Markup) -> bool {
         Markup::Vue => {
             name.starts_with(['@', ':', '#']) || lower.starts_with("v-") && lower != "v-pre"
         }
-        Markup::Html => lower.len() > 2 && lower.starts_with("on"),
+        // An event handler (`onclick`), or an Angular template's bindings: `(click)`,
+        // `[disabled]`, `[(ngModel)]`, `*ngIf`, `bind-value`.
+        Markup::Html => {
+            (lower.len() > 2 && lower.starts_with("on"))
+                || name.starts_with(['(', '[', '*'])
+                || lower.starts_with("bind-")
+        }
         Markup::Braces => false,
     }
 }
@@ -301,16 +308,33 @@ mod tests {
             .collect()
     }
 
+    /// Vue's directives and interpolations, and Angular's bindings and interpolations:
+    /// the names in each, in the file's order; not a plain attribute's value.
     #[test]
-    fn a_vue_templates_directives_and_interpolations() {
+    fn directives_bindings_and_interpolations() {
         let vue = "<template>\n  <form @submit.prevent=\"submit(order)\" :class=\"{ busy: isBusy }\">\n    <li v-for=\"line in lines\" :key=\"line.id\">{{ money(line.total) }}</li>\n    <p title=\"save()\">{{ 'total(' }} {{ store.refresh() }}</p>\n  </form>\n</template>\n<script setup>\nconst hidden = () => decoy()\n</script>\n<style>\n.busy { color: red }\n</style>\n";
-        assert_eq!(
-            words("src/Order.vue", vue),
-            [
-                "submit", "order", "isBusy", "line", "lines", "line", "money", "line", "store",
-                "refresh"
-            ]
-        );
+        let angular = "<form (ngSubmit)=\"submit(order)\" [class.busy]=\"isBusy\">\n  <li *ngFor=\"let line of lines\">{{ money(line.total) | currency }}</li>\n  <input [(ngModel)]=\"order.email\" bind-title=\"hint\" title=\"plain()\" />\n</form>\n";
+        let cases: [(&str, &str, &[&str]); 2] = [
+            (
+                "src/Order.vue",
+                vue,
+                &[
+                    "submit", "order", "isBusy", "line", "lines", "line", "money", "line", "store",
+                    "refresh",
+                ],
+            ),
+            (
+                "src/app/order.component.html",
+                angular,
+                &[
+                    "submit", "order", "isBusy", "line", "lines", "money", "line", "currency",
+                    "order", "hint",
+                ],
+            ),
+        ];
+        for (path, text, expected) in cases {
+            assert_eq!(words(path, text), expected, "{path}");
+        }
         let offsets = uses("src/Order.vue", vue);
         let (at, _) = offsets.iter().find(|(_, w)| *w == "submit").expect("a use");
         assert_eq!(vue[..*at].matches('\n').count(), 1, "submit is on line 2");
@@ -337,7 +361,8 @@ mod tests {
         let html = "<!-- <button onclick=\"old()\"> -->\n<body onload='boot(config)'>\n<p>{ not code } {{ nor this }}</p>\n<a href=\"javascript:void(0)\" onclick=\"track('x'); go()\">go</a>\n<script type=\"application/ld+json\">{\"a\": b}</script>\n</body>\n";
         assert_eq!(
             words("public/index.html", html),
-            ["boot", "config", "track", "go"]
+            ["boot", "config", "nor", "track", "go"],
+            "an interpolation, as Angular's, is read; a single brace is text"
         );
     }
 

@@ -503,6 +503,19 @@ fn component_templates_use_what_their_scripts_define() {
         1,
         "the one file whose words hold the name"
     );
+    // Angular: the class in its `.ts` file, the template in its `.html`.
+    let class = "export class OrderComponent {\n  submit(): void {\n    this.api.save(this.order)\n  }\n}\n";
+    let template = "<h1>Order</h1>\n<form (ngSubmit)=\"submit()\">\n</form>\n";
+    let angular = self::index(&[
+        ("src/app/order.component.ts", class),
+        ("src/app/order.component.html", template),
+    ]);
+    let near = angular.callers_near("submit", "src/app/order.component.ts", 3);
+    assert_eq!(near.len(), 1, "{near:?}");
+    assert_eq!(
+        (near[0].path.as_str(), near[0].start, near[0].end),
+        ("src/app/order.component.html", 1, 3)
+    );
 }
 
 /// A use no definition encloses (a module's top level, an anonymous callback) is a
