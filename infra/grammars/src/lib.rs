@@ -45,10 +45,15 @@ pub const JAVASCRIPT_READS_QUERY: &str = r#"
 (member_expression property: (property_identifier) @name) @reference.member
 "#;
 
-/// JavaScript's whole tags query, its reads and the functions it passes included: under
-/// TypeScript's and TSX's, and with JSX's handlers for JavaScript itself
-/// ([`JSX_PASSED_QUERY`]).
+/// JavaScript's whole tags query, for its own files, which are read with the TSX grammar:
+/// [`javascript_shared_query`] and JSX's handlers ([`JSX_PASSED_QUERY`]).
 pub fn javascript_tags_query() -> String {
+    format!("{}\n{JSX_PASSED_QUERY}", javascript_shared_query())
+}
+
+/// JavaScript's tags, its reads and the functions it passes: what TypeScript's and TSX's
+/// queries add theirs to (TypeScript's grammar reads no JSX).
+fn javascript_shared_query() -> String {
     format!("{JAVASCRIPT_TAGS_QUERY}\n{JAVASCRIPT_READS_QUERY}\n{JAVASCRIPT_PASSED_QUERY}")
 }
 
@@ -308,11 +313,11 @@ impl Grammar {
             ),
             Grammar::TypeScript => format!(
                 "{}\n{}",
-                javascript_tags_query(),
+                javascript_shared_query(),
                 tree_sitter_typescript::TAGS_QUERY
             ),
             Grammar::Tsx => format!(
-                "{}\n{}\n{JSX_PASSED_QUERY}",
+                "{}\n{}",
                 javascript_tags_query(),
                 tree_sitter_typescript::TAGS_QUERY
             ),

@@ -202,11 +202,6 @@ fn every_tags_query_compiles_against_its_grammar() {
         }
     }
     let tsx = Grammar::Tsx.language().expect("the tables unpack");
-    let javascript = format!(
-        "{}\n{}",
-        parley_grammars::javascript_tags_query(),
-        parley_grammars::JSX_PASSED_QUERY
-    );
-    tree_sitter::Query::new(&tsx, &javascript)
+    tree_sitter::Query::new(&tsx, &parley_grammars::javascript_tags_query())
         .expect("JavaScript's query, read with the TSX grammar");
 }

@@ -2,7 +2,7 @@
 //! first time a file of that language is parsed.
 
 use crate::words::Style;
-use parley_grammars::{Grammar, JSX_PASSED_QUERY, javascript_tags_query};
+use parley_grammars::{Grammar, javascript_tags_query};
 use std::sync::OnceLock;
 use tree_sitter::{Language, Query};
 
@@ -92,10 +92,7 @@ fn tags(lang: Lang) -> Option<Tags> {
         // grammar's parse tables fewer in every worker. TypeScript keeps its own: read as
         // TSX, a generic arrow function (`<T>(x: T) => x`) opens a JSX element and hides
         // every definition after it.
-        Lang::JavaScript => (
-            Grammar::Tsx,
-            format!("{}\n{JSX_PASSED_QUERY}", javascript_tags_query()),
-        ),
+        Lang::JavaScript => (Grammar::Tsx, javascript_tags_query()),
         Lang::TypeScript => (Grammar::TypeScript, Grammar::TypeScript.tags_query()),
         Lang::Tsx => (Grammar::Tsx, Grammar::Tsx.tags_query()),
         Lang::Go => (Grammar::Go, Grammar::Go.tags_query()),
