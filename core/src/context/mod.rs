@@ -51,8 +51,9 @@ enum Why {
     StillUses,
     /// The nearest definition of a name a changed line uses.
     Defines,
-    /// The nearest definition of a name a changed line only reads (a property): after
-    /// those of the names it calls, so many members read do not crowd out a call.
+    /// The nearest definition of a name a changed line only reads (a property) or
+    /// passes (a callback): after those of the names it calls, so many members read do
+    /// not crowd out a call.
     DefinesRead,
     /// Its other definitions (overloads, the same name in another module): after the
     /// nearest of every name, so that in a large PR one name's overloads do not take the

@@ -61,9 +61,10 @@ pub trait Codebase: Send + Sync {
     fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String>;
     /// The names only read on lines `start..=end` of `path`, not among
     /// [`Codebase::names_used`] there: a member read without a call (`order.Total`, a
-    /// property where the language has them). Their definitions are shown after those of
-    /// the names used, so a change that reads many members does not crowd out what it
-    /// calls. None, for an index that does not tell reads apart.
+    /// property where the language has them), and a function passed without a call
+    /// (`rows.map(toInvoice)`). Their definitions are shown after those of the names
+    /// used, so a change that reads many members does not crowd out what it calls. None,
+    /// for an index that does not tell reads apart.
     fn names_read(&self, _path: &str, _start: u32, _end: u32) -> Vec<String> {
         Vec::new()
     }

@@ -36,6 +36,7 @@ parley_tests::review_on_both_stores!(
     a_csharp_change_reads_the_method_it_calls,
     a_csharp_change_reads_the_property_it_reads,
     a_python_change_reads_the_property_it_reads,
+    a_change_reads_the_function_it_passes,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1426,6 +1427,22 @@ async fn a_python_change_reads_the_property_it_reads(h: ReviewHarness) {
         ("shop/mailer.py", text, patch),
         ("shop/order.py", model),
         "def owner(self):",
+    )
+    .await;
+}
+
+/// A function a changed line passes rather than calls (`rows.map(toInvoice)`), defined
+/// in a module the PR does not touch: its definition (which throws on a row without a
+/// customer) reaches the passes as a called one's would.
+async fn a_change_reads_the_function_it_passes(h: ReviewHarness) {
+    let text = "import { toInvoice } from '../billing/invoice.js'\n\nexport const invoices = (rows) => rows.map(toInvoice)\n";
+    let patch = "@@ -0,0 +1,3 @@\n+import { toInvoice } from '../billing/invoice.js'\n+\n+export const invoices = (rows) => rows.map(toInvoice)";
+    let invoice = "// Throws on a row without a customer.\nexport function toInvoice(row) {\n  return { to: row.customer.email, total: row.total }\n}\n";
+    a_change_reads_the_method_it_calls(
+        &h,
+        ("src/reports/invoices.js", text, patch),
+        ("src/billing/invoice.js", invoice),
+        "export function toInvoice(row) {",
     )
     .await;
 }

@@ -70,9 +70,9 @@ enum Role {
     Use,
     /// A member read without a call (`order.Total`).
     Read,
-    /// A function passed as a value (`items.map(normalise)`): a use for its callers, but
-    /// not a name a changed line is shown the definition of (most identifiers passed are
-    /// variables, and looking each up would parse files for nothing).
+    /// A function passed as a value (`items.map(normalise)`): a use for its callers, and
+    /// a name a changed line is shown the definition of only where few files may define
+    /// it (see `CodeIndex::names_read`).
     Passed,
 }
 
@@ -104,6 +104,10 @@ fn holding<'a>(postings: &'a Postings, name: &str) -> &'a [u32] {
 
 /// The most files parsed to find the nearest callers of one name.
 const MAX_FILES_FOR_CALLERS: usize = 256;
+
+/// The most files that may define a name passed as a value for its definition to be
+/// looked up (see `CodeIndex::names_read`).
+const MAX_FILES_DEFINING_PASSED: usize = 4;
 
 /// Lines shown either side of a use outside any definition (see `CodeIndex::around`):
 /// the statement around it, as a diff's context shows a change.
@@ -353,6 +357,19 @@ impl CodeIndex {
             .collect()
     }
 
+    /// The names of the functions passed as values on lines `start..=end` of `path`.
+    fn passed_on<'a>(
+        &'a self,
+        path: &str,
+        start: u32,
+        end: u32,
+    ) -> impl Iterator<Item = String> + 'a {
+        self.tags_of_path(path)
+            .iter()
+            .filter(move |t| t.role == Role::Passed && start <= t.start && t.start <= end)
+            .map(|t| t.name.to_string())
+    }
+
     /// The innermost definition around `line` among `tags` of `path`.
     fn enclosing_in(path: &str, tags: &[Tag], line: u32) -> Option<Span> {
         tags.iter()
@@ -502,9 +519,18 @@ impl Codebase for CodeIndex {
             .collect()
     }
 
+    /// Member reads, and the functions passed on those lines (`items.map(normalise)`)
+    /// that the word index says at most [`MAX_FILES_DEFINING_PASSED`] files may define:
+    /// a function's name is defined in a file or two, a variable's (`data`, `config`)
+    /// stands where a definition could in many, and looking each up would parse them
+    /// for nothing.
     fn names_read(&self, path: &str, start: u32, end: u32) -> Vec<String> {
         let used = self.references(path, start, end, false);
-        let read = self.references(path, start, end, true);
+        let mut read = self.references(path, start, end, true);
+        read.extend(
+            self.passed_on(path, start, end)
+                .filter(|name| holding(&self.defining, name).len() <= MAX_FILES_DEFINING_PASSED),
+        );
         read.difference(&used).cloned().collect()
     }
 

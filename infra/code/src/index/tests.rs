@@ -317,7 +317,11 @@ fn csharp_properties_are_definitions_and_member_reads_use_them() {
         ),
     ];
     let index = self::index(&events);
-    assert_eq!(index.names_read("src/Shop.cs", 3, 4), ["Emptied", "Placed"]);
+    // The events read, and the handlers passed to them.
+    assert_eq!(
+        index.names_read("src/Shop.cs", 3, 4),
+        ["Emptied", "OnEmptied", "OnPlaced", "Placed"]
+    );
     for name in ["Placed", "Emptied"] {
         let all = index.definitions(name);
         assert_eq!(all.len(), 1, "{name}: {all:?}");
@@ -597,6 +601,39 @@ fn functions_passed_as_values_are_used_where_they_are_passed() {
         1
     );
     assert_eq!(lazy.callers_near("submit", "src/handlers.js", 3).len(), 1);
+}
+
+/// A function a changed line passes (a callback, a thread's target) is looked up as one
+/// it reads, its definition found lazily; a parameter passed is not, nor a name that
+/// stands where a definition could in more files than a function's name would (a
+/// module's `config`, assigned in each).
+#[test]
+fn functions_passed_on_a_line_are_looked_up() {
+    let handlers = "export function normalise(x) { return x }\n";
+    let routes = "import { normalise } from './handlers'\nexport function clean(rows, fix) {\n  return rows.map(normalise).map(fix)\n}\n";
+    let jobs = "config = load()\n\ndef flush():\n    pass\n\ndef run():\n    Thread(target=flush).start()\n    configure(config)\n";
+    let mut files = vec![
+        ("src/handlers.js", handlers.to_string()),
+        ("src/routes.js", routes.to_string()),
+        ("app/jobs.py", jobs.to_string()),
+    ];
+    for n in 0..4 {
+        files.push((
+            ["app/a.py", "app/b.py", "app/c.py", "app/d.py"][n],
+            "config = {}\n".into(),
+        ));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let index = index(&files);
+    assert_eq!(index.names_read("src/routes.js", 3, 3), ["normalise"]);
+    assert_eq!(index.names_read("app/jobs.py", 7, 8), ["flush"]);
+    let lazy = self::index(&files);
+    let near = lazy.definitions_near("normalise", "src/routes.js", 3);
+    assert_eq!(near, index.definitions("normalise"));
+    assert_eq!(
+        (near[0].path.as_str(), near[0].start),
+        ("src/handlers.js", 1)
+    );
 }
 
 /// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
