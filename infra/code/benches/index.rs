@@ -112,7 +112,7 @@ fn main() {
         let all = started.elapsed();
         // The lazy answers against parsing everything: for each name used (or read) on
         // the changed lines, the nearest three definitions the context asks for.
-        let (mut names, mut missed) = (0, 0);
+        let (mut names, mut missed, mut imported) = (0, 0, 0);
         let (mut called, mut callers_missed) = (0, 0);
         for file in &files {
             // The callers of each name a changed line uses, from the files the word
@@ -142,8 +142,24 @@ fn main() {
             let named = index.names_used(&file.path, 10, 19).into_iter();
             for name in named.chain(index.names_read(&file.path, 10, 19)) {
                 let mut everything = index.definitions_parsed(&name);
-                everything.sort_by_key(|span| nearness(&span.path, &file.path));
+                // What the file imports the name from, where it says: how often that
+                // chooses another nearest definition than the directories would.
+                let nearest = everything
+                    .iter()
+                    .min_by_key(|span| nearness(&span.path, &file.path))
+                    .cloned();
+                everything.sort_by_key(|span| index.definition_rank(&name, &file.path, &span.path));
                 everything.truncate(3);
+                if nearest.as_ref() != everything.first() {
+                    imported += 1;
+                    let at = |span: Option<&Span>| span.map(|s| format!("{}:{}", s.path, s.start));
+                    eprintln!(
+                        "imported: `{name}` in {}: {:?}, not {:?}",
+                        file.path,
+                        at(everything.first()),
+                        at(nearest.as_ref())
+                    );
+                }
                 names += 1;
                 let near = index.definitions_near(&name, &file.path, 3);
                 if near != everything {
@@ -156,7 +172,7 @@ fn main() {
             }
         }
         println!(
-            "index: {files_count} {extension} files ({:.1} MB) read in {:.2} s, a {:.1} MB tarball of them extracted in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names, callers of {callers_missed} of {called}",
+            "index: {files_count} {extension} files ({:.1} MB) read in {:.2} s, a {:.1} MB tarball of them extracted in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names, callers of {callers_missed} of {called}; names whose nearest definition is where the file imports it from, not the directories' nearest: {imported}",
             bytes as f64 / 1e6,
             read.as_secs_f64(),
             archive_mb,

@@ -37,6 +37,7 @@ parley_tests::review_on_both_stores!(
     a_csharp_change_reads_the_property_it_reads,
     a_python_change_reads_the_property_it_reads,
     a_change_reads_the_function_it_passes,
+    a_name_defined_in_many_places_is_read_where_it_is_imported_from,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1445,6 +1446,40 @@ async fn a_change_reads_the_function_it_passes(h: ReviewHarness) {
         "export function toInvoice(row) {",
     )
     .await;
+}
+
+/// A name defined in many places (`validate`, in three modules beside the change and
+/// one far away): the definition the changed file imports, not its neighbours', is the
+/// one the passes read first, though the neighbours' come before it by directory.
+async fn a_name_defined_in_many_places_is_read_where_it_is_imported_from(h: ReviewHarness) {
+    let text = "from shop.rules.payment import validate\n\ndef pay(order):\n    return validate(order.card)\n";
+    let patch = "@@ -1,1 +1,4 @@\n from shop.rules.payment import validate\n+\n+def pay(order):\n+    return validate(order.card)";
+    let beside = |what: &str| format!("def validate(x):\n    return {what}(x)\n");
+    let payment = "def validate(card):\n    \"\"\"Raises on an expired card.\"\"\"\n    return card.check()\n";
+    let (a, b, c) = (beside("address"), beside("basket"), beside("coupon"));
+    let files = [
+        ("app/checkout/pay.py", text),
+        ("app/checkout/address.py", a.as_str()),
+        ("app/checkout/basket.py", b.as_str()),
+        ("app/checkout/coupon.py", c.as_str()),
+        ("shop/rules/payment.py", payment),
+    ];
+    h.github
+        .set_files(REPO, PR, &[("app/checkout/pay.py", "modified", patch)]);
+    h.github.set_tarball(REPO, HEAD, tarball(&files));
+    review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    let imported = security
+        .find("#### shop/rules/payment.py:1-3 (definition of `validate`, used on a changed line)")
+        .unwrap_or_else(|| panic!("the imported definition is read:\n{security}"));
+    for beside in ["address", "basket", "coupon"] {
+        if let Some(at) = security.find(&format!("#### app/checkout/{beside}.py")) {
+            assert!(
+                imported < at,
+                "{beside} after the imported one:\n{security}"
+            );
+        }
+    }
 }
 
 /// C: the function a changed line calls is declared in a header and defined in another

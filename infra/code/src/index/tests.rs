@@ -636,6 +636,49 @@ fn functions_passed_on_a_line_are_looked_up() {
     );
 }
 
+/// A name defined in many places is looked up first where the file using it imports it
+/// from, before homonyms in its own directory, lazily as parsing everything would rank
+/// them.
+#[test]
+fn a_name_is_defined_first_where_it_is_imported_from() {
+    let validate = |what: &str| format!("export function validate(x) {{\n  return {what}(x)\n}}\n");
+    let (order, form, user, shared) = (
+        validate("order"),
+        validate("form"),
+        validate("user"),
+        validate("shared"),
+    );
+    let checkout = "import { validate } from '../../lib/shared/rules'\nexport function submit(o) {\n  return validate(o)\n}\n";
+    let files = [
+        ("src/checkout/submit.js", checkout),
+        ("src/checkout/order.js", order.as_str()),
+        ("src/checkout/form.js", form.as_str()),
+        ("src/accounts/user.js", user.as_str()),
+        ("lib/shared/rules.js", shared.as_str()),
+    ];
+    let index = index(&files);
+    let near = index.definitions_near("validate", "src/checkout/submit.js", 3);
+    let paths: Vec<&str> = near.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "lib/shared/rules.js",
+            "src/checkout/form.js",
+            "src/checkout/order.js"
+        ]
+    );
+    let lazy = self::index(&files);
+    assert_eq!(
+        lazy.definitions_near("validate", "src/checkout/submit.js", 1),
+        near[..1]
+    );
+    assert_eq!(
+        lazy.parsed_count(),
+        3,
+        "the two beside the importing file and the module imported, not the one elsewhere"
+    );
+}
+
 /// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
 /// method groups; a parameter passed is no use of a function.
 #[test]

@@ -1,0 +1,473 @@
+//! Where a file says a name comes from: `import { toInvoice } from '../billing/invoice'`,
+//! `from shop.billing import to_invoice`, `use crate::store::load_user;`, Go's
+//! `store.Load(…)` under `import "…/internal/store"`. A name defined in many places
+//! (`parse`, `validate`, `handler`) is then looked up first in the file it is imported
+//! from, not in whichever homonym happens to sit nearest: the definition a reviewer
+//! needs is the one the code calls.
+//!
+//! Read from the importing file's text with a few patterns, not parsed: an import a
+//! pattern misses (one built at run time, a path alias a bundler resolves) leaves the
+//! name to the nearness order, as before. Python's, JavaScript's and TypeScript's (and
+//! the scripts of components), Rust's and Go's imports are read; the other languages
+//! name types whose files are rarely ambiguous.
+
+use super::languages::Lang;
+use regex::Regex;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Where one file's imported names come from: each name to the modules that may hold
+/// it.
+#[derive(Debug, Default)]
+pub(super) struct Imports {
+    from: HashMap<String, Vec<Source>>,
+}
+
+/// A module a name is imported from, as a path without its extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// This file, resolved against the importing one (`./invoice`, `from .billing`).
+    File(String),
+    /// A file whose path ends with this (`shop/billing`, `store`): a package or crate
+    /// root the import does not name.
+    Suffix(String),
+    /// A file directly in a directory this import path ends with (a Go package).
+    Dir(String),
+}
+
+impl Imports {
+    /// The imports of `text`, the file at `path` in `lang`.
+    pub(super) fn read(path: &str, text: &str, lang: Lang) -> Imports {
+        let mut imports = Imports::default();
+        match lang {
+            Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Component => {
+                imports.javascript(path, text);
+                imports.qualified(text, ".");
+            }
+            Lang::Python => {
+                imports.python(path, text);
+                imports.qualified(text, ".");
+            }
+            Lang::Rust => {
+                imports.rust(text);
+                imports.qualified(text, "::");
+            }
+            Lang::Go => imports.go(text),
+            _ => {}
+        }
+        imports
+    }
+
+    /// A name reached through one imported (`billing.toInvoice` after `import * as
+    /// billing`, `mail.send` after `from shop import mail`, `store::load` after `use
+    /// crate::store;`): from where that one comes, or from the module it names.
+    fn qualified(&mut self, text: &str, separator: &str) {
+        static DOT: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_$]+)\.([A-Za-z0-9_$]+)"));
+        static PATH: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_]+)::([A-Za-z0-9_]+)"));
+        let found = if separator == "::" { &PATH } else { &DOT };
+        let mut added = Vec::new();
+        for pair in found.captures_iter(text) {
+            let (qualifier, name) = (&pair[1], &pair[2]);
+            let Some(sources) = self.from.get(qualifier) else {
+                continue;
+            };
+            for source in sources {
+                added.push((name.to_string(), source.clone()));
+                if let Source::File(module) | Source::Suffix(module) = source {
+                    let sub = format!("{module}/{qualifier}");
+                    added.push((name.to_string(), Source::Suffix(sub)));
+                }
+            }
+        }
+        for (name, source) in added {
+            self.add(&name, source);
+        }
+    }
+
+    /// Whether `candidate` (a file's path) is a module `name` is imported from.
+    pub(super) fn holds(&self, name: &str, candidate: &str) -> bool {
+        let Some(sources) = self.from.get(name) else {
+            return false;
+        };
+        let stem = module_of(candidate);
+        let dir = candidate.rsplit_once('/').map_or("", |(dir, _)| dir);
+        sources.iter().any(|source| match source {
+            Source::File(module) => stem == module,
+            Source::Suffix(module) => ends_with_segments(stem, module),
+            // The module's root is not known: the directory is the import path's tail.
+            Source::Dir(package) => ends_with_segments(package, dir),
+        })
+    }
+
+    fn add(&mut self, name: &str, source: Source) {
+        let sources = self.from.entry(name.to_string()).or_default();
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
+    }
+
+    /// `import { a, b as c } from './x'`, `import d from '../y'`, `const { e } =
+    /// require('./z')`: each local name to its module.
+    fn javascript(&mut self, path: &str, text: &str) {
+        static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(
+                r#"(?-u:\b)import\s+(?:type\s+)?([A-Za-z0-9_$\s{},*]+?)\s+from\s+['"]([^'"\n]+)['"]"#,
+            )
+        });
+        static REQUIRE: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(
+                r#"(?-u:\b)(?:const|let|var)\s+(\{[^}]*\}|[A-Za-z0-9_$]+)\s*=\s*require\(\s*['"]([^'"\n]+)['"]\s*\)"#,
+            )
+        });
+        for found in IMPORT
+            .captures_iter(text)
+            .chain(REQUIRE.captures_iter(text))
+        {
+            let (names, spec) = (&found[1], &found[2]);
+            // As a file's path is read (`./Chart.vue`, `./invoice.service`).
+            let source = match spec.strip_prefix('.') {
+                Some(_) => Source::File(module_of(&join(dir_of(path), spec)).to_string()),
+                // A path alias (`@/lib/x`, `~/lib/x`): the part after it, wherever it is.
+                None => Source::Suffix(
+                    module_of(
+                        spec.trim_start_matches(['@', '~', '#'])
+                            .trim_start_matches('/'),
+                    )
+                    .to_string(),
+                ),
+            };
+            for name in words(names).filter(|w| !matches!(*w, "as" | "type" | "default")) {
+                self.add(name, source.clone());
+            }
+        }
+    }
+
+    /// `from .billing import to_invoice`, `from shop.billing import (a, b)`: each name to
+    /// its module (relative to the file's package, or ending with the dotted path).
+    fn python(&mut self, path: &str, text: &str) {
+        static FROM: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(
+                r"(?m)^[ \t]*from[ \t]+(\.*)([A-Za-z0-9_.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)",
+            )
+        });
+        for found in FROM.captures_iter(text) {
+            let (dots, module, names) = (found[1].len(), &found[2], &found[3]);
+            let dotted = module.replace('.', "/");
+            let source = if dots == 0 {
+                Source::Suffix(dotted)
+            } else {
+                let mut package = dir_of(path).to_string();
+                for _ in 1..dots {
+                    package = dir_of(&package).to_string();
+                }
+                // `from . import billing` imports a module, not a definition.
+                if dotted.is_empty() {
+                    continue;
+                }
+                Source::File(join(&package, &dotted))
+            };
+            for name in words(names).filter(|w| *w != "as") {
+                self.add(name, source.clone());
+            }
+        }
+    }
+
+    /// `use crate::store::{load_user, save as persist};`, `use super::billing::to_invoice;`:
+    /// each name to the module path before it (its last segments: where the crate's root
+    /// is is not known, and `super` is read as the segments after it).
+    fn rust(&mut self, text: &str) {
+        static USE: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(r"(?m)^[ \t]*(?:pub(?:\([A-Za-z0-9_\s:]+\))?[ \t]+)?use[ \t]+([^;]+);")
+        });
+        for found in USE.captures_iter(text) {
+            let tree = squeeze(&found[1]);
+            let mut leaves = Vec::new();
+            flatten_use(&tree, &mut Vec::new(), &mut leaves);
+            for (module, name) in leaves {
+                let module: Vec<&str> = module
+                    .into_iter()
+                    .filter(|s| !matches!(*s, "crate" | "self" | "super"))
+                    .collect();
+                // `use crate::store;` names a module, whose items are reached through it.
+                let module = if module.is_empty() {
+                    name.to_string()
+                } else {
+                    module.join("/")
+                };
+                self.add(name, Source::Suffix(module));
+            }
+        }
+    }
+
+    /// `store.Load(…)` in a file that imports `"example.com/app/internal/store"` (or
+    /// names it, `db "…/store"`): `Load` to the package's directory.
+    fn go(&mut self, text: &str) {
+        static SPEC: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(
+                r#"(?m)^[ \t]*(?:import[ \t]+)?(?:([A-Za-z0-9_.]+)[ \t]+)?"([A-Za-z0-9_./-]+)"[ \t]*$"#,
+            )
+        });
+        static QUALIFIED: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)"));
+        let mut packages: HashMap<&str, &str> = HashMap::new();
+        for found in SPEC.captures_iter(text) {
+            let path = found.get(2).map_or("", |m| m.as_str());
+            let name = match found.get(1) {
+                Some(alias) => alias.as_str(),
+                None => path.rsplit('/').next().unwrap_or(path),
+            };
+            if !matches!(name, "_" | ".") {
+                packages.insert(name, path);
+            }
+        }
+        if packages.is_empty() {
+            return;
+        }
+        for found in QUALIFIED.captures_iter(text) {
+            if let Some(path) = packages.get(&found[1]) {
+                self.add(&found[2], Source::Dir(path.to_string()));
+            }
+        }
+    }
+}
+
+/// The names of a Rust use tree under `prefix`, each with its module path.
+fn flatten_use<'a>(
+    tree: &'a str,
+    prefix: &mut Vec<&'a str>,
+    out: &mut Vec<(Vec<&'a str>, &'a str)>,
+) {
+    let (head, group) = match tree.find('{') {
+        Some(open) if tree.ends_with('}') => (&tree[..open], Some(&tree[open + 1..tree.len() - 1])),
+        _ => (tree, None),
+    };
+    let segments: Vec<&str> = head.split("::").filter(|s| !s.is_empty()).collect();
+    let depth = prefix.len();
+    match group {
+        Some(group) => {
+            prefix.extend(&segments);
+            for item in split_top_level(group) {
+                flatten_use(item, prefix, out);
+            }
+        }
+        None => {
+            if let Some((last, module)) = segments.split_last() {
+                // `save as persist`: the code calls `persist`, the name it has here.
+                let name = last.rsplit(" as ").next().unwrap_or(last);
+                if name != "*" && name != "self" {
+                    let mut module_path = prefix.clone();
+                    module_path.extend(module);
+                    out.push((module_path, name));
+                }
+            }
+        }
+    }
+    prefix.truncate(depth);
+}
+
+/// `text` without white space, but for one space between two words (`save as persist`).
+fn squeeze(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        if space && word(c) && out.chars().last().is_some_and(word) {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
+    }
+    out
+}
+
+/// The items of a use group (`a, b::{c, d}, e`), split at its top-level commas.
+fn split_top_level(group: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(&group[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items.into_iter().filter(|item| !item.is_empty()).collect()
+}
+
+fn pattern(source: &str) -> Regex {
+    // The patterns are constants, checked by the unit tests.
+    Regex::new(source).unwrap_or_else(|e| panic!("import pattern {source}: {e}"))
+}
+
+/// The identifiers in `text` (`{ a, b as c }`, `(x,\n y)`).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$'))
+}
+
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// `relative` (`./a`, `../b/c`) resolved against `dir`.
+fn join(dir: &str, relative: &str) -> String {
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    parts.join("/")
+}
+
+/// A file's path as a module: without its extension, and a package's index file
+/// (`index.ts`, `__init__.py`, `mod.rs`) as its directory.
+fn module_of(path: &str) -> &str {
+    let file_start = path.rfind('/').map_or(0, |at| at + 1);
+    let stem = match path[file_start..].find('.') {
+        Some(dot) => &path[..file_start + dot],
+        None => path,
+    };
+    for index in ["/index", "/__init__", "/mod"] {
+        if let Some(dir) = stem.strip_suffix(index) {
+            return dir;
+        }
+    }
+    stem
+}
+
+/// Whether `path` is `suffix` or ends with `/suffix`.
+fn ends_with_segments(path: &str, suffix: &str) -> bool {
+    !suffix.is_empty()
+        && path
+            .strip_suffix(suffix)
+            .is_some_and(|head| head.is_empty() || head.ends_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// For each `(name, candidate, expected)`: whether the file at `path` imports `name`
+    /// from `candidate`. The cases that answer otherwise.
+    fn wrong<'a>(
+        (path, text, lang): (&str, &str, Lang),
+        cases: &[(&'a str, &'a str, bool)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let imports = Imports::read(path, text, lang);
+        cases
+            .iter()
+            .filter(|(name, candidate, expected)| imports.holds(name, candidate) != *expected)
+            .map(|(name, candidate, _)| (*name, *candidate))
+            .collect()
+    }
+
+    #[test]
+    fn javascript_imports_and_requires() {
+        let text = "import { toInvoice, sum as add } from '../billing/invoice'\nimport type {\n  Order,\n} from \"./types\"\nimport Chart from '@/components/Chart.vue'\nconst { listUsers } = require('./handlers')\nconst db = require('../db')\nimport * as billing from './billing'\nbilling.charge(row)\n";
+        let cases = [
+            ("toInvoice", "src/billing/invoice.ts", true),
+            ("toInvoice", "src/billing/invoice/index.js", true),
+            ("toInvoice", "lib/billing/invoice.ts", false),
+            ("toInvoice", "src/billing/invoices.ts", false),
+            ("add", "src/billing/invoice.ts", true),
+            ("Order", "src/reports/types.d.ts", true),
+            ("Chart", "web/src/components/Chart.vue", true),
+            ("listUsers", "src/reports/handlers.js", true),
+            ("db", "src/db/index.js", true),
+            ("render", "src/billing/invoice.ts", false),
+            ("charge", "src/reports/billing.ts", true),
+        ];
+        let file = ("src/reports/index.ts", text, Lang::TypeScript);
+        assert_eq!(wrong(file, &cases), []);
+    }
+
+    #[test]
+    fn python_from_imports() {
+        let text = "from .billing import to_invoice\nfrom ..core.rules import (\n    check,\n    limit as cap,\n)\nfrom shop.mail import send  # noqa\nfrom . import utils\nfrom shop import post\n\npost.deliver(order)\n";
+        let cases = [
+            ("to_invoice", "app/shop/billing.py", true),
+            ("to_invoice", "app/shop/billing/__init__.py", true),
+            ("to_invoice", "app/billing.py", false),
+            ("check", "app/core/rules.py", true),
+            ("cap", "app/core/rules.py", true),
+            ("send", "src/shop/mail.py", true),
+            ("send", "src/workshop/mail.py", false),
+            ("noqa", "src/shop/mail.py", false),
+            ("utils", "app/shop/utils.py", false),
+            ("deliver", "src/shop/post.py", true),
+            ("deliver", "src/post.py", false),
+        ];
+        assert_eq!(
+            wrong(("app/shop/reports.py", text, Lang::Python), &cases),
+            []
+        );
+    }
+
+    #[test]
+    fn rust_use_trees() {
+        let text = "use crate::store::{\n    load_user,\n    billing::{to_invoice, Total, save as persist},\n};\npub(crate) use super::rules::check;\nuse std::collections::HashMap;\nuse crate::mail::*;\nuse crate::cache;\nfn f() { cache::load(1); }\n";
+        let cases = [
+            ("load_user", "src/store.rs", true),
+            ("load_user", "src/store/mod.rs", true),
+            ("to_invoice", "crates/shop/src/store/billing.rs", true),
+            ("Total", "src/store/billing.rs", true),
+            ("Total", "src/billing.rs", false),
+            ("persist", "src/store/billing.rs", true),
+            ("check", "src/rules.rs", true),
+            ("HashMap", "src/store.rs", false),
+            ("load", "src/cache/mod.rs", true),
+            ("load", "src/store.rs", false),
+        ];
+        assert_eq!(wrong(("src/api.rs", text, Lang::Rust), &cases), []);
+    }
+
+    #[test]
+    fn go_qualified_names() {
+        let text = "package api\n\nimport (\n\t\"fmt\"\n\tdb \"example.com/shop/internal/store\"\n\t\"example.com/shop/billing\"\n)\n\nfunc Show() {\n\tu := db.Load(1)\n\tfmt.Println(billing.Total(u))\n}\n";
+        let cases = [
+            ("Load", "internal/store/load.go", true),
+            ("Load", "internal/store/cache/load.go", false),
+            ("Total", "shop/billing/total.go", true),
+            ("Total", "report/total.go", false),
+        ];
+        assert_eq!(wrong(("api/show.go", text, Lang::Go), &cases), []);
+        let single =
+            "package main\nimport \"example.com/app/store\"\nfunc main() { store.Open() }\n";
+        let file = ("main.go", single, Lang::Go);
+        assert_eq!(wrong(file, &[("Open", "store/open.go", true)]), []);
+    }
+
+    #[test]
+    fn other_languages_and_broken_text_import_nothing() {
+        let java = ("A.java", "import a.b.C;", Lang::Java);
+        assert_eq!(wrong(java, &[("C", "a/b/C.java", false)]), []);
+        let broken = [
+            "import {",
+            "from . import",
+            "use crate::{a, {b};",
+            "import (\n\"x",
+            "use ;",
+        ];
+        for text in broken {
+            for lang in [Lang::TypeScript, Lang::Python, Lang::Rust, Lang::Go] {
+                let _ = Imports::read("x/y", text, lang);
+            }
+        }
+    }
+}
