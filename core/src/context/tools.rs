@@ -63,10 +63,13 @@ pub fn specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: FIND_DEFINITION,
-            description: "Show where a function, method or type is defined in the repository, with its code.",
+            description: "Show where a function, method or type is defined in the repository, with its code. Give from_path, the file that uses it, to have the definition that file imports first.",
             input_schema: json!({
                 "type": "object",
-                "properties": {"symbol": {"type": "string"}},
+                "properties": {
+                    "symbol": {"type": "string"},
+                    "from_path": {"type": "string", "description": "The file that uses the symbol, e.g. src/app.rs"}
+                },
                 "required": ["symbol"]
             }),
         },
@@ -251,8 +254,15 @@ impl<'a> Toolbox<'a> {
             }
             FIND_DEFINITION => {
                 let symbol = symbol_arg(input)?;
+                // Ranked as the file that uses it reaches it: its own, the module it
+                // imports it from, its directory's (a name such as `validate` is defined
+                // in many places).
+                let from = match input.get("from_path").and_then(Value::as_str) {
+                    Some(path) if !path.trim().is_empty() => confine(path)?,
+                    _ => String::new(),
+                };
                 // Only as many as are shown: a lazy index parses no more files than that.
-                let spans = self.code.definitions_near(symbol, "", MAX_DEFINITIONS);
+                let spans = self.code.definitions_near(symbol, &from, MAX_DEFINITIONS);
                 if spans.is_empty() {
                     return Ok(format!(
                         "no definition of {symbol} in the repository's own code"
@@ -476,6 +486,11 @@ pub(crate) mod tests {
                 FIND_DEFINITION,
                 json!({"symbol": "Type::"}),
                 "give a function",
+            ),
+            (
+                FIND_DEFINITION,
+                json!({"symbol": "f", "from_path": "../x.rs"}),
+                "not a path inside the repository",
             ),
             ("rm_rf", json!({"path": "a.rs"}), "there is no tool rm_rf"),
         ] {

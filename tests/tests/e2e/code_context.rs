@@ -38,6 +38,7 @@ parley_tests::review_on_both_stores!(
     a_python_change_reads_the_property_it_reads,
     a_change_reads_the_function_it_passes,
     a_name_defined_in_many_places_is_read_where_it_is_imported_from,
+    find_definition_from_a_file_ranks_what_it_imports_first,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1452,6 +1453,47 @@ async fn a_change_reads_the_function_it_passes(h: ReviewHarness) {
 /// one far away): the definition the changed file imports, not its neighbours', is the
 /// one the passes read first, though the neighbours' come before it by directory.
 async fn a_name_defined_in_many_places_is_read_where_it_is_imported_from(h: ReviewHarness) {
+    the_pr_calls_a_validate_defined_in_many_places(&h);
+    review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    let imported = security
+        .find("#### shop/rules/payment.py:1-3 (definition of `validate`, used on a changed line)")
+        .unwrap_or_else(|| panic!("the imported definition is read:\n{security}"));
+    for beside in ["address", "basket", "coupon"] {
+        if let Some(at) = security.find(&format!("#### app/checkout/{beside}.py")) {
+            assert!(
+                imported < at,
+                "{beside} after the imported one:\n{security}"
+            );
+        }
+    }
+}
+
+/// `find_definition` given the file that uses the name ranks its definitions as that
+/// file reaches them: the one it imports first.
+async fn find_definition_from_a_file_ranks_what_it_imports_first(h: ReviewHarness) {
+    the_pr_calls_a_validate_defined_in_many_places(&h);
+    let ask = serde_json::json!({"symbol": "validate", "from_path": "app/checkout/pay.py"});
+    h.llm.call_tools(SECURITY, &[("find_definition", ask)]);
+    review(&h).await;
+    let results = pass_tool_results(&h);
+    let first = results
+        .first()
+        .map(|r| r["content"].to_string())
+        .unwrap_or_default();
+    let header = first
+        .find("#### ")
+        .map(|at| &first[at..])
+        .unwrap_or_default();
+    assert!(
+        header.starts_with("#### shop/rules/payment.py:1-3"),
+        "{results:#?}"
+    );
+}
+
+/// `app/checkout/pay.py` calls `validate`, imported from `shop/rules/payment.py`; three
+/// modules beside it define a `validate` of their own.
+fn the_pr_calls_a_validate_defined_in_many_places(h: &ReviewHarness) {
     let text = "from shop.rules.payment import validate\n\ndef pay(order):\n    return validate(order.card)\n";
     let patch = "@@ -1,1 +1,4 @@\n from shop.rules.payment import validate\n+\n+def pay(order):\n+    return validate(order.card)";
     let beside = |what: &str| format!("def validate(x):\n    return {what}(x)\n");
@@ -1467,19 +1509,6 @@ async fn a_name_defined_in_many_places_is_read_where_it_is_imported_from(h: Revi
     h.github
         .set_files(REPO, PR, &[("app/checkout/pay.py", "modified", patch)]);
     h.github.set_tarball(REPO, HEAD, tarball(&files));
-    review(&h).await;
-    let security = h.pass_prompt(SECURITY);
-    let imported = security
-        .find("#### shop/rules/payment.py:1-3 (definition of `validate`, used on a changed line)")
-        .unwrap_or_else(|| panic!("the imported definition is read:\n{security}"));
-    for beside in ["address", "basket", "coupon"] {
-        if let Some(at) = security.find(&format!("#### app/checkout/{beside}.py")) {
-            assert!(
-                imported < at,
-                "{beside} after the imported one:\n{security}"
-            );
-        }
-    }
 }
 
 /// C: the function a changed line calls is declared in a header and defined in another
