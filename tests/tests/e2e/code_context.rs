@@ -39,6 +39,7 @@ parley_tests::review_on_both_stores!(
     a_change_reads_the_function_it_passes,
     a_name_defined_in_many_places_is_read_where_it_is_imported_from,
     find_definition_from_a_file_ranks_what_it_imports_first,
+    a_changed_function_is_shown_the_callers_that_import_it,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1488,6 +1489,37 @@ async fn find_definition_from_a_file_ranks_what_it_imports_first(h: ReviewHarnes
     assert!(
         header.starts_with("#### shop/rules/payment.py:1-3"),
         "{results:#?}"
+    );
+}
+
+/// A change to a function named as commonly as `validate`: the caller that imports it
+/// from the changed file is shown, though nine callers of homonyms come before it by
+/// path and fill the eight places a change's callers have.
+async fn a_changed_function_is_shown_the_callers_that_import_it(h: ReviewHarness) {
+    let payment = "def validate(card):\n    return card.check(strict=True)\n";
+    let patch = "@@ -1,2 +1,2 @@\n def validate(card):\n-    return card.check()\n+    return card.check(strict=True)";
+    let pay = "from shop.rules.payment import validate\n\ndef pay(order):\n    return validate(order.card)\n";
+    let homonyms: Vec<(String, String)> = (1..=9)
+        .map(|n| {
+            let text =
+                format!("from .v import validate\n\ndef run{n}(x):\n    return validate(x)\n");
+            (format!("app/a{n}.py"), text)
+        })
+        .collect();
+    let mut files = vec![
+        ("shop/rules/payment.py", payment),
+        ("shop/checkout/pay.py", pay),
+    ];
+    files.extend(homonyms.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    h.github
+        .set_files(REPO, PR, &[("shop/rules/payment.py", "modified", patch)]);
+    h.github.set_tarball(REPO, HEAD, tarball(&files));
+    review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    assert!(
+        security
+            .contains("#### shop/checkout/pay.py:3-4 (uses `validate`, which the change touches)"),
+        "{security}"
     );
 }
 

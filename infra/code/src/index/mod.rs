@@ -540,15 +540,20 @@ impl Codebase for CodeIndex {
     /// repository: the nearest callers are parsed and the rest left, and at most
     /// [`MAX_FILES_FOR_CALLERS`] files are read for them (a name whose calls the tags do
     /// not count, a method of a trait called through a path, would otherwise parse all).
+    /// The files that import `name` from `path` come right after `path` itself: theirs
+    /// are the calls of this `validate`, not of a homonym's. Their imports are read
+    /// where no more files than that hold the name (reading every file's for `new`
+    /// would cost more than it ranks).
     fn callers_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
-        let bound = (most, MAX_FILES_FOR_CALLERS);
+        let holding = holding(&self.referring, name);
+        let read_imports = holding.len() <= MAX_FILES_FOR_CALLERS;
         let rank = |candidate: &str| match nearness(candidate, path) {
             0 => 0,
+            _ if read_imports && self.imports_of(candidate).holds(name, path) => 1,
             near => near + 1,
         };
-        self.nearest_first(holding(&self.referring, name), rank, bound, |id| {
-            self.callers_in(id, name)
-        })
+        let bound = (most, MAX_FILES_FOR_CALLERS);
+        self.nearest_first(holding, rank, bound, |id| self.callers_in(id, name))
     }
 
     fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String> {

@@ -679,6 +679,32 @@ fn a_name_is_defined_first_where_it_is_imported_from() {
     );
 }
 
+/// The callers of a changed function are looked for first in the files that import it
+/// from its file: ahead of calls of homonyms that come before them in path order.
+#[test]
+fn callers_are_looked_for_first_where_the_function_is_imported() {
+    let rules = "export function validate(x) {\n  return x\n}\n";
+    let submit = "import { validate } from '../../lib/shared/rules'\nexport function submit(o) {\n  return validate(o)\n}\n";
+    let others: Vec<(String, String)> = (1..=9)
+        .map(|n| {
+            let text = format!("import {{ validate }} from './v'\nexport function run{n}() {{\n  return validate({n})\n}}\n");
+            (format!("a/x{n}.js"), text)
+        })
+        .collect();
+    let mut files = vec![
+        ("lib/shared/rules.js", rules),
+        ("src/checkout/submit.js", submit),
+    ];
+    files.extend(others.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let index = index(&files);
+    let near = index.callers_near("validate", "lib/shared/rules.js", 8);
+    assert_eq!(near.len(), 8);
+    assert_eq!(
+        (near[0].path.as_str(), near[0].name.as_deref()),
+        ("src/checkout/submit.js", Some("submit"))
+    );
+}
+
 /// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
 /// method groups; a parameter passed is no use of a function.
 #[test]
