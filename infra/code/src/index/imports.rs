@@ -7,9 +7,9 @@
 //!
 //! Read from the importing file's text with a few patterns, not parsed: an import a
 //! pattern misses (one built at run time, a path alias a bundler resolves) leaves the
-//! name to the nearness order, as before. Python's, JavaScript's and TypeScript's (and
-//! the scripts of components), Rust's and Go's imports are read; the other languages
-//! name types whose files are rarely ambiguous.
+//! name to the nearness order. Python's, JavaScript's and TypeScript's (and
+//! the scripts of components), Rust's, Go's, Java's and PHP's imports are read; C#'s
+//! `using` names a namespace, not a file, and C's and C++'s `#include` a header.
 
 use super::languages::Lang;
 use regex::Regex;
@@ -53,6 +53,14 @@ impl Imports {
                 imports.qualified(text, "::");
             }
             Lang::Go => imports.go(text),
+            Lang::Java => {
+                imports.java(text);
+                imports.qualified(text, ".");
+            }
+            Lang::Php => {
+                imports.php(text);
+                imports.qualified(text, "::");
+            }
             _ => {}
         }
         imports
@@ -228,6 +236,66 @@ impl Imports {
         for found in QUALIFIED.captures_iter(text) {
             if let Some(path) = packages.get(&found[1]) {
                 self.add(&found[2], Source::Dir(path.to_string()));
+            }
+        }
+    }
+    /// `import com.acme.billing.Invoice;` (the class's file), `import static
+    /// com.acme.Checks.validate;` (a member of the class's file).
+    fn java(&mut self, text: &str) {
+        static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(r"(?m)^[ \t]*import[ \t]+(static[ \t]+)?([A-Za-z0-9_$.]+)[ \t]*;")
+        });
+        for found in IMPORT.captures_iter(text) {
+            let path = &found[2];
+            let Some((class_path, last)) = path.rsplit_once('.') else {
+                continue;
+            };
+            let file = if found.get(1).is_some() {
+                class_path
+            } else {
+                path
+            };
+            self.add(last, Source::Suffix(file.replace('.', "/")));
+        }
+    }
+
+    /// `use App\Models\User;`, `use App\Models\{User, Order as Purchase};`, `use function
+    /// App\Support\money;`: each name to its class's file, by the namespace after its
+    /// root and the class.
+    fn php(&mut self, text: &str) {
+        static USE: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(
+                r"(?m)^[ \t]*use[ \t]+(?:function[ \t]+|const[ \t]+)?([A-Za-z0-9_\\]+)(?:\\\{([^}]*)\})?(?:[ \t]+as[ \t]+([A-Za-z0-9_]+))?[ \t]*;",
+            )
+        });
+        for found in USE.captures_iter(text) {
+            let namespace = found[1].trim_matches('\\');
+            let items: Vec<(String, Option<String>)> = match found.get(2) {
+                Some(group) => group
+                    .as_str()
+                    .split(',')
+                    .filter_map(|item| {
+                        let mut words = item.split_whitespace();
+                        let class = words.next()?.trim_matches('\\');
+                        let alias = (words.next() == Some("as")).then(|| words.next()).flatten();
+                        Some((format!("{namespace}\\{class}"), alias.map(str::to_string)))
+                    })
+                    .collect(),
+                None => vec![(
+                    namespace.to_string(),
+                    found.get(3).map(|a| a.as_str().to_string()),
+                )],
+            };
+            for (path, alias) in items {
+                let segments: Vec<&str> = path.split('\\').filter(|s| !s.is_empty()).collect();
+                let Some(&class) = segments.last() else {
+                    continue;
+                };
+                // The namespace's root is the autoloader's (`App\` in `app/`, `Acme\` in
+                // `src/`): the rest is the file's path.
+                let tail = &segments[usize::from(segments.len() > 1)..];
+                let name = alias.as_deref().unwrap_or(class);
+                self.add(name, Source::Suffix(tail.join("/")));
             }
         }
     }
@@ -454,9 +522,44 @@ mod tests {
     }
 
     #[test]
+    fn java_imports() {
+        let text = "package com.acme.api;\nimport com.acme.billing.Invoice;\nimport static com.acme.rules.Checks.validate;\nimport java.util.*;\nclass A { void f() { Invoice.create(validate(1)); } }\n";
+        let cases = [
+            (
+                "Invoice",
+                "src/main/java/com/acme/billing/Invoice.java",
+                true,
+            ),
+            ("Invoice", "src/main/java/com/acme/dto/Invoice.java", false),
+            ("validate", "src/main/java/com/acme/rules/Checks.java", true),
+            (
+                "create",
+                "src/main/java/com/acme/billing/Invoice.java",
+                true,
+            ),
+        ];
+        assert_eq!(wrong(("A.java", text, Lang::Java), &cases), []);
+    }
+
+    #[test]
+    fn php_use_statements() {
+        let text = "<?php\nnamespace App\\Http;\nuse PHPUnit\\Framework\\Constraint\\Constraint;\nuse App\\Models\\User;\nuse App\\Billing\\{Invoice, Order as Purchase};\nuse function App\\Support\\money;\nclass C { function f() { return User::find(1); } }\n";
+        let cases = [
+            ("User", "app/Models/User.php", true),
+            ("User", "app/Http/User.php", false),
+            ("Invoice", "src/Billing/Invoice.php", true),
+            ("Purchase", "src/Billing/Order.php", true),
+            ("money", "app/Support/money.php", true),
+            ("find", "app/Models/User.php", true),
+            ("Constraint", "src/Semver/Constraint/Constraint.php", false),
+        ];
+        assert_eq!(wrong(("app/Http/C.php", text, Lang::Php), &cases), []);
+    }
+
+    #[test]
     fn other_languages_and_broken_text_import_nothing() {
-        let java = ("A.java", "import a.b.C;", Lang::Java);
-        assert_eq!(wrong(java, &[("C", "a/b/C.java", false)]), []);
+        let csharp = ("A.cs", "using Acme.Billing;", Lang::CSharp);
+        assert_eq!(wrong(csharp, &[("Billing", "Acme/Billing.cs", false)]), []);
         let broken = [
             "import {",
             "from . import",
@@ -465,7 +568,14 @@ mod tests {
             "use ;",
         ];
         for text in broken {
-            for lang in [Lang::TypeScript, Lang::Python, Lang::Rust, Lang::Go] {
+            for lang in [
+                Lang::TypeScript,
+                Lang::Python,
+                Lang::Rust,
+                Lang::Go,
+                Lang::Java,
+                Lang::Php,
+            ] {
                 let _ = Imports::read("x/y", text, lang);
             }
         }
