@@ -40,6 +40,7 @@ parley_tests::review_on_both_stores!(
     a_name_defined_in_many_places_is_read_where_it_is_imported_from,
     find_definition_from_a_file_ranks_what_it_imports_first,
     a_changed_function_is_shown_the_callers_that_import_it,
+    a_changed_method_is_shown_the_callers_that_import_its_class,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1499,28 +1500,53 @@ async fn a_changed_function_is_shown_the_callers_that_import_it(h: ReviewHarness
     let payment = "def validate(card):\n    return card.check(strict=True)\n";
     let patch = "@@ -1,2 +1,2 @@\n def validate(card):\n-    return card.check()\n+    return card.check(strict=True)";
     let pay = "from shop.rules.payment import validate\n\ndef pay(order):\n    return validate(order.card)\n";
-    let homonyms: Vec<(String, String)> = (1..=9)
-        .map(|n| {
-            let text =
-                format!("from .v import validate\n\ndef run{n}(x):\n    return validate(x)\n");
-            (format!("app/a{n}.py"), text)
-        })
-        .collect();
-    let mut files = vec![
-        ("shop/rules/payment.py", payment),
+    let homonym = "from .v import validate\n\ndef run(x):\n    return validate(x)\n";
+    let security = review_beside_nine_homonyms(
+        &h,
+        ("shop/rules/payment.py", payment, patch),
         ("shop/checkout/pay.py", pay),
-    ];
-    files.extend(homonyms.iter().map(|(p, t)| (p.as_str(), t.as_str())));
-    h.github
-        .set_files(REPO, PR, &[("shop/rules/payment.py", "modified", patch)]);
+        homonym,
+    )
+    .await;
+    let piece = "#### shop/checkout/pay.py:3-4 (uses `validate`, which the change touches)";
+    assert!(security.contains(piece), "{security}");
+}
+
+/// A change to a method named as commonly as `total`: the caller that imports its class
+/// from the changed file is shown, though nine calls of other classes' `total` come
+/// before it by path.
+async fn a_changed_method_is_shown_the_callers_that_import_its_class(h: ReviewHarness) {
+    let order = "class Order:\n    def total(self):\n        return sum(self.lines) or None\n";
+    let patch = "@@ -1,3 +1,3 @@\n class Order:\n     def total(self):\n-        return sum(self.lines)\n+        return sum(self.lines) or None";
+    let cart = "from shop.order import Order\n\ndef checkout(order: Order):\n    return order.total() * 100\n";
+    let homonym = "from .t import T\n\ndef run(t):\n    return t.total()\n";
+    let security = review_beside_nine_homonyms(
+        &h,
+        ("shop/order.py", order, patch),
+        ("web/cart.py", cart),
+        homonym,
+    )
+    .await;
+    let piece = "#### web/cart.py:3-4 (uses `total`, which the change touches)";
+    assert!(security.contains(piece), "{security}");
+}
+
+/// Review a PR changing `changed` (path, text at the head, patch) in a repository that
+/// also holds `caller` and nine files `app/h1.py`..`app/h9.py` of `homonym`'s text (which
+/// come first in path order); the security pass's prompt.
+async fn review_beside_nine_homonyms(
+    h: &ReviewHarness,
+    (path, text, patch): (&str, &str, &str),
+    caller: (&str, &str),
+    homonym: &str,
+) -> String {
+    let homonyms: Vec<String> = (1..=9).map(|n| format!("app/h{n}.py")).collect();
+    let mut files = vec![(path, text), caller];
+    files.extend(homonyms.iter().map(|p| (p.as_str(), homonym)));
+    h.github.set_files(REPO, PR, &[(path, "modified", patch)]);
     h.github.set_tarball(REPO, HEAD, tarball(&files));
-    review(&h).await;
-    let security = h.pass_prompt(SECURITY);
-    assert!(
-        security
-            .contains("#### shop/checkout/pay.py:3-4 (uses `validate`, which the change touches)"),
-        "{security}"
-    );
+    review(h).await;
+    h.pass_prompt(SECURITY)
 }
 
 /// `app/checkout/pay.py` calls `validate`, imported from `shop/rules/payment.py`; three

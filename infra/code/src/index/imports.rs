@@ -96,17 +96,18 @@ impl Imports {
 
     /// Whether `candidate` (a file's path) is a module `name` is imported from.
     pub(super) fn holds(&self, name: &str, candidate: &str) -> bool {
-        let Some(sources) = self.from.get(name) else {
-            return false;
-        };
-        let stem = module_of(candidate);
-        let dir = candidate.rsplit_once('/').map_or("", |(dir, _)| dir);
-        sources.iter().any(|source| match source {
-            Source::File(module) => stem == module,
-            Source::Suffix(module) => ends_with_segments(stem, module),
-            // The module's root is not known: the directory is the import path's tail.
-            Source::Dir(package) => ends_with_segments(package, dir),
-        })
+        self.from
+            .get(name)
+            .is_some_and(|sources| sources.iter().any(|source| source.is(candidate)))
+    }
+
+    /// Whether anything is imported from `candidate`: a file that imports a class from
+    /// it calls its methods (`order.total()` after `from shop.order import Order`).
+    pub(super) fn any_from(&self, candidate: &str) -> bool {
+        self.from
+            .values()
+            .flatten()
+            .any(|source| source.is(candidate))
     }
 
     fn add(&mut self, name: &str, source: Source) {
@@ -296,6 +297,21 @@ impl Imports {
                 let tail = &segments[usize::from(segments.len() > 1)..];
                 let name = alias.as_deref().unwrap_or(class);
                 self.add(name, Source::Suffix(tail.join("/")));
+            }
+        }
+    }
+}
+
+impl Source {
+    /// Whether `candidate` (a file's path) is this module.
+    fn is(&self, candidate: &str) -> bool {
+        match self {
+            Source::File(module) => module_of(candidate) == module,
+            Source::Suffix(module) => ends_with_segments(module_of(candidate), module),
+            // The module's root is not known: the directory is the import path's tail.
+            Source::Dir(package) => {
+                let dir = candidate.rsplit_once('/').map_or("", |(dir, _)| dir);
+                ends_with_segments(package, dir)
             }
         }
     }

@@ -118,9 +118,9 @@ const MAX_FILES_DEFINING_PASSED: usize = 4;
 /// the statement around it, as a diff's context shows a change.
 const AROUND_USE: u32 = 3;
 
-/// The rank of a file neither the same as the one asking, in its directory, nor one it
-/// imports from (see `CodeIndex::definition_rank`).
-const FAR: u8 = 3;
+/// The rank of a file neither the same as the one asking, in its directory, nor one of
+/// its imports (see `CodeIndex::definition_rank`, `CodeIndex::callers_near`).
+const FAR: u8 = 4;
 
 /// Files parsed together on every core once there are this many to parse.
 const PARALLEL_FROM: usize = 8;
@@ -197,13 +197,13 @@ impl CodeIndex {
     }
 
     /// How near a definition of `name` in `candidate` is to a use of it in `path`: 0
-    /// the same file, 1 a file `path` imports `name` from (see `imports`), 2 the same
-    /// directory, 3 elsewhere. The bench ranks what parsing everything finds by it.
+    /// the same file, 1 a file `path` imports `name` from (see `imports`), 3 the same
+    /// directory, [`FAR`] elsewhere. The bench ranks what parsing everything finds by it.
     pub fn definition_rank(&self, name: &str, path: &str, candidate: &str) -> u8 {
         match nearness(candidate, path) {
             0 => 0,
-            near if self.imports_of(path).holds(name, candidate) => near.min(1),
-            near => near + 1,
+            _ if self.imports_of(path).holds(name, candidate) => 1,
+            near => near + 2,
         }
     }
 
@@ -541,7 +541,8 @@ impl Codebase for CodeIndex {
     /// [`MAX_FILES_FOR_CALLERS`] files are read for them (a name whose calls the tags do
     /// not count, a method of a trait called through a path, would otherwise parse all).
     /// The files that import `name` from `path` come right after `path` itself: theirs
-    /// are the calls of this `validate`, not of a homonym's. Their imports are read
+    /// are the calls of this `validate`, not of a homonym's; then those that import
+    /// something else from it (a method's class). Their imports are read
     /// where no more files than that hold the name (reading every file's for `new`
     /// would cost more than it ranks).
     fn callers_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
@@ -550,7 +551,8 @@ impl Codebase for CodeIndex {
         let rank = |candidate: &str| match nearness(candidate, path) {
             0 => 0,
             _ if read_imports && self.imports_of(candidate).holds(name, path) => 1,
-            near => near + 1,
+            _ if read_imports && self.imports_of(candidate).any_from(path) => 2,
+            near => near + 2,
         };
         let bound = (most, MAX_FILES_FOR_CALLERS);
         self.nearest_first(holding, rank, bound, |id| self.callers_in(id, name))

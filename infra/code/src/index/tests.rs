@@ -705,6 +705,32 @@ fn callers_are_looked_for_first_where_the_function_is_imported() {
     );
 }
 
+/// A changed method's callers: the files that import its class (not the method) from its
+/// file come before calls of homonyms earlier in path order.
+#[test]
+fn a_methods_callers_are_looked_for_first_where_its_class_is_imported() {
+    let order = "class Order:\n    def total(self):\n        return 0\n";
+    let cart =
+        "from shop.order import Order\n\ndef checkout(order: Order):\n    return order.total()\n";
+    let others: Vec<(String, String)> = (1..=9)
+        .map(|n| {
+            (
+                format!("app/r{n}.py"),
+                format!("from .t import T\n\ndef run{n}(t):\n    return t.total()\n"),
+            )
+        })
+        .collect();
+    let mut files = vec![("shop/order.py", order), ("web/cart.py", cart)];
+    files.extend(others.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let index = index(&files);
+    let near = index.callers_near("total", "shop/order.py", 8);
+    assert_eq!(
+        (near[0].path.as_str(), near[0].name.as_deref()),
+        ("web/cart.py", Some("checkout")),
+        "{near:?}"
+    );
+}
+
 /// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
 /// method groups; a parameter passed is no use of a function.
 #[test]
