@@ -41,6 +41,7 @@ parley_tests::review_on_both_stores!(
     find_definition_from_a_file_ranks_what_it_imports_first,
     a_changed_function_is_shown_the_callers_that_import_it,
     a_changed_method_is_shown_the_callers_that_import_its_class,
+    a_method_called_is_read_first_in_its_imported_class,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1529,6 +1530,29 @@ async fn a_changed_method_is_shown_the_callers_that_import_its_class(h: ReviewHa
     .await;
     let piece = "#### web/cart.py:3-4 (uses `total`, which the change touches)";
     assert!(security.contains(piece), "{security}");
+}
+
+/// A changed line calls a method on an object of a class it imports (`order.total()`
+/// after `from shop.order import Order`): that class's `total` is read before a homonym
+/// beside the change.
+async fn a_method_called_is_read_first_in_its_imported_class(h: ReviewHarness) {
+    let cart = "from shop.order import Order\n\ndef checkout(order: Order):\n    return order.total() * 100\n";
+    let patch = "@@ -1,1 +1,4 @@\n from shop.order import Order\n+\n+def checkout(order: Order):\n+    return order.total() * 100";
+    let order = "class Order:\n    def total(self):\n        return sum(self.lines) or None\n";
+    let basket = "class Basket:\n    def total(self):\n        return 0\n";
+    let files = [
+        ("web/cart.py", cart),
+        ("shop/order.py", order),
+        ("web/basket.py", basket),
+    ];
+    h.github
+        .set_files(REPO, PR, &[("web/cart.py", "modified", patch)]);
+    h.github.set_tarball(REPO, HEAD, tarball(&files));
+    review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    let at = |piece: &str| security.find(piece).unwrap_or(usize::MAX);
+    let imported = at("#### shop/order.py:2-3 (definition of `total`");
+    assert!(imported < at("#### web/basket.py:2-3"), "{security}");
 }
 
 /// Review a PR changing `changed` (path, text at the head, patch) in a repository that

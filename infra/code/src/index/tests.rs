@@ -731,6 +731,25 @@ fn a_methods_callers_are_looked_for_first_where_its_class_is_imported() {
     );
 }
 
+/// A method a changed line calls on an object of a class it imports: the definition in
+/// the class's file comes before homonyms in the changed file's own directory.
+#[test]
+fn a_method_is_defined_first_in_the_file_its_class_is_imported_from() {
+    let order = "class Order:\n    def total(self):\n        return 0\n";
+    let cart =
+        "from shop.order import Order\n\ndef checkout(order: Order):\n    return order.total()\n";
+    let beside = "class Basket:\n    def total(self):\n        return 1\n";
+    let files = [
+        ("shop/order.py", order),
+        ("web/cart.py", cart),
+        ("web/basket.py", beside),
+    ];
+    let index = index(&files);
+    let near = index.definitions_near("total", "web/cart.py", 2);
+    let paths: Vec<&str> = near.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["shop/order.py", "web/basket.py"]);
+}
+
 /// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
 /// method groups; a parameter passed is no use of a function.
 #[test]
