@@ -75,10 +75,13 @@ pub fn specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: FIND_REFERENCES,
-            description: "List the functions and types whose code refers to a symbol (its callers and users), as path:start-end.",
+            description: "List the functions and types whose code refers to a symbol (its callers and users), as path:start-end. Give defined_in, the file that defines it, to have the files that import it from there first.",
             input_schema: json!({
                 "type": "object",
-                "properties": {"symbol": {"type": "string"}},
+                "properties": {
+                    "symbol": {"type": "string"},
+                    "defined_in": {"type": "string", "description": "The file that defines the symbol, e.g. src/store.rs"}
+                },
                 "required": ["symbol"]
             }),
         },
@@ -257,10 +260,7 @@ impl<'a> Toolbox<'a> {
                 // Ranked as the file that uses it reaches it: its own, the module it
                 // imports it from, its directory's (a name such as `validate` is defined
                 // in many places).
-                let from = match input.get("from_path").and_then(Value::as_str) {
-                    Some(path) if !path.trim().is_empty() => confine(path)?,
-                    _ => String::new(),
-                };
+                let from = optional_path(input, "from_path")?;
                 // Only as many as are shown: a lazy index parses no more files than that.
                 let spans = self.code.definitions_near(symbol, &from, MAX_DEFINITIONS);
                 if spans.is_empty() {
@@ -286,7 +286,10 @@ impl<'a> Toolbox<'a> {
             }
             FIND_REFERENCES => {
                 let symbol = symbol_arg(input)?;
-                let spans = self.code.callers_near(symbol, "", MAX_REFERENCES);
+                // Those that import it from where it is defined first: the calls of this
+                // `validate`, not of a homonym's.
+                let defined_in = optional_path(input, "defined_in")?;
+                let spans = self.code.callers_near(symbol, &defined_in, MAX_REFERENCES);
                 if spans.is_empty() {
                     return Ok(format!("nothing in the repository refers to {symbol}"));
                 }
@@ -375,6 +378,14 @@ fn number_arg(input: &Value, name: &str) -> Option<u32> {
         .as_u64()
         .or_else(|| input[name].as_str().and_then(|s| s.trim().parse().ok()))
         .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// An optional path argument, confined to the snapshot; empty when not given.
+fn optional_path(input: &Value, name: &str) -> Result<String, String> {
+    match input.get(name).and_then(Value::as_str) {
+        Some(path) if !path.trim().is_empty() => confine(path),
+        _ => Ok(String::new()),
+    }
 }
 
 fn symbol_arg(input: &Value) -> Result<&str, String> {
@@ -490,6 +501,11 @@ pub(crate) mod tests {
             (
                 FIND_DEFINITION,
                 json!({"symbol": "f", "from_path": "../x.rs"}),
+                "not a path inside the repository",
+            ),
+            (
+                FIND_REFERENCES,
+                json!({"symbol": "f", "defined_in": "/etc/x"}),
                 "not a path inside the repository",
             ),
             ("rm_rf", json!({"path": "a.rs"}), "there is no tool rm_rf"),

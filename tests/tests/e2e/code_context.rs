@@ -42,6 +42,7 @@ parley_tests::review_on_both_stores!(
     a_changed_function_is_shown_the_callers_that_import_it,
     a_changed_method_is_shown_the_callers_that_import_its_class,
     a_method_called_is_read_first_in_its_imported_class,
+    find_references_from_a_definition_ranks_its_importers_first,
     a_c_change_reads_the_body_of_the_function_it_calls,
     a_cpp_change_reads_the_method_it_calls,
     a_php_change_reads_the_method_it_calls,
@@ -1553,6 +1554,38 @@ async fn a_method_called_is_read_first_in_its_imported_class(h: ReviewHarness) {
     let at = |piece: &str| security.find(piece).unwrap_or(usize::MAX);
     let imported = at("#### shop/order.py:2-3 (definition of `total`");
     assert!(imported < at("#### web/basket.py:2-3"), "{security}");
+}
+
+/// `find_references` given the file that defines the symbol lists first the files that
+/// import it from there, before homonyms' callers earlier in path order.
+async fn find_references_from_a_definition_ranks_its_importers_first(h: ReviewHarness) {
+    let ask = serde_json::json!({"symbol": "validate", "defined_in": "shop/rules/payment.py"});
+    h.llm.call_tools(SECURITY, &[("find_references", ask)]);
+    let payment = "def validate(card):\n    return card.check(strict=True)\n";
+    let patch = "@@ -1,2 +1,2 @@\n def validate(card):\n-    return card.check()\n+    return card.check(strict=True)";
+    let pay = "from shop.rules.payment import validate\n\ndef pay(order):\n    return validate(order.card)\n";
+    let homonym = "from .v import validate\n\ndef run(x):\n    return validate(x)\n";
+    review_beside_nine_homonyms(
+        &h,
+        ("shop/rules/payment.py", payment, patch),
+        ("shop/checkout/pay.py", pay),
+        homonym,
+    )
+    .await;
+    let results = pass_tool_results(&h);
+    let listed = results
+        .first()
+        .and_then(|r| r["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let first = listed
+        .lines()
+        .find(|line| line.contains(".py:"))
+        .unwrap_or_default();
+    assert!(
+        first.starts_with("shop/checkout/pay.py:3-4"),
+        "{results:#?}"
+    );
 }
 
 /// Review a PR changing `changed` (path, text at the head, patch) in a repository that
