@@ -8,7 +8,7 @@
 //! Read from the importing file's text with a few patterns, not parsed: an import a
 //! pattern misses (one built at run time, a path alias a bundler resolves) leaves the
 //! name to the nearness order. Python's, JavaScript's and TypeScript's (and
-//! the scripts of components), Rust's, Go's, Java's and PHP's imports are read; C#'s
+//! the scripts of components), Rust's, Go's, Java's, PHP's and Ruby's are read; C#'s
 //! `using` names a namespace, not a file, and C's and C++'s `#include` a header.
 
 use super::languages::Lang;
@@ -61,6 +61,7 @@ impl Imports {
                 imports.php(text);
                 imports.qualified(text, "::");
             }
+            Lang::Ruby => imports.ruby(path, text),
             _ => {}
         }
         imports
@@ -260,6 +261,29 @@ impl Imports {
         }
     }
 
+    /// `require_relative '../billing/invoice'` and `require 'billing/invoice'` (a file, its
+    /// names unsaid: what it defines is reached through it), and a constant under its
+    /// module (`Billing::Invoice`), which Rails' autoloader finds in `billing/invoice.rb`.
+    fn ruby(&mut self, path: &str, text: &str) {
+        static REQUIRE: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r#"(?m)^[ \t]*require(_relative)?[ \t(]+['"]([^'"\n]+)['"]"#));
+        static CONSTANT: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?-u:\b)([A-Z][A-Za-z0-9_]*)::([A-Z][A-Za-z0-9_]*)"));
+        for found in REQUIRE.captures_iter(text) {
+            let spec = &found[2];
+            let source = if found.get(1).is_some() {
+                Source::File(module_of(&join(dir_of(path), spec)).to_string())
+            } else {
+                Source::Suffix(module_of(spec).to_string())
+            };
+            self.add(REQUIRED, source);
+        }
+        for found in CONSTANT.captures_iter(text) {
+            let file = format!("{}/{}", snake_case(&found[1]), snake_case(&found[2]));
+            self.add(&found[2], Source::Suffix(file));
+        }
+    }
+
     /// `use App\Models\User;`, `use App\Models\{User, Order as Purchase};`, `use function
     /// App\Support\money;`: each name to its class's file, by the namespace after its
     /// root and the class.
@@ -315,6 +339,26 @@ impl Source {
             }
         }
     }
+}
+
+/// Where a file required whole (Ruby's `require`) is kept: under no name a tag has, so
+/// that it ranks what it defines through `any_from` and no name through `holds`.
+const REQUIRED: &str = "";
+
+/// `InvoiceItem` as Rails names its file: `invoice_item`.
+fn snake_case(constant: &str) -> String {
+    let mut out = String::with_capacity(constant.len() + 4);
+    for (at, c) in constant.char_indices() {
+        if c.is_ascii_uppercase() {
+            if at > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The names of a Rust use tree under `prefix`, each with its module path.
@@ -570,6 +614,22 @@ mod tests {
             ("Constraint", "src/Semver/Constraint/Constraint.php", false),
         ];
         assert_eq!(wrong(("app/Http/C.php", text, Lang::Php), &cases), []);
+    }
+
+    #[test]
+    fn ruby_requires_and_constants() {
+        let text = "require_relative '../billing/invoice'\nrequire 'shop/mailer'\nclass Orders\n  def show\n    Billing::InvoiceItem.create(params)\n  end\nend\n";
+        let imports = Imports::read("app/controllers/orders.rb", text, Lang::Ruby);
+        assert!(imports.any_from("app/billing/invoice.rb"));
+        assert!(imports.any_from("lib/shop/mailer.rb"));
+        assert!(!imports.any_from("lib/shop/mailers.rb"));
+        let cases = [
+            ("InvoiceItem", "app/models/billing/invoice_item.rb", true),
+            ("InvoiceItem", "app/models/invoice_item.rb", false),
+            ("Invoice", "app/billing/invoice.rb", false),
+        ];
+        let file = ("app/controllers/orders.rb", text, Lang::Ruby);
+        assert_eq!(wrong(file, &cases), []);
     }
 
     #[test]
