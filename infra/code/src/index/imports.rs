@@ -7,9 +7,9 @@
 //!
 //! Read from the importing file's text with a few patterns, not parsed: an import a
 //! pattern misses (one built at run time, a path alias a bundler resolves) leaves the
-//! name to the nearness order. Python's, JavaScript's and TypeScript's (and
-//! the scripts of components), Rust's, Go's, Java's, PHP's and Ruby's are read; C#'s
-//! `using` names a namespace, not a file, and C's and C++'s `#include` a header.
+//! name to the nearness order. The imports of Python, JavaScript and TypeScript (and
+//! components' scripts), Rust, Go, Java, PHP and Ruby, and C's and C++'s `#include`s,
+//! are read; C#'s `using` names a namespace, not a file.
 
 use super::languages::Lang;
 use regex::Regex;
@@ -62,6 +62,7 @@ impl Imports {
                 imports.qualified(text, "::");
             }
             Lang::Ruby => imports.ruby(path, text),
+            Lang::C | Lang::Cpp => imports.c(path, text),
             _ => {}
         }
         imports
@@ -281,6 +282,23 @@ impl Imports {
         for found in CONSTANT.captures_iter(text) {
             let file = format!("{}/{}", snake_case(&found[1]), snake_case(&found[2]));
             self.add(&found[2], Source::Suffix(file));
+        }
+    }
+
+    /// `#include "billing/invoice.h"`: the header, and the source file of the same name
+    /// beside it (`invoice.c`, `invoice.cc`), where the bodies are. A system header
+    /// (`<stdio.h>`) is not the repository's.
+    fn c(&mut self, path: &str, text: &str) {
+        static INCLUDE: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r#"(?m)^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)""#));
+        for found in INCLUDE.captures_iter(text) {
+            let header = module_of(&found[1]);
+            // Beside the including file, or on the include path.
+            self.add(
+                REQUIRED,
+                Source::File(module_of(&join(dir_of(path), header)).to_string()),
+            );
+            self.add(REQUIRED, Source::Suffix(header.to_string()));
         }
     }
 
@@ -630,6 +648,18 @@ mod tests {
         ];
         let file = ("app/controllers/orders.rb", text, Lang::Ruby);
         assert_eq!(wrong(file, &cases), []);
+    }
+
+    #[test]
+    fn c_includes() {
+        let text = "#include <stdio.h>\n#include \"billing/invoice.h\"\n# include \"util.h\"\nint main(void) { return total(); }\n";
+        let imports = Imports::read("src/main.c", text, Lang::C);
+        assert!(imports.any_from("include/billing/invoice.h"));
+        assert!(imports.any_from("src/billing/invoice.c"));
+        assert!(imports.any_from("src/util.c"));
+        assert!(!imports.any_from("src/stdio.c"));
+        assert!(!imports.any_from("src/billing/receipt.c"));
+        assert!(!imports.holds("total", "src/billing/invoice.c"));
     }
 
     #[test]
