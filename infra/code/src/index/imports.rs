@@ -103,6 +103,11 @@ impl Imports {
             .is_some_and(|sources| sources.iter().any(|source| source.is(candidate)))
     }
 
+    /// Whether the file imports `name` by name (from anywhere).
+    pub(super) fn names(&self, name: &str) -> bool {
+        name != REQUIRED && self.from.contains_key(name)
+    }
+
     /// Whether anything is imported from `candidate`: a file that imports a class from
     /// it calls its methods (`order.total()` after `from shop.order import Order`).
     pub(super) fn any_from(&self, candidate: &str) -> bool {

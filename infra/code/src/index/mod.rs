@@ -569,17 +569,17 @@ impl Codebase for CodeIndex {
     }
 
     /// Member reads, and the functions passed on those lines (`items.map(normalise)`)
-    /// that the word index says at most [`MAX_FILES_DEFINING_PASSED`] files may define:
-    /// a function's name is defined in a file or two, a variable's (`data`, `config`)
-    /// stands where a definition could in many, and looking each up would parse them
-    /// for nothing.
+    /// that the file imports or that the word index says at most
+    /// [`MAX_FILES_DEFINING_PASSED`] files may define: a function's name is defined in a
+    /// file or two, a variable's (`data`, `config`) stands where a definition could in
+    /// many, and looking each up would parse them for nothing.
     fn names_read(&self, path: &str, start: u32, end: u32) -> Vec<String> {
         let used = self.references(path, start, end, false);
         let mut read = self.references(path, start, end, true);
-        read.extend(
-            self.passed_on(path, start, end)
-                .filter(|name| holding(&self.defining, name).len() <= MAX_FILES_DEFINING_PASSED),
-        );
+        let imports = self.imports_of(path);
+        read.extend(self.passed_on(path, start, end).filter(|name| {
+            imports.names(name) || holding(&self.defining, name).len() <= MAX_FILES_DEFINING_PASSED
+        }));
         read.difference(&used).cloned().collect()
     }
 

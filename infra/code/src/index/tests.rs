@@ -627,6 +627,14 @@ fn functions_passed_on_a_line_are_looked_up() {
     let index = index(&files);
     assert_eq!(index.names_read("src/routes.js", 3, 3), ["normalise"]);
     assert_eq!(index.names_read("app/jobs.py", 7, 8), ["flush"]);
+    // A name the file imports is looked up however many files may define it.
+    let importing = "from app.a import config\n\ndef run():\n    configure(config)\n";
+    let mut more = files.clone();
+    more.push(("app/run.py", importing));
+    assert_eq!(
+        self::index(&more).names_read("app/run.py", 4, 4),
+        ["config"]
+    );
     let lazy = self::index(&files);
     let near = lazy.definitions_near("normalise", "src/routes.js", 3);
     assert_eq!(near, index.definitions("normalise"));
