@@ -68,34 +68,6 @@ impl Imports {
         imports
     }
 
-    /// A name reached through one imported (`billing.toInvoice` after `import * as
-    /// billing`, `mail.send` after `from shop import mail`, `store::load` after `use
-    /// crate::store;`): from where that one comes, or from the module it names.
-    fn qualified(&mut self, text: &str, separator: &str) {
-        static DOT: LazyLock<Regex> =
-            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_$]+)\.([A-Za-z0-9_$]+)"));
-        static PATH: LazyLock<Regex> =
-            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_]+)::([A-Za-z0-9_]+)"));
-        let found = if separator == "::" { &PATH } else { &DOT };
-        let mut added = Vec::new();
-        for pair in found.captures_iter(text) {
-            let (qualifier, name) = (&pair[1], &pair[2]);
-            let Some(sources) = self.from.get(qualifier) else {
-                continue;
-            };
-            for source in sources {
-                added.push((name.to_string(), source.clone()));
-                if let Source::File(module) | Source::Suffix(module) = source {
-                    let sub = format!("{module}/{qualifier}");
-                    added.push((name.to_string(), Source::Suffix(sub)));
-                }
-            }
-        }
-        for (name, source) in added {
-            self.add(&name, source);
-        }
-    }
-
     /// Whether `candidate` (a file's path) is a module `name` is imported from.
     pub(super) fn holds(&self, name: &str, candidate: &str) -> bool {
         self.from
@@ -345,6 +317,34 @@ impl Imports {
                 let name = alias.as_deref().unwrap_or(class);
                 self.add(name, Source::Suffix(tail.join("/")));
             }
+        }
+    }
+
+    /// A name reached through one imported (`billing.toInvoice` after `import * as
+    /// billing`, `mail.send` after `from shop import mail`, `store::load` after `use
+    /// crate::store;`): from where that one comes, or from the module it names.
+    fn qualified(&mut self, text: &str, separator: &str) {
+        static DOT: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_$]+)\.([A-Za-z0-9_$]+)"));
+        static PATH: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_]+)::([A-Za-z0-9_]+)"));
+        let found = if separator == "::" { &PATH } else { &DOT };
+        let mut added = Vec::new();
+        for pair in found.captures_iter(text) {
+            let (qualifier, name) = (&pair[1], &pair[2]);
+            let Some(sources) = self.from.get(qualifier) else {
+                continue;
+            };
+            for source in sources {
+                added.push((name.to_string(), source.clone()));
+                if let Source::File(module) | Source::Suffix(module) = source {
+                    let sub = format!("{module}/{qualifier}");
+                    added.push((name.to_string(), Source::Suffix(sub)));
+                }
+            }
+        }
+        for (name, source) in added {
+            self.add(&name, source);
         }
     }
 }
