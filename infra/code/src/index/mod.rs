@@ -118,9 +118,9 @@ const MAX_FILES_DEFINING_PASSED: usize = 4;
 /// the statement around it, as a diff's context shows a change.
 const AROUND_USE: u32 = 3;
 
-/// The rank of a file neither the same as the one asking, in its directory, nor one of
-/// its imports (see `CodeIndex::definition_rank`, `CodeIndex::callers_near`).
-const FAR: u8 = 4;
+/// The rank of a file neither the one asking, nor one of its imports, nor in its
+/// directory (see `CodeIndex::definition_rank`, `CodeIndex::callers_near`).
+const ELSEWHERE: u8 = 4;
 
 /// Files parsed together on every core once there are this many to parse.
 const PARALLEL_FROM: usize = 8;
@@ -199,8 +199,8 @@ impl CodeIndex {
     /// How near a definition of `name` in `candidate` is to a use of it in `path`: 0
     /// the same file, 1 a file `path` imports `name` from (see `imports`), 2 one it
     /// imports something else from (a method's class: `order.total()` after `from
-    /// shop.order import Order`), 3 the same directory, [`FAR`] elsewhere. The bench
-    /// ranks what parsing everything finds by it.
+    /// shop.order import Order`), 3 the same directory, [`ELSEWHERE`] elsewhere. The
+    /// bench ranks what parsing everything finds by it.
     pub fn definition_rank(&self, name: &str, path: &str, candidate: &str) -> u8 {
         let imports = self.imports_of(path);
         match nearness(candidate, path) {
@@ -223,9 +223,11 @@ impl CodeIndex {
         self.imports[id as usize].get_or_init(|| Imports::read(path, text, lang))
     }
 
-    /// `found(id)` for the files of `ids` nearest first by `rank` (under [`FAR`] near, all
-    /// parsed; the rest in path order), parsing the far ones in batches only until `most`
-    /// are found or `max_files` have been asked; cut to `most`.
+    /// `found(id)` for the files of `ids` nearest first by `rank`, then in path order,
+    /// parsing them in batches only until `most` are found or `max_files` have been
+    /// asked; cut to `most`. What comes later in that order cannot displace what was
+    /// found, so the answer is the one parsing everything and ranking it would give; a
+    /// module imported by hundreds of files is not parsed whole for eight callers.
     fn nearest_first(
         &self,
         ids: &[u32],
@@ -233,18 +235,26 @@ impl CodeIndex {
         (most, max_files): (usize, usize),
         found: impl Fn(u32) -> Vec<Span>,
     ) -> Vec<Span> {
-        let (near, mut far): (Vec<u32>, Vec<u32>) = ids
+        let mut ordered: Vec<(u8, u32)> = ids
             .iter()
-            .partition(|&&id| rank(&self.paths[id as usize]) < FAR);
-        far.truncate(max_files.saturating_sub(near.len()));
-        self.ensure(&near);
-        let mut out: Vec<Span> = near.iter().flat_map(|&id| found(id)).collect();
-        out.sort_by_key(|span| rank(&span.path));
-        for batch in far.chunks(PARALLEL_FROM * 2) {
+            .map(|&id| (rank(&self.paths[id as usize]), id))
+            .collect();
+        ordered.sort_unstable();
+        ordered.truncate(max_files);
+        // No batch takes files from beyond the directory and the imports with nearer
+        // ones: those are parsed only when the nearer ones fall short.
+        let far = ordered.partition_point(|&(rank, _)| rank < ELSEWHERE);
+        let (near, far) = ordered.split_at(far);
+        let batches = near
+            .chunks(PARALLEL_FROM * 2)
+            .chain(far.chunks(PARALLEL_FROM * 2));
+        let mut out: Vec<Span> = Vec::new();
+        for batch in batches {
             if out.len() >= most {
                 break;
             }
-            self.ensure(batch);
+            let batch: Vec<u32> = batch.iter().map(|&(_, id)| id).collect();
+            self.ensure(&batch);
             out.extend(batch.iter().flat_map(|&id| found(id)));
         }
         out.truncate(most);

@@ -713,6 +713,28 @@ fn callers_are_looked_for_first_where_the_function_is_imported() {
     );
 }
 
+/// A module imported by many files: eight callers are found without parsing every file
+/// that imports it.
+#[test]
+fn a_widely_imported_functions_callers_parse_no_more_than_they_need() {
+    let util = "export function helper(x) {\n  return x\n}\n";
+    let importers: Vec<(String, String)> = (0..40)
+        .map(|n| {
+            let text = format!("import {{ helper }} from '../lib/util'\nexport function use{n}() {{\n  return helper({n})\n}}\n");
+            (format!("src/use{n:02}.js"), text)
+        })
+        .collect();
+    let mut files = vec![("lib/util.js", util)];
+    files.extend(importers.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let index = index(&files);
+    assert_eq!(index.callers_near("helper", "lib/util.js", 8).len(), 8);
+    assert!(
+        index.parsed_count() <= 17,
+        "{} files parsed",
+        index.parsed_count()
+    );
+}
+
 /// A changed method's callers: the files that import its class (not the method) from its
 /// file come before calls of homonyms earlier in path order.
 #[test]
