@@ -61,30 +61,22 @@ pub fn specs() -> Vec<ToolSpec> {
                 "required": ["pattern"]
             }),
         },
-        ToolSpec {
-            name: FIND_DEFINITION,
-            description: "Show where a function, method or type is defined in the repository, with its code. Give from_path, the file that uses it, to have the definition that file imports first.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "symbol": {"type": "string"},
-                    "from_path": {"type": "string", "description": "The file that uses the symbol, e.g. src/app.rs"}
-                },
-                "required": ["symbol"]
-            }),
-        },
-        ToolSpec {
-            name: FIND_REFERENCES,
-            description: "List the functions and types whose code refers to a symbol (its callers and users), as path:start-end. Give defined_in, the file that defines it, to have the files that import it from there first.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "symbol": {"type": "string"},
-                    "defined_in": {"type": "string", "description": "The file that defines the symbol, e.g. src/store.rs"}
-                },
-                "required": ["symbol"]
-            }),
-        },
+        symbol_tool(
+            FIND_DEFINITION,
+            "Show where a function, method or type is defined in the repository, with its code. Give from_path, the file that uses it, to have the definition that file imports first.",
+            (
+                "from_path",
+                "The file that uses the symbol, e.g. src/app.rs",
+            ),
+        ),
+        symbol_tool(
+            FIND_REFERENCES,
+            "List the functions and types whose code refers to a symbol (its callers and users), as path:start-end. Give defined_in, the file that defines it, to have the files that import it from there first.",
+            (
+                "defined_in",
+                "The file that defines the symbol, e.g. src/store.rs",
+            ),
+        ),
         ToolSpec {
             name: LIST_DIR,
             description: "List the files and directories directly under a directory of the repository (empty path: the root).",
@@ -94,6 +86,22 @@ pub fn specs() -> Vec<ToolSpec> {
             }),
         },
     ]
+}
+
+/// A tool asked about a symbol, and the file (`path`, what it is) that ranks its answer.
+fn symbol_tool(
+    name: &'static str,
+    description: &'static str,
+    (path, what): (&str, &str),
+) -> ToolSpec {
+    let mut properties = serde_json::Map::new();
+    properties.insert("symbol".into(), json!({"type": "string"}));
+    properties.insert(path.into(), json!({"type": "string", "description": what}));
+    ToolSpec {
+        name,
+        description,
+        input_schema: json!({"type": "object", "properties": properties, "required": ["symbol"]}),
+    }
 }
 
 /// The tools over one snapshot, shared by a review's passes and its judge (the
