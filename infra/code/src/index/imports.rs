@@ -68,11 +68,18 @@ impl Imports {
         imports
     }
 
-    /// Whether `candidate` (a file's path) is a module `name` is imported from.
-    pub(super) fn holds(&self, name: &str, candidate: &str) -> bool {
-        self.from
-            .get(name)
-            .is_some_and(|sources| sources.iter().any(|source| source.is(candidate)))
+    /// How an import ties this file to `candidate` (a file's path): 1 where it imports
+    /// `name` from it, 2 where it imports something else from it (a method's class:
+    /// `order.total()` after `from shop.order import Order`), `None` where nothing.
+    pub(super) fn tie(&self, name: &str, candidate: &str) -> Option<u8> {
+        let module = Module::of(candidate);
+        if self.holds_in(name, &module) {
+            Some(1)
+        } else if self.any_in(&module) {
+            Some(2)
+        } else {
+            None
+        }
     }
 
     /// Whether the file imports `name` by name (from anywhere).
@@ -80,13 +87,26 @@ impl Imports {
         name != REQUIRED && self.from.contains_key(name)
     }
 
-    /// Whether anything is imported from `candidate`: a file that imports a class from
-    /// it calls its methods (`order.total()` after `from shop.order import Order`).
-    pub(super) fn any_from(&self, candidate: &str) -> bool {
+    fn holds_in(&self, name: &str, module: &Module) -> bool {
         self.from
-            .values()
-            .flatten()
-            .any(|source| source.is(candidate))
+            .get(name)
+            .is_some_and(|sources| sources.iter().any(|source| source.is(module)))
+    }
+
+    fn any_in(&self, module: &Module) -> bool {
+        self.from.values().flatten().any(|source| source.is(module))
+    }
+
+    /// Whether `candidate` is a module `name` is imported from.
+    #[cfg(test)]
+    fn holds(&self, name: &str, candidate: &str) -> bool {
+        self.holds_in(name, &Module::of(candidate))
+    }
+
+    /// Whether anything is imported from `candidate`.
+    #[cfg(test)]
+    fn any_from(&self, candidate: &str) -> bool {
+        self.any_in(&Module::of(candidate))
     }
 
     fn add(&mut self, name: &str, source: Source) {
@@ -349,17 +369,30 @@ impl Imports {
     }
 }
 
+/// A file's path as its imports name it, read once for every source it is held against.
+struct Module<'a> {
+    /// Without its extension (see [`module_of`]).
+    stem: &'a str,
+    dir: &'a str,
+}
+
+impl<'a> Module<'a> {
+    fn of(path: &'a str) -> Self {
+        Module {
+            stem: module_of(path),
+            dir: dir_of(path),
+        }
+    }
+}
+
 impl Source {
-    /// Whether `candidate` (a file's path) is this module.
-    fn is(&self, candidate: &str) -> bool {
+    /// Whether `module` is this one.
+    fn is(&self, module: &Module) -> bool {
         match self {
-            Source::File(module) => module_of(candidate) == module,
-            Source::Suffix(module) => ends_with_segments(module_of(candidate), module),
+            Source::File(file) => module.stem == file,
+            Source::Suffix(suffix) => ends_with_segments(module.stem, suffix),
             // The module's root is not known: the directory is the import path's tail.
-            Source::Dir(package) => {
-                let dir = candidate.rsplit_once('/').map_or("", |(dir, _)| dir);
-                ends_with_segments(package, dir)
-            }
+            Source::Dir(package) => ends_with_segments(package, module.dir),
         }
     }
 }

@@ -196,19 +196,11 @@ impl CodeIndex {
             .collect()
     }
 
-    /// How near a definition of `name` in `candidate` is to a use of it in `path`: 0
-    /// the same file, 1 a file `path` imports `name` from (see `imports`), 2 one it
-    /// imports something else from (a method's class: `order.total()` after `from
-    /// shop.order import Order`), 3 the same directory, [`ELSEWHERE`] elsewhere. The
-    /// bench ranks what parsing everything finds by it.
+    /// How near a definition of `name` in `candidate` is to a use of it in `path` (see
+    /// [`rank`], `imports`). The bench ranks what parsing everything finds by it.
     pub fn definition_rank(&self, name: &str, path: &str, candidate: &str) -> u8 {
         let imports = self.imports_of(path);
-        match nearness(candidate, path) {
-            0 => 0,
-            _ if imports.holds(name, candidate) => 1,
-            _ if imports.any_from(candidate) => 2,
-            near => near + 2,
-        }
+        rank(candidate, path, || imports.tie(name, candidate))
     }
 
     fn imports_of(&self, path: &str) -> &Imports {
@@ -427,6 +419,17 @@ impl CodeIndex {
     }
 }
 
+/// Where `candidate` ranks for a question asked from `path`: 0 the same file, then what
+/// `tie` says an import makes it (1 the name imported, 2 something else from the same
+/// module), 3 the same directory, [`ELSEWHERE`] elsewhere. `tie` is asked only of
+/// another file.
+fn rank(candidate: &str, path: &str, tie: impl FnOnce() -> Option<u8>) -> u8 {
+    match nearness(candidate, path) {
+        0 => 0,
+        near => tie().unwrap_or(near + 2),
+    }
+}
+
 /// Add file `id` to the postings of each of `words`.
 fn post(postings: &mut Postings, id: u32, words: Vec<&str>) {
     for word in words {
@@ -533,9 +536,10 @@ impl Codebase for CodeIndex {
     /// Parses the files that may define `name` nearest `path` first, and the rest only
     /// until `most` definitions are found.
     fn definitions_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
+        let imports = self.imports_of(path);
         self.nearest_first(
             holding(&self.defining, name),
-            |candidate| self.definition_rank(name, path, candidate),
+            |candidate| rank(candidate, path, || imports.tie(name, candidate)),
             (most, usize::MAX),
             |id| self.definitions_in(id, name).collect(),
         )
@@ -562,14 +566,15 @@ impl Codebase for CodeIndex {
     fn callers_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
         let holding = holding(&self.referring, name);
         let read_imports = holding.len() <= MAX_FILES_FOR_CALLERS;
-        let rank = |candidate: &str| match nearness(candidate, path) {
-            0 => 0,
-            _ if read_imports && self.imports_of(candidate).holds(name, path) => 1,
-            _ if read_imports && self.imports_of(candidate).any_from(path) => 2,
-            near => near + 2,
+        let ranked = |candidate: &str| {
+            rank(candidate, path, || {
+                read_imports
+                    .then(|| self.imports_of(candidate).tie(name, path))
+                    .flatten()
+            })
         };
         let bound = (most, MAX_FILES_FOR_CALLERS);
-        self.nearest_first(holding, rank, bound, |id| self.callers_in(id, name))
+        self.nearest_first(holding, ranked, bound, |id| self.callers_in(id, name))
     }
 
     fn names_used(&self, path: &str, start: u32, end: u32) -> Vec<String> {

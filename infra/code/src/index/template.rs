@@ -1,9 +1,10 @@
 //! The names a component's template uses: `@click="submit"` and `{{ total(order) }}` in
 //! Vue, `on:click={save}` and `{#if ready(cart)}` in Svelte, `{posts.map(card)}` in Astro,
 //! `onclick="boot()"` in an HTML page, `(click)="submit()"` and `{{ total() }}` in an
-//! Angular component's template (whose class, in its own `.ts` file, defines them). A function its script defines is often used only
-//! there, so a change that removes or renames it breaks the page where no tags query
-//! looks; and a changed template line calls what its script defines.
+//! Angular component's template (whose class, in its own `.ts` file, defines them). A
+//! function its script defines is often used only there, so a change that removes or
+//! renames it breaks the page where no tags query looks; and a changed template line
+//! calls what its script defines.
 //!
 //! No grammar reads a template's expressions (tree-sitter's Vue and Svelte grammars
 //! would each cost a worker what one language does), and a use is all that is wanted of
