@@ -8,8 +8,8 @@
 //! Read from the importing file's text with a few patterns, not parsed: an import a
 //! pattern misses (one built at run time, a path alias a bundler resolves) leaves the
 //! name to the nearness order. The imports of Python, JavaScript and TypeScript (and
-//! components' scripts), Rust, Go, Java, PHP and Ruby, and C's and C++'s `#include`s,
-//! are read; C#'s `using` names a namespace, not a file.
+//! components' scripts), Rust, Go, Java, PHP and Ruby, C's and C++'s `#include`s, and
+//! C#'s `using`s (a namespace, found where the directories spell it) are read.
 
 use super::languages::Lang;
 use regex::Regex;
@@ -33,6 +33,10 @@ enum Source {
     Suffix(String),
     /// A file directly in a directory this import path ends with (a Go package).
     Dir(String),
+    /// A file in a namespace or package imported whole (C#'s `using Acme.Billing;`,
+    /// Java's `import com.acme.billing.*;`), by its segments: a file whose directory
+    /// ends with them (`src/Acme.Billing/`, `java/com/acme/billing/`).
+    Namespace(Vec<String>),
 }
 
 impl Imports {
@@ -61,9 +65,9 @@ impl Imports {
                 imports.php(text);
                 imports.qualified(text, "::");
             }
+            Lang::CSharp => imports.csharp(text),
             Lang::Ruby => imports.ruby(path, text),
             Lang::C | Lang::Cpp => imports.c(path, text),
-            _ => {}
         }
         imports
     }
@@ -153,13 +157,20 @@ impl Imports {
     }
 
     /// `from .billing import to_invoice`, `from shop.billing import (a, b)`: each name to
-    /// its module (relative to the file's package, or ending with the dotted path).
+    /// its module (relative to the file's package, or ending with the dotted path). And
+    /// a module imported whole (`import shop.billing`, `import shop.billing as b`, `from
+    /// . import billing`): the names read through it (`shop.billing.to_invoice`,
+    /// `b.to_invoice`) to it.
     fn python(&mut self, path: &str, text: &str) {
         static FROM: LazyLock<Regex> = LazyLock::new(|| {
             pattern(
                 r"(?m)^[ \t]*from[ \t]+(\.*)([A-Za-z0-9_.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)",
             )
         });
+        static IMPORT: LazyLock<Regex> =
+            LazyLock::new(|| pattern(r"(?m)^[ \t]*import[ \t]+([A-Za-z0-9_., \t]+)"));
+        // Each module imported whole, by the dotted name the code reads it through.
+        let mut modules: Vec<(String, Source)> = Vec::new();
         for found in FROM.captures_iter(text) {
             let (dots, module, names) = (found[1].len(), &found[2], &found[3]);
             let dotted = module.replace('.', "/");
@@ -172,12 +183,37 @@ impl Imports {
                 }
                 // `from . import billing` imports a module, not a definition.
                 if dotted.is_empty() {
+                    for (module, local) in python_aliases(names) {
+                        modules.push((local.to_string(), Source::File(join(&package, module))));
+                    }
                     continue;
                 }
                 Source::File(join(&package, &dotted))
             };
             for name in words(names).filter(|w| *w != "as") {
                 self.add(name, source.clone());
+            }
+        }
+        for found in IMPORT.captures_iter(text) {
+            for (module, local) in python_aliases(&found[1]) {
+                modules.push((local.to_string(), Source::Suffix(module.replace('.', "/"))));
+            }
+        }
+        if modules.is_empty() {
+            return;
+        }
+        static CHAIN: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(r"(?-u:\b)[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+        });
+        for chain in CHAIN.find_iter(text).map(|m| m.as_str()) {
+            for (local, source) in &modules {
+                let name = chain
+                    .strip_prefix(local.as_str())
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .and_then(|rest| rest.split('.').next());
+                if let Some(name) = name {
+                    self.add(name, source.clone());
+                }
             }
         }
     }
@@ -243,10 +279,15 @@ impl Imports {
     /// com.acme.Checks.validate;` (a member of the class's file).
     fn java(&mut self, text: &str) {
         static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-            pattern(r"(?m)^[ \t]*import[ \t]+(static[ \t]+)?([A-Za-z0-9_$.]+)[ \t]*;")
+            pattern(r"(?m)^[ \t]*import[ \t]+(static[ \t]+)?([A-Za-z0-9_$.]+)(\.\*)?[ \t]*;")
         });
         for found in IMPORT.captures_iter(text) {
             let path = &found[2];
+            // `import com.acme.billing.*;`: every class of the package.
+            if found.get(3).is_some() && found.get(1).is_none() {
+                self.add(REQUIRED, namespace(path));
+                continue;
+            }
             let Some((class_path, last)) = path.rsplit_once('.') else {
                 continue;
             };
@@ -256,6 +297,30 @@ impl Imports {
                 path
             };
             self.add(last, Source::Suffix(file.replace('.', "/")));
+        }
+    }
+
+    /// `using Acme.Billing;`, `global using Acme.Billing;`, `using static
+    /// Acme.Rules.Checks;`, `using Bill = Acme.Billing.Invoice;`: every type of the
+    /// namespace (a `using` names no type), as the file's own `namespace` makes every
+    /// type of its own. The directories a namespace's files sit in are the namespace's
+    /// tail by convention, not by rule: a namespace laid out otherwise ranks nothing.
+    fn csharp(&mut self, text: &str) {
+        static USING: LazyLock<Regex> = LazyLock::new(|| {
+            pattern(
+                r"(?m)^[ \t]*(?:global[ \t]+)?(?:using[ \t]+(static[ \t]+)?(?:[A-Za-z0-9_]+[ \t]*=[ \t]*)?|namespace[ \t]+)([A-Za-z0-9_.]+)[ \t]*[;{\r\n]",
+            )
+        });
+        for found in USING.captures_iter(text) {
+            let path = &found[2];
+            // A static import's (and an alias's) last segment is a type: its namespace
+            // holds it.
+            let whole = found.get(1).is_none() && !found[0].contains('=');
+            let namespace_path = match path.rsplit_once('.') {
+                Some((parent, _)) if !whole => parent,
+                _ => path,
+            };
+            self.add(REQUIRED, namespace(namespace_path));
         }
     }
 
@@ -393,13 +458,57 @@ impl Source {
             Source::Suffix(suffix) => ends_with_segments(module.stem, suffix),
             // The module's root is not known: the directory is the import path's tail.
             Source::Dir(package) => ends_with_segments(package, module.dir),
+            Source::Namespace(segments) => in_namespace(module.dir, segments),
         }
     }
+}
+
+/// `Acme.Billing` (or `com.acme.billing`) as the segments of a namespace.
+fn namespace(dotted: &str) -> Source {
+    Source::Namespace(
+        dotted
+            .split('.')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Whether files in `dir` are in the namespace `segments`: the directory's segments
+/// (split at dots too: `src/Acme.Billing/Invoices`) and the namespace's end alike, in
+/// the whole namespace, in two segments or more, or in the whole directory (a project
+/// at the repository's root leaves the namespace's root out of its paths). One shared
+/// segment (`Models`) alone says nothing.
+fn in_namespace(dir: &str, segments: &[String]) -> bool {
+    let dir: Vec<&str> = dir.split(['/', '.']).filter(|s| !s.is_empty()).collect();
+    let shared = dir
+        .iter()
+        .rev()
+        .zip(segments.iter().rev())
+        .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+        .count();
+    shared > 0 && (shared >= 2 || shared == segments.len() || shared == dir.len())
 }
 
 /// Where a file required whole (Ruby's `require`) is kept: under no name a tag has, so
 /// that it ranks what it defines through `any_from` and no name through `holds`.
 const REQUIRED: &str = "";
+
+/// The modules of a Python import list (`a.b as c, d`), each with the name the code
+/// reads it through (`c`, `d`; `a.b` where it has no alias).
+fn python_aliases(list: &str) -> impl Iterator<Item = (&str, &str)> {
+    list.trim_matches(|c: char| c == '(' || c == ')' || c.is_whitespace())
+        .split(',')
+        .filter_map(|item| {
+            let mut words = item.split_whitespace();
+            let module = words.next()?;
+            let local = match (words.next(), words.next()) {
+                (Some("as"), Some(alias)) => alias,
+                _ => module,
+            };
+            Some((module, local))
+        })
+}
 
 /// `InvoiceItem` as Rails names its file: `invoice_item`.
 fn snake_case(constant: &str) -> String {
@@ -604,6 +713,36 @@ mod tests {
     }
 
     #[test]
+    fn python_modules_imported_whole() {
+        let text = "import os, shop.billing
+import shop.rules as rules_v2
+from . import (utils, mail as post)
+
+def f(order):
+    shop.billing.to_invoice(order)
+    rules_v2.check(order)
+    utils.helper(os.path.join(post.send()))
+    shop.billingx.total()
+";
+        let cases = [
+            ("to_invoice", "src/shop/billing.py", true),
+            ("to_invoice", "src/shop/billing/__init__.py", true),
+            ("to_invoice", "src/billing.py", false),
+            ("check", "lib/shop/rules.py", true),
+            ("check", "lib/shop/rules_v2.py", false),
+            ("helper", "app/shop/utils.py", true),
+            ("helper", "app/utils.py", false),
+            ("send", "app/shop/mail.py", true),
+            ("total", "src/shop/billing.py", false),
+            ("path", "lib/os.py", true),
+        ];
+        assert_eq!(
+            wrong(("app/shop/reports.py", text, Lang::Python), &cases),
+            []
+        );
+    }
+
+    #[test]
     fn rust_use_trees() {
         let text = "use crate::store::{\n    load_user,\n    billing::{to_invoice, Total, save as persist},\n};\npub(crate) use super::rules::check;\nuse std::collections::HashMap;\nuse crate::mail::*;\nuse crate::cache;\nfn f() { cache::load(1); }\n";
         let cases = [
@@ -655,6 +794,38 @@ mod tests {
             ),
         ];
         assert_eq!(wrong(("A.java", text, Lang::Java), &cases), []);
+        let wildcard = Imports::read("A.java", text, Lang::Java);
+        assert!(!wildcard.any_from("src/main/java/com/acme/dto/Invoice.java"));
+        let text = "import com.acme.dto.*;\nclass B {}\n";
+        let wildcard = Imports::read("B.java", text, Lang::Java);
+        assert!(wildcard.any_from("src/main/java/com/acme/dto/Invoice.java"));
+        assert!(!wildcard.any_from("src/main/java/com/acme/dto/v2/Invoice.java"));
+        assert!(!wildcard.holds("Invoice", "src/main/java/com/acme/dto/Invoice.java"));
+    }
+
+    #[test]
+    fn csharp_usings_and_namespaces() {
+        let text = "using System;\nglobal using Acme.Billing;\nusing static Acme.Rules.Checks;\nusing Bill = Acme.Orders.Invoice;\n\nnamespace Acme.Web.Controllers\n{\n    class C { void F() { using var s = Open(); } }\n}\n";
+        let imports = Imports::read("src/Acme.Web/Controllers/C.cs", text, Lang::CSharp);
+        let from = [
+            ("src/Acme.Billing/Invoice.cs", true),
+            ("Acme/Billing/Invoice.cs", true),
+            ("Billing/Invoice.cs", true),
+            ("src/Acme.Billing/Legacy/Invoice.cs", false),
+            ("src/Other/Billing/Invoice.cs", false),
+            ("src/Acme.Rules/Checks.cs", true),
+            ("src/Acme.Orders/Invoice.cs", true),
+            ("src/Acme.Web/Controllers/HomeController.cs", true),
+            ("src/Acme.Web/Views/Home.cs", false),
+            ("src/Legacy/Models/Invoice.cs", false),
+            ("src/var/Invoice.cs", false),
+        ];
+        let wrong: Vec<_> = from
+            .iter()
+            .filter(|(candidate, expected)| imports.any_from(candidate) != *expected)
+            .collect();
+        assert_eq!(wrong, Vec::<&(&str, bool)>::new());
+        assert!(!imports.holds("Invoice", "src/Acme.Billing/Invoice.cs"));
     }
 
     #[test]
@@ -701,15 +872,16 @@ mod tests {
     }
 
     #[test]
-    fn other_languages_and_broken_text_import_nothing() {
-        let csharp = ("A.cs", "using Acme.Billing;", Lang::CSharp);
-        assert_eq!(wrong(csharp, &[("Billing", "Acme/Billing.cs", false)]), []);
+    fn broken_imports_are_read_without_a_panic() {
         let broken = [
             "import {",
             "from . import",
             "use crate::{a, {b};",
             "import (\n\"x",
             "use ;",
+            "using ;\nnamespace",
+            "import a.b.*",
+            "import ,",
         ];
         for text in broken {
             for lang in [
@@ -719,6 +891,7 @@ mod tests {
                 Lang::Go,
                 Lang::Java,
                 Lang::Php,
+                Lang::CSharp,
             ] {
                 let _ = Imports::read("x/y", text, lang);
             }

@@ -687,6 +687,42 @@ fn a_name_is_defined_first_where_it_is_imported_from() {
     );
 }
 
+/// A C# `using` names a namespace, not a type: the class comes first from the directory
+/// the namespace is laid out in, ahead of a homonym in path order; and a Python module
+/// imported whole (`import shop.rules`) is where `shop.rules.validate` is defined.
+#[test]
+fn a_name_is_defined_first_in_the_namespace_or_module_imported_whole() {
+    let class = |ns: &str| {
+        format!(
+            "namespace {ns}\n{{\n    public class Invoice\n    {{\n        public int Total() {{ return 1; }}\n    }}\n}}\n"
+        )
+    };
+    let (legacy, billing) = (class("Acme.Archive"), class("Acme.Billing"));
+    let controller = "using Acme.Billing;\n\nnamespace Acme.Web\n{\n    public class Home\n    {\n        public Invoice Show() { return new Invoice(); }\n    }\n}\n";
+    let files = [
+        ("src/Acme.Archive/Invoice.cs", legacy.as_str()),
+        ("src/Acme.Billing/Invoice.cs", billing.as_str()),
+        ("src/Acme.Web/Home.cs", controller),
+    ];
+    let near = index(&files).definitions_near("Invoice", "src/Acme.Web/Home.cs", 2);
+    let paths: Vec<&str> = near.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["src/Acme.Billing/Invoice.cs", "src/Acme.Archive/Invoice.cs"]
+    );
+
+    let rules = |what: &str| format!("def validate(x):\n    return {what}(x)\n");
+    let (forms, shop) = (rules("form"), rules("shop"));
+    let checkout = "import shop.rules\n\ndef submit(o):\n    return shop.rules.validate(o)\n";
+    let files = [
+        ("app/forms/rules.py", forms.as_str()),
+        ("app/shop/rules.py", shop.as_str()),
+        ("app/checkout.py", checkout),
+    ];
+    let near = index(&files).definitions_near("validate", "app/checkout.py", 1);
+    assert_eq!(near[0].path, "app/shop/rules.py");
+}
+
 /// The callers of a changed function are looked for first in the files that import it
 /// from its file: ahead of calls of homonyms that come before them in path order.
 #[test]
