@@ -54,15 +54,22 @@ fn main() {
         let started = Instant::now();
         let mut snapshot = Snapshot::default();
         for root in &roots {
-            if snapshot.files.len() >= target {
+            if snapshot.files.keys().filter(|p| !is_manifest(p)).count() >= target {
                 break;
             }
             let Ok(krate) = Snapshot::from_dir(root, Limits::default()) else {
                 continue;
             };
             let name = root.file_name().map(|n| n.to_string_lossy().into_owned());
-            for (path, text) in krate.files {
-                if path.ends_with(extension.as_str()) {
+            let mut files = krate.files;
+            // The registry's `Cargo.toml` is cargo's rewrite, marked generated (and so
+            // skipped); the crate's own is beside it.
+            if let Ok(manifest) = std::fs::read_to_string(root.join("Cargo.toml.orig")) {
+                files.insert("Cargo.toml".into(), manifest);
+            }
+            for (path, text) in files {
+                // The manifests too, which say where a repository's own packages are.
+                if path.ends_with(extension.as_str()) || is_manifest(&path) {
                     snapshot
                         .files
                         .insert(format!("{}/{path}", name.clone().unwrap_or_default()), text);
@@ -80,7 +87,8 @@ fn main() {
         let extracted = started.elapsed();
         let archive_mb = archive.len() as f64 / 1e6;
         drop(archive);
-        let (files_count, bytes) = (snapshot.files.len(), snapshot.bytes());
+        let manifests = snapshot.files.keys().filter(|p| is_manifest(p)).count();
+        let (files_count, bytes) = (snapshot.files.len() - manifests, snapshot.bytes());
         if std::env::var_os("PARLEY_INDEX_REMOVED").is_some() {
             removal(snapshot, &extension);
             continue;
@@ -185,7 +193,7 @@ fn main() {
             }
         }
         println!(
-            "index: {files_count} {extension} files ({:.1} MB) read in {:.2} s, a {:.1} MB tarball of them extracted in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names, callers of {callers_missed} of {called}; names whose nearest definition is where the file imports it from, not the directories' nearest: {imported}; callers shown of which an importer brings another in: {callers_imported}",
+            "index: {files_count} {extension} files and {manifests} manifests ({:.1} MB) read in {:.2} s, a {:.1} MB tarball of them extracted in {:.2} s; ready in {:.2} s ({} words); a 50-file review's context {:.0} ms cold ({parsed} files parsed, {} pieces used), {:.1} ms warm; peak RSS {peak_review} MB. Parsing every file: {:.2} s more, peak RSS {} MB; lazy answers that differ from parsing everything: {missed} of {names} names, callers of {callers_missed} of {called}; names whose nearest definition is where the file imports it from, not the directories' nearest: {imported}; callers shown of which an importer brings another in: {callers_imported}",
             bytes as f64 / 1e6,
             read.as_secs_f64(),
             archive_mb,
@@ -254,13 +262,21 @@ fn removal(snapshot: Snapshot, extension: &str) {
 
 /// Fifty of `snapshot`'s files, spread over it: the files a sampled review changes.
 fn sample_of(snapshot: &Snapshot) -> Vec<String> {
-    snapshot
-        .files
-        .keys()
-        .step_by(snapshot.files.len().max(50) / 50)
+    let sources: Vec<&String> = snapshot.files.keys().filter(|p| !is_manifest(p)).collect();
+    sources
+        .iter()
+        .step_by(sources.len().max(50) / 50)
         .take(50)
-        .cloned()
+        .map(|path| path.to_string())
         .collect()
+}
+
+fn is_manifest(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(
+        name,
+        "package.json" | "Cargo.toml" | "go.mod" | "composer.json"
+    )
 }
 
 /// `snapshot`'s files as a gzipped tarball with GitHub's layout.

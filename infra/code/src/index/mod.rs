@@ -18,6 +18,7 @@ mod embedded;
 mod imports;
 mod languages;
 mod locals;
+mod packages;
 mod tagging;
 mod template;
 
@@ -25,6 +26,7 @@ use crate::snapshot::Snapshot;
 use crate::words::identifiers;
 use imports::Imports;
 use languages::{Lang, Languages, language_of};
+use packages::Packages;
 use parley_core::ports::code::{Codebase, Span, nearness};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
@@ -47,6 +49,8 @@ pub struct CodeIndex {
     /// Each file's imports (see `imports`), read the first time a name it uses is
     /// looked up.
     imports: Vec<OnceLock<Imports>>,
+    /// The repository's own packages (see `packages`), read with the first imports.
+    packages: OnceLock<Packages>,
     languages: Languages,
 }
 
@@ -158,6 +162,7 @@ impl CodeIndex {
             referring,
             tagged,
             imports,
+            packages: OnceLock::new(),
             languages: Languages::default(),
         }
     }
@@ -212,7 +217,10 @@ impl CodeIndex {
         ) else {
             return NONE.get_or_init(Imports::default);
         };
-        self.imports[id as usize].get_or_init(|| Imports::read(path, text, lang))
+        let packages = self
+            .packages
+            .get_or_init(|| Packages::read(&self.snapshot.files));
+        self.imports[id as usize].get_or_init(|| Imports::read(path, text, lang, packages))
     }
 
     /// `found(id)` for the files of `ids` nearest first by `rank`, then in path order,

@@ -723,6 +723,32 @@ fn a_name_is_defined_first_in_the_namespace_or_module_imported_whole() {
     assert_eq!(near[0].path, "app/shop/rules.py");
 }
 
+/// In a monorepo an import names a workspace package (`@acme/billing`), not its
+/// directory: the package's `package.json` says where it is, so its definition comes
+/// first, and its importers are its first callers, ahead of a homonym's.
+#[test]
+fn a_workspace_package_is_found_where_its_manifest_is() {
+    let convert = |what: &str| format!("export function toInvoice(o) {{\n  return {what}(o)\n}}\n");
+    let (admin, billing) = (convert("admin"), convert("billing"));
+    let page = "import { toInvoice } from '@acme/billing'\nexport function show(o) {\n  return toInvoice(o)\n}\n";
+    let local = "import { toInvoice } from './convert'\nexport function list(o) {\n  return toInvoice(o)\n}\n";
+    let files = [
+        ("apps/admin/src/convert.js", admin.as_str()),
+        ("apps/admin/src/list.js", local),
+        ("apps/web/src/page.js", page),
+        (
+            "packages/billing/package.json",
+            r#"{"name": "@acme/billing"}"#,
+        ),
+        ("packages/billing/src/convert.js", billing.as_str()),
+    ];
+    let index = index(&files);
+    let near = index.definitions_near("toInvoice", "apps/web/src/page.js", 1);
+    assert_eq!(near[0].path, "packages/billing/src/convert.js");
+    let callers = index.callers_near("toInvoice", "packages/billing/src/convert.js", 1);
+    assert_eq!(callers[0].path, "apps/web/src/page.js");
+}
+
 /// The callers of a changed function are looked for first in the files that import it
 /// from its file: ahead of calls of homonyms that come before them in path order.
 #[test]

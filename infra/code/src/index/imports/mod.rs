@@ -11,10 +11,14 @@
 //! components' scripts), Rust, Go, Java, PHP and Ruby, C's and C++'s `#include`s, and
 //! C#'s `using`s (a namespace, found where the directories spell it) are read.
 
+mod use_tree;
+
 use super::languages::Lang;
+use super::packages::Packages;
 use regex::Regex;
 use std::collections::HashMap;
 use std::sync::LazyLock;
+use use_tree::{flatten_use, squeeze};
 
 /// Where one file's imported names come from: each name to the modules that may hold
 /// it.
@@ -37,15 +41,21 @@ enum Source {
     /// Java's `import com.acme.billing.*;`), by its segments: a file whose directory
     /// ends with them (`src/Acme.Billing/`, `java/com/acme/billing/`).
     Namespace(Vec<String>),
+    /// A file of a package of this repository (see [`Packages`]): under its directory,
+    /// in the module a path inside it names (`invoice` in `@acme/billing/invoice`,
+    /// `src/invoice.ts` or `src/invoice/total.ts`), or anywhere in it where the import
+    /// names the package alone (its entry point re-exports what it holds).
+    Within { dir: String, rest: String },
 }
 
 impl Imports {
-    /// The imports of `text`, the file at `path` in `lang`.
-    pub(super) fn read(path: &str, text: &str, lang: Lang) -> Imports {
+    /// The imports of `text`, the file at `path` in `lang`, in a repository holding
+    /// `packages`.
+    pub(super) fn read(path: &str, text: &str, lang: Lang, packages: &Packages) -> Imports {
         let mut imports = Imports::default();
         match lang {
             Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Component => {
-                imports.javascript(path, text);
+                imports.javascript(path, text, packages);
                 imports.qualified(text, ".");
             }
             Lang::Python => {
@@ -53,16 +63,16 @@ impl Imports {
                 imports.qualified(text, ".");
             }
             Lang::Rust => {
-                imports.rust(text);
+                imports.rust(text, packages);
                 imports.qualified(text, "::");
             }
-            Lang::Go => imports.go(text),
+            Lang::Go => imports.go(text, packages),
             Lang::Java => {
                 imports.java(text);
                 imports.qualified(text, ".");
             }
             Lang::Php => {
-                imports.php(text);
+                imports.php(text, packages);
                 imports.qualified(text, "::");
             }
             Lang::CSharp => imports.csharp(text),
@@ -122,7 +132,7 @@ impl Imports {
 
     /// `import { a, b as c } from './x'`, `import d from '../y'`, `const { e } =
     /// require('./z')`: each local name to its module.
-    fn javascript(&mut self, path: &str, text: &str) {
+    fn javascript(&mut self, path: &str, text: &str, packages: &Packages) {
         static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
             pattern(
                 r#"(?-u:\b)import\s+(?:type\s+)?([A-Za-z0-9_$\s{},*]+?)\s+from\s+['"]([^'"\n]+)['"]"#,
@@ -138,8 +148,9 @@ impl Imports {
             .chain(REQUIRE.captures_iter(text))
         {
             let (names, spec) = (&found[1], &found[2]);
+            let mut sources: Vec<Source> = packages.npm(spec).map(within).collect();
             // As a file's path is read (`./Chart.vue`, `./invoice.service`).
-            let source = match spec.strip_prefix('.') {
+            sources.push(match spec.strip_prefix('.') {
                 Some(_) => Source::File(module_of(&join(dir_of(path), spec)).to_string()),
                 // A path alias (`@/lib/x`, `~/lib/x`): the part after it, wherever it is.
                 None => Source::Suffix(
@@ -149,9 +160,11 @@ impl Imports {
                     )
                     .to_string(),
                 ),
-            };
+            });
             for name in words(names).filter(|w| !matches!(*w, "as" | "type" | "default")) {
-                self.add(name, source.clone());
+                for source in &sources {
+                    self.add(name, source.clone());
+                }
             }
         }
     }
@@ -221,7 +234,7 @@ impl Imports {
     /// `use crate::store::{load_user, save as persist};`, `use super::billing::to_invoice;`:
     /// each name to the module path before it (its last segments: where the crate's root
     /// is is not known, and `super` is read as the segments after it).
-    fn rust(&mut self, text: &str) {
+    fn rust(&mut self, text: &str, packages: &Packages) {
         static USE: LazyLock<Regex> = LazyLock::new(|| {
             pattern(r"(?m)^[ \t]*(?:pub(?:\([A-Za-z0-9_\s:]+\))?[ \t]+)?use[ \t]+([^;]+);")
         });
@@ -230,6 +243,14 @@ impl Imports {
             let mut leaves = Vec::new();
             flatten_use(&tree, &mut Vec::new(), &mut leaves);
             for (module, name) in leaves {
+                // `use billing::invoice::to_invoice;`: a crate of this workspace.
+                let path = match module.is_empty() {
+                    true => name.to_string(),
+                    false => module.join("/"),
+                };
+                for found in packages.crates(&path) {
+                    self.add(name, within(found));
+                }
                 let module: Vec<&str> = module
                     .into_iter()
                     .filter(|s| !matches!(*s, "crate" | "self" | "super"))
@@ -247,7 +268,7 @@ impl Imports {
 
     /// `store.Load(…)` in a file that imports `"example.com/app/internal/store"` (or
     /// names it, `db "…/store"`): `Load` to the package's directory.
-    fn go(&mut self, text: &str) {
+    fn go(&mut self, text: &str, packages: &Packages) {
         static SPEC: LazyLock<Regex> = LazyLock::new(|| {
             pattern(
                 r#"(?m)^[ \t]*(?:import[ \t]+)?(?:([A-Za-z0-9_.]+)[ \t]+)?"([A-Za-z0-9_./-]+)"[ \t]*$"#,
@@ -255,7 +276,7 @@ impl Imports {
         });
         static QUALIFIED: LazyLock<Regex> =
             LazyLock::new(|| pattern(r"(?-u:\b)([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)"));
-        let mut packages: HashMap<&str, &str> = HashMap::new();
+        let mut imported: HashMap<&str, &str> = HashMap::new();
         for found in SPEC.captures_iter(text) {
             let path = found.get(2).map_or("", |m| m.as_str());
             let name = match found.get(1) {
@@ -263,15 +284,19 @@ impl Imports {
                 None => path.rsplit('/').next().unwrap_or(path),
             };
             if !matches!(name, "_" | ".") {
-                packages.insert(name, path);
+                imported.insert(name, path);
             }
         }
-        if packages.is_empty() {
+        if imported.is_empty() {
             return;
         }
         for found in QUALIFIED.captures_iter(text) {
-            if let Some(path) = packages.get(&found[1]) {
+            if let Some(path) = imported.get(&found[1]) {
                 self.add(&found[2], Source::Dir(path.to_string()));
+                // Where a module of this repository holds it (`go.mod` not at the root).
+                for dir in packages.go(path) {
+                    self.add(&found[2], Source::Dir(dir));
+                }
             }
         }
     }
@@ -367,7 +392,7 @@ impl Imports {
     /// `use App\Models\User;`, `use App\Models\{User, Order as Purchase};`, `use function
     /// App\Support\money;`: each name to its class's file, by the namespace after its
     /// root and the class.
-    fn php(&mut self, text: &str) {
+    fn php(&mut self, text: &str, packages: &Packages) {
         static USE: LazyLock<Regex> = LazyLock::new(|| {
             pattern(
                 r"(?m)^[ \t]*use[ \t]+(?:function[ \t]+|const[ \t]+)?([A-Za-z0-9_\\]+)(?:\\\{([^}]*)\})?(?:[ \t]+as[ \t]+([A-Za-z0-9_]+))?[ \t]*;",
@@ -401,6 +426,10 @@ impl Imports {
                 let tail = &segments[usize::from(segments.len() > 1)..];
                 let name = alias.as_deref().unwrap_or(class);
                 self.add(name, Source::Suffix(tail.join("/")));
+                // Where `composer.json` autoloads the namespace from (`src/`).
+                for file in packages.php(&path) {
+                    self.add(name, Source::File(file));
+                }
             }
         }
     }
@@ -459,7 +488,31 @@ impl Source {
             // The module's root is not known: the directory is the import path's tail.
             Source::Dir(package) => ends_with_segments(package, module.dir),
             Source::Namespace(segments) => in_namespace(module.dir, segments),
+            Source::Within { dir, rest } => {
+                let inside = if dir.is_empty() {
+                    Some(module.stem)
+                } else {
+                    module
+                        .stem
+                        .strip_prefix(dir.as_str())
+                        .and_then(|s| s.strip_prefix('/'))
+                };
+                inside.is_some_and(|inside| {
+                    rest.is_empty()
+                        || ends_with_segments(inside, rest)
+                        || inside.starts_with(&format!("{rest}/"))
+                        || inside.contains(&format!("/{rest}/"))
+                })
+            }
         }
+    }
+}
+
+/// A package's directory and the module path inside it as a source.
+fn within((dir, rest): (&str, &str)) -> Source {
+    Source::Within {
+        dir: dir.to_string(),
+        rest: module_of(rest).to_string(),
     }
 }
 
@@ -526,78 +579,6 @@ fn snake_case(constant: &str) -> String {
     out
 }
 
-/// The names of a Rust use tree under `prefix`, each with its module path.
-fn flatten_use<'a>(
-    tree: &'a str,
-    prefix: &mut Vec<&'a str>,
-    out: &mut Vec<(Vec<&'a str>, &'a str)>,
-) {
-    let (head, group) = match tree.find('{') {
-        Some(open) if tree.ends_with('}') => (&tree[..open], Some(&tree[open + 1..tree.len() - 1])),
-        _ => (tree, None),
-    };
-    let segments: Vec<&str> = head.split("::").filter(|s| !s.is_empty()).collect();
-    let depth = prefix.len();
-    match group {
-        Some(group) => {
-            prefix.extend(&segments);
-            for item in split_top_level(group) {
-                flatten_use(item, prefix, out);
-            }
-        }
-        None => {
-            if let Some((last, module)) = segments.split_last() {
-                // `save as persist`: the code calls `persist`, the name it has here.
-                let name = last.rsplit(" as ").next().unwrap_or(last);
-                if name != "*" && name != "self" {
-                    let mut module_path = prefix.clone();
-                    module_path.extend(module);
-                    out.push((module_path, name));
-                }
-            }
-        }
-    }
-    prefix.truncate(depth);
-}
-
-/// `text` without white space, but for one space between two words (`save as persist`).
-fn squeeze(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut space = false;
-    for c in text.chars() {
-        if c.is_whitespace() {
-            space = true;
-            continue;
-        }
-        let word = |c: char| c.is_alphanumeric() || c == '_';
-        if space && word(c) && out.chars().last().is_some_and(word) {
-            out.push(' ');
-        }
-        space = false;
-        out.push(c);
-    }
-    out
-}
-
-/// The items of a use group (`a, b::{c, d}, e`), split at its top-level commas.
-fn split_top_level(group: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (at, c) in group.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                items.push(&group[start..at]);
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    items.push(&group[start..]);
-    items.into_iter().filter(|item| !item.is_empty()).collect()
-}
-
 fn pattern(source: &str) -> Regex {
     // The patterns are constants, checked by the unit tests.
     Regex::new(source).unwrap_or_else(|e| panic!("import pattern {source}: {e}"))
@@ -656,13 +637,18 @@ fn ends_with_segments(path: &str, suffix: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The imports of a file in a repository of no packages.
+    fn read(path: &str, text: &str, lang: Lang) -> Imports {
+        Imports::read(path, text, lang, &Packages::default())
+    }
+
     /// For each `(name, candidate, expected)`: whether the file at `path` imports `name`
     /// from `candidate`. The cases that answer otherwise.
     fn wrong<'a>(
         (path, text, lang): (&str, &str, Lang),
         cases: &[(&'a str, &'a str, bool)],
     ) -> Vec<(&'a str, &'a str)> {
-        let imports = Imports::read(path, text, lang);
+        let imports = read(path, text, lang);
         cases
             .iter()
             .filter(|(name, candidate, expected)| imports.holds(name, candidate) != *expected)
@@ -794,10 +780,10 @@ def f(order):
             ),
         ];
         assert_eq!(wrong(("A.java", text, Lang::Java), &cases), []);
-        let wildcard = Imports::read("A.java", text, Lang::Java);
+        let wildcard = read("A.java", text, Lang::Java);
         assert!(!wildcard.any_from("src/main/java/com/acme/dto/Invoice.java"));
         let text = "import com.acme.dto.*;\nclass B {}\n";
-        let wildcard = Imports::read("B.java", text, Lang::Java);
+        let wildcard = read("B.java", text, Lang::Java);
         assert!(wildcard.any_from("src/main/java/com/acme/dto/Invoice.java"));
         assert!(!wildcard.any_from("src/main/java/com/acme/dto/v2/Invoice.java"));
         assert!(!wildcard.holds("Invoice", "src/main/java/com/acme/dto/Invoice.java"));
@@ -806,7 +792,7 @@ def f(order):
     #[test]
     fn csharp_usings_and_namespaces() {
         let text = "using System;\nglobal using Acme.Billing;\nusing static Acme.Rules.Checks;\nusing Bill = Acme.Orders.Invoice;\n\nnamespace Acme.Web.Controllers\n{\n    class C { void F() { using var s = Open(); } }\n}\n";
-        let imports = Imports::read("src/Acme.Web/Controllers/C.cs", text, Lang::CSharp);
+        let imports = read("src/Acme.Web/Controllers/C.cs", text, Lang::CSharp);
         let from = [
             ("src/Acme.Billing/Invoice.cs", true),
             ("Acme/Billing/Invoice.cs", true),
@@ -846,7 +832,7 @@ def f(order):
     #[test]
     fn ruby_requires_and_constants() {
         let text = "require_relative '../billing/invoice'\nrequire 'shop/mailer'\nclass Orders\n  def show\n    Billing::InvoiceItem.create(params)\n  end\nend\n";
-        let imports = Imports::read("app/controllers/orders.rb", text, Lang::Ruby);
+        let imports = read("app/controllers/orders.rb", text, Lang::Ruby);
         assert!(imports.any_from("app/billing/invoice.rb"));
         assert!(imports.any_from("lib/shop/mailer.rb"));
         assert!(!imports.any_from("lib/shop/mailers.rb"));
@@ -862,13 +848,75 @@ def f(order):
     #[test]
     fn c_includes() {
         let text = "#include <stdio.h>\n#include \"billing/invoice.h\"\n# include \"util.h\"\nint main(void) { return total(); }\n";
-        let imports = Imports::read("src/main.c", text, Lang::C);
+        let imports = read("src/main.c", text, Lang::C);
         assert!(imports.any_from("include/billing/invoice.h"));
         assert!(imports.any_from("src/billing/invoice.c"));
         assert!(imports.any_from("src/util.c"));
         assert!(!imports.any_from("src/stdio.c"));
         assert!(!imports.any_from("src/billing/receipt.c"));
         assert!(!imports.holds("total", "src/billing/invoice.c"));
+    }
+
+    #[test]
+    fn imports_of_the_repositorys_own_packages() {
+        let packages = Packages::of(&[
+            (
+                "packages/billing/package.json",
+                r#"{"name": "@acme/billing"}"#,
+            ),
+            (
+                "crates/acme-store/Cargo.toml",
+                "[package]\nname = \"acme-store\"\n",
+            ),
+            ("services/shop/go.mod", "module example.com/shop\n"),
+            (
+                "lib/dbal/composer.json",
+                r#"{"autoload": {"psr-4": {"Doctrine\\DBAL\\": "src/"}}}"#,
+            ),
+        ]);
+        let holds = |(path, text, lang): (&str, &str, Lang), name: &str, candidate: &str| {
+            Imports::read(path, text, lang, &packages).holds(name, candidate)
+        };
+        let js = (
+            "apps/web/src/page.ts",
+            "import { toInvoice } from '@acme/billing'\nimport { total } from '@acme/billing/sum'\n",
+            Lang::TypeScript,
+        );
+        assert!(holds(
+            js,
+            "toInvoice",
+            "packages/billing/src/invoice/convert.ts"
+        ));
+        assert!(!holds(js, "toInvoice", "apps/web/src/billing/convert.ts"));
+        assert!(holds(js, "total", "packages/billing/src/sum.ts"));
+        assert!(!holds(js, "total", "packages/billing/src/tax.ts"));
+        let rust = (
+            "crates/api/src/lib.rs",
+            "use acme_store::{cache::Cache, load};\n",
+            Lang::Rust,
+        );
+        assert!(holds(rust, "Cache", "crates/acme-store/src/cache.rs"));
+        assert!(holds(rust, "Cache", "crates/acme-store/src/cache/lru.rs"));
+        assert!(!holds(rust, "Cache", "crates/acme-store/src/disk.rs"));
+        assert!(holds(rust, "load", "crates/acme-store/src/disk.rs"));
+        let go = (
+            "services/shop/api/show.go",
+            "package api\nimport \"example.com/shop/internal/store\"\nfunc f() { store.Load() }\n",
+            Lang::Go,
+        );
+        assert!(holds(go, "Load", "services/shop/internal/store/load.go"));
+        assert!(!holds(
+            go,
+            "Load",
+            "services/shop/internal/store/v2/load.go"
+        ));
+        let php = (
+            "lib/dbal/src/Connection.php",
+            "<?php\nuse Doctrine\\DBAL\\Schema\\Table;\n",
+            Lang::Php,
+        );
+        assert!(holds(php, "Table", "lib/dbal/src/Schema/Table.php"));
+        assert!(!holds(php, "Table", "lib/dbal/src/Platforms/Table.php"));
     }
 
     #[test]
@@ -893,7 +941,7 @@ def f(order):
                 Lang::Php,
                 Lang::CSharp,
             ] {
-                let _ = Imports::read("x/y", text, lang);
+                let _ = read("x/y", text, lang);
             }
         }
     }
