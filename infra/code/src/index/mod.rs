@@ -205,7 +205,9 @@ impl CodeIndex {
     /// [`rank`], `imports`). The bench ranks what parsing everything finds by it.
     pub fn definition_rank(&self, name: &str, path: &str, candidate: &str) -> u8 {
         let imports = self.imports_of(path);
-        rank(candidate, path, || imports.tie(name, candidate))
+        rank(candidate, path, || {
+            imports.tie(name, candidate, self.packages())
+        })
     }
 
     fn imports_of(&self, path: &str) -> &Imports {
@@ -217,10 +219,12 @@ impl CodeIndex {
         ) else {
             return NONE.get_or_init(Imports::default);
         };
-        let packages = self
-            .packages
-            .get_or_init(|| Packages::read(&self.snapshot.files));
-        self.imports[id as usize].get_or_init(|| Imports::read(path, text, lang, packages))
+        self.imports[id as usize].get_or_init(|| Imports::read(path, text, lang, self.packages()))
+    }
+
+    fn packages(&self) -> &Packages {
+        self.packages
+            .get_or_init(|| Packages::read(&self.snapshot.files))
     }
 
     /// `found(id)` for the files of `ids` nearest first by `rank`, then in path order,
@@ -547,7 +551,11 @@ impl Codebase for CodeIndex {
         let imports = self.imports_of(path);
         self.nearest_first(
             holding(&self.defining, name),
-            |candidate| rank(candidate, path, || imports.tie(name, candidate)),
+            |candidate| {
+                rank(candidate, path, || {
+                    imports.tie(name, candidate, self.packages())
+                })
+            },
             (most, usize::MAX),
             |id| self.definitions_in(id, name).collect(),
         )
@@ -577,7 +585,7 @@ impl Codebase for CodeIndex {
         let ranked = |candidate: &str| {
             rank(candidate, path, || {
                 read_imports
-                    .then(|| self.imports_of(candidate).tie(name, path))
+                    .then(|| self.imports_of(candidate).tie(name, path, self.packages()))
                     .flatten()
             })
         };

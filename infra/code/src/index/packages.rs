@@ -2,14 +2,15 @@
 //! `@acme/billing` in `packages/billing/` (its `package.json`'s name), a Cargo
 //! workspace's `billing` crate in `crates/billing/`, a Go module `example.com/shop` in
 //! `services/shop/` (its `go.mod`), a PHP namespace `Acme\Billing\` in `src/` (its
-//! `composer.json`'s PSR-4 autoload). An import names the package, never its
-//! directory: without these, `import { toInvoice } from '@acme/billing'` or `use
-//! Doctrine\DBAL\Schema\Table;` in `src/Schema/Table.php` leads nowhere, and a name
-//! defined in many places is read from the wrong one.
+//! `composer.json`'s PSR-4 autoload); and the directories that are Python packages (an
+//! `__init__.py`), where a module's absolute name cannot start. An import names the
+//! package, never its directory: without these, `import { toInvoice } from
+//! '@acme/billing'` or `use Doctrine\DBAL\Schema\Table;` in `src/Schema/Table.php`
+//! leads nowhere, and a name defined in many places is read from the wrong one.
 //!
 //! Read once per index from the manifests' text; one that does not parse is skipped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The packages of one repository, each ecosystem's apart (a name means something else
 /// in each).
@@ -23,6 +24,8 @@ pub(super) struct Packages {
     go: Vec<(String, String)>,
     /// PHP namespace prefix (`Acme\Billing\`, without its last `\`) to a directory.
     php: Vec<(String, String)>,
+    /// The directories holding an `__init__.py`: Python packages.
+    python: HashSet<String>,
 }
 
 impl Packages {
@@ -36,6 +39,9 @@ impl Packages {
                 "Cargo.toml" => packages.cargo_toml(dir, text),
                 "go.mod" => packages.go_mod(dir, text),
                 "composer.json" => packages.composer_json(dir, text),
+                "__init__.py" => {
+                    packages.python.insert(dir.to_string());
+                }
                 _ => {}
             }
         }
@@ -74,6 +80,11 @@ impl Packages {
     /// prefixes, each without its extension.
     pub(super) fn php<'a>(&'a self, class: &'a str) -> impl Iterator<Item = String> + 'a {
         within(&self.php, class, "\\").map(|(dir, rest)| join_dir(dir, &rest.replace('\\', "/")))
+    }
+
+    /// Whether `dir` is a Python package (holds an `__init__.py`); the root is not.
+    pub(super) fn is_python_package(&self, dir: &str) -> bool {
+        !dir.is_empty() && self.python.contains(dir)
     }
 
     fn package_json(&mut self, dir: &str, text: &str) {

@@ -35,6 +35,12 @@ enum Source {
     /// A file whose path ends with this (`shop/billing`, `store`): a package or crate
     /// root the import does not name.
     Suffix(String),
+    /// A Python module by its absolute name (`shop.billing` as `shop/billing`): a
+    /// file whose path ends with it where what comes before is a root Python imports
+    /// from (`src/`, the repository's), not a package (a directory holding an
+    /// `__init__.py`): `import json` is the standard library's, not `app/utils/json.py`,
+    /// which is `app.utils.json`.
+    Absolute(String),
     /// A file directly in a directory this import path ends with (a Go package).
     Dir(String),
     /// A file in a namespace or package imported whole (C#'s `using Acme.Billing;`,
@@ -85,8 +91,8 @@ impl Imports {
     /// How an import ties this file to `candidate` (a file's path): 1 where it imports
     /// `name` from it, 2 where it imports something else from it (a method's class:
     /// `order.total()` after `from shop.order import Order`), `None` where nothing.
-    pub(super) fn tie(&self, name: &str, candidate: &str) -> Option<u8> {
-        let module = Module::of(candidate);
+    pub(super) fn tie(&self, name: &str, candidate: &str, packages: &Packages) -> Option<u8> {
+        let module = Module::of(candidate, packages);
         if self.holds_in(name, &module) {
             Some(1)
         } else if self.any_in(&module) {
@@ -114,13 +120,13 @@ impl Imports {
     /// Whether `candidate` is a module `name` is imported from.
     #[cfg(test)]
     fn holds(&self, name: &str, candidate: &str) -> bool {
-        self.holds_in(name, &Module::of(candidate))
+        self.holds_in(name, &Module::of(candidate, &Packages::default()))
     }
 
     /// Whether anything is imported from `candidate`.
     #[cfg(test)]
     fn any_from(&self, candidate: &str) -> bool {
-        self.any_in(&Module::of(candidate))
+        self.any_in(&Module::of(candidate, &Packages::default()))
     }
 
     fn add(&mut self, name: &str, source: Source) {
@@ -188,7 +194,7 @@ impl Imports {
             let (dots, module, names) = (found[1].len(), &found[2], &found[3]);
             let dotted = module.replace('.', "/");
             let source = if dots == 0 {
-                Source::Suffix(dotted)
+                Source::Absolute(dotted)
             } else {
                 let mut package = dir_of(path).to_string();
                 for _ in 1..dots {
@@ -209,7 +215,10 @@ impl Imports {
         }
         for found in IMPORT.captures_iter(text) {
             for (module, local) in python_aliases(&found[1]) {
-                modules.push((local.to_string(), Source::Suffix(module.replace('.', "/"))));
+                modules.push((
+                    local.to_string(),
+                    Source::Absolute(module.replace('.', "/")),
+                ));
             }
         }
         if modules.is_empty() {
@@ -451,9 +460,16 @@ impl Imports {
             };
             for source in sources {
                 added.push((name.to_string(), source.clone()));
-                if let Source::File(module) | Source::Suffix(module) = source {
-                    let sub = format!("{module}/{qualifier}");
-                    added.push((name.to_string(), Source::Suffix(sub)));
+                match source {
+                    Source::File(module) | Source::Suffix(module) => {
+                        let sub = format!("{module}/{qualifier}");
+                        added.push((name.to_string(), Source::Suffix(sub)));
+                    }
+                    Source::Absolute(module) => {
+                        let sub = format!("{module}/{qualifier}");
+                        added.push((name.to_string(), Source::Absolute(sub)));
+                    }
+                    _ => {}
                 }
             }
         }
@@ -468,13 +484,17 @@ struct Module<'a> {
     /// Without its extension (see [`module_of`]).
     stem: &'a str,
     dir: &'a str,
+    /// The repository's packages, whose Python packages say where a module's absolute
+    /// name starts.
+    packages: &'a Packages,
 }
 
 impl<'a> Module<'a> {
-    fn of(path: &'a str) -> Self {
+    fn of(path: &'a str, packages: &'a Packages) -> Self {
         Module {
             stem: module_of(path),
             dir: dir_of(path),
+            packages,
         }
     }
 }
@@ -485,6 +505,14 @@ impl Source {
         match self {
             Source::File(file) => module.stem == file,
             Source::Suffix(suffix) => ends_with_segments(module.stem, suffix),
+            Source::Absolute(name) => {
+                ends_with_segments(module.stem, name) && {
+                    let root = &module.stem[..module.stem.len() - name.len()];
+                    !module
+                        .packages
+                        .is_python_package(root.trim_end_matches('/'))
+                }
+            }
             // The module's root is not known: the directory is the import path's tail.
             Source::Dir(package) => ends_with_segments(package, module.dir),
             Source::Namespace(segments) => in_namespace(module.dir, segments),
@@ -726,6 +754,27 @@ def f(order):
             wrong(("app/shop/reports.py", text, Lang::Python), &cases),
             []
         );
+    }
+
+    /// An absolute import names a module from a root Python imports from, never one
+    /// inside a package.
+    #[test]
+    fn python_absolute_names_start_at_a_root() {
+        let packages = Packages::of(&[
+            ("app/__init__.py", ""),
+            ("app/utils/__init__.py", ""),
+            ("src/shop/__init__.py", ""),
+        ]);
+        let text = "import json\nfrom shop.rules import check\n\njson.dumps(check(1))\n";
+        let imports = Imports::read("src/shop/api.py", text, Lang::Python, &packages);
+        let holds =
+            |name: &str, candidate: &str| imports.tie(name, candidate, &packages) == Some(1);
+        assert!(holds("check", "src/shop/rules.py"));
+        assert!(holds("check", "shop/rules.py"));
+        assert!(!holds("check", "app/shop/rules.py"));
+        assert!(holds("dumps", "json.py"));
+        assert!(!holds("dumps", "app/utils/json.py"));
+        assert!(holds("dumps", "tools/json.py"));
     }
 
     #[test]
