@@ -38,6 +38,7 @@ parley_tests::review_on_both_stores!(
     a_python_change_reads_the_property_it_reads,
     a_change_reads_the_function_it_passes,
     a_name_defined_in_many_places_is_read_where_it_is_imported_from,
+    a_workspace_packages_definition_is_read_where_its_manifest_puts_it,
     find_definition_from_a_file_ranks_what_it_imports_first,
     a_changed_function_is_shown_the_callers_that_import_it,
     a_changed_method_is_shown_the_callers_that_import_its_class,
@@ -1469,6 +1470,41 @@ async fn a_name_defined_in_many_places_is_read_where_it_is_imported_from(h: Revi
                 imported < at,
                 "{beside} after the imported one:\n{security}"
             );
+        }
+    }
+}
+
+/// A monorepo: the changed file imports `validate` from the workspace package
+/// `@acme/rules`, which no path spells; its `package.json` puts it in `packages/rules/`,
+/// and that definition is read first, ahead of three homonyms beside the change.
+async fn a_workspace_packages_definition_is_read_where_its_manifest_puts_it(h: ReviewHarness) {
+    let text = "import { validate } from '@acme/rules'\n\nexport function pay(order) {\n  return validate(order.card)\n}\n";
+    let patch = "@@ -1,1 +1,5 @@\n import { validate } from '@acme/rules'\n+\n+export function pay(order) {\n+  return validate(order.card)\n+}";
+    let beside = |what: &str| format!("export function validate(x) {{\n  return {what}(x)\n}}\n");
+    let payment = "/** Throws on an expired card. */\nexport function validate(card) {\n  return card.check()\n}\n";
+    let (a, b, c) = (beside("address"), beside("basket"), beside("coupon"));
+    let files = [
+        ("apps/web/src/pay.ts", text),
+        ("apps/web/src/address.ts", a.as_str()),
+        ("apps/web/src/basket.ts", b.as_str()),
+        ("apps/web/src/coupon.ts", c.as_str()),
+        (
+            "packages/rules/package.json",
+            "{\"name\": \"@acme/rules\", \"main\": \"src/index.ts\"}",
+        ),
+        ("packages/rules/src/payment.ts", payment),
+    ];
+    h.github
+        .set_files(REPO, PR, &[("apps/web/src/pay.ts", "modified", patch)]);
+    h.github.set_tarball(REPO, HEAD, tarball(&files));
+    review(&h).await;
+    let security = h.pass_prompt(SECURITY);
+    let imported = security
+        .find("#### packages/rules/src/payment.ts:")
+        .unwrap_or_else(|| panic!("the package's definition is read:\n{security}"));
+    for beside in ["address", "basket", "coupon"] {
+        if let Some(at) = security.find(&format!("#### apps/web/src/{beside}.ts")) {
+            assert!(imported < at, "{beside} first:\n{security}");
         }
     }
 }
