@@ -107,10 +107,17 @@ impl Imports {
         name != REQUIRED && self.from.contains_key(name)
     }
 
+    /// Whether `name` is imported from `module`, or from a package above it: a
+    /// package's entry (`billing/index.ts`, `billing/__init__.py`, `store/mod.rs`)
+    /// re-exports what its files define (`export { toInvoice } from './convert'`),
+    /// so the name imported from `billing` is defined in `billing/convert.ts`. Only
+    /// for the name imported: everything a package holds is not tied to every name.
     fn holds_in(&self, name: &str, module: &Module) -> bool {
-        self.from
-            .get(name)
-            .is_some_and(|sources| sources.iter().any(|source| source.is(module)))
+        self.from.get(name).is_some_and(|sources| {
+            sources
+                .iter()
+                .any(|source| source.is(module) || source.is_above(module))
+        })
     }
 
     fn any_in(&self, module: &Module) -> bool {
@@ -505,14 +512,7 @@ impl Source {
         match self {
             Source::File(file) => module.stem == file,
             Source::Suffix(suffix) => ends_with_segments(module.stem, suffix),
-            Source::Absolute(name) => {
-                ends_with_segments(module.stem, name) && {
-                    let root = &module.stem[..module.stem.len() - name.len()];
-                    !module
-                        .packages
-                        .is_python_package(root.trim_end_matches('/'))
-                }
-            }
+            Source::Absolute(name) => from_root(module.stem, name, module.packages),
             // The module's root is not known: the directory is the import path's tail.
             Source::Dir(package) => ends_with_segments(package, module.dir),
             Source::Namespace(segments) => in_namespace(module.dir, segments),
@@ -533,6 +533,29 @@ impl Source {
                 })
             }
         }
+    }
+
+    /// Whether this is a package `module` is in (at any depth).
+    fn is_above(&self, module: &Module) -> bool {
+        let mut above = std::iter::successors(Some(module.dir), |dir| {
+            (!dir.is_empty()).then(|| dir_of(dir))
+        })
+        .filter(|dir| !dir.is_empty());
+        match self {
+            Source::File(file) => above.any(|dir| dir == file),
+            Source::Suffix(suffix) => above.any(|dir| ends_with_segments(dir, suffix)),
+            Source::Absolute(name) => above.any(|dir| from_root(dir, name, module.packages)),
+            Source::Dir(_) | Source::Namespace(_) | Source::Within { .. } => false,
+        }
+    }
+}
+
+/// Whether `path` is the Python module `name` (`shop/billing`) by its absolute name:
+/// it ends with it, and what comes before is no package (see [`Source::Absolute`]).
+fn from_root(path: &str, name: &str, packages: &Packages) -> bool {
+    ends_with_segments(path, name) && {
+        let root = &path[..path.len() - name.len()];
+        !packages.is_python_package(root.trim_end_matches('/'))
     }
 }
 
@@ -775,6 +798,45 @@ def f(order):
         assert!(holds("dumps", "json.py"));
         assert!(!holds("dumps", "app/utils/json.py"));
         assert!(holds("dumps", "tools/json.py"));
+    }
+
+    /// A name imported from a package is defined in one of its files, which the
+    /// package's entry re-exports; nothing else imported ties the package's files.
+    #[test]
+    fn a_name_imported_from_a_package_may_be_defined_in_its_files() {
+        let packages = Packages::of(&[("app/__init__.py", "")]);
+        let cases = [
+            (
+                "src/web/page.ts",
+                "import { toInvoice } from '../billing'\nimport { Cache } from './cache'\n",
+                Lang::TypeScript,
+                "toInvoice",
+                "src/billing/convert/index.ts",
+                "src/billings/convert.ts",
+            ),
+            (
+                "src/api.py",
+                "from shop.billing import to_invoice\n",
+                Lang::Python,
+                "to_invoice",
+                "src/shop/billing/convert.py",
+                "app/shop/billing/convert.py",
+            ),
+            (
+                "src/api.rs",
+                "use crate::store::Cache;\n",
+                Lang::Rust,
+                "Cache",
+                "src/store/lru/mod.rs",
+                "src/storage/lru.rs",
+            ),
+        ];
+        for (path, text, lang, name, below, elsewhere) in cases {
+            let imports = Imports::read(path, text, lang, &packages);
+            assert_eq!(imports.tie(name, below, &packages), Some(1), "{below}");
+            assert_eq!(imports.tie(name, elsewhere, &packages), None, "{elsewhere}");
+            assert_eq!(imports.tie("other", below, &packages), None, "{below}");
+        }
     }
 
     #[test]
