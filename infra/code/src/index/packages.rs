@@ -26,6 +26,21 @@ pub(super) struct Packages {
     php: Vec<(String, String)>,
     /// The directories holding an `__init__.py`: Python packages.
     python: HashSet<String>,
+    /// TypeScript's and JavaScript's path aliases (`tsconfig.json`'s `paths`).
+    aliases: Vec<Alias>,
+}
+
+/// One `paths` entry of a `tsconfig.json` (or `jsconfig.json`): `"@app/*":
+/// ["src/app/*"]`, for the files under the directory of the config that says it (a
+/// monorepo's base config, at the root, for all of them).
+#[derive(Debug)]
+struct Alias {
+    scope: String,
+    /// The pattern before its `*` and after it (`@app/`, ``); without a `*`, the whole
+    /// specifier.
+    pattern: (String, Option<String>),
+    /// Each target as a path in the repository, `*` where the matched part goes.
+    targets: Vec<String>,
 }
 
 impl Packages {
@@ -39,6 +54,9 @@ impl Packages {
                 "Cargo.toml" => packages.cargo_toml(dir, text),
                 "go.mod" => packages.go_mod(dir, text),
                 "composer.json" => packages.composer_json(dir, text),
+                "tsconfig.json" | "tsconfig.base.json" | "jsconfig.json" => {
+                    packages.tsconfig(dir, text)
+                }
                 "__init__.py" => {
                     packages.python.insert(dir.to_string());
                 }
@@ -85,6 +103,75 @@ impl Packages {
     /// Whether `dir` is a Python package (holds an `__init__.py`); the root is not.
     pub(super) fn is_python_package(&self, dir: &str) -> bool {
         !dir.is_empty() && self.python.contains(dir)
+    }
+
+    /// The files a path alias resolves `spec` to, imported from `importer`, each
+    /// without its extension.
+    pub(super) fn aliased<'a>(
+        &'a self,
+        importer: &'a str,
+        spec: &'a str,
+    ) -> impl Iterator<Item = String> + 'a {
+        self.aliases
+            .iter()
+            .filter(move |alias| {
+                alias.scope.is_empty() || importer.starts_with(&format!("{}/", alias.scope))
+            })
+            .filter_map(move |alias| {
+                let matched = match &alias.pattern {
+                    (exact, None) => (spec == exact).then_some(""),
+                    (head, Some(tail)) => spec
+                        .strip_prefix(head.as_str())?
+                        .strip_suffix(tail.as_str()),
+                }?;
+                Some(
+                    alias
+                        .targets
+                        .iter()
+                        .map(move |target| target.replacen('*', matched, 1)),
+                )
+            })
+            .flatten()
+    }
+
+    /// `compilerOptions.paths`, resolved against `baseUrl` (or, without one, the
+    /// config's directory, as TypeScript does since 4.1). The config is JSON with
+    /// comments and trailing commas. An `extends`'s paths are not merged: the config
+    /// extended is read on its own, for the files under its directory.
+    fn tsconfig(&mut self, dir: &str, text: &str) {
+        let mut text = text.to_string();
+        if json_strip_comments::strip(&mut text).is_err() {
+            return;
+        }
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return;
+        };
+        let options = &json["compilerOptions"];
+        let Some(paths) = options["paths"].as_object() else {
+            return;
+        };
+        let base = match options["baseUrl"].as_str() {
+            Some(base) => super::imports::join(dir, base),
+            None => dir.to_string(),
+        };
+        for (pattern, targets) in paths {
+            let pattern = match pattern.split_once('*') {
+                Some((head, tail)) => (head.to_string(), Some(tail.to_string())),
+                None => (pattern.clone(), None),
+            };
+            let targets = targets
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.as_str())
+                .map(|target| super::imports::join(&base, target))
+                .collect();
+            self.aliases.push(Alias {
+                scope: dir.to_string(),
+                pattern,
+                targets,
+            });
+        }
     }
 
     fn package_json(&mut self, dir: &str, text: &str) {
@@ -250,6 +337,46 @@ mod tests {
     }
 
     #[test]
+    fn path_aliases_resolve_for_the_files_under_their_config() {
+        let base = "{\n  // Nx's base config\n  \"compilerOptions\": {\n    \"baseUrl\": \".\",\n    \"paths\": {\n      \"@acme/rules\": [\"libs/rules/src/index.ts\"],\n      \"@shared/*\": [\"libs/common/src/*\", \"libs/legacy/*\"], /* two */\n    },\n  },\n}\n";
+        let app = r#"{"extends": "../../tsconfig.base.json", "compilerOptions": {"paths": {"~/*": ["./src/*"]}}}"#;
+        let read = Packages::of(&[
+            ("tsconfig.base.json", base),
+            ("apps/web/tsconfig.json", app),
+            (
+                "apps/admin/jsconfig.json",
+                "{\"compilerOptions\": {\"baseUrl\": \"src\", \"paths\": {\"#lib/*\": [\"lib/*\"]}}}",
+            ),
+        ]);
+        let aliased = |importer: &str, spec: &str| read.aliased(importer, spec).collect::<Vec<_>>();
+        assert_eq!(
+            aliased("apps/web/src/a.ts", "@acme/rules"),
+            ["libs/rules/src/index.ts"]
+        );
+        assert_eq!(
+            aliased("apps/web/src/a.ts", "@acme/rules/x"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            aliased("apps/admin/src/a.ts", "@shared/money/format"),
+            ["libs/common/src/money/format", "libs/legacy/money/format"]
+        );
+        assert_eq!(
+            aliased("apps/web/src/pages/a.ts", "~/store"),
+            ["apps/web/src/store"]
+        );
+        assert_eq!(
+            aliased("apps/admin/src/a.ts", "~/store"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            aliased("apps/admin/src/a.js", "#lib/db"),
+            ["apps/admin/src/lib/db"]
+        );
+        assert_eq!(aliased("apps/web/src/a.ts", "react"), Vec::<String>::new());
+    }
+
+    #[test]
     fn a_manifest_that_does_not_parse_names_nothing() {
         let read = Packages::of(&[
             ("a/package.json", "{\"name\": "),
@@ -259,7 +386,14 @@ mod tests {
             ("e/composer.json", "not json"),
             ("f/Cargo.toml", "[package]\nname = unquoted\n"),
             ("g/go.mod", "go 1.22\n"),
+            (
+                "h/tsconfig.json",
+                "{\"compilerOptions\": {\"paths\": {\"@h/*\": \"not a list\"}}}",
+            ),
+            ("i/tsconfig.json", "{\"compilerOptions\": /* unclosed"),
         ]);
+        assert_eq!(read.aliased("h/a.ts", "@h/x").count(), 0);
+        assert_eq!(read.aliased("i/a.ts", "@i/x").count(), 0);
         assert_eq!(read.npm("a").count() + read.npm("7").count(), 0);
         assert_eq!(read.crates("unquoted").count(), 0);
         assert_eq!(read.php("Anything\\X").count(), 0);

@@ -162,6 +162,12 @@ impl Imports {
         {
             let (names, spec) = (&found[1], &found[2]);
             let mut sources: Vec<Source> = packages.npm(spec).map(within).collect();
+            // A path alias (`@app/billing` as `tsconfig.json`'s `paths` say).
+            sources.extend(
+                packages
+                    .aliased(path, spec)
+                    .map(|target| Source::File(module_of(&target).to_string())),
+            );
             // As a file's path is read (`./Chart.vue`, `./invoice.service`).
             sources.push(match spec.strip_prefix('.') {
                 Some(_) => Source::File(module_of(&join(dir_of(path), spec)).to_string()),
@@ -646,7 +652,7 @@ fn dir_of(path: &str) -> &str {
 }
 
 /// `relative` (`./a`, `../b/c`) resolved against `dir`.
-fn join(dir: &str, relative: &str) -> String {
+pub(super) fn join(dir: &str, relative: &str) -> String {
     let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
     for part in relative.split('/') {
         match part {
@@ -984,6 +990,10 @@ def f(order):
                 "lib/dbal/composer.json",
                 r#"{"autoload": {"psr-4": {"Doctrine\\DBAL\\": "src/"}}}"#,
             ),
+            (
+                "tsconfig.base.json",
+                r#"{"compilerOptions": {"paths": {"@shared/*": ["libs/common/src/*"], "@acme/rules": ["libs/rules/src/index.ts"]}}}"#,
+            ),
         ]);
         let holds = |(path, text, lang): (&str, &str, Lang), name: &str, candidate: &str| {
             Imports::read(path, text, lang, &packages).holds(name, candidate)
@@ -1001,6 +1011,15 @@ def f(order):
         assert!(!holds(js, "toInvoice", "apps/web/src/billing/convert.ts"));
         assert!(holds(js, "total", "packages/billing/src/sum.ts"));
         assert!(!holds(js, "total", "packages/billing/src/tax.ts"));
+        let aliased = (
+            "apps/web/src/page.ts",
+            "import { money } from '@shared/format'\nimport { validate } from '@acme/rules'\n",
+            Lang::TypeScript,
+        );
+        assert!(holds(aliased, "money", "libs/common/src/format.ts"));
+        assert!(!holds(aliased, "money", "apps/web/src/format.ts"));
+        assert!(holds(aliased, "validate", "libs/rules/src/payment/card.ts"));
+        assert!(!holds(aliased, "validate", "apps/web/src/rules/card.ts"));
         let rust = (
             "crates/api/src/lib.rs",
             "use acme_store::{cache::Cache, load};\n",
