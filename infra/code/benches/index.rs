@@ -101,10 +101,10 @@ fn main() {
         // assembly: the enclosing definitions, the definitions of the names used
         // (nearest three), the callers of the changed functions. Cold: the files these
         // questions lead to are parsed now.
-        let files: Vec<InputFile> = sample
+        let (files, changed): (Vec<InputFile>, Vec<(u32, u32)>) = sample
             .iter()
             .filter_map(|path| review_of(&index, path))
-            .collect();
+            .unzip();
         let started = Instant::now();
         let context = assemble(&index, &files, &[], DEFAULT_CONTEXT_MAX_TOKENS as usize);
         let cold = started.elapsed();
@@ -122,11 +122,11 @@ fn main() {
         // the changed lines, the nearest three definitions the context asks for.
         let (mut names, mut missed, mut imported) = (0, 0, 0);
         let (mut called, mut callers_missed, mut callers_imported) = (0, 0, 0);
-        for file in &files {
+        for (file, &(first, last)) in files.iter().zip(&changed) {
             // The callers of each name a changed line uses, from the files the word
             // index sends the question to, against every file's.
             // (A name the tags hold with its path, `new Benchmark.Suite()`, is no word.)
-            for name in index.names_used(&file.path, 10, 19) {
+            for name in index.names_used(&file.path, first, last) {
                 if name.contains('.') {
                     continue;
                 }
@@ -160,8 +160,8 @@ fn main() {
                     callers_imported += 1;
                 }
             }
-            let named = index.names_used(&file.path, 10, 19).into_iter();
-            for name in named.chain(index.names_read(&file.path, 10, 19)) {
+            let named = index.names_used(&file.path, first, last).into_iter();
+            for name in named.chain(index.names_read(&file.path, first, last)) {
                 let mut everything = index.definitions_parsed(&name);
                 // What the file imports the name from, where it says: how often that
                 // chooses another nearest definition than the directories would.
@@ -300,32 +300,58 @@ fn tarball(snapshot: &Snapshot) -> Vec<u8> {
 }
 
 /// A change adding lines 10 to 19 of `path` (or as many as it has), as a review's input.
-fn review_of(index: &CodeIndex, path: &str) -> Option<InputFile> {
+fn review_of(index: &CodeIndex, path: &str) -> Option<(InputFile, (u32, u32))> {
     let lines = index.line_count(path)?;
-    if lines < 12 {
+    let first = 10u32.max(after_header(index, path, lines)?);
+    if lines < first + 2 {
         return None;
     }
-    let last = lines.min(19);
+    let last = lines.min(first + 9);
     let text = index.text(&Span {
         path: path.to_string(),
-        start: 10,
+        start: first,
         end: last,
         name: None,
     })?;
     let added: String = text.lines().map(|l| format!("+{l}\n")).collect();
-    let count = last - 9;
+    let count = last - first + 1;
+    let before = first - 1;
     let diff = format!(
-        "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -9,0 +10,{count} @@\n{added}"
+        "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -{before},0 +{first},{count} @@\n{added}"
     );
     let file = parse_unified(&diff).ok()?.into_iter().next()?;
     let raw_patch = file.patch.to_text();
-    Some(InputFile {
+    let input = InputFile {
         tokens: estimate_tokens(&raw_patch),
         path: path.to_string(),
         status: FileStatus::Modified,
         raw_patch,
         patch: file.patch,
-    })
+    };
+    Some((input, (first, last)))
+}
+
+/// With `PARLEY_INDEX_AFTER_HEADER` set, the first line after a file's leading comment
+/// block (the JDK's sources open with 25 lines of licence, so lines 10 to 19 name
+/// nothing); otherwise 1, so that the other corpora's samples stay the ones measured.
+fn after_header(index: &CodeIndex, path: &str, lines: u32) -> Option<u32> {
+    if std::env::var_os("PARLEY_INDEX_AFTER_HEADER").is_none() {
+        return Some(1);
+    }
+    let text = index.text(&Span {
+        path: path.to_string(),
+        start: 1,
+        end: lines,
+        name: None,
+    })?;
+    let header = text
+        .lines()
+        .take_while(|line| {
+            let line = line.trim_start();
+            line.is_empty() || ["/*", "*", "//", "#"].iter().any(|c| line.starts_with(c))
+        })
+        .count();
+    Some(header as u32 + 1)
 }
 
 /// The process's peak resident set (Linux `VmHWM`), in MB.

@@ -402,6 +402,9 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
     if style == Style::Php {
         return php_may_refer(text, line_start, start, end);
     }
+    if style == Style::Declarations && listed_supertype(text, start) {
+        return true;
+    }
     // `impl<T: Send> Unpin for Pin<T>`, `impl<'a> Parser<'a>`: a trait or a type implemented
     // after generics, where no keyword stands before it.
     if style == Style::Keywords {
@@ -479,10 +482,7 @@ fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> boo
         line
     };
     let previous = previous_word(unqualified, 0, unqualified.len());
-    let implemented = unqualified.trim_end().ends_with(',')
-        && unqualified
-            .split_whitespace()
-            .any(|word| word == "implements");
+    let implemented = listed_supertype(text, line_start + unqualified.len());
     // A class's traits, `use Logs, Audits;`, inside its body: not a file's imports
     // (`use App\Models\User;` at the start of a line), which call nothing.
     let traits = line.starts_with([' ', '\t'])
@@ -495,6 +495,41 @@ fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> boo
         || ((after.starts_with('(') || line.ends_with("->"))
             && !DEFINING_KEYWORDS.contains(&previous)
             && !PHP_KEYWORDS.contains(&previous))
+}
+
+/// Whether the word at `start` is one of a list after `extends` or `implements` (`extends
+/// BaseType, TypeSignature,\n    TypeArgument {`), over lines too: each is a reference
+/// the tags count, not only the first, which follows the keyword.
+fn listed_supertype(text: &str, start: usize) -> bool {
+    // The list: at most eight lines back.
+    let from = text[..start]
+        .rmatch_indices('\n')
+        .nth(7)
+        .map_or(0, |(at, _)| at + 1);
+    let before = &text[from..start];
+    let keyword = ["extends", "implements"]
+        .iter()
+        .filter_map(|keyword| {
+            before.rmatch_indices(keyword).find(|&(at, _)| {
+                let head = before[..at].bytes().next_back();
+                let tail = before[at + keyword.len()..].bytes().next();
+                !head.is_some_and(is_word_byte) && tail.is_some_and(|b| b.is_ascii_whitespace())
+            })
+        })
+        .map(|(at, keyword)| at + keyword.len())
+        .max();
+    keyword.is_some_and(|after| {
+        let list = before[after..].trim_end();
+        (list.is_empty() || list.ends_with(','))
+            && list.chars().all(|c| {
+                c.is_ascii_alphanumeric()
+                    || c.is_whitespace()
+                    || matches!(
+                        c,
+                        '_' | '$' | '.' | ',' | '<' | '>' | '?' | '[' | ']' | '\\'
+                    )
+            })
+    })
 }
 
 /// Whether what stands before a name on its line is what stands before a declared
@@ -754,6 +789,35 @@ mod tests {
         )
         .1;
         assert!(path_call.is_empty(), "{path_call:?}");
+    }
+
+    /// Each type of a list after `extends` or `implements`, on the keyword's line or
+    /// those the list goes on over; not a word after the list.
+    #[test]
+    fn every_supertype_listed_is_a_reference() {
+        let java = "public interface FieldTypeSignature\n    extends BaseType, TypeSignature, TypeArgument {}\nclass Store extends Base<K, V>\n    implements Readable,\n               Closeable {\n  int size = count;\n}\n";
+        let found = identifiers(java, Style::Declarations).1;
+        for name in [
+            "BaseType",
+            "TypeSignature",
+            "TypeArgument",
+            "Base",
+            "Readable",
+            "Closeable",
+        ] {
+            assert!(found.contains(&name), "{name}: {found:?}");
+        }
+        assert!(
+            !found.contains(&"count") && !found.contains(&"size"),
+            "{found:?}"
+        );
+        let php =
+            "<?php\nclass Invoice extends Base implements\n    Payable,\n    \\Countable\n{\n}\n";
+        let found = identifiers(php, Style::Php).1;
+        assert!(
+            found.contains(&"Payable") && found.contains(&"Countable"),
+            "{found:?}"
+        );
     }
 
     /// A function passed as a value may be a use: alone as an argument (over lines
