@@ -331,9 +331,10 @@ fn review_of(index: &CodeIndex, path: &str) -> Option<(InputFile, (u32, u32))> {
     Some((input, (first, last)))
 }
 
-/// With `PARLEY_INDEX_AFTER_HEADER` set, the first line after a file's leading comment
-/// block (the JDK's sources open with 25 lines of licence, so lines 10 to 19 name
-/// nothing); otherwise 1, so that the other corpora's samples stay the ones measured.
+/// With `PARLEY_INDEX_AFTER_HEADER` set, the first line after a file's leading comment,
+/// package, imports and annotations (the JDK's sources open with 25 lines of licence,
+/// so lines 10 to 19 name nothing); otherwise 1, so that the other corpora's samples
+/// stay the ones measured.
 fn after_header(index: &CodeIndex, path: &str, lines: u32) -> Option<u32> {
     if std::env::var_os("PARLEY_INDEX_AFTER_HEADER").is_none() {
         return Some(1);
@@ -348,7 +349,10 @@ fn after_header(index: &CodeIndex, path: &str, lines: u32) -> Option<u32> {
         .lines()
         .take_while(|line| {
             let line = line.trim_start();
-            line.is_empty() || ["/*", "*", "//", "#"].iter().any(|c| line.starts_with(c))
+            line.is_empty()
+                || ["/*", "*", "//", "#", "package ", "import ", "@"]
+                    .iter()
+                    .any(|c| line.starts_with(c))
         })
         .count();
     Some(header as u32 + 1)
