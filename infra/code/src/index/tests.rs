@@ -749,6 +749,34 @@ fn a_workspace_package_is_found_where_its_manifest_is() {
     assert_eq!(callers[0].path, "apps/web/src/page.js");
 }
 
+/// A method called on a field whose type the file declares is read in that type's
+/// class, ahead of a homonym in another class the file imports: `invoices.create(o)`
+/// is `InvoiceService.create`, not `Accounts.create`.
+#[test]
+fn a_method_is_defined_first_in_its_receivers_class() {
+    let class = |name: &str| {
+        format!(
+            "package app;\n\npublic class {name} {{\n  public Object create(Object o) {{\n    return o;\n  }}\n}}\n"
+        )
+    };
+    let (accounts, invoices) = (class("Accounts"), class("InvoiceService"));
+    let orders = "package app.api;\n\nimport app.accounts.Accounts;\nimport app.billing.InvoiceService;\n\npublic class Orders {\n  private final InvoiceService invoices;\n\n  Object place(Object o) {\n    Accounts.check(o);\n    return invoices.create(o);\n  }\n}\n";
+    let files = [
+        ("src/app/accounts/Accounts.java", accounts.as_str()),
+        ("src/app/api/Orders.java", orders),
+        ("src/app/billing/InvoiceService.java", invoices.as_str()),
+    ];
+    let near = index(&files).definitions_near("create", "src/app/api/Orders.java", 2);
+    let paths: Vec<&str> = near.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "src/app/billing/InvoiceService.java",
+            "src/app/accounts/Accounts.java"
+        ]
+    );
+}
+
 /// The callers of a changed function are looked for first in the files that import it
 /// from its file: ahead of calls of homonyms that come before them in path order.
 #[test]

@@ -11,6 +11,7 @@
 //! components' scripts), Rust, Go, Java, PHP and Ruby, C's and C++'s `#include`s, and
 //! C#'s `using`s (a namespace, found where the directories spell it) are read.
 
+mod typed;
 mod use_tree;
 
 use super::languages::Lang;
@@ -25,6 +26,9 @@ use use_tree::{flatten_use, squeeze};
 #[derive(Debug, Default)]
 pub(super) struct Imports {
     from: HashMap<String, Vec<Source>>,
+    /// Methods to where the type of the variable they are called on comes from (see
+    /// `typed`): they tie that file to the method alone, not to every name.
+    methods: HashMap<String, Vec<Source>>,
 }
 
 /// A module a name is imported from, as a path without its extension.
@@ -85,6 +89,7 @@ impl Imports {
             Lang::Ruby => imports.ruby(path, text),
             Lang::C | Lang::Cpp => imports.c(path, text),
         }
+        imports.typed(text, lang);
         imports
     }
 
@@ -113,11 +118,12 @@ impl Imports {
     /// so the name imported from `billing` is defined in `billing/convert.ts`. Only
     /// for the name imported: everything a package holds is not tied to every name.
     fn holds_in(&self, name: &str, module: &Module) -> bool {
-        self.from.get(name).is_some_and(|sources| {
+        let held = |sources: &Vec<Source>| {
             sources
                 .iter()
                 .any(|source| source.is(module) || source.is_above(module))
-        })
+        };
+        self.from.get(name).is_some_and(held) || self.methods.get(name).is_some_and(held)
     }
 
     fn any_in(&self, module: &Module) -> bool {
