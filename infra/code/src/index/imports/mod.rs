@@ -11,6 +11,7 @@
 //! components' scripts), Rust, Go, Java, PHP and Ruby, C's and C++'s `#include`s, and
 //! C#'s `using`s (a namespace, found where the directories spell it) are read.
 
+mod ruby;
 mod typed;
 mod use_tree;
 
@@ -51,6 +52,9 @@ enum Source {
     /// Java's `import com.acme.billing.*;`), by its segments: a file whose directory
     /// ends with them (`src/Acme.Billing/`, `java/com/acme/billing/`).
     Namespace(Vec<String>),
+    /// A file Rails' autoloader finds a top-level constant in (`invoice_item` for
+    /// `InvoiceItem`): directly under an autoload root (see `ruby`).
+    Autoload(String),
     /// A file of a package of this repository (see [`Packages`]): under its directory,
     /// in the module a path inside it names (`invoice` in `@acme/billing/invoice`,
     /// `src/invoice.ts` or `src/invoice/total.ts`), or anywhere in it where the import
@@ -377,29 +381,6 @@ impl Imports {
         }
     }
 
-    /// `require_relative '../billing/invoice'` and `require 'billing/invoice'` (a file, its
-    /// names unsaid: what it defines is reached through it), and a constant under its
-    /// module (`Billing::Invoice`), which Rails' autoloader finds in `billing/invoice.rb`.
-    fn ruby(&mut self, path: &str, text: &str) {
-        static REQUIRE: LazyLock<Regex> =
-            LazyLock::new(|| pattern(r#"(?m)^[ \t]*require(_relative)?[ \t(]+['"]([^'"\n]+)['"]"#));
-        static CONSTANT: LazyLock<Regex> =
-            LazyLock::new(|| pattern(r"(?-u:\b)([A-Z][A-Za-z0-9_]*)::([A-Z][A-Za-z0-9_]*)"));
-        for found in REQUIRE.captures_iter(text) {
-            let spec = &found[2];
-            let source = if found.get(1).is_some() {
-                Source::File(module_of(&join(dir_of(path), spec)).to_string())
-            } else {
-                Source::Suffix(module_of(spec).to_string())
-            };
-            self.add(REQUIRED, source);
-        }
-        for found in CONSTANT.captures_iter(text) {
-            let file = format!("{}/{}", snake_case(&found[1]), snake_case(&found[2]));
-            self.add(&found[2], Source::Suffix(file));
-        }
-    }
-
     /// `#include "billing/invoice.h"`: the header, and the source file of the same name
     /// beside it (`invoice.c`, `invoice.cc`), where the bodies are. A system header
     /// (`<stdio.h>`) is not the repository's.
@@ -528,6 +509,7 @@ impl Source {
             // The module's root is not known: the directory is the import path's tail.
             Source::Dir(package) => ends_with_segments(package, module.dir),
             Source::Namespace(segments) => in_namespace(module.dir, segments),
+            Source::Autoload(name) => ruby::autoloaded(module.stem, name),
             Source::Within { dir, rest } => {
                 let inside = if dir.is_empty() {
                     Some(module.stem)
@@ -557,7 +539,9 @@ impl Source {
             Source::File(file) => above.any(|dir| dir == file),
             Source::Suffix(suffix) => above.any(|dir| ends_with_segments(dir, suffix)),
             Source::Absolute(name) => above.any(|dir| from_root(dir, name, module.packages)),
-            Source::Dir(_) | Source::Namespace(_) | Source::Within { .. } => false,
+            Source::Dir(_) | Source::Namespace(_) | Source::Within { .. } | Source::Autoload(_) => {
+                false
+            }
         }
     }
 }
@@ -624,22 +608,6 @@ fn python_aliases(list: &str) -> impl Iterator<Item = (&str, &str)> {
             };
             Some((module, local))
         })
-}
-
-/// `InvoiceItem` as Rails names its file: `invoice_item`.
-fn snake_case(constant: &str) -> String {
-    let mut out = String::with_capacity(constant.len() + 4);
-    for (at, c) in constant.char_indices() {
-        if c.is_ascii_uppercase() {
-            if at > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn pattern(source: &str) -> Regex {

@@ -1,7 +1,8 @@
 //! A method called on a variable (`invoices.create(…)`, `self.repo.save(…)`,
 //! `st.Load(…)`) is its type's method, where the file says the type: a field, a
 //! parameter or a local declared with it (`private final InvoiceService invoices;`,
-//! `invoices: InvoiceService`, `repo = InvoiceRepo(db)`, `st *store.Store`). Such a
+//! `invoices: InvoiceService`, `repo = InvoiceRepo(db)`, `st *store.Store`, Ruby's
+//! `@invoice = Invoice.find(id)`). Such a
 //! method is looked up first where the type comes from (its import; in Java and C#,
 //! also the file named after the class, as both name their files), ahead of the other
 //! files defining a method of that name (`create`, `save`, `Load` are defined in many).
@@ -112,12 +113,25 @@ fn declared_types(text: &str, lang: Lang) -> HashMap<&str, &str> {
             ),
         ]
     });
+    static RUBY: LazyLock<[Regex; 2]> = LazyLock::new(|| {
+        [
+            // `@invoice = Invoice.find(id)`, `item = Billing::InvoiceItem.new(…)`.
+            pattern(
+                r"@?(?-u:\b)([a-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*(?:[A-Z][A-Za-z0-9_]*::)*([A-Z][A-Za-z0-9_]*)\.(?:new|find[a-z_]*|create|first|last|take|build)(?-u:\b)",
+            ),
+            // YARD's `# @param invoice [Invoice]`.
+            pattern(
+                r"@param[ \t]+([a-z_][A-Za-z0-9_]*)[ \t]+\[(?:[A-Z][A-Za-z0-9_]*::)*([A-Z][A-Za-z0-9_]*)\]",
+            ),
+        ]
+    });
     let patterns = match lang {
         Lang::Java | Lang::CSharp => &*JAVA_LIKE,
         Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Component => &*SCRIPT,
         Lang::Python => &*PYTHON,
         Lang::Rust => &*RUST,
         Lang::Go => &*GO,
+        Lang::Ruby => &*RUBY,
         _ => return HashMap::new(),
     };
     let (first, second) = (&patterns[0], &patterns[1]);
