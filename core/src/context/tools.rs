@@ -114,6 +114,9 @@ pub struct Toolbox<'a> {
     /// which reads last: without them, five passes that read a lot would leave it
     /// nothing to check a finding with before it drops or keeps it.
     held_back: AtomicU32,
+    /// The file the reading starts from (a thread's commented file): what ranks a
+    /// symbol's definitions and references when the model names no file.
+    asked_from: Option<String>,
 }
 
 /// What one pass has spent.
@@ -130,7 +133,17 @@ impl<'a> Toolbox<'a> {
             bounds,
             review_calls: AtomicU32::new(0),
             held_back: AtomicU32::new(0),
+            asked_from: None,
         }
+    }
+
+    /// Rank `find_definition` and `find_references` as `path` reaches a symbol when the
+    /// model gives no file of its own: in a thread about a finding in `pay.py`,
+    /// `find_definition("validate")` is the `validate` `pay.py` imports, not the first
+    /// homonym in path order.
+    pub fn asked_from(mut self, path: Option<&str>) -> Self {
+        self.asked_from = path.map(str::to_string);
+        self
     }
 
     /// Keep a share of the review's calls for each of `last` readers that come after
@@ -268,7 +281,10 @@ impl<'a> Toolbox<'a> {
                 // Ranked as the file that uses it reaches it: its own, the module it
                 // imports it from, its directory's (a name such as `validate` is defined
                 // in many places).
-                let from = optional_path(input, "from_path")?;
+                let mut from = optional_path(input, "from_path")?;
+                if from.is_empty() {
+                    from = self.asked_from.clone().unwrap_or_default();
+                }
                 // Only as many as are shown: a lazy index parses no more files than that.
                 let spans = self.code.definitions_near(symbol, &from, MAX_DEFINITIONS);
                 if spans.is_empty() {
@@ -296,7 +312,12 @@ impl<'a> Toolbox<'a> {
                 let symbol = symbol_arg(input)?;
                 // Those that import it from where it is defined first: the calls of this
                 // `validate`, not of a homonym's.
-                let defined_in = optional_path(input, "defined_in")?;
+                let mut defined_in = optional_path(input, "defined_in")?;
+                // Unsaid: the definition the asking file reaches (its import of it).
+                if let (true, Some(asking)) = (defined_in.is_empty(), &self.asked_from) {
+                    let nearest = self.code.definitions_near(symbol, asking, 1);
+                    defined_in = nearest.first().map_or(asking.clone(), |s| s.path.clone());
+                }
                 let spans = self.code.callers_near(symbol, &defined_in, MAX_REFERENCES);
                 if spans.is_empty() {
                     return Ok(format!("nothing in the repository refers to {symbol}"));
@@ -608,5 +629,83 @@ pub(crate) mod tests {
             .count();
         assert_eq!(answered, 6);
         assert_eq!(toolbox.calls(), 12, "the review's limit across its parts");
+    }
+}
+
+#[cfg(test)]
+mod asked_from {
+    use super::tests::bounds;
+    use super::*;
+    use crate::ports::code::SearchHit;
+
+    /// `validate` defined in `a/rules.rs` and `b/rules.rs`, each called beside it.
+    struct Homonyms;
+
+    fn span(path: &str) -> Span {
+        Span {
+            path: path.into(),
+            start: 1,
+            end: 2,
+            name: Some("validate".into()),
+        }
+    }
+
+    impl Codebase for Homonyms {
+        fn enclosing(&self, _: &str, _: u32) -> Option<Span> {
+            None
+        }
+        fn definitions(&self, _: &str) -> Vec<Span> {
+            vec![span("a/rules.rs"), span("b/rules.rs")]
+        }
+        fn callers(&self, _: &str) -> Vec<Span> {
+            vec![span("a/use.rs"), span("b/use.rs")]
+        }
+        fn names_used(&self, _: &str, _: u32, _: u32) -> Vec<String> {
+            Vec::new()
+        }
+        fn text(&self, _: &Span) -> Option<String> {
+            Some("fn validate() {}\n".into())
+        }
+        fn files(&self) -> usize {
+            4
+        }
+        fn line_count(&self, _: &str) -> Option<u32> {
+            Some(2)
+        }
+        fn list_dir(&self, _: &str) -> Option<Vec<String>> {
+            None
+        }
+        fn search(&self, _: &str, _: Option<&str>, _: usize) -> Result<Vec<SearchHit>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// Where the model names no file, a symbol is ranked as the asking file reaches it;
+    /// a file it names still decides.
+    #[test]
+    fn a_symbol_is_ranked_from_the_asking_file_unless_the_model_names_one() {
+        let first_path = |toolbox: &Toolbox, name: &str, input: Value| {
+            let call = ToolCall {
+                id: "c".into(),
+                name: name.into(),
+                input,
+            };
+            let result = toolbox.call(&call, &mut PassSpend::default());
+            assert!(!result.is_error, "{}", result.content);
+            let a = result.content.find("a/").unwrap_or(usize::MAX);
+            let b = result.content.find("b/").unwrap_or(usize::MAX);
+            if a < b { "a" } else { "b" }
+        };
+        let symbol = json!({"symbol": "validate"});
+        let named =
+            json!({"symbol": "validate", "from_path": "a/pay.rs", "defined_in": "a/rules.rs"});
+        let plain = Toolbox::new(&Homonyms, bounds(20, 20, 100_000));
+        let asked = Toolbox::new(&Homonyms, bounds(20, 20, 100_000)).asked_from(Some("b/pay.rs"));
+        assert_eq!(first_path(&plain, FIND_DEFINITION, symbol.clone()), "a");
+        assert_eq!(first_path(&asked, FIND_DEFINITION, symbol.clone()), "b");
+        assert_eq!(first_path(&asked, FIND_DEFINITION, named.clone()), "a");
+        assert_eq!(first_path(&plain, FIND_REFERENCES, symbol.clone()), "a");
+        assert_eq!(first_path(&asked, FIND_REFERENCES, symbol), "b");
+        assert_eq!(first_path(&asked, FIND_REFERENCES, named), "a");
     }
 }

@@ -96,7 +96,7 @@ pub async fn ask(
         .codebase
         .as_ref()
         .filter(|_| tools.enabled)
-        .map(|code| Toolbox::new(code.0.as_ref(), tools));
+        .map(|code| Toolbox::new(code.0.as_ref(), tools).asked_from(ctx.path.as_deref()));
     tracing::debug!(system = %request.system, "conversation prompt");
     Ok(ask_after_reading(llm, request, &output, toolbox.as_ref())
         .await

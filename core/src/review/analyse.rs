@@ -211,7 +211,13 @@ pub async fn analyse(
     // within it, a share kept for each part's judge.
     let toolbox = match &subject.code {
         Ok(code) if config.review.tools.enabled => {
-            let toolbox = crate::context::tools::Toolbox::new(*code, config.review.tools);
+            // A change to one file asks from it; several, from none of them.
+            let asking = match subject.pull.paths.as_slice() {
+                [one] => Some(one.as_str()),
+                _ => None,
+            };
+            let toolbox =
+                crate::context::tools::Toolbox::new(*code, config.review.tools).asked_from(asking);
             Some(if config.review.judge {
                 toolbox.keeping_shares_for_last(chosen.run.len() * parts.len(), parts.len())
             } else {

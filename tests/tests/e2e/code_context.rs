@@ -39,6 +39,7 @@ parley_tests::review_on_both_stores!(
     a_change_reads_the_function_it_passes,
     a_name_defined_in_many_places_is_read_where_it_is_imported_from,
     a_workspace_packages_definition_is_read_where_its_manifest_puts_it,
+    find_definition_in_a_one_file_change_ranks_from_that_file,
     find_definition_from_a_file_ranks_what_it_imports_first,
     a_changed_function_is_shown_the_callers_that_import_it,
     a_changed_method_is_shown_the_callers_that_import_its_class,
@@ -1512,11 +1513,20 @@ async fn a_workspace_packages_definition_is_read_where_its_manifest_puts_it(h: R
 /// `find_definition` given the file that uses the name ranks its definitions as that
 /// file reaches them: the one it imports first.
 async fn find_definition_from_a_file_ranks_what_it_imports_first(h: ReviewHarness) {
-    the_pr_calls_a_validate_defined_in_many_places(&h);
     let ask = serde_json::json!({"symbol": "validate", "from_path": "app/checkout/pay.py"});
+    find_definition_reads_the_imported_validate_first(&h, ask).await;
+}
+
+/// The PR calling a `validate` defined in many places, a pass asking `find_definition`
+/// with `ask`: the first definition it is given is the one `pay.py` imports.
+async fn find_definition_reads_the_imported_validate_first(
+    h: &ReviewHarness,
+    ask: serde_json::Value,
+) {
+    the_pr_calls_a_validate_defined_in_many_places(h);
     h.llm.call_tools(SECURITY, &[("find_definition", ask)]);
-    review(&h).await;
-    let results = pass_tool_results(&h);
+    review(h).await;
+    let results = pass_tool_results(h);
     let first = results
         .first()
         .map(|r| r["content"].to_string())
@@ -1529,6 +1539,13 @@ async fn find_definition_from_a_file_ranks_what_it_imports_first(h: ReviewHarnes
         header.starts_with("#### shop/rules/payment.py:1-3"),
         "{results:#?}"
     );
+}
+
+/// `find_definition` without `from_path` in a change to one file ranks from that file:
+/// the model need not name it to be given the definition the file imports.
+async fn find_definition_in_a_one_file_change_ranks_from_that_file(h: ReviewHarness) {
+    let ask = serde_json::json!({"symbol": "validate"});
+    find_definition_reads_the_imported_validate_first(&h, ask).await;
 }
 
 /// A change to a function named as commonly as `validate`: the caller that imports it
