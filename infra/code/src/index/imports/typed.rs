@@ -40,7 +40,9 @@ impl Imports {
                     added.push((method.to_string(), source.clone()));
                 }
                 if named_file {
-                    added.push((method.to_string(), Source::Suffix(class.to_string())));
+                    for file in class_files(class) {
+                        added.push((method.to_string(), Source::Suffix(file)));
+                    }
                 }
             }
         }
@@ -53,6 +55,26 @@ impl Imports {
             }
         }
     }
+}
+
+/// The files a Java or C# type's methods are in: the type's own, and where it is an
+/// interface injected by its name, its implementation's by the usual names
+/// (`IInvoiceService` in `InvoiceService.cs`, `InvoiceService` in
+/// `InvoiceServiceImpl.java` or `DefaultInvoiceService.java`): the interface declares
+/// the method, the implementation holds the body a reviewer needs.
+fn class_files(class: &str) -> Vec<String> {
+    let mut files = vec![
+        class.to_string(),
+        format!("{class}Impl"),
+        format!("Default{class}"),
+    ];
+    let mut chars = class.chars();
+    if let (Some('I'), Some(next)) = (chars.next(), chars.next())
+        && next.is_ascii_uppercase()
+    {
+        files.push(class[1..].to_string());
+    }
+    files
 }
 
 /// Each variable of `text` to the type it is declared with (the last one read).
@@ -234,6 +256,24 @@ mod tests {
                 "{path}: {untyped}"
             );
         }
+        // An interface injected by its name: its implementation's file holds the body.
+        let csharp = "class Orders {\n  private readonly IInvoiceService _invoices;\n  void F() { _invoices.Create(); }\n}\n";
+        let imports = Imports::read("src/Api/Orders.cs", csharp, Lang::CSharp, &packages);
+        for file in [
+            "src/Billing/IInvoiceService.cs",
+            "src/Billing/InvoiceService.cs",
+        ] {
+            assert_eq!(imports.tie("Create", file, &packages), Some(1), "{file}");
+        }
+        let java = "class Orders {\n  private final InvoiceService invoices;\n  void f() { invoices.create(); }\n}\n";
+        let imports = Imports::read("src/Orders.java", java, Lang::Java, &packages);
+        for file in [
+            "src/b/InvoiceServiceImpl.java",
+            "src/b/DefaultInvoiceService.java",
+        ] {
+            assert_eq!(imports.tie("create", file, &packages), Some(1), "{file}");
+        }
+        assert_eq!(imports.tie("create", "src/b/Invoice.java", &packages), None);
         // The class's file is tied to its methods, not to every name the file uses.
         let text = "class A extends Extension {\n  static A of(java.security.cert.Extension ext) { return ext.getValue(); }\n}\n";
         let imports = Imports::read("sun/x509/A.java", text, Lang::Java, &packages);
