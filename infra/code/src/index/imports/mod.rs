@@ -378,6 +378,17 @@ impl Imports {
                 _ => path,
             };
             self.add(REQUIRED, namespace(namespace_path));
+            // The file's own namespace's parents are in scope too (`Acme.Billing` in
+            // `Acme.Billing.Invoices`); a root alone (`Acme`) would be every directory.
+            if found[0].trim_start().starts_with("namespace") {
+                let mut parent = path;
+                while let Some((up, _)) = parent.rsplit_once('.') {
+                    if up.contains('.') {
+                        self.add(REQUIRED, namespace(up));
+                    }
+                    parent = up;
+                }
+            }
         }
     }
 
@@ -894,6 +905,8 @@ def f(order):
             ("src/Acme.Orders/Invoice.cs", true),
             ("src/Acme.Web/Controllers/HomeController.cs", true),
             ("src/Acme.Web/Views/Home.cs", false),
+            ("src/Acme.Web/Startup.cs", true),
+            ("src/Acme/Startup.cs", false),
             ("src/Legacy/Models/Invoice.cs", false),
             ("src/var/Invoice.cs", false),
         ];
