@@ -36,8 +36,8 @@ pub(super) struct Packages {
 #[derive(Debug)]
 struct Alias {
     scope: String,
-    /// The pattern before its `*` and after it (`@app/`, ``); without a `*`, the whole
-    /// specifier.
+    /// The pattern before its `*` and after it (`@app/` and nothing); without a `*`,
+    /// the whole specifier.
     pattern: (String, Option<String>),
     /// Each target as a path in the repository, `*` where the matched part goes.
     targets: Vec<String>,
@@ -105,8 +105,8 @@ impl Packages {
         !dir.is_empty() && self.python.contains(dir)
     }
 
-    /// The files a path alias resolves `spec` to, imported from `importer`, each
-    /// without its extension.
+    /// The paths a path alias resolves `spec` to, imported from `importer`, each as
+    /// its config writes it (an extension or none: the caller reads it as a module).
     pub(super) fn aliased<'a>(
         &'a self,
         importer: &'a str,
