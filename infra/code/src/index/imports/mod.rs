@@ -247,9 +247,6 @@ impl Imports {
         if modules.is_empty() {
             return;
         }
-        static CHAIN: LazyLock<Regex> = LazyLock::new(|| {
-            pattern(r"(?-u:\b)[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-        });
         for chain in CHAIN.find_iter(text).map(|m| m.as_str()) {
             for (local, source) in &modules {
                 let name = chain
@@ -620,6 +617,11 @@ fn python_aliases(list: &str) -> impl Iterator<Item = (&str, &str)> {
             Some((module, local))
         })
 }
+
+/// A dotted chain of names (`shop.rules.validate`, `this.invoices.create`): what a
+/// module imported whole or a typed variable is read through.
+static CHAIN: LazyLock<Regex> =
+    LazyLock::new(|| pattern(r"(?-u:\b)[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+"));
 
 fn pattern(source: &str) -> Regex {
     // The patterns are constants, checked by the unit tests.

@@ -2,15 +2,15 @@
 //! `st.Load(…)`) is its type's method, where the file says the type: a field, a
 //! parameter or a local declared with it (`private final InvoiceService invoices;`,
 //! `invoices: InvoiceService`, `repo = InvoiceRepo(db)`, `st *store.Store`, Ruby's
-//! `@invoice = Invoice.find(id)`). Such a
-//! method is looked up first where the type comes from (its import; in Java and C#,
-//! also the file named after the class, as both name their files), ahead of the other
-//! files defining a method of that name (`create`, `save`, `Load` are defined in many).
+//! `@invoice = Invoice.find(id)`). Such a method is looked up first where the type
+//! comes from (its import; in Java and C#, also the file named after the class, as both
+//! name their files, and an interface's usual implementation), ahead of the other files
+//! defining a method of that name (`create`, `save`, `Load` are defined in many).
 //!
 //! Read with patterns, per file, not per scope: a name declared with two types in two
 //! functions ties its methods to both.
 
-use super::{Imports, Source, pattern};
+use super::{CHAIN, Imports, Source, pattern};
 use crate::index::languages::Lang;
 use regex::Regex;
 use std::collections::HashMap;
@@ -24,9 +24,6 @@ impl Imports {
         if types.is_empty() {
             return;
         }
-        static CHAIN: LazyLock<Regex> = LazyLock::new(|| {
-            pattern(r"(?-u:\b)[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
-        });
         let named_file = matches!(lang, Lang::Java | Lang::CSharp);
         let mut added: Vec<(String, Source)> = Vec::new();
         for chain in CHAIN.find_iter(text) {
