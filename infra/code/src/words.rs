@@ -499,38 +499,55 @@ fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> boo
 
 /// Whether the word at `start` is one of a list after `extends` or `implements` (`extends
 /// BaseType, TypeSignature,\n    TypeArgument {`), over lines too: each is a reference
-/// the tags count, not only the first, which follows the keyword.
+/// the tags count, not only the first, which follows the keyword. Asked of every word
+/// of a file, so it looks back only from a word after a comma or starting a line after
+/// a word, and only over what a list of types is made of (an argument list stops at
+/// its `(`).
 fn listed_supertype(text: &str, start: usize) -> bool {
-    // The list: at most eight lines back.
-    let from = text[..start]
-        .rmatch_indices('\n')
-        .nth(7)
-        .map_or(0, |(at, _)| at + 1);
-    let before = &text[from..start];
-    let keyword = ["extends", "implements"]
+    let before = text[..start].trim_end();
+    // After a comma, or at a line's start after a word (`implements\n    Payable`):
+    // most words are neither.
+    let after_a_word = before.bytes().next_back().is_some_and(is_word_byte)
+        && text[before.len()..start].contains('\n');
+    if !before.ends_with(',') && !after_a_word {
+        return false;
+    }
+    let listed = |c: char| {
+        c.is_ascii_alphanumeric()
+            || c.is_whitespace()
+            || matches!(
+                c,
+                '_' | '$' | '.' | ',' | '<' | '>' | '?' | '[' | ']' | '\\'
+            )
+    };
+    // The run of list characters before the word, at most a few lines of it.
+    let mut from = before.len();
+    for (at, c) in before.char_indices().rev() {
+        if !listed(c) || before.len() - at > LONGEST_LIST {
+            break;
+        }
+        from = at;
+    }
+    let run = &before[from..];
+    let keyword_end = ["extends", "implements"]
         .iter()
         .filter_map(|keyword| {
-            before.rmatch_indices(keyword).find(|&(at, _)| {
-                let head = before[..at].bytes().next_back();
-                let tail = before[at + keyword.len()..].bytes().next();
-                !head.is_some_and(is_word_byte) && tail.is_some_and(|b| b.is_ascii_whitespace())
+            run.rmatch_indices(keyword).find(|&(at, _)| {
+                let head = run[..at].bytes().next_back();
+                let tail = run[at + keyword.len()..].bytes().next();
+                !head.is_some_and(is_word_byte) && tail.is_none_or(|b| b.is_ascii_whitespace())
             })
         })
         .map(|(at, keyword)| at + keyword.len())
         .max();
-    keyword.is_some_and(|after| {
-        let list = before[after..].trim_end();
-        (list.is_empty() || list.ends_with(','))
-            && list.chars().all(|c| {
-                c.is_ascii_alphanumeric()
-                    || c.is_whitespace()
-                    || matches!(
-                        c,
-                        '_' | '$' | '.' | ',' | '<' | '>' | '?' | '[' | ']' | '\\'
-                    )
-            })
+    keyword_end.is_some_and(|end| {
+        let list = run[end..].trim_end();
+        list.is_empty() || list.ends_with(',')
     })
 }
+
+/// How far back a list of supertypes is looked for (see [`listed_supertype`]).
+const LONGEST_LIST: usize = 600;
 
 /// Whether what stands before a name on its line is what stands before a declared
 /// method or field: nothing, modifiers, or a type such as `List<String>`, `int[]`,
