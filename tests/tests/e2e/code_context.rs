@@ -1165,6 +1165,45 @@ mod answers {
         assert!(!h.parley_comments().is_empty(), "answered");
     }
 
+    /// In a finding's thread, `find_definition` without `from_path` ranks from the
+    /// commented file: the `query` that `src/db.rs` imports, not a homonym before it in
+    /// path order.
+    async fn an_answers_find_definition_ranks_from_the_commented_file(backend: Backend) {
+        const IMPORTS_QUERY: &str = "use crate::sql::query;\n\npub fn find(id: &str) -> String {\n    query(\"SELECT * FROM users WHERE id = ?\", id)\n}\n";
+        const HOMONYM: &str =
+            "pub fn query(s: &str, id: &str) -> String {\n    format!(\"{s}{id}\")\n}\n";
+        const BINDS: &str = "/// Binds `id`, never formats it.\npub fn query(s: &str, id: &str) -> String {\n    bind(s, id)\n}\n";
+        let files = [
+            ("src/db.rs", IMPORTS_QUERY),
+            ("src/a/query.rs", HOMONYM),
+            ("src/sql.rs", BINDS),
+        ];
+        let (_h, prompt) = ask(backend, &files, |h| {
+            h.llm.call_tools(
+                "the caller checks for null",
+                &[("find_definition", serde_json::json!({"symbol": "query"}))],
+            )
+        })
+        .await;
+        let result = prompt
+            .find("<tool_result>")
+            .map(|at| &prompt[at..])
+            .expect("the tool's answer went back to the model");
+        let imported = result.find("#### src/sql.rs:").expect("the imported query");
+        let homonym = result.find("#### src/a/query.rs:").unwrap_or(usize::MAX);
+        assert!(imported < homonym, "{result}");
+    }
+
+    #[tokio::test]
+    async fn find_definition_asked_from_the_thread_sqlite() {
+        an_answers_find_definition_ranks_from_the_commented_file(Backend::Sqlite).await;
+    }
+
+    #[tokio::test]
+    async fn find_definition_asked_from_the_thread_dynamodb() {
+        an_answers_find_definition_ranks_from_the_commented_file(Backend::Dynamo).await;
+    }
+
     #[tokio::test]
     async fn with_tools_sqlite() {
         the_answer_may_read_more_with_tools(Backend::Sqlite).await;
