@@ -273,10 +273,7 @@ fn sample_of(snapshot: &Snapshot) -> Vec<String> {
 
 fn is_manifest(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(
-        name,
-        "package.json" | "Cargo.toml" | "go.mod" | "composer.json"
-    )
+    parley_code::index::MANIFESTS.contains(&name)
 }
 
 /// `snapshot`'s files as a gzipped tarball with GitHub's layout.

@@ -26,6 +26,7 @@ use crate::snapshot::Snapshot;
 use crate::words::identifiers;
 use imports::Imports;
 use languages::{Lang, Languages, language_of};
+pub use packages::MANIFESTS;
 use packages::Packages;
 use parley_core::ports::code::{Codebase, Span, nearness};
 use std::collections::{BTreeSet, HashMap};

@@ -10,7 +10,21 @@
 //!
 //! Read once per index from the manifests' text; one that does not parse is skipped.
 
+use super::imports::join;
 use std::collections::{BTreeMap, HashSet};
+
+/// The files read for where a repository's packages are (Python's `__init__.py`s
+/// aside, which are its sources): what a snapshot of a repository's sources keeps
+/// beside them (the index bench).
+pub const MANIFESTS: [&str; 7] = [
+    "package.json",
+    "Cargo.toml",
+    "go.mod",
+    "composer.json",
+    "tsconfig.json",
+    "tsconfig.base.json",
+    "jsconfig.json",
+];
 
 /// The packages of one repository, each ecosystem's apart (a name means something else
 /// in each).
@@ -91,13 +105,13 @@ impl Packages {
     /// The directories of the Go package `import_path` names, where its module is in
     /// this repository.
     pub(super) fn go<'a>(&'a self, import_path: &'a str) -> impl Iterator<Item = String> + 'a {
-        within(&self.go, import_path, "/").map(|(dir, rest)| join_dir(dir, rest))
+        within(&self.go, import_path, "/").map(|(dir, rest)| join(dir, rest))
     }
 
     /// The files a PHP class (`Acme\Billing\Invoice`) autoloads from by the PSR-4
     /// prefixes, each without its extension.
     pub(super) fn php<'a>(&'a self, class: &'a str) -> impl Iterator<Item = String> + 'a {
-        within(&self.php, class, "\\").map(|(dir, rest)| join_dir(dir, &rest.replace('\\', "/")))
+        within(&self.php, class, "\\").map(|(dir, rest)| join(dir, &rest.replace('\\', "/")))
     }
 
     /// Whether `dir` is a Python package (holds an `__init__.py`); the root is not.
@@ -151,7 +165,7 @@ impl Packages {
             return;
         };
         let base = match options["baseUrl"].as_str() {
-            Some(base) => super::imports::join(dir, base),
+            Some(base) => join(dir, base),
             None => dir.to_string(),
         };
         for (pattern, targets) in paths {
@@ -164,7 +178,7 @@ impl Packages {
                 .into_iter()
                 .flatten()
                 .filter_map(|t| t.as_str())
-                .map(|target| super::imports::join(&base, target))
+                .map(|target| join(&base, target))
                 .collect();
             self.aliases.push(Alias {
                 scope: dir.to_string(),
@@ -221,8 +235,7 @@ impl Packages {
                     _ => Vec::new(),
                 };
                 for sub in dirs {
-                    let sub = sub.trim_start_matches("./").trim_end_matches('/');
-                    self.php.push((prefix.to_string(), join_dir(dir, sub)));
+                    self.php.push((prefix.to_string(), join(dir, sub)));
                 }
             }
         }
@@ -245,14 +258,6 @@ fn within<'a>(
         };
         Some((dir.as_str(), rest))
     })
-}
-
-fn join_dir(dir: &str, rest: &str) -> String {
-    match (dir.is_empty(), rest.is_empty()) {
-        (true, _) => rest.to_string(),
-        (false, true) => dir.to_string(),
-        (false, false) => format!("{dir}/{rest}"),
-    }
 }
 
 /// `key = "value"` in the `[table]` of a TOML file: the one value a manifest is read

@@ -83,7 +83,7 @@ pub(super) fn autoloaded(stem: &str, name: &str) -> bool {
 }
 
 /// `InvoiceItem` as Rails names its file: `invoice_item`.
-pub(super) fn snake_case(constant: &str) -> String {
+fn snake_case(constant: &str) -> String {
     let mut out = String::with_capacity(constant.len() + 4);
     for (at, c) in constant.char_indices() {
         if c.is_ascii_uppercase() {
