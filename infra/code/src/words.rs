@@ -131,7 +131,8 @@ const PHP_PROPERTY_MODIFIERS: [&str; 5] = ["public", "private", "protected", "va
 const RUBY_KEYWORDS: [&str; 4] = ["def", "class", "module", "alias"];
 /// The calls that define Ruby methods at run time, each by the symbols it is given
 /// (`attr_reader :total, :count`), as `RUBY_TAGS_QUERY` counts them.
-const RUBY_DEFINING_CALLS: [&str; 9] = [
+const RUBY_DEFINING_CALLS: [&str; 10] = [
+    "alias_method",
     "attr_reader",
     "attr_writer",
     "attr_accessor",
@@ -330,6 +331,56 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
     }
 }
 
+/// Whether the Ruby symbol whose name starts at `start` names a method called: given to
+/// a call that runs or takes it (`before_action :load, :check`, `send(:total)`,
+/// `method(:parse)`, a list's next line), as a condition or a handler (`if: :paid?`,
+/// `with: :not_found`), or as a block (`&:total`). A superset of what `RUBY_TAGS_QUERY`
+/// counts: any such call before it on the line will do (`only: [:show]` too).
+fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
+    let before = &text[..start - 1];
+    let line = &text[line_start..start - 1];
+    let keyed = before
+        .trim_end()
+        .strip_suffix("=>")
+        .unwrap_or(before)
+        .trim_end();
+    before.ends_with('&')
+        || line.trim().is_empty()
+        || ["if:", "unless:", "with:", ":if", ":unless", ":with"]
+            .iter()
+            .any(|key| keyed.ends_with(key))
+        || line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(ruby_calls_symbols)
+}
+
+/// A call whose symbols name methods it runs or takes: Rails' callbacks (`before_action`,
+/// `after_commit`, `skip_before_action`, …), `validate`, `helper_method`, and Ruby's own
+/// `method`, `send` and kin.
+fn ruby_calls_symbols(word: &str) -> bool {
+    let callback = ["prepend_", "append_", "skip_"]
+        .iter()
+        .fold(word, |word, prefix| {
+            word.strip_prefix(prefix).unwrap_or(word)
+        });
+    ["before_", "after_", "around_"].iter().any(|when| {
+        callback
+            .strip_prefix(when)
+            .is_some_and(|what| !what.is_empty())
+    }) || matches!(
+        word,
+        "validate"
+            | "helper_method"
+            | "method"
+            | "public_method"
+            | "instance_method"
+            | "send"
+            | "public_send"
+            | "__send__"
+            | "try"
+    )
+}
+
 /// Whether `head`, what stands before a name and its `(` on a line, can be a C or C++
 /// function's return type and specifiers: words, `*`, `&`, `::`, template arguments;
 /// no statement keyword, operator, assignment or call (parentheses only in a
@@ -386,10 +437,13 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         return true;
     }
     if style == Style::Ruby {
-        // Not an instance or global variable (`@user`), a symbol (`:name`) or a hash
-        // key or keyword argument (`name: value`): none of them is a call.
-        let sigil = text[..start].ends_with(['@', '$'])
-            || (text[..start].ends_with(':') && !text[..start].ends_with("::"));
+        let symbol = text[..start].ends_with(':') && !text[..start].ends_with("::");
+        if symbol && ruby_symbol_called(text, line_start, start) {
+            return true;
+        }
+        // Not an instance or global variable (`@user`), another symbol (`:name`) or a
+        // hash key or keyword argument (`name: value`): none of them is a call.
+        let sigil = text[..start].ends_with(['@', '$']) || symbol;
         let key = text[end..].starts_with(':') && !text[end..].starts_with("::");
         return !sigil && !key && !may_define(text, style, line_start, start, end);
     }

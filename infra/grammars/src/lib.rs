@@ -62,7 +62,15 @@ fn javascript_shared_query() -> String {
 /// receivers and superclasses. Methods defined at run time by the calls that define most
 /// of them are definitions too, under the symbol they name: `attr_reader :total`,
 /// `define_method(:name)`, and Rails' `scope :active` and associations (`has_many
-/// :orders`). (`delegate` is not: its `to:` names no method defined here.)
+/// :orders`), and `alias_method`'s new name. (`delegate` is not: its `to:` names no
+/// method defined here.)
+///
+/// A method named by a symbol is called as surely as one named in a call: a Rails
+/// callback (`before_action :set_invoice`, `after_commit :notify`, `validate
+/// :check_total`), a condition or a handler (`if: :paid?`, `rescue_from …, with:
+/// :not_found`), a method taken or sent (`method(:parse)`, `send(:total)`), a block
+/// made of one (`map(&:total)`). A callback's options (`only: [:show]`) name actions,
+/// not what runs: not counted.
 ///
 /// A method called bare, with no receiver and no arguments (`current_user`,
 /// `admin?`), is an identifier like a local variable. The crate's query counts every
@@ -82,6 +90,19 @@ pub const RUBY_TAGS_QUERY: &str = r#"
   method: (identifier) @macro
   arguments: (argument_list (simple_symbol) @name)
   (#any-of? @macro "attr_reader" "attr_writer" "attr_accessor" "define_method" "scope" "has_many" "has_one" "belongs_to" "has_and_belongs_to_many")) @definition.method
+(call
+  method: (identifier) @macro
+  arguments: (argument_list . (simple_symbol) @name)
+  (#eq? @macro "alias_method")) @definition.method
+(call
+  method: (identifier) @macro
+  arguments: (argument_list (simple_symbol) @name)
+  (#match? @macro "^((prepend_|append_|skip_)?(before|after|around)_[a-z_]+|validate|helper_method|method|public_method|instance_method|send|public_send|__send__|try)$")) @reference.call
+(pair
+  key: [(hash_key_symbol) (simple_symbol)] @key
+  value: (simple_symbol) @name
+  (#match? @key "^:?(if|unless|with)$")) @reference.call
+(block_argument (simple_symbol) @name) @reference.call
 (call method: (identifier) @name) @reference.call
 (call receiver: (constant) @name) @reference.class
 (superclass (constant) @name) @reference.class

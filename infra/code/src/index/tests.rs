@@ -269,6 +269,81 @@ fn ruby_methods_defined_at_run_time_are_definitions() {
     assert_eq!(near.len(), 1, "{near:?}");
 }
 
+/// A method a symbol names is called where the symbol stands (by the class, for a
+/// callback declared in its body): a Rails callback or validation, a condition and a
+/// handler, a method taken or sent, a block made of it; found lazily too. A callback's options (`only: [:show]`) and other symbols name no
+/// call; `alias_method` defines its new name.
+#[test]
+fn ruby_methods_named_by_symbols_are_called_there() {
+    let controller = "class InvoicesController < ApplicationController
+  before_action :set_invoice, only: [:show]
+  skip_before_action :verify_token
+  rescue_from ActiveRecord::RecordNotFound, with: :not_found
+  alias_method :display, :show
+
+  def show
+    render json: @invoice, status: :ok
+  end
+
+  def totals
+    Invoice.all.map(&:total).sum + send(:fee) + method(:parse).call
+  end
+end
+";
+    let model = "class Invoice
+  validate :check_lines
+  after_commit :notify,
+    :audit, if: :paid?
+end
+";
+    let files = [
+        ("app/controllers/invoices_controller.rb", controller),
+        ("app/models/invoice.rb", model),
+    ];
+    let index = index(&files);
+    let mut wrong = Vec::new();
+    for (name, caller) in [
+        ("set_invoice", "InvoicesController"),
+        ("verify_token", "InvoicesController"),
+        ("not_found", "InvoicesController"),
+        ("total", "totals"),
+        ("fee", "totals"),
+        ("parse", "totals"),
+        ("check_lines", "Invoice"),
+        ("notify", "Invoice"),
+        ("audit", "Invoice"),
+        ("paid", "Invoice"),
+    ] {
+        let callers = index.callers(name);
+        let found: Vec<_> = callers
+            .iter()
+            .map(|c| (c.path.as_str(), c.name.as_deref()))
+            .collect();
+        if found.len() != 1 || found[0].1 != Some(caller) {
+            wrong.push(format!("{name}: {found:?}"));
+        }
+    }
+    for not_called in ["show", "ok", "display"] {
+        let callers = index.callers(not_called);
+        if !callers.is_empty() {
+            wrong.push(format!("{not_called}: {callers:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let defs = index.definitions("display");
+    assert_eq!(defs.len(), 1, "{defs:?}");
+    // The word index sends each question to the files parsing all would find.
+    let full = self::index(&files);
+    full.parse_all();
+    for name in ["set_invoice", "not_found", "total", "audit", "paid", "show"] {
+        assert_eq!(
+            self::index(&files).callers(name),
+            full.callers_parsed(name),
+            "{name}"
+        );
+    }
+}
+
 /// A C# property (or an event) is a definition, and a member read without a call is a
 /// reference to it: a changed line that reads `order.Owner` gets the getter that may
 /// return null.
