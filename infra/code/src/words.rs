@@ -12,6 +12,7 @@
 //! does not see is a function assigned to a member (`module.exports.f = function`); the
 //! index bench counts how often that costs a definition on real code.
 
+use parley_grammars::{PHP_CALLABLE_FIRST, PHP_CALLABLE_SECOND, RUBY_SYMBOL_CALLS};
 use std::collections::HashSet;
 
 /// How a language writes its definitions, as far as [`identifiers`] needs to know.
@@ -355,8 +356,8 @@ fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
 }
 
 /// A call whose symbols name methods it runs or takes: Rails' callbacks (`before_action`,
-/// `after_commit`, `skip_before_action`, …), `validate`, `helper_method`, and Ruby's own
-/// `method`, `send` and kin.
+/// `after_commit`, `skip_before_action`, …) and `RUBY_SYMBOL_CALLS` (`validate`, `send`,
+/// …).
 fn ruby_calls_symbols(word: &str) -> bool {
     let callback = ["prepend_", "append_", "skip_"]
         .iter()
@@ -367,18 +368,61 @@ fn ruby_calls_symbols(word: &str) -> bool {
         callback
             .strip_prefix(when)
             .is_some_and(|what| !what.is_empty())
-    }) || matches!(
-        word,
-        "validate"
-            | "helper_method"
-            | "method"
-            | "public_method"
-            | "instance_method"
-            | "send"
-            | "public_send"
-            | "__send__"
-            | "try"
-    )
+    }) || RUBY_SYMBOL_CALLS.contains(&word)
+}
+
+/// Whether the word at `start..end` is a whole quoted string that may name a callable:
+/// the method of a callable array (`[UserController::class, 'index']`, `[$this,
+/// 'handle']`), or a function given to one that takes a callable (`array_map('trim', …)`,
+/// `add_action('init', 'register_types')`, over lines too). A superset of what PHP's
+/// passed query counts (it also asks which argument the string is).
+fn php_callable_string(text: &str, start: usize, end: usize) -> bool {
+    let Some(quote) = text[..start]
+        .chars()
+        .next_back()
+        .filter(|c| matches!(c, '\'' | '"'))
+    else {
+        return false;
+    };
+    if !text[end..].starts_with(quote) {
+        return false;
+    }
+    let before = text[..start - 1].trim_end();
+    let after_element = before.strip_suffix(',').map(str::trim_end);
+    if after_element.is_some_and(|element| {
+        element.ends_with("::class")
+            || element
+                .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                .ends_with('$')
+    }) {
+        return true;
+    }
+    open_call(before).is_some_and(|callee| {
+        PHP_CALLABLE_FIRST.contains(&callee) || PHP_CALLABLE_SECOND.contains(&callee)
+    })
+}
+
+/// The name before the nearest `(` still open at the end of `before` (the call an
+/// argument is given to), looked for over its last 512 bytes at most, and not past a
+/// statement's or a block's edge.
+fn open_call(before: &str) -> Option<&str> {
+    let bytes = before.as_bytes();
+    let mut depth = 0usize;
+    let mut at = bytes.len();
+    while at > bytes.len().saturating_sub(512) {
+        at -= 1;
+        match bytes[at] {
+            b')' => depth += 1,
+            b'(' if depth == 0 => {
+                let head = before[..at].trim_end();
+                return Some(previous_word(head, 0, head.len()));
+            }
+            b'(' => depth -= 1,
+            b';' | b'{' | b'}' => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Whether `head`, what stands before a name and its `(` on a line, can be a C or C++
@@ -527,6 +571,9 @@ fn passed(text: &str, style: Style, line_start: usize, start: usize, end: usize)
 fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> bool {
     if text[..start].ends_with('$') {
         return false;
+    }
+    if php_callable_string(text, start, end) {
+        return true;
     }
     let line = &text[line_start..start];
     // `new \App\Models\Order`: the word before the qualified name.

@@ -63,14 +63,8 @@ fn javascript_shared_query() -> String {
 /// of them are definitions too, under the symbol they name: `attr_reader :total`,
 /// `define_method(:name)`, and Rails' `scope :active` and associations (`has_many
 /// :orders`), and `alias_method`'s new name. (`delegate` is not: its `to:` names no
-/// method defined here.)
-///
-/// A method named by a symbol is called as surely as one named in a call: a Rails
-/// callback (`before_action :set_invoice`, `after_commit :notify`, `validate
-/// :check_total`), a condition or a handler (`if: :paid?`, `rescue_from …, with:
-/// :not_found`), a method taken or sent (`method(:parse)`, `send(:total)`), a block
-/// made of one (`map(&:total)`). A callback's options (`only: [:show]`) name actions,
-/// not what runs: not counted.
+/// method defined here.) The methods its symbols name as calls are in
+/// [`ruby_passed_query`].
 ///
 /// A method called bare, with no receiver and no arguments (`current_user`,
 /// `admin?`), is an identifier like a local variable. The crate's query counts every
@@ -94,15 +88,6 @@ pub const RUBY_TAGS_QUERY: &str = r#"
   method: (identifier) @macro
   arguments: (argument_list . (simple_symbol) @name)
   (#eq? @macro "alias_method")) @definition.method
-(call
-  method: (identifier) @macro
-  arguments: (argument_list (simple_symbol) @name)
-  (#match? @macro "^((prepend_|append_|skip_)?(before|after|around)_[a-z_]+|validate|helper_method|method|public_method|instance_method|send|public_send|__send__|try)$")) @reference.call
-(pair
-  key: [(hash_key_symbol) (simple_symbol)] @key
-  value: (simple_symbol) @name
-  (#match? @key "^:?(if|unless|with)$")) @reference.call
-(block_argument (simple_symbol) @name) @reference.call
 (call method: (identifier) @name) @reference.call
 (call receiver: (constant) @name) @reference.class
 (superclass (constant) @name) @reference.class
@@ -347,13 +332,13 @@ impl Grammar {
                 tree_sitter_go::TAGS_QUERY
             ),
             Grammar::Java => format!("{}\n{JAVA_PASSED_QUERY}", tree_sitter_java::TAGS_QUERY),
-            Grammar::Ruby => RUBY_TAGS_QUERY.to_string(),
+            Grammar::Ruby => format!("{RUBY_TAGS_QUERY}\n{}", ruby_passed_query()),
             Grammar::CSharp => format!("{CSHARP_TAGS_QUERY}\n{CSHARP_PASSED_QUERY}"),
             Grammar::C => format!("{C_TAGS_QUERY}\n{C_PASSED_QUERY}"),
             Grammar::Cpp => {
                 format!("{C_TAGS_QUERY}\n{CPP_TAGS_QUERY}\n{C_PASSED_QUERY}\n{CPP_PASSED_QUERY}")
             }
-            Grammar::Php => PHP_TAGS_QUERY.to_string(),
+            Grammar::Php => format!("{PHP_TAGS_QUERY}\n{}", php_passed_query()),
         }
     }
 }

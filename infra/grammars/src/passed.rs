@@ -6,7 +6,9 @@
 //! code index counts a name passed (`@reference.passed`) only where the function it is
 //! passed in binds no variable of that name (or defines it as a function: `const save =
 //! () => …`). A module's own names (its imports, its globals) are not variables there.
-//! A method reference that can only name a method (Java's `this::handle`) is a call.
+//! A method reference that can only name a method (Java's `this::handle`) is a call, and
+//! so is a method named by a Ruby symbol or a PHP string where it is run or taken
+//! (`before_action :set_invoice`, `[UserController::class, 'index']`).
 //!
 //! Not Rust: its bindings come in too many shapes for a query to list (a match arm's,
 //! `if let Some(len)`, a struct pattern's), so every variable passed there read as a use
@@ -97,3 +99,128 @@ pub const CSHARP_PASSED_QUERY: &str = r#"
 (parameter name: (identifier) @local.variable)
 (variable_declarator name: (identifier) @local.variable)
 "#;
+
+/// Ruby's calls whose symbols name methods they run or take (`validate :check_total`,
+/// `send(:total)`, `method(:parse)`), beside Rails' callbacks, which are told by their
+/// shape (`before_action`, `after_commit`, `skip_before_action`, …).
+pub const RUBY_SYMBOL_CALLS: [&str; 9] = [
+    "validate",
+    "helper_method",
+    "method",
+    "public_method",
+    "instance_method",
+    "send",
+    "public_send",
+    "__send__",
+    "try",
+];
+
+/// Ruby's methods named by a symbol where they are run or taken, each a call as surely
+/// as one named in a call: a Rails callback (`before_action :set_invoice`, `after_commit
+/// :notify`), [`RUBY_SYMBOL_CALLS`]' symbols, a condition or a handler (`if: :paid?`,
+/// `rescue_from …, with: :not_found`), a block made of one (`map(&:total)`). A
+/// callback's options (`only: [:show]`) name actions, not what runs: not counted.
+pub fn ruby_passed_query() -> String {
+    format!(
+        r#"
+(call
+  method: (identifier) @macro
+  arguments: (argument_list (simple_symbol) @name)
+  (#match? @macro "^(prepend_|append_|skip_)?(before|after|around)_[a-z_]+$")) @reference.call
+(call
+  method: (identifier) @macro
+  arguments: (argument_list (simple_symbol) @name)
+  (#any-of? @macro {})) @reference.call
+(pair
+  key: [(hash_key_symbol) (simple_symbol)] @key
+  value: (simple_symbol) @name
+  (#match? @key "^:?(if|unless|with)$")) @reference.call
+(block_argument (simple_symbol) @name) @reference.call
+"#,
+        quoted(&RUBY_SYMBOL_CALLS)
+    )
+}
+
+/// PHP's functions that take a callable first (`array_map('trim', $rows)`,
+/// `call_user_func('render')`, `set_error_handler('on_error')`).
+pub const PHP_CALLABLE_FIRST: [&str; 8] = [
+    "array_map",
+    "call_user_func",
+    "call_user_func_array",
+    "is_callable",
+    "spl_autoload_register",
+    "set_error_handler",
+    "set_exception_handler",
+    "register_shutdown_function",
+];
+
+/// PHP's functions that take a callable second: after the array (`usort($rows,
+/// 'by_date')`), or after the hook, WordPress's (`add_action('init',
+/// 'register_types')`).
+pub const PHP_CALLABLE_SECOND: [&str; 19] = [
+    "array_filter",
+    "array_walk",
+    "array_walk_recursive",
+    "array_reduce",
+    "usort",
+    "uasort",
+    "uksort",
+    "preg_replace_callback",
+    "iterator_apply",
+    "add_action",
+    "add_filter",
+    "remove_action",
+    "remove_filter",
+    "has_action",
+    "has_filter",
+    "add_shortcode",
+    "register_activation_hook",
+    "register_deactivation_hook",
+    "register_uninstall_hook",
+];
+
+/// PHP's methods and functions named by a string where they are taken: a callable array
+/// (`[UserController::class, 'index']`, Laravel's route to a controller's action;
+/// `[$this, 'handle']`), and a function's name given to one that takes a callable
+/// ([`PHP_CALLABLE_FIRST`], [`PHP_CALLABLE_SECOND`]). Only a string that is one name
+/// (not `'Foo::bar'`, not `'App\helpers\fmt'`).
+pub fn php_passed_query() -> String {
+    let string = r#"[(string (string_content) @name) (encapsed_string (string_content) @name)]"#;
+    let name = r#"(#match? @name "^[A-Za-z_][A-Za-z0-9_]*$")"#;
+    format!(
+        r#"
+(array_creation_expression
+  . (array_element_initializer (class_constant_access_expression (_) (name) @constant .))
+  . (array_element_initializer {string})
+  .
+  (#eq? @constant "class")
+  {name}) @reference.call
+(array_creation_expression
+  . (array_element_initializer (variable_name))
+  . (array_element_initializer {string})
+  .
+  {name}) @reference.call
+(function_call_expression
+  function: (name) @callee
+  arguments: (arguments . (argument {string}))
+  (#any-of? @callee {first})
+  {name}) @reference.call
+(function_call_expression
+  function: (name) @callee
+  arguments: (arguments . (argument) . (argument {string}))
+  (#any-of? @callee {second})
+  {name}) @reference.call
+"#,
+        first = quoted(&PHP_CALLABLE_FIRST),
+        second = quoted(&PHP_CALLABLE_SECOND),
+    )
+}
+
+/// Words as a query predicate's strings: `"a" "b"`.
+fn quoted(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|word| format!("\"{word}\""))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

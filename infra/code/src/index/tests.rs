@@ -344,6 +344,86 @@ end
     }
 }
 
+/// A PHP method or function a string names where it is taken is used there: a callable
+/// array (a Laravel route's controller action, `[$this, 'handle']`), a function given to
+/// one that takes a callable (`array_map`, `usort`, WordPress's `add_action`, over lines
+/// too); found lazily too. Other strings (a hook's name, an array's keys, `'Foo::bar'`)
+/// name no call.
+#[test]
+fn php_callables_named_by_strings_are_used_there() {
+    let routes = "<?php
+use App\\Http\\Controllers\\InvoiceController;
+Route::get('/invoices', [InvoiceController::class, 'index']);
+";
+    let plugin = "<?php
+function boot() {
+    add_action('init', 'register_types');
+    add_filter(
+        'the_content',
+        'append_footer'
+    );
+    $rows = array_map('normalise', $rows);
+    usort($rows, \"by_date\");
+    $row = ['status' => 'paid', 'total' => 1];
+    call_user_func('Legacy::run');
+}
+class Hooks {
+    public function wire() {
+        add_action('save_post', [$this, 'on_save']);
+    }
+}
+";
+    let files = [("routes/web.php", routes), ("plugin.php", plugin)];
+    let index = index(&files);
+    let mut wrong = Vec::new();
+    for (name, caller) in [
+        ("index", None),
+        ("register_types", Some("boot")),
+        ("append_footer", Some("boot")),
+        ("normalise", Some("boot")),
+        ("by_date", Some("boot")),
+        ("on_save", Some("wire")),
+    ] {
+        let callers = index.callers(name);
+        let found: Vec<_> = callers.iter().map(|c| c.name.as_deref()).collect();
+        if found != [caller] {
+            wrong.push(format!("{name}: {callers:?}"));
+        }
+    }
+    for not_called in [
+        "init",
+        "the_content",
+        "save_post",
+        "status",
+        "paid",
+        "total",
+        "run",
+    ] {
+        let callers = index.callers(not_called);
+        if !callers.is_empty() {
+            wrong.push(format!("{not_called}: {callers:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // The word index sends each question to the files parsing all would find.
+    let full = self::index(&files);
+    full.parse_all();
+    for name in [
+        "index",
+        "append_footer",
+        "by_date",
+        "on_save",
+        "init",
+        "paid",
+    ] {
+        assert_eq!(
+            self::index(&files).callers(name),
+            full.callers_parsed(name),
+            "{name}"
+        );
+    }
+}
+
 /// A C# property (or an event) is a definition, and a member read without a call is a
 /// reference to it: a changed line that reads `order.Owner` gets the getter that may
 /// return null.
