@@ -11,6 +11,7 @@
 //! components' scripts), Rust, Go, Java, PHP and Ruby, C's and C++'s `#include`s, and
 //! C#'s `using`s (a namespace, found where the directories spell it) are read.
 
+mod items;
 mod ruby;
 mod typed;
 mod use_tree;

@@ -8,7 +8,8 @@
 //! defining a method of that name (`create`, `save`, `Load` are defined in many).
 //!
 //! Read with patterns, per file, not per scope: a name declared with two types in two
-//! functions ties its methods to both.
+//! functions ties its methods to both. A collection's items take its element type (see
+//! `items`).
 
 use super::{CHAIN, Imports, Source, pattern};
 use crate::index::languages::Lang;
@@ -165,6 +166,7 @@ fn declared_types(text: &str, lang: Lang) -> HashMap<&str, &str> {
     for found in second.captures_iter(text) {
         types.insert(found_str(&found, 1), found_str(&found, 2));
     }
+    super::items::type_items(text, lang, &mut types);
     types
 }
 
