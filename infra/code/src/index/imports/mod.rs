@@ -217,6 +217,7 @@ impl Imports {
         for found in FROM.captures_iter(text) {
             let (dots, module, names) = (found[1].len(), &found[2], &found[3]);
             let dotted = module.replace('.', "/");
+            let star = names.trim() == "*";
             let source = if dots == 0 {
                 Source::Absolute(dotted)
             } else {
@@ -225,7 +226,7 @@ impl Imports {
                     package = dir_of(&package).to_string();
                 }
                 // `from . import billing` imports a module, not a definition.
-                if dotted.is_empty() {
+                if dotted.is_empty() && !star {
                     for (module, local) in python_aliases(names) {
                         modules.push((local.to_string(), Source::File(join(&package, module))));
                     }
@@ -233,6 +234,12 @@ impl Imports {
                 }
                 Source::File(join(&package, &dotted))
             };
+            // `from shop.models import *`: any name the module defines, as Java's
+            // `import com.acme.billing.*;`.
+            if star {
+                self.add(REQUIRED, source);
+                continue;
+            }
             for name in words(names).filter(|w| *w != "as") {
                 self.add(name, source.clone());
             }
@@ -721,6 +728,14 @@ mod tests {
         assert_eq!(wrong(file, &cases), []);
     }
 
+    /// The candidates whose being a module the file imports anything from is not as
+    /// expected.
+    fn not_from<'a>(imports: &Imports, from: &'a [(&'a str, bool)]) -> Vec<&'a (&'a str, bool)> {
+        from.iter()
+            .filter(|(candidate, expected)| imports.any_from(candidate) != *expected)
+            .collect()
+    }
+
     #[test]
     fn python_from_imports() {
         let text = "from .billing import to_invoice\nfrom ..core.rules import (\n    check,\n    limit as cap,\n)\nfrom shop.mail import send  # noqa\nfrom . import utils\nfrom shop import post\n\npost.deliver(order)\n";
@@ -771,6 +786,25 @@ def f(order):
             wrong(("app/shop/reports.py", text, Lang::Python), &cases),
             []
         );
+    }
+
+    /// `from x import *` brings every name `x` defines: its module ranks any name
+    /// (second, as Java's wildcard), names none as imported by name.
+    #[test]
+    fn python_star_imports() {
+        let text =
+            "from shop.models import *\nfrom .rules import *\nfrom . import *\n\ncheck(Order())\n";
+        let imports = read("app/shop/views.py", text, Lang::Python);
+        let from = [
+            ("src/shop/models.py", true),
+            ("src/shop/models/__init__.py", true),
+            ("app/shop/rules.py", true),
+            ("app/shop/__init__.py", true),
+            ("app/other/rules.py", false),
+            ("src/shop/views.py", false),
+        ];
+        assert_eq!(not_from(&imports, &from), Vec::<&(&str, bool)>::new());
+        assert!(!imports.names("Order") && !imports.holds("check", "app/shop/rules.py"));
     }
 
     /// An absolute import names a module from a root Python imports from, never one
@@ -913,11 +947,7 @@ def f(order):
             ("src/Legacy/Models/Invoice.cs", false),
             ("src/var/Invoice.cs", false),
         ];
-        let wrong: Vec<_> = from
-            .iter()
-            .filter(|(candidate, expected)| imports.any_from(candidate) != *expected)
-            .collect();
-        assert_eq!(wrong, Vec::<&(&str, bool)>::new());
+        assert_eq!(not_from(&imports, &from), Vec::<&(&str, bool)>::new());
         assert!(!imports.holds("Invoice", "src/Acme.Billing/Invoice.cs"));
     }
 
