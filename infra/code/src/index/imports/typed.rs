@@ -127,9 +127,11 @@ fn declared_types(text: &str, lang: Lang) -> HashMap<&str, &str> {
             pattern(
                 r"(?-u:\b)([a-z_][A-Za-z0-9_]*)[ \t]+(?:\*|\[\])*[a-z_][a-z0-9_]*\.([A-Z][A-Za-z0-9_]*)",
             ),
-            // `st := store.New(…)` names no type: `st := &store.Store{`.
+            // `st := &store.Store{`; and `st := store.NewStore(…)`, by Go's convention a
+            // constructor of its package's type, whose methods are in that package: the
+            // constructor's name stands for the type (it is what the file imports).
             pattern(
-                r"(?-u:\b)([a-z_][A-Za-z0-9_]*)[ \t]*:=[ \t]*&?[a-z_][a-z0-9_]*\.([A-Z][A-Za-z0-9_]*)\{",
+                r"(?-u:\b)([a-z_][A-Za-z0-9_]*)[ \t]*:?=[ \t]*(?:&?[a-z_][a-z0-9_]*\.([A-Z][A-Za-z0-9_]*)\{|[a-z_][a-z0-9_]*\.(New[A-Z0-9_][A-Za-z0-9_]*)\()",
             ),
         ]
     });
@@ -164,7 +166,11 @@ fn declared_types(text: &str, lang: Lang) -> HashMap<&str, &str> {
         };
     }
     for found in second.captures_iter(text) {
-        types.insert(found_str(&found, 1), found_str(&found, 2));
+        let ty = found
+            .get(2)
+            .or_else(|| found.get(3))
+            .map_or("", |m| m.as_str());
+        types.insert(found_str(&found, 1), ty);
     }
     super::items::type_items(text, lang, &mut types);
     types
@@ -264,6 +270,12 @@ mod tests {
         ] {
             assert_eq!(imports.tie("Create", file, &packages), Some(1), "{file}");
         }
+        // Go: a constructor by convention (`store.NewStore`) gives its package's type.
+        let go = "package api\nimport \"example.com/shop/internal/store\"\nfunc Show() {\n\tst := store.NewStore(db)\n\tst.Load(1)\n\tother := cache.Get()\n\tother.Keep()\n}\n";
+        let imports = Imports::read("api/show.go", go, Lang::Go, &packages);
+        let file = "internal/store/store.go";
+        assert_eq!(imports.tie("Load", file, &packages), Some(1));
+        assert_ne!(imports.tie("Keep", file, &packages), Some(1));
         let java = "class Orders {\n  private final InvoiceService invoices;\n  void f() { invoices.create(); }\n}\n";
         let imports = Imports::read("src/Orders.java", java, Lang::Java, &packages);
         for file in [
