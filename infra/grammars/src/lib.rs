@@ -310,7 +310,7 @@ impl Grammar {
     pub fn tags_query(self) -> String {
         match self {
             Grammar::Rust => format!(
-                "{}\n{RUST_DECLARATIONS_QUERY}",
+                "{}\n{RUST_DECLARATIONS_QUERY}\n{RUST_PASSED_QUERY}",
                 tree_sitter_rust::TAGS_QUERY
             ),
             Grammar::Python => format!(

@@ -10,11 +10,10 @@
 //! so is a method named by a Ruby symbol or a PHP string where it is run or taken
 //! (`before_action :set_invoice`, `[UserController::class, 'index']`).
 //!
-//! Not Rust: its bindings come in too many shapes for a query to list (a match arm's,
-//! `if let Some(len)`, a struct pattern's), so every variable passed there read as a use
-//! (the index bench on the cargo registry: the callers of 10 of 46 names differed once
-//! the word index stopped counting what Rust passes, and counting it parsed a quarter
-//! more files for the same context).
+//! Rust's bindings come in many shapes (a `let`, a parameter, a closure's, a match arm's,
+//! `if let Some(len)`, a struct pattern's `Point { x, .. }`), but each binds an
+//! identifier that stands directly in one of a few pattern nodes: [`RUST_PASSED_QUERY`]
+//! lists those nodes.
 
 /// A function passed as a value rather than called (`app.get('/users', listUsers)`,
 /// `items.map(normalise)`, `setTimeout(flush, 50)`): a use as surely as a call, and where
@@ -57,6 +56,30 @@ pub const PYTHON_PASSED_QUERY: &str = r#"
 (assignment left: (identifier) @local.variable)
 (pattern_list (identifier) @local.variable)
 (for_statement left: (identifier) @local.variable)
+"#;
+
+/// Rust's (`.route("/", get(list_users))`, `service_fn(handler)`, `.map(parse_line)`),
+/// with every identifier a pattern binds in a function or a closure: a `let`'s, a
+/// parameter's, a closure's, a `for`'s, an `if let`'s, and those inside tuple, struct,
+/// slice, reference, `ref`, `mut`, `@` and `|` patterns and a match arm's.
+pub const RUST_PASSED_QUERY: &str = r#"
+(arguments (identifier) @name @reference.passed)
+(let_declaration pattern: (identifier) @local.variable)
+(parameter pattern: (identifier) @local.variable)
+(closure_parameters (identifier) @local.variable)
+(for_expression pattern: (identifier) @local.variable)
+(let_condition pattern: (identifier) @local.variable)
+(tuple_struct_pattern (identifier) @local.variable)
+(tuple_pattern (identifier) @local.variable)
+(slice_pattern (identifier) @local.variable)
+(field_pattern pattern: (identifier) @local.variable)
+(field_pattern name: (shorthand_field_identifier) @local.variable)
+(ref_pattern (identifier) @local.variable)
+(mut_pattern (identifier) @local.variable)
+(captured_pattern (identifier) @local.variable)
+(or_pattern (identifier) @local.variable)
+(reference_pattern (identifier) @local.variable)
+(match_pattern (identifier) @local.variable)
 "#;
 
 /// Go's (`http.HandleFunc("/", handler)`, `sort.Slice(xs, less)`).

@@ -136,6 +136,9 @@ const FUNCTIONS: &[&str] = &[
     // Go; C#'s `method_declaration` too.
     "method_declaration",
     "func_literal",
+    // Rust.
+    "function_item",
+    "closure_expression",
     // C++ and C#.
     "lambda_expression",
     "constructor_declaration",

@@ -1025,14 +1025,17 @@ fn a_method_is_defined_first_in_the_file_its_class_is_imported_from() {
     assert_eq!(paths, ["shop/order.py", "web/basket.py"]);
 }
 
-/// The same in the other languages with functions as values but Rust: Go's handlers, C's and C++'s function pointers, Java's method references, C#'s
-/// method groups; a parameter passed is no use of a function.
+/// The same in the other languages with functions as values: Rust's handlers and
+/// mappers (but for what a pattern binds: a parameter, a `let`, a closure's, a match
+/// arm's, an `if let`'s, a struct pattern's), Go's handlers, C's and C++'s function
+/// pointers, Java's method references, C#'s method groups; a parameter passed is no use
+/// of a function.
 #[test]
 fn functions_passed_in_other_languages() {
     let files = [
         (
             "src/lib.rs",
-            "fn parse(s: &str) -> u8 { 0 }\nfn run(xs: Vec<&str>, worker: u8) {\n    xs.iter().map(parse);\n    spawn(worker);\n}\n",
+            "fn parse(s: &str) -> u8 { 0 }\nfn run(xs: Vec<&str>, worker: u8) {\n    xs.iter().map(parse);\n    spawn(worker);\n    let total = 1;\n    if let Some(head) = xs.first() { use_head(head, total); }\n    match xs.len() { n => keep(n) }\n    let P { x, y: b } = p;\n    xs.iter().for_each(|row| emit(row, x, b));\n}\nasync fn serve() {\n    Router::new().route(\"/\", get(list_users));\n    run(service_fn(handle_event));\n}\n",
         ),
         (
             "main.go",
@@ -1058,7 +1061,16 @@ fn functions_passed_in_other_languages() {
     let index = index(&files);
     let mut wrong = Vec::new();
     for (name, caller) in [
-        ("parse", None),
+        ("parse", Some("run")),
+        ("worker", None),
+        ("total", None),
+        ("head", None),
+        ("n", None),
+        ("x", None),
+        ("b", None),
+        ("row", None),
+        ("list_users", Some("serve")),
+        ("handle_event", Some("serve")),
         ("handler", Some("serve")),
         ("next", None),
         ("compare", Some("sort_all")),
