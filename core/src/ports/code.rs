@@ -45,6 +45,13 @@ pub trait Codebase: Send + Sync {
         definitions.truncate(most);
         definitions
     }
+    /// [`Codebase::definitions_near`] for `name` as `line` of `path` uses it: where the
+    /// line's spelling says more than the file (a Go name called bare, `New()`, is its
+    /// own package's or a dot-imported one's, never `assert.New`'s, which the file also
+    /// imports).
+    fn definitions_near_line(&self, name: &str, path: &str, _line: u32, most: usize) -> Vec<Span> {
+        self.definitions_near(name, path, most)
+    }
     /// The definitions whose bodies refer to `name` (its callers and users), and the
     /// lines around a use no definition encloses (a module's top level, an anonymous
     /// callback, a template), with no name.

@@ -162,6 +162,14 @@ fn main() {
             }
             let named = index.names_used(&file.path, first, last).into_iter();
             for name in named.chain(index.names_read(&file.path, first, last)) {
+                // The first line using it: as the context asks, line by line (a Go name
+                // used bare there is its own package's).
+                let line = (first..=last)
+                    .find(|&line| {
+                        index.names_used(&file.path, line, line).contains(&name)
+                            || index.names_read(&file.path, line, line).contains(&name)
+                    })
+                    .unwrap_or(first);
                 let mut everything = index.definitions_parsed(&name);
                 // What the file imports the name from, where it says: how often that
                 // chooses another nearest definition than the directories would.
@@ -169,7 +177,8 @@ fn main() {
                     .iter()
                     .min_by_key(|span| nearness(&span.path, &file.path))
                     .cloned();
-                everything.sort_by_key(|span| index.definition_rank(&name, &file.path, &span.path));
+                everything
+                    .sort_by_key(|span| index.definition_rank(&name, &file.path, line, &span.path));
                 everything.truncate(3);
                 if nearest.as_ref() != everything.first() {
                     imported += 1;
@@ -182,7 +191,7 @@ fn main() {
                     );
                 }
                 names += 1;
-                let near = index.definitions_near(&name, &file.path, 3);
+                let near = index.definitions_near_line(&name, &file.path, line, 3);
                 if near != everything {
                     missed += 1;
                     eprintln!(

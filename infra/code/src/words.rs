@@ -105,7 +105,7 @@ pub(crate) fn identifiers(text: &str, style: Style) -> (Vec<&str>, Vec<&str>) {
     )
 }
 
-fn is_word_byte(b: u8) -> bool {
+pub(crate) fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 

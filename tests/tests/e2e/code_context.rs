@@ -39,6 +39,7 @@ parley_tests::review_on_both_stores!(
     a_change_reads_the_function_it_passes,
     a_name_defined_in_many_places_is_read_where_it_is_imported_from,
     a_workspace_packages_definition_is_read_where_its_manifest_puts_it,
+    a_go_name_called_bare_is_read_in_its_own_package,
     find_definition_in_a_one_file_change_ranks_from_that_file,
     find_definition_from_a_file_ranks_what_it_imports_first,
     a_changed_function_is_shown_the_callers_that_import_it,
@@ -1547,6 +1548,38 @@ async fn a_workspace_packages_definition_is_read_where_its_manifest_puts_it(h: R
             assert!(imported < at, "{beside} first:\n{security}");
         }
     }
+}
+
+/// A Go test calls its package's `New()` on a changed line and imports the repository's
+/// `money` package, which defines a `New` too (`money.New(0)` on the line before): the
+/// changed line's bare `New` is read in its own package first, not in the package
+/// imported.
+async fn a_go_name_called_bare_is_read_in_its_own_package(h: ReviewHarness) {
+    let text = "package billing\n\nimport \"example.com/shop/internal/money\"\n\nfunc TestTotal(t *testing.T) {\n\tzero := money.New(0)\n\tinv := New()\n\tcheck(t, zero, inv.Total())\n}\n";
+    let patch = "@@ -5,3 +5,5 @@\n func TestTotal(t *testing.T) {\n \tzero := money.New(0)\n+\tinv := New()\n+\tcheck(t, zero, inv.Total())\n }";
+    let own = "package billing\n\n// New panics without a currency set.\nfunc New() *Invoice {\n\treturn &Invoice{}\n}\n";
+    let money = "package money\n\nfunc New(cents int) Money {\n\treturn Money{cents}\n}\n";
+    let files = [
+        ("go.mod", "module example.com/shop\n"),
+        ("internal/billing/invoice_test.go", text),
+        ("internal/billing/invoice.go", own),
+        ("internal/money/money.go", money),
+    ];
+    h.github.set_files(
+        REPO,
+        PR,
+        &[("internal/billing/invoice_test.go", "modified", patch)],
+    );
+    h.github.set_tarball(REPO, HEAD, tarball(&files));
+    review(&h).await;
+    let tests = h.pass_prompt(TESTS);
+    let own = tests
+        .find("#### internal/billing/invoice.go:")
+        .unwrap_or_else(|| panic!("its own package's New is read:\n{tests}"));
+    let imported = tests
+        .find("#### internal/money/money.go:")
+        .unwrap_or_else(|| panic!("the imported New is read too:\n{tests}"));
+    assert!(own < imported, "the imported New first:\n{tests}");
 }
 
 /// `find_definition` given the file that uses the name ranks its definitions as that

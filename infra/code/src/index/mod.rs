@@ -204,11 +204,55 @@ impl CodeIndex {
 
     /// How near a definition of `name` in `candidate` is to a use of it in `path` (see
     /// [`rank`], `imports`). The bench ranks what parsing everything finds by it.
-    pub fn definition_rank(&self, name: &str, path: &str, candidate: &str) -> u8 {
+    pub fn definition_rank(&self, name: &str, path: &str, line: u32, candidate: &str) -> u8 {
         let imports = self.imports_of(path);
+        let bare = self.bare_on(path, line, name);
         rank(candidate, path, || {
-            imports.tie(name, candidate, self.packages())
+            imports.tie_as(name, bare, path, candidate, self.packages())
         })
+    }
+
+    /// Whether `line` of `path`, a Go file, uses `name` only bare (`New()`, never after a
+    /// `.`): a name of its own package or of one it dot-imports, whatever else the file
+    /// imports by that name (`assert.New`). Other languages import names to use bare.
+    fn bare_on(&self, path: &str, line: u32, name: &str) -> bool {
+        if !matches!(language_of(path), Some(Lang::Go)) {
+            return false;
+        }
+        let Some(text) = self.snapshot.files.get(path) else {
+            return false;
+        };
+        let Some(at) = text.lines().nth(line.saturating_sub(1) as usize) else {
+            return false;
+        };
+        let mut uses = at.match_indices(name).filter(|&(start, _)| {
+            let before = at[..start].bytes().next_back();
+            let after = at.as_bytes().get(start + name.len()).copied();
+            !before.is_some_and(crate::words::is_word_byte)
+                && !after.is_some_and(crate::words::is_word_byte)
+        });
+        let mut any = false;
+        let bare = uses.all(|(start, _)| {
+            any = true;
+            !at[..start].ends_with('.')
+        });
+        any && bare
+    }
+
+    /// [`Codebase::definitions_near`], with `name` used bare on the line asked about or
+    /// not (see [`CodeIndex::bare_on`]).
+    fn definitions_ranked(&self, name: &str, path: &str, bare: bool, most: usize) -> Vec<Span> {
+        let imports = self.imports_of(path);
+        self.nearest_first(
+            holding(&self.defining, name),
+            |candidate| {
+                rank(candidate, path, || {
+                    imports.tie_as(name, bare, path, candidate, self.packages())
+                })
+            },
+            (most, usize::MAX),
+            |id| self.definitions_in(id, name).collect(),
+        )
     }
 
     fn imports_of(&self, path: &str) -> &Imports {
@@ -549,17 +593,12 @@ impl Codebase for CodeIndex {
     /// Parses the files that may define `name` nearest `path` first, and the rest only
     /// until `most` definitions are found.
     fn definitions_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
-        let imports = self.imports_of(path);
-        self.nearest_first(
-            holding(&self.defining, name),
-            |candidate| {
-                rank(candidate, path, || {
-                    imports.tie(name, candidate, self.packages())
-                })
-            },
-            (most, usize::MAX),
-            |id| self.definitions_in(id, name).collect(),
-        )
+        self.definitions_ranked(name, path, false, most)
+    }
+
+    fn definitions_near_line(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
+        let bare = self.bare_on(path, line, name);
+        self.definitions_ranked(name, path, bare, most)
     }
 
     fn callers(&self, name: &str) -> Vec<Span> {

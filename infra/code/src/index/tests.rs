@@ -424,6 +424,56 @@ class Hooks {
     }
 }
 
+/// A Go name called bare (`New()`) is its own package's, or a dot-imported package's,
+/// even where the file imports another package defining it (`assert.New(t)`, on
+/// another line, is that package's).
+#[test]
+fn a_go_name_used_bare_is_its_own_packages() {
+    let files = [
+        (
+            "internal/log/logger.go",
+            "package log\nfunc New() *Logger { return nil }\n",
+        ),
+        (
+            "stretchr/testify/assert/assertions.go",
+            "package assert\nfunc New(t T) *Assertions { return nil }\n",
+        ),
+        (
+            "internal/log/logger_test.go",
+            "package log\nimport \"github.com/stretchr/testify/assert\"\nfunc TestNew(t *testing.T) {\n\ta := assert.New(t)\n\tl := New()\n\ta.NotNil(l)\n}\n",
+        ),
+        (
+            "pkg/zlog/logger.go",
+            "package zlog\nfunc New() *Logger { return nil }\n",
+        ),
+        (
+            "internal/other/new.go",
+            "package other\nfunc New() int { return 0 }\n",
+        ),
+        (
+            "internal/testutils/utils.go",
+            "package testutils\nimport . \"example.com/x/pkg/zlog\"\nfunc F() {\n\tl := New()\n}\n",
+        ),
+    ];
+    let index = index(&files);
+    let first = |path: &str, line: u32| {
+        index
+            .definitions_near_line("New", path, line, 1)
+            .pop()
+            .map(|span| span.path)
+    };
+    let test = "internal/log/logger_test.go";
+    assert_eq!(
+        first(test, 4).as_deref(),
+        Some("stretchr/testify/assert/assertions.go")
+    );
+    assert_eq!(first(test, 5).as_deref(), Some("internal/log/logger.go"));
+    assert_eq!(
+        first("internal/testutils/utils.go", 4).as_deref(),
+        Some("pkg/zlog/logger.go")
+    );
+}
+
 /// A C# property (or an event) is a definition, and a member read without a call is a
 /// reference to it: a changed line that reads `order.Owner` gets the getter that may
 /// return null.

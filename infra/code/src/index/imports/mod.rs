@@ -112,6 +112,28 @@ impl Imports {
         }
     }
 
+    /// [`Imports::tie`] for `name` as its line spells it: used bare in Go (`bare`:
+    /// `New()`), it is its own package's (the directory of `path`, which the file is in)
+    /// or a package's the file dot-imports (`import . "x"`), never another import's.
+    pub(super) fn tie_as(
+        &self,
+        name: &str,
+        bare: bool,
+        path: &str,
+        candidate: &str,
+        packages: &Packages,
+    ) -> Option<u8> {
+        if !bare {
+            return self.tie(name, candidate, packages);
+        }
+        if dir_of(candidate) == dir_of(path) {
+            return Some(1);
+        }
+        let module = Module::of(candidate, packages);
+        let dotted = self.from.get(REQUIRED).into_iter().flatten();
+        dotted.clone().any(|source| source.is(&module)).then_some(2)
+    }
+
     /// Whether the file imports `name` by name (from anywhere).
     pub(super) fn names(&self, name: &str) -> bool {
         name != REQUIRED && self.from.contains_key(name)
@@ -320,7 +342,13 @@ impl Imports {
                 Some(alias) => alias.as_str(),
                 None => path.rsplit('/').next().unwrap_or(path),
             };
-            if !matches!(name, "_" | ".") {
+            // `import . "x"`: any bare name may be x's.
+            if name == "." {
+                self.add(REQUIRED, Source::Dir(path.to_string()));
+                for dir in packages.go(path) {
+                    self.add(REQUIRED, Source::Dir(dir));
+                }
+            } else if name != "_" {
                 imported.insert(name, path);
             }
         }
