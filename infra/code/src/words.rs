@@ -473,8 +473,7 @@ fn previous_word(text: &str, line_start: usize, start: usize) -> &str {
 }
 
 /// Whether the word at `start..end` stands where a call or a reference could: not
-/// where it is being defined (`fn main(`), and in Rust not after a path (`S::new(`: its
-/// tags query counts calls of a plain or a method name only).
+/// where it is being defined (`fn main(`).
 fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usize) -> bool {
     let previous = previous_word(text, line_start, start);
     if REFERRING_KEYWORDS.contains(&previous) {
@@ -525,10 +524,14 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         }
     }
     let after = text[end..].trim_start_matches([' ', '\t']);
-    // A C# or C++ generic call, `Get<User>(id)`: its type arguments stand before the `(`; and a
+    // A C# or C++ generic call, `Get<User>(id)`, or Rust's turbofish, `repeat::<u8>(0)`:
+    // its type arguments stand before the `(`; and a
     // member read without a call, `order.Total`, which may be a property or a getter (in
     // Java, whose tags count no reads, only a file more to parse for a callers question).
-    let generic = matches!(style, Style::CSharp | Style::C) && text[end..].starts_with('<');
+    let generic = (matches!(style, Style::CSharp | Style::C) && text[end..].starts_with('<'))
+        || (style == Style::Keywords
+            && text[end..].starts_with("::<")
+            && text[start..end].starts_with(|c: char| !c.is_ascii_uppercase()));
     let member = matches!(
         style,
         Style::CSharp | Style::KeywordsAndConstants | Style::Declarations
@@ -537,7 +540,6 @@ fn may_refer(text: &str, style: Style, line_start: usize, start: usize, end: usi
         && !DEFINING_KEYWORDS.contains(&previous)
         && !GO_KEYWORDS.contains(&previous)
         && previous != "function"
-        && !(style == Style::Keywords && text[..start].ends_with("::"))
 }
 
 /// Whether the word at `start..end` stands alone as an argument (`map(parse)`, `f(a,
@@ -906,11 +908,17 @@ mod tests {
             "{generic:?}"
         );
         let path_call = identifiers(
-            "fn f() { Point::new(1); S::<u8>::make(); }",
+            "fn f() { Point::new(1); S::<u8>::make(); iter::repeat::<u8>(0); }",
             Style::Keywords,
         )
         .1;
-        assert!(path_call.is_empty(), "{path_call:?}");
+        let mut path_call = path_call;
+        path_call.sort_unstable();
+        assert_eq!(
+            path_call,
+            ["make", "new", "repeat"],
+            "calls through a path, a turbofish's too"
+        );
     }
 
     /// Each type of a list after `extends` or `implements`, on the keyword's line or

@@ -163,6 +163,15 @@ pub const RUST_DECLARATIONS_QUERY: &str = r#"
 (function_signature_item name: (identifier) @name) @declaration.method
 "#;
 
+/// What Rust's tags add to the crate's calls, which are of a plain name (`load(id)`) or
+/// a method (`store.load(id)`) only: a call through a path, an associated function's
+/// (`Store::open(path)`, `Self::check(x)`, `Invoice::<Draft>::new()`) or a module's
+/// function (`billing::total(lines)`), as common in Rust as a method call.
+pub const RUST_PATH_CALLS_QUERY: &str = r#"
+(call_expression function: (scoped_identifier name: (identifier) @name)) @reference.call
+(call_expression function: (generic_function function: (scoped_identifier name: (identifier) @name))) @reference.call
+"#;
+
 /// What Go's tags add to the crate's: an interface's method (`Load(id string) (*User,
 /// error)`) as a `@declaration` (see [`RUST_DECLARATIONS_QUERY`]).
 pub const GO_DECLARATIONS_QUERY: &str = r#"
@@ -310,7 +319,7 @@ impl Grammar {
     pub fn tags_query(self) -> String {
         match self {
             Grammar::Rust => format!(
-                "{}\n{RUST_DECLARATIONS_QUERY}\n{RUST_PASSED_QUERY}",
+                "{}\n{RUST_DECLARATIONS_QUERY}\n{RUST_PATH_CALLS_QUERY}\n{RUST_PASSED_QUERY}",
                 tree_sitter_rust::TAGS_QUERY
             ),
             Grammar::Python => format!(

@@ -474,6 +474,54 @@ fn a_go_name_used_bare_is_its_own_packages() {
     );
 }
 
+/// A Rust call through a path (`Store::open(…)`, `Self::check(…)`, a module's
+/// `billing::total(…)`, a turbofish's) is a call: its callers are found, lazily too, and
+/// its definition is read first where the path's type is imported from.
+#[test]
+fn rust_calls_through_a_path_are_calls() {
+    let files = [
+        (
+            "src/store.rs",
+            "pub struct Store;\nimpl Store {\n    pub fn open(path: &str) -> Store { Self::check(path); Store }\n    fn check(path: &str) {}\n}\n",
+        ),
+        (
+            "src/cache.rs",
+            "pub struct Cache;\nimpl Cache {\n    pub fn open() -> Cache { Cache }\n}\n",
+        ),
+        (
+            "src/billing.rs",
+            "pub fn total<T>(lines: &[T]) -> u64 { 0 }\n",
+        ),
+        (
+            "src/api/load.rs",
+            "use crate::store::Store;\nfn load() {\n    let s = Store::open(\"db\");\n    let t = crate::billing::total::<u8>(&[]);\n}\n",
+        ),
+    ];
+    let index = index(&files);
+    let callers = |name: &str| -> Vec<Option<String>> {
+        index
+            .callers(name)
+            .into_iter()
+            .map(|span| span.name)
+            .collect()
+    };
+    assert_eq!(callers("check"), [Some("open".to_string())]);
+    assert_eq!(callers("total"), [Some("load".to_string())]);
+    let open = callers("open");
+    assert_eq!(open, [Some("load".to_string())]);
+    let near = index.definitions_near_line("open", "src/api/load.rs", 3, 1);
+    assert_eq!(near[0].path, "src/store.rs", "{near:?}");
+    let full = self::index(&files);
+    full.parse_all();
+    for name in ["open", "check", "total"] {
+        assert_eq!(
+            self::index(&files).callers(name),
+            full.callers_parsed(name),
+            "{name}"
+        );
+    }
+}
+
 /// A C# property (or an event) is a definition, and a member read without a call is a
 /// reference to it: a changed line that reads `order.Owner` gets the getter that may
 /// return null.
