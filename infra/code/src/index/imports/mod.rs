@@ -130,8 +130,8 @@ impl Imports {
             return Some(1);
         }
         let module = Module::of(candidate, packages);
-        let dotted = self.from.get(REQUIRED).into_iter().flatten();
-        dotted.clone().any(|source| source.is(&module)).then_some(2)
+        let mut dotted = self.from.get(REQUIRED).into_iter().flatten();
+        dotted.any(|source| source.is(&module)).then_some(2)
     }
 
     /// Whether the file imports `name` by name (from anywhere).
