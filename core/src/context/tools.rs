@@ -117,6 +117,9 @@ pub struct Toolbox<'a> {
     /// The file the reading starts from (a thread's commented file): what ranks a
     /// symbol's definitions and references when the model names no file.
     asked_from: Option<String>,
+    /// Its line (a thread's commented line), whose spelling of a symbol may say more
+    /// than the file (see [`Codebase::definitions_near_line`]).
+    asked_line: Option<u32>,
 }
 
 /// What one pass has spent.
@@ -134,6 +137,7 @@ impl<'a> Toolbox<'a> {
             review_calls: AtomicU32::new(0),
             held_back: AtomicU32::new(0),
             asked_from: None,
+            asked_line: None,
         }
     }
 
@@ -144,6 +148,22 @@ impl<'a> Toolbox<'a> {
     pub fn asked_from(mut self, path: Option<&str>) -> Self {
         self.asked_from = path.map(str::to_string);
         self
+    }
+
+    /// The line of [`Toolbox::asked_from`]'s file the question is about: a Go thread on
+    /// `inv := New()` is about its own package's `New`, whatever else the file imports.
+    pub fn on_line(mut self, line: Option<u32>) -> Self {
+        self.asked_line = line;
+        self
+    }
+
+    /// The definitions of `symbol` nearest `from`, on the asking line where the model
+    /// named no file (`asked`).
+    fn definitions_from(&self, symbol: &str, from: &str, asked: bool, most: usize) -> Vec<Span> {
+        match self.asked_line.filter(|_| asked) {
+            Some(line) => self.code.definitions_near_line(symbol, from, line, most),
+            None => self.code.definitions_near(symbol, from, most),
+        }
     }
 
     /// Keep a share of the review's calls for each of `last` readers that come after
@@ -282,11 +302,12 @@ impl<'a> Toolbox<'a> {
                 // imports it from, its directory's (a name such as `validate` is defined
                 // in many places).
                 let mut from = optional_path(input, "from_path")?;
-                if from.is_empty() {
+                let asked = from.is_empty();
+                if asked {
                     from = self.asked_from.clone().unwrap_or_default();
                 }
                 // Only as many as are shown: a lazy index parses no more files than that.
-                let spans = self.code.definitions_near(symbol, &from, MAX_DEFINITIONS);
+                let spans = self.definitions_from(symbol, &from, asked, MAX_DEFINITIONS);
                 if spans.is_empty() {
                     return Ok(format!(
                         "no definition of {symbol} in the repository's own code"
@@ -315,7 +336,7 @@ impl<'a> Toolbox<'a> {
                 let mut defined_in = optional_path(input, "defined_in")?;
                 // Unsaid: the definition the asking file reaches (its import of it).
                 if let (true, Some(asking)) = (defined_in.is_empty(), &self.asked_from) {
-                    let nearest = self.code.definitions_near(symbol, asking, 1);
+                    let nearest = self.definitions_from(symbol, asking, true, 1);
                     defined_in = nearest.first().map_or(asking.clone(), |s| s.path.clone());
                 }
                 let spans = self.code.callers_near(symbol, &defined_in, MAX_REFERENCES);
@@ -660,6 +681,20 @@ mod asked_from {
         fn callers(&self, _: &str) -> Vec<Span> {
             vec![span("a/use.rs"), span("b/use.rs")]
         }
+        /// Line 7 of any file uses `validate` as only `a/rules.rs` defines it.
+        fn definitions_near_line(
+            &self,
+            name: &str,
+            path: &str,
+            line: u32,
+            most: usize,
+        ) -> Vec<Span> {
+            if line == 7 {
+                vec![span("a/rules.rs"), span("b/rules.rs")]
+            } else {
+                self.definitions_near(name, path, most)
+            }
+        }
         fn names_used(&self, _: &str, _: u32, _: u32) -> Vec<String> {
             Vec::new()
         }
@@ -707,5 +742,21 @@ mod asked_from {
         assert_eq!(first_path(&plain, FIND_REFERENCES, symbol.clone()), "a");
         assert_eq!(first_path(&asked, FIND_REFERENCES, symbol), "b");
         assert_eq!(first_path(&asked, FIND_REFERENCES, named), "a");
+        // The asking line decides where it spells the symbol its own way (line 7 here).
+        let on = |line| {
+            Toolbox::new(&Homonyms, bounds(20, 20, 100_000))
+                .asked_from(Some("b/pay.rs"))
+                .on_line(Some(line))
+        };
+        let symbol = json!({"symbol": "validate"});
+        assert_eq!(first_path(&on(7), FIND_DEFINITION, symbol.clone()), "a");
+        assert_eq!(first_path(&on(3), FIND_DEFINITION, symbol.clone()), "b");
+        assert_eq!(first_path(&on(7), FIND_REFERENCES, symbol.clone()), "a");
+        let named = json!({"symbol": "validate", "from_path": "b/pay.rs"});
+        assert_eq!(
+            first_path(&on(7), FIND_DEFINITION, named),
+            "b",
+            "a file named"
+        );
     }
 }

@@ -92,11 +92,11 @@ pub async fn ask(
         temperature: Some(0.2),
         ..LlmOptions::default()
     });
-    let toolbox = ctx
-        .codebase
-        .as_ref()
-        .filter(|_| tools.enabled)
-        .map(|code| Toolbox::new(code.0.as_ref(), tools).asked_from(ctx.path.as_deref()));
+    let toolbox = ctx.codebase.as_ref().filter(|_| tools.enabled).map(|code| {
+        Toolbox::new(code.0.as_ref(), tools)
+            .asked_from(ctx.path.as_deref())
+            .on_line(ctx.line.and_then(|line| u32::try_from(line).ok()))
+    });
     tracing::debug!(system = %request.system, "conversation prompt");
     Ok(ask_after_reading(llm, request, &output, toolbox.as_ref())
         .await
