@@ -522,6 +522,37 @@ fn rust_calls_through_a_path_are_calls() {
     }
 }
 
+/// Java finds a type's simple name first where the file imports it by name, then in the
+/// file's own package, then in a package a wildcard import brings.
+#[test]
+fn a_java_type_is_its_own_packages_before_a_wildcard_imports() {
+    let invoice = |pkg: &str| format!("package com.acme.{pkg};\npublic class Invoice {{}}\n");
+    let (billing, legacy, other) = (invoice("billing"), invoice("legacy"), invoice("other"));
+    let service = |imports: &str| {
+        format!(
+            "package com.acme.billing;\n{imports}\nclass Service {{\n  Invoice make() {{ return new Invoice(); }}\n}}\n"
+        )
+    };
+    let (wildcard, named) = (
+        service("import com.acme.legacy.*;"),
+        service("import com.acme.other.Invoice;\nimport com.acme.legacy.*;"),
+    );
+    for (text, expected) in [
+        (&wildcard, "src/com/acme/billing/Invoice.java"),
+        (&named, "src/com/acme/other/Invoice.java"),
+    ] {
+        let files = [
+            ("src/com/acme/billing/Service.java", text.as_str()),
+            ("src/com/acme/billing/Invoice.java", billing.as_str()),
+            ("src/com/acme/legacy/Invoice.java", legacy.as_str()),
+            ("src/com/acme/other/Invoice.java", other.as_str()),
+        ];
+        let index = index(&files);
+        let near = index.definitions_near("Invoice", "src/com/acme/billing/Service.java", 1);
+        assert_eq!(near[0].path, expected, "{text}");
+    }
+}
+
 /// A C# property (or an event) is a definition, and a member read without a call is a
 /// reference to it: a changed line that reads `order.Owner` gets the getter that may
 /// return null.

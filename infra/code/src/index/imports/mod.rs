@@ -32,6 +32,10 @@ pub(super) struct Imports {
     /// Methods to where the type of the variable they are called on comes from (see
     /// `typed`): they tie that file to the method alone, not to every name.
     methods: HashMap<String, Vec<Source>>,
+    /// Java's rule for a type's simple name: a class of the file's own package comes
+    /// before one a wildcard import (`import com.acme.billing.*;`) brings, after one
+    /// imported by name.
+    package_first: bool,
 }
 
 /// A module a name is imported from, as a path without its extension.
@@ -115,7 +119,8 @@ impl Imports {
 
     /// [`Imports::tie`] for `name` as its line spells it: used bare in Go (`bare`:
     /// `New()`), it is its own package's (the directory of `path`, which the file is in)
-    /// or a package's the file dot-imports (`import . "x"`), never another import's.
+    /// or a package's the file dot-imports (`import . "x"`), never another import's. In
+    /// Java a type not imported by name is its own package's before a wildcard import's.
     pub(super) fn tie_as(
         &self,
         name: &str,
@@ -124,10 +129,18 @@ impl Imports {
         candidate: &str,
         packages: &Packages,
     ) -> Option<u8> {
+        let own_package = dir_of(candidate) == dir_of(path);
+        if self.package_first
+            && own_package
+            && name.starts_with(|c: char| c.is_ascii_uppercase())
+            && !self.names(name)
+        {
+            return Some(1);
+        }
         if !bare {
             return self.tie(name, candidate, packages);
         }
-        if dir_of(candidate) == dir_of(path) {
+        if own_package {
             return Some(1);
         }
         let module = Module::of(candidate, packages);
@@ -300,6 +313,7 @@ impl Imports {
     /// `import com.acme.billing.Invoice;` (the class's file), `import static
     /// com.acme.Checks.validate;` (a member of the class's file).
     fn java(&mut self, text: &str) {
+        self.package_first = true;
         static IMPORT: LazyLock<Regex> = LazyLock::new(|| {
             pattern(r"(?m)^[ \t]*import[ \t]+(static[ \t]+)?([A-Za-z0-9_$.]+)(\.\*)?[ \t]*;")
         });
