@@ -12,7 +12,7 @@
 //! does not see is a function assigned to a member (`module.exports.f = function`); the
 //! index bench counts how often that costs a definition on real code.
 
-use parley_grammars::{PHP_CALLABLE_FIRST, PHP_CALLABLE_SECOND, RUBY_SYMBOL_CALLS};
+use parley_grammars::{PHP_CALLABLE_FIRST, PHP_CALLABLE_SECOND, ruby_calls_symbols};
 use std::collections::HashSet;
 
 /// How a language writes its definitions, as far as [`identifiers`] needs to know.
@@ -335,7 +335,7 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
 /// Whether the Ruby symbol whose name starts at `start` names a method called: given to
 /// a call that runs or takes it (`before_action :load, :check`, `send(:total)`,
 /// `method(:parse)`, a list's next line), as a condition or a handler (`if: :paid?`,
-/// `with: :not_found`), or as a block (`&:total`). A superset of what `RUBY_TAGS_QUERY`
+/// `with: :not_found`), or as a block (`&:total`). A superset of what `ruby_passed_query`
 /// counts: any such call before it on the line will do (`only: [:show]` too).
 fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
     let before = &text[..start - 1];
@@ -353,22 +353,6 @@ fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
         || line
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .any(ruby_calls_symbols)
-}
-
-/// A call whose symbols name methods it runs or takes: Rails' callbacks (`before_action`,
-/// `after_commit`, `skip_before_action`, …) and `RUBY_SYMBOL_CALLS` (`validate`, `send`,
-/// …).
-fn ruby_calls_symbols(word: &str) -> bool {
-    let callback = ["prepend_", "append_", "skip_"]
-        .iter()
-        .fold(word, |word, prefix| {
-            word.strip_prefix(prefix).unwrap_or(word)
-        });
-    ["before_", "after_", "around_"].iter().any(|when| {
-        callback
-            .strip_prefix(when)
-            .is_some_and(|what| !what.is_empty())
-    }) || RUBY_SYMBOL_CALLS.contains(&word)
 }
 
 /// Whether the word at `start..end` is a whole quoted string that may name a callable:

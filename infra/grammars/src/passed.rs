@@ -138,6 +138,26 @@ pub const RUBY_SYMBOL_CALLS: [&str; 9] = [
     "try",
 ];
 
+/// What a Rails callback's name starts with (`skip_before_action`), then when it runs
+/// (`before_action`, `after_commit`, `around_perform`): callbacks are told by this shape,
+/// by [`ruby_passed_query`] and by the word index alike ([`ruby_calls_symbols`]).
+const RUBY_CALLBACK_PREFIXES: [&str; 3] = ["prepend_", "append_", "skip_"];
+const RUBY_CALLBACK_TIMES: [&str; 3] = ["before_", "after_", "around_"];
+
+/// Whether a Ruby call named `word` runs or takes the methods its symbols name: a Rails
+/// callback or one of [`RUBY_SYMBOL_CALLS`]. The word index asks it of the calls on a
+/// symbol's line, a superset of what [`ruby_passed_query`] counts.
+pub fn ruby_calls_symbols(word: &str) -> bool {
+    let callback = RUBY_CALLBACK_PREFIXES.iter().fold(word, |word, prefix| {
+        word.strip_prefix(prefix).unwrap_or(word)
+    });
+    RUBY_CALLBACK_TIMES.iter().any(|when| {
+        callback
+            .strip_prefix(when)
+            .is_some_and(|what| !what.is_empty())
+    }) || RUBY_SYMBOL_CALLS.contains(&word)
+}
+
 /// Ruby's methods named by a symbol where they are run or taken, each a call as surely
 /// as one named in a call: a Rails callback (`before_action :set_invoice`, `after_commit
 /// :notify`), [`RUBY_SYMBOL_CALLS`]' symbols, a condition or a handler (`if: :paid?`,
@@ -149,18 +169,20 @@ pub fn ruby_passed_query() -> String {
 (call
   method: (identifier) @macro
   arguments: (argument_list (simple_symbol) @name)
-  (#match? @macro "^(prepend_|append_|skip_)?(before|after|around)_[a-z_]+$")) @reference.call
+  (#match? @macro "^({prefixes})?({times})[a-z_]+$")) @reference.call
 (call
   method: (identifier) @macro
   arguments: (argument_list (simple_symbol) @name)
-  (#any-of? @macro {})) @reference.call
+  (#any-of? @macro {calls})) @reference.call
 (pair
   key: [(hash_key_symbol) (simple_symbol)] @key
   value: (simple_symbol) @name
   (#match? @key "^:?(if|unless|with)$")) @reference.call
 (block_argument (simple_symbol) @name) @reference.call
 "#,
-        quoted(&RUBY_SYMBOL_CALLS)
+        prefixes = RUBY_CALLBACK_PREFIXES.join("|"),
+        times = RUBY_CALLBACK_TIMES.join("|"),
+        calls = quoted(&RUBY_SYMBOL_CALLS),
     )
 }
 

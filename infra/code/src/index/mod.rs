@@ -225,18 +225,16 @@ impl CodeIndex {
         let Some(at) = text.lines().nth(line.saturating_sub(1) as usize) else {
             return false;
         };
-        let mut uses = at.match_indices(name).filter(|&(start, _)| {
-            let before = at[..start].bytes().next_back();
-            let after = at.as_bytes().get(start + name.len()).copied();
-            !before.is_some_and(crate::words::is_word_byte)
-                && !after.is_some_and(crate::words::is_word_byte)
-        });
-        let mut any = false;
-        let bare = uses.all(|(start, _)| {
-            any = true;
-            !at[..start].ends_with('.')
-        });
-        any && bare
+        let mut uses = at
+            .match_indices(name)
+            .filter(|&(start, _)| {
+                let before = at[..start].bytes().next_back();
+                let after = at.as_bytes().get(start + name.len()).copied();
+                !before.is_some_and(crate::words::is_word_byte)
+                    && !after.is_some_and(crate::words::is_word_byte)
+            })
+            .peekable();
+        uses.peek().is_some() && uses.all(|(start, _)| !at[..start].ends_with('.'))
     }
 
     /// [`Codebase::definitions_near`], with `name` used bare on the line asked about or
