@@ -183,7 +183,7 @@ fn definitions_used(code: &dyn Codebase, path: &str, line: u32) -> Vec<(Why, Spa
         .chain(read.map(|name| (Why::DefinesRead, name)));
     let mut candidates = Vec::new();
     for (nearest, name) in named {
-        let near = code.definitions_near_line(&name, path, line, MAX_DEFINITIONS_PER_NAME);
+        let near = code.definitions_meant(&name, path, line, MAX_DEFINITIONS_PER_NAME);
         candidates.extend(definitions_of(near, path, line, &name, nearest));
     }
     candidates

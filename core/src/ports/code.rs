@@ -52,6 +52,25 @@ pub trait Codebase: Send + Sync {
     fn definitions_near_line(&self, name: &str, path: &str, _line: u32, most: usize) -> Vec<Span> {
         self.definitions_near(name, path, most)
     }
+    /// [`Codebase::definitions_near_line`] without the guesses: a definition far from
+    /// `path` (not in it, nor in its directory, nor where it imports the name from) only
+    /// where at most [`FEW_DEFINING`] files define the name. Of `new` or `handle`
+    /// defined in hundreds of files, the first far one in path order is not the one
+    /// meant, and a reviewer shown it as the definition is misled. What the static
+    /// context shows; a tool call that names the symbol gets every definition, nearest
+    /// first (the model asked for it). This default knows no imports: the same file
+    /// and directory are near.
+    fn definitions_meant(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
+        let all = self.definitions(name);
+        let files: std::collections::BTreeSet<&str> =
+            all.iter().map(|span| span.path.as_str()).collect();
+        let mut near = self.definitions_near_line(name, path, line, usize::MAX);
+        if files.len() > FEW_DEFINING {
+            near.retain(|span| nearness(&span.path, path) < 2);
+        }
+        near.truncate(most);
+        near
+    }
     /// The definitions whose bodies refer to `name` (its callers and users), and the
     /// lines around a use no definition encloses (a module's top level, an anonymous
     /// callback, a template), with no name.
@@ -100,6 +119,12 @@ pub trait Codebase: Send + Sync {
     ) -> Result<Vec<SearchHit>, String>;
 }
 
+/// The most files that may define a name for a definition of it to be taken for the
+/// one meant without anything tying it to the file that uses it (see
+/// [`Codebase::definitions_meant`]). A function's name is defined in a file or two;
+/// among more (`new`, `handle`, `data`), which one is meant cannot be told.
+pub const FEW_DEFINING: usize = 4;
+
 /// How near `candidate` is to `path`: 0 the same file, 1 the same directory, 2 elsewhere.
 pub fn nearness(candidate: &str, path: &str) -> u8 {
     fn dir(path: &str) -> &str {
@@ -133,4 +158,71 @@ pub trait CodeSource: Send + Sync {
         scope: &crate::ports::RepoScope,
         sha: &str,
     ) -> Result<std::sync::Arc<dyn Codebase>, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `render` defined once in each of `widgets` directories, `w0/` to `w{n-1}/`.
+    struct Widgets(usize);
+
+    impl Codebase for Widgets {
+        fn enclosing(&self, _: &str, _: u32) -> Option<Span> {
+            None
+        }
+        fn definitions(&self, _: &str) -> Vec<Span> {
+            (0..self.0)
+                .map(|i| Span {
+                    path: format!("w{i}/mod.rs"),
+                    start: 1,
+                    end: 3,
+                    name: Some("render".into()),
+                })
+                .collect()
+        }
+        fn callers(&self, _: &str) -> Vec<Span> {
+            Vec::new()
+        }
+        fn names_used(&self, _: &str, _: u32, _: u32) -> Vec<String> {
+            Vec::new()
+        }
+        fn text(&self, _: &Span) -> Option<String> {
+            None
+        }
+        fn files(&self) -> usize {
+            self.0
+        }
+        fn line_count(&self, _: &str) -> Option<u32> {
+            None
+        }
+        fn list_dir(&self, _: &str) -> Option<Vec<String>> {
+            None
+        }
+        fn search(&self, _: &str, _: Option<&str>, _: usize) -> Result<Vec<SearchHit>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// Without imports to go by, a name many files define is meant only in the file or
+    /// directory using it; one few files define, wherever it is.
+    #[test]
+    fn a_name_many_files_define_is_meant_only_near() {
+        let paths = |code: &Widgets, from: &str| -> Vec<String> {
+            code.definitions_meant("render", from, 1, 3)
+                .into_iter()
+                .map(|span| span.path)
+                .collect()
+        };
+        let many = Widgets(FEW_DEFINING + 1);
+        assert_eq!(paths(&many, "app/page.rs"), Vec::<String>::new());
+        assert_eq!(paths(&many, "w2/card.rs"), ["w2/mod.rs"]);
+        assert_eq!(many.definitions_near("render", "app/page.rs", 3).len(), 3);
+        let few = Widgets(FEW_DEFINING);
+        assert_eq!(
+            paths(&few, "app/page.rs"),
+            ["w0/mod.rs", "w1/mod.rs", "w2/mod.rs"]
+        );
+        assert_eq!(paths(&few, "w2/card.rs")[0], "w2/mod.rs");
+    }
 }

@@ -179,7 +179,6 @@ fn main() {
                     .cloned();
                 everything
                     .sort_by_key(|span| index.definition_rank(&name, &file.path, line, &span.path));
-                everything.truncate(3);
                 if nearest.as_ref() != everything.first() {
                     imported += 1;
                     let at = |span: Option<&Span>| span.map(|s| format!("{}:{}", s.path, s.start));
@@ -191,7 +190,11 @@ fn main() {
                     );
                 }
                 names += 1;
-                let near = index.definitions_near_line(&name, &file.path, line, 3);
+                // What the context shows: no far guess for a name many files define.
+                everything
+                    .retain(|span| index.definition_meant(&name, &file.path, line, &span.path));
+                everything.truncate(3);
+                let near = index.definitions_meant(&name, &file.path, line, 3);
                 if near != everything {
                     missed += 1;
                     eprintln!(

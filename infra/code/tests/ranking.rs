@@ -120,3 +120,31 @@ fn a_method_called_comes_before_a_property_read() {
     assert_eq!(defined(50_000), [true, true], "{:#?}", all.used);
     assert_eq!(defined(one), [true, false], "the call first");
 }
+
+/// `load` defined in six modules of another directory, none imported: the context shows
+/// no `load`, as which one is meant cannot be told, and `other`, defined in one, as it is.
+#[test]
+fn a_name_many_files_define_elsewhere_is_not_shown() {
+    let mut snapshot = Snapshot::default();
+    for module in 1..=6 {
+        snapshot
+            .files
+            .insert(format!("src/far/x{module}.rs"), long_function("load"));
+    }
+    snapshot
+        .files
+        .insert("src/far/other.rs".into(), long_function("other"));
+    let call = "    load() + other()";
+    snapshot.files.insert(
+        "src/edit.rs".into(),
+        format!("pub fn run() -> u32 {{\n{call}\n}}\n"),
+    );
+    let context = assemble(&CodeIndex::build(snapshot), &[edited(call)], &[], 50_000);
+    let shown: Vec<&String> = context
+        .used
+        .iter()
+        .filter(|u| u.contains("definition of"))
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:#?}");
+    assert!(shown[0].starts_with("src/far/other.rs:"), "{shown:#?}");
+}

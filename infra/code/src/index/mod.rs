@@ -14,6 +14,7 @@
 //! in a thread parses fewer still. Each file is parsed at most once per index, and
 //! the answers are the same as parsing everything first.
 
+mod cores;
 mod embedded;
 mod imports;
 mod languages;
@@ -24,11 +25,12 @@ mod template;
 
 use crate::snapshot::Snapshot;
 use crate::words::identifiers;
+use cores::{off_the_runtime, on_all_cores, threads};
 use imports::Imports;
 use languages::{Lang, Languages, language_of};
 pub use packages::MANIFESTS;
 use packages::Packages;
-use parley_core::ports::code::{Codebase, Span, nearness};
+use parley_core::ports::code::{Codebase, FEW_DEFINING, Span, nearness};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -114,10 +116,6 @@ fn holding<'a>(postings: &'a Postings, name: &str) -> &'a [u32] {
 
 /// The most files parsed to find the nearest callers of one name.
 const MAX_FILES_FOR_CALLERS: usize = 256;
-
-/// The most files that may define a name passed as a value for its definition to be
-/// looked up (see `CodeIndex::names_read`).
-const MAX_FILES_DEFINING_PASSED: usize = 4;
 
 /// Lines shown either side of a use outside any definition (see `CodeIndex::around`):
 /// the statement around it, as a diff's context shows a change.
@@ -212,6 +210,18 @@ impl CodeIndex {
         })
     }
 
+    /// Whether the context shows a definition of `name` in `candidate` to a reader of
+    /// `line` of `path` (see [`Codebase::definitions_meant`]). The bench holds what
+    /// parsing everything finds to it.
+    pub fn definition_meant(&self, name: &str, path: &str, line: u32, candidate: &str) -> bool {
+        self.few_define(name) || self.definition_rank(name, path, line, candidate) < ELSEWHERE
+    }
+
+    /// Whether at most [`FEW_DEFINING`] files may define `name` (by the word index).
+    fn few_define(&self, name: &str) -> bool {
+        holding(&self.defining, name).len() <= FEW_DEFINING
+    }
+
     /// Whether `line` of `path`, a Go file, uses `name` only bare (`New()`, never after a
     /// `.`): a name of its own package or of one it dot-imports, whatever else the file
     /// imports by that name (`assert.New`). Other languages import names to use bare.
@@ -238,9 +248,17 @@ impl CodeIndex {
     }
 
     /// [`Codebase::definitions_near`], with `name` used bare on the line asked about or
-    /// not (see [`CodeIndex::bare_on`]).
-    fn definitions_ranked(&self, name: &str, path: &str, bare: bool, most: usize) -> Vec<Span> {
+    /// not (see [`CodeIndex::bare_on`]); none from [`ELSEWHERE`] unless `far`.
+    fn definitions_ranked(
+        &self,
+        name: &str,
+        path: &str,
+        bare: bool,
+        far: bool,
+        most: usize,
+    ) -> Vec<Span> {
         let imports = self.imports_of(path);
+        let reach = if far { ELSEWHERE } else { ELSEWHERE - 1 };
         self.nearest_first(
             holding(&self.defining, name),
             |candidate| {
@@ -248,7 +266,7 @@ impl CodeIndex {
                     imports.tie_as(name, bare, path, candidate, self.packages())
                 })
             },
-            (most, usize::MAX),
+            (most, usize::MAX, reach),
             |id| self.definitions_in(id, name).collect(),
         )
     }
@@ -270,21 +288,22 @@ impl CodeIndex {
             .get_or_init(|| Packages::read(&self.snapshot.files))
     }
 
-    /// `found(id)` for the files of `ids` nearest first by `rank`, then in path order,
-    /// parsing them in batches only until `most` are found or `max_files` have been
-    /// asked; cut to `most`. What comes later in that order cannot displace what was
+    /// `found(id)` for the files of `ids` nearest first by `rank` (none ranked past
+    /// `reach`), then in path order, parsing them in batches only until `most` are found
+    /// or `max_files` have been asked; cut to `most`. What comes later in that order cannot displace what was
     /// found, so the answer is the one parsing everything and ranking it would give; a
     /// module imported by hundreds of files is not parsed whole for eight callers.
     fn nearest_first(
         &self,
         ids: &[u32],
         rank: impl Fn(&str) -> u8,
-        (most, max_files): (usize, usize),
+        (most, max_files, reach): (usize, usize, u8),
         found: impl Fn(u32) -> Vec<Span>,
     ) -> Vec<Span> {
         let mut ordered: Vec<(u8, u32)> = ids
             .iter()
             .map(|&id| (rank(&self.paths[id as usize]), id))
+            .filter(|&(rank, _)| rank <= reach)
             .collect();
         ordered.sort_unstable();
         ordered.truncate(max_files);
@@ -506,56 +525,6 @@ fn span(path: &str, tag: &Tag) -> Span {
     }
 }
 
-/// Run `work` (parsing: seconds for a large repository's first questions) without
-/// holding up the runtime's other tasks. The questions come from async code; on a
-/// multi-threaded runtime (the Lambda functions, `parley serve`, whose webhook must keep
-/// answering GitHub meanwhile) the thread's other tasks move to another thread while it
-/// parses. On a current-thread runtime, or outside one, it runs as is.
-fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
-    }
-}
-
-fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8)
-}
-
-/// `work(i)` for every `i` below `count`, on all cores, in order. Each thread takes the
-/// next item not yet taken: file sizes vary by orders of magnitude, so fixed shares
-/// would leave one core with the big ones.
-fn on_all_cores<T: Send>(count: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads())
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let at = next.fetch_add(1, Ordering::Relaxed);
-                        if at >= count {
-                            return out;
-                        }
-                        out.push((at, work(at)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| worker.join().unwrap_or_default())
-            .collect()
-    });
-    done.sort_by_key(|(at, _)| *at);
-    done.into_iter().map(|(_, t)| t).collect()
-}
-
 /// The words of a component's code blocks, each block read as a file of its own (the
 /// parse reads the blocks alone), and the names its template uses (see `template`):
 /// the rest of its markup defines and uses nothing.
@@ -591,12 +560,19 @@ impl Codebase for CodeIndex {
     /// Parses the files that may define `name` nearest `path` first, and the rest only
     /// until `most` definitions are found.
     fn definitions_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
-        self.definitions_ranked(name, path, false, most)
+        self.definitions_ranked(name, path, false, true, most)
     }
 
     fn definitions_near_line(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
         let bare = self.bare_on(path, line, name);
-        self.definitions_ranked(name, path, bare, most)
+        self.definitions_ranked(name, path, bare, true, most)
+    }
+
+    /// The files far from `path` are not parsed for a name many may define.
+    fn definitions_meant(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
+        let bare = self.bare_on(path, line, name);
+        let far = self.few_define(name);
+        self.definitions_ranked(name, path, bare, far, most)
     }
 
     fn callers(&self, name: &str) -> Vec<Span> {
@@ -627,7 +603,7 @@ impl Codebase for CodeIndex {
                     .flatten()
             })
         };
-        let bound = (most, MAX_FILES_FOR_CALLERS);
+        let bound = (most, MAX_FILES_FOR_CALLERS, ELSEWHERE);
         self.nearest_first(holding, ranked, bound, |id| self.callers_in(id, name))
     }
 
@@ -639,16 +615,17 @@ impl Codebase for CodeIndex {
 
     /// Member reads, and the functions passed on those lines (`items.map(normalise)`)
     /// that the file imports or that the word index says at most
-    /// [`MAX_FILES_DEFINING_PASSED`] files may define: a function's name is defined in a
+    /// [`FEW_DEFINING`] files may define: a function's name is defined in a
     /// file or two, a variable's (`data`, `config`) stands where a definition could in
     /// many, and looking each up would parse them for nothing.
     fn names_read(&self, path: &str, start: u32, end: u32) -> Vec<String> {
         let used = self.references(path, start, end, false);
         let mut read = self.references(path, start, end, true);
         let imports = self.imports_of(path);
-        read.extend(self.passed_on(path, start, end).filter(|name| {
-            imports.names(name) || holding(&self.defining, name).len() <= MAX_FILES_DEFINING_PASSED
-        }));
+        read.extend(
+            self.passed_on(path, start, end)
+                .filter(|name| imports.names(name) || self.few_define(name)),
+        );
         read.difference(&used).cloned().collect()
     }
 

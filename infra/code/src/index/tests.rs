@@ -1376,6 +1376,83 @@ fn files_are_parsed_when_a_question_needs_them() {
     assert_eq!(lazy.definitions("new"), everything.definitions("new"));
 }
 
+/// A name many files define (`render` in six widgets) is shown in the context only
+/// where something ties one to the file using it: the file itself, its import, its
+/// directory. Far away, the first in path order would be a guess, and those files are
+/// not parsed for it. A name few files define is shown wherever it is; a tool call that
+/// names it gets every definition.
+#[test]
+fn a_name_many_files_define_is_not_guessed_far_away() {
+    let mut files: Vec<(String, String)> = (0..6)
+        .map(|i| {
+            let widget =
+                format!("pub struct W{i};\nimpl W{i} {{\n    pub fn render(&self) {{}}\n}}\n");
+            (format!("src/widgets/w{i}/mod.rs"), widget)
+        })
+        .collect();
+    files.push((
+        "src/billing/totals.rs".into(),
+        "pub fn totalize(xs: &[u64]) -> u64 { 0 }\n".into(),
+    ));
+    files.push((
+        "src/app/page.rs".into(),
+        "fn show(p: Page) {\n    p.render();\n    totalize(&[]);\n}\n".into(),
+    ));
+    files.push((
+        "src/views/list.rs".into(),
+        "use crate::widgets::w4::W4;\nfn show(w: W4) {\n    w.render();\n}\n".into(),
+    ));
+    files.push((
+        "src/widgets/w2/card.rs".into(),
+        "fn show(c: Card) {\n    c.render();\n}\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+
+    let lazy = index(&refs);
+    assert_eq!(
+        lazy.definitions_meant("render", "src/app/page.rs", 2, 3),
+        vec![]
+    );
+    assert_eq!(lazy.parsed_count(), 0, "no far file parsed for a guess");
+    let asked = lazy.definitions_near_line("render", "src/app/page.rs", 2, 3);
+    assert_eq!(asked.len(), 3, "a tool call still gets them: {asked:?}");
+    let totalize = lazy.definitions_meant("totalize", "src/app/page.rs", 3, 3);
+    assert_eq!(totalize.len(), 1, "defined in one file: shown anywhere");
+    assert_eq!(totalize[0].path, "src/billing/totals.rs");
+
+    let lazy = index(&refs);
+    let imported = lazy.definitions_meant("render", "src/views/list.rs", 3, 3);
+    let paths: Vec<&str> = imported.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["src/widgets/w4/mod.rs"],
+        "tied by the import of its type"
+    );
+    let beside = lazy.definitions_meant("render", "src/widgets/w2/card.rs", 2, 3);
+    let paths: Vec<&str> = beside.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["src/widgets/w2/mod.rs"], "in its directory");
+    for (path, line) in [("src/app/page.rs", 2), ("src/views/list.rs", 3)] {
+        let shown: Vec<String> = lazy
+            .definitions_near_line("render", path, line, usize::MAX)
+            .into_iter()
+            .filter(|span| lazy.definition_meant("render", path, line, &span.path))
+            .map(|span| span.path)
+            .collect();
+        let meant: Vec<String> = lazy
+            .definitions_meant("render", path, line, usize::MAX)
+            .into_iter()
+            .map(|span| span.path)
+            .collect();
+        assert_eq!(
+            shown, meant,
+            "the bench's rule is the context's, from {path}"
+        );
+    }
+}
+
 /// Questions asked from async code on a multi-threaded runtime (a Lambda function,
 /// `parley serve`) parse off the runtime's hands, and get the same answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
