@@ -361,11 +361,7 @@ fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
 /// `add_action('init', 'register_types')`, over lines too). A superset of what PHP's
 /// passed query counts (it also asks which argument the string is).
 fn php_callable_string(text: &str, start: usize, end: usize) -> bool {
-    let Some(quote) = text[..start]
-        .chars()
-        .next_back()
-        .filter(|c| matches!(c, '\'' | '"'))
-    else {
+    let Some(quote) = quote_ending(&text[..start]) else {
         return false;
     };
     if !text[end..].starts_with(quote) {
@@ -384,6 +380,35 @@ fn php_callable_string(text: &str, start: usize, end: usize) -> bool {
     open_call(before).is_some_and(|callee| {
         PHP_CALLABLE_FIRST.contains(&callee) || PHP_CALLABLE_SECOND.contains(&callee)
     })
+}
+
+/// Whether the word at `start..end` ends a quoted string that names a class's method
+/// (`'Legacy::run'`, `'App\Http\InvoiceController@index'`): the same shape PHP's
+/// passed query counts, wherever the string stands.
+fn php_qualified_string(text: &str, start: usize, end: usize) -> bool {
+    let before = &text[..start];
+    let Some(class_end) = before
+        .strip_suffix('@')
+        .or_else(|| before.strip_suffix("::"))
+    else {
+        return false;
+    };
+    let class_start = class_end
+        .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '\\')
+        .len();
+    let class = class_end[class_start..].trim_start_matches('\\');
+    let Some(quote) = quote_ending(&class_end[..class_start]) else {
+        return false;
+    };
+    class.starts_with(|c: char| c.is_ascii_uppercase()) && text[end..].starts_with(quote)
+}
+
+/// The quote `before` ends with, which opens the string that follows.
+fn quote_ending(before: &str) -> Option<char> {
+    before
+        .chars()
+        .next_back()
+        .filter(|c| matches!(c, '\'' | '"'))
 }
 
 /// The name before the nearest `(` still open at the end of `before` (the call an
@@ -558,7 +583,7 @@ fn php_may_refer(text: &str, line_start: usize, start: usize, end: usize) -> boo
     if text[..start].ends_with('$') {
         return false;
     }
-    if php_callable_string(text, start, end) {
+    if php_callable_string(text, start, end) || php_qualified_string(text, start, end) {
         return true;
     }
     let line = &text[line_start..start];

@@ -187,9 +187,11 @@ pub fn ruby_passed_query() -> String {
 }
 
 /// PHP's functions that take a callable first (`array_map('trim', $rows)`,
-/// `call_user_func('render')`, `set_error_handler('on_error')`).
-pub const PHP_CALLABLE_FIRST: [&str; 8] = [
+/// `call_user_func('render')`, `set_error_handler('on_error')`), and
+/// `Closure::fromCallable('render')`.
+pub const PHP_CALLABLE_FIRST: [&str; 9] = [
     "array_map",
+    "fromCallable",
     "call_user_func",
     "call_user_func_array",
     "is_callable",
@@ -227,13 +229,24 @@ pub const PHP_CALLABLE_SECOND: [&str; 19] = [
 /// PHP's methods and functions named by a string where they are taken: a callable array
 /// (`[UserController::class, 'index']`, Laravel's route to a controller's action;
 /// `[$this, 'handle']`), and a function's name given to one that takes a callable
-/// ([`PHP_CALLABLE_FIRST`], [`PHP_CALLABLE_SECOND`]). Only a string that is one name
-/// (not `'Foo::bar'`, not `'App\helpers\fmt'`).
+/// ([`PHP_CALLABLE_FIRST`], [`PHP_CALLABLE_SECOND`]): a string that is one name (not
+/// `'App\helpers\fmt'`). And a string that names a class's method wherever it stands
+/// (`'Legacy::run'`, a static method as a callable; `'InvoiceController@index'`,
+/// Laravel's route to an action before callable arrays): captured whole as
+/// `@reference.qualified`, whose name is what follows the `::` or `@` (see
+/// [`after_qualifier`]).
 pub fn php_passed_query() -> String {
     let string = r#"[(string (string_content) @name) (encapsed_string (string_content) @name)]"#;
     let name = r#"(#match? @name "^[A-Za-z_][A-Za-z0-9_]*$")"#;
     format!(
         r#"
+({string} @reference.qualified
+  (#match? @name "^\\\\?[A-Z][A-Za-z0-9_\\\\]*(::|@)[A-Za-z_][A-Za-z0-9_]*$"))
+(scoped_call_expression
+  name: (name) @callee
+  arguments: (arguments . (argument {string}))
+  (#any-of? @callee {first})
+  {name}) @reference.call
 (array_creation_expression
   . (array_element_initializer (class_constant_access_expression (_) (name) @constant .))
   . (array_element_initializer {string})
@@ -259,6 +272,12 @@ pub fn php_passed_query() -> String {
         first = quoted(&PHP_CALLABLE_FIRST),
         second = quoted(&PHP_CALLABLE_SECOND),
     )
+}
+
+/// The method a PHP string names after its class (`run` in `'Legacy::run'`, `index` in
+/// `'InvoiceController@index'`), as the word index and a question spell it.
+pub fn after_qualifier(named: &str) -> &str {
+    named.rsplit(['@', ':']).next().unwrap_or(named)
 }
 
 /// Words as a query predicate's strings: `"a" "b"`.

@@ -94,6 +94,10 @@ pub(super) fn tag_file(parser: &mut Parser, tags: &Tags, text: &str) -> Vec<Tag>
         match role {
             "reference.bare" => bare.push((name, node)),
             "reference.passed" => passed.push((name, node)),
+            "reference.qualified" => {
+                let method = parley_grammars::after_qualifier(name);
+                push_tag(&mut out, &mut seen, method, "reference.call", node);
+            }
             _ => push_tag(&mut out, &mut seen, name, role, node),
         }
     }

@@ -347,13 +347,17 @@ end
 /// A PHP method or function a string names where it is taken is used there: a callable
 /// array (a Laravel route's controller action, `[$this, 'handle']`), a function given to
 /// one that takes a callable (`array_map`, `usort`, WordPress's `add_action`, over lines
-/// too); found lazily too. Other strings (a hook's name, an array's keys, `'Foo::bar'`)
-/// name no call.
+/// too, `Closure::fromCallable`), a class's method named with it (`'Legacy::run'`, an
+/// older Laravel route's `'InvoiceController@index'`); found lazily too. Other strings
+/// (a hook's name, an array's keys, an address, SQL's `::jsonb`) name no call.
 #[test]
 fn php_callables_named_by_strings_are_used_there() {
     let routes = "<?php
 use App\\Http\\Controllers\\InvoiceController;
 Route::get('/invoices', [InvoiceController::class, 'index']);
+Route::get('/old', 'InvoiceController@legacy');
+Route::get('/older', ['uses' => '\\App\\Http\\Controllers\\InvoiceController@oldest']);
+$mail = 'admin@localhost';
 ";
     let plugin = "<?php
 function boot() {
@@ -366,6 +370,8 @@ function boot() {
     usort($rows, \"by_date\");
     $row = ['status' => 'paid', 'total' => 1];
     call_user_func('Legacy::run');
+    $fmt = Closure::fromCallable('to_row');
+    $sql = 'SELECT ::jsonb FROM t';
 }
 class Hooks {
     public function wire() {
@@ -383,6 +389,10 @@ class Hooks {
         ("normalise", Some("boot")),
         ("by_date", Some("boot")),
         ("on_save", Some("wire")),
+        ("legacy", None),
+        ("oldest", None),
+        ("run", Some("boot")),
+        ("to_row", Some("boot")),
     ] {
         let callers = index.callers(name);
         let found: Vec<_> = callers.iter().map(|c| c.name.as_deref()).collect();
@@ -397,7 +407,8 @@ class Hooks {
         "status",
         "paid",
         "total",
-        "run",
+        "localhost",
+        "jsonb",
     ] {
         let callers = index.callers(not_called);
         if !callers.is_empty() {
@@ -415,6 +426,10 @@ class Hooks {
         "on_save",
         "init",
         "paid",
+        "legacy",
+        "oldest",
+        "run",
+        "to_row",
     ] {
         assert_eq!(
             self::index(&files).callers(name),
