@@ -1010,6 +1010,22 @@ fn a_name_is_defined_first_in_the_namespace_or_module_imported_whole() {
         ["src/Acme.Billing/Invoice.cs", "src/Acme.Archive/Invoice.cs"]
     );
 
+    // C# looks in the namespaces a file is in (its own, then their parents) before
+    // those its `using`s bring: `Acme.Web`'s `Invoice`, not `Acme.Billing`'s.
+    let web = class("Acme.Web");
+    let home = controller.replace("namespace Acme.Web\n", "namespace Acme.Web.Controllers\n");
+    let files = [
+        ("src/Acme.Billing/Invoice.cs", billing.as_str()),
+        ("src/Acme.Web/Invoice.cs", web.as_str()),
+        ("src/Acme.Web/Controllers/Home.cs", home.as_str()),
+    ];
+    let near = index(&files).definitions_near("Invoice", "src/Acme.Web/Controllers/Home.cs", 2);
+    let paths: Vec<&str> = near.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["src/Acme.Web/Invoice.cs", "src/Acme.Billing/Invoice.cs"]
+    );
+
     let rules = |what: &str| format!("def validate(x):\n    return {what}(x)\n");
     let (forms, shop) = (rules("form"), rules("shop"));
     let checkout = "import shop.rules\n\ndef submit(o):\n    return shop.rules.validate(o)\n";

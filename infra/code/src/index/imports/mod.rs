@@ -36,6 +36,10 @@ pub(super) struct Imports {
     /// before one a wildcard import (`import com.acme.billing.*;`) brings, after one
     /// imported by name.
     package_first: bool,
+    /// C#'s own namespace and its parents (`Acme.Web.Controllers`, `Acme.Web`): searched
+    /// for a simple name before the namespaces the file's `using`s bring, as C# resolves
+    /// it (see `Imports::tie`).
+    own: Vec<Source>,
 }
 
 /// A module a name is imported from, as a path without its extension.
@@ -105,13 +109,23 @@ impl Imports {
 
     /// How an import ties this file to `candidate` (a file's path): 1 where it imports
     /// `name` from it, 2 where it imports something else from it (a method's class:
-    /// `order.total()` after `from shop.order import Order`), `None` where nothing.
+    /// `order.total()` after `from shop.order import Order`), `None` where nothing. In
+    /// C#, 2 is the file's own namespace and its parents, and a namespace only a `using`
+    /// brings is 3, as the directory is: the compiler looks in the namespaces the file
+    /// is in before those it uses.
     pub(super) fn tie(&self, name: &str, candidate: &str, packages: &Packages) -> Option<u8> {
         let module = Module::of(candidate, packages);
         if self.holds_in(name, &module) {
             Some(1)
-        } else if self.any_in(&module) {
+        } else if self.own.iter().any(|source| source.is(&module)) {
             Some(2)
+        } else if self
+            .from
+            .values()
+            .flatten()
+            .any(|source| source.is(&module))
+        {
+            Some(if self.own.is_empty() { 2 } else { 3 })
         } else {
             None
         }
@@ -167,10 +181,6 @@ impl Imports {
         self.from.get(name).is_some_and(held) || self.methods.get(name).is_some_and(held)
     }
 
-    fn any_in(&self, module: &Module) -> bool {
-        self.from.values().flatten().any(|source| source.is(module))
-    }
-
     /// Whether `candidate` is a module `name` is imported from.
     #[cfg(test)]
     fn holds(&self, name: &str, candidate: &str) -> bool {
@@ -180,7 +190,10 @@ impl Imports {
     /// Whether anything is imported from `candidate`.
     #[cfg(test)]
     fn any_from(&self, candidate: &str) -> bool {
-        self.any_in(&Module::of(candidate, &Packages::default()))
+        let packages = Packages::default();
+        let module = Module::of(candidate, &packages);
+        let mut all = self.from.values().flatten().chain(&self.own);
+        all.any(|source| source.is(&module))
     }
 
     fn add(&mut self, name: &str, source: Source) {
@@ -356,17 +369,19 @@ impl Imports {
                 Some((parent, _)) if !whole => parent,
                 _ => path,
             };
-            self.add(REQUIRED, namespace(namespace_path));
             // The file's own namespace's parents are in scope too (`Acme.Billing` in
             // `Acme.Billing.Invoices`); a root alone (`Acme`) would be every directory.
             if found[0].trim_start().starts_with("namespace") {
+                self.own.push(namespace(namespace_path));
                 let mut parent = path;
                 while let Some((up, _)) = parent.rsplit_once('.') {
                     if up.contains('.') {
-                        self.add(REQUIRED, namespace(up));
+                        self.own.push(namespace(up));
                     }
                     parent = up;
                 }
+            } else {
+                self.add(REQUIRED, namespace(namespace_path));
             }
         }
     }
