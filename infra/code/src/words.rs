@@ -335,8 +335,9 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
 /// Whether the Ruby symbol whose name starts at `start` names a method called: given to
 /// a call that runs or takes it (`before_action :load, :check`, `send(:total)`,
 /// `method(:parse)`, a list's next line), as a condition or a handler (`if: :paid?`,
-/// `with: :not_found`), or as a block (`&:total`). A superset of what `ruby_passed_query`
-/// counts: any such call before it on the line will do (`only: [:show]` too).
+/// `with: :not_found`), as a block (`&:total`), or as an alias's old name
+/// (`alias_method :to_s, :name`). A superset of what `ruby_passed_query` counts: any
+/// such call before it on the line will do (`only: [:show]` too).
 fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
     let before = &text[..start - 1];
     let line = &text[line_start..start - 1];
@@ -352,7 +353,7 @@ fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
             .any(|key| keyed.ends_with(key))
         || line
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .any(ruby_calls_symbols)
+            .any(|word| ruby_calls_symbols(word) || matches!(word, "alias" | "alias_method"))
 }
 
 /// Whether the word at `start..end` is a whole quoted string that may name a callable:

@@ -161,11 +161,18 @@ pub fn ruby_calls_symbols(word: &str) -> bool {
 /// Ruby's methods named by a symbol where they are run or taken, each a call as surely
 /// as one named in a call: a Rails callback (`before_action :set_invoice`, `after_commit
 /// :notify`), [`RUBY_SYMBOL_CALLS`]' symbols, a condition or a handler (`if: :paid?`,
-/// `rescue_from …, with: :not_found`), a block made of one (`map(&:total)`). A
-/// callback's options (`only: [:show]`) name actions, not what runs: not counted.
+/// `rescue_from …, with: :not_found`), a block made of one (`map(&:total)`), the old
+/// name an alias takes (`alias_method :to_s, :name`, `alias to_s name`: a rename that
+/// misses it breaks the alias where it is defined). A callback's options (`only:
+/// [:show]`) name actions, not what runs: not counted.
 pub fn ruby_passed_query() -> String {
     format!(
         r#"
+(alias alias: (_) @name) @reference.call
+(call
+  method: (identifier) @macro
+  arguments: (argument_list . (simple_symbol) . (simple_symbol) @name)
+  (#eq? @macro "alias_method")) @reference.call
 (call
   method: (identifier) @macro
   arguments: (argument_list (simple_symbol) @name)

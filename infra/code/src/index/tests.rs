@@ -271,8 +271,9 @@ fn ruby_methods_defined_at_run_time_are_definitions() {
 
 /// A method a symbol names is called where the symbol stands (by the class, for a
 /// callback declared in its body): a Rails callback or validation, a condition and a
-/// handler, a method taken or sent, a block made of it; found lazily too. A callback's options (`only: [:show]`) and other symbols name no
-/// call; `alias_method` defines its new name.
+/// handler, a method taken or sent, a block made of it, an alias's old name (called by
+/// the new one); found lazily too. A callback's options (`only: [:show]`) and other
+/// symbols name no call; `alias_method` defines its new name.
 #[test]
 fn ruby_methods_named_by_symbols_are_called_there() {
     let controller = "class InvoicesController < ApplicationController
@@ -294,6 +295,7 @@ end
   validate :check_lines
   after_commit :notify,
     :audit, if: :paid?
+  alias :to_s :number
 end
 ";
     let files = [
@@ -313,6 +315,8 @@ end
         ("notify", "Invoice"),
         ("audit", "Invoice"),
         ("paid", "Invoice"),
+        ("show", "display"),
+        ("number", "to_s"),
     ] {
         let callers = index.callers(name);
         let found: Vec<_> = callers
@@ -323,7 +327,7 @@ end
             wrong.push(format!("{name}: {found:?}"));
         }
     }
-    for not_called in ["show", "ok", "display"] {
+    for not_called in ["ok", "display", "to_s"] {
         let callers = index.callers(not_called);
         if !callers.is_empty() {
             wrong.push(format!("{not_called}: {callers:?}"));
@@ -335,7 +339,15 @@ end
     // The word index sends each question to the files parsing all would find.
     let full = self::index(&files);
     full.parse_all();
-    for name in ["set_invoice", "not_found", "total", "audit", "paid", "show"] {
+    for name in [
+        "set_invoice",
+        "not_found",
+        "total",
+        "audit",
+        "paid",
+        "show",
+        "number",
+    ] {
         assert_eq!(
             self::index(&files).callers(name),
             full.callers_parsed(name),
