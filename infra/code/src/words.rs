@@ -132,8 +132,9 @@ const PHP_PROPERTY_MODIFIERS: [&str; 5] = ["public", "private", "protected", "va
 const RUBY_KEYWORDS: [&str; 4] = ["def", "class", "module", "alias"];
 /// The calls that define Ruby methods at run time, each by the symbols it is given
 /// (`attr_reader :total, :count`), as `RUBY_TAGS_QUERY` counts them.
-const RUBY_DEFINING_CALLS: [&str; 10] = [
+const RUBY_DEFINING_CALLS: [&str; 11] = [
     "alias_method",
+    "delegate",
     "attr_reader",
     "attr_writer",
     "attr_accessor",
@@ -335,8 +336,8 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
 /// Whether the Ruby symbol whose name starts at `start` names a method called: given to
 /// a call that runs or takes it (`before_action :load, :check`, `send(:total)`,
 /// `method(:parse)`, a list's next line), as a condition or a handler (`if: :paid?`,
-/// `with: :not_found`), as a block (`&:total`), or as an alias's old name
-/// (`alias_method :to_s, :name`). A superset of what `ruby_passed_query` counts: any
+/// `with: :not_found`), as a block (`&:total`), as an alias's old name
+/// (`alias_method :to_s, :name`), or as what a `delegate` sends to (`to: :invoice`). A superset of what `ruby_passed_query` counts: any
 /// such call before it on the line will do (`only: [:show]` too).
 fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
     let before = &text[..start - 1];
@@ -353,7 +354,9 @@ fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
             .any(|key| keyed.ends_with(key))
         || line
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .any(|word| ruby_calls_symbols(word) || matches!(word, "alias" | "alias_method"))
+            .any(|word| {
+                ruby_calls_symbols(word) || matches!(word, "alias" | "alias_method" | "delegate")
+            })
 }
 
 /// Whether the word at `start..end` is a whole quoted string that may name a callable:

@@ -62,9 +62,9 @@ fn javascript_shared_query() -> String {
 /// receivers and superclasses. Methods defined at run time by the calls that define most
 /// of them are definitions too, under the symbol they name: `attr_reader :total`,
 /// `define_method(:name)`, and Rails' `scope :active` and associations (`has_many
-/// :orders`), and `alias_method`'s new name. (`delegate` is not: its `to:` names no
-/// method defined here.) The methods its symbols name as calls are in
-/// [`ruby_passed_query`].
+/// :orders`), `delegate`'s (`delegate :total, to: :invoice` defines `total` here, which
+/// calls the `invoice`'s), and `alias_method`'s new name. The methods its symbols name
+/// as calls are in [`ruby_passed_query`].
 ///
 /// A method called bare, with no receiver and no arguments (`current_user`,
 /// `admin?`), is an identifier like a local variable. The crate's query counts every
@@ -83,7 +83,7 @@ pub const RUBY_TAGS_QUERY: &str = r#"
 (call
   method: (identifier) @macro
   arguments: (argument_list (simple_symbol) @name)
-  (#any-of? @macro "attr_reader" "attr_writer" "attr_accessor" "define_method" "scope" "has_many" "has_one" "belongs_to" "has_and_belongs_to_many")) @definition.method
+  (#any-of? @macro "attr_reader" "attr_writer" "attr_accessor" "define_method" "scope" "has_many" "has_one" "belongs_to" "has_and_belongs_to_many" "delegate")) @definition.method
 (call
   method: (identifier) @macro
   arguments: (argument_list . (simple_symbol) @name)

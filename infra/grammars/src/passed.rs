@@ -163,7 +163,8 @@ pub fn ruby_calls_symbols(word: &str) -> bool {
 /// :notify`), [`RUBY_SYMBOL_CALLS`]' symbols, a condition or a handler (`if: :paid?`,
 /// `rescue_from …, with: :not_found`), a block made of one (`map(&:total)`), the old
 /// name an alias takes (`alias_method :to_s, :name`, `alias to_s name`: a rename that
-/// misses it breaks the alias where it is defined). A callback's options (`only:
+/// misses it breaks the alias where it is defined), the method a `delegate` sends to
+/// (`delegate :total, to: :invoice` calls `invoice`). A callback's options (`only:
 /// [:show]`) name actions, not what runs: not counted.
 pub fn ruby_passed_query() -> String {
     format!(
@@ -173,6 +174,12 @@ pub fn ruby_passed_query() -> String {
   method: (identifier) @macro
   arguments: (argument_list . (simple_symbol) . (simple_symbol) @name)
   (#eq? @macro "alias_method")) @reference.call
+(call
+  method: (identifier) @macro
+  arguments: (argument_list
+    (pair key: [(hash_key_symbol) (simple_symbol)] @key value: (simple_symbol) @name))
+  (#eq? @macro "delegate")
+  (#match? @key "^:?to$")) @reference.call
 (call
   method: (identifier) @macro
   arguments: (argument_list (simple_symbol) @name)

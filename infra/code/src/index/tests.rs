@@ -239,7 +239,7 @@ end
 /// readers of `attr_reader`, `define_method`'s, Rails' scopes and associations.
 #[test]
 fn ruby_methods_defined_at_run_time_are_definitions() {
-    let model = "class Order < ApplicationRecord\n  has_many :line_items\n  belongs_to :customer, class_name: 'User'\n  scope :open, -> { where(state: :open) }\n  attr_reader :total,\n              :discount\n  define_method(:paid?) { state == :paid }\nend\n";
+    let model = "class Order < ApplicationRecord\n  has_many :line_items\n  belongs_to :customer, class_name: 'User'\n  scope :open, -> { where(state: :open) }\n  attr_reader :total,\n              :discount\n  define_method(:paid?) { state == :paid }\n  delegate :currency, :region, to: :customer\nend\n";
     let checkout = "class Checkout\n  def call(order)\n    order.total - order.discount if order.paid?\n  end\nend\n";
     let files = [
         ("app/models/order.rb", model),
@@ -253,6 +253,8 @@ fn ruby_methods_defined_at_run_time_are_definitions() {
         ("total", 5),
         ("discount", 5),
         ("paid", 7),
+        ("currency", 8),
+        ("region", 8),
     ] {
         let defs = index.definitions(name);
         assert_eq!(defs.len(), 1, "{name}: {defs:?}");
@@ -267,6 +269,10 @@ fn ruby_methods_defined_at_run_time_are_definitions() {
     let lazy = self::index(&files);
     let near = lazy.definitions_near("discount", "app/services/checkout.rb", 3);
     assert_eq!(near.len(), 1, "{near:?}");
+    // What a `delegate` sends to is called there, by the methods it defines.
+    let callers = lazy.callers("customer");
+    let at: Vec<u32> = callers.iter().map(|span| span.start).collect();
+    assert_eq!(at, [8], "{callers:?}");
 }
 
 /// A method a symbol names is called where the symbol stands (by the class, for a
