@@ -102,6 +102,18 @@ impl Packages {
         within(&self.crates, path, "/")
     }
 
+    /// The directory of the crate `path` is in: the deepest crate whose directory holds
+    /// it. `None` where no `Cargo.toml` of the snapshot is above it.
+    pub(super) fn crate_of(&self, path: &str) -> Option<&str> {
+        self.crates
+            .iter()
+            .map(|(_, dir)| dir.as_str())
+            .filter(|dir| {
+                dir.is_empty() || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+            })
+            .max_by_key(|dir| dir.len())
+    }
+
     /// The directories of the Go package `import_path` names, where its module is in
     /// this repository.
     pub(super) fn go<'a>(&'a self, import_path: &'a str) -> impl Iterator<Item = String> + 'a {
@@ -331,6 +343,14 @@ mod tests {
             read.crates("acme_mail").collect::<Vec<_>>(),
             [("crates/mail", "")]
         );
+        // The root's manifest is a workspace's, no crate: a file outside the members is
+        // in none.
+        assert_eq!(
+            read.crate_of("crates/mail/src/send.rs"),
+            Some("crates/mail")
+        );
+        assert_eq!(read.crate_of("crates/mailer/src/lib.rs"), None);
+        assert_eq!(read.crate_of("tools/x.rs"), None);
         let go: Vec<_> = read.go("example.com/shop/internal/store").collect();
         assert_eq!(go, ["services/shop/internal/store"]);
         assert_eq!(read.go("example.com/shopping").count(), 0);

@@ -1082,6 +1082,34 @@ fn a_workspace_package_is_found_where_its_manifest_is() {
     assert_eq!(callers[0].path, "apps/web/src/page.js");
 }
 
+/// A Rust name used from its crate's root (`use crate::Error;`, which the root
+/// re-exports) is the crate's own, wherever in it: each crate of a workspace defines an
+/// `Error`, and the one meant is not the first in path order, nor guessed from afar.
+#[test]
+fn a_rust_name_from_the_crates_root_is_that_crates() {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for name in ["api", "billing", "cache", "mail", "store"] {
+        let manifest = format!("[package]\nname = \"acme-{name}\"\n");
+        files.push((format!("crates/{name}/Cargo.toml"), manifest));
+        let error = format!("pub enum Error {{\n    {name}(String),\n}}\n");
+        files.push((format!("crates/{name}/src/error.rs"), error));
+        let lib = "mod error;\npub use error::Error;\n".to_string();
+        files.push((format!("crates/{name}/src/lib.rs"), lib));
+    }
+    let handler = "use crate::Error;\nfn load() -> Result<(), Error> {\n    Err(Error::store(String::new()))\n}\n";
+    files.push(("crates/store/src/db/load.rs".into(), handler.into()));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let index = index(&refs);
+    let near = index.definitions_near("Error", "crates/store/src/db/load.rs", 1);
+    assert_eq!(near[0].path, "crates/store/src/error.rs", "{near:?}");
+    let meant = index.definitions_meant("Error", "crates/store/src/db/load.rs", 2, 3);
+    let paths: Vec<&str> = meant.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["crates/store/src/error.rs"]);
+}
+
 /// A method called on a field whose type the file declares is read in that type's
 /// class, ahead of a homonym in another class the file imports: `invoices.create(o)`
 /// is `InvoiceService.create`, not `Accounts.create`.

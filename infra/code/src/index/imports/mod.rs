@@ -87,7 +87,7 @@ impl Imports {
                 imports.qualified(text, ".");
             }
             Lang::Rust => {
-                imports.rust(text, packages);
+                imports.rust(path, text, packages);
                 imports.qualified(text, "::");
             }
             Lang::Go => imports.go(text, packages),
@@ -250,8 +250,13 @@ impl Imports {
 
     /// `use crate::store::{load_user, save as persist};`, `use super::billing::to_invoice;`:
     /// each name to the module path before it (its last segments: where the crate's root
-    /// is is not known, and `super` is read as the segments after it).
-    fn rust(&mut self, text: &str, packages: &Packages) {
+    /// is is not known, and `super` is read as the segments after it). A name used from
+    /// the crate's root (`use crate::Error;`) is defined anywhere in the crate, which
+    /// its root re-exports (`pub use error::Error;`): where the snapshot's `Cargo.toml`s
+    /// say which crate `path` is in, every file of it. The standard library's names
+    /// come from nowhere in the repository.
+    fn rust(&mut self, path: &str, text: &str, packages: &Packages) {
+        let own_crate = packages.crate_of(path);
         static USE: LazyLock<Regex> = LazyLock::new(|| {
             pattern(r"(?m)^[ \t]*(?:pub(?:\([A-Za-z0-9_\s:]+\))?[ \t]+)?use[ \t]+([^;]+);")
         });
@@ -260,6 +265,14 @@ impl Imports {
             let mut leaves = Vec::new();
             flatten_use(&tree, &mut Vec::new(), &mut leaves);
             for (module, name) in leaves {
+                // The standard library is no module of the repository's (`use
+                // std::sync::Arc;` is not `src/sync/std.rs`).
+                if ["std", "core", "alloc"].contains(module.first().unwrap_or(&name)) {
+                    continue;
+                }
+                if let (["crate"], Some(dir)) = (module.as_slice(), own_crate) {
+                    self.add(name, within((dir, "")));
+                }
                 // `use billing::invoice::to_invoice;`: a crate of this workspace.
                 let path = match module.is_empty() {
                     true => name.to_string(),
@@ -842,7 +855,7 @@ def f(order):
 
     #[test]
     fn rust_use_trees() {
-        let text = "use crate::store::{\n    load_user,\n    billing::{to_invoice, Total, save as persist},\n};\npub(crate) use super::rules::check;\nuse std::collections::HashMap;\nuse crate::mail::*;\nuse crate::cache;\nfn f() { cache::load(1); }\n";
+        let text = "use crate::store::{\n    load_user,\n    billing::{to_invoice, Total, save as persist},\n};\npub(crate) use super::rules::check;\nuse std::collections::HashMap;\nuse std::sync::{Arc, Mutex};\nuse std::thread;\nuse crate::mail::*;\nuse crate::cache;\nfn f() { cache::load(1); Arc::clone(&a); }\n";
         let cases = [
             ("load_user", "src/store.rs", true),
             ("load_user", "src/store/mod.rs", true),
@@ -854,8 +867,12 @@ def f(order):
             ("HashMap", "src/store.rs", false),
             ("load", "src/cache/mod.rs", true),
             ("load", "src/store.rs", false),
+            ("clone", "src/sync/std.rs", false),
+            ("Mutex", "src/std.rs", false),
         ];
         assert_eq!(wrong(("src/api.rs", text, Lang::Rust), &cases), []);
+        let imports = read("src/api.rs", text, Lang::Rust);
+        assert!(!imports.any_from("src/sync/std.rs"));
     }
 
     #[test]
