@@ -297,7 +297,10 @@ impl Imports {
     }
 
     /// `store.Load(…)` in a file that imports `"example.com/app/internal/store"` (or
-    /// names it, `db "…/store"`): `Load` to the package's directory.
+    /// names it, `db "…/store"`): `Load` to the package's directory. A path whose first
+    /// element has no dot is the standard library's (`"errors"`, `"net/http"`), as Go
+    /// reserves them, unless a module of this repository is named so (`module myapp`):
+    /// `errors.New` is not `errors/errors.go`'s.
     fn go(&mut self, text: &str, packages: &Packages) {
         static SPEC: LazyLock<Regex> = LazyLock::new(|| {
             pattern(
@@ -309,6 +312,10 @@ impl Imports {
         let mut imported: HashMap<&str, &str> = HashMap::new();
         for found in SPEC.captures_iter(text) {
             let path = found.get(2).map_or("", |m| m.as_str());
+            let first = path.split('/').next().unwrap_or(path);
+            if !first.contains('.') && packages.go(path).next().is_none() {
+                continue;
+            }
             let name = match found.get(1) {
                 Some(alias) => alias.as_str(),
                 None => path.rsplit('/').next().unwrap_or(path),
@@ -877,8 +884,10 @@ def f(order):
 
     #[test]
     fn go_qualified_names() {
-        let text = "package api\n\nimport (\n\t\"fmt\"\n\tdb \"example.com/shop/internal/store\"\n\t\"example.com/shop/billing\"\n)\n\nfunc Show() {\n\tu := db.Load(1)\n\tfmt.Println(billing.Total(u))\n}\n";
+        let text = "package api\n\nimport (\n\t\"errors\"\n\t\"fmt\"\n\tdb \"example.com/shop/internal/store\"\n\t\"example.com/shop/billing\"\n)\n\nfunc Show() {\n\tu := db.Load(1)\n\tfmt.Println(billing.Total(u), errors.New(\"x\"))\n}\n";
         let cases = [
+            ("New", "errors/errors.go", false),
+            ("Println", "fmt/print.go", false),
             ("Load", "internal/store/load.go", true),
             ("Load", "internal/store/cache/load.go", false),
             ("Total", "shop/billing/total.go", true),
@@ -889,6 +898,11 @@ def f(order):
             "package main\nimport \"example.com/app/store\"\nfunc main() { store.Open() }\n";
         let file = ("main.go", single, Lang::Go);
         assert_eq!(wrong(file, &[("Open", "store/open.go", true)]), []);
+        // A module named without a dot is this repository's, not the standard library.
+        let packages = Packages::of(&[("go.mod", "module myapp\n")]);
+        let local = "package main\nimport \"myapp/store\"\nfunc main() { store.Open() }\n";
+        let imports = Imports::read("main.go", local, Lang::Go, &packages);
+        assert!(imports.holds("Open", "store/open.go"));
     }
 
     #[test]
