@@ -65,6 +65,10 @@ enum Source {
     /// A file Rails' autoloader finds a top-level constant in (`invoice_item` for
     /// `InvoiceItem`): directly under an autoload root (see `ruby`).
     Autoload(String),
+    /// A file Ruby's `require 'shop/mailer'` loads: under a directory on the load path
+    /// (see `ruby`), not any file whose path ends so (`require 'csv'` is the standard
+    /// library's, not `lib/redmine/export/csv.rb`).
+    LoadPath(String),
     /// A file of a package of this repository (see [`Packages`]): under its directory,
     /// in the module a path inside it names (`invoice` in `@acme/billing/invoice`,
     /// `src/invoice.ts` or `src/invoice/total.ts`), or anywhere in it where the import
@@ -535,6 +539,7 @@ impl Source {
             Source::Dir(package) => ends_with_segments(package, module.dir),
             Source::Namespace(segments) => in_namespace(module.dir, segments),
             Source::Autoload(name) => ruby::autoloaded(module.stem, name),
+            Source::LoadPath(spec) => ruby::on_load_path(module.stem, spec),
             Source::Within { dir, rest } => {
                 let inside = if dir.is_empty() {
                     Some(module.stem)
@@ -564,6 +569,7 @@ impl Source {
             Source::File(file) => above.any(|dir| dir == file),
             Source::Suffix(suffix) => above.any(|dir| ends_with_segments(dir, suffix)),
             Source::Absolute(name) => above.any(|dir| from_root(dir, name, module.packages)),
+            Source::LoadPath(spec) => above.any(|dir| ruby::on_load_path(dir, spec)),
             Source::Dir(_) | Source::Namespace(_) | Source::Within { .. } | Source::Autoload(_) => {
                 false
             }
@@ -976,7 +982,19 @@ def f(order):
         let imports = read("app/controllers/orders.rb", text, Lang::Ruby);
         assert!(imports.any_from("app/billing/invoice.rb"));
         assert!(imports.any_from("lib/shop/mailer.rb"));
+        assert!(imports.any_from("gems/shop/lib/shop/mailer.rb"));
         assert!(!imports.any_from("lib/shop/mailers.rb"));
+        // `require 'csv'` is the standard library's: not a file of that name elsewhere.
+        let stdlib = read(
+            "app/models/report.rb",
+            "require 'csv'
+require 'test_helper'
+",
+            Lang::Ruby,
+        );
+        assert!(!stdlib.any_from("lib/redmine/export/csv.rb"));
+        assert!(stdlib.any_from("lib/csv.rb"));
+        assert!(stdlib.any_from("test/test_helper.rb"));
         let cases = [
             ("InvoiceItem", "app/models/billing/invoice_item.rb", true),
             ("InvoiceItem", "app/models/invoice_item.rb", false),

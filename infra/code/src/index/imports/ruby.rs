@@ -32,7 +32,7 @@ impl Imports {
             let source = if found.get(1).is_some() {
                 Source::File(module_of(&join(dir_of(path), spec)).to_string())
             } else {
-                Source::Suffix(module_of(spec).to_string())
+                Source::LoadPath(module_of(spec).to_string())
             };
             self.add(REQUIRED, source);
         }
@@ -80,6 +80,20 @@ pub(super) fn autoloaded(stem: &str, name: &str) -> bool {
         (up.next(), up.next()),
         (Some("lib"), _) | (Some(_), Some("app"))
     )
+}
+
+/// Whether the file `stem` is what `require 'spec'` loads from the repository: `spec`
+/// under a directory Ruby's load path holds by convention (`lib/`, and `test/` or
+/// `spec/`, which test runners add: `require 'test_helper'`), in the application or a
+/// gem beside it (`gems/billing/lib/billing/invoice`), or at the root.
+pub(super) fn on_load_path(stem: &str, spec: &str) -> bool {
+    let Some(dir) = stem.strip_suffix(spec) else {
+        return false;
+    };
+    match dir.strip_suffix('/') {
+        None => dir.is_empty(),
+        Some(dir) => matches!(dir.rsplit('/').next(), Some("lib" | "test" | "spec")),
+    }
 }
 
 /// `InvoiceItem` as Rails names its file: `invoice_item`.
