@@ -1,9 +1,9 @@
 //! A collection's items have its element type: a loop's variable (`for (Order o :
 //! orders)`, `for order in orders:`, `for _, o := range orders`, `invoices.each do
 //! |invoice|`) or a lambda's parameter over it (`orders.forEach(o -> …)`,
-//! `orders.iter().map(|o| …)`), where the file declares the collection with its element
-//! type (`List<Order> orders`, `orders: list[Order]`, `orders: &[Order]`, `@invoices =
-//! Invoice.where(…)`). Without this, `order.total()` in a loop names no type, and the
+//! `orders.iter().map(|o| …)`, `map(lambda o: …, orders)`), where the file declares the
+//! collection with its element type (`List<Order> orders`, `orders: list[Order]`,
+//! `orders: &[Order]`, `byID map[string]*store.Order`, `@invoices = Invoice.where(…)`). Without this, `order.total()` in a loop names no type, and the
 //! first `total` in path order is read for it.
 //!
 //! Read with patterns, per file as the declared types are (see `typed`); an item named
@@ -146,6 +146,15 @@ fn patterns(lang: Lang) -> Option<&'static Patterns> {
             pattern(
                 r"(?-u:\b)for[ \t]+(?P<item>[a-z_][A-Za-z0-9_]*)[ \t]+in[ \t]+(?:self\.)?(?P<coll>[a-z_][A-Za-z0-9_]*)(?-u:\b)",
             ),
+            // `map(lambda o: o.total(), orders)`, `filter(lambda o: o.paid, self.orders)`:
+            // the collection last, after a body of one line without a call's commas.
+            pattern(
+                r"(?-u:\b)(?:map|filter)\([ \t]*lambda[ \t]+(?P<item>[a-z_][A-Za-z0-9_]*)[ \t]*:[^,\n]*(?:\([^()\n]*\)[^,\n]*)*,[ \t]*(?:self\.)?(?P<coll>[a-z_][A-Za-z0-9_]*)[ \t]*\)",
+            ),
+            // `sorted(orders, key=lambda o: o.total())`, `max(self.orders, key=lambda o: …)`.
+            pattern(
+                r"(?-u:\b)(?:sorted|max|min)\([ \t]*(?:self\.)?(?P<coll>[a-z_][A-Za-z0-9_]*)[ \t]*,[ \t]*key[ \t]*=[ \t]*lambda[ \t]+(?P<item>[a-z_][A-Za-z0-9_]*)",
+            ),
         ],
         queried: Vec::new(),
     });
@@ -170,9 +179,10 @@ fn patterns(lang: Lang) -> Option<&'static Patterns> {
     });
     static GO: LazyLock<Patterns> = LazyLock::new(|| Patterns {
         collections: vec![
-            // `orders []*store.Order`, `var orders []store.Order`.
+            // `orders []*store.Order`, `var orders []store.Order`; a map's values,
+            // `byID map[string]*store.Order`.
             pattern(
-                r"(?-u:\b)(?P<var>[a-z_][A-Za-z0-9_]*)[ \t]+\[\]\*?[a-z_][a-z0-9_]*\.(?P<ty>[A-Z][A-Za-z0-9_]*)",
+                r"(?-u:\b)(?P<var>[a-z_][A-Za-z0-9_]*)[ \t]+(?:\[\]|map\[[^\]\n]+\])\*?[a-z_][a-z0-9_]*\.(?P<ty>[A-Z][A-Za-z0-9_]*)",
             ),
         ],
         items: vec![
@@ -292,7 +302,9 @@ mod tests {
         assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
-    /// Go's range loop, and a loop's variable whose type is written (`for (Invoice i :
+    /// Go's range loop (over a slice or a map's values), Python's lambdas given a
+    /// collection's items (`filter`, `sorted(…, key=…)`, `map` with a call's commas in
+    /// its body), and a loop's variable whose type is written (`for (Invoice i :
     /// found())`: no collection declared).
     #[test]
     fn a_range_loops_item_and_a_written_item_type() {
@@ -302,6 +314,21 @@ mod tests {
         let file = "internal/billing/invoice.go";
         assert_eq!(imports.tie("Settle", file, &packages), Some(1));
         assert_ne!(imports.tie("Refund", file, &packages), Some(1));
+        let by_id = "package api\nimport \"example.com/shop/internal/billing\"\nfunc F(byID map[string]*billing.Invoice) {\n\tfor _, i := range byID {\n\t\ti.Settle()\n\t}\n}\n";
+        let imports = Imports::read("api/show.go", by_id, Lang::Go, &packages);
+        assert_eq!(
+            imports.tie("Settle", file, &packages),
+            Some(1),
+            "a map's values"
+        );
+        // Python's lambdas given the items of a collection.
+        let python = "from app.billing.invoice import Invoice\n\ndef f(invoices: list[Invoice], other):\n    paid = filter(lambda i: i.is_paid(), invoices)\n    top = sorted(invoices, key=lambda x: x.amount())\n    return map(lambda o: o.total(1, 2), invoices), other.refund()\n";
+        let imports = Imports::read("app/api/orders.py", python, Lang::Python, &packages);
+        let file = "app/billing/invoice.py";
+        assert_eq!(imports.tie("is_paid", file, &packages), Some(1));
+        assert_eq!(imports.tie("amount", file, &packages), Some(1));
+        assert_eq!(imports.tie("total", file, &packages), Some(1));
+        assert_ne!(imports.tie("refund", file, &packages), Some(1));
         let java = "import com.acme.billing.Invoice;\nclass A {\n  void f() { for (Invoice i : found()) { i.settle(); } }\n}\n";
         let imports = Imports::read("src/A.java", java, Lang::Java, &packages);
         assert_eq!(
