@@ -3,7 +3,7 @@
 //!
 //! For each changed line: the function or type it is in, whole (the diff shows three
 //! lines of it); the definitions of what it calls, wherever they are (the bug is often
-//! one file away); and the callers of the functions it changes (is the new `None`
+//! one file away), where the one meant can be told (not the first far `new` of many); and the callers of the functions it changes (is the new `None`
 //! checked where it lands?). Ranked in that order, deduplicated (against each other and
 //! against what the diff already shows), each piece cut to a sane length, packed into a
 //! token budget, and fenced as data under its `path:start-end`: code is written by

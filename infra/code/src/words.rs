@@ -337,8 +337,9 @@ fn may_define(text: &str, style: Style, line_start: usize, start: usize, end: us
 /// a call that runs or takes it (`before_action :load, :check`, `send(:total)`,
 /// `method(:parse)`, a list's next line), as a condition or a handler (`if: :paid?`,
 /// `with: :not_found`), as a block (`&:total`), as an alias's old name
-/// (`alias_method :to_s, :name`), or as what a `delegate` sends to (`to: :invoice`). A superset of what `ruby_passed_query` counts: any
-/// such call before it on the line will do (`only: [:show]` too).
+/// (`alias_method :to_s, :name`), or as what a `delegate` sends to (`to: :invoice`). A
+/// superset of what `ruby_passed_query` counts: any such call before it on the line will
+/// do (`only: [:show]` too).
 fn ruby_symbol_called(text: &str, line_start: usize, start: usize) -> bool {
     let before = &text[..start - 1];
     let line = &text[line_start..start - 1];

@@ -290,7 +290,8 @@ impl CodeIndex {
 
     /// `found(id)` for the files of `ids` nearest first by `rank` (none ranked past
     /// `reach`), then in path order, parsing them in batches only until `most` are found
-    /// or `max_files` have been asked; cut to `most`. What comes later in that order cannot displace what was
+    /// or `max_files` have been asked; cut to `most`. What comes later in that order
+    /// cannot displace what was
     /// found, so the answer is the one parsing everything and ranking it would give; a
     /// module imported by hundreds of files is not parsed whole for eight callers.
     fn nearest_first(

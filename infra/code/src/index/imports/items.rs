@@ -3,8 +3,9 @@
 //! |invoice|`) or a lambda's parameter over it (`orders.forEach(o -> …)`,
 //! `orders.iter().map(|o| …)`, `map(lambda o: …, orders)`), where the file declares the
 //! collection with its element type (`List<Order> orders`, `orders: list[Order]`,
-//! `orders: &[Order]`, `byID map[string]*store.Order`, `@invoices = Invoice.where(…)`). Without this, `order.total()` in a loop names no type, and the
-//! first `total` in path order is read for it.
+//! `orders: &[Order]`, `byID map[string]*store.Order`, `@invoices = Invoice.where(…)`).
+//! Without this, `order.total()` in a loop names no type, and the first `total` in path
+//! order is read for it.
 //!
 //! Read with patterns, per file as the declared types are (see `typed`); an item named
 //! like a variable declared with another type takes the last one read.
@@ -147,7 +148,8 @@ fn patterns(lang: Lang) -> Option<&'static Patterns> {
                 r"(?-u:\b)for[ \t]+(?P<item>[a-z_][A-Za-z0-9_]*)[ \t]+in[ \t]+(?:self\.)?(?P<coll>[a-z_][A-Za-z0-9_]*)(?-u:\b)",
             ),
             // `map(lambda o: o.total(), orders)`, `filter(lambda o: o.paid, self.orders)`:
-            // the collection last, after a body of one line without a call's commas.
+            // the collection last, after a body of one line (a call's commas held in its
+            // parentheses).
             pattern(
                 r"(?-u:\b)(?:map|filter)\([ \t]*lambda[ \t]+(?P<item>[a-z_][A-Za-z0-9_]*)[ \t]*:[^,\n]*(?:\([^()\n]*\)[^,\n]*)*,[ \t]*(?:self\.)?(?P<coll>[a-z_][A-Za-z0-9_]*)[ \t]*\)",
             ),
