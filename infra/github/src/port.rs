@@ -253,6 +253,10 @@ impl GitHub for GitHubClient {
         protection::checks(self, repo, branch).await
     }
 
+    async fn list_branches(&self, repo: &RepoScope) -> Result<Vec<String>, GitHubError> {
+        protection::branches(self, repo).await
+    }
+
     async fn get_collaborator_permission(
         &self,
         repo: &RepoScope,

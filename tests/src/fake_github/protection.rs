@@ -16,6 +16,33 @@ pub(super) struct Required {
     pub(super) app_id: Option<u64>,
 }
 
+/// The repository's branches (`GET /repos/{o}/{r}/branches`, `short-branch`): `main`
+/// and every branch a rule was set on, in name order, as GitHub lists them.
+pub(super) fn listing(s: &State, repo: &str) -> Value {
+    let mut names: Vec<&str> = (s.required_checks.iter())
+        .filter(|r| r.repo == repo)
+        .map(|r| r.branch.as_str())
+        .chain(["main"])
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let listed: Vec<Value> = names
+        .into_iter()
+        .map(|name| {
+            let protected = required(s, repo, name, None).next().is_some();
+            json!({
+                "name": name,
+                "commit": {
+                    "sha": "7fd1a60b01f91b314f59955a4e4d4e80d8edf11d",
+                    "url": format!("https://api.github.com/repos/{repo}/commits/7fd1a60b01f91b314f59955a4e4d4e80d8edf11d"),
+                },
+                "protected": protected,
+            })
+        })
+        .collect();
+    Value::Array(listed)
+}
+
 pub(super) fn branch(s: &State, repo: &str, name: &str) -> Value {
     let checks: Vec<Value> = required(s, repo, name, None)
         .map(|(context, app_id)| json!({ "context": context, "app_id": app_id }))

@@ -429,6 +429,7 @@ fn get_repo(s: &mut State, repo: &str, rest: &[&str], path: &str, query: &str) -
             found["default_branch"] = "main".into();
             ok(found)
         }
+        ["branches"] => ok(protection::listing(s, repo)),
         ["branches", branch @ ..] => ok(protection::branch(s, repo, &branch.join("/"))),
         ["rules", "branches", branch @ ..] => ok(protection::rules(s, repo, &branch.join("/"))),
         ["commits", sha, "check-runs"] => {

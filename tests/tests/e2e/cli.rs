@@ -1330,8 +1330,8 @@ async fn doctor_says_whether_the_merge_gate_holds() {
 }
 
 /// The doctor reads the rules of every branch `review.baseBranches` names (and of the
-/// default branch where the list takes it in); a pattern's branches it says it did not
-/// read.
+/// default branch where the list takes it in), and of the branches its patterns match
+/// among the repository's; where GitHub will not list them, it says it did not read them.
 #[tokio::test]
 async fn doctor_reads_the_rules_of_each_branch_the_repository_reviews() {
     let rig = Rig::start().await;
@@ -1344,6 +1344,8 @@ async fn doctor_reads_the_rules_of_each_branch_the_repository_reviews() {
     };
     github.require_check((REPO, "main"), None, "Parley review", Some(1));
     github.require_check((REPO, "develop"), Some(4), "Parley review", None);
+    github.require_check((REPO, "release/1.0"), None, "Parley review", Some(1));
+    github.require_check((REPO, "release/2.0"), Some(7), "Parley review", None);
     let row = gate_row("review:\n  baseBranches: [main, develop, 'release/*']\n").await;
     parley_tests::expect::says_all(
         &row,
@@ -1351,17 +1353,35 @@ async fn doctor_reads_the_rules_of_each_branch_the_repository_reviews() {
             " WARN ",
             "required on `main` (branch protection) and only `",
             "required on `develop` (ruleset 4) from any source",
-            "Branches matching `release/*` (review.baseBranches) are not read here",
+            "required on `release/1.0` (branch protection) and only `",
+            "required on `release/2.0` (ruleset 7) from any source",
         ],
     );
+    assert!(!row.contains("not read here"), "{row}");
     // PRs into the default branch are not reviewed: its rules are none of Parley's.
     github.require_check((REPO, "develop"), None, "Parley review", Some(1));
     let row = gate_row("review:\n  baseBranches: [develop]\n").await;
     parley_tests::expect::says_all(&row, &[" OK ", "on `develop` (branch protection)"]);
     assert!(!row.contains("`main`"), "{row}");
-    // Only a pattern: nothing named to read, and not a warning.
-    let row = gate_row("review:\n  baseBranches: ['release/*']\n").await;
-    parley_tests::expect::says_all(&row, &[" SKIP ", "`release/*`", "@parley configuration"]);
+    // Only a pattern: the branches it matches are read.
+    let row = gate_row("review:\n  baseBranches: ['release/1.*']\n").await;
+    parley_tests::expect::says_all(&row, &[" OK ", "on `release/1.0` (branch protection)"]);
+    assert!(!row.contains("release/2.0"), "{row}");
+    // A pattern no branch matches yet: nothing to read, and said.
+    let row = gate_row("review:\n  baseBranches: ['hotfix/*']\n").await;
+    parley_tests::expect::says_all(&row, &[" SKIP ", "No branch matches `hotfix/*`"]);
+    // GitHub not listing the branches: said, with where to look instead.
+    github.inject(Injected::answering("GET", "/branches", 403, 1));
+    let row = gate_row("review:\n  baseBranches: [develop, 'release/*']\n").await;
+    parley_tests::expect::says_all(
+        &row,
+        &[
+            " OK ",
+            "on `develop`",
+            "Branches matching `release/*` (review.baseBranches) are not read here",
+            "@parley configuration",
+        ],
+    );
 }
 
 #[tokio::test]

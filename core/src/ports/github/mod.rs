@@ -293,6 +293,11 @@ pub trait GitHub: Send + Sync {
         branch: &str,
     ) -> Result<Vec<RequiredCheck>, GitHubError>;
 
+    /// The names of the repository's branches (`GET /repos/{owner}/{repo}/branches`), at
+    /// most [`MAX_BRANCHES_LISTED`]: what `review.baseBranches`' patterns (`release/*`)
+    /// are matched against when `parley doctor` reads their rules.
+    async fn list_branches(&self, repo: &RepoScope) -> Result<Vec<String>, GitHubError>;
+
     // --- check runs ---
 
     async fn create_check_run(

@@ -22,6 +22,16 @@ pub enum RequiredBy {
     Ruleset { id: u64 },
 }
 
+/// The most branches [`crate::ports::GitHub::list_branches`] reads: ten pages, far more
+/// than the release branches a pattern is for; a repository with more is matched on these.
+pub const MAX_BRANCHES_LISTED: usize = 1_000;
+
+/// One branch of a listing (`GET /repos/{o}/{r}/branches`): its name is all it is read for.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ListedBranch {
+    pub name: String,
+}
+
 /// A branch as `GET /repos/{o}/{r}/branches/{branch}` gives it: its protection summary,
 /// which readers of the repository see (the full protection needs administration access).
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -4,8 +4,8 @@
 use super::{get_at, pulls::auth};
 use crate::client::GitHubClient;
 use parley_core::ports::github::{
-    Branch, BranchRule, GitHubError, PageLimit, RepoScope, RepoSummary, RequiredCheck,
-    required_checks,
+    Branch, BranchRule, GitHubError, ListedBranch, MAX_BRANCHES_LISTED, PageLimit, RepoScope,
+    RepoSummary, RequiredCheck, required_checks,
 };
 
 /// Rules on one branch: a few rulesets of a few rules each, in practice.
@@ -44,4 +44,20 @@ pub(crate) async fn checks(
         Err(err) => return Err(err),
     };
     Ok(required_checks(&protected, &rules))
+}
+
+/// The names of the repository's branches, for the patterns of `review.baseBranches`.
+pub(crate) async fn branches(
+    client: &GitHubClient,
+    repo: &RepoScope,
+) -> Result<Vec<String>, GitHubError> {
+    let url = client.base.repo_url(repo, &["branches"])?;
+    let listing = client
+        .get_paged::<ListedBranch>(auth(repo), url, PageLimit::items(MAX_BRANCHES_LISTED))
+        .await?;
+    Ok(listing
+        .items
+        .into_iter()
+        .map(|branch| branch.name)
+        .collect())
 }

@@ -5,11 +5,12 @@
 //! reads the store — so an OK means it works, not merely that a variable is set. A WARN
 //! works with a limit worth knowing (a model that never calls tools); only a FAIL fails.
 
+mod gate;
+
 use crate::manifest;
 use parley_core::ports::github::{App, GitHub, GitHubError, Installation, RepoScope};
 use parley_core::ports::llm::{LlmRequest, Message};
 use parley_core::repo::{ConfigLoader, LoadedConfig};
-use parley_core::review::gate;
 use parley_github::{GitHubClient, GitHubConfig};
 use parley_runtime::clients::Env;
 use parley_runtime::{Settings, build_adapters, secrets};
@@ -124,7 +125,7 @@ pub async fn checks(args: &DoctorArgs, env: &Env) -> Vec<Check> {
     let target = Target::find(args, github.as_ref()).await;
     checks.push(installation(&target).await);
     checks.push(installation_setup(&target));
-    checks.push(merge_gate(&target, found_app.as_ref()).await);
+    checks.push(gate::merge_gate(&target, found_app.as_ref()).await);
     checks.extend(llm(env).await);
     checks.extend(store_and_queue(env).await);
     checks.push(repo_config(&target).await);
@@ -307,85 +308,6 @@ fn setup(
     } else {
         fail(name, detail)
     }
-}
-
-/// Whether the rules of the branches the repository reviews make "Parley review" a gate
-/// only Parley can pass (see [`parley_core::review::gate::protection`]): a check required
-/// from any source is passed by a workflow job of that name, and the rules are the
-/// repository admins' to set, not Parley's. Read for the default branch and each branch
-/// `review.baseBranches` names; one not sound makes the row a WARN.
-async fn merge_gate(target: &Target<'_>, app: Option<&App>) -> Check {
-    const NAME: &str = "merge gate";
-    let (repo, scope, github) = match target.installed(NAME) {
-        Ok((repo, scope, github, _)) => (repo, scope, github),
-        Err(row) => return row,
-    };
-    let Some(app) = app else {
-        return skip(NAME, "needs a working GitHub App first");
-    };
-    let default = match github.get_repository(&scope).await {
-        Ok(found) => found.default_branch.unwrap_or_else(|| "main".to_string()),
-        Err(err) => {
-            return warn(NAME, gate::protection::not_known(repo, err.public_reason()));
-        }
-    };
-    let bases = match target.config().await {
-        Some(loaded) => loaded.config.review.base_branches.clone(),
-        None => Vec::new(),
-    };
-    let (branches, patterns) = gated_branches(&default, &bases);
-    let mut said = Vec::new();
-    let mut sound = true;
-    for branch in &branches {
-        match github.required_checks(&scope, branch).await {
-            Ok(required) => {
-                let rules = gate::protection::judge(&required, app.id);
-                sound &= rules.is_sound();
-                said.push(rules.describe(branch, app.slug.as_deref().unwrap_or("this App")));
-            }
-            Err(err) => {
-                sound = false;
-                said.push(gate::protection::not_known(
-                    &format!("the rules of `{branch}`"),
-                    err.public_reason(),
-                ));
-            }
-        }
-    }
-    if !patterns.is_empty() {
-        said.push(format!(
-            "Branches matching {} (review.baseBranches) are not read here: `@parley \
-             configuration` on a PR says its base branch's rules.",
-            patterns.join(", ")
-        ));
-    }
-    let said = said.join(" ");
-    match (branches.is_empty(), sound) {
-        (true, _) => skip(NAME, said),
-        (false, true) => ok(NAME, said),
-        (false, false) => warn(NAME, said),
-    }
-}
-
-/// The branches whose rules the doctor reads: the default branch unless
-/// `review.baseBranches` leaves it out (its PRs are never reviewed, so no rule there is
-/// Parley's concern), then each branch that list names outright; and apart, the list's
-/// patterns (`release/*`), whose branches it would take a listing of every branch to find.
-fn gated_branches(default: &str, bases: &[String]) -> (Vec<String>, Vec<String>) {
-    let (patterns, named): (Vec<&String>, Vec<&String>) = bases
-        .iter()
-        .partition(|base| base.contains(['*', '?', '[', '{']));
-    let mut branches = Vec::new();
-    if parley_core::review::skip::reviews_base(bases, default) {
-        branches.push(default.to_string());
-    }
-    for branch in named {
-        if !branches.contains(branch) {
-            branches.push(branch.clone());
-        }
-    }
-    let patterns = patterns.iter().map(|p| format!("`{p}`")).collect();
-    (branches, patterns)
 }
 
 /// What GitHub recorded of its latest deliveries to Parley: the sweep for lost deliveries
