@@ -1367,9 +1367,30 @@ async fn doctor_reads_the_rules_of_each_branch_the_repository_reviews() {
     let row = gate_row("review:\n  baseBranches: ['release/1.*']\n").await;
     parley_tests::expect::says_all(&row, &[" OK ", "on `release/1.0` (branch protection)"]);
     assert!(!row.contains("release/2.0"), "{row}");
-    // A pattern no branch matches yet: nothing to read, and said.
+    // A pattern no branch matches yet: nothing to read, and said; one matching only a
+    // branch named too has matched it.
     let row = gate_row("review:\n  baseBranches: ['hotfix/*']\n").await;
     parley_tests::expect::says_all(&row, &[" SKIP ", "No branch matches `hotfix/*`"]);
+    let row = gate_row("review:\n  baseBranches: [develop, 'dev*']\n").await;
+    assert!(!row.contains("No branch matches"), "{row}");
+    // A branch per release for years: the last ten by their numbers are read (`03.0` to
+    // `13.0`, after `1.0` and `2.0`), the rest counted.
+    for release in 3..=13 {
+        let branch = format!("release/{release:02}.0");
+        github.require_check((REPO, branch.as_str()), None, "Parley review", Some(1));
+    }
+    let row = gate_row("review:\n  baseBranches: ['release/*']\n").await;
+    parley_tests::expect::says_all(
+        &row,
+        &[
+            "on `release/13.0`",
+            "on `release/04.0`",
+            "3 more branches matching `release/*` (review.baseBranches) are not read here",
+        ],
+    );
+    for older in ["`release/1.0`", "`release/2.0`", "`release/03.0`"] {
+        assert!(!row.contains(older), "{older}: {row}");
+    }
     // GitHub not listing the branches: said, with where to look instead.
     github.inject(Injected::answering("GET", "/branches", 403, 1));
     let row = gate_row("review:\n  baseBranches: [develop, 'release/*']\n").await;

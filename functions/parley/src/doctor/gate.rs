@@ -40,13 +40,12 @@ pub(super) async fn merge_gate(target: &Target<'_>, app: Option<&App>) -> Check 
     let mut said = Vec::new();
     if !patterns.is_empty() {
         match matched_branches(github.as_ref(), &scope, &patterns, &branches).await {
-            Ok((matched, more)) => {
-                if matched.is_empty() {
-                    said.push(format!(
-                        "No branch matches {} (review.baseBranches) yet.",
-                        quoted_list(&patterns)
-                    ));
-                } else if more > 0 {
+            Ok(None) => said.push(format!(
+                "No branch matches {} (review.baseBranches) yet.",
+                quoted_list(&patterns)
+            )),
+            Ok(Some((matched, more))) => {
+                if more > 0 {
                     said.push(format!(
                         "{more} more branches matching {} (review.baseBranches) are not read \
                          here: `@parley configuration` on a PR says its base branch's rules.",
@@ -112,25 +111,51 @@ fn gated_branches(default: &str, bases: &[String]) -> (Vec<String>, Vec<String>)
 }
 
 /// The repository's branches `patterns` match, not among `read` already, at most
-/// [`MAX_MATCHED_BRANCHES`] (the last by name), and how many more match. `Err` says why
-/// GitHub would not list them.
+/// [`MAX_MATCHED_BRANCHES`] (the last by name, numbers compared as numbers:
+/// `release/10.0` after `release/9.0`), and how many more match; `None` where no
+/// branch matches at all (one named too, `main` under `ma*`, is a match read already).
+/// `Err` says why GitHub would not list them.
 async fn matched_branches(
     github: &dyn GitHub,
     scope: &RepoScope,
     patterns: &[String],
     read: &[String],
-) -> Result<(Vec<String>, usize), String> {
+) -> Result<Option<(Vec<String>, usize)>, String> {
     let listed = github
         .list_branches(scope)
         .await
         .map_err(|err| err.public_reason())?;
-    let mut matched: Vec<String> = listed
+    let (mut matched, named): (Vec<String>, Vec<String>) = listed
         .into_iter()
-        .filter(|branch| reviews_base(patterns, branch) && !read.contains(branch))
-        .collect();
-    matched.sort();
+        .filter(|branch| reviews_base(patterns, branch))
+        .partition(|branch| !read.contains(branch));
+    if matched.is_empty() && named.is_empty() {
+        return Ok(None);
+    }
+    matched.sort_by_key(|branch| by_version(branch));
     let more = matched.len().saturating_sub(MAX_MATCHED_BRANCHES);
-    Ok((matched.split_off(more), more))
+    Ok(Some((matched.split_off(more), more)))
+}
+
+/// A branch name as its numbers order it (`release/9.0` before `release/10.0`): its runs
+/// of digits as numbers, the rest as text. A key of a few parts per name is all ten
+/// release branches need; no crate is worth adding for it.
+fn by_version(branch: &str) -> Vec<(String, u64)> {
+    let mut key = Vec::new();
+    let mut rest = branch;
+    while !rest.is_empty() {
+        let text_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (text, after) = rest.split_at(text_len);
+        let digits_len = after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len());
+        let (digits, after) = after.split_at(digits_len);
+        key.push((text.to_string(), digits.parse().unwrap_or(u64::MAX)));
+        rest = after;
+    }
+    key
 }
 
 fn quoted_list(patterns: &[String]) -> String {
