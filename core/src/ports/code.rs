@@ -61,11 +61,11 @@ pub trait Codebase: Send + Sync {
     /// first (the model asked for it). This default knows no imports: the same file
     /// and directory are near.
     fn definitions_meant(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
-        let all = self.definitions(name);
-        let files: std::collections::BTreeSet<&str> =
-            all.iter().map(|span| span.path.as_str()).collect();
         let mut near = self.definitions_near_line(name, path, line, usize::MAX);
-        if files.len() > FEW_DEFINING {
+        let files = (near.iter().map(|span| span.path.as_str()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if files > FEW_DEFINING {
             near.retain(|span| nearness(&span.path, path) < 2);
         }
         near.truncate(most);

@@ -203,18 +203,36 @@ impl CodeIndex {
     /// How near a definition of `name` in `candidate` is to a use of it in `path` (see
     /// [`rank`], `imports`). The bench ranks what parsing everything finds by it.
     pub fn definition_rank(&self, name: &str, path: &str, line: u32, candidate: &str) -> u8 {
-        let imports = self.imports_of(path);
-        let bare = self.bare_on(path, line, name);
-        rank(candidate, path, || {
-            imports.tie_as(name, bare, path, candidate, self.packages())
-        })
+        self.ranker(name, path, self.bare_on(path, line, name))(candidate)
     }
 
     /// Whether the context shows a definition of `name` in `candidate` to a reader of
     /// `line` of `path` (see [`Codebase::definitions_meant`]). The bench holds what
     /// parsing everything finds to it.
     pub fn definition_meant(&self, name: &str, path: &str, line: u32, candidate: &str) -> bool {
-        self.few_define(name) || self.definition_rank(name, path, line, candidate) < ELSEWHERE
+        self.definition_rank(name, path, line, candidate) <= self.meant_reach(name)
+    }
+
+    /// How a definition of `name` in a file ranks for a reader of `path` (see [`rank`]),
+    /// `bare` as [`CodeIndex::bare_on`] says: the one ranking the lazy answers and the
+    /// bench's share.
+    fn ranker<'a>(&'a self, name: &'a str, path: &'a str, bare: bool) -> impl Fn(&str) -> u8 + 'a {
+        let imports = self.imports_of(path);
+        move |candidate| {
+            rank(candidate, path, || {
+                imports.tie_as(name, bare, path, candidate, self.packages())
+            })
+        }
+    }
+
+    /// The farthest rank of a definition of `name` the context shows: any where few files
+    /// may define it, else none from [`ELSEWHERE`] (see [`Codebase::definitions_meant`]).
+    fn meant_reach(&self, name: &str) -> u8 {
+        if self.few_define(name) {
+            ELSEWHERE
+        } else {
+            ELSEWHERE - 1
+        }
     }
 
     /// Whether at most [`FEW_DEFINING`] files may define `name` (by the word index).
@@ -248,24 +266,18 @@ impl CodeIndex {
     }
 
     /// [`Codebase::definitions_near`], with `name` used bare on the line asked about or
-    /// not (see [`CodeIndex::bare_on`]); none from [`ELSEWHERE`] unless `far`.
+    /// not (see [`CodeIndex::bare_on`]); none ranked past `reach`.
     fn definitions_ranked(
         &self,
         name: &str,
         path: &str,
         bare: bool,
-        far: bool,
+        reach: u8,
         most: usize,
     ) -> Vec<Span> {
-        let imports = self.imports_of(path);
-        let reach = if far { ELSEWHERE } else { ELSEWHERE - 1 };
         self.nearest_first(
             holding(&self.defining, name),
-            |candidate| {
-                rank(candidate, path, || {
-                    imports.tie_as(name, bare, path, candidate, self.packages())
-                })
-            },
+            self.ranker(name, path, bare),
             (most, usize::MAX, reach),
             |id| self.definitions_in(id, name).collect(),
         )
@@ -561,19 +573,18 @@ impl Codebase for CodeIndex {
     /// Parses the files that may define `name` nearest `path` first, and the rest only
     /// until `most` definitions are found.
     fn definitions_near(&self, name: &str, path: &str, most: usize) -> Vec<Span> {
-        self.definitions_ranked(name, path, false, true, most)
+        self.definitions_ranked(name, path, false, ELSEWHERE, most)
     }
 
     fn definitions_near_line(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
         let bare = self.bare_on(path, line, name);
-        self.definitions_ranked(name, path, bare, true, most)
+        self.definitions_ranked(name, path, bare, ELSEWHERE, most)
     }
 
     /// The files far from `path` are not parsed for a name many may define.
     fn definitions_meant(&self, name: &str, path: &str, line: u32, most: usize) -> Vec<Span> {
         let bare = self.bare_on(path, line, name);
-        let far = self.few_define(name);
-        self.definitions_ranked(name, path, bare, far, most)
+        self.definitions_ranked(name, path, bare, self.meant_reach(name), most)
     }
 
     fn callers(&self, name: &str) -> Vec<Span> {
